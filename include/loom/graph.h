@@ -1,0 +1,203 @@
+/* The IR: graphs of tensor ops, built from C or parsed from .lir text (shared/IR.md).
+ *
+ * A graph owns its values and ops. Values are small handles (loom_value) valid only for the
+ * graph that made them. Builder calls use a sticky error: once one fails, the graph remembers
+ * the first error and every later builder call returns LOOM_VALUE_NONE without doing work,
+ * so a chain of calls is checked once, at the end, by loom_graph_verify().
+ *
+ * Thread safety: a graph may be read (printed, estimated, run) from several threads at once,
+ * but building it is single-threaded.
+ */
+#ifndef LOOM_GRAPH_H
+#define LOOM_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "loom/export.h"
+#include "loom/status.h"
+#include "loom/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(ENUM, "text name"). The order is part of the ABI; new ops go at the end. */
+#define LOOM_OP_MAP(X)                                                                  \
+  X(CONSTANT, "constant") X(IOTA, "iota") X(FILL, "fill")                               \
+  X(NEG, "neg") X(ABS, "abs") X(SIGN, "sign") X(EXP, "exp") X(LOG, "log")               \
+  X(SQRT, "sqrt") X(RSQRT, "rsqrt") X(SIN, "sin") X(COS, "cos") X(TANH, "tanh")         \
+  X(SIGMOID, "sigmoid") X(RELU, "relu") X(FLOOR, "floor") X(CEIL, "ceil") X(NOT, "not") \
+  X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(POW, "pow")                 \
+  X(MAXIMUM, "maximum") X(MINIMUM, "minimum")                                           \
+  X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt") X(GE, "ge")               \
+  X(AND, "and") X(OR, "or")                                                             \
+  X(SELECT, "select") X(CAST, "cast")                                                   \
+  X(RESHAPE, "reshape") X(TRANSPOSE, "transpose") X(BROADCAST, "broadcast")             \
+  X(SLICE, "slice") X(CONCAT, "concat") X(TILE, "tile")                                 \
+  X(REDUCE_SUM, "reduce_sum") X(REDUCE_MAX, "reduce_max") X(REDUCE_MIN, "reduce_min")   \
+  X(REDUCE_MEAN, "reduce_mean") X(REDUCE_PROD, "reduce_prod")                           \
+  X(ARGMAX, "argmax") X(ARGMIN, "argmin") X(TOPK, "topk")                               \
+  X(DOT, "dot") X(CONV, "conv")                                                         \
+  X(FFT, "fft") X(IFFT, "ifft") X(RFFT, "rfft") X(IRFFT, "irfft")                       \
+  X(SQUARE, "square")
+
+typedef enum loom_op {
+#define LOOM_X(e, name) LOOM_OP_##e,
+  LOOM_OP_MAP(LOOM_X)
+#undef LOOM_X
+  LOOM_OP_COUNT
+} loom_op;
+
+/* The .lir spelling of an op ("reduce_sum"); "?" when out of range. */
+LOOM_API const char *loom_op_name(loom_op op);
+/* Parses a .lir op name of `len` bytes; false when it names no op. */
+LOOM_API bool loom_op_parse(const char *text, size_t len, loom_op *out_op);
+
+/* A list attribute: at most LOOM_MAX_RANK integers. */
+typedef struct loom_int_list {
+  int32_t count;
+  int64_t v[LOOM_MAX_RANK];
+} loom_int_list;
+
+/* Bits of loom_attrs.set: which attributes were given. */
+enum {
+  LOOM_ATTR_AXIS = 1u << 0,
+  LOOM_ATTR_K = 1u << 1,
+  LOOM_ATTR_N = 1u << 2,
+  LOOM_ATTR_GROUPS = 1u << 3,
+  LOOM_ATTR_LARGEST = 1u << 4,
+  LOOM_ATTR_KEEPDIMS = 1u << 5,
+  LOOM_ATTR_TO = 1u << 6,
+  LOOM_ATTR_VALUE = 1u << 7,
+  LOOM_ATTR_SHAPE = 1u << 8,
+  LOOM_ATTR_PERM = 1u << 9,
+  LOOM_ATTR_AXES = 1u << 10,
+  LOOM_ATTR_START = 1u << 11,
+  LOOM_ATTR_STOP = 1u << 12,
+  LOOM_ATTR_STEP = 1u << 13,
+  LOOM_ATTR_REPS = 1u << 14,
+  LOOM_ATTR_STRIDE = 1u << 15,
+  LOOM_ATTR_PADDING = 1u << 16,
+  LOOM_ATTR_DILATION = 1u << 17,
+};
+
+/* Attributes of one op, as plain data. Only the fields whose bit is in `set` are meaningful;
+ * the others take their documented defaults (keepdims=false, largest=true, groups=1, conv
+ * stride 1, padding 0, dilation 1, slice step 1). Fill with loom_attrs_init(). */
+typedef struct loom_attrs {
+  uint32_t set;
+  int64_t axis, k, n, groups;
+  bool largest, keepdims;
+  loom_dtype to;
+  /* fill's value=V: the integer form is kept exactly when the literal was an integer. */
+  double value;
+  int64_t ivalue;
+  bool value_is_int;
+  loom_int_list shape, perm, axes, start, stop, step, reps, stride, padding, dilation;
+} loom_attrs;
+
+LOOM_API void loom_attrs_init(loom_attrs *attrs);
+
+typedef struct loom_graph loom_graph;
+
+/* A value handle. id < 0 is no value (a failed builder call). */
+typedef struct loom_value {
+  int32_t id;
+} loom_value;
+#define LOOM_VALUE_NONE ((loom_value){-1})
+
+/* Creates an empty graph named `name` (a .lir name; NULL gives "main").
+ * The caller owns *out_graph. Errors: INVALID_ARGUMENT (bad name), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_graph_create(const char *name, loom_graph **out_graph);
+/* Frees a graph and everything in it. Accepts NULL. */
+LOOM_API void loom_graph_destroy(loom_graph *graph);
+/* A deep copy. The caller owns *out_graph. */
+LOOM_API loom_status loom_graph_clone(const loom_graph *graph, loom_graph **out_graph);
+
+/* Adds an input parameter `name` of `type`. Parameters are the graph's inputs, in order. */
+LOOM_API loom_value loom_graph_param(loom_graph *graph, const char *name, const loom_type *type);
+
+/* The generic builder call: adds one op with `n_inputs` operands and `attrs` (NULL for none),
+ * infers its result types, and writes its results (1, or 2 for topk) to outs[0..n_outs).
+ * `const_data` is the contents for constant (dense, C order, as loom_tensor), else NULL;
+ * the graph copies it. `result_type` is required for constant, iota and fill, and otherwise,
+ * when non-NULL, must equal the inferred type (the .lir `: TYPE` annotation).
+ * On failure the graph's sticky error is set, outs are LOOM_VALUE_NONE, and the status is
+ * returned; the message names the op, its operands and the rule broken. */
+LOOM_API loom_status loom_graph_add(loom_graph *graph, loom_op op, const loom_value *inputs,
+                                    int32_t n_inputs, const loom_attrs *attrs,
+                                    const loom_type *result_type, const void *const_data,
+                                    loom_value *outs, int32_t n_outs);
+
+/* Convenience builders over loom_graph_add. Each returns the (first) result. */
+LOOM_API loom_value loom_unary(loom_graph *graph, loom_op op, loom_value x);
+LOOM_API loom_value loom_binary(loom_graph *graph, loom_op op, loom_value a, loom_value b);
+LOOM_API loom_value loom_constant(loom_graph *graph, const loom_type *type, const void *data);
+LOOM_API loom_value loom_scalar_f64(loom_graph *graph, loom_dtype dtype, double value);
+LOOM_API loom_value loom_fill(loom_graph *graph, const loom_type *type, double value);
+LOOM_API loom_value loom_iota(loom_graph *graph, const loom_type *type, int64_t axis);
+LOOM_API loom_value loom_select(loom_graph *graph, loom_value cond, loom_value a, loom_value b);
+LOOM_API loom_value loom_cast(loom_graph *graph, loom_value x, loom_dtype to);
+LOOM_API loom_value loom_reshape(loom_graph *graph, loom_value x, int32_t rank, const int64_t *shape);
+LOOM_API loom_value loom_transpose(loom_graph *graph, loom_value x, int32_t rank, const int64_t *perm);
+LOOM_API loom_value loom_broadcast(loom_graph *graph, loom_value x, int32_t rank, const int64_t *shape);
+/* step may be NULL (all 1). */
+LOOM_API loom_value loom_slice(loom_graph *graph, loom_value x, int32_t rank, const int64_t *start,
+                               const int64_t *stop, const int64_t *step);
+LOOM_API loom_value loom_concat(loom_graph *graph, const loom_value *xs, int32_t n, int64_t axis);
+LOOM_API loom_value loom_tile(loom_graph *graph, loom_value x, int32_t rank, const int64_t *reps);
+/* op is one of the reduce_* ops. */
+LOOM_API loom_value loom_reduce(loom_graph *graph, loom_op op, loom_value x, int32_t n_axes,
+                                const int64_t *axes, bool keepdims);
+/* op is LOOM_OP_ARGMAX or LOOM_OP_ARGMIN. */
+LOOM_API loom_value loom_argreduce(loom_graph *graph, loom_op op, loom_value x, int64_t axis);
+/* Writes values to *out_values and i64 indices to *out_indices (either may be NULL). */
+LOOM_API loom_status loom_topk(loom_graph *graph, loom_value x, int64_t k, int64_t axis,
+                               bool largest, loom_value *out_values, loom_value *out_indices);
+LOOM_API loom_value loom_dot(loom_graph *graph, loom_value a, loom_value b);
+/* stride, padding, dilation may be NULL for the defaults; n_spatial is rank(x) - 2. */
+LOOM_API loom_value loom_conv(loom_graph *graph, loom_value x, loom_value w, const int64_t *stride,
+                              const int64_t *padding, const int64_t *dilation, int64_t groups);
+/* op is fft, ifft, rfft (n ignored) or irfft (n = output length along axis). */
+LOOM_API loom_value loom_fourier(loom_graph *graph, loom_op op, loom_value x, int64_t axis, int64_t n);
+
+/* Marks the graph's outputs, in order. May be called once. */
+LOOM_API loom_status loom_graph_return(loom_graph *graph, const loom_value *values, int32_t n);
+
+/* Gives value `v` a .lir name (unique in the graph). Unnamed values print as v<N>. */
+LOOM_API loom_status loom_value_set_name(loom_graph *graph, loom_value v, const char *name);
+
+/* The first builder error, or LOOM_OK. Also checks that the graph has returned outputs and
+ * that every op is well formed; the message names the first failing op. */
+LOOM_API loom_status loom_graph_verify(const loom_graph *graph);
+
+/* Queries. Pointers returned stay valid until the graph is changed or destroyed. */
+LOOM_API const char *loom_graph_name(const loom_graph *graph);
+LOOM_API int32_t loom_graph_param_count(const loom_graph *graph);
+LOOM_API loom_value loom_graph_param_at(const loom_graph *graph, int32_t i);
+LOOM_API int32_t loom_graph_output_count(const loom_graph *graph);
+LOOM_API loom_value loom_graph_output_at(const loom_graph *graph, int32_t i);
+LOOM_API int32_t loom_graph_op_count(const loom_graph *graph);
+LOOM_API const loom_type *loom_value_type(const loom_graph *graph, loom_value v);
+LOOM_API const char *loom_value_name(const loom_graph *graph, loom_value v);
+/* Finds a value by name; LOOM_VALUE_NONE when absent. */
+LOOM_API loom_value loom_graph_find(const loom_graph *graph, const char *name);
+
+/* Parses .lir text. `filename` is used only in messages ("file.lir:5:12: error: ...").
+ * The caller owns *out_graph. Errors: INVALID_ARGUMENT with a one-line located message for
+ * any syntax, type or name error; OUT_OF_MEMORY. */
+LOOM_API loom_status loom_graph_parse(const char *text, size_t len, const char *filename,
+                                      loom_graph **out_graph);
+/* Reads and parses a .lir file. IO errors name the path. */
+LOOM_API loom_status loom_graph_load(const char *path, loom_graph **out_graph);
+/* Prints the graph as .lir text; parsing the result gives the same graph. */
+LOOM_API loom_status loom_graph_print(const loom_graph *graph, FILE *stream);
+/* Prints into a newly allocated NUL-terminated string the caller frees with free(). */
+LOOM_API loom_status loom_graph_to_string(const loom_graph *graph, char **out_text);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,56 @@
+/* Contexts and running graphs.
+ *
+ * A context holds the devices found, the memory manager and caches. There is no hidden global
+ * state: several contexts may live in one process. A context may be used from several threads
+ * only where a function says so.
+ */
+#ifndef LOOM_RUNTIME_H
+#define LOOM_RUNTIME_H
+
+#include <stdint.h>
+
+#include "loom/export.h"
+#include "loom/graph.h"
+#include "loom/status.h"
+#include "loom/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct loom_context loom_context;
+
+typedef struct loom_context_options {
+  /* Which devices to use: "cpu0,ocl1", "opencl", "cuda", "all". NULL reads LOOM_DEVICES,
+   * and when that is unset too, every device found. */
+  const char *devices;
+} loom_context_options;
+
+LOOM_API void loom_context_options_init(loom_context_options *opts);
+
+/* Creates a context. opts may be NULL for the defaults. The caller owns *out_ctx.
+ * Errors: INVALID_ARGUMENT (a device filter that does not parse), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_context_create(const loom_context_options *opts, loom_context **out_ctx);
+/* Destroys a context. Accepts NULL. */
+LOOM_API void loom_context_destroy(loom_context *ctx);
+
+/* Statistics of one run, as the runtime's allocator counted them. */
+typedef struct loom_run_stats {
+  int64_t peak_bytes;    /* most bytes allocated at once for values and temporaries */
+  int64_t allocations;   /* number of allocations */
+  double seconds;        /* wall time of the run */
+} loom_run_stats;
+
+/* Runs `graph` on cpu0 with host inputs (in parameter order, types equal to the
+ * parameters') and writes its outputs into outputs[0..n_outputs), each allocated by Loom and
+ * released by the caller with loom_tensor_deinit. On failure no output is left allocated.
+ * `stats` may be NULL. Errors: INVALID_ARGUMENT (counts or types that do not match, a graph
+ * that does not verify), OUT_OF_MEMORY, UNSUPPORTED. */
+LOOM_API loom_status loom_graph_run(loom_context *ctx, const loom_graph *graph,
+                                    const loom_tensor *inputs, int32_t n_inputs,
+                                    loom_tensor *outputs, int32_t n_outputs, loom_run_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Loom builds and tests against, and only those that are missing.
+# Safe to run again: when everything is present it does nothing and needs no root.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  libclblast-dev libclfft-dev
+  libhwloc-dev libopenblas-dev libfftw3-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all Debian packages present"
+  exit 0
+fi
+
+echo "install-deps: missing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=sudo
+  else
+    echo "install-deps: not root and no password-less sudo. Run as root:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# apt-get update only when the package lists cannot resolve what we need.
+if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" </dev/null; then
+  $SUDO apt-get update </dev/null
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+fi
+echo "install-deps: installed ${missing[*]}"

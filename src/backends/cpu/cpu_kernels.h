@@ -1,0 +1,28 @@
+/* The cpu backend's kernel families. loom__cpu_run_op (cpu_ops.c) checks and dispatches to
+ * these; each gets views as backend.h describes (inputs strided, outputs dense) and the op's
+ * scratch. Each returns UNSUPPORTED naming op and dtype for a combination it does not run. */
+#ifndef LOOM_CPU_KERNELS_H
+#define LOOM_CPU_KERNELS_H
+
+#include "backends/backend.h"
+
+/* constant iota fill, unary, binary, compare, logic, select, cast (cpu_elementwise.c) */
+loom_status loom__cpu_elementwise(const loom_graph *g, const loom__op *op, const loom__view *in,
+                                  const loom__view *out);
+/* reshape transpose broadcast slice concat tile, materialized densely (cpu_layout.c) */
+loom_status loom__cpu_layout(const loom_graph *g, const loom__op *op, const loom__view *in,
+                             const loom__view *out);
+/* reduce_*, argmax, argmin, topk (cpu_reduce.c) */
+loom_status loom__cpu_reduce(const loom_graph *g, const loom__op *op, const loom__view *in,
+                             const loom__view *out, void *scratch, int64_t scratch_bytes);
+/* dot through CBLAS (cpu_dot.c) */
+loom_status loom__cpu_dot(const loom_graph *g, const loom__op *op, const loom__view *in,
+                          const loom__view *out, void *scratch, int64_t scratch_bytes);
+/* conv (cpu_conv.c) */
+loom_status loom__cpu_conv(const loom_graph *g, const loom__op *op, const loom__view *in,
+                           const loom__view *out, void *scratch, int64_t scratch_bytes);
+/* fft ifft rfft irfft through FFTW (cpu_fft.c) */
+loom_status loom__cpu_fourier(const loom_graph *g, const loom__op *op, const loom__view *in,
+                              const loom__view *out, void *scratch, int64_t scratch_bytes);
+
+#endif

@@ -1,0 +1,62 @@
+/* What every module needs: error reporting, the host allocator, checked arithmetic. */
+#ifndef LOOM_CORE_H
+#define LOOM_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loom/status.h"
+
+#if defined(__GNUC__)
+#define LOOM_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define LOOM_PRINTF(f, a)
+#endif
+
+/* Sets this thread's last-error message and returns `status`, so a failure reads
+ * `return loom__error(LOOM_ERR_INVALID_ARGUMENT, "dot: ...", ...);` */
+loom_status loom__error(loom_status status, const char *fmt, ...) LOOM_PRINTF(2, 3);
+/* Prepends "prefix" to the current message (for adding a location or a caller's context). */
+void loom__error_prefix(const char *fmt, ...) LOOM_PRINTF(1, 2);
+
+/* The host allocator for Loom's own bookkeeping. Failures are reported as NULL (the caller
+ * converts them to LOOM_ERR_OUT_OF_MEMORY); a test can make the nth call fail, see
+ * loom/testing.h. loom__free accepts NULL. */
+void *loom__malloc(size_t size);
+void *loom__calloc(size_t count, size_t size);
+void *loom__realloc(void *ptr, size_t size);
+void loom__free(void *ptr);
+char *loom__strdup(const char *s);
+char *loom__strndup(const char *s, size_t n);
+/* 64-byte aligned storage for tensor data; free with loom__aligned_free. */
+void *loom__aligned_alloc(size_t size);
+void loom__aligned_free(void *ptr);
+/* Shorthand: sets the message "out of memory: <what>" and returns LOOM_ERR_OUT_OF_MEMORY. */
+loom_status loom__oom(const char *what);
+
+/* Grows *items (of `item_size`) so it holds at least `need`; *cap is updated. */
+loom_status loom__grow(void **items, int32_t *cap, int32_t need, size_t item_size);
+
+/* Checked int64 arithmetic: false on overflow (and *out untouched). */
+static inline bool loom__mul_i64(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool loom__add_i64(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+/* Byte sizes as users write them: "123", "64KiB", "512MiB", "1.5GiB", "2GB", "1k".
+ * Returns false with *out_end at the first bad character on a parse error. */
+bool loom__parse_bytes(const char *text, int64_t *out_bytes, const char **out_end);
+/* "1.50 GiB" style; returns buf. */
+char *loom__format_bytes(int64_t bytes, char *buf, size_t size);
+
+/* Monotonic seconds. */
+double loom__now(void);
+
+#define LOOM_ARRAY_SIZE(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
+#define LOOM_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define LOOM_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif

@@ -1,0 +1,121 @@
+/* The IR's internal representation, shared by the builder, parser, printer, estimator,
+ * rewrites, splitter and runtime. Public code sees only loom/graph.h's opaque handles.
+ *
+ * Ops are stored in the order they were added. The builder only lets an op use values that
+ * already exist, so that order is always a topological order (the default schedule).
+ */
+#ifndef LOOM_IR_H
+#define LOOM_IR_H
+
+#include "core/core.h"
+#include "loom/graph.h"
+
+/* What kind of op, for the rules every pass shares. */
+typedef enum loom__op_class {
+  LOOM_CLASS_SOURCE,   /* constant iota fill */
+  LOOM_CLASS_UNARY,    /* same shape and dtype */
+  LOOM_CLASS_BINARY,   /* arithmetic with broadcasting */
+  LOOM_CLASS_COMPARE,  /* -> bool */
+  LOOM_CLASS_LOGIC,    /* and or (bool) */
+  LOOM_CLASS_SELECT,
+  LOOM_CLASS_CAST,
+  LOOM_CLASS_LAYOUT,   /* reshape transpose broadcast slice concat tile */
+  LOOM_CLASS_REDUCE,   /* reduce_* */
+  LOOM_CLASS_ARGREDUCE,/* argmax argmin */
+  LOOM_CLASS_TOPK,
+  LOOM_CLASS_DOT,
+  LOOM_CLASS_CONV,
+  LOOM_CLASS_FOURIER,
+} loom__op_class;
+
+typedef struct loom__op_info {
+  const char *name;
+  loom__op_class cls;
+  int32_t min_inputs, max_inputs; /* max -1: any number (concat) */
+  int32_t n_results;
+  uint32_t allowed;  /* LOOM_ATTR_* bits the op accepts */
+  uint32_t required; /* LOOM_ATTR_* bits it needs */
+} loom__op_info;
+
+/* The table for every op; never NULL for a valid op. */
+const loom__op_info *loom__op_info_of(loom_op op);
+
+typedef struct loom__value {
+  loom_type type;
+  int32_t op;     /* producing op index, or -1 for a parameter */
+  int32_t result; /* result index in that op, or parameter index */
+  char *name;     /* owned; NULL until named (printed as v<id>) */
+} loom__value;
+
+typedef struct loom__op {
+  loom_op kind;
+  int32_t n_inputs;
+  int32_t *inputs; /* value ids, owned */
+  int32_t n_outputs;
+  int32_t outputs[2];
+  loom_attrs attrs;
+  void *const_data;    /* constant's contents (dense, C order), owned */
+  int64_t const_bytes;
+  int32_t line, col;   /* where the parser found it; 0 when built from C */
+} loom__op;
+
+struct loom_graph {
+  char *name;
+  loom__value *values;
+  int32_t n_values, cap_values;
+  loom__op *ops;
+  int32_t n_ops, cap_ops;
+  int32_t *params;
+  int32_t n_params, cap_params;
+  int32_t *outputs;
+  int32_t n_outputs;
+  bool returned;
+  /* The sticky builder error: the first failure, with its message. */
+  loom_status error;
+  char *error_message;
+  /* The parser sets where the next op comes from, so messages and ops carry it. */
+  int32_t cur_line, cur_col;
+};
+
+static inline loom__value *loom__val(const loom_graph *g, int32_t id) { return &g->values[id]; }
+static inline bool loom__value_ok(const loom_graph *g, loom_value v) {
+  return v.id >= 0 && v.id < g->n_values;
+}
+
+/* Records the graph's sticky error (the first one wins) from the thread's last message. */
+loom_status loom__graph_fail(loom_graph *g, loom_status status);
+
+/* Infers the result types of an op from its inputs and attributes. Returns a status with a
+ * message that names the op, its operands and the rule broken ("sub: shapes f32[3,4] and
+ * f32[5] do not broadcast"). For sources, result_type gives the type. */
+loom_status loom__infer(const loom_graph *g, loom_op op, const int32_t *inputs, int32_t n_inputs,
+                        const loom_attrs *attrs, const loom_type *result_type,
+                        loom_type *out_types);
+
+/* NumPy broadcasting of two shapes into *out (dtype taken from a). False when they do not
+ * broadcast. */
+bool loom__broadcast_shapes(const loom_type *a, const loom_type *b, loom_type *out);
+
+/* The name of a value for messages and printing: its name, or "v<id>". Returns buf or the
+ * stored name. */
+const char *loom__value_label(const loom_graph *g, int32_t id, char *buf, size_t size);
+
+/* Layout of every value: which values are views of another value's storage, and the element
+ * strides through which the view reads it. The estimator and the runtime both read this, so
+ * what is estimated is what is allocated. */
+typedef struct loom__layout {
+  int32_t base;                     /* the value owning the storage; itself if it owns any;
+                                       -1 for fill (no storage at all) */
+  int64_t offset;                   /* element offset into base's storage */
+  int64_t strides[LOOM_MAX_RANK];   /* element strides, 0 on broadcast dims */
+  bool owns;                        /* true: materialized, physical bytes = its bytes */
+} loom__layout;
+
+/* Fills layouts[n_values]. A reshape of non-contiguous data, and every non-view op,
+ * owns storage. */
+loom_status loom__graph_layouts(const loom_graph *g, loom__layout *layouts);
+
+/* True when layout describes dense C-order storage for type. */
+bool loom__layout_contiguous(const loom__layout *l, const loom_type *type);
+
+#endif
