@@ -17,6 +17,7 @@
 #include "loom/tensor.h"
 #include "loom/graph.h"
 #include "loom/runtime.h"
+#include "loom/plan.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

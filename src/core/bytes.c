@@ -3,9 +3,11 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "core/core.h"
+#include "loom/plan.h"
 
 static const struct {
   const char *suffix;
@@ -63,4 +65,19 @@ char *loom__format_bytes(int64_t bytes, char *buf, size_t size) {
   else
     snprintf(buf, size, "%.2f %s", v, names[i]);
   return buf;
+}
+
+loom_status loom_bytes_parse(const char *text, int64_t *out_bytes) {
+  const char *end = NULL;
+  int64_t bytes;
+  if (!out_bytes) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_bytes_parse: out_bytes is NULL");
+  *out_bytes = 0;
+  if (!text) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "byte size: NULL text");
+  if (!loom__parse_bytes(text, &bytes, &end) || *end != '\0') {
+    long col = (long)((end ? end : text) - text) + 1;
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "byte size '%s': cannot read it at column %ld (write 123, 64KiB, 512MiB, 1.5GiB or 2GB)", text, col);
+  }
+  *out_bytes = bytes;
+  return LOOM_OK;
 }

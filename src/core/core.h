@@ -52,6 +52,10 @@ bool loom__parse_bytes(const char *text, int64_t *out_bytes, const char **out_en
 /* "1.50 GiB" style; returns buf. */
 char *loom__format_bytes(int64_t bytes, char *buf, size_t size);
 
+/* Stores one element of `dtype` (see loom/tensor.h for the layouts) at dst: ivalue when
+ * is_int (exact for i64), else value, converted as C converts, rounded for f16/bf16. */
+void loom__scalar_store(int dtype, double value, int64_t ivalue, bool is_int, void *dst);
+
 /* Monotonic seconds. */
 double loom__now(void);
 

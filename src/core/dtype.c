@@ -183,3 +183,31 @@ uint16_t loom_f32_to_bf16(float f) {
   x += 0x7fff + ((x >> 16) & 1);
   return (uint16_t)(x >> 16);
 }
+
+/* double -> int64 without undefined behaviour: NaN gives 0, out of range saturates. */
+static int64_t saturate_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18) return INT64_MAX;
+  if (v <= -9.2233720368547758e18) return INT64_MIN;
+  return (int64_t)v;
+}
+
+void loom__scalar_store(int dtype, double value, int64_t ivalue, bool is_int, void *dst) {
+  double v = is_int ? (double)ivalue : value;
+  if (!is_int) ivalue = saturate_i64(value);
+  switch ((loom_dtype)dtype) {
+    case LOOM_BOOL: *(uint8_t *)dst = is_int ? ivalue != 0 : value != 0.0; break;
+    case LOOM_I8: *(int8_t *)dst = (int8_t)ivalue; break;
+    case LOOM_U8: *(uint8_t *)dst = (uint8_t)ivalue; break;
+    case LOOM_I16: *(int16_t *)dst = (int16_t)ivalue; break;
+    case LOOM_I32: *(int32_t *)dst = (int32_t)ivalue; break;
+    case LOOM_I64: *(int64_t *)dst = ivalue; break;
+    case LOOM_F16: *(uint16_t *)dst = loom_f32_to_f16((float)v); break;
+    case LOOM_BF16: *(uint16_t *)dst = loom_f32_to_bf16((float)v); break;
+    case LOOM_F32: *(float *)dst = (float)v; break;
+    case LOOM_F64: *(double *)dst = v; break;
+    case LOOM_C64: ((float *)dst)[0] = (float)v; ((float *)dst)[1] = 0.0f; break;
+    case LOOM_C128: ((double *)dst)[0] = v; ((double *)dst)[1] = 0.0; break;
+    default: break;
+  }
+}

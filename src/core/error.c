@@ -41,7 +41,12 @@ void loom__error_prefix(const char *fmt, ...) {
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   memcpy(old, last_error, sizeof old);
-  snprintf(last_error, sizeof last_error, "%s%s", prefix, old);
+  size_t np = strlen(prefix), no = strlen(old);
+  if (np > sizeof last_error - 1) np = sizeof last_error - 1;
+  if (no > sizeof last_error - 1 - np) no = sizeof last_error - 1 - np;
+  memcpy(last_error, prefix, np);
+  memcpy(last_error + np, old, no);
+  last_error[np + no] = '\0';
 }
 
 loom_status loom__oom(const char *what) {

@@ -96,6 +96,12 @@ loom_status loom__infer(const loom_graph *g, loom_op op, const int32_t *inputs, 
  * broadcast. */
 bool loom__broadcast_shapes(const loom_type *a, const loom_type *b, loom_type *out);
 
+/* Axis attributes (axis of iota, concat, argmax/argmin, topk, fft..; the entries of reduce
+ * axes) may be negative, Python style: -1 is the last axis. The graph keeps them as written,
+ * so every pass reading one normalizes it here: false when axis is outside -rank..rank-1.
+ * (transpose's perm is not normalized: it must be a permutation of 0..rank-1.) */
+bool loom__axis_normalize(int64_t axis, int32_t rank, int32_t *out_axis);
+
 /* The name of a value for messages and printing: its name, or "v<id>". Returns buf or the
  * stored name. */
 const char *loom__value_label(const loom_graph *g, int32_t id, char *buf, size_t size);
@@ -104,8 +110,9 @@ const char *loom__value_label(const loom_graph *g, int32_t id, char *buf, size_t
  * strides through which the view reads it. The estimator and the runtime both read this, so
  * what is estimated is what is allocated. */
 typedef struct loom__layout {
-  int32_t base;                     /* the value owning the storage; itself if it owns any;
-                                       -1 for fill (no storage at all) */
+  int32_t base;                     /* the value whose storage this reads: itself when it owns
+                                       storage; for fill (and views of it) the fill, which
+                                       has no storage, only a scalar */
   int64_t offset;                   /* element offset into base's storage */
   int64_t strides[LOOM_MAX_RANK];   /* element strides, 0 on broadcast dims */
   bool owns;                        /* true: materialized, physical bytes = its bytes */

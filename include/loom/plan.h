@@ -1,0 +1,195 @@
+/* Memory estimates, memory-saving rewrites, and plans of stages (shared/IR.md: "Memory model",
+ * "Rewrites", "Stages and plans").
+ *
+ * The estimator models exactly what Loom's executor allocates: a value owns storage unless it
+ * is a view (fill, broadcast, transpose, slice, reshape of contiguous data); storage is
+ * allocated when the value is produced, counted at its requested byte size (the 64-byte
+ * alignment padding is not counted, on either side), and freed right after its last reader;
+ * inputs are held from the start until their last reader; outputs until the end; an op's
+ * temporaries (dot 1x its output, conv 2x, fourier 2x, reductions, argmax/argmin and topk 1x)
+ * are allocated for the duration of the op. No op writes in place over its input.
+ */
+#ifndef LOOM_PLAN_H
+#define LOOM_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "loom/export.h"
+#include "loom/graph.h"
+#include "loom/runtime.h"
+#include "loom/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- estimates ------------------------------------------------------------------------ */
+
+typedef struct loom_estimate_step {
+  int32_t op;                /* op index in the graph */
+  int64_t output_logical;    /* bytes of its results as a naive program would hold them */
+  int64_t output_physical;   /* bytes of its results that own storage (0 for a view) */
+  int64_t temporary;         /* its temporaries */
+  int64_t live_before;       /* physical bytes held across this step, not counting its results */
+  int64_t peak;              /* live_before + output_physical + temporary */
+} loom_estimate_step;
+
+typedef struct loom_estimate {
+  int64_t input_bytes;       /* the graph's inputs (parameters) */
+  int64_t logical_bytes;     /* sum of every op's logical output bytes */
+  int64_t physical_bytes;    /* sum of every op's physical output bytes */
+  int64_t temporary_bytes;   /* sum of every op's temporaries */
+  int64_t total_bytes;       /* physical_bytes + temporary_bytes: as if nothing were freed */
+  int64_t peak_bytes;        /* the largest step peak (at least input_bytes held at start) */
+  int32_t peak_step;         /* index into steps of the peak; -1 when the graph has no ops */
+  int32_t n_steps;
+  loom_estimate_step *steps; /* one per op, in schedule order */
+} loom_estimate;
+
+/* Estimates `graph` for `schedule` (n_ops op indices, a topological order; NULL: the graph's
+ * own order) into *out, which the caller releases with loom_estimate_deinit.
+ * Errors: INVALID_ARGUMENT (graph does not verify, schedule not a topological order),
+ * OUT_OF_MEMORY. */
+LOOM_API loom_status loom_graph_estimate(const loom_graph *graph, const int32_t *schedule,
+                                         loom_estimate *out);
+LOOM_API void loom_estimate_deinit(loom_estimate *estimate);
+
+/* Logical and physical bytes of one value (physical 0 for a view). Either out may be NULL. */
+LOOM_API loom_status loom_value_bytes(const loom_graph *graph, loom_value v, int64_t *out_logical,
+                                      int64_t *out_physical);
+
+/* ---- runners -------------------------------------------------------------------------- */
+
+/* A runner: a device and the most bytes a stage placed on it may hold. */
+typedef struct loom_runner {
+  char device[32]; /* "cpu0", "ocl1" */
+  int64_t limit;   /* bytes; > 0 */
+} loom_runner;
+
+/* Parses "cpu0:64MiB,ocl0:512MiB" (a device may repeat) into a new array the caller frees
+ * with free(). Errors: INVALID_ARGUMENT naming the bad entry and the column where it fails. */
+LOOM_API loom_status loom_runners_parse(const char *spec, loom_runner **out_runners, int32_t *out_count);
+/* Parses a byte size ("123", "64KiB", "512MiB", "1.5GiB", "2GB"). INVALID_ARGUMENT with the
+ * position of the first bad character. */
+LOOM_API loom_status loom_bytes_parse(const char *text, int64_t *out_bytes);
+
+
+/* ---- rewrites ------------------------------------------------------------------------- */
+
+/* The rewrites, by the names --no-rewrite takes:
+ *   distance          pairwise squared distance -> norms and a dot (clamped at 0)
+ *   dot_transpose     transposes of dot operands folded into the dot
+ *   tile_broadcast    tile of size-1 axes -> broadcast view
+ *   reduce_broadcast  a reduction over a broadcast axis -> a multiply
+ *   dot_chain         dot chains in matrix-chain order
+ *   sum_broadcast     sums of broadcasts reordered to add small operands first
+ *   schedule          the order of independent ops chosen to lower the peak
+ *   chunk             ops or chains over the limit computed in pieces (needs a limit) */
+#define LOOM_REWRITE_NAMES \
+  "distance", "dot_transpose", "tile_broadcast", "reduce_broadcast", "dot_chain", "sum_broadcast", \
+      "schedule", "chunk"
+
+typedef struct loom_optimize_options {
+  const char *const *disabled; /* names of rewrites not to apply */
+  int32_t n_disabled;
+  int64_t limit;               /* bytes the graph must fit for "chunk"; 0: no chunking */
+} loom_optimize_options;
+
+LOOM_API void loom_optimize_options_init(loom_optimize_options *opts);
+
+typedef struct loom_rewrite_entry {
+  char name[32];       /* the rewrite's name */
+  char detail[256];    /* what it matched, in words and with value names */
+  int64_t bytes_saved; /* estimated peak before minus after this application */
+} loom_rewrite_entry;
+
+typedef struct loom_rewrite_report {
+  int32_t count;
+  loom_rewrite_entry *entries; /* owned; released by loom_rewrite_report_deinit */
+} loom_rewrite_report;
+
+LOOM_API void loom_rewrite_report_deinit(loom_rewrite_report *report);
+
+/* Applies the enabled rewrites to `graph` (match and replace, reorder, schedule, then chunk
+ * when opts->limit > 0) and returns the new graph in *out_graph (caller owns; the input is
+ * not changed). `report` (may be NULL) receives one entry per application; initialise it to
+ * zero. Results equal the input graph's within IR.md's tolerance. Errors: INVALID_ARGUMENT
+ * (graph does not verify, unknown rewrite name), OUT_OF_MEMORY (including: an op that cannot
+ * fit opts->limit even when chunked, with the op, its need and the limit in the message). */
+LOOM_API loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_options *opts,
+                                         loom_graph **out_graph, loom_rewrite_report *report);
+
+/* ---- plans ---------------------------------------------------------------------------- */
+
+typedef struct loom_plan loom_plan;
+
+/* Cuts `graph` (already optimized; schedule = its op order) by memory: fills the current
+ * runner's stage in schedule order and closes it when the next op would take the stage's
+ * estimated peak over that runner's limit, going on with the next runner (back to the first
+ * after the last). An op that alone exceeds every limit is chunked first; one that cannot be
+ * chunked is OUT_OF_MEMORY naming the op, its need and the largest limit. Caller owns *out. */
+LOOM_API loom_status loom_plan_split_by_memory(const loom_graph *graph, const loom_runner *runners,
+                                               int32_t n_runners, loom_plan **out_plan);
+
+/* The caller's cut predicate: sees each op in schedule order with the accumulator and
+ * returns true to cut before it; it updates *acc in place to the next accumulator. */
+typedef bool (*loom_split_fn)(const loom_graph *graph, int32_t op_index, void *acc);
+
+/* Cuts `graph` where fn says; stage i runs on runners[i % n_runners]. Caller owns *out. */
+LOOM_API loom_status loom_plan_split(const loom_graph *graph, loom_split_fn fn, void *acc,
+                                     const loom_runner *runners, int32_t n_runners, loom_plan **out_plan);
+LOOM_API void loom_plan_destroy(loom_plan *plan);
+
+/* One stage, as plain data valid while the plan lives. Value ids are the graph's. */
+typedef struct loom_stage_info {
+  int32_t runner;                /* index into the plan's runners */
+  const char *device;            /* runner device id */
+  int64_t limit;                 /* runner limit, bytes */
+  int32_t n_ops;
+  const int32_t *ops;            /* op indices of the plan's graph, in order */
+  int32_t n_inputs;
+  const int32_t *inputs;         /* value ids the stage reads from outside */
+  int32_t n_outputs;
+  const int32_t *outputs;        /* value ids later stages or the return need */
+  int64_t estimated_peak;        /* the stage's estimated peak bytes */
+  const loom_graph *graph;       /* the stage as a graph of its own */
+} loom_stage_info;
+
+LOOM_API int32_t loom_plan_stage_count(const loom_plan *plan);
+LOOM_API loom_status loom_plan_stage(const loom_plan *plan, int32_t i, loom_stage_info *out);
+/* The graph the plan cuts (owned by the plan). */
+LOOM_API const loom_graph *loom_plan_graph(const loom_plan *plan);
+/* Human-readable listing of the stages. */
+LOOM_API loom_status loom_plan_print(const loom_plan *plan, FILE *stream);
+
+/* Measured figures of one stage of a run. */
+typedef struct loom_stage_stats {
+  int64_t estimated_peak_bytes;
+  int64_t peak_bytes; /* as the runtime's allocator counted them */
+  int64_t limit_bytes;
+  double seconds;
+} loom_stage_stats;
+
+typedef struct loom_plan_stats {
+  int32_t n_stages;
+  loom_stage_stats *stages; /* owned; released by loom_plan_stats_deinit */
+  int64_t peak_bytes;       /* the largest stage peak */
+  double seconds;
+} loom_plan_stats;
+
+LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
+
+/* Runs the plan's stages in order, each under its runner's limit (no stage's allocations
+ * ever pass it), passing values between stages through host memory. Inputs and outputs as
+ * loom_graph_run. `stats` (may be NULL, else zero-initialised) receives the measured peaks.
+ * Errors: as loom_graph_run; OUT_OF_MEMORY when a stage cannot fit its limit. */
+LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
+                                   int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
+                                   loom_plan_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

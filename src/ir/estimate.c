@@ -1,0 +1,166 @@
+/* The memory estimator: IR.md's model, mirroring the executor step for step (see plan.h). */
+#include <string.h>
+
+#include "backends/backend.h"
+#include "ir/ir.h"
+#include "loom/plan.h"
+
+/* Per-base-value lifetimes for a schedule: position of creation and of the last reader. */
+typedef struct lifetimes {
+  int32_t *created;   /* schedule position; -1 for inputs (held from the start) */
+  int32_t *last_use;  /* schedule position; INT32_MAX for outputs; -1 never read */
+  int64_t *physical;  /* bytes the base holds */
+} lifetimes;
+
+static loom_status check_schedule(const loom_graph *g, const int32_t *order, int32_t *pos_of) {
+  for (int32_t i = 0; i < g->n_ops; i++) pos_of[i] = -1;
+  for (int32_t p = 0; p < g->n_ops; p++) {
+    int32_t o = order[p];
+    if (o < 0 || o >= g->n_ops || pos_of[o] >= 0)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "schedule: entry %d (%d) is not a new op index", (int)p, (int)o);
+    pos_of[o] = p;
+  }
+  for (int32_t o = 0; o < g->n_ops; o++)
+    for (int32_t i = 0; i < g->ops[o].n_inputs; i++) {
+      int32_t producer = g->values[g->ops[o].inputs[i]].op;
+      if (producer >= 0 && pos_of[producer] > pos_of[o])
+        return loom__error(LOOM_ERR_INVALID_ARGUMENT, "schedule: op %d (%s) runs before the op that makes its operand",
+                           (int)o, loom_op_name(g->ops[o].kind));
+    }
+  return LOOM_OK;
+}
+
+static void physical_sizes(const loom_graph *g, const loom__layout *layouts, int64_t *physical) {
+  for (int32_t v = 0; v < g->n_values; v++) {
+    physical[v] = 0;
+    if (layouts[v].owns) loom_type_bytes(&g->values[v].type, &physical[v]);
+  }
+}
+
+static void compute_lifetimes(const loom_graph *g, const loom__layout *layouts, const int32_t *order,
+                              lifetimes *lt) {
+  for (int32_t v = 0; v < g->n_values; v++) lt->created[v] = lt->last_use[v] = -1;
+  for (int32_t p = 0; p < g->n_ops; p++) {
+    const loom__op *op = &g->ops[order[p]];
+    for (int32_t r = 0; r < op->n_outputs; r++) {
+      int32_t b = layouts[op->outputs[r]].base;
+      if (b == op->outputs[r]) lt->created[b] = p;
+      if (lt->last_use[b] < p) lt->last_use[b] = p;
+    }
+    for (int32_t i = 0; i < op->n_inputs; i++) lt->last_use[layouts[op->inputs[i]].base] = p;
+  }
+  for (int32_t i = 0; i < g->n_outputs; i++) lt->last_use[layouts[g->outputs[i]].base] = INT32_MAX;
+}
+
+/* Fills one step's own figures (not what is held across it). */
+static void fill_step(const loom_graph *g, const loom__layout *layouts, const lifetimes *lt, int32_t op_index,
+                      loom_estimate_step *st) {
+  const loom__op *op = &g->ops[op_index];
+  memset(st, 0, sizeof *st);
+  st->op = op_index;
+  for (int32_t r = 0; r < op->n_outputs; r++) {
+    int64_t bytes = 0;
+    loom_type_bytes(&g->values[op->outputs[r]].type, &bytes);
+    st->output_logical += bytes;
+    if (layouts[op->outputs[r]].base == op->outputs[r]) st->output_physical += lt->physical[op->outputs[r]];
+  }
+  st->temporary = loom__op_scratch_bytes(g, op);
+}
+
+/* What is held across each step, by a sweep: a base counts from the step after its creation
+ * (inputs from the start) through the step of its last reader. */
+static void sweep_live(const loom_graph *g, const loom__layout *layouts, const lifetimes *lt, int64_t *delta,
+                       loom_estimate *e) {
+  int32_t n = g->n_ops;
+  memset(delta, 0, sizeof(int64_t) * (size_t)(n + 1));
+  for (int32_t v = 0; v < g->n_values; v++) {
+    if (layouts[v].base != v || lt->physical[v] == 0 || lt->last_use[v] < 0) continue;
+    bool is_input = g->values[v].op < 0;
+    int32_t from = is_input ? 0 : lt->created[v] + 1;
+    int32_t to = lt->last_use[v] == INT32_MAX ? n : lt->last_use[v] + 1; /* exclusive */
+    if (from >= to) continue;
+    delta[from] += lt->physical[v];
+    delta[to] -= lt->physical[v];
+  }
+  int64_t live = 0;
+  for (int32_t p = 0; p < n; p++) {
+    live += delta[p];
+    e->steps[p].live_before = live;
+    e->steps[p].peak = live + e->steps[p].output_physical + e->steps[p].temporary;
+  }
+}
+
+static loom_status estimate_with(const loom_graph *g, const int32_t *order, loom__layout *layouts,
+                                 lifetimes *lt, loom_estimate *e) {
+  loom_status s = loom__graph_layouts(g, layouts);
+  if (s) return s;
+  physical_sizes(g, layouts, lt->physical);
+  compute_lifetimes(g, layouts, order, lt);
+  e->steps = loom__calloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *e->steps);
+  if (!e->steps) return loom__oom("estimate steps");
+  e->n_steps = g->n_ops;
+  e->peak_step = -1;
+  for (int32_t p = 0; p < g->n_params; p++)
+    if (lt->last_use[g->params[p]] >= 0) e->input_bytes += lt->physical[g->params[p]];
+  e->peak_bytes = e->input_bytes;
+  for (int32_t p = 0; p < g->n_ops; p++) fill_step(g, layouts, lt, order[p], &e->steps[p]);
+  int64_t *delta = loom__malloc(sizeof(int64_t) * (size_t)(g->n_ops + 1));
+  if (!delta) return loom__oom("estimate sweep");
+  sweep_live(g, layouts, lt, delta, e);
+  loom__free(delta);
+  for (int32_t p = 0; p < g->n_ops; p++) {
+    loom_estimate_step *st = &e->steps[p];
+    e->logical_bytes += st->output_logical;
+    e->physical_bytes += st->output_physical;
+    e->temporary_bytes += st->temporary;
+    if (e->peak_step < 0 || st->peak > e->steps[e->peak_step].peak) e->peak_step = p;
+    if (st->peak > e->peak_bytes) e->peak_bytes = st->peak;
+  }
+  e->total_bytes = e->physical_bytes + e->temporary_bytes;
+  return LOOM_OK;
+}
+
+loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, loom_estimate *out) {
+  if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_estimate: out is NULL");
+  memset(out, 0, sizeof *out);
+  loom_status s = loom_graph_verify(g);
+  if (s) return s;
+  size_t nv = (size_t)(g->n_values ? g->n_values : 1), no = (size_t)(g->n_ops ? g->n_ops : 1);
+  int32_t *order = loom__malloc(no * sizeof *order), *pos_of = loom__malloc(no * sizeof *pos_of);
+  loom__layout *layouts = loom__malloc(nv * sizeof *layouts);
+  lifetimes lt = {loom__malloc(nv * sizeof(int32_t)), loom__malloc(nv * sizeof(int32_t)),
+                  loom__malloc(nv * sizeof(int64_t))};
+  if (!order || !pos_of || !layouts || !lt.created || !lt.last_use || !lt.physical) s = loom__oom("an estimate");
+  for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = schedule ? schedule[i] : i;
+  if (!s) s = check_schedule(g, order, pos_of);
+  if (!s) s = estimate_with(g, order, layouts, &lt, out);
+  if (s) loom_estimate_deinit(out);
+  loom__free(order);
+  loom__free(pos_of);
+  loom__free(layouts);
+  loom__free(lt.created);
+  loom__free(lt.last_use);
+  loom__free(lt.physical);
+  return s;
+}
+
+void loom_estimate_deinit(loom_estimate *e) {
+  if (!e) return;
+  loom__free(e->steps);
+  memset(e, 0, sizeof *e);
+}
+
+loom_status loom_value_bytes(const loom_graph *g, loom_value v, int64_t *out_logical, int64_t *out_physical) {
+  if (!g || !loom__value_ok(g, v))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_value_bytes: not a value of this graph");
+  int64_t logical;
+  loom_status s = loom_type_bytes(&g->values[v.id].type, &logical);
+  if (s) return s;
+  loom__layout *layouts = loom__malloc(sizeof *layouts * (size_t)g->n_values);
+  if (!layouts) return loom__oom("value layouts");
+  loom__graph_layouts(g, layouts);
+  if (out_logical) *out_logical = logical;
+  if (out_physical) *out_physical = layouts[v.id].owns ? logical : 0;
+  loom__free(layouts);
+  return LOOM_OK;
+}
