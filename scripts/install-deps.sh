@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev libclfft-dev
-  libhwloc-dev libopenblas-dev libfftw3-dev
+  libhwloc-dev libopenblas-dev libopenblas-openmp-dev libfftw3-dev
 )
 
 missing=()

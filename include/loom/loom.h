@@ -17,7 +17,9 @@
 #include "loom/tensor.h"
 #include "loom/graph.h"
 #include "loom/runtime.h"
+#include "loom/device.h"
 #include "loom/plan.h"
+#include "loom/io.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

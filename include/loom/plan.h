@@ -121,6 +121,17 @@ LOOM_API void loom_rewrite_report_deinit(loom_rewrite_report *report);
 LOOM_API loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_options *opts,
                                          loom_graph **out_graph, loom_rewrite_report *report);
 
+/* Prepares `graph` for `runners`: rewrites it (opts may be NULL; its limit is ignored) with
+ * chunking to the largest runner limit. Where chunking cannot fit the whole graph under that
+ * limit (it holds more at once than any runner, though its parts fit), it rewrites without
+ * chunking instead, so that loom_plan_split_by_memory cuts it into stages; `note` (may be
+ * NULL) then says why, else it is set to "". With no runners, no chunking. Caller owns
+ * *out_graph. Errors: as loom_graph_optimize. */
+LOOM_API loom_status loom_graph_optimize_for_runners(const loom_graph *graph, const loom_runner *runners,
+                                                     int32_t n_runners, const loom_optimize_options *opts,
+                                                     loom_graph **out_graph, loom_rewrite_report *report,
+                                                     char *note, size_t note_size);
+
 /* ---- plans ---------------------------------------------------------------------------- */
 
 typedef struct loom_plan loom_plan;

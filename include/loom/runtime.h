@@ -21,15 +21,18 @@ extern "C" {
 typedef struct loom_context loom_context;
 
 typedef struct loom_context_options {
-  /* Which devices to use: "cpu0,ocl1", "opencl", "cuda", "all". NULL reads LOOM_DEVICES,
-   * and when that is unset too, every device found. */
+  /* Which devices to use: ids ("cpu0,ocl1") or classes ("cpu", "gpu", "opencl", "cuda",
+   * "all"). NULL reads LOOM_DEVICES, and when that is unset too, every device found. */
   const char *devices;
 } loom_context_options;
 
 LOOM_API void loom_context_options_init(loom_context_options *opts);
 
-/* Creates a context. opts may be NULL for the defaults. The caller owns *out_ctx.
- * Errors: INVALID_ARGUMENT (a device filter that does not parse), OUT_OF_MEMORY. */
+/* Creates a context: discovers the host and every device, applies the selection. opts may
+ * be NULL for the defaults. The caller owns *out_ctx. A missing OpenCL platform or CUDA
+ * driver is not an error (the context's notes say so). Errors: INVALID_ARGUMENT (a device
+ * selection that does not parse), NOT_FOUND (it names a device that is not there),
+ * UNAVAILABLE (hwloc could not load the host topology), OUT_OF_MEMORY. */
 LOOM_API loom_status loom_context_create(const loom_context_options *opts, loom_context **out_ctx);
 /* Destroys a context. Accepts NULL. */
 LOOM_API void loom_context_destroy(loom_context *ctx);

@@ -33,4 +33,75 @@ int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op);
 loom_status loom__cpu_run_op(const loom_graph *g, const loom__op *op, const loom__view *inputs,
                              const loom__view *outputs, void *scratch, int64_t scratch_bytes);
 
+/* ---- backends as the executor sees them ------------------------------------------------
+ *
+ * A device's memory is addressed as (buffer, element offset): OpenCL without SVM has no
+ * pointers. A buffer is the backend's handle (a host pointer for cpu, a cl_mem for opencl).
+ * A dview is a view of a buffer: the tensor whose element [0,..,0] is element `offset` of
+ * the buffer, seen through element strides (0 on broadcast dimensions). */
+typedef struct loom__dview {
+  loom_type type;
+  int64_t strides[LOOM_MAX_RANK];
+  void *buffer;   /* NULL only when the view is empty */
+  int64_t offset; /* in elements of type.dtype */
+} loom__dview;
+
+/* One op for a backend to run: inputs are dviews (broadcast or strided), outputs dense dviews
+ * of the op's result types. `scratch` (a buffer of the same device, or NULL when
+ * scratch_bytes is 0) holds loom__op_scratch_bytes(op) bytes: the estimator's rule, so what is
+ * estimated is what is allocated. A backend whose library wants more temporary memory may ask
+ * the executor for it through temp_take (counted by the executor's meter, given back with
+ * temp_give before run_op returns); temp_take is NULL when the executor runs under a limit
+ * (the estimate is then a promise), and a backend must have a way that fits the scratch. */
+typedef struct loom__op_call {
+  const loom_graph *g;
+  const loom__op *op;
+  const loom__dview *in;
+  const loom__dview *out;
+  void *scratch;
+  int64_t scratch_bytes;
+  loom_status (*temp_take)(void *temp_ctx, int64_t bytes, void **out_buffer);
+  void (*temp_give)(void *temp_ctx, void *buffer, int64_t bytes);
+  void *temp_ctx;
+} loom__op_call;
+
+struct loom__device;
+
+/* A compute backend: a static const table (DESIGN.md "Backends"). `dev` is the state open()
+ * made for one device of a context (NULL for cpu, which needs none). The executor keeps the
+ * order of operations: each device runs what it is given in order (one in-order queue), and
+ * nothing but download and synchronize waits for the device.
+ *
+ * - open/close: the state for one device of the device table (cl_context, queue, compiled
+ *   programs); open may be NULL when the backend needs none.
+ * - alloc/free: `bytes` (> 0) of device memory; free may be called while work that uses the
+ *   buffer is still queued (the backend keeps it alive until that work is done).
+ * - upload: host -> device, asynchronous; `src` must stay valid until synchronize.
+ * - download: device -> host, complete when it returns (a synchronization point).
+ * - run_op: enqueues one op (loom__op_call); errors of the op's own checks are returned at
+ *   once, errors of the device may surface at the next download or synchronize.
+ * - synchronize: waits until everything enqueued is done; returns the first device error.
+ * host_memory: buffers are host pointers the host reads and writes directly (cpu): the
+ * executor then reads inputs and constants in place instead of uploading them. */
+typedef struct loom__backend {
+  const char *name;
+  bool host_memory;
+  loom_status (*open)(const struct loom__device *device, void **out_dev);
+  void (*close)(void *dev);
+  loom_status (*alloc)(void *dev, int64_t bytes, void **out_buffer);
+  void (*free)(void *dev, void *buffer);
+  loom_status (*upload)(void *dev, void *dst, int64_t dst_offset, const void *src, int64_t bytes);
+  loom_status (*download)(void *dev, void *src, int64_t src_offset, void *dst, int64_t bytes);
+  loom_status (*run_op)(void *dev, const loom__op_call *call);
+  loom_status (*synchronize)(void *dev);
+} loom__backend;
+
+/* The cpu backend (cpu_backend.c): host memory, loom__cpu_run_op. */
+extern const loom__backend loom__cpu_backend;
+/* The opencl backend (backends/opencl/opencl_backend.c), when built with OpenCL. */
+extern const loom__backend loom__opencl_backend;
+
+/* The host view of a cpu dview (data = buffer + offset elements). */
+void loom__dview_to_host(const loom__dview *in, loom__view *out);
+
 #endif

@@ -13,6 +13,54 @@ static bool valid_name(const char *s) {
   return true;
 }
 
+/* ---- the name index --------------------------------------------------------------------- */
+
+static uint32_t name_hash(const char *s) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
+
+/* The slot holding `name`, or -1. */
+static int32_t name_lookup(const loom_graph *g, const char *name) {
+  if (!g->name_cap) return -1;
+  uint32_t mask = (uint32_t)g->name_cap - 1;
+  for (uint32_t i = name_hash(name) & mask, n = 0; n < (uint32_t)g->name_cap; i = (i + 1) & mask, n++) {
+    int32_t id = g->name_slots[i];
+    if (id == -1) return -1;
+    if (id >= 0 && strcmp(g->values[id].name, name) == 0) return (int32_t)i;
+  }
+  return -1;
+}
+
+static void name_insert_slot(int32_t *slots, int32_t cap, const char *name, int32_t id) {
+  uint32_t mask = (uint32_t)cap - 1, i = name_hash(name) & mask;
+  while (slots[i] >= 0) i = (i + 1) & mask;
+  slots[i] = id;
+}
+
+/* Indexes value id under its (already set) name, growing the table at half full. */
+static loom_status name_insert(loom_graph *g, int32_t id) {
+  if ((g->name_used + 1) * 2 > g->name_cap) {
+    int32_t cap = g->name_cap ? g->name_cap * 2 : 64;
+    int32_t *slots = loom__malloc(sizeof(int32_t) * (size_t)cap);
+    if (!slots) return loom__oom("the name index");
+    for (int32_t i = 0; i < cap; i++) slots[i] = -1;
+    g->name_used = 0;
+    for (int32_t i = 0; i < g->name_cap; i++)
+      if (g->name_slots[i] >= 0) {
+        name_insert_slot(slots, cap, g->values[g->name_slots[i]].name, g->name_slots[i]);
+        g->name_used++;
+      }
+    loom__free(g->name_slots);
+    g->name_slots = slots;
+    g->name_cap = cap;
+  }
+  name_insert_slot(g->name_slots, g->name_cap, g->values[id].name, id);
+  g->name_used++;
+  return LOOM_OK;
+}
+
 loom_status loom_graph_create(const char *name, loom_graph **out) {
   if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_create: out_graph is NULL");
   *out = NULL;
@@ -37,6 +85,7 @@ void loom_graph_destroy(loom_graph *g) {
     loom__free(g->ops[i].inputs);
     loom__free(g->ops[i].const_data);
   }
+  loom__free(g->name_slots);
   loom__free(g->values);
   loom__free(g->ops);
   loom__free(g->params);
@@ -256,18 +305,30 @@ loom_status loom_value_set_name(loom_graph *g, loom_value v, const char *name) {
         return loom__error(LOOM_ERR_INVALID_ARGUMENT, "name '%s' is reserved for value %ld", name, n);
     }
   }
+  if (other.id == v.id) return LOOM_OK;
   char *copy = loom__strdup(name);
   if (!copy) return loom__oom("a value name");
-  loom__free(g->values[v.id].name);
+  char *old = g->values[v.id].name;
+  if (old) {
+    int32_t slot = name_lookup(g, old);
+    if (slot >= 0) g->name_slots[slot] = -2;
+  }
   g->values[v.id].name = copy;
+  loom_status s = name_insert(g, v.id);
+  if (s) {
+    g->values[v.id].name = old;
+    if (old) name_insert_slot(g->name_slots, g->name_cap, old, v.id);
+    loom__free(copy);
+    return s;
+  }
+  loom__free(old);
   return LOOM_OK;
 }
 
 loom_value loom_graph_find(const loom_graph *g, const char *name) {
   if (!g || !name) return LOOM_VALUE_NONE;
-  for (int32_t i = 0; i < g->n_values; i++)
-    if (g->values[i].name && strcmp(g->values[i].name, name) == 0) return (loom_value){i};
-  return LOOM_VALUE_NONE;
+  int32_t slot = name_lookup(g, name);
+  return slot >= 0 ? (loom_value){g->name_slots[slot]} : LOOM_VALUE_NONE;
 }
 
 loom_status loom_graph_verify(const loom_graph *g) {
@@ -338,6 +399,8 @@ loom_status loom_graph_clone(const loom_graph *g, loom_graph **out) {
       memcpy(c->ops[i].const_data, o->const_data, (size_t)o->const_bytes);
     }
   }
+  for (int32_t i = 0; i < c->n_values; i++)
+    if (c->values[i].name && name_insert(c, i)) goto oom;
   memcpy(c->params, g->params, sizeof(int32_t) * (size_t)g->n_params);
   c->n_params = g->n_params;
   memcpy(c->outputs, g->outputs, sizeof(int32_t) * (size_t)g->n_outputs);

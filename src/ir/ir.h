@@ -73,6 +73,9 @@ struct loom_graph {
   /* The sticky builder error: the first failure, with its message. */
   loom_status error;
   char *error_message;
+  /* Names -> value ids, open addressing: -1 empty, -2 a removed entry. */
+  int32_t *name_slots;
+  int32_t name_cap, name_used;
   /* The parser sets where the next op comes from, so messages and ops carry it. */
   int32_t cur_line, cur_col;
 };

@@ -4,9 +4,11 @@
 
 #include "core/core.h"
 #include "loom/runtime.h"
+#include "runtime/device.h"
 
 struct loom_context {
-  char *device_filter; /* the selection the context was made with, owned; NULL: all */
+  char *device_filter;   /* the selection the context was made with, owned; NULL: all */
+  loom__devices devices; /* the selected devices, their memory nodes, the host, the notes */
 };
 
 #endif

@@ -1,0 +1,95 @@
+/* loom__cpu_run_op: checks what the runtime hands the cpu backend for one op and dispatches to
+ * the kernel family of the op's class (cpu_kernels.h). The checks are cheap (per view, not
+ * per element) and keep a kernel from reading or writing outside the views it was given. */
+#include "backends/cpu/cpu_loops.h"
+
+static loom_status check_view(const loom__op *op, const char *what, int32_t i, const loom__view *v) {
+  const char *name = loom_op_name(op->kind);
+  if (v->type.rank < 0 || v->type.rank > LOOM_MAX_RANK || (int)v->type.dtype < 0 ||
+      v->type.dtype >= LOOM_DTYPE_COUNT)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %s %d has a bad type", name, what, (int)i + 1);
+  for (int32_t d = 0; d < v->type.rank; d++)
+    if (v->type.dims[d] < 0)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %s %d has a negative dimension", name,
+                         what, (int)i + 1);
+  if (!v->data && loom__cpu_elements(&v->type) > 0)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %s %d has no data", name, what, (int)i + 1);
+  return LOOM_OK;
+}
+
+static loom_status check_inputs(const loom_graph *g, const loom__op *op, const loom__view *in) {
+  const loom__op_info *info = loom__op_info_of(op->kind);
+  if (op->n_inputs < info->min_inputs || (info->max_inputs >= 0 && op->n_inputs > info->max_inputs))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %d operands", info->name, (int)op->n_inputs);
+  if (op->n_inputs > 0 && !in)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: inputs are NULL", info->name);
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    loom_status s = check_view(op, "operand", i, &in[i]);
+    if (s) return s;
+    /* Shapes may be the runtime's broadcast of the value's; the dtype is the value's. */
+    const loom_type *t = &g->values[op->inputs[i]].type;
+    if (in[i].type.dtype != t->dtype)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: operand %d is %s, the graph says %s",
+                         info->name, (int)i + 1, loom_dtype_name(in[i].type.dtype),
+                         loom_dtype_name(t->dtype));
+  }
+  return LOOM_OK;
+}
+
+static loom_status check_outputs(const loom_graph *g, const loom__op *op, const loom__view *out) {
+  const loom__op_info *info = loom__op_info_of(op->kind);
+  if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: outputs are NULL", info->name);
+  if (op->n_outputs != info->n_results)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %d results, expected %d", info->name,
+                       (int)op->n_outputs, (int)info->n_results);
+  for (int32_t r = 0; r < op->n_outputs; r++) {
+    loom_status s = check_view(op, "output", r, &out[r]);
+    if (s) return s;
+    const loom_type *t = &g->values[op->outputs[r]].type;
+    if (!loom_type_equal(&out[r].type, t)) {
+      char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX];
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %d is %s, the graph says %s",
+                         info->name, (int)r + 1, loom_type_format(&out[r].type, a, sizeof a),
+                         loom_type_format(t, b, sizeof b));
+    }
+    if (!loom__cpu_view_dense(&out[r]))
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %d is not dense", info->name, (int)r + 1);
+  }
+  return LOOM_OK;
+}
+
+loom_status loom__cpu_run_op(const loom_graph *g, const loom__op *op, const loom__view *inputs,
+                             const loom__view *outputs, void *scratch, int64_t scratch_bytes) {
+  if (!g || !op) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: run_op: graph or op is NULL");
+  const loom__op_info *info = loom__op_info_of(op->kind);
+  if (!info) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: run_op: unknown op %d", (int)op->kind);
+  if (scratch_bytes < 0 || (scratch_bytes > 0 && !scratch))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: bad scratch (%lld bytes at %p)", info->name,
+                       (long long)scratch_bytes, scratch);
+  loom_status s = check_inputs(g, op, inputs);
+  if (!s) s = check_outputs(g, op, outputs);
+  if (s) return s;
+  switch (info->cls) {
+    case LOOM_CLASS_SOURCE:
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_LOGIC:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
+      return loom__cpu_elementwise(g, op, inputs, outputs);
+    case LOOM_CLASS_LAYOUT:
+      return loom__cpu_layout(g, op, inputs, outputs);
+    case LOOM_CLASS_REDUCE:
+    case LOOM_CLASS_ARGREDUCE:
+    case LOOM_CLASS_TOPK:
+      return loom__cpu_reduce(g, op, inputs, outputs, scratch, scratch_bytes);
+    case LOOM_CLASS_DOT:
+      return loom__cpu_dot(g, op, inputs, outputs, scratch, scratch_bytes);
+    case LOOM_CLASS_CONV:
+      return loom__cpu_conv(g, op, inputs, outputs, scratch, scratch_bytes);
+    case LOOM_CLASS_FOURIER:
+      return loom__cpu_fourier(g, op, inputs, outputs, scratch, scratch_bytes);
+  }
+  return loom__error(LOOM_ERR_INTERNAL, "cpu: %s: no kernel family", info->name);
+}

@@ -1,0 +1,105 @@
+/* loom_graph_optimize: the rewrites of IR.md run as a pipeline of passes, each building a new
+ * graph from the last one (see passes.h):
+ *
+ *   match (distance, dot_transpose, tile_broadcast, reduce_broadcast)
+ *   -> reorder (dot_chain, sum_broadcast) -> schedule -> chunk (only with a limit)
+ *
+ * Matching runs first because it changes what there is to reorder (the distance rewrite
+ * leaves a dot and sums of broadcasts); the schedule comes after the forms are fixed; chunking
+ * comes last, as it cuts the final ops into pieces sized for the limit.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/passes.h"
+
+static const char *const rewrite_names[] = {LOOM_REWRITE_NAMES};
+
+void loom_optimize_options_init(loom_optimize_options *opts) {
+  if (opts) memset(opts, 0, sizeof *opts);
+}
+
+void loom_rewrite_report_deinit(loom_rewrite_report *report) {
+  if (!report) return;
+  loom__free(report->entries);
+  memset(report, 0, sizeof *report);
+}
+
+loom_status loom__report_add(loom_rewrite_report *report, const char *name, int64_t bytes_saved,
+                             const char *fmt, ...) {
+  if (!report) return LOOM_OK;
+  loom_rewrite_entry *grown = loom__realloc(report->entries, sizeof *grown * (size_t)(report->count + 1));
+  if (!grown) return loom__oom("a rewrite report entry");
+  report->entries = grown;
+  loom_rewrite_entry *e = &grown[report->count++];
+  memset(e, 0, sizeof *e);
+  snprintf(e->name, sizeof e->name, "%s", name);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->detail, sizeof e->detail, fmt, ap);
+  va_end(ap);
+  e->bytes_saved = bytes_saved;
+  return LOOM_OK;
+}
+
+bool loom__rewrite_enabled(const loom_optimize_options *opts, const char *name) {
+  if (!opts || !opts->disabled) return true;
+  for (int32_t i = 0; i < opts->n_disabled; i++)
+    if (opts->disabled[i] && strcmp(opts->disabled[i], name) == 0) return false;
+  return true;
+}
+
+static loom_status check_options(const loom_optimize_options *opts) {
+  if (!opts) return LOOM_OK;
+  if (opts->n_disabled < 0 || (opts->n_disabled > 0 && !opts->disabled))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize: %d disabled rewrites at %p",
+                       (int)opts->n_disabled, (const void *)opts->disabled);
+  if (opts->limit < 0)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize: limit %lld is negative",
+                       (long long)opts->limit);
+  for (int32_t i = 0; i < opts->n_disabled; i++) {
+    const char *name = opts->disabled[i];
+    bool known = false;
+    for (int32_t k = 0; name && k < LOOM_ARRAY_SIZE(rewrite_names); k++)
+      known |= strcmp(name, rewrite_names[k]) == 0;
+    if (known) continue;
+    char list[256];
+    size_t len = 0;
+    for (int32_t k = 0; k < LOOM_ARRAY_SIZE(rewrite_names) && len < sizeof list; k++)
+      len += (size_t)snprintf(list + len, sizeof list - len, k ? ", %s" : "%s", rewrite_names[k]);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "unknown rewrite '%s' (known: %s)", name ? name : "(null)",
+                       list);
+  }
+  return LOOM_OK;
+}
+
+typedef loom_status (*pass_fn)(const loom_graph *, const loom_optimize_options *, loom_graph **,
+                               loom_rewrite_report *);
+
+loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_options *opts,
+                                loom_graph **out_graph, loom_rewrite_report *report) {
+  if (!out_graph) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize: out_graph is NULL");
+  *out_graph = NULL;
+  loom_status s = loom_graph_verify(graph);
+  if (!s) s = check_options(opts);
+  if (s) return s;
+  bool chunk = opts && opts->limit > 0 && loom__rewrite_enabled(opts, "chunk");
+  pass_fn passes[] = {loom__rewrite_match, loom__rewrite_reorder, loom__rewrite_schedule,
+                      chunk ? loom__rewrite_chunk : NULL};
+  int32_t entries_before = report ? report->count : 0;
+  loom_graph *cur = NULL;
+  for (int32_t p = 0; !s && p < LOOM_ARRAY_SIZE(passes) && passes[p]; p++) {
+    loom_graph *next = NULL;
+    s = passes[p](cur ? cur : graph, opts, &next, report);
+    loom_graph_destroy(cur);
+    cur = next;
+  }
+  if (s) {
+    loom_graph_destroy(cur);
+    if (report) report->count = entries_before; /* a failed call reports nothing */
+    return s;
+  }
+  *out_graph = cur;
+  return LOOM_OK;
+}

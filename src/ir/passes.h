@@ -1,0 +1,32 @@
+/* The memory-saving passes over graphs (IR.md "Rewrites"). Each takes a verified graph and
+ * returns a new one (the input is never changed), appending what it did to a report. */
+#ifndef LOOM_PASSES_H
+#define LOOM_PASSES_H
+
+#include "ir/rebuild.h"
+#include "loom/plan.h"
+
+/* Appends one entry to report (NULL report: nothing). detail is printf-formatted. */
+loom_status loom__report_add(loom_rewrite_report *report, const char *name, int64_t bytes_saved,
+                             const char *fmt, ...) LOOM_PRINTF(4, 5);
+
+/* match and replace (rewrite_match.c): "distance", "dot_transpose", "tile_broadcast",
+ * "reduce_broadcast" */
+loom_status loom__rewrite_match(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
+                                loom_rewrite_report *report);
+/* reorder (rewrite_reorder.c): "dot_chain", "sum_broadcast" */
+loom_status loom__rewrite_reorder(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
+                                  loom_rewrite_report *report);
+/* schedule (schedule.c): "schedule" — the ops re-emitted in an order that lowers the peak */
+loom_status loom__rewrite_schedule(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
+                                   loom_rewrite_report *report);
+/* chunk (chunk.c): "chunk" — ops or chains whose working set passes opts->limit computed in
+ * pieces so the graph's estimated peak fits the limit. Fails with OUT_OF_MEMORY naming the
+ * op, its need and the limit when no chunking fits. */
+loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
+                                loom_rewrite_report *report);
+
+/* True when the rewrite called `name` is enabled in opts. */
+bool loom__rewrite_enabled(const loom_optimize_options *opts, const char *name);
+
+#endif

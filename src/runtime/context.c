@@ -1,0 +1,49 @@
+/* Creating and destroying a context: options, selection, discovery. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/context.h"
+
+void loom_context_options_init(loom_context_options *opts) {
+  if (!opts) return;
+  memset(opts, 0, sizeof *opts);
+}
+
+loom_status loom_context_create(const loom_context_options *opts, loom_context **out_ctx) {
+  if (!out_ctx) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_create: out_ctx is NULL");
+  *out_ctx = NULL;
+  loom_context_options defaults;
+  if (!opts) {
+    loom_context_options_init(&defaults);
+    opts = &defaults;
+  }
+  const char *spec = opts->devices;
+  const char *origin = "loom_context_options.devices";
+  if (!spec) {
+    spec = getenv("LOOM_DEVICES");
+    origin = "LOOM_DEVICES";
+  }
+  /* The selection is checked before discovery, so a typo fails fast. */
+  loom__selection sel;
+  loom_status s = loom__selection_parse(spec, origin, &sel);
+  if (s != LOOM_OK) return s;
+  loom_context *ctx = loom__calloc(1, sizeof *ctx);
+  if (!ctx) s = loom__oom("a context");
+  if (s == LOOM_OK && spec && !sel.all && !(ctx->device_filter = loom__strdup(spec)))
+    s = loom__oom("a context");
+  if (s == LOOM_OK) s = loom__devices_discover(&ctx->devices, &sel);
+  loom__selection_deinit(&sel);
+  if (s != LOOM_OK) {
+    loom_context_destroy(ctx);
+    return s;
+  }
+  *out_ctx = ctx;
+  return LOOM_OK;
+}
+
+void loom_context_destroy(loom_context *ctx) {
+  if (!ctx) return;
+  loom__devices_deinit(&ctx->devices);
+  loom__free(ctx->device_filter);
+  loom__free(ctx);
+}

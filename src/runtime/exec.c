@@ -1,0 +1,491 @@
+/* The executor (see exec.h). */
+#include <string.h>
+
+#include "runtime/exec.h"
+
+const loom__exec_device loom__exec_cpu0 = {.backend = &loom__cpu_backend, .dev = NULL, .id = "cpu0"};
+
+loom_status loom__meter_take(loom__meter *m, int64_t bytes, const char *what) {
+  if (m->limit > 0 && bytes > m->limit - m->in_use - m->cached) {
+    char need[32], lim[32], used[32];
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s needs %s but only %s of the %s limit is free", what,
+                       loom__format_bytes(bytes, need, sizeof need),
+                       loom__format_bytes(m->limit - m->in_use, used, sizeof used),
+                       loom__format_bytes(m->limit, lim, sizeof lim));
+  }
+  m->in_use += bytes;
+  m->allocations++;
+  if (m->in_use > m->peak) m->peak = m->in_use;
+  return LOOM_OK;
+}
+
+void loom__meter_give(loom__meter *m, int64_t bytes) { m->in_use -= bytes; }
+
+/* Freed blocks kept for reuse within one execution: a chunked graph allocates the same sizes
+ * piece after piece, and a fresh large block costs an mmap and a page fault per page (or a
+ * device allocation). The cached bytes count against the meter's limit and are dropped before
+ * anything fails. On a device, a block reused while work that read it is still queued is
+ * safe: the device's queue runs in order. */
+enum { CACHE_SLOTS = 16 };
+typedef struct block_cache {
+  void *ptr[CACHE_SLOTS];
+  int64_t bytes[CACHE_SLOTS];
+} block_cache;
+
+/* The state of one execution. Storage is per base value (see loom__layout). */
+typedef struct exec_state {
+  const loom_graph *g;
+  const loom__backend *be;
+  void *dev;
+  loom__layout *layouts;
+  void **data;        /* per value: its base's buffer (only bases are set) */
+  int64_t *bytes;     /* per value: counted bytes of its storage */
+  bool *allocated;    /* per value: data is ours to free */
+  int32_t *last_use;  /* per base value: schedule position of its last reader */
+  uint8_t (*scalars)[16]; /* per value: a fill's one element (host) */
+  int32_t *fill_slot; /* per fill value on a device: its slot in fill_buffer */
+  void *fill_buffer;  /* device copies of the fill scalars, 16 bytes a slot; not metered */
+  loom__meter *meter;
+  block_cache cache;
+} exec_state;
+
+static void cache_drop(exec_state *st, int32_t slot) {
+  st->be->free(st->dev, st->cache.ptr[slot]);
+  st->meter->cached -= st->cache.bytes[slot];
+  st->cache.ptr[slot] = NULL;
+  st->cache.bytes[slot] = 0;
+}
+
+static void cache_clear(exec_state *st) {
+  for (int32_t i = 0; i < CACHE_SLOTS; i++)
+    if (st->cache.ptr[i]) cache_drop(st, i);
+}
+
+/* Counts `bytes` for `what` and returns storage for them: a cached block of that size, or a
+ * new one once the cache has made room under the limit. Zero bytes on a device take no
+ * buffer (*out NULL): devices refuse empty allocations. */
+static loom_status block_take(exec_state *st, int64_t bytes, const char *what, void **out) {
+  *out = NULL;
+  if (bytes == 0 && !st->be->host_memory) return loom__meter_take(st->meter, 0, what);
+  for (int32_t i = 0; i < CACHE_SLOTS; i++)
+    if (st->cache.ptr[i] && st->cache.bytes[i] == bytes) {
+      *out = st->cache.ptr[i];
+      st->cache.ptr[i] = NULL;
+      st->meter->cached -= bytes;
+      return loom__meter_take(st->meter, bytes, what); /* cannot fail: the bytes were counted */
+    }
+  if (st->meter->limit > 0 && bytes > st->meter->limit - st->meter->in_use - st->meter->cached) cache_clear(st);
+  loom_status s = loom__meter_take(st->meter, bytes, what);
+  if (s) return s;
+  s = st->be->alloc(st->dev, bytes, out);
+  if (s) {
+    cache_clear(st);
+    s = st->be->alloc(st->dev, bytes, out);
+  }
+  if (s) {
+    *out = NULL;
+    loom__meter_give(st->meter, bytes);
+    loom__error_prefix("%s: ", what);
+    return s;
+  }
+  return LOOM_OK;
+}
+
+/* Gives a block back to the cache (the oldest entry makes room when it is full). */
+static void block_give(exec_state *st, void *ptr, int64_t bytes) {
+  loom__meter_give(st->meter, bytes);
+  if (!ptr) return;
+  int32_t slot = 0;
+  for (int32_t i = 0; i < CACHE_SLOTS; i++)
+    if (!st->cache.ptr[i]) {
+      slot = i;
+      break;
+    }
+  if (st->cache.ptr[slot]) cache_drop(st, slot);
+  if (st->meter->limit > 0 && bytes > st->meter->limit - st->meter->in_use - st->meter->cached) {
+    st->be->free(st->dev, ptr); /* keeping it would hold bytes the limit needs */
+    return;
+  }
+  st->cache.ptr[slot] = ptr;
+  st->cache.bytes[slot] = bytes;
+  st->meter->cached += bytes;
+}
+
+static void value_label(const exec_state *st, int32_t id, char *buf, size_t size) {
+  char tmp[32];
+  snprintf(buf, size, "value '%s'", loom__value_label(st->g, id, tmp, sizeof tmp));
+}
+
+/* Counts host storage read in place (cpu0's inputs and constants). */
+static loom_status take(exec_state *st, int32_t id, int64_t bytes) {
+  char what[96];
+  value_label(st, id, what, sizeof what);
+  loom_status s = loom__meter_take(st->meter, bytes, what);
+  if (s) return s;
+  st->bytes[id] = bytes;
+  return LOOM_OK;
+}
+
+/* Device storage for value id, filled from host memory at src (kept valid by the caller until
+ * the run synchronizes). */
+static loom_status take_uploaded(exec_state *st, int32_t id, int64_t bytes, const void *src) {
+  char what[96];
+  value_label(st, id, what, sizeof what);
+  loom_status s = block_take(st, bytes, what, &st->data[id]);
+  if (s) return s;
+  st->bytes[id] = bytes;
+  st->allocated[id] = st->data[id] != NULL;
+  if (bytes > 0) s = st->be->upload(st->dev, st->data[id], 0, src, bytes);
+  return s;
+}
+
+static void release(exec_state *st, int32_t base) {
+  if (st->allocated[base]) block_give(st, st->data[base], st->bytes[base]);
+  else if (st->bytes[base]) loom__meter_give(st->meter, st->bytes[base]);
+  st->data[base] = NULL;
+  st->allocated[base] = false;
+  st->bytes[base] = 0;
+}
+
+/* The dview of value id through its layout. A fill is its scalar: on cpu0 the host copy, on
+ * a device its slot of the fill buffer. */
+static void view_of(const exec_state *st, int32_t id, loom__dview *v) {
+  const loom__layout *l = &st->layouts[id];
+  memset(v, 0, sizeof *v);
+  v->type = st->g->values[id].type;
+  memcpy(v->strides, l->strides, sizeof v->strides);
+  v->buffer = st->data[l->base];
+  v->offset = l->offset;
+  if (st->fill_slot && st->fill_slot[l->base] >= 0) {
+    v->buffer = st->fill_buffer;
+    v->offset = (int64_t)st->fill_slot[l->base] * 16 / loom_dtype_size(v->type.dtype);
+  }
+}
+
+/* Schedule positions of each base's last reader; graph outputs live to the end. */
+static void compute_last_use(exec_state *st, const int32_t *order) {
+  const loom_graph *g = st->g;
+  for (int32_t v = 0; v < g->n_values; v++) st->last_use[v] = -1;
+  for (int32_t pos = 0; pos < g->n_ops; pos++) {
+    const loom__op *op = &g->ops[order[pos]];
+    for (int32_t r = 0; r < op->n_outputs; r++) {
+      int32_t b = st->layouts[op->outputs[r]].base;
+      if (st->last_use[b] < pos) st->last_use[b] = pos;
+    }
+    for (int32_t i = 0; i < op->n_inputs; i++) st->last_use[st->layouts[op->inputs[i]].base] = pos;
+  }
+  for (int32_t i = 0; i < g->n_outputs; i++) st->last_use[st->layouts[g->outputs[i]].base] = INT32_MAX;
+}
+
+static loom_status alloc_outputs(exec_state *st, const loom__op *op) {
+  for (int32_t r = 0; r < op->n_outputs; r++) {
+    int32_t id = op->outputs[r];
+    const loom__layout *l = &st->layouts[id];
+    if (op->kind == LOOM_OP_FILL) {
+      if (!st->fill_slot) st->data[id] = st->scalars[id]; /* devices: set up front (fills_init) */
+      continue;
+    }
+    if (!l->owns) continue;
+    if (op->kind == LOOM_OP_CONSTANT) {
+      if (!st->be->host_memory) { /* uploaded from the graph, which outlives the run */
+        loom_status s = take_uploaded(st, id, op->const_bytes, op->const_data);
+        if (s) return s;
+        continue;
+      }
+      st->data[id] = op->const_data; /* read in place from the graph, counted as held */
+      loom_status s = take(st, id, op->const_bytes);
+      if (s) return s;
+      continue;
+    }
+    int64_t bytes;
+    char what[96];
+    value_label(st, id, what, sizeof what);
+    loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
+    if (!s) s = block_take(st, bytes, what, &st->data[id]);
+    if (s) return s;
+    st->bytes[id] = bytes;
+    st->allocated[id] = st->data[id] != NULL;
+  }
+  return LOOM_OK;
+}
+
+static loom_status temp_take(void *ctx, int64_t bytes, void **out_buffer) {
+  return block_take(ctx, bytes, "the temporaries of a library call", out_buffer);
+}
+
+static void temp_give(void *ctx, void *buffer, int64_t bytes) { block_give(ctx, buffer, bytes); }
+
+static loom_status run_one(exec_state *st, const loom__op *op) {
+  loom_status s = alloc_outputs(st, op);
+  if (s) return s;
+  if (op->kind == LOOM_OP_FILL || op->kind == LOOM_OP_CONSTANT) return LOOM_OK;
+  if (!st->layouts[op->outputs[0]].owns) return LOOM_OK; /* a view: nothing to compute */
+  loom__dview in_views[8], out_views[2];
+  loom__dview *ins = op->n_inputs <= 8 ? in_views : loom__malloc(sizeof(loom__dview) * (size_t)op->n_inputs);
+  if (!ins) return loom__oom("operand views");
+  for (int32_t i = 0; i < op->n_inputs; i++) view_of(st, op->inputs[i], &ins[i]);
+  for (int32_t r = 0; r < op->n_outputs; r++) view_of(st, op->outputs[r], &out_views[r]);
+  int64_t scratch_bytes = loom__op_scratch_bytes(st->g, op);
+  void *scratch = NULL;
+  if (scratch_bytes > 0) {
+    char what[128];
+    snprintf(what, sizeof what, "the temporaries of %s", loom_op_name(op->kind));
+    s = block_take(st, scratch_bytes, what, &scratch);
+  }
+  if (!s) {
+    loom__op_call call = {
+        .g = st->g, .op = op, .in = ins, .out = out_views, .scratch = scratch, .scratch_bytes = scratch_bytes};
+    /* Under a limit the estimate is a promise: no temporaries beyond the scratch. */
+    if (st->meter->limit == 0) {
+      call.temp_take = temp_take;
+      call.temp_give = temp_give;
+      call.temp_ctx = st;
+    }
+    s = st->be->run_op(st->dev, &call);
+  }
+  if (scratch) block_give(st, scratch, scratch_bytes);
+  if (ins != in_views) loom__free(ins);
+  return s;
+}
+
+/* A dense copy of a host view into out->data: a broadcast to the same shape, which the cpu
+ * layout kernel does. */
+static loom_status host_copy(const exec_state *st, int32_t id, const loom__view *src, loom_tensor *out) {
+  loom__view dst;
+  memset(&dst, 0, sizeof dst);
+  dst.type = src->type;
+  dst.data = out->data;
+  loom__view_dense_strides(&dst.type, dst.strides);
+  loom__op copy;
+  memset(&copy, 0, sizeof copy);
+  copy.kind = LOOM_OP_BROADCAST;
+  copy.n_inputs = 1;
+  copy.inputs = &id;
+  copy.n_outputs = 1;
+  copy.outputs[0] = id;
+  loom_attrs_init(&copy.attrs);
+  copy.attrs.set = LOOM_ATTR_SHAPE;
+  copy.attrs.shape.count = src->type.rank;
+  memcpy(copy.attrs.shape.v, src->type.dims, sizeof(int64_t) * (size_t)src->type.rank);
+  return loom__cpu_run_op(st->g, &copy, src, &dst, NULL, 0);
+}
+
+/* The elements a strided view reaches: [lo, hi] relative to its offset. */
+static void view_extent(const loom__dview *v, int64_t *lo, int64_t *hi) {
+  *lo = *hi = 0;
+  for (int32_t d = 0; d < v->type.rank; d++) {
+    int64_t span = (v->type.dims[d] - 1) * v->strides[d];
+    if (span < 0) *lo += span;
+    else *hi += span;
+  }
+}
+
+/* Copies a device view into the dense host tensor out: a dense view in one download, else the
+ * range it reaches, then a host copy. The host memory is the caller's, not the device's, so
+ * the meter does not count it. */
+static loom_status download_value(exec_state *st, int32_t id, const loom__dview *v, loom_tensor *out) {
+  int64_t es = loom_dtype_size(v->type.dtype), n = 1;
+  for (int32_t d = 0; d < v->type.rank; d++) n *= v->type.dims[d];
+  if (n == 0) return LOOM_OK;
+  loom__layout dense = st->layouts[id];
+  memcpy(dense.strides, v->strides, sizeof dense.strides);
+  if (loom__layout_contiguous(&dense, &v->type)) return st->be->download(st->dev, v->buffer, v->offset * es, out->data, n * es);
+  int64_t lo, hi;
+  view_extent(v, &lo, &hi);
+  int64_t span = (hi - lo + 1) * es;
+  char *tmp = (uint64_t)span <= SIZE_MAX ? loom__aligned_alloc((size_t)span) : NULL;
+  if (!tmp) return loom__oom("a host copy of an output");
+  loom_status s = st->be->download(st->dev, v->buffer, (v->offset + lo) * es, tmp, span);
+  if (!s) {
+    loom__view hv;
+    memset(&hv, 0, sizeof hv);
+    hv.type = v->type;
+    memcpy(hv.strides, v->strides, sizeof hv.strides);
+    hv.data = tmp - lo * es;
+    s = host_copy(st, id, &hv, out);
+  }
+  loom__aligned_free(tmp);
+  return s;
+}
+
+/* Copies value id into a new dense host tensor. */
+static loom_status export_value(exec_state *st, int32_t id, loom_tensor *out) {
+  loom_status s = loom_tensor_init(out, &st->g->values[id].type);
+  if (s) return s;
+  loom__dview v;
+  view_of(st, id, &v);
+  int32_t base = st->layouts[id].base;
+  if (st->be->host_memory || (st->fill_slot && st->fill_slot[base] >= 0)) {
+    loom__view hv;
+    if (st->fill_slot && st->fill_slot[base] >= 0) { /* a fill: its host scalar */
+      v.buffer = st->scalars[base];
+      v.offset = 0;
+    }
+    loom__dview_to_host(&v, &hv);
+    return host_copy(st, id, &hv, out);
+  }
+  return download_value(st, id, &v, out);
+}
+
+static loom_status bind_inputs(exec_state *st, const loom_tensor *inputs) {
+  for (int32_t p = 0; p < st->g->n_params; p++) {
+    int32_t id = st->g->params[p];
+    if (st->last_use[id] < 0) continue; /* nobody reads it: never held */
+    int64_t bytes;
+    loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
+    if (s) return s;
+    /* Inputs count as held from the start to their last use: read in place on cpu0,
+     * uploaded to a device. */
+    if (!st->be->host_memory) {
+      if ((s = take_uploaded(st, id, bytes, inputs[p].data))) return s;
+      continue;
+    }
+    if ((s = take(st, id, bytes))) return s;
+    st->data[id] = inputs[p].data;
+  }
+  return LOOM_OK;
+}
+
+/* Devices: every fill's scalar, computed now and uploaded into one small buffer. */
+static loom_status fills_init(exec_state *st) {
+  const loom_graph *g = st->g;
+  int32_t n = 0;
+  for (int32_t i = 0; i < g->n_ops; i++) n += g->ops[i].kind == LOOM_OP_FILL;
+  if (n == 0) return LOOM_OK;
+  st->fill_slot = loom__malloc(sizeof *st->fill_slot * (size_t)g->n_values);
+  if (!st->fill_slot) return loom__oom("executor state");
+  for (int32_t v = 0; v < g->n_values; v++) st->fill_slot[v] = -1;
+  loom_status s = st->be->alloc(st->dev, 16 * (int64_t)n, &st->fill_buffer);
+  if (s) {
+    st->fill_buffer = NULL;
+    return s;
+  }
+  int32_t k = 0;
+  for (int32_t i = 0; !s && i < g->n_ops; i++) {
+    const loom__op *op = &g->ops[i];
+    if (op->kind != LOOM_OP_FILL) continue;
+    int32_t id = op->outputs[0];
+    st->fill_slot[id] = k;
+    s = st->be->upload(st->dev, st->fill_buffer, 16 * (int64_t)k++, st->scalars[id], 16);
+  }
+  return s;
+}
+
+static loom_status exec_state_init(exec_state *st, const loom_graph *g, const loom__exec_device *dev,
+                                   loom__meter *meter) {
+  memset(st, 0, sizeof *st);
+  st->g = g;
+  st->be = dev->backend;
+  st->dev = dev->dev;
+  st->meter = meter;
+  size_t n = (size_t)(g->n_values ? g->n_values : 1);
+  st->layouts = loom__calloc(n, sizeof *st->layouts);
+  st->data = loom__calloc(n, sizeof *st->data);
+  st->bytes = loom__calloc(n, sizeof *st->bytes);
+  st->allocated = loom__calloc(n, sizeof *st->allocated);
+  st->last_use = loom__calloc(n, sizeof *st->last_use);
+  st->scalars = loom__calloc(n, sizeof *st->scalars);
+  if (!st->layouts || !st->data || !st->bytes || !st->allocated || !st->last_use || !st->scalars)
+    return loom__oom("executor state");
+  loom_status s = loom__graph_layouts(g, st->layouts);
+  if (!s) {
+    for (int32_t v = 0; v < g->n_values; v++)
+      if (g->values[v].op >= 0 && g->ops[g->values[v].op].kind == LOOM_OP_FILL) {
+        const loom_attrs *a = &g->ops[g->values[v].op].attrs;
+        loom__scalar_store(g->values[v].type.dtype, a->value, a->ivalue, a->value_is_int, st->scalars[v]);
+      }
+  }
+  if (!s && !st->be->host_memory) s = fills_init(st);
+  return s;
+}
+
+static void exec_state_deinit(exec_state *st) {
+  if (st->data && st->bytes && st->allocated) /* a partial init leaves some NULL */
+    for (int32_t v = 0; v < st->g->n_values; v++)
+      if (st->data[v] || st->bytes[v]) release(st, v);
+  if (st->meter) cache_clear(st);
+  if (st->fill_buffer) st->be->free(st->dev, st->fill_buffer);
+  loom__free(st->layouts);
+  loom__free(st->data);
+  loom__free(st->bytes);
+  loom__free(st->allocated);
+  loom__free(st->last_use);
+  loom__free(st->scalars);
+  loom__free(st->fill_slot);
+}
+
+static loom_status run_schedule(exec_state *st, const int32_t *order, const loom_tensor *inputs) {
+  const loom_graph *g = st->g;
+  compute_last_use(st, order);
+  loom_status bound = bind_inputs(st, inputs);
+  if (bound) return bound;
+  for (int32_t pos = 0; pos < g->n_ops; pos++) {
+    const loom__op *op = &g->ops[order[pos]];
+    loom_status s = run_one(st, op);
+    if (s) {
+      if (op->line > 0) loom__error_prefix("line %d: ", (int)op->line);
+      return s;
+    }
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      int32_t b = st->layouts[op->inputs[i]].base;
+      if (st->last_use[b] == pos) release(st, b);
+    }
+    for (int32_t r = 0; r < op->n_outputs; r++) {
+      int32_t b = st->layouts[op->outputs[r]].base;
+      if (st->last_use[b] == pos) release(st, b); /* a result nobody reads */
+    }
+  }
+  return LOOM_OK;
+}
+
+/* Waits for the device; on a failed run the first error's message is kept. */
+static loom_status finish(exec_state *st, loom_status s) {
+  if (!st->be || st->be->host_memory) return s;
+  if (!s) return st->be->synchronize(st->dev);
+  char saved[1024];
+  snprintf(saved, sizeof saved, "%s", loom_last_error());
+  st->be->synchronize(st->dev);
+  loom__error(s, "%s", saved);
+  return s;
+}
+
+loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, const loom_tensor *inputs,
+                          loom_tensor *outputs, loom__meter *meter) {
+  exec_state st;
+  int32_t *order = NULL;
+  const loom__exec_device *dev = opts && opts->device ? opts->device : &loom__exec_cpu0;
+  for (int32_t i = 0; i < g->n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
+  loom_status s = exec_state_init(&st, g, dev, meter);
+  if (!s && !(opts && opts->schedule)) {
+    if (!(order = loom__malloc(sizeof(int32_t) * (size_t)(g->n_ops ? g->n_ops : 1)))) s = loom__oom("a schedule");
+    for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = i;
+  }
+  if (!s) s = run_schedule(&st, order ? order : opts->schedule, inputs);
+  for (int32_t i = 0; !s && i < g->n_outputs; i++) s = export_value(&st, g->outputs[i], &outputs[i]);
+  s = finish(&st, s);
+  if (s)
+    for (int32_t i = 0; i < g->n_outputs; i++) loom_tensor_deinit(&outputs[i]);
+  exec_state_deinit(&st);
+  loom__free(order);
+  return s;
+}
+
+loom_status loom__check_inputs(const loom_graph *g, const loom_tensor *inputs, int32_t n_inputs) {
+  if (n_inputs != g->n_params)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' takes %d input%s, got %d", g->name, (int)g->n_params,
+                       g->n_params == 1 ? "" : "s", (int)n_inputs);
+  for (int32_t p = 0; p < n_inputs; p++) {
+    const loom_type *want = &g->values[g->params[p]].type;
+    char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX], tmp[32];
+    if (!loom_type_equal(want, &inputs[p].type))
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "input %d (%s): got %s, the graph takes %s", (int)p + 1,
+                         loom__value_label(g, g->params[p], tmp, sizeof tmp),
+                         loom_type_format(&inputs[p].type, a, sizeof a), loom_type_format(want, b, sizeof b));
+    int64_t bytes;
+    loom_type_bytes(want, &bytes);
+    if (bytes > 0 && !inputs[p].data)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "input %d (%s): data is NULL", (int)p + 1,
+                         loom__value_label(g, g->params[p], tmp, sizeof tmp));
+  }
+  return LOOM_OK;
+}

@@ -1,0 +1,214 @@
+/* loom_plan_run: a plan's stages, one after the other, each under its runner's limit.
+ *
+ * Each stage graph runs through the same executor as a whole graph (loom__execute), with a
+ * meter limited to the stage's runner limit, so no stage ever holds more than its limit and
+ * the meter's peak is the stage's measured peak. Values cross stages through host memory:
+ * a stage's outputs are copied out into host tensors, kept while a later stage or the
+ * graph's return needs them, and freed after their last reader. Those host copies are not
+ * runner memory and are not counted against any limit.
+ */
+#include <string.h>
+
+#include "loom/plan.h"
+#include "runtime/context.h"
+#include "runtime/exec.h"
+
+/* The devices this build can run a stage on. This is the hook for device backends: when a
+ * backend for ocl/cuda runners lands (with the HMM, issue 3 and later), a stage placed there
+ * is handed to it here instead of being refused. */
+static bool device_can_run(const char *device) {
+  return strcmp(device, "cpu0") == 0;
+}
+
+/* A value living in host memory between stages. */
+typedef struct held_value {
+  loom_tensor t;
+  bool owned;         /* ours to free (a stage output); false: the caller's input */
+  int32_t last_stage; /* the last stage that reads it; INT32_MAX: the graph returns it */
+} held_value;
+
+typedef struct plan_run {
+  const loom_plan *plan;
+  const loom_graph *g;
+  held_value *vals; /* per plan-graph value */
+} plan_run;
+
+static loom_status check_devices(const loom_plan *plan) {
+  for (int32_t i = 0; i < loom_plan_stage_count(plan); i++) {
+    loom_stage_info st;
+    loom_status s = loom_plan_stage(plan, i, &st);
+    if (s) return s;
+    if (st.graph && !device_can_run(st.device))
+      return loom__error(LOOM_ERR_UNSUPPORTED, "stage %d is placed on %s, which this build cannot run yet",
+                         (int)i + 1, st.device);
+  }
+  return LOOM_OK;
+}
+
+static loom_status run_init(plan_run *r, const loom_plan *plan, const loom_tensor *inputs) {
+  memset(r, 0, sizeof *r);
+  r->plan = plan;
+  r->g = loom_plan_graph(plan);
+  r->vals = loom__calloc((size_t)LOOM_MAX(r->g->n_values, 1), sizeof *r->vals);
+  if (!r->vals) return loom__oom("the values between stages");
+  for (int32_t v = 0; v < r->g->n_values; v++) r->vals[v].last_stage = -1;
+  for (int32_t p = 0; p < r->g->n_params; p++) r->vals[r->g->params[p]].t = inputs[p];
+  for (int32_t i = 0; i < loom_plan_stage_count(plan); i++) {
+    loom_stage_info st;
+    loom_plan_stage(plan, i, &st);
+    for (int32_t k = 0; k < st.n_inputs; k++) r->vals[st.inputs[k]].last_stage = i;
+  }
+  for (int32_t i = 0; i < r->g->n_outputs; i++) r->vals[r->g->outputs[i]].last_stage = INT32_MAX;
+  return LOOM_OK;
+}
+
+static void release_value(held_value *h) {
+  if (h->owned) loom_tensor_deinit(&h->t);
+  memset(&h->t, 0, sizeof h->t);
+  h->owned = false;
+}
+
+static void run_deinit(plan_run *r) {
+  if (r->vals)
+    for (int32_t v = 0; v < r->g->n_values; v++) release_value(&r->vals[v]);
+  loom__free(r->vals);
+  memset(r, 0, sizeof *r);
+}
+
+/* The stage's parameters, from the values held. */
+static loom_status gather_inputs(plan_run *r, const loom_stage_info *st, int32_t index, loom_tensor *ins) {
+  for (int32_t k = 0; k < st->n_inputs; k++) {
+    const held_value *h = &r->vals[st->inputs[k]];
+    int64_t bytes = 0;
+    loom_type_bytes(&r->g->values[st->inputs[k]].type, &bytes);
+    if (bytes > 0 && !h->t.data) {
+      char buf[32];
+      return loom__error(LOOM_ERR_INTERNAL, "stage %d: its input '%s' was not made by an earlier stage",
+                         (int)index + 1, loom__value_label(r->g, st->inputs[k], buf, sizeof buf));
+    }
+    ins[k] = h->t;
+  }
+  return LOOM_OK;
+}
+
+/* Runs stage `index` under its runner's limit; its outputs join the values held. */
+static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats) {
+  loom_stage_info st;
+  loom_status s = loom_plan_stage(r->plan, index, &st);
+  if (s) return s;
+  stats->estimated_peak_bytes = st.estimated_peak;
+  stats->limit_bytes = st.limit;
+  if (!st.graph) return LOOM_OK;
+  loom_tensor *ins = loom__calloc((size_t)LOOM_MAX(st.n_inputs, 1), sizeof *ins);
+  loom_tensor *outs = loom__calloc((size_t)LOOM_MAX(st.n_outputs, 1), sizeof *outs);
+  if (!ins || !outs) s = loom__oom("a stage's inputs and outputs");
+  if (!s) s = gather_inputs(r, &st, index, ins);
+  loom__meter meter = {0};
+  meter.limit = st.limit;
+  double t0 = loom__now();
+  if (!s) {
+    s = loom__execute(st.graph, NULL, ins, outs, &meter);
+    if (s)
+      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index + 1, st.device, (long long)st.limit);
+  }
+  stats->seconds = loom__now() - t0;
+  stats->peak_bytes = meter.peak;
+  for (int32_t k = 0; !s && k < st.n_outputs; k++) {
+    held_value *h = &r->vals[st.outputs[k]];
+    release_value(h);
+    h->t = outs[k];
+    h->owned = true;
+    memset(&outs[k], 0, sizeof outs[k]);
+    if (h->last_stage <= index) release_value(h); /* nobody reads it (cannot happen by construction) */
+  }
+  /* Inputs whose last reader was this stage. */
+  for (int32_t k = 0; !s && k < st.n_inputs; k++)
+    if (r->vals[st.inputs[k]].last_stage == index) release_value(&r->vals[st.inputs[k]]);
+  loom__free(ins);
+  loom__free(outs);
+  return s;
+}
+
+static loom_status copy_tensor(const loom_tensor *src, loom_tensor *dst) {
+  loom_status s = loom_tensor_init(dst, &src->type);
+  int64_t bytes = 0;
+  if (!s) s = loom_type_bytes(&src->type, &bytes);
+  if (!s && bytes > 0) memcpy(dst->data, src->data, (size_t)bytes);
+  return s;
+}
+
+/* Hands the returned values to the caller: moved where the plan owns them, else copied (an
+ * input returned as is, or a value returned twice). */
+static loom_status deliver_outputs(plan_run *r, loom_tensor *outputs, int32_t n_outputs) {
+  for (int32_t i = 0; i < n_outputs; i++) {
+    int32_t v = r->g->outputs[i];
+    int32_t twin = -1;
+    for (int32_t j = 0; j < i && twin < 0; j++)
+      if (r->g->outputs[j] == v) twin = j;
+    held_value *h = &r->vals[v];
+    loom_status s;
+    if (twin >= 0) {
+      s = copy_tensor(&outputs[twin], &outputs[i]);
+    } else if (h->owned) {
+      outputs[i] = h->t;
+      memset(&h->t, 0, sizeof h->t);
+      h->owned = false;
+      s = LOOM_OK;
+    } else {
+      int64_t bytes = 0;
+      loom_type_bytes(&r->g->values[v].type, &bytes);
+      char buf[32];
+      s = (bytes > 0 && !h->t.data) ? loom__error(LOOM_ERR_INTERNAL, "output '%s' was made by no stage",
+                                                  loom__value_label(r->g, v, buf, sizeof buf))
+                                    : copy_tensor(&h->t, &outputs[i]);
+    }
+    if (s) return s;
+  }
+  return LOOM_OK;
+}
+
+static loom_status check_args(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
+                              int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs) {
+  if (!ctx || !plan || (n_outputs > 0 && !outputs) || (n_inputs > 0 && !inputs))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run: NULL argument");
+  const loom_graph *g = loom_plan_graph(plan);
+  if (n_outputs != g->n_outputs)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' returns %d value%s, the caller has room for %d",
+                       g->name, (int)g->n_outputs, g->n_outputs == 1 ? "" : "s", (int)n_outputs);
+  loom_status s = loom__check_inputs(g, inputs, n_inputs);
+  return s ? s : check_devices(plan);
+}
+
+loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
+                          int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs, loom_plan_stats *stats) {
+  if (stats) memset(stats, 0, sizeof *stats);
+  for (int32_t i = 0; outputs && i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
+  loom_status s = check_args(ctx, plan, inputs, n_inputs, outputs, n_outputs);
+  if (s) return s;
+  int32_t n_stages = loom_plan_stage_count(plan);
+  loom_stage_stats *per = loom__calloc((size_t)LOOM_MAX(n_stages, 1), sizeof *per);
+  plan_run r;
+  memset(&r, 0, sizeof r);
+  s = per ? run_init(&r, plan, inputs) : loom__oom("plan statistics");
+  double t0 = loom__now();
+  for (int32_t i = 0; !s && i < n_stages; i++) s = run_stage(&r, i, &per[i]);
+  if (!s) s = deliver_outputs(&r, outputs, n_outputs);
+  if (s)
+    for (int32_t i = 0; i < n_outputs; i++) loom_tensor_deinit(&outputs[i]);
+  run_deinit(&r);
+  if (stats && per) {
+    stats->n_stages = n_stages;
+    stats->stages = per;
+    for (int32_t i = 0; i < n_stages; i++) stats->peak_bytes = LOOM_MAX(stats->peak_bytes, per[i].peak_bytes);
+    stats->seconds = loom__now() - t0;
+    per = NULL;
+  }
+  loom__free(per);
+  return s;
+}
+
+void loom_plan_stats_deinit(loom_plan_stats *stats) {
+  if (!stats) return;
+  loom__free(stats->stages);
+  memset(stats, 0, sizeof *stats);
+}

@@ -1,0 +1,28 @@
+/* loom_graph_run: a whole graph on cpu0. */
+#include <string.h>
+
+#include "runtime/context.h"
+#include "runtime/exec.h"
+
+loom_status loom_graph_run(loom_context *ctx, const loom_graph *graph, const loom_tensor *inputs,
+                           int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs, loom_run_stats *stats) {
+  if (stats) memset(stats, 0, sizeof *stats);
+  if (!ctx || !graph || (n_outputs > 0 && !outputs) || (n_inputs > 0 && !inputs))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_run: NULL argument");
+  for (int32_t i = 0; i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
+  loom_status s = loom_graph_verify(graph);
+  if (s) return s;
+  if (n_outputs != graph->n_outputs)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' returns %d value%s, the caller has room for %d",
+                       graph->name, (int)graph->n_outputs, graph->n_outputs == 1 ? "" : "s", (int)n_outputs);
+  if ((s = loom__check_inputs(graph, inputs, n_inputs))) return s;
+  loom__meter meter = {0};
+  double t0 = loom__now();
+  s = loom__execute(graph, NULL, inputs, outputs, &meter);
+  if (stats) {
+    stats->peak_bytes = meter.peak;
+    stats->allocations = meter.allocations;
+    stats->seconds = loom__now() - t0;
+  }
+  return s;
+}

@@ -1,0 +1,29 @@
+# cmake -P script behind install.package (see tests/install.cmake).
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(LAST_OUT "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK})
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
+
+# 1. find_package(Loom) + Loom::loom
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${WORK}/cmake-build -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${PREFIX})
+run(${CMAKE_COMMAND} --build ${WORK}/cmake-build)
+run(env LD_LIBRARY_PATH=${PREFIX}/lib ${WORK}/cmake-build/embed)
+message("cmake package: ${LAST_OUT}")
+
+# 2. pkg-config
+find_program(CC NAMES cc gcc REQUIRED)
+file(GLOB _pcdirs ${PREFIX}/lib*/pkgconfig)
+run(env PKG_CONFIG_PATH=${_pcdirs} pkg-config --cflags --libs loom)
+string(STRIP "${LAST_OUT}" flags)
+separate_arguments(flags UNIX_COMMAND "${flags}")
+run(${CC} -std=c11 ${SOURCE_DIR}/examples/embed/main.c -o ${WORK}/embed-pc ${flags})
+file(GLOB _libdirs ${PREFIX}/lib*)
+run(env LD_LIBRARY_PATH=${PREFIX}/lib:${PREFIX}/lib64 ${WORK}/embed-pc)
+message("pkg-config: ${LAST_OUT}")

@@ -1,0 +1,182 @@
+# Shell-level tests of loom-plan. This file is both the list of tests (included from
+# tests/CMakeLists.txt) and, run as `cmake -P plan.cmake`, the check of one invocation:
+#
+#   TOOL          the loom-plan executable
+#   ARGS          its arguments, separated by '|'
+#   EXPECT_RC     the exit code wanted (default 0)
+#   STDOUT_REGEX, STDERR_REGEX   regular expressions the output must match ('|' as in CMake
+#                 regexes; several checks: give several tests)
+#   STDOUT_NOT_REGEX             ... must not match
+#   JSON          a check of the --json object: "plan" (every key of the stages too) or
+#                 "no_distance" (the distance rewrite is not in the report)
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  cmake_minimum_required(VERSION 3.25)
+  string(REPLACE "|" ";" args "${ARGS}")
+  execute_process(COMMAND "${TOOL}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  function(fail msg)
+    message(FATAL_ERROR "${msg}\n--- command: ${TOOL} ${args}\n--- exit: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
+  endfunction()
+  if(NOT DEFINED EXPECT_RC)
+    set(EXPECT_RC 0)
+  endif()
+  if(NOT rc STREQUAL EXPECT_RC)
+    fail("exit code ${rc}, expected ${EXPECT_RC}")
+  endif()
+  foreach(stream STDOUT STDERR)
+    if(stream STREQUAL "STDOUT")
+      set(text "${out}")
+    else()
+      set(text "${err}")
+    endif()
+    if(DEFINED ${stream}_REGEX AND NOT text MATCHES "${${stream}_REGEX}")
+      fail("${stream} does not match '${${stream}_REGEX}'")
+    endif()
+    if(DEFINED ${stream}_NOT_REGEX AND text MATCHES "${${stream}_NOT_REGEX}")
+      fail("${stream} matches '${${stream}_NOT_REGEX}'")
+    endif()
+  endforeach()
+  # Reads a JSON member or fails the test naming it.
+  function(json_get var)
+    string(JSON value ERROR_VARIABLE jerr GET "${out}" ${ARGN})
+    if(jerr)
+      fail("JSON: ${ARGN}: ${jerr}")
+    endif()
+    set(${var} "${value}" PARENT_SCOPE)
+  endfunction()
+  function(json_length var)
+    string(JSON value ERROR_VARIABLE jerr LENGTH "${out}" ${ARGN})
+    if(jerr)
+      fail("JSON: ${ARGN}: ${jerr}")
+    endif()
+    set(${var} "${value}" PARENT_SCOPE)
+  endfunction()
+  if(JSON STREQUAL "plan")
+    json_get(graph graph)
+    if(NOT graph STREQUAL "knn_plan")
+      fail("JSON: graph is '${graph}'")
+    endif()
+    foreach(est estimate_before estimate)
+      foreach(key input_bytes logical_bytes physical_bytes temporary_bytes total_bytes peak_bytes peak_step)
+        json_get(v ${est} ${key})
+      endforeach()
+      json_length(n ${est} ops)
+      if(n LESS 6)
+        fail("JSON: ${est}.ops has ${n} entries")
+      endif()
+      foreach(key step index op results logical_bytes physical_bytes temporary_bytes live_bytes peak_bytes)
+        json_get(v ${est} ops 0 ${key})
+      endforeach()
+    endforeach()
+    json_get(before estimate_before peak_bytes)
+    json_get(after estimate peak_bytes)
+    if(NOT after LESS before)
+      fail("JSON: the rewrites did not lower the peak (${before} -> ${after})")
+    endif()
+    json_length(n rewrites)
+    if(n LESS 1)
+      fail("JSON: no rewrites")
+    endif()
+    foreach(key name detail bytes_saved)
+      json_get(v rewrites 0 ${key})
+    endforeach()
+    json_length(n stages)
+    if(n LESS 1)
+      fail("JSON: no stages")
+    endif()
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      foreach(key runner limit_bytes estimated_peak_bytes ops inputs outputs)
+        json_get(v stages ${i} ${key})
+      endforeach()
+      json_get(runner stages ${i} runner)
+      json_get(limit stages ${i} limit_bytes)
+      json_get(peak stages ${i} estimated_peak_bytes)
+      if(NOT runner STREQUAL "cpu0" OR peak GREATER limit)
+        fail("JSON: stage ${i} on '${runner}' estimates ${peak} bytes for a limit of ${limit}")
+      endif()
+    endforeach()
+  elseif(JSON STREQUAL "no_distance")
+    json_length(n rewrites)
+    if(n GREATER 0)
+      math(EXPR last "${n} - 1")
+      foreach(i RANGE ${last})
+        json_get(name rewrites ${i} name)
+        if(name STREQUAL "distance")
+          fail("JSON: the distance rewrite ran though it was disabled")
+        endif()
+      endforeach()
+    endif()
+  endif()
+  return()
+endif()
+
+# ---- the tests ----------------------------------------------------------------------------
+if(NOT TARGET loom-plan)
+  return()
+endif()
+
+set(LOOM_PLAN_DATA ${CMAKE_CURRENT_SOURCE_DIR}/splitter/data)
+
+# loom_plan_test(NAME [RC code] [ARGS a b ...] [STDOUT_REGEX r] [STDERR_REGEX r]
+#                [STDOUT_NOT_REGEX r] [JSON check])
+function(loom_plan_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 T "" "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;JSON" "ARGS")
+  set(defs -DTOOL=$<TARGET_FILE:loom-plan>)
+  if(DEFINED T_RC)
+    list(APPEND defs -DEXPECT_RC=${T_RC})
+  endif()
+  if(DEFINED T_ARGS)
+    string(REPLACE ";" "|" joined "${T_ARGS}")
+    list(APPEND defs "-DARGS=${joined}")
+  endif()
+  foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX JSON)
+    if(DEFINED T_${key})
+      list(APPEND defs "-D${key}=${T_${key}}")
+    endif()
+  endforeach()
+  add_test(NAME loom-plan.${name} COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_LIST_FILE})
+  set_tests_properties(loom-plan.${name} PROPERTIES TIMEOUT 120 ENVIRONMENT "${LOOM_TEST_ENV}")
+endfunction()
+
+set(knn ${LOOM_PLAN_DATA}/knn_plan.lir)
+
+# ---- text ----------------------------------------------------------------------------------
+loom_plan_test(help ARGS --help STDOUT_REGEX "^usage: loom-plan FILE\\.lir \\[--runners SPEC \\| --limit BYTES\\]")
+loom_plan_test(estimate_only ARGS ${knn}
+  STDOUT_REGEX "estimate before rewrites: 6 ops\n  inputs +[^\n]+\n  logical +[^\n]+\n  physical +[^\n]+\n  temporaries +[^\n]+\n  total +[^\n]+\n  peak +[^\n]+ at step [0-9]+, [a-z_]+ [^\n]+\n\n +step +op +results +logical +physical +temporaries +live +step peak\n.*rewrites applied: [1-9].*  distance +saved .*estimate after rewrites: .*no plan: give --runners SPEC or --limit BYTES")
+loom_plan_test(text_limit ARGS ${knn} --limit 1MiB
+  STDOUT_REGEX "  chunk +saved .*plan for graph 'knn_plan': [0-9]+ stages? on 1 runner\nstage 1: runner 1 \\(cpu0, limit 1\\.00 MiB\\), estimated peak [0-9.]+ [KM]i?B, [0-9]+ ops \\(0\\.\\.[0-9]+\\)\n  inputs: [^\n]*\n  outputs: [^\n]*val")
+loom_plan_test(text_runners ARGS ${knn} --runners=cpu0:2MiB,cpu0:1MiB
+  STDOUT_REGEX "plan for graph 'knn_plan': [0-9]+ stages? on 2 runners\nstage 1: runner 1 \\(cpu0, limit 2\\.00 MiB\\)")
+
+# ---- JSON ----------------------------------------------------------------------------------
+loom_plan_test(json_plan ARGS ${knn} --runners cpu0:2MiB,cpu0:1MiB --json JSON plan)
+loom_plan_test(json_no_rewrite ARGS ${knn} --json --no-rewrite distance --no-rewrite=schedule JSON no_distance)
+
+# ---- a wrong command line: usage and exit 2 --------------------------------------------------
+loom_plan_test(no_args RC 2 STDERR_REGEX "loom-plan: no graph file given\n\nusage: loom-plan")
+loom_plan_test(unknown_option RC 2 ARGS ${knn} --bogus STDERR_REGEX "loom-plan: unknown option '--bogus'\n\nusage: ")
+loom_plan_test(missing_value RC 2 ARGS ${knn} --limit STDERR_REGEX "loom-plan: option '--limit' needs a value")
+loom_plan_test(two_files RC 2 ARGS ${knn} ${knn} STDERR_REGEX "loom-plan: one graph file at a time")
+loom_plan_test(limit_and_runners RC 2 ARGS ${knn} --limit 1MiB --runners cpu0:1MiB
+  STDERR_REGEX "loom-plan: give --runners or --limit, not both")
+loom_plan_test(unknown_rewrite RC 2 ARGS ${knn} --no-rewrite fold
+  STDERR_REGEX "loom-plan: --no-rewrite: unknown rewrite 'fold' \\(known: distance, ")
+loom_plan_test(bad_limit RC 2 ARGS ${knn} --limit 12MiX
+  STDERR_REGEX "loom-plan: --limit: byte size '12MiX': cannot read it at column 3")
+loom_plan_test(bad_runners RC 2 ARGS ${knn} --runners cpu0:64MiX
+  STDERR_REGEX "loom-plan: --runners: runners 'cpu0:64MiX': cannot read the byte size at column 8")
+loom_plan_test(bad_runner_id RC 2 ARGS ${knn} --runners cpu0:1MiB,GPU:1MiB
+  STDERR_REGEX "loom-plan: --runners: runners 'cpu0:1MiB,GPU:1MiB': expected a device id at column 11")
+
+# ---- the graph or the plan fails: exit 1 -----------------------------------------------------
+loom_plan_test(missing_file RC 1 ARGS ${LOOM_PLAN_DATA}/nope.lir STDERR_REGEX "nope\\.lir: No such file or directory")
+loom_plan_test(type_error RC 1 ARGS ${LOOM_PLAN_DATA}/bad_type.lir
+  STDERR_REGEX "^[^\n]*bad_type\\.lir:2:[0-9]+: error: [^\n]+\n$")
+loom_plan_test(op_over_every_limit RC 1 ARGS ${LOOM_PLAN_DATA}/fft_only.lir --runners cpu0:64KiB,cpu0:100KiB
+  STDERR_REGEX "loom-plan: [^\n]*fft 'f' needs 128\\.00 KiB[^\n]*100\\.00 KiB")
+
+# The whole graph holds more than the limit and chunking cannot help, but its stages fit.
+loom_plan_test(split_where_chunking_cannot ARGS ${LOOM_PLAN_DATA}/ffts.lir --limit 128KiB
+  STDOUT_REGEX "note: the chunk rewrite cannot fit the whole graph under 128\\.00 KiB \\([^\n]*\\); the plan cuts it into stages instead\n.*plan for graph 'ffts': 3 stages on 1 runner\n")

@@ -1,0 +1,147 @@
+# Shell-level tests of loom-run: each runs the tool once through tests/tools/run_tool.cmake,
+# which checks its exit code, its stdout/stderr and the files it left (see that script).
+# Included from tests/CMakeLists.txt, so LOOM_TEST_ENV is set.
+
+# What these tests need besides loom-run: .npy fixtures, the kNN brute-force check and a
+# file comparison, in C so that the tests need no Python.
+add_executable(loom-tool-helper ${CMAKE_CURRENT_SOURCE_DIR}/tools/helper/main.c)
+target_link_libraries(loom-tool-helper PRIVATE loom_internal)
+
+set(LOOM_TOOL_DATA ${CMAKE_CURRENT_SOURCE_DIR}/tools/data)
+set(LOOM_EXAMPLES ${CMAKE_SOURCE_DIR}/examples)
+
+# loom_tool_test(NAME [RC code] [FIXTURES] [ARGS a b ...] [KEY VALUE]...) where each KEY is
+# a run_tool.cmake variable (STDOUT_REGEX, STDERR_REGEX, EXPECT_FILES, ...). ARGS, EXPECT_FILES
+# and EQUAL take several values.
+function(loom_tool_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 T "FIXTURES"
+    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT"
+    "ARGS;EXPECT_FILES;EQUAL;MKDIRS")
+  set(defs -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
+    -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/${name})
+  if(T_FIXTURES)
+    list(APPEND defs -DFIXTURES=ON)
+  endif()
+  if(NOT DEFINED T_RC)
+    set(T_RC 0)
+  endif()
+  list(APPEND defs -DEXPECT_RC=${T_RC})
+  foreach(key ARGS EXPECT_FILES EQUAL MKDIRS)
+    if(DEFINED T_${key})
+      string(REPLACE ";" "|" joined "${T_${key}}")
+      list(APPEND defs "-D${key}=${joined}")
+    endif()
+  endforeach()
+  foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX STDERR_NOT_REGEX ONLY_FILES_IN NO_FILES_IN KNN_CHECK)
+    if(DEFINED T_${key})
+      list(APPEND defs "-D${key}=${T_${key}}")
+    endif()
+  endforeach()
+  add_test(NAME loom-run.${name}
+    COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/run_tool.cmake)
+  if(NOT DEFINED T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  set_tests_properties(loom-run.${name} PROPERTIES TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${LOOM_TEST_ENV}")
+endfunction()
+
+set(small ${LOOM_TOOL_DATA}/small.lir)
+
+# ---- the command line ---------------------------------------------------------------------
+loom_tool_test(help ARGS --help STDOUT_REGEX "usage: loom-run FILE\\.lir" STDERR_REGEX "^$")
+loom_tool_test(no_args RC 2 STDERR_REGEX "loom-run: no graph file given")
+loom_tool_test(unknown_option RC 2 ARGS ${small} --bogus
+  STDERR_REGEX "loom-run: unknown option '--bogus'")
+loom_tool_test(planned_option RC 2 ARGS ${small} --trace t.json
+  STDERR_REGEX "loom-run: option '--trace' is not implemented yet")
+# Limits and runners (issue 3): the run is cut into stages that fit, and says so.
+loom_tool_test(limit_stages ARGS ${small} --random 1 --limit 1KiB --stats-json @WORK@/stats.json
+  STDOUT_REGEX "small: ran on cpu0 .* in [0-9]+ stages.*stage 0 +cpu0 +limit +1.00 KiB +estimated peak"
+  EXPECT_FILES stats.json)
+# The graph is chunked to the largest limit (400 B here) and split by memory: the first
+# stage fills the 280-byte runner, the second goes on with the next runner.
+loom_tool_test(runners_spec ARGS ${small} --random 1 --runners cpu0:280,cpu0:400
+  STDOUT_REGEX "in 2 stages.*stage 0 +cpu0 +limit +280 B +estimated peak +268 B +measured peak +268 B.*stage 1 +cpu0 +limit +400 B")
+loom_tool_test(limit_bad_size RC 2 ARGS ${small} --random 1 --limit 12QB
+  STDERR_REGEX "loom-run: --limit: byte size '12QB': cannot read it at column 3")
+loom_tool_test(runners_bad_spec RC 2 ARGS ${small} --random 1 --runners cpu0:1MiX
+  STDERR_REGEX "loom-run: --runners: .*cpu0:1MiX")
+loom_tool_test(limit_too_small RC 1 ARGS ${small} --random 1 --limit 16 --out-dir @WORK@/out
+  STDERR_REGEX "loom-run: .*(limit|needs)" NO_FILES_IN out)
+loom_tool_test(no_rewrite_unknown RC 1 ARGS ${small} --random 1 --no-rewrite bogus
+  STDERR_REGEX "bogus")
+loom_tool_test(missing_value RC 2 ARGS ${small} --in
+  STDERR_REGEX "loom-run: option '--in' needs a value")
+loom_tool_test(bad_in_spec RC 2 ARGS ${small} --in x.npy
+  STDERR_REGEX "loom-run: --in takes NAME=FILE\\.npy, not 'x\\.npy'")
+loom_tool_test(bad_seed RC 2 ARGS ${small} --random 1x
+  STDERR_REGEX "loom-run: --random takes an integer")
+loom_tool_test(bad_print RC 2 ARGS ${small} --random 1 --print -3
+  STDERR_REGEX "loom-run: --print takes an integer")
+loom_tool_test(two_graphs RC 2 ARGS ${small} ${small}
+  STDERR_REGEX "loom-run: one graph file at a time")
+
+# ---- the graph and the inputs -------------------------------------------------------------
+loom_tool_test(graph_not_found RC 1 ARGS @WORK@/nope.lir --random 1
+  STDERR_REGEX "loom-run: .*nope\\.lir: No such file or directory")
+# The parser's located message is printed as it is, not prefixed a second time.
+loom_tool_test(parse_error RC 1 ARGS ${LOOM_TOOL_DATA}/bad_syntax.lir --random 1 --out-dir @WORK@/out
+  STDERR_REGEX "^[^\n]*bad_syntax\\.lir:[0-9]+:[0-9]+: error: " STDERR_NOT_REGEX "loom-run: " NO_FILES_IN out)
+loom_tool_test(unknown_parameter RC 2 FIXTURES ARGS ${small} --in x=@WORK@/x.npy --in z=@WORK@/y.npy
+  STDERR_REGEX "graph 'small' has no parameter 'z' \\(its parameters: x, y\\)")
+loom_tool_test(missing_input RC 2 FIXTURES ARGS ${small} --in x=@WORK@/x.npy --out-dir @WORK@/out
+  STDERR_REGEX "loom-run: missing inputs: y \\(give --in NAME=FILE\\.npy, or --random SEED\\)" NO_FILES_IN out)
+loom_tool_test(input_twice RC 2 FIXTURES ARGS ${small} --in x=@WORK@/x.npy --in x=@WORK@/y.npy
+  STDERR_REGEX "parameter 'x' is given twice")
+
+# Each bad input: exit 1, a message naming the option and the file, and no output file.
+foreach(case
+    "wrong_shape|shape \\[5,3\\] does not match parameter x: f32\\[4,3\\]"
+    "wrong_dtype|dtype f64 does not match parameter x: f32\\[4,3\\]"
+    "wrong_both|type i32\\[2,2\\] does not match parameter x: f32\\[4,3\\]"
+    "truncated|x_truncated\\.npy: expected 48 data bytes, found 12"
+    "fortran|x_fortran\\.npy: Fortran-order arrays are not supported; save with np\\.ascontiguousarray"
+    "bad_header|x_bad_header\\.npy: bad \\.npy header: expected ',' or '\\)' in 'shape'"
+    "bad_magic|x_bad_magic\\.npy: not a \\.npy file \\(bad magic\\)"
+    "missing|x_missing\\.npy: No such file or directory")
+  string(FIND "${case}" "|" bar)
+  string(SUBSTRING "${case}" 0 ${bar} file)
+  math(EXPR bar "${bar} + 1")
+  string(SUBSTRING "${case}" ${bar} -1 regex)
+  loom_tool_test(input_${file} RC 1 FIXTURES
+    ARGS ${small} --in y=@WORK@/y.npy --in x=@WORK@/x_${file}.npy --out-dir @WORK@/out
+    STDERR_REGEX "^loom-run: --in x=[^ ]*x_${file}\\.npy: [^\n]*${regex}" NO_FILES_IN out)
+endforeach()
+
+# ---- outputs ------------------------------------------------------------------------------
+# bf16 has no NumPy dtype: refused before running, and the output directory is not made.
+loom_tool_test(bf16_output RC 1 ARGS ${LOOM_TOOL_DATA}/bf16_out.lir --random 1 --out-dir @WORK@/out/deeper
+  STDERR_REGEX "loom-run: output y is bf16, which has no NumPy dtype" NO_FILES_IN out)
+loom_tool_test(out_dir_is_a_file RC 1 FIXTURES ARGS ${small} --random 1 --out-dir @WORK@/x.npy/sub
+  STDERR_REGEX "loom-run: cannot create output directory .*x\\.npy/sub: Not a directory")
+# A write that fails after the first output was renamed into place (idx.npy is a directory
+# here): the outputs already written are removed again, and no temporary is left.
+loom_tool_test(write_fails_midway RC 1 ARGS ${small} --random 1 --out-dir @WORK@/out MKDIRS out/idx.npy
+  STDERR_REGEX "loom-run: .*out/idx\\.npy: cannot rename .*\\.idx\\.npy\\.[0-9]+\\.[0-9]+\\.tmp to it: Is a directory"
+  NO_FILES_IN out)
+# Inputs from files; outputs named after `return` (val twice: val, val_1; the parameter x
+# returned as is), written into a directory made on the way, and nothing else left there.
+loom_tool_test(writes_outputs FIXTURES
+  ARGS ${small} --in x=@WORK@/x.npy --in=y=@WORK@/y.npy --out-dir @WORK@/out/sub
+  STDOUT_REGEX "small: ran on cpu0 in [0-9.]+ m?s, peak .* bytes\\) in [0-9]+ allocations.*  val +f32\\[4,2\\]  -> .*out/sub/val\\.npy.*idx +i64\\[4,2\\].*x +f32\\[4,3\\].*val_1 +f32\\[4,2\\]"
+  EXPECT_FILES out/sub/val.npy out/sub/idx.npy out/sub/x.npy out/sub/val_1.npy ONLY_FILES_IN out/sub
+  EQUAL out/sub/x.npy=x.npy out/sub/val.npy=out/sub/val_1.npy)
+# --random SEED: parameter x (index 0) gets the same values as the helper's seed-1 x.npy,
+# which makes the sequence part of the tested contract. --print shows rows.
+loom_tool_test(random_and_print FIXTURES ARGS ${small} --random 1 --print 2 --out-dir @WORK@/out
+  STDOUT_REGEX "val +f32\\[4,2\\].*\n    \\[0\\] [0-9.e-]+ [0-9.e-]+\n    \\[1\\] .*\n    \\.\\.\\. 2 more rows"
+  EXPECT_FILES out/val.npy out/idx.npy out/x.npy out/val_1.npy EQUAL out/x.npy=x.npy)
+loom_tool_test(summary_only ARGS ${small} --random 7 STDOUT_REGEX "small: ran on cpu0" STDOUT_NOT_REGEX "-> [^ ]*\\.npy")
+
+# ---- the examples and kNN against brute force ---------------------------------------------
+foreach(example kernel_mv dot_chain spectrum conv_small)
+  loom_tool_test(example_${example} ARGS ${LOOM_EXAMPLES}/${example}.lir --random 1 --out-dir @WORK@/out
+    STDOUT_REGEX "ran on cpu0" TIMEOUT 300)
+endforeach()
+loom_tool_test(knn_small ARGS ${LOOM_TOOL_DATA}/knn_small.lir --random 1 --out-dir @WORK@/out
+  EXPECT_FILES out/val.npy out/idx.npy KNN_CHECK out=${LOOM_TOOL_DATA}/knn_small.lir TIMEOUT 300)

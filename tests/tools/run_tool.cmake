@@ -1,0 +1,117 @@
+# Runs one command-line tool invocation and checks what it did, for tests/tools.cmake:
+#   cmake -DTOOL=... -DWORK=... [options] -P run_tool.cmake
+#
+# TOOL            the executable
+# ARGS            its arguments, separated by '|'; @WORK@ stands for the work directory
+# WORK            a directory made empty before the run
+# HELPER          loom-tool-helper; with FIXTURES=ON it first writes its fixtures into WORK
+# MKDIRS          '|'-separated directories to make under WORK before the run
+# EXPECT_RC       the exit code wanted (default 0)
+# STDOUT_REGEX, STDERR_REGEX          regular expressions the output must match
+# STDOUT_NOT_REGEX, STDERR_NOT_REGEX  ... must not match
+# EXPECT_FILES    '|'-separated paths under WORK that must exist afterwards
+# ONLY_FILES_IN   a directory under WORK that must hold exactly the EXPECT_FILES under it
+# NO_FILES_IN     a directory under WORK that must hold no file at all (or not exist)
+# EQUAL           '|'-separated A=B pairs of .npy files under WORK that must be equal
+# KNN_CHECK       OUT_DIR=GRAPH: check OUT_DIR's kNN result against brute force, inputs
+#                 regenerated from GRAPH's parameters with seed 1 (loom-run --random 1)
+cmake_minimum_required(VERSION 3.25)
+
+function(fail msg)
+  message(FATAL_ERROR "${msg}\n--- command: ${TOOL} ${args}\n--- exit: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
+endfunction()
+
+foreach(v TOOL WORK)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "run_tool.cmake: ${v} is not set")
+  endif()
+endforeach()
+if(NOT DEFINED EXPECT_RC)
+  set(EXPECT_RC 0)
+endif()
+
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+if(FIXTURES)
+  execute_process(COMMAND "${HELPER}" fixtures "${WORK}" RESULT_VARIABLE frc ERROR_VARIABLE ferr)
+  if(NOT frc EQUAL 0)
+    message(FATAL_ERROR "fixtures failed (${frc}): ${ferr}")
+  endif()
+endif()
+
+string(REPLACE "|" ";" mkdirs "${MKDIRS}")
+foreach(d ${mkdirs})
+  file(MAKE_DIRECTORY "${WORK}/${d}")
+endforeach()
+
+string(REPLACE "@WORK@" "${WORK}" args "${ARGS}")
+string(REPLACE "|" ";" args "${args}")
+execute_process(COMMAND "${TOOL}" ${args} WORKING_DIRECTORY "${WORK}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+
+if(NOT "${rc}" STREQUAL "${EXPECT_RC}")
+  fail("exit code ${rc}, expected ${EXPECT_RC}")
+endif()
+foreach(stream out err)
+  string(TOUPPER "STD${stream}" name)
+  if(DEFINED ${name}_REGEX AND NOT "${${stream}}" MATCHES "${${name}_REGEX}")
+    fail("${name} does not match: ${${name}_REGEX}")
+  endif()
+  if(DEFINED ${name}_NOT_REGEX AND "${${stream}}" MATCHES "${${name}_NOT_REGEX}")
+    fail("${name} matches what it must not: ${${name}_NOT_REGEX}")
+  endif()
+endforeach()
+# A failure says so on stderr, as one loom-run line or a located parser error.
+if(NOT EXPECT_RC EQUAL 0 AND err STREQUAL "")
+  fail("failed without a message on stderr")
+endif()
+
+string(REPLACE "|" ";" expect_files "${EXPECT_FILES}")
+foreach(f ${expect_files})
+  if(NOT EXISTS "${WORK}/${f}")
+    fail("missing output file ${f}")
+  endif()
+endforeach()
+
+if(DEFINED ONLY_FILES_IN)
+  file(GLOB_RECURSE present RELATIVE "${WORK}" LIST_DIRECTORIES false "${WORK}/${ONLY_FILES_IN}/*")
+  # dot files too: temporaries are named .NAME.npy.*.tmp
+  file(GLOB_RECURSE hidden RELATIVE "${WORK}" LIST_DIRECTORIES false "${WORK}/${ONLY_FILES_IN}/.*")
+  list(APPEND present ${hidden})
+  list(REMOVE_DUPLICATES present)
+  list(SORT present)
+  set(wanted ${expect_files})
+  list(SORT wanted)
+  if(NOT "${present}" STREQUAL "${wanted}")
+    fail("${ONLY_FILES_IN} holds [${present}], expected [${wanted}]")
+  endif()
+endif()
+
+if(DEFINED NO_FILES_IN AND EXISTS "${WORK}/${NO_FILES_IN}")
+  file(GLOB_RECURSE left LIST_DIRECTORIES false "${WORK}/${NO_FILES_IN}/*" "${WORK}/${NO_FILES_IN}/.*")
+  if(left)
+    fail("files left behind in ${NO_FILES_IN}: ${left}")
+  endif()
+endif()
+
+string(REPLACE "|" ";" pairs "${EQUAL}")
+foreach(pair ${pairs})
+  string(REPLACE "=" ";" ab "${pair}")
+  list(GET ab 0 a)
+  list(GET ab 1 b)
+  execute_process(COMMAND "${HELPER}" npy-equal "${WORK}/${a}" "${WORK}/${b}" RESULT_VARIABLE erc ERROR_VARIABLE eerr)
+  if(NOT erc EQUAL 0)
+    fail("${a} and ${b} differ: ${eerr}")
+  endif()
+endforeach()
+
+if(DEFINED KNN_CHECK)
+  string(REPLACE "=" ";" kg "${KNN_CHECK}")
+  list(GET kg 0 kdir)
+  list(GET kg 1 kgraph)
+  execute_process(COMMAND "${HELPER}" knn-check "${WORK}/${kdir}" --seed 1 "${kgraph}"
+    RESULT_VARIABLE krc OUTPUT_VARIABLE kout ERROR_VARIABLE kerr)
+  if(NOT krc EQUAL 0)
+    fail("kNN check failed: ${kout}${kerr}")
+  endif()
+endif()

@@ -1,0 +1,424 @@
+/* loom-plan: what a graph costs in memory, what the rewrites save, and how it is cut into
+ * stages for a set of runners. See print_usage for the command line.
+ *
+ * The rewrites run with the largest runner limit (split_by_memory chunks to it too); where
+ * the chunk rewrite cannot fit the whole graph under it, the graph is optimized without
+ * chunking and the splitter cuts it into stages (see optimize below). loom-run should prepare
+ * its graph the same way, so that the plan printed here is the plan it runs. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/json.h"
+#include "ir/ir.h"
+#include "loom/loom.h"
+
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* The text table lists every op up to this many; beyond, the first TABLE_HEAD and the peak. */
+enum { TABLE_ALL = 200, TABLE_HEAD = 100 };
+
+static const char *const rewrite_names[] = {LOOM_REWRITE_NAMES};
+
+typedef struct options {
+  const char *path;
+  const char *runners_text; /* --runners, or NULL */
+  const char *limit_text;   /* --limit, or NULL */
+  const char **disabled;    /* --no-rewrite names (argv strings) */
+  int32_t n_disabled;
+  bool json, help;
+} options;
+
+/* What one invocation computed, released by state_free. */
+typedef struct state {
+  loom_graph *graph, *optimized;
+  loom_runner *runners;
+  int32_t n_runners;
+  loom_estimate before, after;
+  loom_rewrite_report report;
+  loom_plan *plan;
+  char note[512]; /* why chunking was left to the splitter, or "" */
+} state;
+
+static void print_usage(FILE *f) {
+  fputs(
+      "usage: loom-plan FILE.lir [--runners SPEC | --limit BYTES] [--no-rewrite NAME]... [--json]\n"
+      "\n"
+      "Prints the memory estimate of the graph in FILE.lir (logical, physical, total and peak\n"
+      "bytes, and op by op) before and after the memory-saving rewrites, the rewrites applied\n"
+      "with the bytes each saved, and, given runners, the plan of stages with their estimated\n"
+      "peaks.\n"
+      "\n"
+      "  --runners SPEC     runners as DEVICE:BYTES[,DEVICE:BYTES...], e.g. cpu0:64MiB,cpu0:32MiB;\n"
+      "                     stages go to them in turn. The chunk rewrite fits the graph under the\n"
+      "                     largest limit where it can; the splitter still chunks an op that\n"
+      "                     fits no runner on its own.\n"
+      "  --limit BYTES      shorthand for --runners cpu0:BYTES\n"
+      "  --no-rewrite NAME  skip one rewrite; may repeat. NAME is one of distance, dot_transpose,\n"
+      "                     tile_broadcast, reduce_broadcast, dot_chain, sum_broadcast, schedule,\n"
+      "                     chunk\n"
+      "  --json             print one JSON object instead of text\n"
+      "  --help             this text\n"
+      "\n"
+      "Byte sizes: 123, 64KiB, 512MiB, 1.5GiB, 2GB.\n"
+      "Exit status: 0 on success, 1 when the graph or the plan fails, 2 for a wrong command line.\n",
+      f);
+}
+
+static int fail(int code, const char *fmt, ...) LOOM_PRINTF(2, 3);
+static int fail(int code, const char *fmt, ...) {
+  va_list ap;
+  fputs("loom-plan: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return code;
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+  fputs("loom-plan: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs("\n\n", stderr);
+  print_usage(stderr);
+  return EXIT_USAGE;
+}
+
+/* A library failure: the parser's located message as is, anything else after "loom-plan: ". */
+static int fail_loom(void) {
+  const char *msg = loom_last_error();
+  if (strstr(msg, ": error: ")) {
+    fprintf(stderr, "%s\n", msg);
+    return EXIT_FAIL;
+  }
+  return fail(EXIT_FAIL, "%s", msg);
+}
+
+/* ---- the command line ------------------------------------------------------------------ */
+
+static bool known_rewrite(const char *name) {
+  for (int32_t i = 0; i < LOOM_ARRAY_SIZE(rewrite_names); i++)
+    if (strcmp(name, rewrite_names[i]) == 0) return true;
+  return false;
+}
+
+/* The value of option `name` at argv[*i]: "--name=VALUE" or "--name VALUE". NULL: not this
+ * option. *missing is set when it is this option without a value. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, bool *missing) {
+  size_t n = strlen(name);
+  const char *a = argv[*i];
+  if (strncmp(a, name, n) != 0) return NULL;
+  if (a[n] == '=') return a + n + 1;
+  if (a[n] != '\0') return NULL;
+  if (*i + 1 >= argc) {
+    *missing = true;
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+static int take_option(int argc, char **argv, int *i, options *o) {
+  bool missing = false;
+  const char *v;
+  if ((v = option_value(argc, argv, i, "--runners", &missing))) {
+    o->runners_text = v;
+  } else if (!missing && (v = option_value(argc, argv, i, "--limit", &missing))) {
+    o->limit_text = v;
+  } else if (!missing && (v = option_value(argc, argv, i, "--no-rewrite", &missing))) {
+    if (!known_rewrite(v))
+      return usage_error(
+          "--no-rewrite: unknown rewrite '%s' (known: distance, dot_transpose, tile_broadcast, "
+          "reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk)",
+          v);
+    o->disabled[o->n_disabled++] = v;
+  } else if (missing) {
+    return usage_error("option '%s' needs a value", argv[*i]);
+  } else if (strcmp(argv[*i], "--json") == 0) {
+    o->json = true;
+  } else if (strcmp(argv[*i], "--help") == 0 || strcmp(argv[*i], "-h") == 0) {
+    o->help = true;
+  } else {
+    return usage_error("unknown option '%s'", argv[*i]);
+  }
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+  memset(o, 0, sizeof *o);
+  /* Room for every argument, and "chunk" (see compute). */
+  o->disabled = calloc((size_t)argc + 1, sizeof *o->disabled);
+  if (!o->disabled) return fail(EXIT_FAIL, "out of memory");
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      int rc = take_option(argc, argv, &i, o);
+      if (rc) return rc;
+    } else if (o->path) {
+      return usage_error("one graph file at a time (got '%s' too)", argv[i]);
+    } else {
+      o->path = argv[i];
+    }
+  }
+  if (o->help) return 0;
+  if (!o->path) return usage_error("%s", "no graph file given");
+  if (o->runners_text && o->limit_text) return usage_error("%s", "give --runners or --limit, not both");
+  return 0;
+}
+
+/* Runners from --runners or --limit; both absent: none. Parse errors are usage errors. */
+static int make_runners(const options *o, state *st) {
+  if (o->runners_text) {
+    if (loom_runners_parse(o->runners_text, &st->runners, &st->n_runners))
+      return fail(EXIT_USAGE, "--runners: %s", loom_last_error());
+  } else if (o->limit_text) {
+    int64_t bytes;
+    if (loom_bytes_parse(o->limit_text, &bytes)) return fail(EXIT_USAGE, "--limit: %s", loom_last_error());
+    if (bytes <= 0) return fail(EXIT_USAGE, "--limit: the limit must be more than 0 bytes");
+    st->runners = calloc(1, sizeof *st->runners);
+    if (!st->runners) return fail(EXIT_FAIL, "out of memory");
+    snprintf(st->runners[0].device, sizeof st->runners[0].device, "cpu0");
+    st->runners[0].limit = bytes;
+    st->n_runners = 1;
+  }
+  return 0;
+}
+
+/* ---- the work ---------------------------------------------------------------------------- */
+
+/* The rewrites, as loom_graph_optimize_for_runners prepares a graph for its runners. */
+static int optimize(options *o, state *st) {
+  loom_optimize_options opts;
+  loom_optimize_options_init(&opts);
+  opts.disabled = o->disabled;
+  opts.n_disabled = o->n_disabled;
+  loom_status s = loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &opts, &st->optimized,
+                                                  &st->report, st->note, sizeof st->note);
+  return s ? fail_loom() : 0;
+}
+
+static int compute(options *o, state *st) {
+  if (loom_graph_load(o->path, &st->graph)) return fail_loom();
+  if (loom_graph_estimate(st->graph, NULL, &st->before)) return fail_loom();
+  int rc = optimize(o, st);
+  if (rc) return rc;
+  if (loom_graph_estimate(st->optimized, NULL, &st->after)) return fail_loom();
+  if (st->n_runners > 0 && loom_plan_split_by_memory(st->optimized, st->runners, st->n_runners, &st->plan))
+    return fail_loom();
+  return 0;
+}
+
+static void state_free(state *st) {
+  loom_plan_destroy(st->plan);
+  loom_rewrite_report_deinit(&st->report);
+  loom_estimate_deinit(&st->before);
+  loom_estimate_deinit(&st->after);
+  loom_graph_destroy(st->optimized);
+  loom_graph_destroy(st->graph);
+  free(st->runners);
+}
+
+/* ---- text ------------------------------------------------------------------------------ */
+
+static const char *fmt_bytes(int64_t bytes, char *buf, size_t size) {
+  return loom__format_bytes(bytes, buf, size);
+}
+
+/* "a, b" of an op's results, cut to fit the column. */
+static const char *op_results(const loom_graph *g, int32_t op, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int32_t r = 0; r < g->ops[op].n_outputs && n < size; r++) {
+    char label[32];
+    n += (size_t)snprintf(buf + n, size - n, "%s%s", r ? "," : "",
+                          loom__value_label(g, g->ops[op].outputs[r], label, sizeof label));
+  }
+  return buf;
+}
+
+static void print_row(const loom_graph *g, const loom_estimate *e, int32_t step) {
+  const loom_estimate_step *s = &e->steps[step];
+  char res[20], a[32], b[32], c[32], d[32], p[32];
+  op_results(g, s->op, res, sizeof res);
+  printf("  %c%5d  %-12s %-19s %12s %12s %12s %12s %12s\n", step == e->peak_step ? '*' : ' ', (int)step,
+         loom_op_name(g->ops[s->op].kind), res, fmt_bytes(s->output_logical, a, sizeof a),
+         fmt_bytes(s->output_physical, b, sizeof b), fmt_bytes(s->temporary, c, sizeof c),
+         fmt_bytes(s->live_before, d, sizeof d), fmt_bytes(s->peak, p, sizeof p));
+}
+
+static void print_table(const loom_graph *g, const loom_estimate *e) {
+  if (e->n_steps == 0) return;
+  printf("  %6s  %-12s %-19s %12s %12s %12s %12s %12s\n", "step", "op", "results", "logical", "physical",
+         "temporaries", "live", "step peak");
+  int32_t shown = e->n_steps <= TABLE_ALL ? e->n_steps : TABLE_HEAD;
+  for (int32_t i = 0; i < shown; i++) print_row(g, e, i);
+  if (shown == e->n_steps) return;
+  printf("  ... %d more ops (--json lists every op)\n", (int)(e->n_steps - shown));
+  if (e->peak_step >= shown) print_row(g, e, e->peak_step);
+}
+
+static void print_estimate(const char *title, const loom_graph *g, const loom_estimate *e) {
+  char buf[32];
+  printf("%s: %d ops\n", title, (int)e->n_steps);
+  printf("  inputs       %s\n", fmt_bytes(e->input_bytes, buf, sizeof buf));
+  printf("  logical      %s\n", fmt_bytes(e->logical_bytes, buf, sizeof buf));
+  printf("  physical     %s\n", fmt_bytes(e->physical_bytes, buf, sizeof buf));
+  printf("  temporaries  %s\n", fmt_bytes(e->temporary_bytes, buf, sizeof buf));
+  printf("  total        %s\n", fmt_bytes(e->total_bytes, buf, sizeof buf));
+  printf("  peak         %s (%lld bytes)", fmt_bytes(e->peak_bytes, buf, sizeof buf),
+         (long long)e->peak_bytes);
+  if (e->peak_step >= 0) {
+    char res[64];
+    const loom_estimate_step *s = &e->steps[e->peak_step];
+    printf(" at step %d, %s %s", (int)e->peak_step, loom_op_name(g->ops[s->op].kind),
+           op_results(g, s->op, res, sizeof res));
+  }
+  printf("\n\n");
+  print_table(g, e);
+  printf("\n");
+}
+
+static void print_rewrites(const loom_rewrite_report *r) {
+  printf("rewrites applied: %d\n", (int)r->count);
+  for (int32_t i = 0; i < r->count; i++) {
+    char buf[32];
+    printf("  %-16s saved %10s  %s\n", r->entries[i].name,
+           fmt_bytes(r->entries[i].bytes_saved, buf, sizeof buf), r->entries[i].detail);
+  }
+  printf("\n");
+}
+
+static int print_text(const state *st) {
+  printf("graph %s: %d ops, %d inputs, %d outputs\n\n", loom_graph_name(st->graph),
+         (int)loom_graph_op_count(st->graph), (int)loom_graph_param_count(st->graph),
+         (int)loom_graph_output_count(st->graph));
+  print_estimate("estimate before rewrites", st->graph, &st->before);
+  print_rewrites(&st->report);
+  if (st->note[0]) printf("note: %s\n\n", st->note);
+  print_estimate("estimate after rewrites", st->optimized, &st->after);
+  if (st->plan && loom_plan_print(st->plan, stdout)) return fail_loom();
+  if (!st->plan) printf("no plan: give --runners SPEC or --limit BYTES to cut the graph into stages\n");
+  return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static void json_estimate(loom__json *j, const char *key, const loom_graph *g, const loom_estimate *e) {
+  loom__json_key(j, key);
+  loom__json_begin_object(j);
+  loom__json_kv_int64(j, "input_bytes", e->input_bytes);
+  loom__json_kv_int64(j, "logical_bytes", e->logical_bytes);
+  loom__json_kv_int64(j, "physical_bytes", e->physical_bytes);
+  loom__json_kv_int64(j, "temporary_bytes", e->temporary_bytes);
+  loom__json_kv_int64(j, "total_bytes", e->total_bytes);
+  loom__json_kv_int64(j, "peak_bytes", e->peak_bytes);
+  if (e->peak_step >= 0)
+    loom__json_kv_int64(j, "peak_step", e->peak_step);
+  else
+    loom__json_kv_null(j, "peak_step");
+  loom__json_key(j, "ops");
+  loom__json_begin_array(j);
+  for (int32_t i = 0; i < e->n_steps; i++) {
+    const loom_estimate_step *s = &e->steps[i];
+    loom__json_begin_object(j);
+    loom__json_kv_int64(j, "step", i);
+    loom__json_kv_int64(j, "index", s->op);
+    loom__json_kv_string(j, "op", loom_op_name(g->ops[s->op].kind));
+    loom__json_key(j, "results");
+    loom__json_begin_array(j);
+    for (int32_t r = 0; r < g->ops[s->op].n_outputs; r++) {
+      char label[32];
+      loom__json_string(j, loom__value_label(g, g->ops[s->op].outputs[r], label, sizeof label));
+    }
+    loom__json_end_array(j);
+    loom__json_kv_int64(j, "logical_bytes", s->output_logical);
+    loom__json_kv_int64(j, "physical_bytes", s->output_physical);
+    loom__json_kv_int64(j, "temporary_bytes", s->temporary);
+    loom__json_kv_int64(j, "live_bytes", s->live_before);
+    loom__json_kv_int64(j, "peak_bytes", s->peak);
+    loom__json_end_object(j);
+  }
+  loom__json_end_array(j);
+  loom__json_end_object(j);
+}
+
+static void json_names(loom__json *j, const char *key, const loom_graph *g, const int32_t *ids, int32_t n) {
+  loom__json_key(j, key);
+  loom__json_begin_array(j);
+  for (int32_t i = 0; i < n; i++) {
+    char label[32];
+    loom__json_string(j, loom__value_label(g, ids[i], label, sizeof label));
+  }
+  loom__json_end_array(j);
+}
+
+static void json_stages(loom__json *j, const state *st) {
+  loom__json_key(j, "stages");
+  loom__json_begin_array(j);
+  for (int32_t i = 0; st->plan && i < loom_plan_stage_count(st->plan); i++) {
+    loom_stage_info s;
+    if (loom_plan_stage(st->plan, i, &s)) continue;
+    const loom_graph *g = loom_plan_graph(st->plan);
+    loom__json_begin_object(j);
+    loom__json_kv_string(j, "runner", s.device);
+    loom__json_kv_int64(j, "runner_index", s.runner);
+    loom__json_kv_int64(j, "limit_bytes", s.limit);
+    loom__json_kv_int64(j, "estimated_peak_bytes", s.estimated_peak);
+    loom__json_kv_int64(j, "ops", s.n_ops);
+    loom__json_kv_int64(j, "first_op", s.n_ops > 0 ? s.ops[0] : -1);
+    loom__json_kv_bool(j, "runs", s.graph != NULL);
+    json_names(j, "inputs", g, s.inputs, s.n_inputs);
+    json_names(j, "outputs", g, s.outputs, s.n_outputs);
+    loom__json_end_object(j);
+  }
+  loom__json_end_array(j);
+}
+
+static int print_json(const state *st) {
+  loom__json j;
+  loom__json_init(&j, stdout, true);
+  loom__json_begin_object(&j);
+  loom__json_kv_string(&j, "graph", loom_graph_name(st->graph));
+  json_estimate(&j, "estimate_before", st->graph, &st->before);
+  json_estimate(&j, "estimate", st->optimized, &st->after);
+  loom__json_key(&j, "rewrites");
+  loom__json_begin_array(&j);
+  for (int32_t i = 0; i < st->report.count; i++) {
+    loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "name", st->report.entries[i].name);
+    loom__json_kv_string(&j, "detail", st->report.entries[i].detail);
+    loom__json_kv_int64(&j, "bytes_saved", st->report.entries[i].bytes_saved);
+    loom__json_end_object(&j);
+  }
+  loom__json_end_array(&j);
+  loom__json_key(&j, "runners");
+  loom__json_begin_array(&j);
+  for (int32_t i = 0; i < st->n_runners; i++) {
+    loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "device", st->runners[i].device);
+    loom__json_kv_int64(&j, "limit_bytes", st->runners[i].limit);
+    loom__json_end_object(&j);
+  }
+  loom__json_end_array(&j);
+  json_stages(&j, st);
+  if (st->note[0]) loom__json_kv_string(&j, "note", st->note);
+  loom__json_end_object(&j);
+  if (loom__json_finish(&j)) return fail_loom();
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  state st;
+  memset(&st, 0, sizeof st);
+  int rc = parse_args(argc, argv, &o);
+  if (!rc && o.help) print_usage(stdout);
+  if (!rc && !o.help) rc = make_runners(&o, &st);
+  if (!rc && !o.help) rc = compute(&o, &st);
+  if (!rc && !o.help) rc = o.json ? print_json(&st) : print_text(&st);
+  if (!rc && fflush(stdout) != 0) rc = fail(EXIT_FAIL, "writing the output failed");
+  state_free(&st);
+  free(o.disabled);
+  return rc;
+}

@@ -1,0 +1,209 @@
+/* loom-run's command line. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loom_run.h"
+
+void run_print_usage(FILE *f) {
+  fputs(
+      "usage: loom-run FILE.lir [--in NAME=FILE.npy ...] [--random SEED] [--out-dir DIR]\n"
+      "                [--runners SPEC | --limit BYTES] [--no-rewrite NAME ...]\n"
+      "                [--stats-json FILE] [--print N] [--help]\n"
+      "\n"
+      "Rewrites the graph of FILE.lir to save memory, cuts it into stages that fit the\n"
+      "runners' limits, runs them, and prints the time, each stage's estimated and measured\n"
+      "peak bytes and each output's type.\n"
+      "\n"
+      "  --in NAME=FILE.npy  the value of parameter NAME, a NumPy .npy file whose dtype and\n"
+      "                      shape equal the parameter's (little-endian, C order)\n"
+      "  --random SEED       fill every parameter not given by --in with seeded values:\n"
+      "                      floats and complex parts uniform in [0,1), integers uniform in\n"
+      "                      [0,100), bools 0 or 1; the same SEED gives the same values on\n"
+      "                      every machine (SEED: an integer 0..2^64-1)\n"
+      "  --out-dir DIR       write each returned value to DIR/NAME.npy, NAME being its name\n"
+      "                      in `return` (a repeated name gets _1, _2, ...); DIR is created\n"
+      "                      if missing. Either every file is written or none is.\n"
+      "  --runners SPEC      runners as DEVICE:BYTES,... (\"cpu0:64MiB,cpu0:32MiB\"; a device\n"
+      "                      may repeat): the graph is chunked to fit the smallest limit and\n"
+      "                      split into stages, each run under its runner's limit\n"
+      "  --limit BYTES       shorthand for --runners cpu0:BYTES (123, 64KiB, 1.5GiB, 2GB)\n"
+      "  --no-rewrite NAME   skip one rewrite: distance, dot_transpose, tile_broadcast,\n"
+      "                      reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk\n"
+      "  --stats-json FILE   write the stages' limits, estimated and measured peaks, and the\n"
+      "                      rewrites applied with the bytes they saved, as JSON\n"
+      "  --print N           print the first N rows of each output\n"
+      "  --help              this text\n"
+      "\n"
+      "Exit status: 0 on success, 1 when the run fails, 2 for a wrong command line.\n",
+      f);
+}
+
+int run_fail(int code, const char *fmt, ...) {
+  va_list ap;
+  fputs("loom-run: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return code;
+}
+
+/* True for "path:LINE:COL: error: ...", the parser's own located form. */
+static bool is_located(const char *msg) {
+  const char *e = strstr(msg, ": error: ");
+  if (!e) return false;
+  const char *p = e;
+  for (int field = 0; field < 2; field++) {
+    const char *digits_end = p;
+    while (p > msg && p[-1] >= '0' && p[-1] <= '9') p--;
+    if (p == digits_end || p == msg || p[-1] != ':') return false;
+    p--;
+  }
+  return p > msg;
+}
+
+int run_fail_loom(const char *context) {
+  const char *msg = loom_last_error();
+  if (is_located(msg)) {
+    fprintf(stderr, "%s\n", msg);
+  } else if (context) {
+    run_fail(EXIT_RUN, "%s: %s", context, msg);
+  } else {
+    run_fail(EXIT_RUN, "%s", msg);
+  }
+  return EXIT_RUN;
+}
+
+void run_options_free(run_options *opts) {
+  for (int32_t i = 0; i < opts->n_inputs; i++) free(opts->inputs[i].name);
+  free(opts->inputs);
+  free(opts->no_rewrite);
+  memset(opts, 0, sizeof *opts);
+}
+
+static int parse_u64(const char *flag, const char *text, uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (!(text[0] >= '0' && text[0] <= '9')) goto bad;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || *end) goto bad;
+  *out = v;
+  return 0;
+bad:
+  return run_fail(EXIT_USAGE, "%s takes an integer from 0 to 18446744073709551615, not '%s'", flag, text);
+}
+
+static int add_input(run_options *opts, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || eq[1] == '\0')
+    return run_fail(EXIT_USAGE, "--in takes NAME=FILE.npy, not '%s'", spec);
+  size_t n = (size_t)(eq - spec);
+  for (int32_t i = 0; i < opts->n_inputs; i++)
+    if (strlen(opts->inputs[i].name) == n && memcmp(opts->inputs[i].name, spec, n) == 0)
+      return run_fail(EXIT_USAGE, "--in %s: parameter '%.*s' is given twice", spec, (int)n, spec);
+  char *name = malloc(n + 1);
+  if (!name) return run_fail(EXIT_RUN, "out of memory");
+  memcpy(name, spec, n);
+  name[n] = '\0';
+  opts->inputs[opts->n_inputs].name = name;
+  opts->inputs[opts->n_inputs].path = eq + 1;
+  opts->n_inputs++;
+  return 0;
+}
+
+/* Options DESIGN.md plans for loom-run that later issues bring. */
+static bool is_planned(const char *flag) {
+  static const char *planned[] = {"--trace"};
+  for (size_t i = 0; i < sizeof planned / sizeof planned[0]; i++)
+    if (strcmp(flag, planned[i]) == 0) return true;
+  return false;
+}
+
+static bool takes_value(const char *flag) {
+  static const char *with_value[] = {"--in",     "--random",     "--out-dir",   "--print",
+                                     "--runners", "--limit", "--no-rewrite", "--stats-json"};
+  for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
+    if (strcmp(flag, with_value[i]) == 0) return true;
+  return false;
+}
+
+/* Handles one option `flag` whose value (if it takes one) is `value` (NULL when absent). */
+static int parse_option(run_options *opts, const char *flag, const char *value) {
+  if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+    opts->help = true;
+    return 0;
+  }
+  if (!takes_value(flag)) {
+    if (is_planned(flag)) return run_fail(EXIT_USAGE, "option '%s' is not implemented yet (issue 5)", flag);
+    return run_fail(EXIT_USAGE, "unknown option '%s' (see loom-run --help)", flag);
+  }
+  if (!value) return run_fail(EXIT_USAGE, "option '%s' needs a value (see loom-run --help)", flag);
+  if (strcmp(flag, "--in") == 0) return add_input(opts, value);
+  if (strcmp(flag, "--random") == 0) {
+    opts->random = true;
+    return parse_u64(flag, value, &opts->seed);
+  }
+  if (strcmp(flag, "--out-dir") == 0) {
+    if (!*value) return run_fail(EXIT_USAGE, "--out-dir needs a directory name");
+    opts->out_dir = value;
+    return 0;
+  }
+  if (strcmp(flag, "--runners") == 0 || strcmp(flag, "--limit") == 0) {
+    if (opts->runners || opts->limit) return run_fail(EXIT_USAGE, "give --runners or --limit once, not both");
+    *(strcmp(flag, "--runners") == 0 ? &opts->runners : &opts->limit) = value;
+    return 0;
+  }
+  if (strcmp(flag, "--no-rewrite") == 0) {
+    opts->no_rewrite[opts->n_no_rewrite++] = value;
+    return 0;
+  }
+  if (strcmp(flag, "--stats-json") == 0) {
+    if (!*value) return run_fail(EXIT_USAGE, "--stats-json needs a file name");
+    opts->stats_json = value;
+    return 0;
+  }
+  uint64_t rows;
+  int rc = parse_u64(flag, value, &rows);
+  if (rc) return rc;
+  opts->print_rows = rows > INT64_MAX ? INT64_MAX : (int64_t)rows;
+  return 0;
+}
+
+int run_parse_args(int argc, char **argv, run_options *opts) {
+  memset(opts, 0, sizeof *opts);
+  opts->print_rows = -1;
+  opts->inputs = calloc((size_t)argc, sizeof *opts->inputs);
+  opts->no_rewrite = calloc((size_t)argc, sizeof *opts->no_rewrite);
+  if (!opts->inputs || !opts->no_rewrite) return run_fail(EXIT_RUN, "out of memory");
+  bool options_done = false;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    int rc = 0;
+    if (!options_done && strcmp(arg, "--") == 0) {
+      options_done = true;
+    } else if (!options_done && arg[0] == '-' && arg[1] != '\0') {
+      /* --flag=value or --flag value */
+      char flag[64];
+      const char *eq = strchr(arg, '=');
+      const char *value = NULL;
+      size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+      snprintf(flag, sizeof flag, "%.*s", (int)n, arg);
+      if (eq) value = eq + 1;
+      else if (takes_value(flag) && i + 1 < argc) value = argv[++i];
+      rc = parse_option(opts, flag, value);
+    } else if (opts->graph_path) {
+      rc = run_fail(EXIT_USAGE, "one graph file at a time: '%s' and '%s' given", opts->graph_path, arg);
+    } else {
+      opts->graph_path = arg;
+    }
+    if (rc) return rc;
+    if (opts->help) return 0;
+  }
+  if (!opts->graph_path) {
+    run_print_usage(stderr);
+    return run_fail(EXIT_USAGE, "no graph file given (FILE.lir)");
+  }
+  return 0;
+}

@@ -1,0 +1,55 @@
+/* loom-run's pieces, shared between its files. */
+#ifndef LOOM_RUN_TOOL_H
+#define LOOM_RUN_TOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "loom/loom.h"
+
+/* Exit codes: 0 success, 1 the run failed (a file, the graph, the data), 2 the command line
+ * is wrong (an unknown option, a missing value, an --in naming no parameter, missing inputs). */
+enum { EXIT_RUN = 1, EXIT_USAGE = 2 };
+
+/* One --in NAME=FILE. */
+typedef struct run_input {
+  char *name; /* owned */
+  const char *path;
+} run_input;
+
+typedef struct run_options {
+  const char *graph_path;
+  run_input *inputs;
+  int32_t n_inputs;
+  bool random;
+  uint64_t seed;
+  const char *out_dir; /* NULL: write nothing */
+  int64_t print_rows;  /* -1: --print not given */
+  const char *runners; /* --runners SPEC, or NULL */
+  const char *limit;   /* --limit BYTES, or NULL */
+  const char **no_rewrite; /* --no-rewrite NAME ... */
+  int32_t n_no_rewrite;
+  const char *stats_json; /* --stats-json FILE, or NULL */
+  bool help;
+} run_options;
+
+/* Parses argv. Returns 0, or EXIT_USAGE after printing the error. */
+int run_parse_args(int argc, char **argv, run_options *opts);
+void run_options_free(run_options *opts);
+void run_print_usage(FILE *f);
+
+/* Prints "loom-run: <message>" on stderr and returns `code`. */
+int run_fail(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Prints a library error: as is when it already names a place ("f.lir:3:7: error: ..."),
+ * else after "loom-run: ". Returns EXIT_RUN. */
+int run_fail_loom(const char *context);
+
+/* Prints the first `rows` rows (along axis 0) of t, indented, one per line. */
+void run_print_rows(FILE *f, const loom_tensor *t, int64_t rows);
+
+#endif

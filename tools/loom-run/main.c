@@ -1,0 +1,415 @@
+/* loom-run: runs a .lir graph on NumPy .npy inputs (or seeded random ones) and writes its
+ * outputs as .npy files. See run_print_usage (args.c) for the command line.
+ *
+ * Nothing is written unless everything succeeded: outputs go to temporary files beside
+ * their final names and are renamed only once all of them are complete, and an output
+ * directory this run created is removed again on failure. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/json.h"
+#include "loom/io.h"
+#include "loom_run.h"
+#include "runtime/npy.h"
+#include "runtime/random.h"
+
+/* Everything one run holds, released by run_state_free. */
+typedef struct run_state {
+  loom_graph *graph;
+  int32_t n_params, n_outputs;
+  loom_tensor *inputs;  /* n_params */
+  loom_tensor *outputs; /* n_outputs */
+  char **out_names;     /* n_outputs file stems, owned */
+  char **created_dirs;  /* directories this run made, outermost first */
+  int32_t n_created;
+  loom_run_stats stats;       /* a run without runners */
+  loom_runner *runners;       /* --runners / --limit; NULL: none */
+  int32_t n_runners;
+  loom_graph *optimized;      /* the graph after rewrites */
+  loom_rewrite_report report;
+  loom_plan *plan;
+  loom_plan_stats plan_stats;
+} run_state;
+
+static void run_state_free(run_state *st) {
+  for (int32_t i = 0; st->inputs && i < st->n_params; i++) loom_tensor_deinit(&st->inputs[i]);
+  for (int32_t i = 0; st->outputs && i < st->n_outputs; i++) loom_tensor_deinit(&st->outputs[i]);
+  for (int32_t i = 0; st->out_names && i < st->n_outputs; i++) free(st->out_names[i]);
+  for (int32_t i = 0; i < st->n_created; i++) free(st->created_dirs[i]);
+  free(st->inputs);
+  free(st->outputs);
+  free(st->out_names);
+  free(st->created_dirs);
+  free(st->runners);
+  loom_plan_stats_deinit(&st->plan_stats);
+  loom_plan_destroy(st->plan);
+  loom_rewrite_report_deinit(&st->report);
+  loom_graph_destroy(st->optimized);
+  loom_graph_destroy(st->graph);
+  memset(st, 0, sizeof *st);
+}
+
+static const char *param_name(const loom_graph *g, int32_t i) {
+  const char *name = loom_value_name(g, loom_graph_param_at(g, i));
+  return name ? name : "?";
+}
+
+/* "x, y, z": the parameter list for messages. */
+static void param_list(const loom_graph *g, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < loom_graph_param_count(g) && n < size; i++)
+    n += (size_t)snprintf(buf + n, size - n, i ? ", %s" : "%s", param_name(g, i));
+  if (loom_graph_param_count(g) == 0) snprintf(buf, size, "none");
+}
+
+static int32_t find_param(const loom_graph *g, const char *name) {
+  for (int32_t i = 0; i < loom_graph_param_count(g); i++)
+    if (strcmp(param_name(g, i), name) == 0) return i;
+  return -1;
+}
+
+/* Command-line checks against the graph: every --in names a parameter, and every parameter
+ * has a value unless --random fills it. */
+static int check_input_names(const run_state *st, const run_options *opts) {
+  char list[1024];
+  for (int32_t i = 0; i < opts->n_inputs; i++) {
+    if (find_param(st->graph, opts->inputs[i].name) < 0) {
+      param_list(st->graph, list, sizeof list);
+      return run_fail(EXIT_USAGE, "--in %s=%s: graph '%s' has no parameter '%s' (its parameters: %s)",
+                      opts->inputs[i].name, opts->inputs[i].path, loom_graph_name(st->graph),
+                      opts->inputs[i].name, list);
+    }
+  }
+  if (opts->random) return 0;
+  size_t n = 0;
+  list[0] = '\0';
+  for (int32_t p = 0; p < st->n_params; p++) {
+    bool given = false;
+    for (int32_t i = 0; i < opts->n_inputs; i++) given |= strcmp(opts->inputs[i].name, param_name(st->graph, p)) == 0;
+    if (!given && n < sizeof list) n += (size_t)snprintf(list + n, sizeof list - n, n ? ", %s" : "%s", param_name(st->graph, p));
+  }
+  if (n) return run_fail(EXIT_USAGE, "missing inputs: %s (give --in NAME=FILE.npy, or --random SEED)", list);
+  return 0;
+}
+
+/* Loads one --in file and checks it against its parameter's type. */
+static int load_input(run_state *st, const run_input *in, int32_t p) {
+  char where[512];
+  snprintf(where, sizeof where, "--in %s=%s", in->name, in->path);
+  loom_tensor *t = &st->inputs[p];
+  if (loom_tensor_load_npy(in->path, t)) return run_fail_loom(where);
+  const loom_type *want = loom_value_type(st->graph, loom_graph_param_at(st->graph, p));
+  if (loom_type_equal(&t->type, want)) return 0;
+  char have_s[LOOM_TYPE_STRING_MAX], want_s[LOOM_TYPE_STRING_MAX];
+  loom_type_format(want, want_s, sizeof want_s);
+  loom_type_format(&t->type, have_s, sizeof have_s);
+  const char *shape = strchr(have_s, '['); /* "[3,4]" of "f32[3,4]" */
+  loom_type same_dtype = t->type;
+  same_dtype.dtype = want->dtype;
+  if (t->type.dtype != want->dtype && loom_type_equal(&same_dtype, want))
+    return run_fail(EXIT_RUN, "%s: dtype %s does not match parameter %s: %s", where,
+                    loom_dtype_name(t->type.dtype), in->name, want_s);
+  if (t->type.dtype == want->dtype)
+    return run_fail(EXIT_RUN, "%s: shape %s does not match parameter %s: %s", where, shape, in->name, want_s);
+  return run_fail(EXIT_RUN, "%s: type %s does not match parameter %s: %s", where, have_s, in->name, want_s);
+}
+
+static int bind_inputs(run_state *st, const run_options *opts) {
+  int rc = check_input_names(st, opts);
+  if (rc) return rc;
+  for (int32_t i = 0; i < opts->n_inputs; i++)
+    if ((rc = load_input(st, &opts->inputs[i], find_param(st->graph, opts->inputs[i].name)))) return rc;
+  for (int32_t p = 0; p < st->n_params; p++) {
+    if (st->inputs[p].data) continue;
+    const loom_type *type = loom_value_type(st->graph, loom_graph_param_at(st->graph, p));
+    if (loom_tensor_init(&st->inputs[p], type)) return run_fail_loom(param_name(st->graph, p));
+    loom__tensor_fill_random(&st->inputs[p], opts->seed, (uint64_t)p);
+  }
+  return 0;
+}
+
+/* File stems for the outputs: the returned names, with _1, _2, ... on repeats. */
+static int name_outputs(run_state *st) {
+  for (int32_t i = 0; i < st->n_outputs; i++) {
+    const char *base = loom_value_name(st->graph, loom_graph_output_at(st->graph, i));
+    char fallback[32], cand[512];
+    if (!base) {
+      snprintf(fallback, sizeof fallback, "out%d", (int)i);
+      base = fallback;
+    }
+    snprintf(cand, sizeof cand, "%s", base);
+    for (int32_t k = 1;; k++) {
+      bool used = false;
+      for (int32_t j = 0; j < i; j++) used |= strcmp(st->out_names[j], cand) == 0;
+      if (!used) break;
+      snprintf(cand, sizeof cand, "%s_%d", base, (int)k);
+    }
+    if (!(st->out_names[i] = strdup(cand))) return run_fail(EXIT_RUN, "out of memory");
+  }
+  return 0;
+}
+
+/* Outputs .npy cannot hold are refused before the run, not after it. */
+static int check_saveable_outputs(const run_state *st) {
+  for (int32_t i = 0; i < st->n_outputs; i++) {
+    const loom_type *type = loom_value_type(st->graph, loom_graph_output_at(st->graph, i));
+    if (!loom__npy_descr(type->dtype))
+      return run_fail(EXIT_RUN, "output %s is %s, which has no NumPy dtype; cast it to f32 in the graph "
+                      "(cast %s to=f32) to write it", st->out_names[i], loom_dtype_name(type->dtype),
+                      st->out_names[i]);
+  }
+  return 0;
+}
+
+/* mkdir -p, remembering what it made so a failed run can remove it again. */
+static int make_out_dir(run_state *st, const char *dir) {
+  size_t len = strlen(dir);
+  char *path = strdup(dir);
+  st->created_dirs = calloc(len + 1, sizeof *st->created_dirs);
+  if (!path || !st->created_dirs) {
+    free(path);
+    return run_fail(EXIT_RUN, "out of memory");
+  }
+  for (size_t i = 1; i <= len; i++) {
+    if (i < len && path[i] != '/') continue;
+    char saved = path[i];
+    path[i] = '\0';
+    if (mkdir(path, 0777) == 0) {
+      char *copy = strdup(path);
+      if (!copy) {
+        rmdir(path);
+        free(path);
+        return run_fail(EXIT_RUN, "out of memory");
+      }
+      st->created_dirs[st->n_created++] = copy;
+    } else if (errno != EEXIST) {
+      int err = errno;
+      path[i] = saved;
+      free(path);
+      return run_fail(EXIT_RUN, "cannot create output directory %s: %s", dir, strerror(err));
+    }
+    path[i] = saved;
+  }
+  free(path);
+  struct stat sb;
+  if (stat(dir, &sb) != 0) return run_fail(EXIT_RUN, "output directory %s: %s", dir, strerror(errno));
+  if (!S_ISDIR(sb.st_mode)) return run_fail(EXIT_RUN, "output directory %s: not a directory", dir);
+  return 0;
+}
+
+/* Removes the directories this run created (innermost first), when left empty. */
+static void remove_created_dirs(run_state *st) {
+  for (int32_t i = st->n_created - 1; i >= 0; i--) rmdir(st->created_dirs[i]);
+}
+
+static char *output_path(const char *dir, const char *stem) {
+  size_t size = strlen(dir) + strlen(stem) + 8;
+  char *p = malloc(size);
+  if (p) snprintf(p, size, "%s/%s.npy", dir, stem);
+  return p;
+}
+
+/* Writes every output to a temporary file, then renames them all: all or nothing. */
+static int write_outputs(run_state *st, const char *dir) {
+  char **temps = calloc((size_t)st->n_outputs + 1, sizeof *temps);
+  char **paths = calloc((size_t)st->n_outputs + 1, sizeof *paths);
+  int rc = temps && paths ? 0 : run_fail(EXIT_RUN, "out of memory");
+  for (int32_t i = 0; !rc && i < st->n_outputs; i++) {
+    if (!(paths[i] = output_path(dir, st->out_names[i]))) rc = run_fail(EXIT_RUN, "out of memory");
+    else if (loom__npy_save_temp(paths[i], &st->outputs[i], &temps[i])) rc = run_fail_loom(NULL);
+  }
+  int32_t committed = 0;
+  while (!rc && committed < st->n_outputs) {
+    loom_status s = loom__npy_commit(temps[committed], paths[committed]);
+    loom__free(temps[committed]);
+    temps[committed] = NULL;
+    if (s) rc = run_fail_loom(NULL);
+    else committed++;
+  }
+  if (rc) { /* undo: the temporaries left, and the files already renamed */
+    for (int32_t i = 0; temps && i < st->n_outputs; i++) loom__npy_discard(temps[i]);
+    for (int32_t i = 0; i < committed; i++) unlink(paths[i]);
+  }
+  for (int32_t i = 0; i < st->n_outputs; i++) {
+    if (temps) loom__free(temps[i]);
+    if (paths) free(paths[i]);
+  }
+  free(temps);
+  free(paths);
+  return rc;
+}
+
+/* --runners SPEC or --limit BYTES (cpu0:BYTES); neither: no limit. */
+static int resolve_runners(run_state *st, const run_options *opts) {
+  if (opts->runners) {
+    if (loom_runners_parse(opts->runners, &st->runners, &st->n_runners)) return run_fail(EXIT_USAGE, "--runners: %s", loom_last_error());
+  } else if (opts->limit) {
+    int64_t bytes;
+    if (loom_bytes_parse(opts->limit, &bytes)) return run_fail(EXIT_USAGE, "--limit: %s", loom_last_error());
+    if (bytes <= 0) return run_fail(EXIT_USAGE, "--limit: the limit must be more than 0 bytes");
+    if (!(st->runners = calloc(1, sizeof *st->runners))) return run_fail(EXIT_RUN, "out of memory");
+    snprintf(st->runners[0].device, sizeof st->runners[0].device, "cpu0");
+    st->runners[0].limit = bytes;
+    st->n_runners = 1;
+  }
+  return 0;
+}
+
+/* Rewrites the graph for the runners (chunked to the largest limit where that fits the
+ * whole graph), then cuts it into stages. */
+static int optimize(run_state *st, const run_options *opts) {
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.disabled = opts->no_rewrite;
+  o.n_disabled = opts->n_no_rewrite;
+  if (loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &o, &st->optimized, &st->report, NULL, 0))
+    return run_fail_loom(NULL);
+  if (st->n_runners && loom_plan_split_by_memory(st->optimized, st->runners, st->n_runners, &st->plan))
+    return run_fail_loom(NULL);
+  return 0;
+}
+
+static int execute(run_state *st, const run_options *opts) {
+  int rc = resolve_runners(st, opts);
+  if (!rc) rc = optimize(st, opts);
+  if (rc) return rc;
+  loom_context *ctx = NULL;
+  if (loom_context_create(NULL, &ctx)) return run_fail_loom("creating a context");
+  loom_status s;
+  if (st->plan) {
+    s = loom_plan_run(ctx, st->plan, st->inputs, st->n_params, st->outputs, st->n_outputs, &st->plan_stats);
+    st->stats.peak_bytes = st->plan_stats.peak_bytes;
+    st->stats.seconds = st->plan_stats.seconds;
+  } else {
+    s = loom_graph_run(ctx, st->optimized, st->inputs, st->n_params, st->outputs, st->n_outputs, &st->stats);
+  }
+  loom_context_destroy(ctx);
+  return s ? run_fail_loom(NULL) : 0;
+}
+
+/* --stats-json: stages with their limits and peaks, the measured peak, the rewrites. A run
+ * without runners is one stage on cpu0 with limit_bytes 0 (no limit). */
+static int write_stats_json(const run_state *st, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return run_fail(EXIT_RUN, "--stats-json %s: %s", path, strerror(errno));
+  loom__json j;
+  loom__json_init(&j, f, true);
+  loom__json_begin_object(&j);
+  loom__json_kv_string(&j, "graph", loom_graph_name(st->graph));
+  loom__json_key(&j, "stages");
+  loom__json_begin_array(&j);
+  int32_t n = st->plan ? loom_plan_stage_count(st->plan) : 1;
+  for (int32_t i = 0; i < n; i++) {
+    loom_stage_info info = {0};
+    if (st->plan) loom_plan_stage(st->plan, i, &info);
+    loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "runner", st->plan ? info.device : "cpu0");
+    loom__json_kv_int64(&j, "limit_bytes", st->plan ? info.limit : 0);
+    int64_t est = info.estimated_peak;
+    if (!st->plan) {
+      loom_estimate e;
+      if (!loom_graph_estimate(st->optimized, NULL, &e)) est = e.peak_bytes;
+      loom_estimate_deinit(&e);
+    }
+    loom__json_kv_int64(&j, "estimated_peak_bytes", est);
+    loom__json_kv_int64(&j, "peak_bytes", st->plan ? st->plan_stats.stages[i].peak_bytes : st->stats.peak_bytes);
+    loom__json_kv_int64(&j, "ops", st->plan ? info.n_ops : loom_graph_op_count(st->optimized));
+    loom__json_kv_double(&j, "seconds", st->plan ? st->plan_stats.stages[i].seconds : st->stats.seconds);
+    loom__json_end_object(&j);
+  }
+  loom__json_end_array(&j);
+  loom__json_kv_int64(&j, "peak_bytes", st->stats.peak_bytes);
+  loom__json_kv_double(&j, "seconds", st->stats.seconds);
+  loom__json_key(&j, "rewrites");
+  loom__json_begin_array(&j);
+  for (int32_t i = 0; i < st->report.count; i++) {
+    loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "name", st->report.entries[i].name);
+    loom__json_kv_string(&j, "detail", st->report.entries[i].detail);
+    loom__json_kv_int64(&j, "bytes_saved", st->report.entries[i].bytes_saved);
+    loom__json_end_object(&j);
+  }
+  loom__json_end_array(&j);
+  loom__json_end_object(&j);
+  loom_status s = loom__json_finish(&j);
+  if (fclose(f) != 0 || s) {
+    unlink(path);
+    return run_fail(EXIT_RUN, "--stats-json %s: write failed", path);
+  }
+  return 0;
+}
+
+static void print_summary(const run_state *st, const run_options *opts) {
+  char peak[32], time[32];
+  loom__format_bytes(st->stats.peak_bytes, peak, sizeof peak);
+  if (st->stats.seconds < 1.0) snprintf(time, sizeof time, "%.3f ms", st->stats.seconds * 1e3);
+  else snprintf(time, sizeof time, "%.3f s", st->stats.seconds);
+  if (st->plan)
+    printf("%s: ran on %s in %s, peak %s (%lld bytes) in %d stages\n", loom_graph_name(st->graph),
+           st->runners[0].device, time, peak, (long long)st->stats.peak_bytes, (int)loom_plan_stage_count(st->plan));
+  else
+    printf("%s: ran on cpu0 in %s, peak %s (%lld bytes) in %lld allocations\n", loom_graph_name(st->graph), time, peak,
+           (long long)st->stats.peak_bytes, (long long)st->stats.allocations);
+  for (int32_t i = 0; i < st->report.count; i++) {
+    char saved[32];
+    printf("  rewrite %-16s saved %10s  %s\n", st->report.entries[i].name,
+           loom__format_bytes(st->report.entries[i].bytes_saved, saved, sizeof saved), st->report.entries[i].detail);
+  }
+  int32_t n_stages = st->plan ? loom_plan_stage_count(st->plan) : 0;
+  for (int32_t i = 0; i < n_stages; i++) {
+    loom_stage_info info;
+    char lim[32], est[32], got[32];
+    loom_plan_stage(st->plan, i, &info);
+    if (n_stages > 8 && i == 4) printf("  ... %d more stages ...\n", (int)(n_stages - 8));
+    if (n_stages > 8 && i >= 4 && i < n_stages - 4) continue;
+    printf("  stage %-3d %-6s limit %10s  estimated peak %10s  measured peak %10s  %d ops\n", (int)i, info.device,
+           loom__format_bytes(info.limit, lim, sizeof lim), loom__format_bytes(info.estimated_peak, est, sizeof est),
+           loom__format_bytes(st->plan_stats.stages[i].peak_bytes, got, sizeof got), (int)info.n_ops);
+  }
+  for (int32_t i = 0; i < st->n_outputs; i++) {
+    char type[LOOM_TYPE_STRING_MAX];
+    loom_type_format(&st->outputs[i].type, type, sizeof type);
+    printf("  %-12s %s", st->out_names[i], type);
+    if (opts->out_dir) printf("  -> %s/%s.npy", opts->out_dir, st->out_names[i]);
+    putchar('\n');
+    if (opts->print_rows > 0) run_print_rows(stdout, &st->outputs[i], opts->print_rows);
+  }
+}
+
+static int prepare(run_state *st, const run_options *opts) {
+  if (loom_graph_load(opts->graph_path, &st->graph)) return run_fail_loom(NULL);
+  st->n_params = loom_graph_param_count(st->graph);
+  st->n_outputs = loom_graph_output_count(st->graph);
+  st->inputs = calloc((size_t)st->n_params + 1, sizeof *st->inputs);
+  st->outputs = calloc((size_t)st->n_outputs + 1, sizeof *st->outputs);
+  st->out_names = calloc((size_t)st->n_outputs + 1, sizeof *st->out_names);
+  if (!st->inputs || !st->outputs || !st->out_names) return run_fail(EXIT_RUN, "out of memory");
+  int rc = bind_inputs(st, opts);
+  if (!rc) rc = name_outputs(st);
+  if (!rc && opts->out_dir) rc = check_saveable_outputs(st);
+  if (!rc && opts->out_dir) rc = make_out_dir(st, opts->out_dir);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  run_options opts;
+  run_state st = {0};
+  int rc = run_parse_args(argc, argv, &opts);
+  if (!rc && opts.help) run_print_usage(stdout);
+  if (!rc && !opts.help) {
+    rc = prepare(&st, &opts);
+    if (!rc) rc = execute(&st, &opts);
+    if (!rc && opts.stats_json) rc = write_stats_json(&st, opts.stats_json);
+    if (!rc && opts.out_dir) rc = write_outputs(&st, opts.out_dir);
+    if (!rc) print_summary(&st, &opts);
+    if (rc) remove_created_dirs(&st);
+  }
+  run_state_free(&st);
+  run_options_free(&opts);
+  fflush(stdout);
+  return rc ? rc : (ferror(stdout) ? EXIT_RUN : 0);
+}
