@@ -9,21 +9,27 @@
 #include "harness.h"
 #include "reference.h"
 
-static const loom_dtype ew_all_dtypes[] = {LOOM_BOOL, LOOM_I8,  LOOM_U8,  LOOM_I16, LOOM_I32, LOOM_I64,
+static const loom_dtype ew_all_dtypes[] = {LOOM_BOOL, LOOM_I8,   LOOM_U8,  LOOM_I16, LOOM_I32, LOOM_I64,
                                            LOOM_F16,  LOOM_BF16, LOOM_F32, LOOM_F64, LOOM_C64, LOOM_C128};
 #define EW_N_DTYPES ((int)(sizeof ew_all_dtypes / sizeof ew_all_dtypes[0]))
 
-static bool ew_is_float(loom_dtype dt) { return loom_dtype_is_float(dt); }
-static bool ew_is_cplx(loom_dtype dt) { return loom_dtype_is_complex(dt); }
-static bool ew_is_int(loom_dtype dt) { return dt == LOOM_BOOL || loom_dtype_is_integer(dt); }
+static bool ew_is_float(loom_dtype dt) {
+  return loom_dtype_is_float(dt);
+}
+static bool ew_is_cplx(loom_dtype dt) {
+  return loom_dtype_is_complex(dt);
+}
+static bool ew_is_int(loom_dtype dt) {
+  return dt == LOOM_BOOL || loom_dtype_is_integer(dt);
+}
 
 /* ---- test values ----------------------------------------------------------------------- */
 
 #define EW_NV 20
 /* Interesting values of dt into buf (EW_NV elements): extremes, signs, NaN and infinities. */
 static void ew_values(loom_dtype dt, void *buf) {
-  static const double fv[EW_NV] = {0,   -0.0,  1,    -1,  0.5,      -0.5,     2.5, -2.5, 3.75, -3.75,
-                                   10,  -10,   0.1,  100, NAN,      INFINITY, -INFINITY, 1e-3, 7, -7};
+  static const double fv[EW_NV] = {0,  -0.0, 1,   -1,  0.5, -0.5,     2.5,       -2.5, 3.75, -3.75,
+                                   10, -10,  0.1, 100, NAN, INFINITY, -INFINITY, 1e-3, 7,    -7};
   static const double fim[EW_NV] = {1, 0, -2, 0.5, 3, -1, 0, 0, 2, NAN, 1, -4, 0.25, 1, 0, 0, 1, 2, -3, 0};
   if (ew_is_cplx(dt)) {
     for (int i = 0; i < EW_NV; i++) ref_set_c(dt, buf, i, isinf(fv[i]) ? 5 : fv[i], fim[i]);
@@ -40,36 +46,61 @@ static void ew_values(loom_dtype dt, void *buf) {
 
 static double ew_unary_f(loom_op op, double x) {
   switch (op) {
-    case LOOM_OP_NEG: return -x;
-    case LOOM_OP_ABS: return fabs(x);
-    case LOOM_OP_SIGN: return x > 0 ? 1 : x < 0 ? -1 : x;
-    case LOOM_OP_EXP: return exp(x);
-    case LOOM_OP_LOG: return log(x);
-    case LOOM_OP_SQRT: return sqrt(x);
-    case LOOM_OP_RSQRT: return 1 / sqrt(x);
-    case LOOM_OP_SIN: return sin(x);
-    case LOOM_OP_COS: return cos(x);
-    case LOOM_OP_TANH: return tanh(x);
-    case LOOM_OP_SIGMOID: return 1 / (1 + exp(-x));
-    case LOOM_OP_RELU: return isnan(x) ? x : x < 0 ? 0 : x;
-    case LOOM_OP_FLOOR: return floor(x);
-    case LOOM_OP_CEIL: return ceil(x);
-    case LOOM_OP_SQUARE: return x * x;
-    default: return NAN;
+    case LOOM_OP_NEG:
+      return -x;
+    case LOOM_OP_ABS:
+      return fabs(x);
+    case LOOM_OP_SIGN:
+      return x > 0 ? 1 : x < 0 ? -1 : x;
+    case LOOM_OP_EXP:
+      return exp(x);
+    case LOOM_OP_LOG:
+      return log(x);
+    case LOOM_OP_SQRT:
+      return sqrt(x);
+    case LOOM_OP_RSQRT:
+      return 1 / sqrt(x);
+    case LOOM_OP_SIN:
+      return sin(x);
+    case LOOM_OP_COS:
+      return cos(x);
+    case LOOM_OP_TANH:
+      return tanh(x);
+    case LOOM_OP_SIGMOID:
+      return 1 / (1 + exp(-x));
+    case LOOM_OP_RELU:
+      return isnan(x) ? x : x < 0 ? 0 : x;
+    case LOOM_OP_FLOOR:
+      return floor(x);
+    case LOOM_OP_CEIL:
+      return ceil(x);
+    case LOOM_OP_SQUARE:
+      return x * x;
+    default:
+      return NAN;
   }
 }
 
 /* Integer unary ops, wrapped to dt. */
 static int64_t ew_unary_i(loom_op op, loom_dtype dt, int64_t x) {
   switch (op) {
-    case LOOM_OP_NEG: return ref_wrap(dt, 0 - (uint64_t)x);
-    case LOOM_OP_ABS: return x < 0 ? ref_wrap(dt, 0 - (uint64_t)x) : x;
-    case LOOM_OP_SIGN: return (x > 0) - (x < 0);
-    case LOOM_OP_RELU: return x < 0 ? 0 : x;
-    case LOOM_OP_FLOOR: case LOOM_OP_CEIL: return x;
-    case LOOM_OP_NOT: return dt == LOOM_BOOL ? !x : ref_wrap(dt, ~(uint64_t)x);
-    case LOOM_OP_SQUARE: return ref_wrap(dt, (uint64_t)x * (uint64_t)x);
-    default: return 0;
+    case LOOM_OP_NEG:
+      return ref_wrap(dt, 0 - (uint64_t)x);
+    case LOOM_OP_ABS:
+      return x < 0 ? ref_wrap(dt, 0 - (uint64_t)x) : x;
+    case LOOM_OP_SIGN:
+      return (x > 0) - (x < 0);
+    case LOOM_OP_RELU:
+      return x < 0 ? 0 : x;
+    case LOOM_OP_FLOOR:
+    case LOOM_OP_CEIL:
+      return x;
+    case LOOM_OP_NOT:
+      return dt == LOOM_BOOL ? !x : ref_wrap(dt, ~(uint64_t)x);
+    case LOOM_OP_SQUARE:
+      return ref_wrap(dt, (uint64_t)x * (uint64_t)x);
+    default:
+      return 0;
   }
 }
 
@@ -82,63 +113,96 @@ static int64_t ew_ipow(int64_t b, int64_t e) {
 
 static int64_t ew_binary_i(loom_op op, loom_dtype dt, int64_t a, int64_t b) {
   switch (op) {
-    case LOOM_OP_ADD: return ref_wrap(dt, (uint64_t)a + (uint64_t)b);
-    case LOOM_OP_SUB: return ref_wrap(dt, (uint64_t)a - (uint64_t)b);
-    case LOOM_OP_MUL: return ref_wrap(dt, (uint64_t)a * (uint64_t)b);
+    case LOOM_OP_ADD:
+      return ref_wrap(dt, (uint64_t)a + (uint64_t)b);
+    case LOOM_OP_SUB:
+      return ref_wrap(dt, (uint64_t)a - (uint64_t)b);
+    case LOOM_OP_MUL:
+      return ref_wrap(dt, (uint64_t)a * (uint64_t)b);
     case LOOM_OP_DIV:
       if (b == 0) return 0;
       if (b == -1) return ref_wrap(dt, 0 - (uint64_t)a);
       return a / b;
-    case LOOM_OP_POW: return ref_wrap(dt, (uint64_t)ew_ipow(a, b));
-    case LOOM_OP_MAXIMUM: return a > b ? a : b;
-    case LOOM_OP_MINIMUM: return a < b ? a : b;
-    default: return 0;
+    case LOOM_OP_POW:
+      return ref_wrap(dt, (uint64_t)ew_ipow(a, b));
+    case LOOM_OP_MAXIMUM:
+      return a > b ? a : b;
+    case LOOM_OP_MINIMUM:
+      return a < b ? a : b;
+    default:
+      return 0;
   }
 }
 
 static double ew_binary_f(loom_op op, double a, double b) {
   switch (op) {
-    case LOOM_OP_ADD: return a + b;
-    case LOOM_OP_SUB: return a - b;
-    case LOOM_OP_MUL: return a * b;
-    case LOOM_OP_DIV: return a / b;
-    case LOOM_OP_POW: return pow(a, b);
-    case LOOM_OP_MAXIMUM: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-    case LOOM_OP_MINIMUM: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-    default: return NAN;
+    case LOOM_OP_ADD:
+      return a + b;
+    case LOOM_OP_SUB:
+      return a - b;
+    case LOOM_OP_MUL:
+      return a * b;
+    case LOOM_OP_DIV:
+      return a / b;
+    case LOOM_OP_POW:
+      return pow(a, b);
+    case LOOM_OP_MAXIMUM:
+      return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    case LOOM_OP_MINIMUM:
+      return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    default:
+      return NAN;
   }
 }
 
 static double complex ew_binary_c(loom_op op, double complex a, double complex b) {
   switch (op) {
-    case LOOM_OP_ADD: return a + b;
-    case LOOM_OP_SUB: return a - b;
-    case LOOM_OP_MUL: return a * b;
-    default: return a / b;
+    case LOOM_OP_ADD:
+      return a + b;
+    case LOOM_OP_SUB:
+      return a - b;
+    case LOOM_OP_MUL:
+      return a * b;
+    default:
+      return a / b;
   }
 }
 
 static bool ew_compare(loom_op op, double a, double b) {
   switch (op) {
-    case LOOM_OP_EQ: return a == b;
-    case LOOM_OP_NE: return a != b;
-    case LOOM_OP_LT: return a < b;
-    case LOOM_OP_LE: return a <= b;
-    case LOOM_OP_GT: return a > b;
-    default: return a >= b;
+    case LOOM_OP_EQ:
+      return a == b;
+    case LOOM_OP_NE:
+      return a != b;
+    case LOOM_OP_LT:
+      return a < b;
+    case LOOM_OP_LE:
+      return a <= b;
+    case LOOM_OP_GT:
+      return a > b;
+    default:
+      return a >= b;
   }
 }
 
 static bool ew_compare_i(loom_op op, int64_t a, int64_t b) {
   switch (op) {
-    case LOOM_OP_EQ: return a == b;
-    case LOOM_OP_NE: return a != b;
-    case LOOM_OP_LT: return a < b;
-    case LOOM_OP_LE: return a <= b;
-    case LOOM_OP_GT: return a > b;
-    case LOOM_OP_GE: return a >= b;
-    case LOOM_OP_AND: return a && b;
-    default: return a || b;
+    case LOOM_OP_EQ:
+      return a == b;
+    case LOOM_OP_NE:
+      return a != b;
+    case LOOM_OP_LT:
+      return a < b;
+    case LOOM_OP_LE:
+      return a <= b;
+    case LOOM_OP_GT:
+      return a > b;
+    case LOOM_OP_GE:
+      return a >= b;
+    case LOOM_OP_AND:
+      return a && b;
+    default:
+      return a || b;
   }
 }
 
@@ -150,7 +214,8 @@ static double ew_round(loom_dtype dt, double v) {
 }
 
 /* Checks element i of out against the expected (re, im) or integer. */
-static bool ew_check(loom_dtype dt, const void *out, int64_t i, double re, double im, int64_t iv, double tol) {
+static bool ew_check(loom_dtype dt, const void *out, int64_t i, double re, double im, int64_t iv,
+                     double tol) {
   if (ew_is_int(dt)) return ref_get_i(dt, out, i) == iv;
   if (!ref_close(ref_get(dt, out, i), re, tol)) return false;
   return !ew_is_cplx(dt) || ref_close(ref_get_im(dt, out, i), im, tol);
@@ -158,10 +223,10 @@ static bool ew_check(loom_dtype dt, const void *out, int64_t i, double re, doubl
 
 /* ---- unary -------------------------------------------------------------------------------- */
 
-static const loom_op ew_unary_ops[] = {LOOM_OP_NEG,  LOOM_OP_ABS,  LOOM_OP_SIGN,    LOOM_OP_EXP,
-                                       LOOM_OP_LOG,  LOOM_OP_SQRT, LOOM_OP_RSQRT,   LOOM_OP_SIN,
-                                       LOOM_OP_COS,  LOOM_OP_TANH, LOOM_OP_SIGMOID, LOOM_OP_RELU,
-                                       LOOM_OP_FLOOR, LOOM_OP_CEIL, LOOM_OP_NOT,    LOOM_OP_SQUARE};
+static const loom_op ew_unary_ops[] = {LOOM_OP_NEG,   LOOM_OP_ABS,  LOOM_OP_SIGN,    LOOM_OP_EXP,
+                                       LOOM_OP_LOG,   LOOM_OP_SQRT, LOOM_OP_RSQRT,   LOOM_OP_SIN,
+                                       LOOM_OP_COS,   LOOM_OP_TANH, LOOM_OP_SIGMOID, LOOM_OP_RELU,
+                                       LOOM_OP_FLOOR, LOOM_OP_CEIL, LOOM_OP_NOT,     LOOM_OP_SQUARE};
 
 TEST(ew_unary_every_op_and_dtype) {
   int64_t n = EW_NV, ran = 0;
@@ -230,7 +295,8 @@ static void ew_binary_case(loom_op op, loom_dtype dt, int64_t *ran) {
   loom__view in[2] = {ref_view(&ta, a, NULL), ref_view(&tb, b, NULL)}, vo = ref_view(&to, out, NULL);
   loom_status s = ref_run(g, ref_op(g, y), in, &vo);
   if (s) {
-    loom_test_fail(__FILE__, __LINE__, "%s on %s: %s", loom_op_name(op), loom_dtype_name(dt), loom_last_error());
+    loom_test_fail(__FILE__, __LINE__, "%s on %s: %s", loom_op_name(op), loom_dtype_name(dt),
+                   loom_last_error());
     goto done;
   }
   bool cmp = loom__op_info_of(op)->cls != LOOM_CLASS_BINARY;
@@ -249,7 +315,8 @@ static void ew_binary_case(loom_op op, loom_dtype dt, int64_t *ran) {
         }
         if (ref_get_i(LOOM_BOOL, out, e) != iv) {
           loom_test_fail(__FILE__, __LINE__, "%s on %s: element (%lld,%lld) is %lld", loom_op_name(op),
-                         loom_dtype_name(dt), (long long)i, (long long)j, (long long)ref_get_i(LOOM_BOOL, out, e));
+                         loom_dtype_name(dt), (long long)i, (long long)j,
+                         (long long)ref_get_i(LOOM_BOOL, out, e));
           goto done;
         }
         continue;
@@ -266,11 +333,12 @@ static void ew_binary_case(loom_op op, loom_dtype dt, int64_t *ran) {
         double scale = fmax(1, cabs(CMPLX(ref_get(dt, a, i), ref_get_im(dt, a, i))) *
                                    fmax(1, cabs(CMPLX(ref_get(dt, b, j), ref_get_im(dt, b, j)))));
         if (op == LOOM_OP_DIV) scale *= fmax(1, 1 / cabs(CMPLX(ref_get(dt, b, j), ref_get_im(dt, b, j))));
-        bool ok = fabs(ref_get(dt, out, e) - re) <= 1e-5 * scale && fabs(ref_get_im(dt, out, e) - im) <= 1e-5 * scale;
+        bool ok = fabs(ref_get(dt, out, e) - re) <= 1e-5 * scale &&
+                  fabs(ref_get_im(dt, out, e) - im) <= 1e-5 * scale;
         if (!ok) {
           loom_test_fail(__FILE__, __LINE__, "%s on %s: element (%lld,%lld) is %g%+gi, expected %g%+gi",
-                         loom_op_name(op), loom_dtype_name(dt), (long long)i, (long long)j, ref_get(dt, out, e),
-                         ref_get_im(dt, out, e), re, im);
+                         loom_op_name(op), loom_dtype_name(dt), (long long)i, (long long)j,
+                         ref_get(dt, out, e), ref_get_im(dt, out, e), re, im);
           goto done;
         }
         continue;
@@ -291,20 +359,22 @@ done:
 }
 
 TEST(ew_binary_every_op_and_dtype) {
-  static const loom_op ops[] = {LOOM_OP_ADD, LOOM_OP_SUB, LOOM_OP_MUL, LOOM_OP_DIV,
+  static const loom_op ops[] = {LOOM_OP_ADD, LOOM_OP_SUB,     LOOM_OP_MUL,    LOOM_OP_DIV,
                                 LOOM_OP_POW, LOOM_OP_MAXIMUM, LOOM_OP_MINIMUM};
   int64_t ran = 0;
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
-    for (int d = 0; d < EW_N_DTYPES && !loom_test_failed(); d++) ew_binary_case(ops[k], ew_all_dtypes[d], &ran);
+    for (int d = 0; d < EW_N_DTYPES && !loom_test_failed(); d++)
+      ew_binary_case(ops[k], ew_all_dtypes[d], &ran);
   ASSERT_EQ(ran, 4 * 11 + 3 * 9);
 }
 
 TEST(ew_compare_every_op_and_dtype) {
-  static const loom_op ops[] = {LOOM_OP_EQ, LOOM_OP_NE, LOOM_OP_LT, LOOM_OP_LE,
+  static const loom_op ops[] = {LOOM_OP_EQ, LOOM_OP_NE, LOOM_OP_LT,  LOOM_OP_LE,
                                 LOOM_OP_GT, LOOM_OP_GE, LOOM_OP_AND, LOOM_OP_OR};
   int64_t ran = 0;
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
-    for (int d = 0; d < EW_N_DTYPES && !loom_test_failed(); d++) ew_binary_case(ops[k], ew_all_dtypes[d], &ran);
+    for (int d = 0; d < EW_N_DTYPES && !loom_test_failed(); d++)
+      ew_binary_case(ops[k], ew_all_dtypes[d], &ran);
   ASSERT_EQ(ran, 4 * 9 + 2 * 12 + 2);
 }
 
@@ -328,7 +398,8 @@ static loom_status ew_run2(loom_op op, loom_dtype dt, int64_t n, void *a, void *
 }
 
 TEST(ew_integer_division) {
-  int32_t a[] = {7, -7, 7, -7, 5, INT32_MIN, INT32_MIN, 0, 9, -9}, b[] = {2, 2, -2, -2, 0, -1, 1, 3, 0, -3}, o[10];
+  int32_t a[] = {7, -7, 7, -7, 5, INT32_MIN, INT32_MIN, 0, 9, -9}, b[] = {2, 2, -2, -2, 0, -1, 1, 3, 0, -3},
+          o[10];
   int32_t want[] = {3, -3, -3, 3, 0, INT32_MIN, INT32_MIN, 0, 0, 3};
   ASSERT_OK(ew_run2(LOOM_OP_DIV, LOOM_I32, 10, a, b, o));
   for (int i = 0; i < 10; i++) ASSERT_EQ(o[i], want[i]);
@@ -580,16 +651,23 @@ static void ew_cast_ref(loom_dtype from, const void *src, int64_t i, loom_dtype 
     ref_set_i(to, want, 0, ref_get_i(from, src, i));
   } else if (to_int) {
     int64_t lo = ref_int_min(to), hi = ref_int_max(to), v;
-    if (isnan(re)) v = 0;
-    else if (re <= (double)lo) v = lo;
-    else if (re >= (double)hi) v = hi;
-    else v = (int64_t)re;
+    if (isnan(re))
+      v = 0;
+    else if (re <= (double)lo)
+      v = lo;
+    else if (re >= (double)hi)
+      v = hi;
+    else
+      v = (int64_t)re;
     ref_set_i(to, want, 0, v);
   } else if (from_int) {
     int64_t v = ref_get_i(from, src, i);
-    if (to == LOOM_F16 || to == LOOM_BF16) ref_set(to, want, 0, (double)(float)v);
-    else if (to == LOOM_F32 || to == LOOM_C64) ref_set_c(to, want, 0, (double)(float)v, 0);
-    else ref_set_c(to, want, 0, (double)v, 0);
+    if (to == LOOM_F16 || to == LOOM_BF16)
+      ref_set(to, want, 0, (double)(float)v);
+    else if (to == LOOM_F32 || to == LOOM_C64)
+      ref_set_c(to, want, 0, (double)(float)v, 0);
+    else
+      ref_set_c(to, want, 0, (double)v, 0);
   } else {
     if (to == LOOM_F16 || to == LOOM_BF16) re = (double)(float)re; /* the values are exact in f32 */
     ref_set_c(to, want, 0, re, loom_dtype_is_complex(to) ? im : 0);
@@ -602,13 +680,13 @@ TEST(ew_cast_every_pair) {
     loom_dtype from = ew_all_dtypes[f];
     char src[64 * 16];
     if (ew_is_int(from)) {
-      int64_t iv[] = {0, 1, -1, 127, 128, -129, 255, 256, 65535, -65536, INT32_MAX, INT32_MIN,
-                      INT64_MAX, INT64_MIN, 3, 1000000007};
+      int64_t iv[] = {0,     1,      -1,        127,       128,       -129,      255, 256,
+                      65535, -65536, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, 3,   1000000007};
       n = (int64_t)(sizeof iv / sizeof iv[0]);
       for (int64_t i = 0; i < n; i++) ref_set_i(from, src, i, from == LOOM_BOOL ? (i % 2) : iv[i]);
     } else {
-      double fv[] = {0, -0.0, 1.5, -1.5, 2.5, -2.7, 127.9, 128, -129, 255.5, 256, 1e10, -1e10, 3e9,
-                     NAN, INFINITY, -INFINITY, 1e30, 0.75, -65504};
+      double fv[] = {0,   -0.0, 1.5,   -1.5, 2.5, -2.7,     127.9,     128,  -129, 255.5,
+                     256, 1e10, -1e10, 3e9,  NAN, INFINITY, -INFINITY, 1e30, 0.75, -65504};
       n = (int64_t)(sizeof fv / sizeof fv[0]);
       for (int64_t i = 0; i < n; i++) ref_set_c(from, src, i, fv[i], i % 3 ? 0 : 0.5);
     }
@@ -667,7 +745,7 @@ TEST(ew_cast_rounds_once) {
   vo = ref_view(&th, o, NULL);
   ASSERT_OK(ref_run(g, ref_op(g, y), &vi, &vo));
   ASSERT_EQ(o[0], loom_f32_to_bf16((float)((1 << 24) + (1 << 17)))); /* above the tie: up */
-  ASSERT_EQ(o[1], loom_f32_to_bf16((float)(1 << 24)));                /* the tie: to even */
+  ASSERT_EQ(o[1], loom_f32_to_bf16((float)(1 << 24)));               /* the tie: to even */
   loom_graph_destroy(g);
 }
 

@@ -50,15 +50,15 @@ static void lay_unflatten(const loom_type *t, int64_t e, int64_t *idx) {
 
 /* Output element o must hold the input element of logical index e. */
 static bool lay_holds(loom_dtype dt, const void *out, int64_t o, int64_t e) {
-  return ref_get(dt, out, o) == (double)(e % 251) && ref_get_im(dt, out, o) == (loom_dtype_is_complex(dt) ? (double)(e % 7) : 0);
+  return ref_get(dt, out, o) == (double)(e % 251) &&
+         ref_get_im(dt, out, o) == (loom_dtype_is_complex(dt) ? (double)(e % 7) : 0);
 }
 
 /* Runs the single-input layout op producing v (input: the graph's param 0 as `in`), then
  * checks every output element against want(out index) -> input logical index. */
 typedef int64_t (*lay_map)(const loom_type *in, const loom_type *out, const int64_t *oidx, const void *ctx);
 
-static void lay_check(loom_graph *g, loom_value v, const loom__view *in, int32_t n_in, lay_map map,
-                      const void *ctx) {
+static void lay_check(loom_graph *g, loom_value v, const loom__view *in, lay_map map, const void *ctx) {
   loom_type to = ref_value_type(g, v);
   void *out = ref_alloc(&to);
   loom__view vo = ref_view(&to, out, NULL);
@@ -100,13 +100,14 @@ TEST(layout_reshape_strided_input) {
     loom_value y = loom_reshape(g, x, 2, shape);
     void *storage;
     loom__view in = lay_input(&t, order, &storage);
-    lay_check(g, y, &in, 1, map_reshape, NULL);
+    lay_check(g, y, &in, map_reshape, NULL);
     free(storage);
     loom_graph_destroy(g);
   }
 }
 
-static int64_t map_transpose(const loom_type *in, const loom_type *out, const int64_t *oidx, const void *ctx) {
+static int64_t map_transpose(const loom_type *in, const loom_type *out, const int64_t *oidx,
+                             const void *ctx) {
   const int64_t *perm = ctx;
   int64_t idx[LOOM_MAX_RANK];
   for (int32_t k = 0; k < out->rank; k++) idx[perm[k]] = oidx[k];
@@ -123,14 +124,14 @@ TEST(layout_transpose_every_size) {
     loom_value y = loom_transpose(g, x, 4, perm);
     void *storage;
     loom__view in = lay_input(&t, order, &storage);
-    lay_check(g, y, &in, 1, map_transpose, perm);
+    lay_check(g, y, &in, map_transpose, perm);
     /* And from a dense input. */
     int32_t dense[4] = {0, 1, 2, 3};
     free(storage);
     in = lay_input(&t, dense, &storage);
     in.strides[0] /= 2, in.strides[1] /= 2, in.strides[2] /= 2, in.strides[3] /= 2;
     for (int64_t e = 0; e < 120; e++) ref_set_c(t.dtype, storage, e, (double)(e % 251), (double)(e % 7));
-    lay_check(g, y, &in, 1, map_transpose, perm);
+    lay_check(g, y, &in, map_transpose, perm);
     free(storage);
     loom_graph_destroy(g);
   }
@@ -146,12 +147,13 @@ TEST(layout_transpose_large) {
   loom_value y = loom_transpose(g, x, 2, perm);
   void *storage;
   loom__view in = lay_input(&t, order, &storage);
-  lay_check(g, y, &in, 1, map_transpose, perm);
+  lay_check(g, y, &in, map_transpose, perm);
   free(storage);
   loom_graph_destroy(g);
 }
 
-static int64_t map_broadcast(const loom_type *in, const loom_type *out, const int64_t *oidx, const void *ctx) {
+static int64_t map_broadcast(const loom_type *in, const loom_type *out, const int64_t *oidx,
+                             const void *ctx) {
   (void)ctx;
   int64_t idx[LOOM_MAX_RANK];
   int32_t lead = out->rank - in->rank;
@@ -169,7 +171,7 @@ TEST(layout_broadcast) {
     loom_value y = loom_broadcast(g, x, 4, shape);
     void *storage;
     loom__view in = lay_input(&t, order, &storage);
-    lay_check(g, y, &in, 1, map_broadcast, NULL);
+    lay_check(g, y, &in, map_broadcast, NULL);
     free(storage);
     loom_graph_destroy(g);
   }
@@ -202,7 +204,7 @@ TEST(layout_slice_steps_and_empty) {
       ASSERT_TRUE(y.id >= 0);
       void *storage;
       loom__view in = lay_input(&t, order, &storage);
-      lay_check(g, y, &in, 1, map_slice, &cases[c]);
+      lay_check(g, y, &in, map_slice, &cases[c]);
       free(storage);
       loom_graph_destroy(g);
     }
@@ -227,7 +229,7 @@ TEST(layout_tile) {
       ASSERT_TRUE(y.id >= 0);
       void *storage;
       loom__view in = lay_input(&t, order, &storage);
-      lay_check(g, y, &in, 1, map_tile, NULL);
+      lay_check(g, y, &in, map_tile, NULL);
       free(storage);
       loom_graph_destroy(g);
     }
@@ -239,7 +241,7 @@ TEST(layout_tile) {
   loom_value y = loom_tile(g, x, 3, zero);
   void *storage;
   loom__view in = lay_input(&t, order, &storage);
-  lay_check(g, y, &in, 1, map_tile, NULL);
+  lay_check(g, y, &in, map_tile, NULL);
   free(storage);
   loom_graph_destroy(g);
 }

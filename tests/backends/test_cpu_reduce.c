@@ -5,17 +5,20 @@
  * axis, k=0, long rows). */
 #include <complex.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 
 #include "harness.h"
 #include "loom/testing.h"
 #include "reference.h"
 
-static const loom_dtype red_dtypes[] = {LOOM_I8,  LOOM_U8,  LOOM_I16, LOOM_I32, LOOM_I64, LOOM_F16,
+static const loom_dtype red_dtypes[] = {LOOM_I8,   LOOM_U8,  LOOM_I16, LOOM_I32, LOOM_I64, LOOM_F16,
                                         LOOM_BF16, LOOM_F32, LOOM_F64, LOOM_C64, LOOM_C128};
 #define RED_N_DTYPES 11
 
-static bool red_int(loom_dtype dt) { return loom_dtype_is_integer(dt); }
+static bool red_int(loom_dtype dt) {
+  return loom_dtype_is_integer(dt);
+}
 
 /* Random storage for a view of t whose dims are laid out in `order` (outermost first). */
 static loom__view red_input(const loom_type *t, const int32_t *order, void **storage, int64_t int_range) {
@@ -52,8 +55,10 @@ static red_want red_reference(loom_op op, const loom__view *in, uint32_t mask, i
   int64_t kept[LOOM_MAX_RANK], idx[LOOM_MAX_RANK], n_red = 1;
   int32_t nk = 0;
   for (int32_t d = 0; d < t->rank; d++)
-    if (mask & (1u << d)) n_red *= t->dims[d];
-    else kept[nk++] = d;
+    if (mask & (1u << d))
+      n_red *= t->dims[d];
+    else
+      kept[nk++] = d;
   for (int32_t k = nk - 1; k >= 0; k--) {
     idx[kept[k]] = o % t->dims[kept[k]];
     o /= t->dims[kept[k]];
@@ -76,14 +81,18 @@ static red_want red_reference(loom_op op, const loom__view *in, uint32_t mask, i
     int64_t xi = ref_get_i(dt, in->data, off);
     mag += cabs(x);
     switch (op) {
-      case LOOM_OP_REDUCE_PROD: acc *= x, iacc *= (uint64_t)xi; break;
+      case LOOM_OP_REDUCE_PROD:
+        acc *= x, iacc *= (uint64_t)xi;
+        break;
       case LOOM_OP_REDUCE_MAX:
         nan |= isnan(creal(x)), best = fmax(best, creal(x)), ibest = xi > ibest ? xi : ibest;
         break;
       case LOOM_OP_REDUCE_MIN:
         nan |= isnan(creal(x)), best = fmin(best, creal(x)), ibest = xi < ibest ? xi : ibest;
         break;
-      default: acc += x, iacc += (uint64_t)xi; break;
+      default:
+        acc += x, iacc += (uint64_t)xi;
+        break;
     }
   }
   red_want w = {creal(acc), cimag(acc), mag, ref_wrap(dt, iacc)};
@@ -129,7 +138,8 @@ static bool red_check(loom_op op, const loom__view *in, int32_t n_axes, const in
                                 fabs(ref_get_im(dt, out, o) - w.im) <= tol * scale;
     }
     if (!match) {
-      loom_test_fail(__FILE__, __LINE__, "%s on %s (axes mask %#x, keepdims %d): output %lld is %g / %lld, expected %g / %lld",
+      loom_test_fail(__FILE__, __LINE__,
+                     "%s on %s (axes mask %#x, keepdims %d): output %lld is %g / %lld, expected %g / %lld",
                      loom_op_name(op), loom_dtype_name(dt), mask, keep, (long long)o, ref_get(dt, out, o),
                      (long long)ref_get_i(dt, out, o), w.re, (long long)w.iv);
       ok = false;
@@ -215,6 +225,49 @@ TEST(reduce_cols_many_tiles) {
   }
 }
 
+/* 8-d input, alternate axes reduced, keepdims; and a reduction over no axes at all. */
+TEST(reduce_8d_and_no_axes) {
+  int64_t d[8] = {2, 3, 1, 2, 3, 2, 2, 3}, axes[4] = {1, 3, 5, -1};
+  int32_t order[8] = {7, 0, 6, 1, 5, 2, 4, 3};
+  ref_seed(17);
+  loom_type t = ref_type(LOOM_F64, 8, d);
+  void *storage;
+  loom__view in = red_input(&t, order, &storage, 0);
+  for (size_t op = 0; op < sizeof red_ops / sizeof red_ops[0]; op++) {
+    ASSERT_TRUE(red_check(red_ops[op], &in, 4, axes, true, 1e-12));
+    ASSERT_TRUE(red_check(red_ops[op], &in, 4, axes, false, 1e-12));
+    ASSERT_TRUE(red_check(red_ops[op], &in, 0, axes, false, 1e-12));
+  }
+  free(storage);
+}
+
+/* The schedules depend on shapes only: float sums are bitwise equal on 1 and 3 threads. */
+TEST(reduce_deterministic_across_threads) {
+  int64_t shapes[3][2] = {{3, 200000}, {20000, 40}, {300, 3000}}, axes[3] = {1, 0, 0};
+  int32_t order[2] = {0, 1};
+  int saved = omp_get_max_threads();
+  for (int c = 0; c < 3; c++) {
+    loom_type t = ref_type(LOOM_F32, 2, shapes[c]);
+    void *storage;
+    loom__view in = red_input(&t, order, &storage, 0);
+    loom_value x;
+    loom_graph *g = ref_graph(1, &t, &x);
+    loom_value y = loom_reduce(g, LOOM_OP_REDUCE_SUM, x, 1, &axes[c], false);
+    loom_type to = ref_value_type(g, y);
+    float *o1 = ref_alloc(&to), *o3 = ref_alloc(&to);
+    loom__view v1 = ref_view(&to, o1, NULL), v3 = ref_view(&to, o3, NULL);
+    omp_set_num_threads(1);
+    loom_status s1 = ref_run(g, ref_op(g, y), &in, &v1);
+    omp_set_num_threads(3);
+    loom_status s3 = ref_run(g, ref_op(g, y), &in, &v3);
+    omp_set_num_threads(saved);
+    bool same = s1 == LOOM_OK && s3 == LOOM_OK && memcmp(o1, o3, (size_t)(ref_elements(&to) * 4)) == 0;
+    free(o1), free(o3), free(storage);
+    loom_graph_destroy(g);
+    ASSERT_TRUE(same);
+  }
+}
+
 TEST(reduce_nan_propagates) {
   int64_t d[2] = {64, 300};
   int32_t order[2] = {0, 1};
@@ -222,8 +275,8 @@ TEST(reduce_nan_propagates) {
   void *storage;
   loom__view in = red_input(&t, order, &storage, 0);
   float *x = storage;
-  x[5 * 300 + 7] = NAN;     /* row 5, column 7 */
-  x[63 * 300 + 299] = NAN;  /* the last element */
+  x[5 * 300 + 7] = NAN;    /* row 5, column 7 */
+  x[63 * 300 + 299] = NAN; /* the last element */
   int64_t ax0 = 0, ax1 = 1;
   for (size_t op = 0; op < sizeof red_ops / sizeof red_ops[0]; op++) {
     ASSERT_TRUE(red_check(red_ops[op], &in, 1, &ax0, false, 1e-5));
@@ -339,8 +392,9 @@ static bool arg_check(loom_op op, const loom__view *in, int64_t axis) {
   for (int64_t o = 0; ok && o < ref_elements(&to); o++) {
     int64_t want = arg_reference(op, in, a, o);
     if (out[o] != want) {
-      loom_test_fail(__FILE__, __LINE__, "%s on %s axis %d: output %lld is %lld, expected %lld", loom_op_name(op),
-                     loom_dtype_name(in->type.dtype), (int)a, (long long)o, (long long)out[o], (long long)want);
+      loom_test_fail(__FILE__, __LINE__, "%s on %s axis %d: output %lld is %lld, expected %lld",
+                     loom_op_name(op), loom_dtype_name(in->type.dtype), (int)a, (long long)o,
+                     (long long)out[o], (long long)want);
       ok = false;
     }
   }
@@ -392,8 +446,10 @@ static int topk_ref_cmp(const void *pa, const void *pb) {
   const topk_ref_entry *a = pa, *b = pb;
   bool an = isnan(a->v), bn = isnan(b->v);
   int by_value = 0; /* > 0: a ranks above b for largest=true */
-  if (an != bn) by_value = an ? 1 : -1;
-  else if (!an) by_value = a->v > b->v ? 1 : a->v < b->v ? -1 : 0;
+  if (an != bn)
+    by_value = an ? 1 : -1;
+  else if (!an)
+    by_value = a->v > b->v ? 1 : a->v < b->v ? -1 : 0;
   if (!topk_ref_largest) by_value = -by_value;
   if (by_value) return -by_value;
   return a->i < b->i ? -1 : 1;
@@ -437,9 +493,11 @@ static bool topk_check(const loom__view *in, int64_t k, int64_t axis, bool large
       int64_t o = base + j * inner;
       double got = ref_get(t->dtype, ov, o);
       if (oi[o] != e[j].i || !(got == e[j].v || (isnan(got) && isnan(e[j].v)))) {
-        loom_test_fail(__FILE__, __LINE__, "topk k=%lld axis=%d largest=%d on %s: row %lld rank %lld is (%g, %lld), expected (%g, %lld)",
-                       (long long)k, (int)a, largest, loom_dtype_name(t->dtype), (long long)r, (long long)j, got,
-                       (long long)oi[o], e[j].v, (long long)e[j].i);
+        loom_test_fail(
+            __FILE__, __LINE__,
+            "topk k=%lld axis=%d largest=%d on %s: row %lld rank %lld is (%g, %lld), expected (%g, %lld)",
+            (long long)k, (int)a, largest, loom_dtype_name(t->dtype), (long long)r, (long long)j, got,
+            (long long)oi[o], e[j].v, (long long)e[j].i);
         ok = false;
         break;
       }

@@ -65,48 +65,98 @@ static inline float i64_to_f32_odd(int64_t v) {
   return v < 0 ? -f : f;
 }
 
-#define DEF_CV_INT(D, T, LO, HI)                                                            \
-  static inline T cv_i_to_##D(int64_t v) { return (T)v; }                                   \
-  static inline T cv_d_to_##D(double v) { return (T)f64_to_int(v, LO, HI); }                \
-  static inline T cv_f_to_##D(float v) { return cv_d_to_##D(v); }                           \
-  static inline T cv_cf_to_##D(float _Complex v) { return cv_d_to_##D(crealf(v)); }         \
-  static inline T cv_cd_to_##D(double _Complex v) { return cv_d_to_##D(creal(v)); }
+#define DEF_CV_INT(D, T, LO, HI)                    \
+  static inline T cv_i_to_##D(int64_t v) {          \
+    return (T)v;                                    \
+  }                                                 \
+  static inline T cv_d_to_##D(double v) {           \
+    return (T)f64_to_int(v, LO, HI);                \
+  }                                                 \
+  static inline T cv_f_to_##D(float v) {            \
+    return cv_d_to_##D(v);                          \
+  }                                                 \
+  static inline T cv_cf_to_##D(float _Complex v) {  \
+    return cv_d_to_##D(crealf(v));                  \
+  }                                                 \
+  static inline T cv_cd_to_##D(double _Complex v) { \
+    return cv_d_to_##D(creal(v));                   \
+  }
 DEF_CV_INT(i8, int8_t, INT8_MIN, INT8_MAX)
 DEF_CV_INT(u8, uint8_t, 0, UINT8_MAX)
 DEF_CV_INT(i16, int16_t, INT16_MIN, INT16_MAX)
 DEF_CV_INT(i32, int32_t, INT32_MIN, INT32_MAX)
 DEF_CV_INT(i64, int64_t, INT64_MIN, INT64_MAX)
 
-static inline uint8_t cv_i_to_b8(int64_t v) { return v != 0; }
-static inline uint8_t cv_f_to_b8(float v) { return v != 0; }
-static inline uint8_t cv_d_to_b8(double v) { return v != 0; }
-static inline uint8_t cv_cf_to_b8(float _Complex v) { return v != 0; }
-static inline uint8_t cv_cd_to_b8(double _Complex v) { return v != 0; }
+static inline uint8_t cv_i_to_b8(int64_t v) {
+  return v != 0;
+}
+static inline uint8_t cv_f_to_b8(float v) {
+  return v != 0;
+}
+static inline uint8_t cv_d_to_b8(double v) {
+  return v != 0;
+}
+static inline uint8_t cv_cf_to_b8(float _Complex v) {
+  return v != 0;
+}
+static inline uint8_t cv_cd_to_b8(double _Complex v) {
+  return v != 0;
+}
 
-#define DEF_CV_FLOAT(D, T)                                                                  \
-  static inline T cv_i_to_##D(int64_t v) { return (T)v; }                                   \
-  static inline T cv_f_to_##D(float v) { return (T)v; }                                     \
-  static inline T cv_d_to_##D(double v) { return (T)v; }                                    \
-  static inline T cv_cf_to_##D(float _Complex v) { return (T)crealf(v); }                   \
-  static inline T cv_cd_to_##D(double _Complex v) { return (T)creal(v); }
+#define DEF_CV_FLOAT(D, T)                          \
+  static inline T cv_i_to_##D(int64_t v) {          \
+    return (T)v;                                    \
+  }                                                 \
+  static inline T cv_f_to_##D(float v) {            \
+    return (T)v;                                    \
+  }                                                 \
+  static inline T cv_d_to_##D(double v) {           \
+    return (T)v;                                    \
+  }                                                 \
+  static inline T cv_cf_to_##D(float _Complex v) {  \
+    return (T)crealf(v);                            \
+  }                                                 \
+  static inline T cv_cd_to_##D(double _Complex v) { \
+    return (T)creal(v);                             \
+  }
 DEF_CV_FLOAT(f32, float)
 DEF_CV_FLOAT(f64, double)
 
-#define DEF_CV_HALF(D, FROM_F32)                                                            \
-  static inline uint16_t cv_i_to_##D(int64_t v) { return FROM_F32(i64_to_f32_odd(v)); }     \
-  static inline uint16_t cv_f_to_##D(float v) { return FROM_F32(v); }                       \
-  static inline uint16_t cv_d_to_##D(double v) { return FROM_F32(f64_to_f32_odd(v)); }      \
-  static inline uint16_t cv_cf_to_##D(float _Complex v) { return FROM_F32(crealf(v)); }     \
-  static inline uint16_t cv_cd_to_##D(double _Complex v) { return cv_d_to_##D(creal(v)); }
+#define DEF_CV_HALF(D, FROM_F32)                           \
+  static inline uint16_t cv_i_to_##D(int64_t v) {          \
+    return FROM_F32(i64_to_f32_odd(v));                    \
+  }                                                        \
+  static inline uint16_t cv_f_to_##D(float v) {            \
+    return FROM_F32(v);                                    \
+  }                                                        \
+  static inline uint16_t cv_d_to_##D(double v) {           \
+    return FROM_F32(f64_to_f32_odd(v));                    \
+  }                                                        \
+  static inline uint16_t cv_cf_to_##D(float _Complex v) {  \
+    return FROM_F32(crealf(v));                            \
+  }                                                        \
+  static inline uint16_t cv_cd_to_##D(double _Complex v) { \
+    return cv_d_to_##D(creal(v));                          \
+  }
 DEF_CV_HALF(f16, loom_f32_to_f16)
 DEF_CV_HALF(bf16, loom_f32_to_bf16)
 
-#define DEF_CV_COMPLEX(D, T, R, MAKE)                                                       \
-  static inline T cv_i_to_##D(int64_t v) { return MAKE((R)v, 0); }                          \
-  static inline T cv_f_to_##D(float v) { return MAKE((R)v, 0); }                            \
-  static inline T cv_d_to_##D(double v) { return MAKE((R)v, 0); }                           \
-  static inline T cv_cf_to_##D(float _Complex v) { return MAKE((R)crealf(v), (R)cimagf(v)); } \
-  static inline T cv_cd_to_##D(double _Complex v) { return MAKE((R)creal(v), (R)cimag(v)); }
+#define DEF_CV_COMPLEX(D, T, R, MAKE)               \
+  static inline T cv_i_to_##D(int64_t v) {          \
+    return MAKE((R)v, 0);                           \
+  }                                                 \
+  static inline T cv_f_to_##D(float v) {            \
+    return MAKE((R)v, 0);                           \
+  }                                                 \
+  static inline T cv_d_to_##D(double v) {           \
+    return MAKE((R)v, 0);                           \
+  }                                                 \
+  static inline T cv_cf_to_##D(float _Complex v) {  \
+    return MAKE((R)crealf(v), (R)cimagf(v));        \
+  }                                                 \
+  static inline T cv_cd_to_##D(double _Complex v) { \
+    return MAKE((R)creal(v), (R)cimag(v));          \
+  }
 DEF_CV_COMPLEX(c64, float _Complex, float, CMPLXF)
 DEF_CV_COMPLEX(c128, double _Complex, double, CMPLX)
 
@@ -121,12 +171,12 @@ DEF_CV_COMPLEX(c128, double _Complex, double, CMPLX)
 #define ABS_SINT(x) ((x) < 0 ? NEG_INT(x) : (x))
 #define SIGN_SINT(x) ((TY(x))(((x) > 0) - ((x) < 0)))
 #define SIGN_UINT(x) ((TY(x))((x) > 0))
-#define SIGN_FLT(x) ((x) > 0 ? (TY(x))1 : (x) < 0 ? (TY(x))-1 : (x))
+#define SIGN_FLT(x) ((x) > 0 ? (TY(x))1 : (x) < 0 ? (TY(x)) - 1 : (x))
 #define RSQRT_FLT(x) ((TY(x))1 / sqrt(x))
 #define SIGMOID_FLT(x) ((TY(x))1 / ((TY(x))1 + exp(-(x))))
 #define RELU(x) ((x) < 0 ? (TY(x))0 : (x))
-#define NOT_BOOL(x) ((uint8_t)!(x))
-#define NOT_INT(x) ((TY(x))~(x))
+#define NOT_BOOL(x) ((uint8_t) !(x))
+#define NOT_INT(x) ((TY(x)) ~(x))
 #define SQ_INT(x) ((TY(x))((uint64_t)(x) * (uint64_t)(x)))
 #define SQ_FLT(x) ((x) * (x))
 
@@ -175,101 +225,101 @@ static inline int64_t ipow(int64_t base, int64_t exp) {
  * Inside a kernel (L, lo, hi): the output is operand 0 (dense, so its offset is the flattened
  * position), inputs are operands 1.. . Each input is read through its loader LA (LB, LC) into
  * its compute type CA (CB, CC) as x (y, z); EXPR gives the stored output from them. */
-#define EW_ROWS_BEGIN                                                                       \
-  loom__cpu_cursor c_;                                                                      \
-  loom__cpu_cursor_init(L, &c_, lo);                                                        \
-  for (int64_t pos_ = lo; pos_ < hi;) {                                                     \
+#define EW_ROWS_BEGIN                   \
+  loom__cpu_cursor c_;                  \
+  loom__cpu_cursor_init(L, &c_, lo);    \
+  for (int64_t pos_ = lo; pos_ < hi;) { \
     int64_t n_ = loom__cpu_cursor_span(L, &c_, hi - pos_);
-#define EW_ROWS_END                                                                         \
-  pos_ += n_;                                                                               \
-  loom__cpu_cursor_next(L, &c_, n_);                                                        \
+#define EW_ROWS_END                  \
+  pos_ += n_;                        \
+  loom__cpu_cursor_next(L, &c_, n_); \
   }
 
-#define EW_LOOP1(SO, SA, CA, LA, EXPR)                                                              \
-  SO *o_ = (SO *)L->base[0];                                                                \
-  const SA *a_ = (const SA *)L->base[1];                                                    \
-  int64_t sa_ = loom__cpu_inner_stride(L, 1);                                               \
-  EW_ROWS_BEGIN                                                                             \
-  SO *op_ = o_ + pos_;                                                                      \
-  const SA *ap_ = a_ + loom__cpu_cursor_off(L, &c_, 1);                                     \
-  if (sa_ == 1) {                                                                           \
-    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                               \
-      CA x = LA(ap_[j_]);                                                                       \
-      op_[j_] = (EXPR);                                                                     \
-    }                                                                                       \
-  } else {                                                                                  \
-    for (int64_t j_ = 0; j_ < n_; j_++) {                                                   \
-      CA x = LA(ap_[j_ * sa_]);                                                                 \
-      op_[j_] = (EXPR);                                                                     \
-    }                                                                                       \
-  }                                                                                         \
+#define EW_LOOP1(SO, SA, CA, LA, EXPR)                        \
+  SO *o_ = (SO *)L->base[0];                                  \
+  const SA *a_ = (const SA *)L->base[1];                      \
+  int64_t sa_ = loom__cpu_inner_stride(L, 1);                 \
+  EW_ROWS_BEGIN                                               \
+  SO *op_ = o_ + pos_;                                        \
+  const SA *ap_ = a_ + loom__cpu_cursor_off(L, &c_, 1);       \
+  if (sa_ == 1) {                                             \
+    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) { \
+      CA x = LA(ap_[j_]);                                     \
+      op_[j_] = (EXPR);                                       \
+    }                                                         \
+  } else {                                                    \
+    for (int64_t j_ = 0; j_ < n_; j_++) {                     \
+      CA x = LA(ap_[j_ * sa_]);                               \
+      op_[j_] = (EXPR);                                       \
+    }                                                         \
+  }                                                           \
   EW_ROWS_END
 
 /* Rows where both inputs advance, or one is a broadcast scalar, get their own vectorizable
  * loops; other strides take the general loop. */
-#define EW_LOOP2(SO, SA, CA, LA, SB, CB, LB, EXPR)                                                          \
-  SO *o_ = (SO *)L->base[0];                                                                \
-  const SA *a_ = (const SA *)L->base[1];                                                    \
-  const SB *b_ = (const SB *)L->base[2];                                                    \
-  int64_t sa_ = loom__cpu_inner_stride(L, 1), sb_ = loom__cpu_inner_stride(L, 2);           \
-  EW_ROWS_BEGIN                                                                             \
-  SO *op_ = o_ + pos_;                                                                      \
-  const SA *ap_ = a_ + loom__cpu_cursor_off(L, &c_, 1);                                     \
-  const SB *bp_ = b_ + loom__cpu_cursor_off(L, &c_, 2);                                     \
-  if (sa_ == 1 && sb_ == 1) {                                                               \
-    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                               \
-      CA x = LA(ap_[j_]);                                                                       \
-      CB y = LB(bp_[j_]);                                                                       \
-      op_[j_] = (EXPR);                                                                     \
-    }                                                                                       \
-  } else if (sa_ == 1 && sb_ == 0) {                                                        \
-    CB y = LB(bp_[0]);                                                                          \
-    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                               \
-      CA x = LA(ap_[j_]);                                                                       \
-      op_[j_] = (EXPR);                                                                     \
-    }                                                                                       \
-  } else if (sa_ == 0 && sb_ == 1) {                                                        \
-    CA x = LA(ap_[0]);                                                                          \
-    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                               \
-      CB y = LB(bp_[j_]);                                                                       \
-      op_[j_] = (EXPR);                                                                     \
-    }                                                                                       \
-  } else {                                                                                  \
-    for (int64_t j_ = 0; j_ < n_; j_++) {                                                   \
-      CA x = LA(ap_[j_ * sa_]);                                                                 \
-      CB y = LB(bp_[j_ * sb_]);                                                                 \
-      op_[j_] = (EXPR);                                                                     \
-    }                                                                                       \
-  }                                                                                         \
+#define EW_LOOP2(SO, SA, CA, LA, SB, CB, LB, EXPR)                                \
+  SO *o_ = (SO *)L->base[0];                                                      \
+  const SA *a_ = (const SA *)L->base[1];                                          \
+  const SB *b_ = (const SB *)L->base[2];                                          \
+  int64_t sa_ = loom__cpu_inner_stride(L, 1), sb_ = loom__cpu_inner_stride(L, 2); \
+  EW_ROWS_BEGIN                                                                   \
+  SO *op_ = o_ + pos_;                                                            \
+  const SA *ap_ = a_ + loom__cpu_cursor_off(L, &c_, 1);                           \
+  const SB *bp_ = b_ + loom__cpu_cursor_off(L, &c_, 2);                           \
+  if (sa_ == 1 && sb_ == 1) {                                                     \
+    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                     \
+      CA x = LA(ap_[j_]);                                                         \
+      CB y = LB(bp_[j_]);                                                         \
+      op_[j_] = (EXPR);                                                           \
+    }                                                                             \
+  } else if (sa_ == 1 && sb_ == 0) {                                              \
+    CB y = LB(bp_[0]);                                                            \
+    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                     \
+      CA x = LA(ap_[j_]);                                                         \
+      op_[j_] = (EXPR);                                                           \
+    }                                                                             \
+  } else if (sa_ == 0 && sb_ == 1) {                                              \
+    CA x = LA(ap_[0]);                                                            \
+    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                     \
+      CB y = LB(bp_[j_]);                                                         \
+      op_[j_] = (EXPR);                                                           \
+    }                                                                             \
+  } else {                                                                        \
+    for (int64_t j_ = 0; j_ < n_; j_++) {                                         \
+      CA x = LA(ap_[j_ * sa_]);                                                   \
+      CB y = LB(bp_[j_ * sb_]);                                                   \
+      op_[j_] = (EXPR);                                                           \
+    }                                                                             \
+  }                                                                               \
   EW_ROWS_END
 
-#define EW_LOOP3(SO, SA, CA, LA, SB, CB, LB, SC, CC, LC, EXPR)                                                      \
-  SO *o_ = (SO *)L->base[0];                                                                \
-  const SA *a_ = (const SA *)L->base[1];                                                    \
-  const SB *b_ = (const SB *)L->base[2];                                                    \
-  const SC *c3_ = (const SC *)L->base[3];                                                   \
-  int64_t sa_ = loom__cpu_inner_stride(L, 1), sb_ = loom__cpu_inner_stride(L, 2);           \
-  int64_t sc_ = loom__cpu_inner_stride(L, 3);                                               \
-  EW_ROWS_BEGIN                                                                             \
-  SO *op_ = o_ + pos_;                                                                      \
-  const SA *ap_ = a_ + loom__cpu_cursor_off(L, &c_, 1);                                     \
-  const SB *bp_ = b_ + loom__cpu_cursor_off(L, &c_, 2);                                     \
-  const SC *cp_ = c3_ + loom__cpu_cursor_off(L, &c_, 3);                                    \
-  if (sa_ == 1 && sb_ == 1 && sc_ == 1) {                                                   \
-    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                               \
-      CA x = LA(ap_[j_]);                                                                       \
-      CB y = LB(bp_[j_]);                                                                       \
-      CC z = LC(cp_[j_]);                                                                       \
-      op_[j_] = (EXPR);                                                                     \
-    }                                                                                       \
-  } else {                                                                                  \
-    for (int64_t j_ = 0; j_ < n_; j_++) {                                                   \
-      CA x = LA(ap_[j_ * sa_]);                                                                 \
-      CB y = LB(bp_[j_ * sb_]);                                                                 \
-      CC z = LC(cp_[j_ * sc_]);                                                                 \
-      op_[j_] = (EXPR);                                                                     \
-    }                                                                                       \
-  }                                                                                         \
+#define EW_LOOP3(SO, SA, CA, LA, SB, CB, LB, SC, CC, LC, EXPR)                    \
+  SO *o_ = (SO *)L->base[0];                                                      \
+  const SA *a_ = (const SA *)L->base[1];                                          \
+  const SB *b_ = (const SB *)L->base[2];                                          \
+  const SC *c3_ = (const SC *)L->base[3];                                         \
+  int64_t sa_ = loom__cpu_inner_stride(L, 1), sb_ = loom__cpu_inner_stride(L, 2); \
+  int64_t sc_ = loom__cpu_inner_stride(L, 3);                                     \
+  EW_ROWS_BEGIN                                                                   \
+  SO *op_ = o_ + pos_;                                                            \
+  const SA *ap_ = a_ + loom__cpu_cursor_off(L, &c_, 1);                           \
+  const SB *bp_ = b_ + loom__cpu_cursor_off(L, &c_, 2);                           \
+  const SC *cp_ = c3_ + loom__cpu_cursor_off(L, &c_, 3);                          \
+  if (sa_ == 1 && sb_ == 1 && sc_ == 1) {                                         \
+    _Pragma("omp simd") for (int64_t j_ = 0; j_ < n_; j_++) {                     \
+      CA x = LA(ap_[j_]);                                                         \
+      CB y = LB(bp_[j_]);                                                         \
+      CC z = LC(cp_[j_]);                                                         \
+      op_[j_] = (EXPR);                                                           \
+    }                                                                             \
+  } else {                                                                        \
+    for (int64_t j_ = 0; j_ < n_; j_++) {                                         \
+      CA x = LA(ap_[j_ * sa_]);                                                   \
+      CB y = LB(bp_[j_ * sb_]);                                                   \
+      CC z = LC(cp_[j_ * sc_]);                                                   \
+      op_[j_] = (EXPR);                                                           \
+    }                                                                             \
+  }                                                                               \
   EW_ROWS_END
 
 #define S(D) LOOM_CPU_S_##D
@@ -279,6 +329,8 @@ static inline int64_t ipow(int64_t base, int64_t exp) {
 
 /* ---- unary -----------------------------------------------------------------------------
  * M(token, ENUM, OP, F): op OP on that dtype computes F(x). */
+/* One line per dtype group reads better than clang-format's wrapping. */
+/* clang-format off */
 #define UNARY_KERNELS(M)                                                                    \
   LOOM_CPU_INTS(M, NEG, NEG_INT) LOOM_CPU_FLOATS(M, NEG, NEG_FLT)                           \
   LOOM_CPU_COMPLEX(M, NEG, NEG_FLT)                                                         \
@@ -295,12 +347,16 @@ static inline int64_t ipow(int64_t base, int64_t exp) {
   LOOM_CPU_BOOL(M, NOT, NOT_BOOL) LOOM_CPU_INTS(M, NOT, NOT_INT)                            \
   LOOM_CPU_INTS(M, SQUARE, SQ_INT) LOOM_CPU_FLOATS(M, SQUARE, SQ_FLT)                       \
   LOOM_CPU_COMPLEX(M, SQUARE, SQ_FLT)
+/* clang-format on */
 
-#define DEF_UNARY(D, E, OP, F) \
-  KERNEL(un_##OP##_##D) { EW_LOOP1(S(D), S(D), C(D), LD(D), LOOM_CPU_ST_##D(F(x))) }
+#define DEF_UNARY(D, E, OP, F)                               \
+  KERNEL(un_##OP##_##D) {                                    \
+    EW_LOOP1(S(D), S(D), C(D), LD(D), LOOM_CPU_ST_##D(F(x))) \
+  }
 UNARY_KERNELS(DEF_UNARY)
 
 /* ---- binary, compare, logic ------------------------------------------------------------ */
+/* clang-format off */
 #define BINARY_KERNELS(M)                                                                   \
   LOOM_CPU_INTS(M, ADD, ADD_INT) LOOM_CPU_FLOATS(M, ADD, ADD_FLT) LOOM_CPU_COMPLEX(M, ADD, ADD_FLT) \
   LOOM_CPU_INTS(M, SUB, SUB_INT) LOOM_CPU_FLOATS(M, SUB, SUB_FLT) LOOM_CPU_COMPLEX(M, SUB, SUB_FLT) \
@@ -310,13 +366,15 @@ UNARY_KERNELS(DEF_UNARY)
   LOOM_CPU_INTS(M, POW, POW_INT) LOOM_CPU_FLOATS(M, POW, POW_FLT)                           \
   LOOM_CPU_INTS(M, MAXIMUM, MAX_INT) LOOM_CPU_FLOATS(M, MAXIMUM, MAX_FLT)                   \
   LOOM_CPU_INTS(M, MINIMUM, MIN_INT) LOOM_CPU_FLOATS(M, MINIMUM, MIN_FLT)
+/* clang-format on */
 
-#define DEF_BINARY(D, E, OP, F)                                   \
-  KERNEL(bin_##OP##_##D) {                                        \
+#define DEF_BINARY(D, E, OP, F)                                                    \
+  KERNEL(bin_##OP##_##D) {                                                         \
     EW_LOOP2(S(D), S(D), C(D), LD(D), S(D), C(D), LD(D), LOOM_CPU_ST_##D(F(x, y))) \
   }
 BINARY_KERNELS(DEF_BINARY)
 
+/* clang-format off */
 #define COMPARE_ALL(M, OP, F) LOOM_CPU_BOOL(M, OP, F) LOOM_CPU_REALS(M, OP, F)
 #define COMPARE_KERNELS(M)                                                                  \
   COMPARE_ALL(M, EQ, CMP_EQ) LOOM_CPU_COMPLEX(M, EQ, CMP_EQ)                                \
@@ -324,10 +382,11 @@ BINARY_KERNELS(DEF_BINARY)
   COMPARE_ALL(M, LT, CMP_LT) COMPARE_ALL(M, LE, CMP_LE)                                     \
   COMPARE_ALL(M, GT, CMP_GT) COMPARE_ALL(M, GE, CMP_GE)                                     \
   LOOM_CPU_BOOL(M, AND, LOGIC_AND) LOOM_CPU_BOOL(M, OR, LOGIC_OR)
+/* clang-format on */
 
-#define DEF_COMPARE(D, E, OP, F)                                                            \
-  KERNEL(cmp_##OP##_##D) {                                                                  \
-    EW_LOOP2(uint8_t, S(D), C(D), LD(D), S(D), C(D), LD(D), (uint8_t)F(x, y))                \
+#define DEF_COMPARE(D, E, OP, F)                                              \
+  KERNEL(cmp_##OP##_##D) {                                                    \
+    EW_LOOP2(uint8_t, S(D), C(D), LD(D), S(D), C(D), LD(D), (uint8_t)F(x, y)) \
   }
 COMPARE_KERNELS(DEF_COMPARE)
 
@@ -336,11 +395,14 @@ typedef struct u128_pair {
   uint64_t lo, hi;
 } u128_pair;
 #define SELECT_SIZES(M) M(1, uint8_t) M(2, uint16_t) M(4, uint32_t) M(8, uint64_t) M(16, u128_pair)
-#define DEF_SELECT(N, T) \
-  KERNEL(select_##N) { EW_LOOP3(T, uint8_t, uint8_t, IDENT, T, T, IDENT, T, T, IDENT, x ? y : z) }
+#define DEF_SELECT(N, T)                                                      \
+  KERNEL(select_##N) {                                                        \
+    EW_LOOP3(T, uint8_t, uint8_t, IDENT, T, T, IDENT, T, T, IDENT, x ? y : z) \
+  }
 SELECT_SIZES(DEF_SELECT)
 
 /* ---- cast: every pair, through the source kind's widest type -------------------------- */
+/* clang-format off */
 #define CAST_SOURCES(M)                                                                     \
   M(b8, BOOL, i) M(i8, I8, i) M(u8, U8, i) M(i16, I16, i) M(i32, I32, i) M(i64, I64, i)    \
   M(f16, F16, f) M(bf16, BF16, f) M(f32, F32, f) M(f64, F64, d) M(c64, C64, cf) M(c128, C128, cd)
@@ -349,9 +411,12 @@ SELECT_SIZES(DEF_SELECT)
   M(i16, I16, __VA_ARGS__) M(i32, I32, __VA_ARGS__) M(i64, I64, __VA_ARGS__)               \
   M(f16, F16, __VA_ARGS__) M(bf16, BF16, __VA_ARGS__) M(f32, F32, __VA_ARGS__)             \
   M(f64, F64, __VA_ARGS__) M(c64, C64, __VA_ARGS__) M(c128, C128, __VA_ARGS__)
+/* clang-format on */
 
-#define DEF_CAST(D, DE, SRC, SE, K) \
-  KERNEL(cast_##SRC##_##D) { EW_LOOP1(S(D), S(SRC), C(SRC), LD(SRC), cv_##K##_to_##D((KT_##K)x)) }
+#define DEF_CAST(D, DE, SRC, SE, K)                                     \
+  KERNEL(cast_##SRC##_##D) {                                            \
+    EW_LOOP1(S(D), S(SRC), C(SRC), LD(SRC), cv_##K##_to_##D((KT_##K)x)) \
+  }
 #define DEF_CAST_ROW(SRC, SE, K) CAST_TARGETS(DEF_CAST, SRC, SE, K)
 CAST_SOURCES(DEF_CAST_ROW)
 
@@ -370,21 +435,21 @@ static const loom__cpu_block_fn cast_kernels[LOOM_DTYPE_COUNT][LOOM_DTYPE_COUNT]
     CAST_SOURCES(TAB_CAST_ROW)};
 
 /* ---- sources ---------------------------------------------------------------------------- */
-#define ALL_DTYPES(M) \
-  LOOM_CPU_BOOL(M, 0) LOOM_CPU_REALS(M, 0) LOOM_CPU_COMPLEX(M, 0)
+#define ALL_DTYPES(M) LOOM_CPU_BOOL(M, 0) LOOM_CPU_REALS(M, 0) LOOM_CPU_COMPLEX(M, 0)
 
 /* iota: element i holds its index along the axis, (i / inner) % dim. */
-#define DEF_IOTA(D, E, _)                                                    \
-  static void iota_##D(void *out, int64_t total, int64_t dim, int64_t inner) { \
-    S(D) *o = (S(D) *)out;                                                   \
-    _Pragma("omp parallel for schedule(static) if (total > LOOM_CPU_BLOCK)") \
-    for (int64_t i = 0; i < total; i++) o[i] = cv_i_to_##D((i / inner) % dim); \
+#define DEF_IOTA(D, E, _)                                                                                   \
+  static void iota_##D(void *out, int64_t total, int64_t dim, int64_t inner) {                              \
+    S(D) *o = (S(D) *)out;                                                                                  \
+    _Pragma("omp parallel for schedule(static) if (total > LOOM_CPU_BLOCK)") for (int64_t i = 0; i < total; \
+                                                                                  i++) o[i] =               \
+        cv_i_to_##D((i / inner) % dim);                                                                     \
   }
 ALL_DTYPES(DEF_IOTA)
 
 /* fill: one element from the attribute, exactly as an integer where it was one. */
-#define DEF_FILL_ONE(D, E, _)                                                         \
-  static void fill_one_##D(void *out, const loom_attrs *a) {                          \
+#define DEF_FILL_ONE(D, E, _)                                                        \
+  static void fill_one_##D(void *out, const loom_attrs *a) {                         \
     *(S(D) *)out = a->value_is_int ? cv_i_to_##D(a->ivalue) : cv_d_to_##D(a->value); \
   }
 ALL_DTYPES(DEF_FILL_ONE)
@@ -401,7 +466,8 @@ static loom_status run_source(const loom__op *op, const loom__view *out) {
   int64_t total = loom__cpu_elements(t), esize = loom_dtype_size(t->dtype);
   if (op->kind == LOOM_OP_CONSTANT) {
     if (op->const_bytes != total * esize)
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: constant: %lld bytes of data for %lld bytes of output",
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                         "cpu: constant: %lld bytes of data for %lld bytes of output",
                          (long long)op->const_bytes, (long long)(total * esize));
     if (total) memcpy(out->data, op->const_data, (size_t)(total * esize));
     return LOOM_OK;
@@ -458,8 +524,8 @@ static loom_status broadcast_input(const loom__op *op, int32_t i, const loom__vi
   return LOOM_OK;
 }
 
-static loom_status run_nest(const loom__op *op, const loom__view *in, int32_t n_in,
-                            const loom__view *out, loom__cpu_block_fn fn) {
+static loom_status run_nest(const loom__op *op, const loom__view *in, int32_t n_in, const loom__view *out,
+                            loom__cpu_block_fn fn) {
   loom__cpu_nest L;
   loom__cpu_nest_init(&L, out->type.rank, out->type.dims);
   if (L.total == 0) return LOOM_OK;
@@ -485,8 +551,8 @@ static loom_status dtype_mismatch(const loom__op *op, const loom__view *in, int3
 }
 
 /* The kernel for an op of the unary, binary, compare or logic classes; checks dtypes. */
-static loom_status pick_kernel(const loom__op *op, const loom__view *in, int32_t n_in,
-                               const loom__view *out, loom__cpu_block_fn *fn) {
+static loom_status pick_kernel(const loom__op *op, const loom__view *in, int32_t n_in, const loom__view *out,
+                               loom__cpu_block_fn *fn) {
   loom_dtype dt = in[0].type.dtype;
   bool to_bool = loom__op_info_of(op->kind)->cls == LOOM_CLASS_COMPARE ||
                  loom__op_info_of(op->kind)->cls == LOOM_CLASS_LOGIC;
@@ -506,12 +572,23 @@ static loom_status run_select(const loom__op *op, const loom__view *in, const lo
     return dtype_mismatch(op, in, 3);
   loom__cpu_block_fn fn = NULL;
   switch (loom_dtype_size(out->type.dtype)) {
-    case 1: fn = select_1; break;
-    case 2: fn = select_2; break;
-    case 4: fn = select_4; break;
-    case 8: fn = select_8; break;
-    case 16: fn = select_16; break;
-    default: return loom__cpu_unsupported(op, out->type.dtype);
+    case 1:
+      fn = select_1;
+      break;
+    case 2:
+      fn = select_2;
+      break;
+    case 4:
+      fn = select_4;
+      break;
+    case 8:
+      fn = select_8;
+      break;
+    case 16:
+      fn = select_16;
+      break;
+    default:
+      return loom__cpu_unsupported(op, out->type.dtype);
   }
   /* The kernel reads (cond, a, b) as (x, y, z). */
   return run_nest(op, in, 3, out, fn);

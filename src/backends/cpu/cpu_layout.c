@@ -58,19 +58,19 @@ typedef struct tiled {
   loom__cpu_nest outer; /* operands: dst, src */
   int64_t nk, nl;       /* sizes of dims k and last */
   int64_t dk, dl, sk, sl;
-  int64_t tk, tl;       /* blocks along k and last */
+  int64_t tk, tl; /* blocks along k and last */
 } tiled;
 
-#define DEF_TILED(N, T)                                                                     \
-  static void tiled_##N(const tiled *P, char *dst, const char *src, int64_t u) {            \
-    int64_t q = u / (P->tk * P->tl), b = u % (P->tk * P->tl);                               \
-    int64_t i0 = b / P->tl * TILE, j0 = b % P->tl * TILE;                                   \
-    int64_t i1 = LOOM_MIN(P->nk, i0 + TILE), j1 = LOOM_MIN(P->nl, j0 + TILE);               \
-    T *d = (T *)dst + loom__cpu_nest_offset(&P->outer, 0, q);                               \
-    const T *s = (const T *)src + loom__cpu_nest_offset(&P->outer, 1, q);                   \
-    int64_t dk = P->dk, dl = P->dl, sk = P->sk, sl = P->sl; /* locals: T may alias *P */     \
-    for (int64_t i = i0; i < i1; i++)                                                       \
-      for (int64_t j = j0; j < j1; j++) d[i * dk + j * dl] = s[i * sk + j * sl];            \
+#define DEF_TILED(N, T)                                                                  \
+  static void tiled_##N(const tiled *P, char *dst, const char *src, int64_t u) {         \
+    int64_t q = u / (P->tk * P->tl), b = u % (P->tk * P->tl);                            \
+    int64_t i0 = b / P->tl * TILE, j0 = b % P->tl * TILE;                                \
+    int64_t i1 = LOOM_MIN(P->nk, i0 + TILE), j1 = LOOM_MIN(P->nl, j0 + TILE);            \
+    T *d = (T *)dst + loom__cpu_nest_offset(&P->outer, 0, q);                            \
+    const T *s = (const T *)src + loom__cpu_nest_offset(&P->outer, 1, q);                \
+    int64_t dk = P->dk, dl = P->dl, sk = P->sk, sl = P->sl; /* locals: T may alias *P */ \
+    for (int64_t i = i0; i < i1; i++)                                                    \
+      for (int64_t j = j0; j < j1; j++) d[i * dk + j * dl] = s[i * sk + j * sl];         \
   }
 DEF_TILED(1, uint8_t)
 DEF_TILED(2, uint16_t)
@@ -107,8 +107,11 @@ static bool try_tiled(int64_t esize, const loom__cpu_nest *L) {
   P.tk = (P.nk + TILE - 1) / TILE;
   P.tl = (P.nl + TILE - 1) / TILE;
   int64_t units = P.outer.total * P.tk * P.tl;
-  void (*fn)(const tiled *, char *, const char *, int64_t) =
-      esize == 1 ? tiled_1 : esize == 2 ? tiled_2 : esize == 4 ? tiled_4 : esize == 8 ? tiled_8 : tiled_16;
+  void (*fn)(const tiled *, char *, const char *, int64_t) = esize == 1   ? tiled_1
+                                                             : esize == 2 ? tiled_2
+                                                             : esize == 4 ? tiled_4
+                                                             : esize == 8 ? tiled_8
+                                                                          : tiled_16;
 #pragma omp parallel for schedule(static) if (units * TILE * TILE > 2 * LOOM_CPU_BLOCK)
   for (int64_t u = 0; u < units; u++) fn(&P, L->base[0], L->base[1], u);
   return true;
@@ -125,11 +128,21 @@ static void strided_copy(int64_t esize, int32_t rank, const int64_t *dims, void 
   loom__cpu_nest_coalesce(&L);
   if (try_tiled(esize, &L)) return;
   switch (esize) {
-    case 1: loom__cpu_nest_run(&L, copy_1); break;
-    case 2: loom__cpu_nest_run(&L, copy_2); break;
-    case 4: loom__cpu_nest_run(&L, copy_4); break;
-    case 8: loom__cpu_nest_run(&L, copy_8); break;
-    default: loom__cpu_nest_run(&L, copy_16); break;
+    case 1:
+      loom__cpu_nest_run(&L, copy_1);
+      break;
+    case 2:
+      loom__cpu_nest_run(&L, copy_2);
+      break;
+    case 4:
+      loom__cpu_nest_run(&L, copy_4);
+      break;
+    case 8:
+      loom__cpu_nest_run(&L, copy_8);
+      break;
+    default:
+      loom__cpu_nest_run(&L, copy_16);
+      break;
   }
 }
 
@@ -157,7 +170,8 @@ static loom_status run_transpose(const loom__op *op, const loom__view *in, const
     return bad(op, in, out, "perm does not match the rank");
   for (int32_t k = 0; k < perm->count; k++) {
     int64_t p = perm->v[k];
-    if (p < 0 || p >= in->type.rank || (seen & (1u << p))) return bad(op, in, out, "perm is not a permutation");
+    if (p < 0 || p >= in->type.rank || (seen & (1u << p)))
+      return bad(op, in, out, "perm is not a permutation");
     seen |= 1u << p;
     if (out->type.dims[k] != in->type.dims[p]) return bad(op, in, out, "shapes do not match perm");
     strides[k] = in->strides[p];
@@ -206,7 +220,8 @@ static loom_status run_slice(const loom__op *op, const loom__view *in, const loo
 static loom_status run_concat(const loom__op *op, const loom__view *in, const loom__view *out) {
   const loom_type *o = &out->type;
   int32_t axis;
-  if (!loom__axis_normalize(op->attrs.axis, o->rank, &axis)) return bad(op, &in[0], out, "axis is out of range");
+  if (!loom__axis_normalize(op->attrs.axis, o->rank, &axis))
+    return bad(op, &in[0], out, "axis is out of range");
   int64_t at = 0, esize = loom_dtype_size(o->dtype), strides[LOOM_MAX_RANK];
   loom__view_dense_strides(o, strides);
   for (int32_t j = 0; j < op->n_inputs; j++) {
@@ -228,7 +243,8 @@ static loom_status run_concat(const loom__op *op, const loom__view *in, const lo
 static loom_status run_tile(const loom__op *op, const loom__view *in, const loom__view *out) {
   const loom_int_list *reps = &op->attrs.reps;
   const loom_type *t = &in->type;
-  if (reps->count > t->rank || out->type.rank != t->rank) return bad(op, in, out, "reps do not match the rank");
+  if (reps->count > t->rank || out->type.rank != t->rank)
+    return bad(op, in, out, "reps do not match the rank");
   int64_t dims[LOOM_CPU_MAX_DIMS], dst[LOOM_CPU_MAX_DIMS], src[LOOM_CPU_MAX_DIMS], ostrides[LOOM_MAX_RANK];
   loom__view_dense_strides(&out->type, ostrides);
   int32_t lead = t->rank - reps->count;

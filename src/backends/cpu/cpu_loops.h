@@ -89,8 +89,7 @@ static inline void loom__cpu_nest_coalesce(loom__cpu_nest *L) {
   for (int32_t d = 0; d < L->rank; d++) {
     if (L->dims[d] == 1) continue;
     bool merge = r > 0;
-    for (int32_t k = 0; k < L->n && merge; k++)
-      merge = L->strides[k][r - 1] == L->strides[k][d] * L->dims[d];
+    for (int32_t k = 0; k < L->n && merge; k++) merge = L->strides[k][r - 1] == L->strides[k][d] * L->dims[d];
     if (merge) {
       L->dims[r - 1] *= L->dims[d];
       for (int32_t k = 0; k < L->n; k++) L->strides[k][r - 1] = L->strides[k][d];
@@ -133,8 +132,7 @@ static inline int64_t loom__cpu_cursor_span(const loom__cpu_nest *L, const loom_
 }
 
 /* Element offset of the cursor's position in operand k. */
-static inline int64_t loom__cpu_cursor_off(const loom__cpu_nest *L, const loom__cpu_cursor *c,
-                                           int32_t k) {
+static inline int64_t loom__cpu_cursor_off(const loom__cpu_nest *L, const loom__cpu_cursor *c, int32_t k) {
   return c->row[k] + c->j * L->strides[k][L->rank - 1];
 }
 
@@ -240,6 +238,8 @@ static inline float loom__cpu_bf16_to_f32(uint16_t h) {
 #define LOOM_CPU_ST_c128(v) ((double _Complex)(v))
 
 /* Dtype groups for kernel tables: M(token, ENUM, ...) for each member. */
+/* One line per dtype group reads better than clang-format's wrapping. */
+/* clang-format off */
 #define LOOM_CPU_SINTS(M, ...) M(i8, I8, __VA_ARGS__) M(i16, I16, __VA_ARGS__) \
   M(i32, I32, __VA_ARGS__) M(i64, I64, __VA_ARGS__)
 #define LOOM_CPU_UINTS(M, ...) M(u8, U8, __VA_ARGS__)
@@ -249,6 +249,7 @@ static inline float loom__cpu_bf16_to_f32(uint16_t h) {
 #define LOOM_CPU_BOOL(M, ...) M(b8, BOOL, __VA_ARGS__)
 #define LOOM_CPU_INTS(M, ...) LOOM_CPU_SINTS(M, __VA_ARGS__) LOOM_CPU_UINTS(M, __VA_ARGS__)
 #define LOOM_CPU_REALS(M, ...) LOOM_CPU_INTS(M, __VA_ARGS__) LOOM_CPU_FLOATS(M, __VA_ARGS__)
+/* clang-format on */
 
 /* "cpu: exp: unsupported dtype i32" */
 static inline loom_status loom__cpu_unsupported(const loom__op *op, loom_dtype dtype) {

@@ -10,8 +10,8 @@ static loom_status check_view(const loom__op *op, const char *what, int32_t i, c
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %s %d has a bad type", name, what, (int)i + 1);
   for (int32_t d = 0; d < v->type.rank; d++)
     if (v->type.dims[d] < 0)
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %s %d has a negative dimension", name,
-                         what, (int)i + 1);
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %s %d has a negative dimension", name, what,
+                         (int)i + 1);
   if (!v->data && loom__cpu_elements(&v->type) > 0)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %s %d has no data", name, what, (int)i + 1);
   return LOOM_OK;
@@ -48,12 +48,13 @@ static loom_status check_outputs(const loom_graph *g, const loom__op *op, const 
     const loom_type *t = &g->values[op->outputs[r]].type;
     if (!loom_type_equal(&out[r].type, t)) {
       char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX];
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %d is %s, the graph says %s",
-                         info->name, (int)r + 1, loom_type_format(&out[r].type, a, sizeof a),
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %d is %s, the graph says %s", info->name,
+                         (int)r + 1, loom_type_format(&out[r].type, a, sizeof a),
                          loom_type_format(t, b, sizeof b));
     }
     if (!loom__cpu_view_dense(&out[r]))
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %d is not dense", info->name, (int)r + 1);
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %d is not dense", info->name,
+                         (int)r + 1);
   }
   return LOOM_OK;
 }

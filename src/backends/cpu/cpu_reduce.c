@@ -52,7 +52,9 @@ static int64_t kept_offset(const loom__cpu_nest *K, int32_t rank, int64_t o) {
   return loom__cpu_nest_offset(&outer, 0, o);
 }
 
-static int64_t chunk_bound(int64_t n, int32_t chunks, int32_t c) { return n / chunks * c + LOOM_MIN(c, n % chunks); }
+static int64_t chunk_bound(int64_t n, int32_t chunks, int32_t c) {
+  return n / chunks * c + LOOM_MIN(c, n % chunks);
+}
 
 /* ---- per-dtype traits of the reductions ---------------------------------------------- */
 /* Accumulator of sums and products. */
@@ -109,9 +111,11 @@ static int64_t chunk_bound(int64_t n, int32_t chunks, int32_t c) { return n / ch
 #define ST(D) LOOM_CPU_ST_##D
 #define ISNAN(D, x) ISNAN_##D(x)
 
+/* Hand-aligned: clang-format splits the pragmas inside these macros. */
+/* clang-format off */
 /* ---- reduction kinds -------------------------------------------------------------------
  * The state of one output is (v, aux): the accumulator, and the NaN flag (max/min) or the
- * best index so far (argmax/argmin; -1 before the first element).
+ * best index so far (argmax/argmin; -1 while no element has beaten the start value).
  *   K_INIT(D, v, aux)                 K_ROW(D, v, aux, p, n, s, i0): n elements p[j*s], indices i0+j
  *   K_COL(D, v, aux, p, wn, ks, i):  one reduced step of a tile: v[w] with p[w*ks], index i
  *   K_MERGE(D, v, aux, bv, baux)     K_FINISH(D, v, aux, n): the value stored
@@ -272,168 +276,168 @@ static int64_t chunk_bound(int64_t n, int32_t chunks, int32_t c) { return n / ch
     }                                                                                       \
   } while (0)
 
+/* clang-format on */
+
 /* ---- the generated kernels ------------------------------------------------------------
  * NAME_span: one output's state over reduced positions [lo, hi) from base.
  * NAME_tile: the states of wn outputs (a tile) over reduced positions [lo, hi).
  * NAME_run:  the schedule. */
-#define DEF_REDUCE(D, E, OP, KIND, AT)                                                      \
-  static inline void OP##_##D##_span(const rplan *P, const LOOM_CPU_S_##D *base, int64_t lo, \
-                                     int64_t hi, AT *vp, int64_t *auxp) {                    \
-    const loom__cpu_nest *R = &P->red;                                                      \
-    int64_t s = loom__cpu_inner_stride(R, 0);                                               \
-    AT v = *vp;                                                                             \
-    int64_t aux = *auxp;                                                                    \
-    if (lo >= hi) return;                                                                   \
-    if (R->rank == 1) {                                                                     \
-      KIND##_ROW(D, v, aux, base + lo * s, hi - lo, s, lo);                                 \
-    } else {                                                                                \
-      loom__cpu_cursor c;                                                                   \
-      loom__cpu_cursor_init(R, &c, lo);                                                     \
-      for (int64_t pos = lo; pos < hi;) {                                                   \
-        int64_t n = loom__cpu_cursor_span(R, &c, hi - pos);                                 \
-        KIND##_ROW(D, v, aux, base + loom__cpu_cursor_off(R, &c, 0), n, s, pos);            \
-        pos += n;                                                                           \
-        loom__cpu_cursor_next(R, &c, n);                                                    \
-      }                                                                                     \
-    }                                                                                       \
-    *vp = v;                                                                                \
-    *auxp = aux;                                                                            \
-  }                                                                                         \
-  static void OP##_##D##_tile(const rplan *P, const LOOM_CPU_S_##D *base, int64_t wn,       \
-                              int64_t lo, int64_t hi, AT *v, int64_t *aux) {                \
-    const loom__cpu_nest *R = &P->red;                                                      \
-    int64_t s = loom__cpu_inner_stride(R, 0), ks = P->ks;                                   \
-    if (lo >= hi) return;                                                                   \
-    loom__cpu_cursor c;                                                                     \
-    loom__cpu_cursor_init(R, &c, lo);                                                       \
-    for (int64_t pos = lo; pos < hi;) {                                                     \
-      int64_t n = loom__cpu_cursor_span(R, &c, hi - pos);                                   \
-      const LOOM_CPU_S_##D *row = base + loom__cpu_cursor_off(R, &c, 0);                    \
-      for (int64_t j = 0; j < n; j++) {                                                     \
-        const LOOM_CPU_S_##D *p = row + j * s;                                              \
-        if (ks == 1) {                                                                      \
-          KIND##_COL(D, v, aux, p, wn, 1, pos + j);                                         \
-        } else {                                                                            \
-          KIND##_COL(D, v, aux, p, wn, ks, pos + j);                                        \
-        }                                                                                   \
-      }                                                                                     \
-      pos += n;                                                                             \
-      loom__cpu_cursor_next(R, &c, n);                                                      \
-    }                                                                                       \
-  }                                                                                         \
-  static void OP##_##D##_rows(const rplan *P, int64_t lo, int64_t hi) {                     \
-    const LOOM_CPU_S_##D *in = (const LOOM_CPU_S_##D *)P->in;                               \
-    KIND##_OUT(D) *out = (KIND##_OUT(D) *)P->out;                                           \
-    const loom__cpu_nest *K = &P->kept;                                                     \
-    int64_t ks = loom__cpu_inner_stride(K, 0);                                              \
-    loom__cpu_cursor c;                                                                     \
-    loom__cpu_cursor_init(K, &c, lo);                                                       \
-    for (int64_t pos = lo; pos < hi;) {                                                     \
-      int64_t n = loom__cpu_cursor_span(K, &c, hi - pos);                                   \
-      const LOOM_CPU_S_##D *row = in + loom__cpu_cursor_off(K, &c, 0);                      \
-      for (int64_t j = 0; j < n; j++) {                                                     \
-        AT v;                                                                               \
-        int64_t aux;                                                                        \
-        KIND##_INIT(D, v, aux);                                                             \
-        OP##_##D##_span(P, row + j * ks, 0, P->n_red, &v, &aux);                            \
-        out[pos + j] = KIND##_FINISH(D, v, aux, P->n_red);                                  \
-      }                                                                                     \
-      pos += n;                                                                             \
-      loom__cpu_cursor_next(K, &c, n);                                                      \
-    }                                                                                       \
-  }                                                                                         \
-  static void OP##_##D##_split(const rplan *P, int64_t o) {                                 \
-    const LOOM_CPU_S_##D *base = (const LOOM_CPU_S_##D *)P->in + kept_offset(&P->kept, P->kept.rank, o); \
-    AT v[MAX_CHUNKS];                                                                       \
-    int64_t aux[MAX_CHUNKS];                                                                \
-    int32_t chunks = P->chunks;                                                             \
-    _Pragma("omp parallel for schedule(static)")                                            \
-    for (int32_t c = 0; c < chunks; c++) {                                                  \
-      KIND##_INIT(D, v[c], aux[c]);                                                         \
-      OP##_##D##_span(P, base, chunk_bound(P->n_red, chunks, c), chunk_bound(P->n_red, chunks, c + 1), \
-                      &v[c], &aux[c]);                                                      \
-    }                                                                                       \
-    for (int32_t c = 1; c < chunks; c++) KIND##_MERGE(D, v[0], aux[0], v[c], aux[c]);       \
-    ((KIND##_OUT(D) *)P->out)[o] = KIND##_FINISH(D, v[0], aux[0], P->n_red);                \
-  }                                                                                         \
-  /* Tile t: outputs [o, o + wn) and the input they start from. */                          \
-  static int64_t OP##_##D##_tile_at(const rplan *P, int64_t t, const LOOM_CPU_S_##D **base, \
-                                    int64_t *wn) {                                          \
-    int64_t q = t / P->tiles_per, j0 = t % P->tiles_per * TILE;                              \
-    *wn = LOOM_MIN(TILE, P->kdim - j0);                                                     \
-    *base = (const LOOM_CPU_S_##D *)P->in + kept_offset(&P->kept, P->kept.rank - 1, q) + j0 * P->ks; \
-    return q * P->kdim + j0;                                                                \
-  }                                                                                         \
-  static void OP##_##D##_cols(const rplan *P, int64_t t) {                                  \
-    const LOOM_CPU_S_##D *base;                                                             \
-    int64_t wn, o = OP##_##D##_tile_at(P, t, &base, &wn);                                   \
-    AT v[TILE];                                                                             \
-    int64_t aux[TILE];                                                                      \
-    for (int64_t w = 0; w < wn; w++) KIND##_INIT(D, v[w], aux[w]);                          \
-    OP##_##D##_tile(P, base, wn, 0, P->n_red, v, aux);                                      \
-    KIND##_OUT(D) *out = (KIND##_OUT(D) *)P->out + o;                                       \
-    for (int64_t w = 0; w < wn; w++) out[w] = KIND##_FINISH(D, v[w], aux[w], P->n_red);     \
-  }                                                                                         \
-  /* Each chunk's partial tile lives on its thread's stack; the merges run in chunk order
-   * (omp ordered), so the result does not depend on the number of threads. */               \
-  static void OP##_##D##_cols_split(const rplan *P, int64_t t) {                            \
-    const LOOM_CPU_S_##D *base;                                                             \
-    int64_t wn, o = OP##_##D##_tile_at(P, t, &base, &wn);                                   \
-    AT v[TILE];                                                                             \
-    int64_t aux[TILE];                                                                      \
-    int32_t chunks = P->chunks;                                                             \
-    for (int64_t w = 0; w < wn; w++) KIND##_INIT(D, v[w], aux[w]);                          \
-    (void)aux;                                                                              \
-    _Pragma("omp parallel for ordered schedule(static, 1)")                                 \
-    for (int32_t c = 0; c < chunks; c++) {                                                  \
-      AT pv[TILE];                                                                          \
-      int64_t pa[TILE];                                                                     \
-      for (int64_t w = 0; w < wn; w++) KIND##_INIT(D, pv[w], pa[w]);                        \
-      OP##_##D##_tile(P, base, wn, chunk_bound(P->n_red, chunks, c),                        \
-                      chunk_bound(P->n_red, chunks, c + 1), pv, pa);                        \
-      _Pragma("omp ordered")                                                                \
-      for (int64_t w = 0; w < wn; w++) KIND##_MERGE(D, v[w], aux[w], pv[w], pa[w]);         \
-    }                                                                                       \
-    KIND##_OUT(D) *out = (KIND##_OUT(D) *)P->out + o;                                       \
-    for (int64_t w = 0; w < wn; w++) out[w] = KIND##_FINISH(D, v[w], aux[w], P->n_red);     \
-  }                                                                                         \
-  static void OP##_##D##_empty(const rplan *P) {                                            \
-    AT v;                                                                                   \
-    int64_t aux;                                                                            \
-    KIND##_INIT(D, v, aux);                                                                 \
-    (void)v;                                                                                \
-    (void)aux;                                                                              \
-    KIND##_OUT(D) *out = (KIND##_OUT(D) *)P->out;                                           \
-    for (int64_t o = 0; o < P->n_out; o++) out[o] = KIND##_FINISH(D, v, aux, 0);            \
-  }                                                                                         \
-  static void OP##_##D##_run(const rplan *P) {                                              \
-    if (P->n_red == 0) {                                                                    \
-      OP##_##D##_empty(P);                                                                  \
-      return;                                                                               \
-    }                                                                                       \
-    switch (P->path) {                                                                      \
-      case PATH_ROWS: {                                                                     \
-        int64_t per = LOOM_MAX(1, LOOM_CPU_BLOCK / P->n_red);                               \
-        int64_t blocks = (P->n_out + per - 1) / per;                                        \
-        _Pragma("omp parallel for schedule(static) if (blocks > 1)")                        \
-        for (int64_t b = 0; b < blocks; b++)                                                \
-          OP##_##D##_rows(P, b * per, LOOM_MIN(P->n_out, (b + 1) * per));                   \
-        break;                                                                              \
-      }                                                                                     \
-      case PATH_SPLIT:                                                                      \
-        for (int64_t o = 0; o < P->n_out; o++) OP##_##D##_split(P, o);                      \
-        break;                                                                              \
-      case PATH_COLS: {                                                                     \
-        int64_t tiles = P->n_tiles;                                                         \
-        _Pragma("omp parallel for schedule(static) if (tiles > 1)")                         \
-        for (int64_t t = 0; t < tiles; t++) OP##_##D##_cols(P, t);                          \
-        break;                                                                              \
-      }                                                                                     \
-      default:                                                                              \
-        for (int64_t t = 0; t < P->n_tiles; t++) OP##_##D##_cols_split(P, t);               \
-    }                                                                                       \
+#define DEF_REDUCE(D, E, OP, KIND, AT)                                                                     \
+  static inline void OP##_##D##_span(const rplan *P, const LOOM_CPU_S_##D *base, int64_t lo, int64_t hi,   \
+                                     AT *vp, int64_t *auxp) {                                              \
+    const loom__cpu_nest *R = &P->red;                                                                     \
+    int64_t s = loom__cpu_inner_stride(R, 0);                                                              \
+    AT v = *vp;                                                                                            \
+    int64_t aux = *auxp;                                                                                   \
+    if (lo >= hi) return;                                                                                  \
+    if (R->rank == 1) {                                                                                    \
+      KIND##_ROW(D, v, aux, base + lo * s, hi - lo, s, lo);                                                \
+    } else {                                                                                               \
+      loom__cpu_cursor c;                                                                                  \
+      loom__cpu_cursor_init(R, &c, lo);                                                                    \
+      for (int64_t pos = lo; pos < hi;) {                                                                  \
+        int64_t n = loom__cpu_cursor_span(R, &c, hi - pos);                                                \
+        KIND##_ROW(D, v, aux, base + loom__cpu_cursor_off(R, &c, 0), n, s, pos);                           \
+        pos += n;                                                                                          \
+        loom__cpu_cursor_next(R, &c, n);                                                                   \
+      }                                                                                                    \
+    }                                                                                                      \
+    *vp = v;                                                                                               \
+    *auxp = aux;                                                                                           \
+  }                                                                                                        \
+  static void OP##_##D##_tile(const rplan *P, const LOOM_CPU_S_##D *base, int64_t wn, int64_t lo,          \
+                              int64_t hi, AT *v, int64_t *aux) {                                           \
+    const loom__cpu_nest *R = &P->red;                                                                     \
+    int64_t s = loom__cpu_inner_stride(R, 0), ks = P->ks;                                                  \
+    (void)aux; /* sums and products keep no index or flag */                                               \
+    if (lo >= hi) return;                                                                                  \
+    loom__cpu_cursor c;                                                                                    \
+    loom__cpu_cursor_init(R, &c, lo);                                                                      \
+    for (int64_t pos = lo; pos < hi;) {                                                                    \
+      int64_t n = loom__cpu_cursor_span(R, &c, hi - pos);                                                  \
+      const LOOM_CPU_S_##D *row = base + loom__cpu_cursor_off(R, &c, 0);                                   \
+      for (int64_t j = 0; j < n; j++) {                                                                    \
+        const LOOM_CPU_S_##D *p = row + j * s;                                                             \
+        if (ks == 1) {                                                                                     \
+          KIND##_COL(D, v, aux, p, wn, 1, pos + j);                                                        \
+        } else {                                                                                           \
+          KIND##_COL(D, v, aux, p, wn, ks, pos + j);                                                       \
+        }                                                                                                  \
+      }                                                                                                    \
+      pos += n;                                                                                            \
+      loom__cpu_cursor_next(R, &c, n);                                                                     \
+    }                                                                                                      \
+  }                                                                                                        \
+  static void OP##_##D##_rows(const rplan *P, int64_t lo, int64_t hi) {                                    \
+    const LOOM_CPU_S_##D *in = (const LOOM_CPU_S_##D *)P->in;                                              \
+    KIND##_OUT(D) *out = (KIND##_OUT(D) *)P->out;                                                          \
+    const loom__cpu_nest *K = &P->kept;                                                                    \
+    int64_t ks = loom__cpu_inner_stride(K, 0);                                                             \
+    loom__cpu_cursor c;                                                                                    \
+    loom__cpu_cursor_init(K, &c, lo);                                                                      \
+    for (int64_t pos = lo; pos < hi;) {                                                                    \
+      int64_t n = loom__cpu_cursor_span(K, &c, hi - pos);                                                  \
+      const LOOM_CPU_S_##D *row = in + loom__cpu_cursor_off(K, &c, 0);                                     \
+      for (int64_t j = 0; j < n; j++) {                                                                    \
+        AT v;                                                                                              \
+        int64_t aux;                                                                                       \
+        KIND##_INIT(D, v, aux);                                                                            \
+        OP##_##D##_span(P, row + j * ks, 0, P->n_red, &v, &aux);                                           \
+        out[pos + j] = KIND##_FINISH(D, v, aux, P->n_red);                                                 \
+      }                                                                                                    \
+      pos += n;                                                                                            \
+      loom__cpu_cursor_next(K, &c, n);                                                                     \
+    }                                                                                                      \
+  }                                                                                                        \
+  static void OP##_##D##_split(const rplan *P, int64_t o) {                                                \
+    const LOOM_CPU_S_##D *base = (const LOOM_CPU_S_##D *)P->in + kept_offset(&P->kept, P->kept.rank, o);   \
+    AT v[MAX_CHUNKS];                                                                                      \
+    int64_t aux[MAX_CHUNKS];                                                                               \
+    int32_t chunks = P->chunks;                                                                            \
+    _Pragma("omp parallel for schedule(static)") for (int32_t c = 0; c < chunks; c++) {                    \
+      KIND##_INIT(D, v[c], aux[c]);                                                                        \
+      OP##_##D##_span(P, base, chunk_bound(P->n_red, chunks, c), chunk_bound(P->n_red, chunks, c + 1),     \
+                      &v[c], &aux[c]);                                                                     \
+    }                                                                                                      \
+    for (int32_t c = 1; c < chunks; c++) KIND##_MERGE(D, v[0], aux[0], v[c], aux[c]);                      \
+    ((KIND##_OUT(D) *)P->out)[o] = KIND##_FINISH(D, v[0], aux[0], P->n_red);                               \
+  }                                                                                                        \
+  /* Tile t: outputs [o, o + wn) and the input they start from. */                                         \
+  static int64_t OP##_##D##_tile_at(const rplan *P, int64_t t, const LOOM_CPU_S_##D **base, int64_t *wn) { \
+    int64_t q = t / P->tiles_per, j0 = t % P->tiles_per * TILE;                                            \
+    *wn = LOOM_MIN(TILE, P->kdim - j0);                                                                    \
+    *base = (const LOOM_CPU_S_##D *)P->in + kept_offset(&P->kept, P->kept.rank - 1, q) + j0 * P->ks;       \
+    return q * P->kdim + j0;                                                                               \
+  }                                                                                                        \
+  static void OP##_##D##_cols(const rplan *P, int64_t t) {                                                 \
+    const LOOM_CPU_S_##D *base;                                                                            \
+    int64_t wn, o = OP##_##D##_tile_at(P, t, &base, &wn);                                                  \
+    AT v[TILE];                                                                                            \
+    int64_t aux[TILE];                                                                                     \
+    for (int64_t w = 0; w < wn; w++) KIND##_INIT(D, v[w], aux[w]);                                         \
+    OP##_##D##_tile(P, base, wn, 0, P->n_red, v, aux);                                                     \
+    KIND##_OUT(D) *out = (KIND##_OUT(D) *)P->out + o;                                                      \
+    for (int64_t w = 0; w < wn; w++) out[w] = KIND##_FINISH(D, v[w], aux[w], P->n_red);                    \
+  }                                                                                                        \
+  /* Each chunk's partial tile lives on its thread's stack; the merges run in chunk order                  \
+   * (omp ordered), so the result does not depend on the number of threads. */                             \
+  static void OP##_##D##_cols_split(const rplan *P, int64_t t) {                                           \
+    const LOOM_CPU_S_##D *base;                                                                            \
+    int64_t wn, o = OP##_##D##_tile_at(P, t, &base, &wn);                                                  \
+    AT v[TILE];                                                                                            \
+    int64_t aux[TILE];                                                                                     \
+    int32_t chunks = P->chunks;                                                                            \
+    for (int64_t w = 0; w < wn; w++) KIND##_INIT(D, v[w], aux[w]);                                         \
+    (void)aux;                                                                                             \
+    _Pragma("omp parallel for ordered schedule(static, 1)") for (int32_t c = 0; c < chunks; c++) {         \
+      AT pv[TILE];                                                                                         \
+      int64_t pa[TILE];                                                                                    \
+      for (int64_t w = 0; w < wn; w++) KIND##_INIT(D, pv[w], pa[w]);                                       \
+      OP##_##D##_tile(P, base, wn, chunk_bound(P->n_red, chunks, c), chunk_bound(P->n_red, chunks, c + 1), \
+                      pv, pa);                                                                             \
+      _Pragma("omp ordered") for (int64_t w = 0; w < wn; w++) KIND##_MERGE(D, v[w], aux[w], pv[w], pa[w]); \
+    }                                                                                                      \
+    KIND##_OUT(D) *out = (KIND##_OUT(D) *)P->out + o;                                                      \
+    for (int64_t w = 0; w < wn; w++) out[w] = KIND##_FINISH(D, v[w], aux[w], P->n_red);                    \
+  }                                                                                                        \
+  static void OP##_##D##_empty(const rplan *P) {                                                           \
+    AT v;                                                                                                  \
+    int64_t aux;                                                                                           \
+    KIND##_INIT(D, v, aux);                                                                                \
+    (void)v;                                                                                               \
+    (void)aux;                                                                                             \
+    KIND##_OUT(D) *out = (KIND##_OUT(D) *)P->out;                                                          \
+    for (int64_t o = 0; o < P->n_out; o++) out[o] = KIND##_FINISH(D, v, aux, 0);                           \
+  }                                                                                                        \
+  static void OP##_##D##_run(const rplan *P) {                                                             \
+    if (P->n_red == 0) {                                                                                   \
+      OP##_##D##_empty(P);                                                                                 \
+      return;                                                                                              \
+    }                                                                                                      \
+    switch (P->path) {                                                                                     \
+      case PATH_ROWS: {                                                                                    \
+        int64_t per = LOOM_MAX(1, LOOM_CPU_BLOCK / P->n_red);                                              \
+        int64_t blocks = (P->n_out + per - 1) / per;                                                       \
+        _Pragma("omp parallel for schedule(static) if (blocks > 1)") for (int64_t b = 0; b < blocks; b++)  \
+            OP##_##D##_rows(P, b *per, LOOM_MIN(P->n_out, (b + 1) * per));                                 \
+        break;                                                                                             \
+      }                                                                                                    \
+      case PATH_SPLIT:                                                                                     \
+        for (int64_t o = 0; o < P->n_out; o++) OP##_##D##_split(P, o);                                     \
+        break;                                                                                             \
+      case PATH_COLS: {                                                                                    \
+        int64_t tiles = P->n_tiles;                                                                        \
+        _Pragma("omp parallel for schedule(static) if (tiles > 1)") for (int64_t t = 0; t < tiles; t++)    \
+            OP##_##D##_cols(P, t);                                                                         \
+        break;                                                                                             \
+      }                                                                                                    \
+      default:                                                                                             \
+        for (int64_t t = 0; t < P->n_tiles; t++) OP##_##D##_cols_split(P, t);                              \
+    }                                                                                                      \
   }
 
+/* One line per dtype group reads better than clang-format's wrapping. */
+/* clang-format off */
 #define REDUCE_KERNELS(M)                                                                   \
   LOOM_CPU_REALS(M, REDUCE_SUM, SUM, SUMT) LOOM_CPU_COMPLEX(M, REDUCE_SUM, SUM, SUMT)       \
   LOOM_CPU_REALS(M, REDUCE_PROD, PROD, SUMT) LOOM_CPU_COMPLEX(M, REDUCE_PROD, PROD, SUMT)   \
@@ -441,6 +445,7 @@ static int64_t chunk_bound(int64_t n, int32_t chunks, int32_t c) { return n / ch
   LOOM_CPU_INTS(M, REDUCE_MEAN, MEANI, SUMT)                                                \
   LOOM_CPU_REALS(M, REDUCE_MAX, MAX, CT) LOOM_CPU_REALS(M, REDUCE_MIN, MIN, CT)             \
   LOOM_CPU_REALS(M, ARGMAX, ARGMAX, CT) LOOM_CPU_REALS(M, ARGMIN, ARGMIN, CT)
+/* clang-format on */
 
 #define CT_i8 int8_t
 #define CT_u8 uint8_t
@@ -460,7 +465,9 @@ static const reduce_fn reduce_kernels[LOOM_OP_COUNT][LOOM_DTYPE_COUNT] = {REDUCE
 
 /* ---- planning ----------------------------------------------------------------------------- */
 
-static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
+static int64_t abs64(int64_t x) {
+  return x < 0 ? -x : x;
+}
 
 /* Reduced dims ordered by decreasing stride, so the innermost loop has the smallest. */
 static void sort_reduced(int32_t n, int64_t *dims, int64_t *strides) {
@@ -547,8 +554,8 @@ static loom_status reduced_axes(const loom__op *op, const loom__view *in, const 
   }
   if (!ok || r != out->type.rank) {
     char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX];
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %s does not match input %s",
-                       name, loom_type_format(&out->type, a, sizeof a), loom_type_format(t, b, sizeof b));
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %s does not match input %s", name,
+                       loom_type_format(&out->type, a, sizeof a), loom_type_format(t, b, sizeof b));
   }
   return LOOM_OK;
 }
@@ -567,8 +574,8 @@ static loom_status run_reduce(const loom__op *op, const loom__view *in, const lo
   rplan P;
   build_plan(in, mask, out, &P);
   if (P.n_out == 0) return LOOM_OK;
-  bool identity = op->kind == LOOM_OP_REDUCE_SUM || op->kind == LOOM_OP_REDUCE_PROD ||
-                  op->kind == LOOM_OP_REDUCE_MEAN;
+  bool identity =
+      op->kind == LOOM_OP_REDUCE_SUM || op->kind == LOOM_OP_REDUCE_PROD || op->kind == LOOM_OP_REDUCE_MEAN;
   if (P.n_red == 0 && !identity)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: reduction over an empty axis", loom_op_name(op->kind));
   fn(&P);

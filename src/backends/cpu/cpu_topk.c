@@ -16,10 +16,10 @@
 #include "backends/cpu/cpu_loops.h"
 
 typedef struct topk_rows {
-  loom__cpu_nest rows;  /* the dims other than the axis; operand 0: input strides */
-  int64_t n, stride;    /* the axis: length and input stride */
-  int64_t k, inner;     /* outputs: k per row, and the row's output stride (product of the
-                           dims after the axis) */
+  loom__cpu_nest rows; /* the dims other than the axis; operand 0: input strides */
+  int64_t n, stride;   /* the axis: length and input stride */
+  int64_t k, inner;    /* outputs: k per row, and the row's output stride (product of the
+                          dims after the axis) */
   bool largest;
   const char *in;
   char *values;
@@ -35,86 +35,85 @@ static int64_t out_offset(const topk_rows *T, int64_t r) {
 /* Generated per dtype (CT: the compute type, f32 for f16/bf16). GT is "ranks above" for
  * largest=true with NaN above every number; `better` adds the direction and the index tie
  * break. */
-#define DEF_TOPK(D, E, _)                                                                   \
-  typedef struct entry_##D {                                                                \
-    LOOM_CPU_C_##D v;                                                                       \
-    int64_t i;                                                                              \
-  } entry_##D;                                                                              \
-  static inline bool gt_##D(LOOM_CPU_C_##D a, LOOM_CPU_C_##D b) {                           \
-    if (IS_NAN(a)) return !IS_NAN(b);                                                       \
-    return !IS_NAN(b) && a > b;                                                             \
-  }                                                                                         \
-  static inline bool better_##D(const entry_##D *a, const entry_##D *b, bool largest) {     \
-    bool ahead = largest ? gt_##D(a->v, b->v) : gt_##D(b->v, a->v);                         \
-    bool behind = largest ? gt_##D(b->v, a->v) : gt_##D(a->v, b->v);                        \
-    return ahead || (!behind && a->i < b->i);                                               \
-  }                                                                                         \
-  /* Restores the heap (worst at the root) below position at. */                            \
-  static void sift_##D(entry_##D *h, int64_t size, int64_t at, bool largest) {              \
-    entry_##D e = h[at];                                                                    \
-    for (;;) {                                                                              \
-      int64_t c = 2 * at + 1;                                                               \
-      if (c >= size) break;                                                                 \
-      if (c + 1 < size && better_##D(&h[c], &h[c + 1], largest)) c++;                       \
-      if (!better_##D(&e, &h[c], largest)) break;                                           \
-      h[at] = h[c];                                                                         \
-      at = c;                                                                               \
-    }                                                                                       \
-    h[at] = e;                                                                              \
-  }                                                                                         \
-  static void row_##D(const topk_rows *T, const LOOM_CPU_S_##D *x, entry_##D *h, int64_t r) { \
-    int64_t k = T->k, s = T->stride, n = T->n, j = 0;                                       \
-    bool largest = T->largest;                                                              \
-    for (; j < k; j++) h[j] = (entry_##D){LOOM_CPU_LD_##D(x[j * s]), j};                    \
-    for (int64_t p = k / 2 - 1; p >= 0; p--) sift_##D(h, k, p, largest);                    \
-    /* A newcomer has the highest index so far: it enters only when its value ranks       \
-     * strictly above the root's, tested inline against the root's value. */               \
-    if (largest) {                                                                          \
-      for (; j < n; j++) {                                                                  \
-        LOOM_CPU_C_##D v = LOOM_CPU_LD_##D(x[j * s]), thr = h[0].v;                         \
-        if (v > thr || (IS_NAN(v) && !IS_NAN(thr))) {                                       \
-          h[0] = (entry_##D){v, j};                                                         \
-          sift_##D(h, k, 0, true);                                                          \
-        }                                                                                   \
-      }                                                                                     \
-    } else {                                                                                \
-      for (; j < n; j++) {                                                                  \
-        LOOM_CPU_C_##D v = LOOM_CPU_LD_##D(x[j * s]), thr = h[0].v;                         \
-        if (v < thr || (IS_NAN(thr) && !IS_NAN(v))) {                                       \
-          h[0] = (entry_##D){v, j};                                                         \
-          sift_##D(h, k, 0, false);                                                         \
-        }                                                                                   \
-      }                                                                                     \
-    }                                                                                       \
-    /* Pop the worst to the back until the heap is sorted best first. */                   \
-    for (int64_t end = k - 1; end > 0; end--) {                                             \
-      entry_##D t = h[0];                                                                   \
-      h[0] = h[end];                                                                        \
-      h[end] = t;                                                                           \
-      sift_##D(h, end, 0, largest);                                                         \
-    }                                                                                       \
-    LOOM_CPU_S_##D *vo = (LOOM_CPU_S_##D *)T->values;                                       \
-    int64_t o = out_offset(T, r);                                                           \
-    for (int64_t j = 0; j < k; j++) {                                                       \
-      vo[o + j * T->inner] = LOOM_CPU_ST_##D(h[j].v);                                       \
-      T->indices[o + j * T->inner] = h[j].i;                                                \
-    }                                                                                       \
-  }                                                                                         \
-  static bool run_##D(const topk_rows *T) {                                                 \
-    atomic_bool failed = false;                                                             \
-    int64_t n_rows = T->rows.total;                                                         \
-    _Pragma("omp parallel if (n_rows > 1 && n_rows * T->n > LOOM_CPU_BLOCK)") {             \
-      entry_##D *h = loom__malloc((size_t)T->k * sizeof *h);                                \
-      if (!h) atomic_store(&failed, true);                                                  \
-      _Pragma("omp for schedule(static)") for (int64_t r = 0; r < n_rows; r++) {            \
-        if (!h) continue;                                                                   \
-        const LOOM_CPU_S_##D *x =                                                           \
-            (const LOOM_CPU_S_##D *)T->in + loom__cpu_nest_offset(&T->rows, 0, r);             \
-        row_##D(T, x, h, r);                                                                \
-      }                                                                                     \
-      loom__free(h);                                                                        \
-    }                                                                                       \
-    return !atomic_load(&failed);                                                           \
+#define DEF_TOPK(D, E, _)                                                                                \
+  typedef struct entry_##D {                                                                             \
+    LOOM_CPU_C_##D v;                                                                                    \
+    int64_t i;                                                                                           \
+  } entry_##D;                                                                                           \
+  static inline bool gt_##D(LOOM_CPU_C_##D a, LOOM_CPU_C_##D b) {                                        \
+    if (IS_NAN(a)) return !IS_NAN(b);                                                                    \
+    return !IS_NAN(b) && a > b;                                                                          \
+  }                                                                                                      \
+  static inline bool better_##D(const entry_##D *a, const entry_##D *b, bool largest) {                  \
+    bool ahead = largest ? gt_##D(a->v, b->v) : gt_##D(b->v, a->v);                                      \
+    bool behind = largest ? gt_##D(b->v, a->v) : gt_##D(a->v, b->v);                                     \
+    return ahead || (!behind && a->i < b->i);                                                            \
+  }                                                                                                      \
+  /* Restores the heap (worst at the root) below position at. */                                         \
+  static void sift_##D(entry_##D *h, int64_t size, int64_t at, bool largest) {                           \
+    entry_##D e = h[at];                                                                                 \
+    for (;;) {                                                                                           \
+      int64_t c = 2 * at + 1;                                                                            \
+      if (c >= size) break;                                                                              \
+      if (c + 1 < size && better_##D(&h[c], &h[c + 1], largest)) c++;                                    \
+      if (!better_##D(&e, &h[c], largest)) break;                                                        \
+      h[at] = h[c];                                                                                      \
+      at = c;                                                                                            \
+    }                                                                                                    \
+    h[at] = e;                                                                                           \
+  }                                                                                                      \
+  static void row_##D(const topk_rows *T, const LOOM_CPU_S_##D *x, entry_##D *h, int64_t r) {            \
+    int64_t k = T->k, s = T->stride, n = T->n, j = 0;                                                    \
+    bool largest = T->largest;                                                                           \
+    for (; j < k; j++) h[j] = (entry_##D){LOOM_CPU_LD_##D(x[j * s]), j};                                 \
+    for (int64_t p = k / 2 - 1; p >= 0; p--) sift_##D(h, k, p, largest);                                 \
+    /* A newcomer has the highest index so far: it enters only when its value ranks                      \
+     * strictly above the root's, tested inline against the root's value. */                             \
+    if (largest) {                                                                                       \
+      for (; j < n; j++) {                                                                               \
+        LOOM_CPU_C_##D v = LOOM_CPU_LD_##D(x[j * s]), thr = h[0].v;                                      \
+        if (v > thr || (IS_NAN(v) && !IS_NAN(thr))) {                                                    \
+          h[0] = (entry_##D){v, j};                                                                      \
+          sift_##D(h, k, 0, true);                                                                       \
+        }                                                                                                \
+      }                                                                                                  \
+    } else {                                                                                             \
+      for (; j < n; j++) {                                                                               \
+        LOOM_CPU_C_##D v = LOOM_CPU_LD_##D(x[j * s]), thr = h[0].v;                                      \
+        if (v < thr || (IS_NAN(thr) && !IS_NAN(v))) {                                                    \
+          h[0] = (entry_##D){v, j};                                                                      \
+          sift_##D(h, k, 0, false);                                                                      \
+        }                                                                                                \
+      }                                                                                                  \
+    }                                                                                                    \
+    /* Pop the worst to the back until the heap is sorted best first. */                                 \
+    for (int64_t end = k - 1; end > 0; end--) {                                                          \
+      entry_##D t = h[0];                                                                                \
+      h[0] = h[end];                                                                                     \
+      h[end] = t;                                                                                        \
+      sift_##D(h, end, 0, largest);                                                                      \
+    }                                                                                                    \
+    LOOM_CPU_S_##D *vo = (LOOM_CPU_S_##D *)T->values;                                                    \
+    int64_t o = out_offset(T, r);                                                                        \
+    for (int64_t j = 0; j < k; j++) {                                                                    \
+      vo[o + j * T->inner] = LOOM_CPU_ST_##D(h[j].v);                                                    \
+      T->indices[o + j * T->inner] = h[j].i;                                                             \
+    }                                                                                                    \
+  }                                                                                                      \
+  static bool run_##D(const topk_rows *T) {                                                              \
+    atomic_bool failed = false;                                                                          \
+    int64_t n_rows = T->rows.total;                                                                      \
+    _Pragma("omp parallel if (n_rows > 1 && n_rows * T->n > LOOM_CPU_BLOCK)") {                          \
+      entry_##D *h = loom__malloc((size_t)T->k * sizeof *h);                                             \
+      if (!h) atomic_store(&failed, true);                                                               \
+      _Pragma("omp for schedule(static)") for (int64_t r = 0; r < n_rows; r++) {                         \
+        if (!h) continue;                                                                                \
+        const LOOM_CPU_S_##D *x = (const LOOM_CPU_S_##D *)T->in + loom__cpu_nest_offset(&T->rows, 0, r); \
+        row_##D(T, x, h, r);                                                                             \
+      }                                                                                                  \
+      loom__free(h);                                                                                     \
+    }                                                                                                    \
+    return !atomic_load(&failed);                                                                        \
   }
 #define IS_NAN(x) ((x) != (x))
 LOOM_CPU_REALS(DEF_TOPK, 0)
