@@ -35,6 +35,7 @@ typedef struct region {
   int32_t *uses;        /* per value */
   int32_t *region_uses; /* per value: reads by region ops */
   bool probe;           /* emit only the first three pieces: a quick estimate of a piece size */
+  int64_t min_piece;    /* topk merged across pieces needs pieces of at least k */
 } region;
 
 static int64_t norm_axis(int64_t axis, int32_t rank) { return axis < 0 ? axis + rank : axis; }
@@ -108,9 +109,18 @@ static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int
   }
 }
 
+/* In reduced mode, the axis of sink operand i that is cut: r->axis of input 0, and for dot
+ * the matching k axis of b. */
+static int32_t sink_operand_axis(const region *r, int32_t i) {
+  const loom__op *op = &r->g->ops[r->sink];
+  if (op->kind != LOOM_OP_DOT || i == 0) return r->axis;
+  const loom_type *b = &r->g->values[op->inputs[1]].type;
+  return b->rank >= 2 ? b->rank - 2 : 0;
+}
+
 /* The axis operand i of region op o is read along in a piece. */
 static int32_t operand_axis(const region *r, int32_t o, int32_t i) {
-  if (o == r->sink && r->mode == MODE_REDUCED) return r->axis;
+  if (o == r->sink && r->mode == MODE_REDUCED) return sink_operand_axis(r, i);
   return map_back(r->g, &r->g->ops[o], r->out_axis[o], i);
 }
 
@@ -176,6 +186,12 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
   const loom_type *t = mode == MODE_PARALLEL ? &g->values[g->ops[sink].outputs[0]].type
                                              : &g->values[g->ops[sink].inputs[0]].type;
   r->extent = t->dims[axis];
+  r->min_piece = 1;
+  if (mode == MODE_REDUCED && g->ops[sink].kind == LOOM_OP_TOPK) {
+    /* merged through a gather on the last axis only */
+    if (axis != t->rank - 1) return LOOM_ERR_UNSUPPORTED;
+    r->min_piece = LOOM_MAX(g->ops[sink].attrs.k, 1);
+  }
   if (!join(r, sink, axis)) return LOOM_ERR_UNSUPPORTED;
   for (int32_t o = sink - 1; o >= 0; o--) {
     int32_t ax = candidate_axis(r, o);
@@ -247,6 +263,76 @@ static loom_value combine(loom_graph *dst, loom_op reduce, loom_value acc, loom_
   return loom_binary(dst, op, acc, part);
 }
 
+static loom_value scalar_i64(loom_graph *dst, int64_t v) { return loom_scalar_f64(dst, LOOM_I64, (double)v); }
+
+/* x[..., pos[..., j]] along the last axis, from IR ops alone: a one-hot mask of the positions
+ * selects, and a sum gathers (small: the candidates of a topk merge). */
+static loom_value gather_last(loom_graph *dst, loom_value x, loom_value pos) {
+  const loom_type *xt = loom_value_type(dst, x), *pt = loom_value_type(dst, pos);
+  if (!xt || !pt) return LOOM_VALUE_NONE;
+  int32_t r = xt->rank;
+  int64_t xs[LOOM_MAX_RANK], ps[LOOM_MAX_RANK], m = xt->dims[r - 1];
+  for (int32_t i = 0; i < r - 1; i++) xs[i] = ps[i] = xt->dims[i];
+  xs[r - 1] = 1, xs[r] = m;
+  ps[r - 1] = pt->dims[r - 1], ps[r] = 1;
+  loom_type it;
+  if (r + 1 > LOOM_MAX_RANK || loom_type_make(LOOM_I64, 1, &m, &it)) return LOOM_VALUE_NONE;
+  loom_value mask = loom_binary(dst, LOOM_OP_EQ, loom_reshape(dst, pos, r + 1, ps), loom_iota(dst, &it, 0));
+  loom_value picked = loom_select(dst, mask, loom_reshape(dst, x, r + 1, xs), scalar_i64(dst, 0));
+  int64_t last = r;
+  return loom_reduce(dst, LOOM_OP_REDUCE_SUM, picked, 1, &last, false);
+}
+
+/* Folds one piece of an argmax/argmin into acc = (index, value): the piece wins when its best
+ * is strictly better, or NaN where acc's is not (NaN counts as largest, the first NaN wins). */
+static void merge_arg(loom_graph *dst, loom_op kind, loom_value idx, loom_value val, loom_value *acc) {
+  if (acc[0].id < 0) {
+    acc[0] = idx, acc[1] = val;
+    return;
+  }
+  loom_value better = loom_binary(dst, kind == LOOM_OP_ARGMAX ? LOOM_OP_GT : LOOM_OP_LT, val, acc[1]);
+  loom_value nan_first = loom_binary(dst, LOOM_OP_AND, loom_binary(dst, LOOM_OP_NE, val, val),
+                                     loom_binary(dst, LOOM_OP_EQ, acc[1], acc[1]));
+  loom_value take = loom_binary(dst, LOOM_OP_OR, better, nan_first);
+  acc[0] = loom_select(dst, take, idx, acc[0]);
+  acc[1] = loom_select(dst, take, val, acc[1]);
+}
+
+/* Folds one piece of a topk into acc = (values, indices): the candidates so far then the
+ * piece's, in that order, so ties keep the lower index. */
+static void merge_topk(loom_graph *dst, const loom__op *sink, int32_t axis, loom_value vals, loom_value idx,
+                       loom_value *acc) {
+  if (acc[0].id < 0) {
+    acc[0] = vals, acc[1] = idx;
+    return;
+  }
+  loom_value cv = loom_concat(dst, (loom_value[]){acc[0], vals}, 2, axis);
+  loom_value ci = loom_concat(dst, (loom_value[]){acc[1], idx}, 2, axis);
+  loom_value nv, pos;
+  loom_topk(dst, cv, sink->attrs.k, axis, sink->attrs.largest, &nv, &pos);
+  acc[0] = nv;
+  acc[1] = gather_last(dst, ci, pos);
+}
+
+/* Folds the sink's results for one piece into acc (reduced mode). */
+static void merge_piece(const region *r, loom__rebuild *rb, piece *pc, loom_value *acc) {
+  const loom__op *sink = &r->g->ops[r->sink];
+  loom_graph *dst = rb->dst;
+  loom_value part = {pc->local[sink->outputs[0]]};
+  if (sink->kind == LOOM_OP_TOPK) {
+    loom_value idx = loom_binary(dst, LOOM_OP_ADD, (loom_value){pc->local[sink->outputs[1]]}, scalar_i64(dst, pc->lo));
+    merge_topk(dst, sink, r->axis, part, idx, acc);
+  } else if (sink->kind == LOOM_OP_ARGMAX || sink->kind == LOOM_OP_ARGMIN) {
+    loom_value idx = loom_binary(dst, LOOM_OP_ADD, part, scalar_i64(dst, pc->lo));
+    loom_value in = piece_operand(r, rb, pc, r->sink, 0);
+    int64_t ax = r->axis;
+    loom_value val = loom_reduce(dst, sink->kind == LOOM_OP_ARGMAX ? LOOM_OP_REDUCE_MAX : LOOM_OP_REDUCE_MIN, in, 1, &ax, false);
+    merge_arg(dst, sink->kind, idx, val, acc);
+  } else {
+    acc[0] = combine(dst, sink->kind == LOOM_OP_DOT ? LOOM_OP_REDUCE_SUM : sink->kind, acc[0], part);
+  }
+}
+
 /* Emits every piece; results of the sink go to parts (parallel) or into acc (reduced). */
 static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, loom_value *parts, int64_t stride,
                                loom_value *acc) {
@@ -258,9 +344,10 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
   const loom__op *sink = &g->ops[r->sink];
   int32_t n = 0;
   int64_t end = r->probe ? LOOM_MIN(r->extent, 3 * c) : r->extent;
-  for (int64_t lo = 0; !s && lo < end; lo += c, n++) {
+  for (int64_t lo = 0; !s && lo < end; lo = pc.hi, n++) {
     pc.lo = lo;
     pc.hi = LOOM_MIN(lo + c, r->extent);
+    if (r->extent - pc.hi < r->min_piece) pc.hi = r->extent; /* no last piece shorter than k */
     pc.id = n + 1;
     for (int32_t o = 0; !s && o <= r->sink; o++)
       if (r->in_region[o]) s = emit_piece_op(r, rb, &pc, o);
@@ -268,8 +355,8 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
     if (r->mode == MODE_PARALLEL) {
       for (int32_t k = 0; k < sink->n_outputs; k++) parts[k * stride + n] = (loom_value){pc.local[sink->outputs[k]]};
     } else {
-      *acc = combine(rb->dst, sink->kind, *acc, (loom_value){pc.local[sink->outputs[0]]});
-      if (acc->id < 0) s = rb->dst->error;
+      merge_piece(r, rb, &pc, acc);
+      if (acc[0].id < 0) s = rb->dst->error ? rb->dst->error : loom__error(LOOM_ERR_INTERNAL, "chunk: merge failed");
     }
   }
   loom__free(pc.local);
@@ -279,15 +366,16 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
 
 /* Maps the sink's results to the joined pieces. */
 static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t n_pieces, int64_t covered, loom_value *parts,
-                               loom_value acc) {
+                               loom_value *acc) {
   int64_t stride = n_pieces + 1;
   const loom__op *sink = &r->g->ops[r->sink];
   if (r->mode == MODE_REDUCED) {
     if (sink->kind == LOOM_OP_REDUCE_MEAN) {
       loom_dtype dt = r->g->values[sink->outputs[0]].type.dtype;
-      acc = loom_binary(rb->dst, LOOM_OP_MUL, acc, loom_scalar_f64(rb->dst, dt, 1.0 / (double)r->extent));
+      acc[0] = loom_binary(rb->dst, LOOM_OP_MUL, acc[0], loom_scalar_f64(rb->dst, dt, 1.0 / (double)r->extent));
     }
-    loom__rebuild_set(rb, sink->outputs[0], acc);
+    loom__rebuild_set(rb, sink->outputs[0], acc[0]);
+    if (sink->kind == LOOM_OP_TOPK) loom__rebuild_set(rb, sink->outputs[1], acc[1]);
     return rb->dst->error;
   }
   for (int32_t k = 0; k < sink->n_outputs; k++) {
@@ -320,8 +408,8 @@ static loom_status emit_chunked(const region *r, int64_t c, loom_graph **out) {
   loom_status s = loom__rebuild_init(&rb, g);
   for (int32_t o = 0; !s && o < g->n_ops; o++)
     if (!r->in_region[o] && !r->downstream[o]) s = loom__rebuild_copy(&rb, o);
-  loom_value acc = LOOM_VALUE_NONE;
-  if (!s) s = emit_pieces(r, &rb, c, parts, n_pieces + 1, &acc);
+  loom_value acc[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
+  if (!s) s = emit_pieces(r, &rb, c, parts, n_pieces + 1, acc);
   if (!s) s = finish_sink(r, &rb, (int32_t)n_pieces, LOOM_MIN(r->extent, n_pieces * c), parts, acc);
   for (int32_t o = 0; !s && o < g->n_ops; o++)
     if (r->downstream[o]) s = loom__rebuild_copy(&rb, o);
@@ -360,15 +448,16 @@ static loom_status piece_peak(region *r, int64_t c, bool probe, loom_graph **kee
 static loom_status best_piece(region *r, int64_t limit, loom_graph **out, int64_t *out_c) {
   int64_t fits = 0, fails = r->extent, peak;
   loom_status s;
-  for (int64_t c = LOOM_MAX(r->extent / 2, 1); fails - fits > LOOM_MAX(1, fits / 16);) {
+  if (r->extent / 2 < r->min_piece) return LOOM_ERR_UNSUPPORTED;
+  for (int64_t c = LOOM_MAX(r->extent / 2, r->min_piece); fails - fits > LOOM_MAX(1, fits / 16);) {
     if ((s = piece_peak(r, c, true, NULL, &peak))) return s;
     if (peak <= limit) fits = c;
     else fails = c;
-    if (fits == 0 && c == 1) return LOOM_ERR_UNSUPPORTED;
-    c = fits == 0 ? LOOM_MAX(c / 2, 1) : (fits + fails) / 2;
+    if (fits == 0 && c <= r->min_piece) return LOOM_ERR_UNSUPPORTED;
+    c = fits == 0 ? LOOM_MAX(c / 2, r->min_piece) : (fits + fails) / 2;
   }
   if (fits == 0) return LOOM_ERR_UNSUPPORTED;
-  for (int64_t c = fits; c >= 1; c = c * 3 / 4) {
+  for (int64_t c = fits; c >= r->min_piece; c = c * 3 / 4) {
     if ((r->extent + c - 1) / c > MAX_PIECES) break;
     loom_graph *cand = NULL;
     if ((s = piece_peak(r, c, false, &cand, &peak))) return s;
@@ -378,7 +467,7 @@ static loom_status best_piece(region *r, int64_t limit, loom_graph **out, int64_
       return LOOM_OK;
     }
     loom_graph_destroy(cand);
-    if (c == 1) break;
+    if (c <= r->min_piece) break;
   }
   return LOOM_ERR_UNSUPPORTED;
 }
@@ -411,9 +500,20 @@ static int32_t collect_sinks(const loom_graph *g, int32_t peak_op, int32_t *sink
   return n;
 }
 
-static bool reducible(loom_op k) {
-  return k == LOOM_OP_REDUCE_SUM || k == LOOM_OP_REDUCE_PROD || k == LOOM_OP_REDUCE_MAX ||
-         k == LOOM_OP_REDUCE_MIN || k == LOOM_OP_REDUCE_MEAN;
+/* Whether op reduces its input's axis ax in a way pieces can be combined: reductions (sum,
+ * prod, max, min, mean), argmax/argmin and topk (merged), dot over k (partials summed). */
+static bool reduced_by(const loom__op *op, int32_t ax, int32_t rank) {
+  switch (op->kind) {
+    case LOOM_OP_REDUCE_SUM: case LOOM_OP_REDUCE_PROD: case LOOM_OP_REDUCE_MAX:
+    case LOOM_OP_REDUCE_MIN: case LOOM_OP_REDUCE_MEAN:
+      return reduces_axis(&op->attrs, ax, rank);
+    case LOOM_OP_ARGMAX: case LOOM_OP_ARGMIN: case LOOM_OP_TOPK:
+      return ax == norm_axis(op->attrs.axis, rank);
+    case LOOM_OP_DOT:
+      return ax == rank - 1;
+    default:
+      return false;
+  }
 }
 
 /* Tries one (sink, mode, axis); LOOM_ERR_UNSUPPORTED when that cut does not fit. */
@@ -449,10 +549,9 @@ static loom_status chunk_round(const loom_graph *g, int32_t peak_op, int64_t lim
       loom_status s = try_cut(g, sinks[k], MODE_PARALLEL, ax, limit, out, detail, detail_size);
       if (s != LOOM_ERR_UNSUPPORTED) return s;
     }
-    if (!reducible(op->kind)) continue;
     const loom_type *it = &g->values[op->inputs[0]].type;
     for (int32_t ax = 0; ax < it->rank; ax++) {
-      if (!reduces_axis(&op->attrs, ax, it->rank)) continue;
+      if (!reduced_by(op, ax, it->rank)) continue;
       loom_status s = try_cut(g, sinks[k], MODE_REDUCED, ax, limit, out, detail, detail_size);
       if (s != LOOM_ERR_UNSUPPORTED) return s;
     }
