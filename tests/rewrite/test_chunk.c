@@ -1,0 +1,99 @@
+/* The chunk rewrite: each way of cutting (a parallel axis, a reduced axis combined by
+ * reduction, argmax/argmin and topk merged across pieces, dot over k) gives the unchunked
+ * graph's results, and the rewritten graph's measured peak stays under the limit. */
+#include "rw_util.h"
+#include "runtime/exec.h"
+
+/* Chunks g under `limit`, checks the report names the cut, that the estimate and the
+ * measured peak are under the limit, and that results match the unchunked graph. */
+static void check_chunked(const char *text, int64_t limit, const char *detail, double rtol) {
+  loom_graph *g = rw_parse(text), *c = NULL;
+  ASSERT_TRUE(g);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.limit = limit;
+  const char *only_chunk[] = {"distance", "dot_transpose", "tile_broadcast", "reduce_broadcast",
+                              "dot_chain", "sum_broadcast", "schedule"};
+  o.disabled = only_chunk;
+  o.n_disabled = 7;
+  loom_rewrite_report report = {0};
+  ASSERT_OK(loom_graph_optimize(g, &o, &c, &report));
+  const loom_rewrite_entry *e = rw_entry(&report, "chunk");
+  ASSERT_TRUE(e != NULL);
+  ASSERT_CONTAINS(e->detail, detail);
+  ASSERT_TRUE(e->bytes_saved > 0);
+  ASSERT_TRUE(rw_peak(c) <= limit);
+
+  loom_tensor in[2], out[2], want[2];
+  int32_t n_in = loom_graph_param_count(g), n_out = loom_graph_output_count(g);
+  ASSERT_OK(rw_random_inputs(g, 5, 1.0, in));
+  loom__meter meter = {0};
+  meter.limit = limit;
+  ASSERT_OK(loom__execute(c, NULL, in, out, &meter));
+  ASSERT_TRUE(meter.peak <= limit);
+  ASSERT_EQ(meter.peak, rw_peak(c));
+  ASSERT_OK(rw_run(g, in, n_in, want, n_out));
+  for (int32_t k = 0; k < n_out; k++) {
+    int64_t n;
+    loom_type_elements(&want[k].type, &n);
+    ASSERT_TRUE(loom_type_equal(&want[k].type, &out[k].type));
+    for (int64_t i = 0; i < n; i++) {
+      double a = rw_get(&want[k], i), b = rw_get(&out[k], i);
+      if (!(fabs(a - b) <= rtol * fabs(a))) {
+        ASSERT_NEAR(b, a, rtol * fabs(a));
+      }
+    }
+    loom_tensor_deinit(&want[k]);
+    loom_tensor_deinit(&out[k]);
+  }
+  for (int32_t p = 0; p < n_in; p++) loom_tensor_deinit(&in[p]);
+  loom_rewrite_report_deinit(&report);
+  loom_graph_destroy(c);
+  loom_graph_destroy(g);
+}
+
+TEST(chunk_parallel_rows_of_a_softmax) {
+  check_chunked("graph s(x: f32[256,8192]) {\n"
+                "  m = reduce_max x axes=[1] keepdims=true\n  d = sub x m\n  e = exp d\n"
+                "  t = reduce_sum e axes=[1] keepdims=true\n  p = div e t\n"
+                "  r = reduce_max p axes=[1]\n  return r\n}\n",
+                12 << 20, "along its result's axis 0", 1e-4);
+}
+
+TEST(chunk_reduced_axis_of_a_log_sum_exp) {
+  check_chunked("graph lse(x: f32[1,1048576]) {\n"
+                "  m = reduce_max x axes=[1] keepdims=true\n  d = sub x m\n  e = exp d\n"
+                "  s = reduce_sum e axes=[1] keepdims=true\n  l = log s\n  r = add l m\n  return r\n}\n",
+                6 << 20, "reduce_sum 's' and the 2 ops before it, along the reduced axis 1", 1e-5);
+}
+
+TEST(chunk_merges_argmax_pieces) {
+  check_chunked("graph am(x: f32[1,1048576]) {\n  e = exp x\n  i = argmax e axis=1\n  return i\n}\n", 6 << 20,
+                "argmax 'i' and the 1 ops before it, along the reduced axis 1", 0);
+}
+
+TEST(chunk_merges_topk_pieces) {
+  check_chunked("graph tk(x: f32[1,1048576]) {\n  e = exp x\n  v, j = topk e k=5 axis=1 largest=false\n"
+                "  return v, j\n}\n",
+                6 << 20, "topk 'v' and the 1 ops before it, along the reduced axis 1", 0);
+}
+
+TEST(chunk_sums_dot_over_k) {
+  check_chunked("graph dk(a: f32[1,1048576], b: f32[1048576,1]) {\n  s = sigmoid a\n  c = dot s b\n"
+                "  return c\n}\n",
+                10 << 20, "dot 'c' and the 1 ops before it, along the reduced axis 1", 1e-5);
+}
+
+TEST(chunk_refuses_what_cannot_be_cut) {
+  /* An FFT is not cut along its axis: its 2x temporary and output cannot be made smaller. */
+  loom_graph *g = rw_parse("graph f(x: c64[262144]) {\n  y = fft x axis=0\n  return y\n}\n"), *c = NULL;
+  ASSERT_TRUE(g);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.limit = 4 << 20;
+  ASSERT_STATUS(loom_graph_optimize(g, &o, &c, NULL), LOOM_ERR_OUT_OF_MEMORY);
+  ASSERT_CONTAINS(loom_last_error(), "fft 'y' needs 8.00 MiB");
+  ASSERT_CONTAINS(loom_last_error(), "limit of 4.00 MiB");
+  ASSERT_TRUE(c == NULL);
+  loom_graph_destroy(g);
+}
