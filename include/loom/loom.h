@@ -20,6 +20,7 @@
 #include "loom/device.h"
 #include "loom/plan.h"
 #include "loom/io.h"
+#include "loom/memory.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

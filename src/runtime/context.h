@@ -2,13 +2,24 @@
 #ifndef LOOM_CONTEXT_H
 #define LOOM_CONTEXT_H
 
+#include <pthread.h>
+
 #include "core/core.h"
 #include "loom/runtime.h"
 #include "runtime/device.h"
 
+struct loom__exec_table;
+struct loom_mem_manager;
+
 struct loom_context {
   char *device_filter;   /* the selection the context was made with, owned; NULL: all */
   loom__devices devices; /* the selected devices, their memory nodes, the host, the notes */
+  /* Devices opened for running graphs (runtime/backends.c), made on first use; owned. */
+  struct loom__exec_table *exec;
+  /* The default memory manager (loom_context_memory), made on first use under memory_lock:
+   * several host threads may ask for it at once. Owned. */
+  pthread_mutex_t memory_lock;
+  struct loom_mem_manager *memory;
 };
 
 #endif

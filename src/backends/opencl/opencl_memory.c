@@ -1,0 +1,286 @@
+/* OpenCL memory as an HMM memory backend (hmm/hmm.h): buffers (cl_mem), coarse-grained SVM
+ * (clSVMAlloc; the host reaches it through clEnqueueSVMMap) and fine-grained buffer SVM
+ * (the host reaches it directly once the device's work is done), where the device offers them.
+ *
+ * Each device node gets its own cl_context and in-order command queue, made on the node's
+ * first allocation from the device table's cl_device_id. Buffers and SVM belong to that
+ * context, so the opencl compute backend runs kernels through the same context and queue
+ * (loom__hmm_opencl_queue). Copies are clEnqueueRead/WriteBuffer and clEnqueueSVMMemcpy;
+ * SVM pages move with clEnqueueSVMMigrateMem on OpenCL 2.1+ devices only (it is not in 2.0).
+ *
+ * Every hook runs under the manager's lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CL/cl.h>
+
+#include "backends/opencl/opencl_status.h"
+#include "hmm/hmm.h"
+
+typedef struct cl_node {
+  cl_platform_id platform;
+  cl_device_id device;
+  int major, minor;   /* the device's OpenCL version */
+  cl_context context; /* NULL until the first allocation */
+  cl_command_queue queue;
+} cl_node;
+
+/* "OpenCL 3.0 PoCL ..." -> 3, 0; 1.0 when it does not parse. */
+static void parse_version(const char *version, int *major, int *minor) {
+  *major = 1;
+  *minor = 0;
+  if (version && sscanf(version, "OpenCL %d.%d", major, minor) != 2) {
+    *major = 1;
+    *minor = 0;
+  }
+}
+
+static bool at_least(const cl_node *c, int major, int minor) {
+  return c->major > major || (c->major == major && c->minor >= minor);
+}
+
+static loom_status cl_node_init(loom_mem_manager *m, loom__hmm_node *node) {
+  const loom__device *d = node->device;
+  cl_node *c = loom__calloc(1, sizeof *c);
+  if (!c) return loom__oom("an OpenCL memory node");
+  c->platform = (cl_platform_id)d->cl_platform;
+  c->device = (cl_device_id)d->cl_device;
+  parse_version(d->version, &c->major, &c->minor);
+  node->state = c;
+  node->storages = LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CL_BUFFER);
+  if (at_least(c, 2, 0)) {
+    if (d->svm & LOOM_SVM_COARSE_GRAIN_BUFFER)
+      node->storages |= LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_COARSE);
+    if (d->svm & LOOM_SVM_FINE_GRAIN_BUFFER)
+      node->storages |= LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_FINE);
+  }
+  node->svm_migrate = d->svm != 0 && at_least(c, 2, 1);
+  return LOOM_OK;
+}
+
+static void cl_node_deinit(loom__hmm_node *node) {
+  cl_node *c = node->state;
+  if (!c) return;
+  if (c->queue) {
+    clFinish(c->queue);
+    clReleaseCommandQueue(c->queue);
+  }
+  if (c->context) clReleaseContext(c->context);
+  loom__free(c);
+  node->state = NULL;
+}
+
+/* Makes the node's context and queue on first use. */
+static loom_status ensure_queue(loom__hmm_node *node) {
+  cl_node *c = node->state;
+  if (c->queue) return LOOM_OK;
+  cl_int err = CL_SUCCESS;
+  if (!c->context) {
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+    c->context = clCreateContext(props, 1, &c->device, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+      c->context = NULL;
+      loom_status s = loom__cl_status(err, "clCreateContext");
+      loom__error_prefix("%s: ", node->id);
+      return s == LOOM_ERR_OUT_OF_MEMORY ? s : LOOM_ERR_UNAVAILABLE;
+    }
+  }
+  if (at_least(c, 2, 0)) {
+    c->queue = clCreateCommandQueueWithProperties(c->context, c->device, NULL, &err);
+  } else {
+    /* OpenCL 1.x devices have only the 1.2 call, deprecated in the 2.0 headers. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    c->queue = clCreateCommandQueue(c->context, c->device, 0, &err);
+#pragma GCC diagnostic pop
+  }
+  if (err != CL_SUCCESS) {
+    c->queue = NULL;
+    loom_status s = loom__cl_status(err, "clCreateCommandQueue");
+    loom__error_prefix("%s: ", node->id);
+    return s == LOOM_ERR_OUT_OF_MEMORY ? s : LOOM_ERR_UNAVAILABLE;
+  }
+  return LOOM_OK;
+}
+
+/* Asks the host allocator's fault injection (loom/testing.h) whether this allocation fails,
+ * so a test's sweep over allocations reaches device memory too. */
+static bool injected_failure(void) {
+  void *probe = loom__malloc(1);
+  if (!probe) return true;
+  loom__free(probe);
+  return false;
+}
+
+static loom_status device_oom(const loom__hmm_node *node, int64_t bytes, const char *call) {
+  char size[32];
+  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", node->id, call,
+                     loom__format_bytes(bytes, size, sizeof size));
+}
+
+static loom_status cl_alloc(loom__hmm_node *node, loom_mem_storage storage, int64_t bytes,
+                            loom__hmm_alloc *out) {
+  memset(out, 0, sizeof *out);
+  if (injected_failure()) return device_oom(node, bytes, "(injected failure)");
+  loom_status s = ensure_queue(node);
+  if (s != LOOM_OK) return s;
+  cl_node *c = node->state;
+  if (storage == LOOM_MEM_STORAGE_CL_BUFFER) {
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = clCreateBuffer(c->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+      s = loom__cl_status(err, "clCreateBuffer");
+      loom__error_prefix("%s: ", node->id);
+      return s;
+    }
+    out->cl_mem = mem;
+  } else {
+    cl_svm_mem_flags flags = CL_MEM_READ_WRITE;
+    if (storage == LOOM_MEM_STORAGE_SVM_FINE) flags |= CL_MEM_SVM_FINE_GRAIN_BUFFER;
+    void *p = clSVMAlloc(c->context, flags, (size_t)bytes, 0);
+    /* clSVMAlloc reports no error code: NULL is all it says. */
+    if (!p) return device_oom(node, bytes, "clSVMAlloc");
+    out->ptr = p;
+  }
+  out->storage = storage;
+  out->bytes = bytes;
+  return LOOM_OK;
+}
+
+static void cl_free(loom__hmm_node *node, loom__hmm_alloc *a) {
+  cl_node *c = node->state;
+  if (a->cl_mem) {
+    clReleaseMemObject((cl_mem)a->cl_mem);
+  } else if (a->ptr) {
+    /* clSVMFree does not wait for commands that use the memory. */
+    clFinish(c->queue);
+    clSVMFree(c->context, a->ptr);
+  }
+  memset(a, 0, sizeof *a);
+}
+
+static loom_status cl_write(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, const void *src,
+                            int64_t bytes, void **out_event) {
+  cl_node *c = node->state;
+  cl_bool blocking = out_event ? CL_FALSE : CL_TRUE;
+  cl_event ev = NULL;
+  cl_int err;
+  const char *call;
+  if (a->storage == LOOM_MEM_STORAGE_CL_BUFFER) {
+    call = "clEnqueueWriteBuffer";
+    err = clEnqueueWriteBuffer(c->queue, (cl_mem)a->cl_mem, blocking, (size_t)offset, (size_t)bytes, src, 0,
+                               NULL, out_event ? &ev : NULL);
+  } else {
+    call = "clEnqueueSVMMemcpy";
+    err = clEnqueueSVMMemcpy(c->queue, blocking, (char *)a->ptr + offset, src, (size_t)bytes, 0, NULL,
+                             out_event ? &ev : NULL);
+  }
+  if (err == CL_SUCCESS && out_event) {
+    err = clFlush(c->queue); /* start it now: the point is to overlap */
+    *out_event = ev;
+  }
+  return loom__cl_status(err, call);
+}
+
+static loom_status cl_read(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, void *dst,
+                           int64_t bytes) {
+  cl_node *c = node->state;
+  if (a->storage == LOOM_MEM_STORAGE_CL_BUFFER)
+    return loom__cl_status(clEnqueueReadBuffer(c->queue, (cl_mem)a->cl_mem, CL_TRUE, (size_t)offset,
+                                               (size_t)bytes, dst, 0, NULL, NULL),
+                           "clEnqueueReadBuffer");
+  return loom__cl_status(
+      clEnqueueSVMMemcpy(c->queue, CL_TRUE, dst, (const char *)a->ptr + offset, (size_t)bytes, 0, NULL, NULL),
+      "clEnqueueSVMMemcpy");
+}
+
+static loom_status cl_map(loom__hmm_node *node, const loom__hmm_alloc *a, uint32_t access, void **out_ptr,
+                          bool *out_mapped) {
+  cl_node *c = node->state;
+  *out_ptr = NULL;
+  *out_mapped = false;
+  if (a->storage == LOOM_MEM_STORAGE_CL_BUFFER)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: an OpenCL buffer has no host pointer", node->id);
+  if (a->storage == LOOM_MEM_STORAGE_SVM_FINE) {
+    /* Fine-grained: coherent once the device's commands are done. */
+    loom_status s = loom__cl_status(clFinish(c->queue), "clFinish");
+    if (s == LOOM_OK) *out_ptr = a->ptr;
+    return s;
+  }
+  cl_map_flags flags = 0;
+  if (access & LOOM_ACCESS_READ) flags |= CL_MAP_READ;
+  if (access & LOOM_ACCESS_WRITE)
+    flags |= (access & LOOM_ACCESS_DISCARD) && !(access & LOOM_ACCESS_READ) ? CL_MAP_WRITE_INVALIDATE_REGION
+                                                                            : CL_MAP_WRITE;
+  loom_status s = loom__cl_status(
+      clEnqueueSVMMap(c->queue, CL_TRUE, flags, a->ptr, (size_t)a->bytes, 0, NULL, NULL), "clEnqueueSVMMap");
+  if (s != LOOM_OK) return s;
+  *out_ptr = a->ptr;
+  *out_mapped = true;
+  return LOOM_OK;
+}
+
+static loom_status cl_unmap(loom__hmm_node *node, const loom__hmm_alloc *a, void *ptr) {
+  cl_node *c = node->state;
+  loom_status s = loom__cl_status(clEnqueueSVMUnmap(c->queue, ptr, 0, NULL, NULL), "clEnqueueSVMUnmap");
+  loom_status f = loom__cl_status(clFinish(c->queue), "clFinish");
+  return s != LOOM_OK ? s : f;
+}
+
+static loom_status cl_migrate(loom__hmm_node *node, const loom__hmm_alloc *a, bool to_host) {
+  cl_node *c = node->state;
+  if (!node->svm_migrate || !a->ptr)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: clEnqueueSVMMigrateMem needs OpenCL 2.1 and SVM", node->id);
+  const void *ptrs[1] = {a->ptr};
+  size_t sizes[1] = {(size_t)a->bytes};
+  cl_mem_migration_flags flags = to_host ? CL_MIGRATE_MEM_OBJECT_HOST : 0;
+  loom_status s = loom__cl_status(clEnqueueSVMMigrateMem(c->queue, 1, ptrs, sizes, flags, 0, NULL, NULL),
+                                  "clEnqueueSVMMigrateMem");
+  if (s == LOOM_OK) s = loom__cl_status(clFinish(c->queue), "clFinish");
+  return s;
+}
+
+static void cl_wait(loom__hmm_node *node, void *event) {
+  cl_event ev = event;
+  clWaitForEvents(1, &ev);
+  clReleaseEvent(ev);
+}
+
+static loom_status cl_finish(loom__hmm_node *node) {
+  cl_node *c = node->state;
+  return c->queue ? loom__cl_status(clFinish(c->queue), "clFinish") : LOOM_OK;
+}
+
+const loom__hmm_backend loom__hmm_opencl_backend = {
+    .name = "opencl",
+    .node_init = cl_node_init,
+    .node_deinit = cl_node_deinit,
+    .alloc = cl_alloc,
+    .free = cl_free,
+    .write = cl_write,
+    .read = cl_read,
+    .map = cl_map,
+    .unmap = cl_unmap,
+    .migrate = cl_migrate,
+    .wait = cl_wait,
+    .finish = cl_finish,
+};
+
+loom_status loom__hmm_opencl_queue(loom_mem_manager *m, int32_t node, void **out_context, void **out_queue) {
+  if (out_context) *out_context = NULL;
+  if (out_queue) *out_queue = NULL;
+  if (!m || node < 0 || node >= m->node_count || m->nodes[node].backend != &loom__hmm_opencl_backend)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__hmm_opencl_queue: node %d is not an OpenCL node",
+                       (int)node);
+  loom__hmm_lock(m);
+  loom_status s = ensure_queue(&m->nodes[node]);
+  if (s == LOOM_OK) {
+    cl_node *c = m->nodes[node].state;
+    if (out_context) *out_context = c->context;
+    if (out_queue) *out_queue = c->queue;
+  }
+  loom__hmm_unlock(m);
+  return s;
+}

@@ -1,0 +1,342 @@
+/* The memory manager's insides (the public side is loom/memory.h).
+ *
+ * Layout of the module:
+ *   hmm.c           managers, nodes, options, policies' setters, node lookup
+ *   hmm_context.c   the default manager of a context
+ *   hmm_buffer.c    the public buffer calls: allocate, free, map, acquire, prefetch, ...
+ *   hmm_residency.c copies of a buffer: allocation on a node, transfers, the MSI states and
+ *                   the migration policy's decisions
+ *   hmm_limits.c    LOOM_MEM_LIMIT, limits, making room (pool release, LRU eviction)
+ *   hmm_pool.c      size classes and the per-node pool
+ *   hmm_stats.c     counters and their JSON
+ *   hmm_trace.c     the Chrome trace
+ *   hmm_host.c      host memory (a memory backend)
+ *   hmm_backends.c  which memory backend drives a device (the one registration list)
+ *   backends/opencl/opencl_memory.c  OpenCL buffers and SVM (a memory backend)
+ *
+ * Locking: every public entry takes the manager's lock (m->lock) and every internal function
+ * here runs under it; none of them locks. Backends are called under the lock too.
+ *
+ * Accounting invariant, per node: stats.in_use == stats.live_bytes + stats.cached_bytes
+ * <= stats.limit, checked after every change (loom__hmm_check_node).
+ */
+#ifndef LOOM_HMM_H
+#define LOOM_HMM_H
+
+#include <pthread.h>
+
+#include "core/core.h"
+#include "loom/memory.h"
+#include "runtime/context.h"
+
+typedef struct loom__hmm_node loom__hmm_node;
+
+/* ---- memory backends ------------------------------------------------------------------- */
+
+/* One allocation on one node, as a backend hands it out. */
+typedef struct loom__hmm_alloc {
+  loom_mem_storage storage; /* NONE: no allocation */
+  int64_t bytes;            /* the size class: what it counts against the node */
+  void *ptr;                /* host memory, or the SVM pointer */
+  void *cl_mem;             /* cl_mem of a CL_BUFFER */
+  bool bound;               /* host memory from hwloc_alloc_membind (freed with hwloc_free) */
+} loom__hmm_alloc;
+
+/* What a memory backend does for the HMM. Every hook runs under the manager's lock. Hooks
+ * marked optional may be NULL. Errors are converted at the boundary (loom__cl_status). */
+typedef struct loom__hmm_backend {
+  const char *name;
+  /* Fills node->storages, max_alloc and svm_migrate from the device table; makes nothing on
+   * the device (contexts are made lazily by alloc). */
+  loom_status (*node_init)(loom_mem_manager *m, loom__hmm_node *node);
+  void (*node_deinit)(loom__hmm_node *node);
+  /* Allocates exactly `bytes` of `storage`. OUT_OF_MEMORY when the device or host refuses. */
+  loom_status (*alloc)(loom__hmm_node *node, loom_mem_storage storage, int64_t bytes, loom__hmm_alloc *out);
+  void (*free)(loom__hmm_node *node, loom__hmm_alloc *a);
+  /* Host memory -> the allocation at offset. With out_event non-NULL the write may be left
+   * running; *out_event is then waited for with `wait` before anything else touches src or
+   * the allocation (it stays NULL when the write finished). */
+  loom_status (*write)(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, const void *src,
+                       int64_t bytes, void **out_event);
+  /* The allocation at offset -> host memory, finished on return. */
+  loom_status (*read)(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, void *dst,
+                      int64_t bytes);
+  /* Optional: a host pointer to the allocation (host memory, SVM); *out_mapped says that
+   * unmap must be called. UNSUPPORTED when the storage is not host-reachable. */
+  loom_status (*map)(loom__hmm_node *node, const loom__hmm_alloc *a, uint32_t access, void **out_ptr,
+                     bool *out_mapped);
+  loom_status (*unmap)(loom__hmm_node *node, const loom__hmm_alloc *a, void *ptr);
+  /* Optional: migrates SVM pages to the host or to the node's device (clEnqueueSVMMigrateMem). */
+  loom_status (*migrate)(loom__hmm_node *node, const loom__hmm_alloc *a, bool to_host);
+  /* Optional: waits for and releases an event from write. */
+  void (*wait)(loom__hmm_node *node, void *event);
+  /* Optional: waits until the node's queue is empty. */
+  loom_status (*finish)(loom__hmm_node *node);
+} loom__hmm_backend;
+
+extern const loom__hmm_backend loom__hmm_host_backend;
+/* The memory backend for a device of the table, or NULL when the HMM does not manage its
+ * memory (cpu0 uses its host node; CUDA memory is not managed yet). hmm_backends.c. */
+const loom__hmm_backend *loom__hmm_backend_for(const loom__device *dev);
+
+/* ---- nodes and the pool ---------------------------------------------------------------- */
+
+/* Cached allocations per node; a fixed array, so caching never allocates. */
+#define LOOM__HMM_POOL_SLOTS 64
+
+typedef struct loom__hmm_pool_entry {
+  loom__hmm_alloc alloc;
+  uint64_t tick; /* when it was cached: the oldest goes first */
+} loom__hmm_pool_entry;
+
+typedef struct loom__hmm_pool {
+  loom__hmm_pool_entry items[LOOM__HMM_POOL_SLOTS];
+  int32_t count;
+} loom__hmm_pool;
+
+struct loom__hmm_node {
+  char id[16];
+  loom_memory_node_kind kind;
+  int32_t index;
+  const loom__hmm_backend *backend;
+  void *state; /* the backend's, made by node_init / alloc */
+  loom_mem_manager *m;
+  const loom__device *device; /* device nodes: the table's entry; host nodes: NULL */
+  int32_t device_index;       /* -1 for host nodes */
+  int32_t host_node;          /* where evicted copies go */
+  int32_t numa_os_index;      /* host nodes: the NUMA node's OS index */
+  int64_t size_bytes, max_alloc;
+  uint32_t storages; /* LOOM_MEM_STORAGE_BIT */
+  bool svm_migrate;  /* the backend's migrate works here (OpenCL 2.1+) */
+  loom__hmm_pool pool;
+  loom_mem_node_stats stats; /* stats.limit is the node's limit */
+};
+
+/* ---- buffers ------------------------------------------------------------------------- */
+
+/* One node's copy of a buffer. */
+typedef struct loom__hmm_copy {
+  loom__hmm_alloc alloc; /* storage NONE: nothing on this node */
+  loom_mem_copy_state state;
+  int32_t in_use;    /* acquires and maps outstanding */
+  int32_t writers;   /* of those, with WRITE */
+  bool temporary;    /* made for one access, dropped when no longer in use */
+  bool svm_on_host;  /* SVM pages last written by / migrated to the host */
+  void *event;       /* an asynchronous write into it still running, or NULL */
+  uint64_t last_use; /* the manager's tick at its last use (LRU) */
+  int64_t accesses;  /* acquires and maps from this node */
+} loom__hmm_copy;
+
+/* One loom_buffer_map, kept until its unmap. */
+typedef struct loom__hmm_map {
+  struct loom__hmm_map *next;
+  loom_mem_handle handle;
+} loom__hmm_map;
+
+struct loom_buffer {
+  loom_mem_manager *m;
+  loom_buffer *prev, *next; /* the manager's list of buffers */
+  uint64_t id;
+  int64_t bytes;
+  loom_dtype dtype;
+  loom_mem_mode mode;
+  uint32_t flags;
+  int32_t node;      /* the allocation node */
+  int32_t preferred; /* -1: none */
+  bool read_mostly;
+  uint64_t accessed_by; /* bit n: node n */
+  int32_t pins;
+  uint64_t evict_mark; /* eviction pass that already tried it */
+  loom__hmm_map *maps;
+  int64_t accesses, migrations, prefetches, copies, bytes_moved, evictions;
+  loom__hmm_copy copy[]; /* one per node */
+};
+
+/* ---- the trace ------------------------------------------------------------------------- */
+
+typedef struct loom__hmm_event {
+  const char *name; /* static: "alloc", "free", "copy", "migrate", ... */
+  char ph;          /* 'i' instant, 'X' complete */
+  int32_t node;     /* the process it is drawn in */
+  int32_t other;    /* a copy's source node, else -1 */
+  uint64_t buffer;
+  int64_t bytes;
+  double ts, dur; /* seconds since the manager was made */
+} loom__hmm_event;
+
+typedef struct loom__hmm_trace {
+  bool on;
+  loom__hmm_event *items;
+  int32_t count, cap;
+  int64_t dropped; /* events lost to a failed allocation */
+} loom__hmm_trace;
+
+/* ---- the manager --------------------------------------------------------------------- */
+
+struct loom_mem_manager {
+  loom_context *ctx;
+  pthread_mutex_t lock;
+  loom_mem_mode mode;
+  loom_mem_policy migration, prefetch;
+  int32_t threshold;
+  loom_mem_advice advice;
+  int64_t pool_max; /* 0: half the limit; < 0: no pool */
+  loom__hmm_node *nodes;
+  int32_t node_count;
+  loom_buffer *buffers; /* every live buffer */
+  uint64_t next_id, tick, evict_pass;
+  double t0;
+  loom__hmm_trace trace;
+};
+
+void loom__hmm_lock(const loom_mem_manager *m);
+void loom__hmm_unlock(const loom_mem_manager *m);
+/* The next tick of the manager's clock (LRU order). */
+uint64_t loom__hmm_tick(loom_mem_manager *m);
+bool loom__hmm_is_host(const loom_mem_manager *m, int32_t node);
+/* The host node that stands for the buffer's host side: its preferred node when that is a
+ * host node, else its allocation node when host, else that node's nearest host node. */
+int32_t loom__hmm_host_of(const loom_buffer *b);
+/* Checks a node's accounting invariant (aborts on corrupted state: in_use above the limit or
+ * counters that do not add up). */
+void loom__hmm_check_node(const loom__hmm_node *n);
+
+/* ---- residency (hmm_residency.c) ------------------------------------------------------- */
+
+/* The storage a buffer's copy on `node` takes (mode, flags, what the node offers). */
+loom_mem_storage loom__hmm_choose_storage(const loom_mem_manager *m, const loom_buffer *b, int32_t node);
+/* Allocates the buffer's copy on node (state INVALID): from the pool, else after making room.
+ * Errors: OUT_OF_MEMORY, UNAVAILABLE, UNSUPPORTED. On failure nothing changed but evictions. */
+loom_status loom__hmm_copy_alloc(loom_mem_manager *m, loom_buffer *b, int32_t node);
+/* Frees the copy on node (into the pool when to_pool), waiting for its pending write. */
+void loom__hmm_copy_drop(loom_mem_manager *m, loom_buffer *b, int32_t node, bool to_pool);
+/* Copies the whole buffer from copy src to copy dst (both allocated), through host memory
+ * where neither is host memory. `why` names it in the trace ("copy", "migrate", "evict",
+ * "prefetch"). With async, a host->device write may be left running (copy.event). */
+loom_status loom__hmm_transfer(loom_mem_manager *m, loom_buffer *b, int32_t dst, int32_t src, const char *why,
+                               bool async);
+/* A node holding a valid copy, preferring host memory, else -1. */
+int32_t loom__hmm_valid_source(const loom_buffer *b, int32_t exclude);
+int32_t loom__hmm_valid_count(const loom_buffer *b);
+/* A node other than `exclude` holding a valid copy that is not temporary, else -1. A
+ * temporary copy never counts as the place the data lives: it goes away at release. */
+int32_t loom__hmm_persistent_copy(const loom_buffer *b, int32_t exclude);
+/* Makes the copy on node valid (allocating and copying as needed). */
+loom_status loom__hmm_make_valid(loom_mem_manager *m, loom_buffer *b, int32_t node, const char *why,
+                                 bool async);
+/* Makes node the owner: every other copy invalid (freed when not in use). */
+void loom__hmm_invalidate_others(loom_mem_manager *m, loom_buffer *b, int32_t node);
+/* Waits for the buffer's pending asynchronous writes. */
+void loom__hmm_settle(loom_mem_manager *m, loom_buffer *b);
+
+/* What an access does (decided before anything changes, so conflicts fail early). */
+typedef enum loom__hmm_action {
+  LOOM__HMM_LOCAL,     /* the node's own valid copy */
+  LOOM__HMM_DIRECT,    /* a host node reaches a device's SVM copy */
+  LOOM__HMM_TEMPORARY, /* a copy for this access only */
+  LOOM__HMM_MOVE,      /* a persistent copy, the others freed (policy) */
+  LOOM__HMM_REPLICATE, /* a persistent copy, the others kept (map, prefetch) */
+} loom__hmm_action;
+
+typedef enum loom__hmm_intent {
+  LOOM__HMM_INTENT_ACQUIRE, /* an operation: the migration policy decides */
+  LOOM__HMM_INTENT_MAP,     /* host access: always a host-reachable persistent copy */
+} loom__hmm_intent;
+
+typedef struct loom__hmm_plan {
+  loom__hmm_action action;
+  int32_t target;     /* the node whose copy is used */
+  bool svm_migrate;   /* migrate the target's SVM pages first (to the host for DIRECT) */
+  bool fallback_copy; /* a MOVE that stands in for an SVM migration the device lacks */
+} loom__hmm_plan;
+
+/* Decides what an access by `node` does. Pure: reads the buffer and the policy. */
+void loom__hmm_plan_access(const loom_mem_manager *m, const loom_buffer *b, int32_t node, uint32_t access,
+                           loom__hmm_intent intent, loom__hmm_plan *out);
+/* UNAVAILABLE when the access conflicts with outstanding ones (see loom/memory.h). */
+loom_status loom__hmm_check_conflict(const loom_buffer *b, int32_t target, uint32_t access, const char *what);
+/* Carries out a plan and pins the target copy; fills the handle. */
+loom_status loom__hmm_access_begin(loom_mem_manager *m, loom_buffer *b, int32_t node, uint32_t access,
+                                   const loom__hmm_plan *plan, loom_mem_handle *out);
+/* Ends an access (unmap, write-back of a temporary copy, unpin, drop). */
+loom_status loom__hmm_access_end(loom_mem_manager *m, loom_buffer *b, const loom_mem_handle *h);
+/* An SVM migration of the copy on node, counted as a migration into `counted_node`. */
+loom_status loom__hmm_svm_migrate(loom_mem_manager *m, loom_buffer *b, int32_t node, bool to_host,
+                                  int32_t counted_node, const char *why);
+
+/* ---- limits (hmm_limits.c) ------------------------------------------------------------- */
+
+typedef struct loom__mem_limit {
+  char id[16];
+  int64_t bytes;
+} loom__mem_limit;
+
+/* Parses "ocl0:256MiB,cpu0:4GiB" (blanks allowed around items; empty items skipped).
+ * *out_items is owned by the caller (loom__free); NULL when there are none.
+ * Errors: INVALID_ARGUMENT naming the entry and why, OUT_OF_MEMORY. */
+loom_status loom__mem_limits_parse(const char *text, const char *origin, loom__mem_limit **out_items,
+                                   int32_t *out_count);
+/* Whether `id` has the form of a device or node id (cpu0, ocl12, cuda0, host1). */
+bool loom__mem_id_well_formed(const char *id);
+/* Applies parsed limits; ids this manager lacks are skipped when skip_missing, else NOT_FOUND. */
+loom_status loom__hmm_apply_limits(loom_mem_manager *m, const loom__mem_limit *items, int32_t count,
+                                   bool skip_missing, const char *origin);
+/* Makes room for `bytes` more on node: releases its pool, then evicts LRU copies of buffers
+ * other than `exclude` that are neither pinned nor in use. Changes no counter of the caller's
+ * allocation. Errors: OUT_OF_MEMORY when nothing more can go. */
+loom_status loom__hmm_make_room(loom_mem_manager *m, int32_t node, int64_t bytes, const loom_buffer *exclude);
+loom_status loom__hmm_set_limit_locked(loom_mem_manager *m, int32_t node, int64_t bytes);
+
+/* ---- the pool (hmm_pool.c) ------------------------------------------------------------- */
+
+/* The size class of a request on a node: 256 bytes at least, then four classes per power of
+ * two (x1, x1.25, x1.5, x1.75), so at most 25% is lost; exactly `bytes` rounded to 256 when
+ * the class would pass the node's largest allocation. */
+int64_t loom__hmm_size_class(int64_t bytes, int64_t max_alloc);
+/* Takes a cached allocation of exactly this storage and class. */
+bool loom__hmm_pool_take(loom_mem_manager *m, loom__hmm_node *n, loom_mem_storage storage, int64_t bytes,
+                         loom__hmm_alloc *out);
+/* Caches an allocation that was live (or frees it when the pool may not keep it). */
+void loom__hmm_pool_put(loom_mem_manager *m, loom__hmm_node *n, loom__hmm_alloc *a);
+/* Frees the oldest cached allocation; false when the pool is empty. */
+bool loom__hmm_pool_release_one(loom_mem_manager *m, loom__hmm_node *n);
+void loom__hmm_pool_trim(loom_mem_manager *m, loom__hmm_node *n);
+/* The most bytes the node's pool may keep. */
+int64_t loom__hmm_pool_max(const loom_mem_manager *m, const loom__hmm_node *n);
+
+/* ---- stats and trace ------------------------------------------------------------------- */
+
+/* Counts a live allocation of `bytes` on the node (in_use and live up, peaks). */
+void loom__hmm_count_alloc(loom__hmm_node *n, int64_t bytes, bool pool_hit);
+/* Counts a live allocation going away (to_pool: into the pool, whose entry is added by
+ * loom__hmm_pool_put itself; else freed). */
+void loom__hmm_count_free(loom__hmm_node *n, int64_t bytes, bool to_pool);
+
+/* Records an event when tracing (never fails: a lost event is counted in trace.dropped). */
+void loom__hmm_trace_instant(loom_mem_manager *m, const char *name, int32_t node, const loom_buffer *b,
+                             int64_t bytes);
+void loom__hmm_trace_span(loom_mem_manager *m, const char *name, int32_t node, int32_t other,
+                          const loom_buffer *b, int64_t bytes, double start);
+void loom__hmm_trace_deinit(loom__hmm_trace *t);
+/* For the executor: records a span (a kernel, a stage) that began at `start` (loom__now())
+ * and ends now, drawn in node's process. `name` is kept by pointer: a static string. Takes
+ * the manager's lock. */
+void loom__hmm_trace_event(loom_mem_manager *m, const char *name, int32_t node, double start);
+
+/* ---- hooks for the rest of Loom ------------------------------------------------------ */
+
+/* Destroys the context's default manager, if loom_context_memory made one. Called by
+ * loom_context_destroy (TODO(#5): the context does not call it yet; until it does, callers
+ * of loom_context_memory call it before destroying the context). */
+void loom__context_memory_release(loom_context *ctx);
+
+/* The OpenCL context and in-order queue the HMM uses for a device node, made on first use
+ * (cl_context, cl_command_queue as void *; not retained: they live as long as the manager).
+ * The opencl compute backend runs kernels on buffers from loom_buffer_acquire through them.
+ * Errors: INVALID_ARGUMENT (not an OpenCL node), UNAVAILABLE. Only built with OpenCL. */
+loom_status loom__hmm_opencl_queue(loom_mem_manager *m, int32_t node, void **out_context, void **out_queue);
+
+/* Tests: pretend no device has clEnqueueSVMMigrateMem, to exercise the copy fallback. */
+void loom__hmm_testing_disable_svm_migrate(loom_mem_manager *m);
+
+#endif

@@ -1,0 +1,313 @@
+/* The public buffer calls: each validates its arguments, takes the manager's lock, waits for
+ * the buffer's pending asynchronous copies, and hands the work to hmm_residency.c. */
+#include <string.h>
+
+#include "hmm/hmm.h"
+
+#define KNOWN_FLAGS                                                                        \
+  (LOOM_MEM_PINNED | LOOM_MEM_DEVICE_LOCAL | LOOM_MEM_HOST_VISIBLE | LOOM_MEM_SVM_COARSE | \
+   LOOM_MEM_SVM_FINE | LOOM_MEM_READ_MOSTLY)
+#define KNOWN_ACCESS (LOOM_ACCESS_READ | LOOM_ACCESS_WRITE | LOOM_ACCESS_DISCARD)
+
+static loom_status check_node(const loom_mem_manager *m, int32_t node, const char *fn) {
+  if (node < 0 || node >= m->node_count)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: node %d out of range (%d memory nodes)", fn, (int)node,
+                       (int)m->node_count);
+  return LOOM_OK;
+}
+
+static loom_status check_access(uint32_t access, const char *fn) {
+  if (access & ~(uint32_t)KNOWN_ACCESS)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: unknown access flags 0x%x", fn,
+                       access & ~(uint32_t)KNOWN_ACCESS);
+  if (!(access & (LOOM_ACCESS_READ | LOOM_ACCESS_WRITE)))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: access needs LOOM_ACCESS_READ or LOOM_ACCESS_WRITE",
+                       fn);
+  if ((access & LOOM_ACCESS_DISCARD) && !(access & LOOM_ACCESS_WRITE))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: LOOM_ACCESS_DISCARD needs LOOM_ACCESS_WRITE", fn);
+  return LOOM_OK;
+}
+
+/* ---- allocate and free ---------------------------------------------------------------------- */
+
+static loom_status check_allocate(const loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
+                                  uint32_t flags) {
+  const char *fn = "loom_buffer_allocate";
+  loom_status s = check_node(m, node, fn);
+  if (s != LOOM_OK) return s;
+  int64_t elem = loom_dtype_size(dtype);
+  if (elem <= 0) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: dtype %d out of range", fn, (int)dtype);
+  if (bytes < 0 || bytes % elem != 0)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %lld bytes is not a whole number of %s elements", fn,
+                       (long long)bytes, loom_dtype_name(dtype));
+  if (flags & ~(uint32_t)KNOWN_FLAGS)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,
+                       flags & ~(uint32_t)KNOWN_FLAGS);
+  if ((flags & LOOM_MEM_SVM_COARSE) && (flags & LOOM_MEM_SVM_FINE))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "%s: LOOM_MEM_SVM_COARSE and LOOM_MEM_SVM_FINE exclude each other", fn);
+  const loom__hmm_node *n = &m->nodes[node];
+  loom_mem_storage want = flags & LOOM_MEM_SVM_FINE     ? LOOM_MEM_STORAGE_SVM_FINE
+                          : flags & LOOM_MEM_SVM_COARSE ? LOOM_MEM_STORAGE_SVM_COARSE
+                                                        : LOOM_MEM_STORAGE_NONE;
+  if (want != LOOM_MEM_STORAGE_NONE && n->kind == LOOM_MEMORY_DEVICE &&
+      !(n->storages & LOOM_MEM_STORAGE_BIT(want)))
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: %s offers no %s-grained SVM", fn, n->id,
+                       want == LOOM_MEM_STORAGE_SVM_FINE ? "fine" : "coarse");
+  return LOOM_OK;
+}
+
+static void link_buffer(loom_mem_manager *m, loom_buffer *b) {
+  b->next = m->buffers;
+  if (m->buffers) m->buffers->prev = b;
+  m->buffers = b;
+}
+
+static void unlink_buffer(loom_mem_manager *m, loom_buffer *b) {
+  if (b->prev)
+    b->prev->next = b->next;
+  else
+    m->buffers = b->next;
+  if (b->next) b->next->prev = b->prev;
+  b->prev = b->next = NULL;
+}
+
+static void apply_default_advice(const loom_mem_manager *m, loom_buffer *b) {
+  if (m->advice == LOOM_MEM_ADVISE_READ_MOSTLY) b->read_mostly = true;
+  if (m->advice == LOOM_MEM_ADVISE_PREFERRED_LOCATION) b->preferred = b->node;
+  if (m->advice == LOOM_MEM_ADVISE_ACCESSED_BY) b->accessed_by = ~UINT64_C(0);
+}
+
+loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
+                                 uint32_t flags, loom_buffer **out_buffer) {
+  if (!out_buffer) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_allocate: out_buffer is NULL");
+  *out_buffer = NULL;
+  if (!m) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_allocate: manager is NULL");
+  loom_status s = check_allocate(m, bytes, dtype, node, flags);
+  if (s != LOOM_OK) return s;
+  loom_buffer *b = loom__calloc(1, sizeof *b + (size_t)m->node_count * sizeof b->copy[0]);
+  if (!b) return loom__oom("a buffer");
+  b->m = m;
+  b->bytes = bytes;
+  b->dtype = dtype;
+  b->flags = flags;
+  b->node = node;
+  b->preferred = -1;
+  b->read_mostly = flags & LOOM_MEM_READ_MOSTLY;
+  b->pins = flags & LOOM_MEM_PINNED ? 1 : 0;
+  loom__hmm_lock(m);
+  b->mode = m->mode;
+  b->id = ++m->next_id;
+  apply_default_advice(m, b);
+  s = loom__hmm_copy_alloc(m, b, node);
+  if (s == LOOM_OK) {
+    b->copy[node].state = LOOM_MEM_OWNER;
+    link_buffer(m, b);
+  }
+  loom__hmm_unlock(m);
+  if (s != LOOM_OK) {
+    loom__error_prefix("loom_buffer_allocate: ");
+    loom__free(b);
+    return s;
+  }
+  *out_buffer = b;
+  return LOOM_OK;
+}
+
+void loom_buffer_free(loom_buffer *b) {
+  if (!b) return;
+  loom_mem_manager *m = b->m;
+  loom__hmm_lock(m);
+  loom__hmm_settle(m, b);
+  /* A buffer freed while mapped (a caller's bug) still gives back everything it holds. */
+  while (b->maps) {
+    loom__hmm_map *map = b->maps;
+    b->maps = map->next;
+    if (map->handle.host_mapped_) {
+      loom__hmm_node *n = &m->nodes[map->handle.node];
+      n->backend->unmap(n, &b->copy[map->handle.node].alloc, map->handle.ptr);
+    }
+    loom__free(map);
+  }
+  for (int32_t i = 0; i < m->node_count; i++) {
+    b->copy[i].in_use = 0;
+    loom__hmm_copy_drop(m, b, i, true);
+  }
+  unlink_buffer(m, b);
+  loom__hmm_unlock(m);
+  loom__free(b);
+}
+
+/* ---- host access ---------------------------------------------------------------------------- */
+
+loom_status loom_buffer_map(loom_buffer *b, uint32_t access, void **out_ptr) {
+  if (!out_ptr) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_map: out_ptr is NULL");
+  *out_ptr = NULL;
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_map: buffer is NULL");
+  loom_status s = check_access(access, "loom_buffer_map");
+  if (s != LOOM_OK) return s;
+  loom__hmm_map *map = loom__calloc(1, sizeof *map);
+  if (!map) return loom__oom("a buffer map");
+  loom_mem_manager *m = b->m;
+  loom__hmm_lock(m);
+  loom__hmm_settle(m, b);
+  int32_t host = loom__hmm_host_of(b);
+  loom__hmm_plan plan;
+  loom__hmm_plan_access(m, b, host, access, LOOM__HMM_INTENT_MAP, &plan);
+  s = loom__hmm_check_conflict(b, plan.target, access, "loom_buffer_map");
+  if (s == LOOM_OK) s = loom__hmm_access_begin(m, b, host, access, &plan, &map->handle);
+  if (s == LOOM_OK) {
+    /* A map keeps its copy: a temporary copy someone else made becomes persistent. */
+    b->copy[plan.target].temporary = false;
+    map->next = b->maps;
+    b->maps = map;
+    *out_ptr = map->handle.ptr;
+  }
+  loom__hmm_unlock(m);
+  if (s != LOOM_OK) loom__free(map);
+  return s;
+}
+
+loom_status loom_buffer_unmap(loom_buffer *b, void *ptr) {
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_unmap: buffer is NULL");
+  loom_mem_manager *m = b->m;
+  loom__hmm_lock(m);
+  loom__hmm_map **link = &b->maps;
+  while (*link && (*link)->handle.ptr != ptr) link = &(*link)->next;
+  loom__hmm_map *map = *link;
+  loom_status s;
+  if (!map) {
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_unmap: %p is not a mapping of buffer %llu", ptr,
+                    (unsigned long long)b->id);
+  } else {
+    *link = map->next;
+    s = loom__hmm_access_end(m, b, &map->handle);
+  }
+  loom__hmm_unlock(m);
+  loom__free(map);
+  return s;
+}
+
+static loom_status check_range(const loom_buffer *b, int64_t offset, const void *p, int64_t bytes,
+                               const char *fn) {
+  if (!p && bytes > 0) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: NULL host pointer", fn);
+  if (offset < 0 || bytes < 0 || offset > b->bytes || bytes > b->bytes - offset)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "%s: range [%lld, +%lld) is outside the buffer's %lld bytes", fn, (long long)offset,
+                       (long long)bytes, (long long)b->bytes);
+  return LOOM_OK;
+}
+
+loom_status loom_buffer_read(loom_buffer *b, int64_t offset, void *dst, int64_t bytes) {
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_read: buffer is NULL");
+  loom_status s = check_range(b, offset, dst, bytes, "loom_buffer_read");
+  if (s != LOOM_OK || bytes == 0) return s;
+  loom_mem_manager *m = b->m;
+  loom__hmm_lock(m);
+  loom__hmm_settle(m, b);
+  int32_t src = loom__hmm_valid_source(b, -1);
+  s = loom__hmm_check_conflict(b, src, LOOM_ACCESS_READ, "loom_buffer_read");
+  if (s == LOOM_OK && b->copy[src].writers > 0)
+    s = loom__error(LOOM_ERR_UNAVAILABLE, "loom_buffer_read: buffer %llu is being written on %s",
+                    (unsigned long long)b->id, m->nodes[src].id);
+  if (s == LOOM_OK) {
+    loom__hmm_node *n = &m->nodes[src];
+    s = n->backend->read(n, &b->copy[src].alloc, offset, dst, bytes);
+    if (s == LOOM_OK && n->kind == LOOM_MEMORY_DEVICE) n->stats.bytes_out += bytes;
+  }
+  loom__hmm_unlock(m);
+  return s;
+}
+
+/* The copy a write goes into: the most recently used valid one. */
+static int32_t write_target(const loom_buffer *b) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < b->m->node_count; i++) {
+    const loom__hmm_copy *c = &b->copy[i];
+    if (c->state == LOOM_MEM_INVALID || c->temporary) continue;
+    if (best < 0 || c->last_use > b->copy[best].last_use) best = i;
+  }
+  return best;
+}
+
+loom_status loom_buffer_write(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_write: buffer is NULL");
+  loom_status s = check_range(b, offset, src, bytes, "loom_buffer_write");
+  if (s != LOOM_OK || bytes == 0) return s;
+  loom_mem_manager *m = b->m;
+  loom__hmm_lock(m);
+  loom__hmm_settle(m, b);
+  int32_t t = write_target(b);
+  s = t < 0 ? loom__error(LOOM_ERR_INTERNAL, "loom_buffer_write: buffer %llu has no valid copy",
+                          (unsigned long long)b->id)
+            : loom__hmm_check_conflict(b, t, LOOM_ACCESS_WRITE, "loom_buffer_write");
+  if (s == LOOM_OK && b->copy[t].in_use > 0)
+    s = loom__error(LOOM_ERR_UNAVAILABLE, "loom_buffer_write: buffer %llu is in use on %s",
+                    (unsigned long long)b->id, m->nodes[t].id);
+  if (s == LOOM_OK) {
+    loom__hmm_node *n = &m->nodes[t];
+    s = n->backend->write(n, &b->copy[t].alloc, offset, src, bytes, NULL);
+    if (s == LOOM_OK) {
+      if (n->kind == LOOM_MEMORY_DEVICE) n->stats.bytes_in += bytes;
+      b->copy[t].last_use = loom__hmm_tick(m);
+      loom__hmm_invalidate_others(m, b, t);
+    }
+  }
+  loom__hmm_unlock(m);
+  return s;
+}
+
+/* ---- device access ---------------------------------------------------------------------------- */
+
+loom_status loom_buffer_acquire(loom_buffer *b, int32_t node, uint32_t access, loom_mem_handle *out_handle) {
+  if (!out_handle) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_acquire: out_handle is NULL");
+  memset(out_handle, 0, sizeof *out_handle);
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_acquire: buffer is NULL");
+  loom_mem_manager *m = b->m;
+  loom_status s = check_node(m, node, "loom_buffer_acquire");
+  if (s == LOOM_OK) s = check_access(access, "loom_buffer_acquire");
+  if (s != LOOM_OK) return s;
+  loom__hmm_lock(m);
+  loom__hmm_settle(m, b);
+  loom__hmm_plan plan;
+  loom__hmm_plan_access(m, b, node, access, LOOM__HMM_INTENT_ACQUIRE, &plan);
+  s = loom__hmm_check_conflict(b, plan.target, access, "loom_buffer_acquire");
+  if (s == LOOM_OK) s = loom__hmm_access_begin(m, b, node, access, &plan, out_handle);
+  loom__hmm_unlock(m);
+  return s;
+}
+
+loom_status loom_buffer_release(loom_buffer *b, const loom_mem_handle *handle) {
+  if (!b || !handle)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_release: NULL %s", b ? "handle" : "buffer");
+  loom_mem_manager *m = b->m;
+  if (handle->node < 0 || handle->node >= m->node_count || handle->from_node_ < 0 ||
+      handle->from_node_ >= m->node_count)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loom_buffer_release: the handle is not from loom_buffer_acquire");
+  loom__hmm_lock(m);
+  loom_status s = loom__hmm_access_end(m, b, handle);
+  loom__hmm_unlock(m);
+  return s;
+}
+
+loom_status loom_buffer_pin(loom_buffer *b) {
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_pin: buffer is NULL");
+  loom__hmm_lock(b->m);
+  b->pins++;
+  loom__hmm_unlock(b->m);
+  return LOOM_OK;
+}
+
+loom_status loom_buffer_unpin(loom_buffer *b) {
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_unpin: buffer is NULL");
+  loom__hmm_lock(b->m);
+  loom_status s = LOOM_OK;
+  if (b->pins == 0)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_unpin: buffer %llu is not pinned",
+                    (unsigned long long)b->id);
+  else
+    b->pins--;
+  loom__hmm_unlock(b->m);
+  return s;
+}
