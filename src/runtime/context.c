@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "runtime/context.h"
+#include "runtime/exec.h"
 #include "hmm/hmm.h"
 
 void loom_context_options_init(loom_context_options *opts) {
@@ -45,6 +46,7 @@ loom_status loom_context_create(const loom_context_options *opts, loom_context *
 
 void loom_context_destroy(loom_context *ctx) {
   if (!ctx) return;
+  loom__context_exec_release(ctx);
   loom__context_memory_release(ctx);
   loom__devices_deinit(&ctx->devices);
   loom__free(ctx->device_filter);

@@ -19,7 +19,9 @@ loom_status loom__meter_take(loom__meter *m, int64_t bytes, const char *what) {
   return LOOM_OK;
 }
 
-void loom__meter_give(loom__meter *m, int64_t bytes) { m->in_use -= bytes; }
+void loom__meter_give(loom__meter *m, int64_t bytes) {
+  m->in_use -= bytes;
+}
 
 /* Freed blocks kept for reuse within one execution: a chunked graph allocates the same sizes
  * piece after piece, and a fresh large block costs an mmap and a page fault per page (or a
@@ -38,13 +40,13 @@ typedef struct exec_state {
   const loom__backend *be;
   void *dev;
   loom__layout *layouts;
-  void **data;        /* per value: its base's buffer (only bases are set) */
-  int64_t *bytes;     /* per value: counted bytes of its storage */
-  bool *allocated;    /* per value: data is ours to free */
-  int32_t *last_use;  /* per base value: schedule position of its last reader */
+  void **data;            /* per value: its base's buffer (only bases are set) */
+  int64_t *bytes;         /* per value: counted bytes of its storage */
+  bool *allocated;        /* per value: data is ours to free */
+  int32_t *last_use;      /* per base value: schedule position of its last reader */
   uint8_t (*scalars)[16]; /* per value: a fill's one element (host) */
-  int32_t *fill_slot; /* per fill value on a device: its slot in fill_buffer */
-  void *fill_buffer;  /* device copies of the fill scalars, 16 bytes a slot; not metered */
+  int32_t *fill_slot;     /* per fill value on a device: its slot in fill_buffer */
+  void *fill_buffer;      /* device copies of the fill scalars, 16 bytes a slot; not metered */
   loom__meter *meter;
   block_cache cache;
 } exec_state;
@@ -74,7 +76,8 @@ static loom_status block_take(exec_state *st, int64_t bytes, const char *what, v
       st->meter->cached -= bytes;
       return loom__meter_take(st->meter, bytes, what); /* cannot fail: the bytes were counted */
     }
-  if (st->meter->limit > 0 && bytes > st->meter->limit - st->meter->in_use - st->meter->cached) cache_clear(st);
+  if (st->meter->limit > 0 && bytes > st->meter->limit - st->meter->in_use - st->meter->cached)
+    cache_clear(st);
   loom_status s = loom__meter_take(st->meter, bytes, what);
   if (s) return s;
   s = st->be->alloc(st->dev, bytes, out);
@@ -140,8 +143,10 @@ static loom_status take_uploaded(exec_state *st, int32_t id, int64_t bytes, cons
 }
 
 static void release(exec_state *st, int32_t base) {
-  if (st->allocated[base]) block_give(st, st->data[base], st->bytes[base]);
-  else if (st->bytes[base]) loom__meter_give(st->meter, st->bytes[base]);
+  if (st->allocated[base])
+    block_give(st, st->data[base], st->bytes[base]);
+  else if (st->bytes[base])
+    loom__meter_give(st->meter, st->bytes[base]);
   st->data[base] = NULL;
   st->allocated[base] = false;
   st->bytes[base] = 0;
@@ -213,7 +218,9 @@ static loom_status temp_take(void *ctx, int64_t bytes, void **out_buffer) {
   return block_take(ctx, bytes, "the temporaries of a library call", out_buffer);
 }
 
-static void temp_give(void *ctx, void *buffer, int64_t bytes) { block_give(ctx, buffer, bytes); }
+static void temp_give(void *ctx, void *buffer, int64_t bytes) {
+  block_give(ctx, buffer, bytes);
+}
 
 static loom_status run_one(exec_state *st, const loom__op *op) {
   loom_status s = alloc_outputs(st, op);
@@ -233,8 +240,12 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
     s = block_take(st, scratch_bytes, what, &scratch);
   }
   if (!s) {
-    loom__op_call call = {
-        .g = st->g, .op = op, .in = ins, .out = out_views, .scratch = scratch, .scratch_bytes = scratch_bytes};
+    loom__op_call call = {.g = st->g,
+                          .op = op,
+                          .in = ins,
+                          .out = out_views,
+                          .scratch = scratch,
+                          .scratch_bytes = scratch_bytes};
     /* Under a limit the estimate is a promise: no temporaries beyond the scratch. */
     if (st->meter->limit == 0) {
       call.temp_take = temp_take;
@@ -275,8 +286,10 @@ static void view_extent(const loom__dview *v, int64_t *lo, int64_t *hi) {
   *lo = *hi = 0;
   for (int32_t d = 0; d < v->type.rank; d++) {
     int64_t span = (v->type.dims[d] - 1) * v->strides[d];
-    if (span < 0) *lo += span;
-    else *hi += span;
+    if (span < 0)
+      *lo += span;
+    else
+      *hi += span;
   }
 }
 
@@ -289,7 +302,8 @@ static loom_status download_value(exec_state *st, int32_t id, const loom__dview 
   if (n == 0) return LOOM_OK;
   loom__layout dense = st->layouts[id];
   memcpy(dense.strides, v->strides, sizeof dense.strides);
-  if (loom__layout_contiguous(&dense, &v->type)) return st->be->download(st->dev, v->buffer, v->offset * es, out->data, n * es);
+  if (loom__layout_contiguous(&dense, &v->type))
+    return st->be->download(st->dev, v->buffer, v->offset * es, out->data, n * es);
   int64_t lo, hi;
   view_extent(v, &lo, &hi);
   int64_t span = (hi - lo + 1) * es;
@@ -457,7 +471,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
   for (int32_t i = 0; i < g->n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   loom_status s = exec_state_init(&st, g, dev, meter);
   if (!s && !(opts && opts->schedule)) {
-    if (!(order = loom__malloc(sizeof(int32_t) * (size_t)(g->n_ops ? g->n_ops : 1)))) s = loom__oom("a schedule");
+    if (!(order = loom__malloc(sizeof(int32_t) * (size_t)(g->n_ops ? g->n_ops : 1))))
+      s = loom__oom("a schedule");
     for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = i;
   }
   if (!s) s = run_schedule(&st, order ? order : opts->schedule, inputs);
@@ -472,8 +487,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
 
 loom_status loom__check_inputs(const loom_graph *g, const loom_tensor *inputs, int32_t n_inputs) {
   if (n_inputs != g->n_params)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' takes %d input%s, got %d", g->name, (int)g->n_params,
-                       g->n_params == 1 ? "" : "s", (int)n_inputs);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' takes %d input%s, got %d", g->name,
+                       (int)g->n_params, g->n_params == 1 ? "" : "s", (int)n_inputs);
   for (int32_t p = 0; p < n_inputs; p++) {
     const loom_type *want = &g->values[g->params[p]].type;
     char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX], tmp[32];

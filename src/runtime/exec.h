@@ -23,7 +23,7 @@
 typedef struct loom__meter {
   int64_t in_use;
   int64_t peak;
-  int64_t limit;  /* 0: none */
+  int64_t limit; /* 0: none */
   int64_t allocations;
   int64_t cached; /* freed blocks kept for reuse: they count against the limit too */
 } loom__meter;
@@ -44,16 +44,16 @@ typedef struct loom__exec_device {
 extern const loom__exec_device loom__exec_cpu0;
 
 typedef struct loom__exec_options {
-  const int32_t *schedule;          /* op indices in execution order; NULL: the graph's order */
-  const loom__exec_device *device;  /* NULL: cpu0 */
+  const int32_t *schedule;         /* op indices in execution order; NULL: the graph's order */
+  const loom__exec_device *device; /* NULL: cpu0 */
 } loom__exec_options;
 
 /* Runs g on host inputs (parameter order, types already checked) and fills outputs (one per
  * returned value, allocated here; the caller deinits them). The meter counts every byte held
  * and enforces its limit. On failure every output is released, and every device buffer.
  * Errors name the op's line where the graph was parsed. */
-loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts,
-                          const loom_tensor *inputs, loom_tensor *outputs, loom__meter *meter);
+loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, const loom_tensor *inputs,
+                          loom_tensor *outputs, loom__meter *meter);
 
 /* Checks that inputs match g's parameters in count and type; messages name the parameter. */
 loom_status loom__check_inputs(const loom_graph *g, const loom_tensor *inputs, int32_t n_inputs);
@@ -64,7 +64,8 @@ loom_status loom__check_inputs(const loom_graph *g, const loom_tensor *inputs, i
  * Errors: NOT_FOUND (the context has no such device; the message lists those it has),
  * UNSUPPORTED (no compute backend of this build drives it), and the backend's errors when it
  * cannot open the device (UNAVAILABLE, OUT_OF_MEMORY). */
-loom_status loom__context_exec_device(loom_context *ctx, const char *id, const loom__exec_device **out_device);
+loom_status loom__context_exec_device(loom_context *ctx, const char *id,
+                                      const loom__exec_device **out_device);
 
 /* Closes every device loom__context_exec_device opened; called by loom_context_destroy. */
 void loom__context_exec_release(loom_context *ctx);

@@ -13,11 +13,15 @@
 #include "runtime/context.h"
 #include "runtime/exec.h"
 
-/* The devices this build can run a stage on. This is the hook for device backends: when a
- * backend for ocl/cuda runners lands (with the HMM, issue 3 and later), a stage placed there
- * is handed to it here instead of being refused. */
-static bool device_can_run(const char *device) {
-  return strcmp(device, "cpu0") == 0;
+/* The device a stage runs on: cpu0, or a device of the context a compute backend drives
+ * (runtime/backends.c), opened on first use. A stage placed elsewhere is refused before
+ * anything runs: NOT_FOUND when the context has no such device, UNSUPPORTED when no backend
+ * of this build can run it. */
+static loom_status stage_device(loom_context *ctx, const char *device, int32_t index,
+                                const loom__exec_device **out) {
+  loom_status s = loom__context_exec_device(ctx, device, out);
+  if (s) loom__error_prefix("stage %d is placed on %s: ", (int)index + 1, device);
+  return s;
 }
 
 /* A value living in host memory between stages. */
@@ -28,19 +32,19 @@ typedef struct held_value {
 } held_value;
 
 typedef struct plan_run {
+  loom_context *ctx;
   const loom_plan *plan;
   const loom_graph *g;
   held_value *vals; /* per plan-graph value */
 } plan_run;
 
-static loom_status check_devices(const loom_plan *plan) {
+static loom_status check_devices(loom_context *ctx, const loom_plan *plan) {
   for (int32_t i = 0; i < loom_plan_stage_count(plan); i++) {
     loom_stage_info st;
+    const loom__exec_device *dev;
     loom_status s = loom_plan_stage(plan, i, &st);
+    if (!s && st.graph) s = stage_device(ctx, st.device, i, &dev);
     if (s) return s;
-    if (st.graph && !device_can_run(st.device))
-      return loom__error(LOOM_ERR_UNSUPPORTED, "stage %d is placed on %s, which this build cannot run yet",
-                         (int)i + 1, st.device);
   }
   return LOOM_OK;
 }
@@ -105,9 +109,11 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (!s) s = gather_inputs(r, &st, index, ins);
   loom__meter meter = {0};
   meter.limit = st.limit;
+  loom__exec_options opts = {0};
+  if (!s) s = stage_device(r->ctx, st.device, index, &opts.device);
   double t0 = loom__now();
   if (!s) {
-    s = loom__execute(st.graph, NULL, ins, outs, &meter);
+    s = loom__execute(st.graph, &opts, ins, outs, &meter);
     if (s)
       loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index + 1, st.device, (long long)st.limit);
   }
@@ -176,7 +182,7 @@ static loom_status check_args(loom_context *ctx, const loom_plan *plan, const lo
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' returns %d value%s, the caller has room for %d",
                        g->name, (int)g->n_outputs, g->n_outputs == 1 ? "" : "s", (int)n_outputs);
   loom_status s = loom__check_inputs(g, inputs, n_inputs);
-  return s ? s : check_devices(plan);
+  return s ? s : check_devices(ctx, plan);
 }
 
 loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
@@ -190,6 +196,7 @@ loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_t
   plan_run r;
   memset(&r, 0, sizeof r);
   s = per ? run_init(&r, plan, inputs) : loom__oom("plan statistics");
+  r.ctx = ctx;
   double t0 = loom__now();
   for (int32_t i = 0; !s && i < n_stages; i++) s = run_stage(&r, i, &per[i]);
   if (!s) s = deliver_outputs(&r, outputs, n_outputs);

@@ -43,6 +43,8 @@ static loom_status cpu_download(void *dev, void *src, int64_t src_offset, void *
 static loom_status cpu_run(void *dev, const loom__op_call *c) {
   (void)dev;
   loom__view in_views[8], out_views[2];
+  memset(out_views, 0, sizeof out_views);
+  if (c->op->n_inputs == 0) memset(in_views, 0, sizeof in_views[0]);
   int32_t n_in = c->op->n_inputs, n_out = c->op->n_outputs;
   loom__view *ins = n_in <= 8 ? in_views : loom__malloc(sizeof(loom__view) * (size_t)n_in);
   if (!ins) return loom__oom("operand views");

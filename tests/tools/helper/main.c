@@ -9,7 +9,13 @@
  *       regenerated from GRAPH.lir's parameters as loom-run --random SEED made them
  *   loom-tool-helper npy-equal A.npy B.npy
  *       exit 0 when both files hold the same type and bytes
+ *   loom-tool-helper npy-close A.npy B.npy [RTOL [ATOL]]
+ *       exit 0 when both hold the same type and every element of B is within ATOL + RTOL |a| of
+ *       A's (floats and complex parts; NaN matches NaN), integers and bool exactly; the defaults
+ *       are 1e-4 and 1e-5 (IR.md's tolerance for f32 results). ATOL written "Nmax" is N times
+ *       the largest |a| (a normwise bound, for results such as chained FFTs)
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,11 +146,69 @@ static int npy_equal(const char *a_path, const char *b_path) {
   return same ? 0 : 1;
 }
 
+static double element(const loom_tensor *t, int64_t i) {
+  const void *d = t->data;
+  switch (t->type.dtype) {
+    case LOOM_BOOL: return ((const uint8_t *)d)[i];
+    case LOOM_I8: return ((const int8_t *)d)[i];
+    case LOOM_U8: return ((const uint8_t *)d)[i];
+    case LOOM_I16: return ((const int16_t *)d)[i];
+    case LOOM_I32: return ((const int32_t *)d)[i];
+    case LOOM_I64: return (double)((const int64_t *)d)[i];
+    case LOOM_F16: return loom_f16_to_f32(((const uint16_t *)d)[i]);
+    case LOOM_BF16: return loom_bf16_to_f32(((const uint16_t *)d)[i]);
+    case LOOM_F32:
+    case LOOM_C64: return ((const float *)d)[i];
+    default: return ((const double *)d)[i];
+  }
+}
+
+static int npy_close(const char *a_path, const char *b_path, double rtol, const char *atol_text) {
+  loom_tensor a, b;
+  if (load(a_path, &a)) return 1;
+  if (load(b_path, &b)) {
+    loom_tensor_deinit(&a);
+    return 1;
+  }
+  int rc = 0;
+  int64_t n = 0;
+  if (!loom_type_equal(&a.type, &b.type) || loom_type_elements(&a.type, &n)) {
+    fprintf(stderr, "loom-tool-helper: %s and %s have different types\n", a_path, b_path);
+    rc = 1;
+  }
+  bool exact = !loom_dtype_is_float(a.type.dtype) && !loom_dtype_is_complex(a.type.dtype);
+  if (loom_dtype_is_complex(a.type.dtype)) n *= 2;
+  char *end = NULL;
+  double atol = strtod(atol_text, &end);
+  if (end && strcmp(end, "max") == 0) {
+    double largest = 0;
+    for (int64_t i = 0; !rc && i < n; i++)
+      if (isfinite(element(&a, i))) largest = fmax(largest, fabs(element(&a, i)));
+    atol *= largest;
+  }
+  for (int64_t i = 0; !rc && i < n; i++) {
+    double x = element(&a, i), y = element(&b, i);
+    bool ok = exact ? (a.type.dtype == LOOM_I64 ? ((const int64_t *)a.data)[i] == ((const int64_t *)b.data)[i] : x == y)
+                    : (isnan(x) || isnan(y)) ? isnan(x) && isnan(y) : (isinf(x) || isinf(y)) ? x == y
+                                                                    : fabs(x - y) <= atol + rtol * fabs(x);
+    if (!ok) {
+      fprintf(stderr, "loom-tool-helper: %s and %s differ at element %lld of %lld: %.9g vs %.9g (rtol %g, atol %g)\n",
+              a_path, b_path, (long long)i, (long long)n, x, y, rtol, atol);
+      rc = 1;
+    }
+  }
+  loom_tensor_deinit(&a);
+  loom_tensor_deinit(&b);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "fixtures") == 0) return write_fixtures(argv[2]);
   if (argc >= 2 && strcmp(argv[1], "knn-check") == 0) return knn_main(argc, argv);
   if (argc == 4 && strcmp(argv[1], "npy-equal") == 0) return npy_equal(argv[2], argv[3]);
+  if (argc >= 4 && argc <= 6 && strcmp(argv[1], "npy-close") == 0)
+    return npy_close(argv[2], argv[3], argc > 4 ? atof(argv[4]) : 1e-4, argc > 5 ? argv[5] : "1e-5");
   fprintf(stderr, "usage: loom-tool-helper fixtures DIR | knn-check OUT_DIR (--seed S GRAPH.lir | --in X.npy Y.npy) | "
-                  "npy-equal A.npy B.npy\n");
+                  "npy-equal A.npy B.npy | npy-close A.npy B.npy [RTOL [ATOL]]\n");
   return 2;
 }

@@ -1,0 +1,313 @@
+/* The opencl compute backend's table (backend.h): one context and one in-order queue per
+ * device, cl_mem buffers addressed as (buffer, offset), ops dispatched by class to the kernel
+ * families. See opencl_backend.h for the design. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/opencl/opencl_backend.h"
+#include "runtime/device.h"
+
+/* ---- testing hooks ------------------------------------------------------------------------ */
+
+static int32_t testing_blas, testing_fft;
+
+void loom__opencl_testing_set_paths(int32_t blas, int32_t fft) {
+  testing_blas = blas;
+  testing_fft = fft;
+}
+int32_t loom__cl_testing_blas_path(void) {
+  return testing_blas;
+}
+int32_t loom__cl_testing_fft_path(void) {
+  return testing_fft;
+}
+
+void loom__opencl_testing_disable_fp64(void *dev) {
+  if (dev) ((loom__cl_device *)dev)->fp64 = false;
+}
+
+cl_command_queue loom__opencl_queue(void *dev) {
+  return dev ? ((loom__cl_device *)dev)->queue : NULL;
+}
+
+/* ---- the libraries' process-wide setup ----------------------------------------------------- */
+
+static pthread_mutex_t libs_lock = PTHREAD_MUTEX_INITIALIZER;
+static int32_t libs_users;
+
+loom_status loom__cl_libraries_acquire(void) {
+  pthread_mutex_lock(&libs_lock);
+  loom_status s = libs_users == 0 ? loom__cl_clfft_setup() : LOOM_OK;
+  if (!s) libs_users++;
+  pthread_mutex_unlock(&libs_lock);
+  return s;
+}
+
+void loom__cl_libraries_release(void) {
+  pthread_mutex_lock(&libs_lock);
+  if (libs_users > 0 && --libs_users == 0) {
+    loom__cl_clfft_teardown();
+    loom__cl_clblast_release();
+  }
+  pthread_mutex_unlock(&libs_lock);
+}
+
+/* ---- opening a device ----------------------------------------------------------------------- */
+
+static bool version_at_least(const char *version, int major, int minor) {
+  int a = 1, b = 0;
+  if (!version || sscanf(version, "OpenCL %d.%d", &a, &b) != 2) a = 1, b = 0;
+  return a > major || (a == major && b >= minor);
+}
+
+static loom_status unavailable(loom__cl_device *d, cl_int err, const char *call) {
+  loom_status s = loom__cl_status(err, call);
+  loom__error_prefix("%s (%s): ", d->id, d->name ? d->name : "");
+  return s == LOOM_ERR_OUT_OF_MEMORY ? s : LOOM_ERR_UNAVAILABLE;
+}
+
+static loom_status make_queue(loom__cl_device *d, const loom__device *info) {
+  cl_int err = CL_SUCCESS;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
+  d->context = clCreateContext(props, 1, &d->device, NULL, NULL, &err);
+  if (err != CL_SUCCESS) {
+    d->context = NULL;
+    return unavailable(d, err, "clCreateContext");
+  }
+  if (version_at_least(info->version, 2, 0)) {
+    d->queue = clCreateCommandQueueWithProperties(d->context, d->device, NULL, &err);
+  } else {
+    /* OpenCL 1.x devices have only the 1.2 call, deprecated in the 2.0 headers. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    d->queue = clCreateCommandQueue(d->context, d->device, 0, &err);
+#pragma GCC diagnostic pop
+  }
+  if (err != CL_SUCCESS) {
+    d->queue = NULL;
+    return unavailable(d, err, "clCreateCommandQueue");
+  }
+  return LOOM_OK;
+}
+
+static void query_limits(loom__cl_device *d) {
+  size_t wg = 0;
+  cl_uint cu = 1, align_bits = 1024;
+  cl_ulong max_alloc = 0;
+  clGetDeviceInfo(d->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  clGetDeviceInfo(d->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+  clGetDeviceInfo(d->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+  clGetDeviceInfo(d->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+  d->max_wg = wg ? wg : 1;
+  d->compute_units = (int32_t)(cu ? cu : 1);
+  d->base_align = LOOM_MAX((int64_t)align_bits / 8, 1);
+  d->max_alloc = max_alloc ? (int64_t)LOOM_MIN(max_alloc, (cl_ulong)INT64_MAX) : INT64_MAX;
+  cl_device_type type = 0;
+  clGetDeviceInfo(d->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  d->is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+  /* GPUs want neighbouring work-items on neighbouring elements; a CPU device wants each
+   * work-item to walk a run of them. */
+  d->span = d->is_cpu ? 64 : 1;
+}
+
+static void cl_close(void *dev);
+
+static loom_status cl_open(const loom__device *info, void **out_dev) {
+  *out_dev = NULL;
+  loom__cl_device *d = loom__calloc(1, sizeof *d);
+  if (!d) return loom__oom("an OpenCL device");
+  snprintf(d->id, sizeof d->id, "%s", info->id);
+  d->platform = (cl_platform_id)info->cl_platform;
+  d->device = (cl_device_id)info->cl_device;
+  d->fp64 = info->fp64;
+  pthread_mutex_init(&d->lock, NULL);
+  const char *name = info->name ? info->name : "";
+  size_t key_len = strlen(name) + 16 + (info->version ? strlen(info->version) : 0) +
+                   (info->driver_version ? strlen(info->driver_version) : 0) +
+                   (info->platform ? strlen(info->platform) : 0);
+  d->name = loom__strdup(name);
+  d->cache_key = loom__malloc(key_len);
+  if (!d->name || !d->cache_key) {
+    cl_close(d);
+    return loom__oom("an OpenCL device");
+  }
+  snprintf(d->cache_key, key_len, "%s|%s|%s|%s", name, info->version ? info->version : "",
+           info->driver_version ? info->driver_version : "", info->platform ? info->platform : "");
+  loom_status s = make_queue(d, info);
+  if (!s) {
+    query_limits(d);
+    s = loom__cl_libraries_acquire();
+    d->libraries = s == LOOM_OK;
+    if (s) loom__error_prefix("%s (%s): ", d->id, d->name);
+  }
+  if (s) {
+    cl_close(d);
+    return s;
+  }
+  *out_dev = d;
+  return LOOM_OK;
+}
+
+static void cl_close(void *dev) {
+  loom__cl_device *d = dev;
+  if (!d) return;
+  if (d->queue) clFinish(d->queue);
+  loom__cl_fft_release(d);
+  loom__cl_programs_release(d);
+  if (d->queue) clReleaseCommandQueue(d->queue);
+  if (d->libraries) loom__cl_libraries_release();
+  if (d->context) clReleaseContext(d->context);
+  pthread_mutex_destroy(&d->lock);
+  loom__free(d->name);
+  loom__free(d->cache_key);
+  loom__free(d);
+}
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* The host allocator's fault injection (loom/testing.h) reaches device memory too, so a
+ * test's sweep over allocation failures covers every path. */
+static bool injected_failure(void) {
+  void *probe = loom__malloc(1);
+  if (!probe) return true;
+  loom__free(probe);
+  return false;
+}
+
+static loom_status cl_alloc(void *dev, int64_t bytes, void **out_buffer) {
+  loom__cl_device *d = dev;
+  *out_buffer = NULL;
+  char size[32], most[32];
+  if (bytes > d->max_alloc)
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s: %s is more than the device's largest allocation (%s)",
+                       d->id, loom__format_bytes(bytes, size, sizeof size),
+                       loom__format_bytes(d->max_alloc, most, sizeof most));
+  if (injected_failure())
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory allocating %s (injected failure)", d->id,
+                       loom__format_bytes(bytes, size, sizeof size));
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+  if (err != CL_SUCCESS) {
+    loom_status s = loom__cl_status(err, "clCreateBuffer");
+    loom__error_prefix("%s: %s: ", d->id, loom__format_bytes(bytes, size, sizeof size));
+    return s;
+  }
+  *out_buffer = mem;
+  return LOOM_OK;
+}
+
+static void cl_free(void *dev, void *buffer) {
+  (void)dev;
+  /* The runtime keeps the memory until the queued commands that use it are done. */
+  if (buffer) clReleaseMemObject((cl_mem)buffer);
+}
+
+static loom_status cl_upload(void *dev, void *dst, int64_t dst_offset, const void *src, int64_t bytes) {
+  loom__cl_device *d = dev;
+  if (bytes <= 0) return LOOM_OK;
+  loom_status s = loom__cl_status(clEnqueueWriteBuffer(d->queue, (cl_mem)dst, CL_FALSE, (size_t)dst_offset,
+                                                       (size_t)bytes, src, 0, NULL, NULL),
+                                  "clEnqueueWriteBuffer");
+  if (s) loom__error_prefix("%s: ", d->id);
+  return s;
+}
+
+static loom_status cl_download(void *dev, void *src, int64_t src_offset, void *dst, int64_t bytes) {
+  loom__cl_device *d = dev;
+  if (bytes <= 0) return LOOM_OK;
+  loom_status s = loom__cl_status(clEnqueueReadBuffer(d->queue, (cl_mem)src, CL_TRUE, (size_t)src_offset,
+                                                      (size_t)bytes, dst, 0, NULL, NULL),
+                                  "clEnqueueReadBuffer");
+  if (s) loom__error_prefix("%s: ", d->id);
+  return s;
+}
+
+static loom_status cl_synchronize(void *dev) {
+  loom__cl_device *d = dev;
+  loom_status s = loom__cl_status(clFinish(d->queue), "clFinish");
+  if (s) loom__error_prefix("%s: ", d->id);
+  return s;
+}
+
+/* ---- running one op ----------------------------------------------------------------------- */
+
+static bool needs_fp64(loom_dtype t) {
+  return t == LOOM_F64 || t == LOOM_C128;
+}
+
+static loom_status check_call(const loom__cl_device *d, const loom__op_call *c) {
+  const loom__op *op = c->op;
+  const loom__op_info *info = loom__op_info_of(op->kind);
+  if (!info || op->n_outputs != info->n_results)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: malformed op", d->id, loom_op_name(op->kind));
+  for (int32_t i = 0; i < op->n_inputs + op->n_outputs; i++) {
+    loom_dtype t = i < op->n_inputs ? c->in[i].type.dtype : c->out[i - op->n_inputs].type.dtype;
+    if (needs_fp64(t) && !d->fp64)
+      return loom__error(LOOM_ERR_UNSUPPORTED, "%s (%s): %s on %s: the device has no fp64 (cl_khr_fp64)",
+                         d->id, d->name, loom_op_name(op->kind), loom_dtype_name(t));
+  }
+  for (int32_t r = 0; r < op->n_outputs; r++) {
+    const loom__dview *v = &c->out[r];
+    int64_t expect = 1;
+    bool empty = false;
+    for (int32_t k = v->type.rank - 1; k >= 0; k--) {
+      empty |= v->type.dims[k] == 0;
+      if (v->type.dims[k] != 1 && v->strides[k] != expect && !empty)
+        return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: output %d is not dense", d->id, info->name,
+                           (int)r + 1);
+      expect *= v->type.dims[k];
+    }
+  }
+  return LOOM_OK;
+}
+
+static loom_status dispatch(loom__cl_device *d, const loom__op_call *c) {
+  switch (loom__op_info_of(c->op->kind)->cls) {
+    case LOOM_CLASS_SOURCE:
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_LOGIC:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
+      return loom__cl_elementwise(d, c);
+    case LOOM_CLASS_LAYOUT:
+      return loom__cl_layout(d, c);
+    case LOOM_CLASS_REDUCE:
+    case LOOM_CLASS_ARGREDUCE:
+      return loom__cl_reduce(d, c);
+    case LOOM_CLASS_TOPK:
+      return loom__cl_topk(d, c);
+    case LOOM_CLASS_DOT:
+      return loom__cl_dot(d, c);
+    case LOOM_CLASS_CONV:
+      return loom__cl_conv(d, c);
+    case LOOM_CLASS_FOURIER:
+      return loom__cl_fourier(d, c);
+  }
+  return loom__error(LOOM_ERR_INTERNAL, "%s: %s: no kernel family", d->id, loom_op_name(c->op->kind));
+}
+
+static loom_status cl_run_op(void *dev, const loom__op_call *c) {
+  loom__cl_device *d = dev;
+  loom_status s = check_call(d, c);
+  if (s) return s;
+  pthread_mutex_lock(&d->lock);
+  s = dispatch(d, c);
+  pthread_mutex_unlock(&d->lock);
+  return s;
+}
+
+const loom__backend loom__opencl_backend = {
+    .name = "opencl",
+    .host_memory = false,
+    .open = cl_open,
+    .close = cl_close,
+    .alloc = cl_alloc,
+    .free = cl_free,
+    .upload = cl_upload,
+    .download = cl_download,
+    .run_op = cl_run_op,
+    .synchronize = cl_synchronize,
+};

@@ -1,0 +1,150 @@
+/* The opencl compute backend's insides, shared by its files:
+ *   opencl_backend.c  the backend table: device state, memory, queue, op dispatch
+ *   opencl_program.c  embedded kernel sources, per-device builds, the on-disk program cache
+ *   opencl_kernels.c  elementwise, cast, iota, layout, select, reductions, topk, conv
+ *   opencl_blas.c     dot: CLBlast, or the gemm kernel
+ *   opencl_fft.c      fft ifft rfft irfft: clFFT with plans cached, or the direct DFT kernel
+ *
+ * Memory: device buffers are plain cl_mem objects of the device's own context, allocated and
+ * freed through the backend table, which is the executor's meter's allocator: the seam where
+ * the HMM (loom/memory.h) takes over once its buffers can be held across a stage without a
+ * synchronization per access (TODO(#6): today loom_buffer_release waits for the queue, which
+ * would put a clFinish after every op).
+ *
+ * Asynchrony: one in-order queue per device; run_op only enqueues (kernels, CLBlast and clFFT
+ * calls all go on that queue), uploads are non-blocking, and the only waits are a download
+ * (blocking read) and synchronize (clFinish) at the end of a stage.
+ */
+#ifndef LOOM_OPENCL_BACKEND_H
+#define LOOM_OPENCL_BACKEND_H
+
+#include <CL/cl.h>
+#include <pthread.h>
+
+#include "backends/backend.h"
+#include "backends/opencl/opencl_meta.h"
+#include "backends/opencl/opencl_status.h"
+
+/* Programs: one per dtype (its elementwise, cast, reduction, topk, dot, conv and DFT
+ * kernels), built on first use, and the dtype-free layout program. */
+enum { LOOM__CL_PROG_LAYOUT = LOOM_DTYPE_COUNT, LOOM__CL_PROG_COUNT };
+
+typedef struct loom__cl_kernel {
+  char name[40];
+  cl_kernel kernel;
+  size_t max_wg; /* CL_KERNEL_WORK_GROUP_SIZE */
+} loom__cl_kernel;
+
+typedef struct loom__cl_program {
+  cl_program program; /* NULL until built */
+  loom__cl_kernel *kernels;
+  int32_t n_kernels, cap_kernels;
+} loom__cl_program;
+
+struct loom__cl_fft_cache;
+
+typedef struct loom__cl_device {
+  char id[16];
+  char *name;      /* the device's name, for messages */
+  char *cache_key; /* device, versions and platform: part of the program cache's key */
+  cl_platform_id platform;
+  cl_device_id device;
+  cl_context context;
+  cl_command_queue queue;
+  bool fp64;
+  bool is_cpu;    /* CL_DEVICE_TYPE_CPU: work-items walk spans, small launches use small groups */
+  int64_t span;   /* elements per work-item of the flat kernels */
+  bool libraries; /* loom__cl_libraries_acquire succeeded for it */
+  size_t max_wg;
+  int64_t max_alloc;
+  int64_t base_align; /* bytes: where a sub-buffer may start */
+  int32_t compute_units;
+  pthread_mutex_t lock; /* held by run_op: kernel arguments and program caches */
+  loom__cl_program programs[LOOM__CL_PROG_COUNT];
+  struct loom__cl_fft_cache *fft;
+} loom__cl_device;
+
+/* ---- programs and kernels (opencl_program.c) ---------------------------------------------- */
+
+/* The kernel `name` of program `prog` (a loom_dtype, or LOOM__CL_PROG_LAYOUT), building the
+ * program on first use (from the on-disk cache when it holds it). Errors: UNSUPPORTED when
+ * the program has no such kernel (the op does not take that dtype: the message is the caller's
+ * to give, so nothing is set), INTERNAL with the build log when the program does not build,
+ * OUT_OF_MEMORY. */
+loom_status loom__cl_kernel_get(loom__cl_device *d, int32_t prog, const char *name, loom__cl_kernel **out);
+/* Builds program text from `parts` with `options` for d, through the on-disk cache; `label`
+ * names it in messages. Exposed for tests (a source that fails to build). */
+loom_status loom__cl_program_build(loom__cl_device *d, const char *label, const char *const *parts,
+                                   int32_t n_parts, const char *options, cl_program *out);
+void loom__cl_programs_release(loom__cl_device *d);
+/* The embedded text of kernels/opencl/<name> (cmake/embed.cmake), or NULL. */
+const char *loom__cl_source_text(const char *name);
+
+/* ---- launching (opencl_kernels.c) ------------------------------------------------------- */
+
+typedef struct loom__cl_arg {
+  size_t size;
+  const void *value; /* NULL: local memory of `size` bytes */
+} loom__cl_arg;
+#define LOOM__CL_ARG(x) ((loom__cl_arg){sizeof(x), &(x)})
+#define LOOM__CL_LOCAL(bytes) ((loom__cl_arg){(bytes), NULL})
+
+/* Sets the kernel's arguments and enqueues it over `items` work-items in groups of `local`
+ * (rounded down to what the kernel allows), as a grid-stride loop: the global size is capped
+ * and the kernels loop over the rest. Nothing is enqueued for items <= 0. */
+loom_status loom__cl_launch(loom__cl_device *d, const loom__cl_kernel *k, const loom__cl_arg *args,
+                            int32_t n_args, int64_t items, size_t local);
+/* A strided copy of `esize`-byte elements over dims (rank up to LM_COPY_RANK); NULL strides
+ * are dense. */
+loom_status loom__cl_copy(loom__cl_device *d, int64_t esize, int32_t rank, const int64_t *dims, cl_mem dst,
+                          int64_t dst_off, const int64_t *dst_strides, cl_mem src, int64_t src_off,
+                          const int64_t *src_strides);
+/* Sets `esize`-byte elements (4 or 8) to zero over dims with dst_strides (NULL: dense). */
+loom_status loom__cl_zero(loom__cl_device *d, int64_t esize, int32_t rank, const int64_t *dims, cl_mem dst,
+                          int64_t dst_off, const int64_t *dst_strides);
+/* "ocl0: exp: unsupported dtype i32", as the cpu backend words it. */
+loom_status loom__cl_unsupported(const loom__cl_device *d, const loom__op *op, loom_dtype dtype);
+
+loom_status loom__cl_elementwise(loom__cl_device *d, const loom__op_call *c);
+loom_status loom__cl_layout(loom__cl_device *d, const loom__op_call *c);
+loom_status loom__cl_reduce(loom__cl_device *d, const loom__op_call *c);
+loom_status loom__cl_topk(loom__cl_device *d, const loom__op_call *c);
+loom_status loom__cl_conv(loom__cl_device *d, const loom__op_call *c);
+
+/* ---- dot and the transforms (opencl_blas.c, opencl_fft.c) --------------------------------- */
+
+loom_status loom__cl_dot(loom__cl_device *d, const loom__op_call *c);
+loom_status loom__cl_fourier(loom__cl_device *d, const loom__op_call *c);
+/* The element offset of batch element bi of an operand with batch strides bs. */
+int64_t loom__cl_gemm_batch_offset(const lm_gemm *p, int64_t bi, const cl_long *bs);
+
+/* ---- the libraries (opencl_clblast.c, opencl_clfft.c; none/ when CMake did not find them) --- */
+
+/* Runs the whole batch through CLBlast when it is the way; *ran false (nothing enqueued)
+ * otherwise. */
+loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, const lm_gemm *p, bool *ran);
+/* Drops CLBlast's compiled programs (they hold contexts). */
+void loom__cl_clblast_release(void);
+loom_status loom__cl_clfft_setup(void);
+void loom__cl_clfft_teardown(void);
+/* Destroys the device's clFFT plans. */
+void loom__cl_fft_release(loom__cl_device *d);
+/* Per-process setup of the libraries, counted per open device: the first open sets them up,
+ * the last close tears them down (opencl_backend.c). */
+loom_status loom__cl_libraries_acquire(void);
+void loom__cl_libraries_release(void);
+
+/* ---- testing (loom/testing.h style hooks, process-wide) ------------------------------------ */
+
+/* Which way dot and the transforms go: 0 as chosen by size, 1 always Loom's own kernels,
+ * 2 the library whenever it can run the problem; for dot, 3 Loom's tiled (GPU) kernel even on
+ * a CPU device. */
+void loom__opencl_testing_set_paths(int32_t blas, int32_t fft);
+int32_t loom__cl_testing_blas_path(void);
+int32_t loom__cl_testing_fft_path(void);
+/* Makes an open device behave as if it had no fp64. */
+void loom__opencl_testing_disable_fp64(void *dev);
+/* The device state behind an exec device of the opencl backend (tests). */
+cl_command_queue loom__opencl_queue(void *dev);
+
+#endif

@@ -1,0 +1,60 @@
+# The opencl backend through loom-run: every example and test graph on ocl0 and on ocl1 whole
+# (--runners oclN:64MiB), and split across both under 8 MiB each, each against the cpu
+# backend's run with the measured peaks at or under the limits (tests/opencl/run_compare.cmake).
+# Without an OpenCL device the tests are skipped. The op-by-op conformance suite is the
+# test_opencl executable (tests/opencl/*.c).
+if(NOT LOOM_HAVE_OPENCL)
+  return()
+endif()
+
+# PoCL's two devices where PoCL is the platform (other drivers ignore these variables), and
+# ASan told to let clFFT 2.12 be: its clfftDestroyPlan deletes a plan's action through a
+# pointer to the wrong class (new-delete-type-mismatch inside libclFFT).
+set(_ocl_env "POCL_DEVICES=pthread pthread;POCL_MEMORY_LIMIT=1;ASAN_OPTIONS=new_delete_type_mismatch=0")
+set(_ocl_examples ${CMAKE_SOURCE_DIR}/examples)
+set(_ocl_data ${CMAKE_CURRENT_SOURCE_DIR})
+# name|graph|extra definitions (';'-separated -D options)
+set(_ocl_graphs
+  "conv_small|${_ocl_examples}/conv_small.lir|"
+  "dot_chain|${_ocl_examples}/dot_chain.lir|"
+  "kernel_mv|${_ocl_examples}/kernel_mv.lir|-DRTOL=1e-3"
+  "spectrum|${_ocl_examples}/spectrum.lir|-DATOL=1e-5max"
+  "knn|${_ocl_examples}/knn.lir|-DKNN=ON"
+  "all_ops|${_ocl_data}/data/lir/all_ops.lir|"
+  "comments|${_ocl_data}/data/lir/comments.lir|"
+  "passthrough|${_ocl_data}/data/lir/passthrough.lir|"
+  "constants|${_ocl_data}/data/lir/constants.lir|-DRUN_ONLY=ON"
+  "fft_only|${_ocl_data}/splitter/data/fft_only.lir|-DATOL=1e-5max"
+  "ffts|${_ocl_data}/splitter/data/ffts.lir|-DATOL=1e-5max"
+  "knn_plan|${_ocl_data}/splitter/data/knn_plan.lir|"
+  "knn_small|${_ocl_data}/tools/data/knn_small.lir|-DKNN=ON"
+  "small|${_ocl_data}/tools/data/small.lir|"
+  "bf16_out|${_ocl_data}/tools/data/bf16_out.lir|-DRUN_ONLY=ON")
+
+foreach(entry ${_ocl_graphs})
+  string(REPLACE "|" ";" parts "${entry}")
+  list(GET parts 0 name)
+  list(GET parts 1 graph)
+  list(LENGTH parts nparts)
+  set(extra "")
+  if(nparts GREATER 2)
+    list(GET parts 2 extra)
+  endif()
+  foreach(config "ocl0|ocl0:64MiB" "ocl1|ocl1:64MiB" "split|ocl0:8MiB,ocl1:8MiB")
+    string(REPLACE "|" ";" c "${config}")
+    list(GET c 0 tag)
+    list(GET c 1 runners)
+    set(test opencl.${name}.${tag})
+    add_test(NAME ${test}
+      COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
+        -DWORK=${CMAKE_CURRENT_BINARY_DIR}/opencl-tests/${name}.${tag} -DGRAPH=${graph} -DRUNNERS=${runners} ${extra}
+        -P ${CMAKE_CURRENT_SOURCE_DIR}/opencl/run_compare.cmake)
+    set_tests_properties(${test} PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "skipped: no OpenCL device"
+      ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
+  endforeach()
+endforeach()
+
+# The conformance suite (the test_opencl executable), in the same environment.
+if(TEST opencl)
+  set_tests_properties(opencl PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
+endif()
