@@ -10,6 +10,10 @@
  *   parallel  the axis is an axis of the sink's result: pieces are concatenated;
  *   reduced   the axis is one the sink reduces (reduce_sum/prod/max/min/mean): the pieces'
  *             partial reductions are combined as they come (add, mul, maximum, minimum).
+ * A value the region computes may also be read by another op that can itself be cut the same
+ * way (two reductions of one intermediate, two heads of one score matrix): that op joins the
+ * region as a further sink, so each piece is computed once and read by every sink, and no
+ * whole copy of the value is ever made.
  * The piece size is the largest for which the estimator says the rewritten graph fits, so
  * the promise is checked by the same model the executor's meter follows.
  */
@@ -24,10 +28,13 @@ typedef enum chunk_mode { MODE_PARALLEL, MODE_REDUCED } chunk_mode;
 
 typedef struct region {
   const loom_graph *g;
-  int32_t sink;
+  int32_t sink;         /* the sink the cut was chosen for */
   chunk_mode mode;
   int32_t axis;         /* parallel: axis of the sink's results; reduced: of its input */
   int64_t extent;       /* length of that axis */
+  int32_t *sinks;       /* every sink, in op order: the first sink and those that joined it */
+  int32_t n_sinks;
+  int32_t *sink_axis;   /* per op: for a sink, its cut axis (of its results or its input) */
   int32_t *axis_of;     /* per value: the axis a region value is cut along */
   int32_t *out_axis;    /* per op: the axis its results are cut along (region ops) */
   bool *in_region;      /* per op */
@@ -109,18 +116,22 @@ static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int
   }
 }
 
-/* In reduced mode, the axis of sink operand i that is cut: r->axis of input 0, and for dot
- * the matching k axis of b. */
-static int32_t sink_operand_axis(const region *r, int32_t i) {
-  const loom__op *op = &r->g->ops[r->sink];
-  if (op->kind != LOOM_OP_DOT || i == 0) return r->axis;
+static bool is_sink(const region *r, int32_t o) {
+  return r->sink_axis && r->sink_axis[o] != AX_FAIL;
+}
+
+/* In reduced mode, the axis of operand i of sink o that is cut: its cut axis on input 0, and
+ * for dot the matching k axis of b. */
+static int32_t sink_operand_axis(const region *r, int32_t o, int32_t i) {
+  const loom__op *op = &r->g->ops[o];
+  if (op->kind != LOOM_OP_DOT || i == 0) return r->sink_axis[o];
   const loom_type *b = &r->g->values[op->inputs[1]].type;
   return b->rank >= 2 ? b->rank - 2 : 0;
 }
 
 /* The axis operand i of region op o is read along in a piece. */
 static int32_t operand_axis(const region *r, int32_t o, int32_t i) {
-  if (o == r->sink && r->mode == MODE_REDUCED) return sink_operand_axis(r, i);
+  if (r->mode == MODE_REDUCED && is_sink(r, o)) return sink_operand_axis(r, o, i);
   return map_back(r->g, &r->g->ops[o], r->out_axis[o], i);
 }
 
@@ -131,6 +142,8 @@ static void region_free(region *r) {
   loom__free(r->downstream);
   loom__free(r->uses);
   loom__free(r->region_uses);
+  loom__free(r->sinks);
+  loom__free(r->sink_axis);
   memset(r, 0, sizeof *r);
 }
 
@@ -165,7 +178,96 @@ static int32_t candidate_axis(const region *r, int32_t o) {
   return ax;
 }
 
-static loom_status region_build(region *r, const loom_graph *g, int32_t sink, chunk_mode mode, int32_t axis) {
+/* Whether op reduces its input's axis ax in a way pieces can be combined: reductions (sum,
+ * prod, max, min, mean), argmax/argmin and topk (merged), dot over k (partials summed). */
+static bool reduced_by(const loom__op *op, int32_t ax, int32_t rank) {
+  switch (op->kind) {
+    case LOOM_OP_REDUCE_SUM: case LOOM_OP_REDUCE_PROD: case LOOM_OP_REDUCE_MAX:
+    case LOOM_OP_REDUCE_MIN: case LOOM_OP_REDUCE_MEAN:
+      return reduces_axis(&op->attrs, ax, rank);
+    case LOOM_OP_ARGMAX: case LOOM_OP_ARGMIN: case LOOM_OP_TOPK:
+      return ax == norm_axis(op->attrs.axis, rank);
+    case LOOM_OP_DOT:
+      return ax == rank - 1;
+    default:
+      return false;
+  }
+}
+
+/* Makes op c, which reads a region value as operand i, a further sink cut the same way:
+ * parallel, along the axis of its results that reads the value's cut axis; reduced, when it
+ * reduces that axis of its input 0. False when it cannot. */
+static bool join_sink(region *r, int32_t c, int32_t i) {
+  const loom_graph *g = r->g;
+  const loom__op *op = &g->ops[c];
+  int32_t a = r->axis_of[op->inputs[i]];
+  if (a < 0) return false;
+  if (r->mode == MODE_REDUCED) {
+    const loom_type *t = &g->values[op->inputs[0]].type;
+    /* topk's merge needs pieces of at least k, fixed by the first sink */
+    if (i != 0 || op->kind == LOOM_OP_TOPK || t->dims[a] != r->extent || !reduced_by(op, a, t->rank)) return false;
+    r->sink_axis[c] = a;
+    if (join(r, c, a)) return true;
+    r->sink_axis[c] = AX_FAIL;
+    return false;
+  }
+  const loom_type *ot = &g->values[op->outputs[0]].type;
+  for (int32_t ax = 0; ax < ot->rank; ax++) {
+    if (ot->dims[ax] != r->extent || map_back(g, op, ax, i) != a) continue;
+    for (int32_t k = 1; k < op->n_outputs; k++)
+      if (g->values[op->outputs[k]].type.rank <= ax || g->values[op->outputs[k]].type.dims[ax] != r->extent) return false;
+    r->sink_axis[c] = ax;
+    if (join(r, c, ax)) return true;
+    r->sink_axis[c] = AX_FAIL;
+  }
+  return false;
+}
+
+/* Producer o is read both inside the region, along one axis, and by ops outside it: tries to
+ * bring each of those readers in as a sink of its own. True when any joined. */
+static bool join_readers_as_sinks(region *r, int32_t o) {
+  const loom_graph *g = r->g;
+  const loom__op *op = &g->ops[o];
+  if (loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE) return false;
+  bool outside = false;
+  for (int32_t k = 0; k < op->n_outputs; k++) {
+    int32_t v = op->outputs[k];
+    if (r->uses[v] == 0) continue;
+    if (r->region_uses[v] == 0 || r->axis_of[v] < 0) return false;
+    outside |= r->region_uses[v] < r->uses[v];
+  }
+  if (!outside) return false;
+  bool joined = false;
+  for (int32_t c = o + 1; c < g->n_ops; c++) {
+    if (r->in_region[c]) continue;
+    for (int32_t i = 0; i < g->ops[c].n_inputs; i++)
+      if (g->values[g->ops[c].inputs[i]].op == o && join_sink(r, c, i)) {
+        joined = true;
+        break;
+      }
+  }
+  return joined;
+}
+
+/* Marks the ops that run after the pieces (they read a sink's result, or a region value from
+ * outside the region), and checks that no region op needs such a result: a piece cannot wait
+ * for the whole. */
+static bool mark_downstream(region *r) {
+  const loom_graph *g = r->g;
+  for (int32_t o = 0; o < g->n_ops; o++) {
+    bool waits = false;
+    for (int32_t i = 0; i < g->ops[o].n_inputs && !waits; i++) {
+      int32_t p = g->values[g->ops[o].inputs[i]].op;
+      waits = p >= 0 && (is_sink(r, p) || r->downstream[p] || (r->in_region[p] && !r->in_region[o]));
+    }
+    if (waits && r->in_region[o]) return false;
+    r->downstream[o] = waits;
+  }
+  return true;
+}
+
+static loom_status region_build(region *r, const loom_graph *g, int32_t sink, chunk_mode mode, int32_t axis,
+                                bool more_sinks) {
   memset(r, 0, sizeof *r);
   r->g = g;
   r->sink = sink;
@@ -174,14 +276,17 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
   size_t nv = (size_t)g->n_values + 1, no = (size_t)g->n_ops + 1;
   r->axis_of = loom__malloc(nv * sizeof(int32_t));
   r->out_axis = loom__malloc(no * sizeof(int32_t));
+  r->sink_axis = loom__malloc(no * sizeof(int32_t));
+  r->sinks = loom__malloc(no * sizeof(int32_t));
   r->in_region = loom__calloc(no, sizeof(bool));
   r->downstream = loom__calloc(no, sizeof(bool));
   r->uses = loom__malloc(nv * sizeof(int32_t));
   r->region_uses = loom__calloc(nv, sizeof(int32_t));
-  if (!r->axis_of || !r->out_axis || !r->in_region || !r->downstream || !r->uses || !r->region_uses)
+  if (!r->axis_of || !r->out_axis || !r->sink_axis || !r->sinks || !r->in_region || !r->downstream || !r->uses ||
+      !r->region_uses)
     return loom__oom("a chunk region");
   for (size_t v = 0; v < nv; v++) r->axis_of[v] = AX_UNSET;
-  for (size_t o = 0; o < no; o++) r->out_axis[o] = AX_FAIL;
+  for (size_t o = 0; o < no; o++) r->out_axis[o] = r->sink_axis[o] = AX_FAIL;
   loom__use_counts(g, r->uses);
   const loom_type *t = mode == MODE_PARALLEL ? &g->values[g->ops[sink].outputs[0]].type
                                              : &g->values[g->ops[sink].inputs[0]].type;
@@ -192,17 +297,22 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
     if (axis != t->rank - 1) return LOOM_ERR_UNSUPPORTED;
     r->min_piece = LOOM_MAX(g->ops[sink].attrs.k, 1);
   }
+  r->sink_axis[sink] = axis;
   if (!join(r, sink, axis)) return LOOM_ERR_UNSUPPORTED;
-  for (int32_t o = sink - 1; o >= 0; o--) {
-    int32_t ax = candidate_axis(r, o);
-    if (ax >= 0) join(r, o, ax);
-  }
-  for (int32_t o = sink + 1; o < g->n_ops; o++)
-    for (int32_t i = 0; i < g->ops[o].n_inputs && !r->downstream[o]; i++) {
-      int32_t p = g->values[g->ops[o].inputs[i]].op;
-      r->downstream[o] = p >= 0 && (r->in_region[p] || r->downstream[p]);
+  /* Walk back from the end; a sink that joins may bring in producers already passed, so walk
+   * again until nothing changes (without further sinks one walk is enough). */
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t o = g->n_ops - 1; o >= 0; o--) {
+      if (r->in_region[o]) continue;
+      int32_t ax = candidate_axis(r, o);
+      if (ax >= 0) join(r, o, ax);
+      else if (more_sinks && join_readers_as_sinks(r, o)) changed = true;
     }
-  return LOOM_OK;
+  }
+  for (int32_t o = 0; o < g->n_ops; o++)
+    if (is_sink(r, o)) r->sinks[r->n_sinks++] = o;
+  return mark_downstream(r) ? LOOM_OK : LOOM_ERR_UNSUPPORTED;
 }
 
 /* ---- emitting the chunked graph ------------------------------------------------------ */
@@ -243,7 +353,7 @@ static loom_status emit_piece_op(const region *r, loom__rebuild *rb, piece *pc, 
   int32_t ax = r->out_axis[o];
   if ((kind == LOOM_OP_RESHAPE || kind == LOOM_OP_BROADCAST) && ax >= 0 && attrs.shape.v[ax] != -1)
     attrs.shape.v[ax] = pc->hi - pc->lo;
-  if (o == r->sink && r->mode == MODE_REDUCED && kind == LOOM_OP_REDUCE_MEAN) kind = LOOM_OP_REDUCE_SUM;
+  if (r->mode == MODE_REDUCED && is_sink(r, o) && kind == LOOM_OP_REDUCE_MEAN) kind = LOOM_OP_REDUCE_SUM;
   loom_value outs[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
   loom_status s = loom_graph_add(rb->dst, kind, ins, op->n_inputs, &attrs, NULL, NULL, outs, op->n_outputs);
   if (s) return s;
@@ -314,18 +424,19 @@ static void merge_topk(loom_graph *dst, const loom__op *sink, int32_t axis, loom
   acc[1] = gather_last(dst, ci, pos);
 }
 
-/* Folds the sink's results for one piece into acc (reduced mode). */
-static void merge_piece(const region *r, loom__rebuild *rb, piece *pc, loom_value *acc) {
-  const loom__op *sink = &r->g->ops[r->sink];
+/* Folds the results of sink o for one piece into acc (reduced mode). */
+static void merge_piece(const region *r, loom__rebuild *rb, piece *pc, int32_t o, loom_value *acc) {
+  const loom__op *sink = &r->g->ops[o];
+  int32_t axis = r->sink_axis[o];
   loom_graph *dst = rb->dst;
   loom_value part = {pc->local[sink->outputs[0]]};
   if (sink->kind == LOOM_OP_TOPK) {
     loom_value idx = loom_binary(dst, LOOM_OP_ADD, (loom_value){pc->local[sink->outputs[1]]}, scalar_i64(dst, pc->lo));
-    merge_topk(dst, sink, r->axis, part, idx, acc);
+    merge_topk(dst, sink, axis, part, idx, acc);
   } else if (sink->kind == LOOM_OP_ARGMAX || sink->kind == LOOM_OP_ARGMIN) {
     loom_value idx = loom_binary(dst, LOOM_OP_ADD, part, scalar_i64(dst, pc->lo));
-    loom_value in = piece_operand(r, rb, pc, r->sink, 0);
-    int64_t ax = r->axis;
+    loom_value in = piece_operand(r, rb, pc, o, 0);
+    int64_t ax = axis;
     loom_value val = loom_reduce(dst, sink->kind == LOOM_OP_ARGMAX ? LOOM_OP_REDUCE_MAX : LOOM_OP_REDUCE_MIN, in, 1, &ax, false);
     merge_arg(dst, sink->kind, idx, val, acc);
   } else {
@@ -333,7 +444,8 @@ static void merge_piece(const region *r, loom__rebuild *rb, piece *pc, loom_valu
   }
 }
 
-/* Emits every piece; results of the sink go to parts (parallel) or into acc (reduced). */
+/* Emits every piece; the results of sink j go to parts[(2 j + k) stride + piece] (parallel)
+ * or into acc[2 j], acc[2 j + 1] (reduced). */
 static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, loom_value *parts, int64_t stride,
                                loom_value *acc) {
   const loom_graph *g = r->g;
@@ -341,7 +453,7 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
   pc.local = loom__malloc(sizeof(int32_t) * (size_t)g->n_values);
   pc.stamp = loom__calloc((size_t)g->n_values, sizeof(int32_t));
   loom_status s = (!pc.local || !pc.stamp) ? loom__oom("chunk pieces") : LOOM_OK;
-  const loom__op *sink = &g->ops[r->sink];
+  int32_t last = r->sinks[r->n_sinks - 1];
   int32_t n = 0;
   int64_t end = r->probe ? LOOM_MIN(r->extent, 3 * c) : r->extent;
   for (int64_t lo = 0; !s && lo < end; lo = pc.hi, n++) {
@@ -349,14 +461,17 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
     pc.hi = LOOM_MIN(lo + c, r->extent);
     if (r->extent - pc.hi < r->min_piece) pc.hi = r->extent; /* no last piece shorter than k */
     pc.id = n + 1;
-    for (int32_t o = 0; !s && o <= r->sink; o++)
+    for (int32_t o = 0; !s && o <= last; o++)
       if (r->in_region[o]) s = emit_piece_op(r, rb, &pc, o);
-    if (s) break;
-    if (r->mode == MODE_PARALLEL) {
-      for (int32_t k = 0; k < sink->n_outputs; k++) parts[k * stride + n] = (loom_value){pc.local[sink->outputs[k]]};
-    } else {
-      merge_piece(r, rb, &pc, acc);
-      if (acc[0].id < 0) s = rb->dst->error ? rb->dst->error : loom__error(LOOM_ERR_INTERNAL, "chunk: merge failed");
+    for (int32_t j = 0; !s && j < r->n_sinks; j++) {
+      const loom__op *sink = &g->ops[r->sinks[j]];
+      if (r->mode == MODE_PARALLEL) {
+        for (int32_t k = 0; k < sink->n_outputs; k++)
+          parts[(2 * j + k) * stride + n] = (loom_value){pc.local[sink->outputs[k]]};
+      } else {
+        merge_piece(r, rb, &pc, r->sinks[j], &acc[2 * j]);
+        if (acc[2 * j].id < 0) s = rb->dst->error ? rb->dst->error : loom__error(LOOM_ERR_INTERNAL, "chunk: merge failed");
+      }
     }
   }
   loom__free(pc.local);
@@ -364,11 +479,13 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
   return s ? s : rb->dst->error;
 }
 
-/* Maps the sink's results to the joined pieces. */
-static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t n_pieces, int64_t covered, loom_value *parts,
-                               loom_value *acc) {
+/* Maps the results of sink o to the joined pieces: parts[k stride + piece] (parallel) or
+ * acc[0], acc[1] (reduced). */
+static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t o, int32_t n_pieces, int64_t covered,
+                               loom_value *parts, loom_value *acc) {
   int64_t stride = n_pieces + 1;
-  const loom__op *sink = &r->g->ops[r->sink];
+  const loom__op *sink = &r->g->ops[o];
+  int32_t axis = r->sink_axis[o];
   if (r->mode == MODE_REDUCED) {
     if (sink->kind == LOOM_OP_REDUCE_MEAN) {
       loom_dtype dt = r->g->values[sink->outputs[0]].type.dtype;
@@ -385,10 +502,10 @@ static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t n_pie
       /* A probe emits the first pieces only; a fill (a view, no bytes) stands for the rest so
        * what follows the sink sees the shape it expects. */
       loom_type rest = r->g->values[sink->outputs[k]].type;
-      rest.dims[r->axis] = r->extent - covered;
+      rest.dims[axis] = r->extent - covered;
       p[n++] = loom_fill(rb->dst, &rest, 0.0);
     }
-    loom_value joined = n == 1 ? p[0] : loom_concat(rb->dst, p, n, r->axis);
+    loom_value joined = n == 1 ? p[0] : loom_concat(rb->dst, p, n, axis);
     loom__rebuild_set(rb, sink->outputs[k], joined);
   }
   return rb->dst->error;
@@ -401,21 +518,28 @@ static loom_status emit_chunked(const region *r, int64_t c, loom_graph **out) {
   int64_t n_pieces = (r->extent + c - 1) / c;
   if (r->probe && n_pieces > 3) n_pieces = 3;
   if (n_pieces > MAX_PIECES) return loom__error(LOOM_ERR_OUT_OF_MEMORY, "chunk: more than %d pieces", MAX_PIECES);
-  loom_value *parts = NULL;
-  if (r->mode == MODE_PARALLEL && !(parts = loom__malloc(sizeof(loom_value) * 2 * (size_t)(n_pieces + 1))))
+  loom_value *parts = NULL, *acc = loom__malloc(sizeof(loom_value) * 2 * (size_t)r->n_sinks);
+  if (acc && r->mode == MODE_PARALLEL)
+    parts = loom__malloc(sizeof(loom_value) * 2 * (size_t)r->n_sinks * (size_t)(n_pieces + 1));
+  if (!acc || (r->mode == MODE_PARALLEL && !parts)) {
+    loom__free(acc);
     return loom__oom("chunk pieces");
+  }
+  for (int32_t j = 0; j < 2 * r->n_sinks; j++) acc[j] = LOOM_VALUE_NONE;
   loom__rebuild rb;
   loom_status s = loom__rebuild_init(&rb, g);
   for (int32_t o = 0; !s && o < g->n_ops; o++)
     if (!r->in_region[o] && !r->downstream[o]) s = loom__rebuild_copy(&rb, o);
-  loom_value acc[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
   if (!s) s = emit_pieces(r, &rb, c, parts, n_pieces + 1, acc);
-  if (!s) s = finish_sink(r, &rb, (int32_t)n_pieces, LOOM_MIN(r->extent, n_pieces * c), parts, acc);
+  for (int32_t j = 0; !s && j < r->n_sinks; j++)
+    s = finish_sink(r, &rb, r->sinks[j], (int32_t)n_pieces, LOOM_MIN(r->extent, n_pieces * c),
+                    parts ? &parts[2 * j * (n_pieces + 1)] : NULL, &acc[2 * j]);
   for (int32_t o = 0; !s && o < g->n_ops; o++)
     if (r->downstream[o]) s = loom__rebuild_copy(&rb, o);
   if (!s) s = loom__rebuild_finish(&rb, out);
   loom__rebuild_deinit(&rb);
   loom__free(parts);
+  loom__free(acc);
   return s;
 }
 
@@ -500,39 +624,34 @@ static int32_t collect_sinks(const loom_graph *g, int32_t peak_op, int32_t *sink
   return n;
 }
 
-/* Whether op reduces its input's axis ax in a way pieces can be combined: reductions (sum,
- * prod, max, min, mean), argmax/argmin and topk (merged), dot over k (partials summed). */
-static bool reduced_by(const loom__op *op, int32_t ax, int32_t rank) {
-  switch (op->kind) {
-    case LOOM_OP_REDUCE_SUM: case LOOM_OP_REDUCE_PROD: case LOOM_OP_REDUCE_MAX:
-    case LOOM_OP_REDUCE_MIN: case LOOM_OP_REDUCE_MEAN:
-      return reduces_axis(&op->attrs, ax, rank);
-    case LOOM_OP_ARGMAX: case LOOM_OP_ARGMIN: case LOOM_OP_TOPK:
-      return ax == norm_axis(op->attrs.axis, rank);
-    case LOOM_OP_DOT:
-      return ax == rank - 1;
-    default:
-      return false;
-  }
-}
-
 /* Tries one (sink, mode, axis); LOOM_ERR_UNSUPPORTED when that cut does not fit. */
 static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, int32_t axis, int64_t limit,
                            loom_graph **out, char *detail, size_t detail_size) {
   region r;
-  loom_status s = region_build(&r, g, sink, mode, axis);
-  if (!s && r.extent < 2) s = LOOM_ERR_UNSUPPORTED;
   int64_t c = 0;
-  if (!s) s = best_piece(&r, limit, out, &c);
-  if (!s) {
-    char buf[32];
-    int32_t n_ops = 0;
-    for (int32_t o = 0; o < g->n_ops; o++) n_ops += r.in_region[o];
-    snprintf(detail, detail_size, "%s '%s' and the %d ops before it, along %s axis %d, in %lld pieces of %lld",
-             loom_op_name(g->ops[sink].kind), loom__value_label(g, g->ops[sink].outputs[0], buf, sizeof buf),
-             (int)(n_ops - 1), mode == MODE_PARALLEL ? "its result's" : "the reduced", (int)axis,
-             (long long)((r.extent + c - 1) / c), (long long)c);
+  loom_status s = LOOM_ERR_UNSUPPORTED;
+  /* First with every reader that can be cut the same way as a further sink; then, when that
+   * did not fit (a piece would wait for a whole result, or the further sinks' results are too
+   * big together), the first sink alone. */
+  for (int attempt = 0; attempt < 2 && s == LOOM_ERR_UNSUPPORTED; attempt++) {
+    s = region_build(&r, g, sink, mode, axis, attempt == 0);
+    bool alone = s == LOOM_OK && r.n_sinks == 1;
+    if (!s && r.extent < 2) s = LOOM_ERR_UNSUPPORTED;
+    if (!s) s = best_piece(&r, limit, out, &c);
+    if (!s) break;
+    region_free(&r);
+    if (alone) return s; /* the second attempt would build the same region */
   }
+  if (s) return s;
+  char buf[32], more[48] = "";
+  int32_t n_ops = 0;
+  for (int32_t o = 0; o < g->n_ops; o++) n_ops += r.in_region[o];
+  if (r.n_sinks > 1)
+    snprintf(more, sizeof more, " (with %d more sink%s)", (int)(r.n_sinks - 1), r.n_sinks > 2 ? "s" : "");
+  snprintf(detail, detail_size, "%s '%s'%s and the %d ops before it, along %s axis %d, in %lld pieces of %lld",
+           loom_op_name(g->ops[sink].kind), loom__value_label(g, g->ops[sink].outputs[0], buf, sizeof buf), more,
+           (int)(n_ops - r.n_sinks), mode == MODE_PARALLEL ? "its result's" : "the reduced", (int)axis,
+           (long long)((r.extent + c - 1) / c), (long long)c);
   region_free(&r);
   return s;
 }
@@ -565,7 +684,8 @@ static loom_status too_big(const loom_graph *g, const loom_estimate *e, int64_t 
   char name[32], need[32], lim[32];
   return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s '%s' needs %s at its step, more than the limit of %s, even when chunked",
                      loom_op_name(op->kind), loom__value_label(g, op->outputs[0], name, sizeof name),
-                     loom__format_bytes(st->peak, need, sizeof need), loom__format_bytes(limit, lim, sizeof lim));
+                     loom__format_bytes_vs(st->peak, limit, need, sizeof need),
+                     loom__format_bytes_vs(limit, st->peak, lim, sizeof lim));
 }
 
 static loom_status check_inputs_fit(const loom_graph *g, int64_t limit) {
@@ -576,7 +696,8 @@ static loom_status check_inputs_fit(const loom_graph *g, int64_t limit) {
       char name[32], need[32], lim[32];
       return loom__error(LOOM_ERR_OUT_OF_MEMORY, "input '%s' holds %s, more than the limit of %s",
                          loom__value_label(g, g->params[p], name, sizeof name),
-                         loom__format_bytes(bytes, need, sizeof need), loom__format_bytes(limit, lim, sizeof lim));
+                         loom__format_bytes_vs(bytes, limit, need, sizeof need),
+                         loom__format_bytes_vs(limit, bytes, lim, sizeof lim));
     }
   }
   return LOOM_OK;

@@ -24,7 +24,7 @@ static void check_chunked(const char *text, int64_t limit, const char *detail, d
   ASSERT_TRUE(e->bytes_saved > 0);
   ASSERT_TRUE(rw_peak(c) <= limit);
 
-  loom_tensor in[2], out[2], want[2];
+  loom_tensor in[2], out[3], want[3];
   int32_t n_in = loom_graph_param_count(g), n_out = loom_graph_output_count(g);
   ASSERT_OK(rw_random_inputs(g, 5, 1.0, in));
   loom__meter meter = {0};
@@ -65,6 +65,21 @@ TEST(chunk_reduced_axis_of_a_log_sum_exp) {
                 "  m = reduce_max x axes=[1] keepdims=true\n  d = sub x m\n  e = exp d\n"
                 "  s = reduce_sum e axes=[1] keepdims=true\n  l = log s\n  r = add l m\n  return r\n}\n",
                 6 << 20, "reduce_sum 's' and the 2 ops before it, along the reduced axis 1", 1e-5);
+}
+
+/* Two reductions and an argmax read one intermediate: they become sinks of one region, so
+ * each piece of exp is computed once and read by all three. */
+TEST(chunk_joins_readers_of_one_value_as_sinks) {
+  check_chunked("graph two(x: f32[1,1048576]) {\n  e = exp x\n  s = reduce_sum e axes=[1]\n"
+                "  m = reduce_max e axes=[1]\n  i = argmax e axis=1\n  return s, m, i\n}\n",
+                6 << 20, "reduce_sum 's' (with 2 more sinks) and the 1 ops before it, along the reduced axis 1", 1e-5);
+}
+
+/* Rows of a matrix feed both a row sum and a row maximum: cut along the rows, two results. */
+TEST(chunk_parallel_cut_with_two_sinks) {
+  check_chunked("graph rows(x: f32[512,4096]) {\n  e = exp x\n  s = reduce_sum e axes=[1]\n"
+                "  m = reduce_max e axes=[1]\n  return s, m\n}\n",
+                12 << 20, "(with 1 more sink) and the 1 ops before it, along its result's axis 0", 1e-5);
 }
 
 TEST(chunk_merges_argmax_pieces) {
