@@ -27,7 +27,8 @@ check: build
 
 # The same suite built with AddressSanitizer and UndefinedBehaviorSanitizer.
 check-sanitize: deps
-	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE=ON $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE=ON \
+	  -DLOOM_TEST_CACHE_DIR=$(abspath $(BUILD))/test-cache $(CMAKE_ARGS)
 	cmake --build $(BUILD)-sanitize -j $(JOBS)
 	cd $(BUILD)-sanitize && ctest --output-on-failure -j $(JOBS)
 
