@@ -67,6 +67,18 @@ char *loom__format_bytes(int64_t bytes, char *buf, size_t size) {
   return buf;
 }
 
+char *loom__format_bytes_vs(int64_t bytes, int64_t other, char *buf, size_t size) {
+  char mine[32], theirs[32];
+  loom__format_bytes(bytes, mine, sizeof mine);
+  loom__format_bytes(other, theirs, sizeof theirs);
+  if (bytes != other && strcmp(mine, theirs) == 0) {
+    snprintf(buf, size, "%lld B", (long long)bytes);
+    return buf;
+  }
+  snprintf(buf, size, "%s", mine);
+  return buf;
+}
+
 loom_status loom_bytes_parse(const char *text, int64_t *out_bytes) {
   const char *end = NULL;
   int64_t bytes;

@@ -51,6 +51,10 @@ static inline bool loom__add_i64(int64_t a, int64_t b, int64_t *out) {
 bool loom__parse_bytes(const char *text, int64_t *out_bytes, const char **out_end);
 /* "1.50 GiB" style; returns buf. */
 char *loom__format_bytes(int64_t bytes, char *buf, size_t size);
+/* As loom__format_bytes, but exact ("8388616 B") when the rounded text would read the same
+ * as `other`'s: a message that compares a need with a limit must not say "needs 8.00 MiB,
+ * the limit is 8.00 MiB". Format both sides with it. */
+char *loom__format_bytes_vs(int64_t bytes, int64_t other, char *buf, size_t size);
 
 /* Stores one element of `dtype` (see loom/tensor.h for the layouts) at dst: ivalue when
  * is_int (exact for i64), else value, converted as C converts, rounded for f16/bf16. */

@@ -207,8 +207,8 @@ loom_status loom__hmm_make_room(loom_mem_manager *m, int32_t node, int64_t bytes
   if (bytes > n->stats.limit) {
     char need[32], lim[32];
     return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s needed, more than its %s limit",
-                       n->id, loom__format_bytes(bytes, need, sizeof need),
-                       loom__format_bytes(n->stats.limit, lim, sizeof lim));
+                       n->id, loom__format_bytes_vs(bytes, n->stats.limit, need, sizeof need),
+                       loom__format_bytes_vs(n->stats.limit, bytes, lim, sizeof lim));
   }
   loom_status s = shrink_to(m, node, n->stats.limit - bytes, exclude);
   if (s == LOOM_ERR_NOT_FOUND) return no_room(n, bytes);

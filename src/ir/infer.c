@@ -195,7 +195,7 @@ static loom_status infer_source(loom_op op, const loom_attrs *a, const loom_type
   if (s) return s;
   if (op == LOOM_OP_IOTA) {
     if (out->dtype == LOOM_BOOL) return loom__error(INVALID, "iota: cannot count in %s", TS(out));
-    int32_t axis;
+    int32_t axis = 0;
     return get_axis(op, a->axis, out, &axis);
   }
   if (op == LOOM_OP_FILL) return check_fill_value(out, a);
@@ -349,7 +349,7 @@ static loom_status infer_slice(const loom_type *x, const loom_attrs *a, loom_typ
 static loom_status infer_concat(const loom_graph *g, const int32_t *inputs, int32_t n, const loom_attrs *a,
                                 loom_type *out) {
   const loom_type *x0 = &loom__val(g, inputs[0])->type;
-  int32_t axis;
+  int32_t axis = 0;
   loom_status s = get_axis(LOOM_OP_CONCAT, a->axis, x0, &axis);
   if (s) return s;
   *out = *x0;
@@ -406,7 +406,7 @@ static loom_status infer_reduce(loom_op op, const loom_type *x, const loom_attrs
   if (s) return s;
   uint32_t reduced = 0;
   for (int32_t i = 0; i < a->axes.count; i++) {
-    int32_t axis;
+    int32_t axis = 0;
     if ((s = get_axis(op, a->axes.v[i], x, &axis))) return s;
     if (reduced & (1u << axis))
       return loom__error(INVALID, "%s: axes=%s names axis %d twice for %s", loom_op_name(op),
@@ -427,7 +427,7 @@ static loom_status infer_reduce(loom_op op, const loom_type *x, const loom_attrs
 }
 
 static loom_status infer_argreduce(loom_op op, const loom_type *x, const loom_attrs *a, loom_type *out) {
-  int32_t axis;
+  int32_t axis = 0;
   loom_status s = check_dtype(op, x);
   if (!s) s = get_axis(op, a->axis, x, &axis);
   if (!s) s = check_nonempty(op, x, axis);
@@ -440,7 +440,7 @@ static loom_status infer_argreduce(loom_op op, const loom_type *x, const loom_at
 }
 
 static loom_status infer_topk(const loom_type *x, const loom_attrs *a, loom_type *out) {
-  int32_t axis;
+  int32_t axis = 0;
   loom_status s = check_dtype(LOOM_OP_TOPK, x);
   if (!s) s = get_axis(LOOM_OP_TOPK, a->axis, x, &axis);
   if (s) return s;
@@ -553,7 +553,7 @@ static loom_status infer_conv(const loom_type *x, const loom_type *w, const loom
 
 static loom_status infer_fourier(loom_op op, const loom_type *x, const loom_attrs *a, loom_type *out) {
   const char *name = loom_op_name(op);
-  int32_t axis;
+  int32_t axis = 0;
   loom_status s = check_dtype(op, x);
   if (!s) s = get_axis(op, a->axis, x, &axis);
   if (s) return s;

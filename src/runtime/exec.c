@@ -9,8 +9,8 @@ loom_status loom__meter_take(loom__meter *m, int64_t bytes, const char *what) {
   if (m->limit > 0 && bytes > m->limit - m->in_use - m->cached) {
     char need[32], lim[32], used[32];
     return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s needs %s but only %s of the %s limit is free", what,
-                       loom__format_bytes(bytes, need, sizeof need),
-                       loom__format_bytes(m->limit - m->in_use, used, sizeof used),
+                       loom__format_bytes_vs(bytes, m->limit - m->in_use, need, sizeof need),
+                       loom__format_bytes_vs(m->limit - m->in_use, bytes, used, sizeof used),
                        loom__format_bytes(m->limit, lim, sizeof lim));
   }
   m->in_use += bytes;

@@ -341,7 +341,8 @@ static loom_status check_inputs(const loom__split_info *si, int64_t largest) {
         LOOM_ERR_OUT_OF_MEMORY,
         "split_by_memory: input '%s' (%s) needs %s, the largest limit is %s (an input is held whole)",
         loom__value_label(g, v, name, sizeof name), loom_type_format(&g->values[v].type, type, sizeof type),
-        loom__format_bytes(si->bytes[v], need, sizeof need), loom__format_bytes(largest, lim, sizeof lim));
+        loom__format_bytes_vs(si->bytes[v], largest, need, sizeof need),
+        loom__format_bytes_vs(largest, si->bytes[v], lim, sizeof lim));
   }
   return LOOM_OK;
 }
@@ -391,7 +392,8 @@ static loom_status too_big(splitter *sp, int32_t first, int32_t op_index, int64_
   return loom__error(LOOM_ERR_OUT_OF_MEMORY,
                      "split_by_memory: %s '%s' needs %s, the largest limit is %s%s%s%s",
                      loom_op_name(op->kind), loom__value_label(g, op->outputs[0], name, sizeof name),
-                     loom__format_bytes(need, n, sizeof n), loom__format_bytes(sp->largest, lim, sizeof lim),
+                     loom__format_bytes_vs(need, sp->largest, n, sizeof n),
+                     loom__format_bytes_vs(sp->largest, need, lim, sizeof lim),
                      why ? " (" : "", why ? why : "", why ? ")" : "");
 }
 

@@ -164,7 +164,7 @@ static int parse_option(run_options *opts, const char *flag, const char *value) 
     opts->stats_json = value;
     return 0;
   }
-  uint64_t rows;
+  uint64_t rows = 0;
   int rc = parse_u64(flag, value, &rows);
   if (rc) return rc;
   opts->print_rows = rows > INT64_MAX ? INT64_MAX : (int64_t)rows;

@@ -326,7 +326,7 @@ static bool fits_blas(const dot_problem *p) {
 
 /* The float and complex path: fold or pack both operands, then BLAS or the plain loop. */
 static loom_status dot_float(dot_problem *p, dot_arena *ar) {
-  dot_fold fa, fb;
+  dot_fold fa = {0}, fb = {0};
   bool small = p->batch >= 2 && p->n * p->k * p->m <= DOT_SMALL_MACS;
   if (small || !fits_blas(p)) {
     dot_loop(p); /* reads any strides: nothing to pack */
