@@ -63,6 +63,8 @@ set_tests_properties(loom_info_broken_icd PROPERTIES
   ENVIRONMENT "${LOOM_TEST_ENV};OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-broken" TIMEOUT 120)
 loom_info_test(recorded_topology "HWLOC_XMLFILE=${LOOM_TOPOLOGIES}/2s-2numa-4gpu.xml"
   "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
+# The stand-in driver is only read by builds with CUDA discovery (not LOOM_CUDA=OFF).
+if(_loom_cuda_discovery)
 loom_info_test(fake_cuda_no_gpu ${no_cuda} "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
 loom_info_test(fake_cuda_failures "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda"
   "LOOM_FAKE_CUDA_DEVICES=0000:19:00.0,0000:87:00.0" "LOOM_FAKE_CUDA_FAIL=cuDeviceGetName:1"
@@ -70,7 +72,8 @@ loom_info_test(fake_cuda_failures "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda"
 loom_info_test(fake_cuda_no_free_memory "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda"
   "LOOM_FAKE_CUDA_DEVICES=0000:19:00.0" "LOOM_FAKE_CUDA_FAIL=cuMemGetInfo"
   "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
-if(LOOM_HAVE_OPENCL)
+endif()
+if(LOOM_HAVE_OPENCL AND _loom_cuda_discovery)
   loom_info_test(fake_gpus "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda"
     "LOOM_FAKE_CUDA_DEVICES=0000:19:00.0,0000:87:00.0" "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-fake"
     "HWLOC_XMLFILE=${LOOM_TOPOLOGIES}/2s-2numa-4gpu.xml")

@@ -1,6 +1,7 @@
 # The opencl backend through loom-run: every example and test graph on ocl0 and on ocl1 whole
-# (--runners oclN:64MiB), and split across both under 8 MiB each, each against the cpu
-# backend's run with the measured peaks at or under the limits (tests/opencl/run_compare.cmake).
+# (--runners oclN:64MiB), split across both under 8 MiB each, and on the runners
+# LOOM_MEM_LIMIT=ocl0:8MiB makes, each against the cpu backend's run with the measured peaks at
+# or under the limits (tests/opencl/run_compare.cmake).
 # Without an OpenCL device the tests are skipped. The op-by-op conformance suite is the
 # test_opencl executable (tests/opencl/*.c).
 if(NOT LOOM_HAVE_OPENCL)
@@ -40,15 +41,22 @@ foreach(entry ${_ocl_graphs})
   if(nparts GREATER 2)
     list(GET parts 2 extra)
   endif()
-  foreach(config "ocl0|ocl0:64MiB" "ocl1|ocl1:64MiB" "split|ocl0:8MiB,ocl1:8MiB")
+  # tag|runners|LOOM_MEM_LIMIT: "mem" runs on loom-run's default runners, the devices
+  # LOOM_MEM_LIMIT names (issue 5), under ocl0's memory node limited to 8 MiB.
+  foreach(config "ocl0|ocl0:64MiB|" "ocl1|ocl1:64MiB|" "split|ocl0:8MiB,ocl1:8MiB|" "mem||ocl0:8MiB")
     string(REPLACE "|" ";" c "${config}")
     list(GET c 0 tag)
     list(GET c 1 runners)
+    list(GET c 2 mem_limit)
+    set(mem_def "")
+    if(mem_limit)
+      set(mem_def -DMEM_LIMIT=${mem_limit})
+    endif()
     set(test opencl.${name}.${tag})
     add_test(NAME ${test}
       COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
-        -DWORK=${CMAKE_CURRENT_BINARY_DIR}/opencl-tests/${name}.${tag} -DGRAPH=${graph} -DRUNNERS=${runners} ${extra}
-        -P ${CMAKE_CURRENT_SOURCE_DIR}/opencl/run_compare.cmake)
+        -DWORK=${CMAKE_CURRENT_BINARY_DIR}/opencl-tests/${name}.${tag} -DGRAPH=${graph} -DRUNNERS=${runners}
+        ${mem_def} ${extra} -P ${CMAKE_CURRENT_SOURCE_DIR}/opencl/run_compare.cmake)
     set_tests_properties(${test} PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "skipped: no OpenCL device"
       ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
   endforeach()

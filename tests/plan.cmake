@@ -9,10 +9,16 @@
 #   STDOUT_NOT_REGEX             ... must not match
 #   JSON          a check of the --json object: "plan" (every key of the stages too) or
 #                 "no_distance" (the distance rewrite is not in the report)
+#   MEM_LIMIT     LOOM_MEM_LIMIT for the run (else it is unset, whatever the environment says)
 
 if(CMAKE_SCRIPT_MODE_FILE)
   cmake_minimum_required(VERSION 3.25)
   string(REPLACE "|" ";" args "${ARGS}")
+  if(DEFINED MEM_LIMIT)
+    set(ENV{LOOM_MEM_LIMIT} "${MEM_LIMIT}")
+  else()
+    unset(ENV{LOOM_MEM_LIMIT})
+  endif()
   execute_process(COMMAND "${TOOL}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   function(fail msg)
     message(FATAL_ERROR "${msg}\n--- command: ${TOOL} ${args}\n--- exit: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
@@ -119,9 +125,9 @@ endif()
 set(LOOM_PLAN_DATA ${CMAKE_CURRENT_SOURCE_DIR}/splitter/data)
 
 # loom_plan_test(NAME [RC code] [ARGS a b ...] [STDOUT_REGEX r] [STDERR_REGEX r]
-#                [STDOUT_NOT_REGEX r] [JSON check])
+#                [STDOUT_NOT_REGEX r] [JSON check] [MEM_LIMIT spec])
 function(loom_plan_test name)
-  cmake_parse_arguments(PARSE_ARGV 1 T "" "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;JSON" "ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 T "" "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;JSON;MEM_LIMIT" "ARGS")
   set(defs -DTOOL=$<TARGET_FILE:loom-plan>)
   if(DEFINED T_RC)
     list(APPEND defs -DEXPECT_RC=${T_RC})
@@ -130,7 +136,7 @@ function(loom_plan_test name)
     string(REPLACE ";" "|" joined "${T_ARGS}")
     list(APPEND defs "-DARGS=${joined}")
   endif()
-  foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX JSON)
+  foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX JSON MEM_LIMIT)
     if(DEFINED T_${key})
       list(APPEND defs "-D${key}=${T_${key}}")
     endif()
@@ -180,3 +186,15 @@ loom_plan_test(op_over_every_limit RC 1 ARGS ${LOOM_PLAN_DATA}/fft_only.lir --ru
 # The whole graph holds more than the limit and chunking cannot help, but its stages fit.
 loom_plan_test(split_where_chunking_cannot ARGS ${LOOM_PLAN_DATA}/ffts.lir --limit 128KiB
   STDOUT_REGEX "note: the chunk rewrite cannot fit the whole graph under 128\\.00 KiB \\([^\n]*\\); the plan cuts it into stages instead\n.*plan for graph 'ffts': 3 stages on 1 runner\n")
+
+# ---- LOOM_MEM_LIMIT (issue 5): the devices it names are the runners when none are given, and
+# runners given are lowered to it -------------------------------------------------------------
+loom_plan_test(mem_limit_default_runners ARGS ${knn} MEM_LIMIT "cpu0:1MiB,host0:64MiB"
+  STDOUT_REGEX "plan for graph 'knn_plan': [0-9]+ stages? on 1 runner\nstage 1: runner 1 \\(cpu0, limit 1\\.00 MiB\\)")
+loom_plan_test(mem_limit_lowers_runners ARGS ${knn} --runners cpu0:2MiB,cpu0:512KiB MEM_LIMIT cpu0:1MiB
+  STDERR_REGEX "^loom-plan: note: runner 1 \\(cpu0\\) lowered from 2\\.00 MiB to 1\\.00 MiB, its LOOM_MEM_LIMIT\n$"
+  STDOUT_REGEX "on 2 runners\nstage 1: runner 1 \\(cpu0, limit 1\\.00 MiB\\)")
+loom_plan_test(mem_limit_host_node_only ARGS ${knn} MEM_LIMIT host0:1MiB
+  STDOUT_REGEX "no plan: give --runners SPEC or --limit BYTES")
+loom_plan_test(mem_limit_bad RC 2 ARGS ${knn} MEM_LIMIT cpu0:1MiB,ocl0
+  STDERR_REGEX "^loom-plan: LOOM_MEM_LIMIT 'cpu0:1MiB,ocl0': item ocl0 at column 11 has no ':'")

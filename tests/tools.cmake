@@ -11,12 +11,12 @@ set(LOOM_TOOL_DATA ${CMAKE_CURRENT_SOURCE_DIR}/tools/data)
 set(LOOM_EXAMPLES ${CMAKE_SOURCE_DIR}/examples)
 
 # loom_tool_test(NAME [RC code] [FIXTURES] [ARGS a b ...] [KEY VALUE]...) where each KEY is
-# a run_tool.cmake variable (STDOUT_REGEX, STDERR_REGEX, EXPECT_FILES, ...). ARGS, EXPECT_FILES
-# and EQUAL take several values.
+# a run_tool.cmake variable (STDOUT_REGEX, STDERR_REGEX, EXPECT_FILES, ...). ARGS, REF_ARGS,
+# ENV, EXPECT_FILES and EQUAL take several values.
 function(loom_tool_test name)
   cmake_parse_arguments(PARSE_ARGV 1 T "FIXTURES"
-    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT"
-    "ARGS;EXPECT_FILES;EQUAL;MKDIRS")
+    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT;STATS_JSON;STAGE_LIMIT;NODE_LIMIT;TRACE"
+    "ARGS;REF_ARGS;ENV;EXPECT_FILES;EQUAL;MKDIRS")
   set(defs -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/${name})
   if(T_FIXTURES)
@@ -26,13 +26,14 @@ function(loom_tool_test name)
     set(T_RC 0)
   endif()
   list(APPEND defs -DEXPECT_RC=${T_RC})
-  foreach(key ARGS EXPECT_FILES EQUAL MKDIRS)
+  foreach(key ARGS REF_ARGS ENV EXPECT_FILES EQUAL MKDIRS)
     if(DEFINED T_${key})
       string(REPLACE ";" "|" joined "${T_${key}}")
       list(APPEND defs "-D${key}=${joined}")
     endif()
   endforeach()
-  foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX STDERR_NOT_REGEX ONLY_FILES_IN NO_FILES_IN KNN_CHECK)
+  foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX STDERR_NOT_REGEX ONLY_FILES_IN NO_FILES_IN KNN_CHECK
+      STATS_JSON STAGE_LIMIT NODE_LIMIT TRACE)
     if(DEFINED T_${key})
       list(APPEND defs "-D${key}=${T_${key}}")
     endif()
@@ -52,8 +53,8 @@ loom_tool_test(help ARGS --help STDOUT_REGEX "usage: loom-run FILE\\.lir" STDERR
 loom_tool_test(no_args RC 2 STDERR_REGEX "loom-run: no graph file given")
 loom_tool_test(unknown_option RC 2 ARGS ${small} --bogus
   STDERR_REGEX "loom-run: unknown option '--bogus'")
-loom_tool_test(planned_option RC 2 ARGS ${small} --trace t.json
-  STDERR_REGEX "loom-run: option '--trace' is not implemented yet")
+loom_tool_test(trace_needs_a_file RC 2 ARGS ${small} --random 1 --trace=
+  STDERR_REGEX "loom-run: --trace needs a file name")
 # Limits and runners (issue 3): the run is cut into stages that fit, and says so.
 loom_tool_test(limit_stages ARGS ${small} --random 1 --limit 1KiB --stats-json @WORK@/stats.json
   STDOUT_REGEX "small: ran on cpu0 .* in [0-9]+ stages.*stage 0 +cpu0 +limit +1.00 KiB +estimated peak"
@@ -145,3 +146,47 @@ foreach(example kernel_mv dot_chain spectrum conv_small)
 endforeach()
 loom_tool_test(knn_small ARGS ${LOOM_TOOL_DATA}/knn_small.lir --random 1 --out-dir @WORK@/out
   EXPECT_FILES out/val.npy out/idx.npy KNN_CHECK out=${LOOM_TOOL_DATA}/knn_small.lir TIMEOUT 300)
+
+# ---- memory: LOOM_MEM_LIMIT, the memory manager's counters and trace (issue 5) -----------------
+# The devices LOOM_MEM_LIMIT names are the runners when none are given: kNN in stages that fit
+# 8 MiB, no memory node over its limit, cpu0's node (host0) at 8 MiB, and the results those
+# of a run under --limit 8MiB without LOOM_MEM_LIMIT (the same plan) and of brute force.
+loom_tool_test(mem_limit_default_runners ENV LOOM_MEM_LIMIT=cpu0:8MiB
+  ARGS ${LOOM_EXAMPLES}/knn.lir --random 1 --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_EXAMPLES}/knn.lir --random 1 --limit 8MiB --out-dir @WORK@/ref
+  STDOUT_REGEX "knn: ran on cpu0 .* in [0-9]+ stages.*stage 0 +cpu0 +limit +8\\.00 MiB.*memory host0 +peak +[0-9.]+ [KM]iB +limit +8\\.00 MiB"
+  STATS_JSON stats.json STAGE_LIMIT 8388608 NODE_LIMIT host0=8388608
+  EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy KNN_CHECK out=${LOOM_EXAMPLES}/knn.lir TIMEOUT 300)
+# A small graph chunked to fit a node limit of 300 bytes gives the results of the unlimited run.
+loom_tool_test(mem_limit_matches_unlimited ENV LOOM_MEM_LIMIT=cpu0:300
+  ARGS ${small} --random 1 --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${small} --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk .* in 2 pieces" STATS_JSON stats.json STAGE_LIMIT 300 NODE_LIMIT host0=300
+  EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy out/x.npy=ref/x.npy out/val_1.npy=ref/val_1.npy)
+# A runner over its device's LOOM_MEM_LIMIT is lowered to it, and stderr says so.
+loom_tool_test(mem_limit_lowers_runners ENV LOOM_MEM_LIMIT=cpu0:1KiB ARGS ${small} --random 1 --limit 1MiB
+  STDERR_REGEX "^loom-run: note: runner 1 \\(cpu0\\) lowered from 1\\.00 MiB to 1\\.00 KiB, its LOOM_MEM_LIMIT\n$"
+  STDOUT_REGEX "stage 0 +cpu0 +limit +1\\.00 KiB")
+# A host node's limit makes no runner: the graph runs whole, under the node's limit.
+loom_tool_test(mem_limit_host_node ENV LOOM_MEM_LIMIT=host0:64MiB ARGS ${small} --random 1 --stats-json @WORK@/stats.json
+  STDOUT_REGEX "small: ran on cpu0 in .* allocations" STATS_JSON stats.json NODE_LIMIT host0=67108864)
+# Too little for the graph's largest value: the memory manager refuses, naming the node.
+loom_tool_test(mem_limit_node_too_small RC 1 ENV LOOM_MEM_LIMIT=host0:64 ARGS ${small} --random 1 --out-dir @WORK@/out
+  STDERR_REGEX "loom-run: .*out of memory on host0: .*64 B limit" NO_FILES_IN out)
+# A LOOM_MEM_LIMIT that does not parse is named, with the column, before anything runs.
+loom_tool_test(mem_limit_bad_size RC 2 ENV LOOM_MEM_LIMIT=cpu0:8QB ARGS ${small} --random 1
+  STDERR_REGEX "^loom-run: LOOM_MEM_LIMIT 'cpu0:8QB': the size of cpu0 cannot be read at column 7 \\(write 123, 64KiB")
+loom_tool_test(mem_limit_bad_id RC 2 ENV LOOM_MEM_LIMIT=cpu0:8MiB,gpu0:1GiB ARGS ${small} --random 1 --limit 1MiB
+  STDERR_REGEX "^loom-run: LOOM_MEM_LIMIT 'cpu0:8MiB,gpu0:1GiB': 'gpu0' at column 11 is not a device or node id")
+# --stats-json keeps its keys and adds the memory manager's counters per memory node.
+loom_tool_test(stats_json_memory ARGS ${small} --random 1 --limit 1KiB --stats-json @WORK@/stats.json
+  STATS_JSON stats.json STAGE_LIMIT 1024)
+# --trace: the run's allocations, frees and copies as Chrome trace JSON, and nothing else left.
+loom_tool_test(trace_written ARGS ${small} --random 1 --limit 1KiB --trace @WORK@/t/trace.json MKDIRS t
+  TRACE t/trace.json EXPECT_FILES t/trace.json ONLY_FILES_IN t)
+# A run that fails writes no trace (nor its stats).
+loom_tool_test(trace_not_on_failure RC 1 ARGS ${small} --random 1 --limit 16 --trace @WORK@/t/trace.json
+  --stats-json @WORK@/t/stats.json MKDIRS t NO_FILES_IN t)
+# A trace that cannot be written fails the run, and the outputs are not written either.
+loom_tool_test(trace_unwritable RC 1 ARGS ${small} --random 1 --trace @WORK@/nodir/trace.json --out-dir @WORK@/out
+  STDERR_REGEX "loom-run: --trace [^ ]*nodir/trace\\.json: .*nodir/trace\\.json" NO_FILES_IN out)

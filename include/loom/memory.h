@@ -14,23 +14,27 @@
  * per device that allocates memory of its own kind, named after the device (ocl0, ocl1). A
  * device that shares host memory physically (PoCL, an integrated GPU) still gets a node:
  * its buffers are separate objects with their own copies and limit; its default limit is the
- * device's global memory size. cpu0 uses its host node. CUDA memory is not managed yet: CUDA
- * devices get no node (see loom_mem_node_find).
+ * device's global memory size. cpu0 uses its host node. CUDA devices get a node (cuda0) in
+ * builds with the cuda backend, and none otherwise (see loom_mem_node_find); a GPU that is
+ * both a CUDA and an OpenCL device is one node, managed through CUDA.
  *
  * Storage per node is picked from the manager's mode, the allocation flags and what the
  * device offers (loom_mem_storage): host memory bound to the NUMA node (hwloc), OpenCL
- * buffers, or OpenCL shared virtual memory (SVM), coarse- or fine-grained. An SVM copy is
- * reachable from the host without a copy (mapped for coarse-grained SVM), which is how
- * `managed` buffers are "one allocation visible everywhere". SVM is per OpenCL context and
- * the HMM keeps one context per device, so another device still gets a copy of its own.
+ * buffers, OpenCL shared virtual memory (SVM), coarse- or fine-grained, CUDA device memory, or
+ * CUDA managed memory. An SVM or managed copy is reachable from the host without a copy
+ * (mapped for coarse-grained SVM), which is how `managed` buffers are "one allocation visible
+ * everywhere". SVM is per OpenCL context and the HMM keeps one context per device, so another
+ * device still gets a copy of its own. CUDA managed memory takes the buffer's advice
+ * (cudaMemAdvise), moves with cudaMemPrefetchAsync where the device has concurrent managed
+ * access, and is never allocated beyond the device's free memory.
  *
  * Limits: every node has one (its size by default; the LOOM_MEM_LIMIT environment variable,
  * the options or loom_mem_set_limit lower it). The bytes a node holds (live copies plus the
- * pool's cached allocations, in size classes) never pass the limit: an allocation or a copy
- * that would pass it first releases the node's pool, then evicts the least recently used
- * copies that are not in use and not pinned (a copy with no other valid copy is written back
- * to host memory first, so no data is lost; host copies are never evicted), and fails with
- * LOOM_ERR_OUT_OF_MEMORY only when nothing more can be evicted.
+ * pool's cached allocations, in size classes or exact sizes: LOOM_MEM_EXACT_SIZE) never pass
+ * the limit: an allocation or a copy that would pass it first releases the node's pool, then
+ * evicts the least recently used copies that are not in use and not pinned (a copy with no
+ * other valid copy is written back to host memory first, so no data is lost; host copies are
+ * never evicted), and fails with LOOM_ERR_OUT_OF_MEMORY only when nothing more can be evicted.
  *
  * Naming: manager-wide calls are loom_mem_*, calls on one buffer loom_buffer_*.
  *
@@ -122,6 +126,9 @@ typedef enum loom_mem_storage {
   LOOM_MEM_STORAGE_CL_BUFFER,  /* an OpenCL buffer (cl_mem) */
   LOOM_MEM_STORAGE_SVM_COARSE, /* OpenCL coarse-grained buffer SVM */
   LOOM_MEM_STORAGE_SVM_FINE,   /* OpenCL fine-grained buffer SVM */
+  LOOM_MEM_STORAGE_CUDA_DEVICE,  /* CUDA device memory (cudaMalloc); the handle's ptr is the device pointer */
+  LOOM_MEM_STORAGE_CUDA_MANAGED, /* CUDA managed memory (cudaMallocManaged), reachable from the host:
+                                  * Loom treats it as it does fine-grained SVM */
 } loom_mem_storage;
 
 /* The coherence state of one node's copy. */
@@ -145,6 +152,12 @@ enum {
   LOOM_MEM_SVM_FINE = 1u << 4,
   /* As loom_buffer_advise(LOOM_MEM_ADVISE_READ_MOSTLY) right after allocation. */
   LOOM_MEM_READ_MOSTLY = 1u << 5,
+  /* Exactly `bytes` on every node, not a size class: what the node counts is what was asked
+   * for, for a caller that keeps its own account against the same limit (Loom's executor
+   * does: a stage's measured peak is then the node's). Such copies are reused from the pool
+   * only by requests of the same size. 0 bytes takes nothing from the limit and is allowed on
+   * host nodes only (devices refuse empty buffers). */
+  LOOM_MEM_EXACT_SIZE = 1u << 6,
 };
 
 /* Access flags of loom_buffer_acquire and loom_buffer_map. READ and WRITE may be combined;
@@ -192,10 +205,12 @@ LOOM_API loom_status loom_mem_manager_create(loom_context *ctx, const loom_mem_m
  * another thread uses the manager. */
 LOOM_API void loom_mem_manager_destroy(loom_mem_manager *m);
 
-/* The context's default manager, made with the default options on first call and destroyed
- * with the context. The context owns it: do not destroy it. Thread safety: any thread; the
- * first calls race safely.
- * Errors: INVALID_ARGUMENT (NULL pointers), as loom_mem_manager_create. */
+/* The context's default manager: made with the default options (limits from LOOM_MEM_LIMIT)
+ * by loom_context_create, destroyed with the context. Loom's runtime allocates every buffer
+ * of a graph run through it (values, temporaries and uploads, on the memory node of the
+ * device that runs the graph), so its limits, stats and trace cover graph runs too; a host
+ * program may use it for buffers of its own. The context owns it: do not destroy it.
+ * Thread safety: any thread. Errors: INVALID_ARGUMENT (NULL pointers). */
 LOOM_API loom_status loom_context_memory(loom_context *ctx, loom_mem_manager **out_manager);
 
 /* The manager's current settings (limits as "" and pool as set at creation). Errors:
@@ -236,7 +251,7 @@ LOOM_API loom_status loom_mem_node_find(const loom_mem_manager *m, const char *i
 
 /* The node device `device_index` (the context's index, as loom_context_find_device gives)
  * allocates from. Errors: INVALID_ARGUMENT (NULL pointers, index out of range), NOT_FOUND (a
- * device whose memory the HMM does not manage: CUDA). */
+ * device whose memory the HMM does not manage: CUDA in a build without the cuda backend). */
 LOOM_API loom_status loom_mem_device_node(const loom_mem_manager *m, int32_t device_index, int32_t *out_node);
 
 /* Describes node `node`. Errors: INVALID_ARGUMENT (NULL pointers, node out of range). */
@@ -294,7 +309,8 @@ LOOM_API loom_status loom_buffer_unmap(loom_buffer *b, void *ptr);
 
 /* Copies `bytes` at `offset` from / into host memory, without moving the buffer: a read
  * comes from any valid copy; a write goes into one valid copy (a device copy stays on the
- * device) and invalidates the others.
+ * device) and invalidates the others. Both are counted in the node's bytes_out / bytes_in
+ * when the copy is a device's, and traced ("read", "write").
  * Errors: INVALID_ARGUMENT (NULL pointers, a range outside the buffer), UNAVAILABLE (as
  * loom_buffer_map), device errors. */
 LOOM_API loom_status loom_buffer_read(loom_buffer *b, int64_t offset, void *dst, int64_t bytes);
@@ -305,7 +321,8 @@ typedef struct loom_mem_handle {
   loom_mem_storage storage; /* HOST, CL_BUFFER, SVM_COARSE or SVM_FINE */
   int32_t node;             /* the node whose copy it is (may differ from the node that asked:
                              * a host thread reaching a device's SVM copy) */
-  void *ptr;                /* host pointer (HOST, or SVM reached from the host) or SVM pointer */
+  void *ptr;                /* host pointer (HOST, or SVM reached from the host), SVM pointer, or
+                             * CUDA device pointer (CUDA_DEVICE, CUDA_MANAGED) */
   void *cl_mem;             /* the cl_mem (CL_BUFFER); NULL otherwise */
   int64_t offset;           /* where the buffer starts in it (0 today) */
   int64_t bytes;            /* the buffer's size */
@@ -445,8 +462,11 @@ LOOM_API loom_status loom_mem_trace_enable(loom_mem_manager *m, bool on);
 
 /* Writes the trace recorded so far as Chrome trace JSON (opens in Perfetto and
  * chrome://tracing): one process per memory node, instant events for allocations, frees
- * and evictions, complete events for copies. The trace keeps recording.
- * Errors: INVALID_ARGUMENT (NULL pointers), IO (the file cannot be written). */
+ * and evictions, complete events for copies (and for the stages and runs of Loom's runtime).
+ * The file is written under a temporary name beside `path` and renamed over it once
+ * complete, so `path` is never left half-written. The trace keeps recording.
+ * Errors: INVALID_ARGUMENT (NULL pointers), IO (the file cannot be written; nothing is left
+ * behind). */
 LOOM_API loom_status loom_mem_trace_write(const loom_mem_manager *m, const char *path);
 
 #ifdef __cplusplus

@@ -75,6 +75,28 @@ LOOM_API loom_status loom_runners_parse(const char *spec, loom_runner **out_runn
  * position of the first bad character. */
 LOOM_API loom_status loom_bytes_parse(const char *text, int64_t *out_bytes);
 
+/* Runners from memory limits as LOOM_MEM_LIMIT writes them ("ocl0:256MiB,cpu0:4GiB", see
+ * loom/memory.h): one runner per device named (cpuN, oclN, cudaN), in the order first named,
+ * with its limit (the last one given, as the memory manager applies them). A memory node
+ * that is no device (host0) makes no runner: its limit holds for whatever allocates there.
+ * `limits` NULL reads the LOOM_MEM_LIMIT environment variable; unset, empty or naming no
+ * device gives no runners (*out_runners NULL, *out_count 0). This is what the tools run with
+ * when no runners are given, so that LOOM_MEM_LIMIT=cpu0:8MiB plans stages that fit 8 MiB.
+ * The caller frees *out_runners with free().
+ * Errors: INVALID_ARGUMENT (text that does not parse, naming LOOM_MEM_LIMIT, or "limits" when
+ * given here, the item and its column; a device limited to 0 bytes), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_runners_from_mem_limits(const char *limits, loom_runner **out_runners,
+                                                  int32_t *out_count);
+
+/* Lowers each runner's limit to the memory limit `limits` (as loom_runners_from_mem_limits;
+ * NULL reads LOOM_MEM_LIMIT) gives its device, where that is lower, so that no stage is
+ * planned bigger than the memory manager lets the device hold. Devices are matched by id,
+ * case-insensitively; a node id (host0) matches no runner. *out_lowered (may be NULL) is the
+ * number of runners lowered. Errors: as loom_runners_from_mem_limits (the runners are then
+ * unchanged); INVALID_ARGUMENT for n_runners > 0 with NULL runners. */
+LOOM_API loom_status loom_runners_fit_mem_limits(loom_runner *runners, int32_t n_runners, const char *limits,
+                                                 int32_t *out_lowered);
+
 
 /* ---- rewrites ------------------------------------------------------------------------- */
 

@@ -28,16 +28,19 @@ typedef struct loom_context_options {
 
 LOOM_API void loom_context_options_init(loom_context_options *opts);
 
-/* Creates a context: discovers the host and every device, applies the selection. opts may
- * be NULL for the defaults. The caller owns *out_ctx. A missing OpenCL platform or CUDA
- * driver is not an error (the context's notes say so). Errors: INVALID_ARGUMENT (a device
- * selection that does not parse), NOT_FOUND (it names a device that is not there),
- * UNAVAILABLE (hwloc could not load the host topology), OUT_OF_MEMORY. */
+/* Creates a context: discovers the host and every device, applies the selection, and makes
+ * the context's memory manager (loom_context_memory in loom/memory.h, with the limits of
+ * LOOM_MEM_LIMIT). opts may be NULL for the defaults. The caller owns *out_ctx. A missing
+ * OpenCL platform or CUDA driver is not an error (the context's notes say so).
+ * Errors: INVALID_ARGUMENT (a device selection, or a LOOM_MEM_LIMIT, that does not parse),
+ * NOT_FOUND (it names a device that is not there), UNAVAILABLE (hwloc could not load the host
+ * topology), OUT_OF_MEMORY. */
 LOOM_API loom_status loom_context_create(const loom_context_options *opts, loom_context **out_ctx);
 /* Destroys a context. Accepts NULL. */
 LOOM_API void loom_context_destroy(loom_context *ctx);
 
-/* Statistics of one run, as the runtime's allocator counted them. */
+/* Statistics of one run, as the runtime's meter counted them (the bytes it asked the memory
+ * manager for, and the inputs and constants it read in place). */
 typedef struct loom_run_stats {
   int64_t peak_bytes;    /* most bytes allocated at once for values and temporaries */
   int64_t allocations;   /* number of allocations */
@@ -47,8 +50,12 @@ typedef struct loom_run_stats {
 /* Runs `graph` on cpu0 with host inputs (in parameter order, types equal to the
  * parameters') and writes its outputs into outputs[0..n_outputs), each allocated by Loom and
  * released by the caller with loom_tensor_deinit. On failure no output is left allocated.
+ * Values and temporaries are allocated through the context's memory manager on cpu0's memory
+ * node (so its limit, e.g. LOOM_MEM_LIMIT=cpu0:8MiB, holds for the run), and the run gives
+ * back what that node's pool cached for it before returning.
  * `stats` may be NULL. Errors: INVALID_ARGUMENT (counts or types that do not match, a graph
- * that does not verify), OUT_OF_MEMORY, UNSUPPORTED. */
+ * that does not verify), OUT_OF_MEMORY (also when the memory node's limit is reached),
+ * UNSUPPORTED. */
 LOOM_API loom_status loom_graph_run(loom_context *ctx, const loom_graph *graph,
                                     const loom_tensor *inputs, int32_t n_inputs,
                                     loom_tensor *outputs, int32_t n_outputs, loom_run_stats *stats);

@@ -66,32 +66,35 @@ typedef struct loom__op_call {
 } loom__op_call;
 
 struct loom__device;
+struct loom_mem_manager;
 
 /* A compute backend: a static const table (DESIGN.md "Backends"). `dev` is the state open()
  * made for one device of a context (NULL for cpu, which needs none). The executor keeps the
  * order of operations: each device runs what it is given in order (one in-order queue), and
- * nothing but download and synchronize waits for the device.
+ * nothing but synchronize waits for the device.
  *
- * - open/close: the state for one device of the device table (cl_context, queue, compiled
- *   programs); open may be NULL when the backend needs none.
- * - alloc/free: `bytes` (> 0) of device memory; free may be called while work that uses the
- *   buffer is still queued (the backend keeps it alive until that work is done).
- * - upload: host -> device, asynchronous; `src` must stay valid until synchronize.
- * - download: device -> host, complete when it returns (a synchronization point).
+ * Memory is the HMM's (loom/memory.h): the executor allocates every buffer it hands to
+ * run_op on the device's memory node of the context's manager, and copies to and from the
+ * device through it. A buffer is what loom_buffer_acquire gives for that node: the cl_mem
+ * (opencl), the device pointer (cuda) or the pointer (host memory, cpu).
+ *
+ * - open/close: the state for one device of the device table; `memory` and `node` are the
+ *   context's manager and the device's node in it (the manager outlives the state). A backend
+ *   whose memory belongs to a context of its own runs in the HMM's: opencl takes the
+ *   cl_context and in-order queue of the node (loom__hmm_opencl_queue), so its kernels use
+ *   the HMM's buffers and follow the HMM's copies in order. open may be NULL when the backend
+ *   needs no state.
  * - run_op: enqueues one op (loom__op_call); errors of the op's own checks are returned at
- *   once, errors of the device may surface at the next download or synchronize.
+ *   once, errors of the device may surface at the next synchronize (or at an HMM read).
  * - synchronize: waits until everything enqueued is done; returns the first device error.
  * host_memory: buffers are host pointers the host reads and writes directly (cpu): the
- * executor then reads inputs and constants in place instead of uploading them. */
+ * executor then reads inputs and constants in place instead of copying them in. */
 typedef struct loom__backend {
   const char *name;
   bool host_memory;
-  loom_status (*open)(const struct loom__device *device, void **out_dev);
+  loom_status (*open)(const struct loom__device *device, struct loom_mem_manager *memory, int32_t node,
+                      void **out_dev);
   void (*close)(void *dev);
-  loom_status (*alloc)(void *dev, int64_t bytes, void **out_buffer);
-  void (*free)(void *dev, void *buffer);
-  loom_status (*upload)(void *dev, void *dst, int64_t dst_offset, const void *src, int64_t bytes);
-  loom_status (*download)(void *dev, void *src, int64_t src_offset, void *dst, int64_t bytes);
   loom_status (*run_op)(void *dev, const loom__op_call *call);
   loom_status (*synchronize)(void *dev);
 } loom__backend;
@@ -100,6 +103,8 @@ typedef struct loom__backend {
 extern const loom__backend loom__cpu_backend;
 /* The opencl backend (backends/opencl/opencl_backend.c), when built with OpenCL. */
 extern const loom__backend loom__opencl_backend;
+/* The cuda backend (backends/cuda/cuda_backend.c), when built with the CUDA toolkit. */
+extern const loom__backend loom__cuda_backend;
 
 /* The host view of a cpu dview (data = buffer + offset elements). */
 void loom__dview_to_host(const loom__dview *in, loom__view *out);

@@ -63,6 +63,14 @@ void loom__scalar_store(int dtype, double value, int64_t ivalue, bool is_int, vo
 /* Monotonic seconds. */
 double loom__now(void);
 
+/* Opens a fresh temporary file beside `path` (".<base>.<pid>.<n>.tmp", mode 0666 less the
+ * umask) for writing; *out_name is owned by the caller (loom__free). The caller then renames
+ * it over `path` with loom__file_commit, or unlinks it. Errors: IO, OUT_OF_MEMORY. */
+loom_status loom__file_create_temp(const char *path, int *out_fd, char **out_name);
+/* Renames the temporary file `temp` over `path`; on failure `temp` is removed.
+ * Errors: IO naming both paths. */
+loom_status loom__file_commit(const char *temp, const char *path);
+
 #define LOOM_ARRAY_SIZE(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
 #define LOOM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define LOOM_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -13,6 +13,7 @@
  *   hmm_host.c      host memory (a memory backend)
  *   hmm_backends.c  which memory backend drives a device (the one registration list)
  *   backends/opencl/opencl_memory.c  OpenCL buffers and SVM (a memory backend)
+ *   backends/cuda/cuda_memory.c      CUDA device and managed memory (a memory backend)
  *
  * Locking: every public entry takes the manager's lock (m->lock) and every internal function
  * here runs under it; none of them locks. Backends are called under the lock too.
@@ -72,11 +73,15 @@ typedef struct loom__hmm_backend {
   void (*wait)(loom__hmm_node *node, void *event);
   /* Optional: waits until the node's queue is empty. */
   loom_status (*finish)(loom__hmm_node *node);
+  /* Optional: passes the buffer's advice (read_mostly, preferred, accessed_by) on to the
+   * device for a managed allocation (cudaMemAdvise). Advice is a hint: nothing fails. */
+  void (*advise)(loom__hmm_node *node, const loom__hmm_alloc *a, const loom_buffer *b);
 } loom__hmm_backend;
 
 extern const loom__hmm_backend loom__hmm_host_backend;
 /* The memory backend for a device of the table, or NULL when the HMM does not manage its
- * memory (cpu0 uses its host node; CUDA memory is not managed yet). hmm_backends.c. */
+ * memory (cpu0 uses its host node; CUDA memory in a build without the cuda backend).
+ * hmm_backends.c. */
 const loom__hmm_backend *loom__hmm_backend_for(const loom__device *dev);
 
 /* ---- nodes and the pool ---------------------------------------------------------------- */
@@ -228,6 +233,9 @@ loom_status loom__hmm_make_valid(loom_mem_manager *m, loom_buffer *b, int32_t no
 void loom__hmm_invalidate_others(loom_mem_manager *m, loom_buffer *b, int32_t node);
 /* Waits for the buffer's pending asynchronous writes. */
 void loom__hmm_settle(loom_mem_manager *m, loom_buffer *b);
+/* Gives the buffer's advice to its managed copy on node, where the node's backend takes advice
+ * (hmm_policy.c); called when the copy is allocated and when the advice changes. */
+void loom__hmm_advise_copy(loom_mem_manager *m, loom_buffer *b, int32_t node);
 
 /* What an access does (decided before anything changes, so conflicts fail early). */
 typedef enum loom__hmm_action {
@@ -258,8 +266,10 @@ loom_status loom__hmm_check_conflict(const loom_buffer *b, int32_t target, uint3
 /* Carries out a plan and pins the target copy; fills the handle. */
 loom_status loom__hmm_access_begin(loom_mem_manager *m, loom_buffer *b, int32_t node, uint32_t access,
                                    const loom__hmm_plan *plan, loom_mem_handle *out);
-/* Ends an access (unmap, write-back of a temporary copy, unpin, drop). */
-loom_status loom__hmm_access_end(loom_mem_manager *m, loom_buffer *b, const loom_mem_handle *h);
+/* Ends an access (unmap, write-back of a temporary copy, unpin, drop). With wait, a device
+ * access first waits for the node's queue (loom_buffer_release); without, the caller's work
+ * is on that queue and everything the HMM does later on the node is queued after it. */
+loom_status loom__hmm_access_end(loom_mem_manager *m, loom_buffer *b, const loom_mem_handle *h, bool wait);
 /* An SVM migration of the copy on node, counted as a migration into `counted_node`. */
 loom_status loom__hmm_svm_migrate(loom_mem_manager *m, loom_buffer *b, int32_t node, bool to_host,
                                   int32_t counted_node, const char *why);
@@ -325,10 +335,32 @@ void loom__hmm_trace_event(loom_mem_manager *m, const char *name, int32_t node, 
 
 /* ---- hooks for the rest of Loom ------------------------------------------------------ */
 
-/* Destroys the context's default manager, if loom_context_memory made one. Called by
- * loom_context_destroy (TODO(#5): the context does not call it yet; until it does, callers
- * of loom_context_memory call it before destroying the context). */
+/* Makes the context's default manager (loom_context_memory), with the default options:
+ * called by loom_context_create once the devices are known. Errors: as
+ * loom_mem_manager_create (a LOOM_MEM_LIMIT that does not parse: INVALID_ARGUMENT naming it). */
+loom_status loom__context_memory_init(loom_context *ctx);
+/* Destroys the context's default manager; called by loom_context_destroy. */
 void loom__context_memory_release(loom_context *ctx);
+
+/* ---- for the executor (runtime/exec.c) --------------------------------------------------- */
+
+/* Ends an access as loom_buffer_release does, without waiting for the device: for device work
+ * the caller enqueued on the HMM's own in-order queue of that node (loom__hmm_opencl_queue),
+ * which every later command of the HMM on the node (copies, reuse from the pool, frees)
+ * follows anyway. Takes the manager's lock. Errors: as loom_buffer_release. */
+loom_status loom__buffer_release_queued(loom_buffer *b, const loom_mem_handle *handle);
+
+/* Releases the oldest cached allocations of a node's pool until it caches at most `max_cached`
+ * bytes (none when max_cached <= 0), not counting and keeping one allocation of exactly
+ * `keep_bytes` if there is one (the one the caller's next allocation will reuse; -1: none).
+ * The executor calls it to keep the bytes a stage holds, its share of the pool included,
+ * under the stage's limit. Takes the manager's lock. */
+void loom__hmm_pool_fit(loom_mem_manager *m, int32_t node, int64_t max_cached, int64_t keep_bytes);
+
+/* Writes every node's counters as loom_mem_stats_json does, as one value of the JSON being
+ * written by j ({"nodes": [{"id": ..., ...}]}), for tools that embed them. Takes the lock. */
+struct loom__json;
+void loom__hmm_stats_write(const loom_mem_manager *m, struct loom__json *j);
 
 /* The OpenCL context and in-order queue the HMM uses for a device node, made on first use
  * (cl_context, cl_command_queue as void *; not retained: they live as long as the manager).

@@ -5,10 +5,16 @@
 #if LOOM_HAVE_OPENCL
 extern const loom__hmm_backend loom__hmm_opencl_backend;
 #endif
+#if LOOM_HAVE_CUDA
+extern const loom__hmm_backend loom__hmm_cuda_backend;
+#endif
 
 const loom__hmm_backend *loom__hmm_backend_for(const loom__device *dev) {
-  /* CUDA memory (cudaMalloc, cudaMallocManaged) is not managed yet: a GPU that is both a CUDA
-   * and an OpenCL device is managed through OpenCL. TODO(#5): backends/cuda/cuda_memory.c. */
+  /* A GPU that is both a CUDA and an OpenCL device is managed through CUDA when the cuda backend
+   * is built (backends/cuda/cuda_memory.c), as it runs through CUDA (runtime/backends.c). */
+#if LOOM_HAVE_CUDA
+  if ((dev->backends & LOOM_BACKEND_CUDA) && dev->cuda_ordinal >= 0) return &loom__hmm_cuda_backend;
+#endif
 #if LOOM_HAVE_OPENCL
   if (dev->backends & LOOM_BACKEND_OPENCL && dev->cl_device) return &loom__hmm_opencl_backend;
 #endif

@@ -6,7 +6,7 @@
 
 #define KNOWN_FLAGS                                                                        \
   (LOOM_MEM_PINNED | LOOM_MEM_DEVICE_LOCAL | LOOM_MEM_HOST_VISIBLE | LOOM_MEM_SVM_COARSE | \
-   LOOM_MEM_SVM_FINE | LOOM_MEM_READ_MOSTLY)
+   LOOM_MEM_SVM_FINE | LOOM_MEM_READ_MOSTLY | LOOM_MEM_EXACT_SIZE)
 #define KNOWN_ACCESS (LOOM_ACCESS_READ | LOOM_ACCESS_WRITE | LOOM_ACCESS_DISCARD)
 
 static loom_status check_node(const loom_mem_manager *m, int32_t node, const char *fn) {
@@ -47,6 +47,10 @@ static loom_status check_allocate(const loom_mem_manager *m, int64_t bytes, loom
     return loom__error(LOOM_ERR_INVALID_ARGUMENT,
                        "%s: LOOM_MEM_SVM_COARSE and LOOM_MEM_SVM_FINE exclude each other", fn);
   const loom__hmm_node *n = &m->nodes[node];
+  if ((flags & LOOM_MEM_EXACT_SIZE) && bytes == 0 && n->kind == LOOM_MEMORY_DEVICE)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "%s: LOOM_MEM_EXACT_SIZE with 0 bytes on %s (devices refuse empty buffers)", fn,
+                       n->id);
   loom_mem_storage want = flags & LOOM_MEM_SVM_FINE     ? LOOM_MEM_STORAGE_SVM_FINE
                           : flags & LOOM_MEM_SVM_COARSE ? LOOM_MEM_STORAGE_SVM_COARSE
                                                         : LOOM_MEM_STORAGE_NONE;
@@ -181,7 +185,7 @@ loom_status loom_buffer_unmap(loom_buffer *b, void *ptr) {
                     (unsigned long long)b->id);
   } else {
     *link = map->next;
-    s = loom__hmm_access_end(m, b, &map->handle);
+    s = loom__hmm_access_end(m, b, &map->handle, true);
   }
   loom__hmm_unlock(m);
   loom__free(map);
@@ -212,8 +216,10 @@ loom_status loom_buffer_read(loom_buffer *b, int64_t offset, void *dst, int64_t 
                     (unsigned long long)b->id, m->nodes[src].id);
   if (s == LOOM_OK) {
     loom__hmm_node *n = &m->nodes[src];
+    double start = loom__now();
     s = n->backend->read(n, &b->copy[src].alloc, offset, dst, bytes);
     if (s == LOOM_OK && n->kind == LOOM_MEMORY_DEVICE) n->stats.bytes_out += bytes;
+    if (s == LOOM_OK) loom__hmm_trace_span(m, "read", src, -1, b, bytes, start);
   }
   loom__hmm_unlock(m);
   return s;
@@ -246,9 +252,11 @@ loom_status loom_buffer_write(loom_buffer *b, int64_t offset, const void *src, i
                     (unsigned long long)b->id, m->nodes[t].id);
   if (s == LOOM_OK) {
     loom__hmm_node *n = &m->nodes[t];
+    double start = loom__now();
     s = n->backend->write(n, &b->copy[t].alloc, offset, src, bytes, NULL);
     if (s == LOOM_OK) {
       if (n->kind == LOOM_MEMORY_DEVICE) n->stats.bytes_in += bytes;
+      loom__hmm_trace_span(m, "write", t, -1, b, bytes, start);
       b->copy[t].last_use = loom__hmm_tick(m);
       loom__hmm_invalidate_others(m, b, t);
     }
@@ -277,18 +285,25 @@ loom_status loom_buffer_acquire(loom_buffer *b, int32_t node, uint32_t access, l
   return s;
 }
 
-loom_status loom_buffer_release(loom_buffer *b, const loom_mem_handle *handle) {
+static loom_status release(loom_buffer *b, const loom_mem_handle *handle, bool wait, const char *fn) {
   if (!b || !handle)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_release: NULL %s", b ? "handle" : "buffer");
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, b ? "handle" : "buffer");
   loom_mem_manager *m = b->m;
   if (handle->node < 0 || handle->node >= m->node_count || handle->from_node_ < 0 ||
       handle->from_node_ >= m->node_count)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "loom_buffer_release: the handle is not from loom_buffer_acquire");
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: the handle is not from loom_buffer_acquire", fn);
   loom__hmm_lock(m);
-  loom_status s = loom__hmm_access_end(m, b, handle);
+  loom_status s = loom__hmm_access_end(m, b, handle, wait);
   loom__hmm_unlock(m);
   return s;
+}
+
+loom_status loom_buffer_release(loom_buffer *b, const loom_mem_handle *handle) {
+  return release(b, handle, true, "loom_buffer_release");
+}
+
+loom_status loom__buffer_release_queued(loom_buffer *b, const loom_mem_handle *handle) {
+  return release(b, handle, false, "loom__buffer_release_queued");
 }
 
 loom_status loom_buffer_pin(loom_buffer *b) {

@@ -1,6 +1,7 @@
 /* Host memory as a memory backend: allocations bound to the node's NUMA node through
  * hwloc_alloc_membind where hwloc can bind memory, else plain 64-byte aligned memory (a
- * recorded topology, a system without binding support, or a small allocation).
+ * recorded topology, a system without binding support or with one NUMA node, or a small
+ * allocation).
  *
  * Small allocations are not bound: hwloc allocates bound memory with mmap, a page at least,
  * and binding a few bytes buys nothing that first-touch placement does not already give. */
@@ -23,6 +24,10 @@ static loom_status host_node_init(loom_mem_manager *m, loom__hmm_node *node) {
   if (!host->topology || host->recorded) return LOOM_OK;
   const struct hwloc_topology_support *support = hwloc_topology_get_support(host->topology);
   if (!support || !support->membind || !support->membind->alloc_membind) return LOOM_OK;
+  /* With one NUMA node there is nowhere else for memory to go: binding would only cost an
+   * mmap, a page fault per page and an munmap per allocation, where the C allocator reuses
+   * its heap (the executor allocates thousands of buffers in a chunked graph). */
+  if (hwloc_get_nbobjs_by_type(host->topology, HWLOC_OBJ_NUMANODE) <= 1) return LOOM_OK;
   hwloc_obj_t numa = hwloc_get_numanode_obj_by_os_index(host->topology, (unsigned)node->numa_os_index);
   if (!numa) return LOOM_OK;
   host_node *h = loom__calloc(1, sizeof *h);

@@ -5,8 +5,9 @@
 
 #include "hmm/hmm.h"
 
+/* As hmm_residency.c's: SVM and CUDA managed memory. */
 static bool is_svm(loom_mem_storage s) {
-  return s == LOOM_MEM_STORAGE_SVM_COARSE || s == LOOM_MEM_STORAGE_SVM_FINE;
+  return s == LOOM_MEM_STORAGE_SVM_COARSE || s == LOOM_MEM_STORAGE_SVM_FINE || s == LOOM_MEM_STORAGE_CUDA_MANAGED;
 }
 
 static int32_t valid_svm(const loom_buffer *b) {
@@ -140,8 +141,15 @@ loom_status loom_buffer_advise(loom_buffer *b, loom_mem_advice advice, int32_t n
     default:
       break;
   }
+  for (int32_t i = 0; i < b->m->node_count; i++) loom__hmm_advise_copy(b->m, b, i);
   loom__hmm_unlock(b->m);
   return LOOM_OK;
+}
+
+void loom__hmm_advise_copy(loom_mem_manager *m, loom_buffer *b, int32_t node) {
+  loom__hmm_node *n = &m->nodes[node];
+  loom__hmm_copy *c = &b->copy[node];
+  if (n->backend->advise && is_svm(c->alloc.storage)) n->backend->advise(n, &c->alloc, b);
 }
 
 bool loom_buffer_is_managed(const loom_buffer *b) {

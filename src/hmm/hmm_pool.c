@@ -35,17 +35,21 @@ int64_t loom__hmm_pool_max(const loom_mem_manager *m, const loom__hmm_node *n) {
 bool loom__hmm_pool_take(loom_mem_manager *m, loom__hmm_node *n, loom_mem_storage storage, int64_t bytes,
                          loom__hmm_alloc *out) {
   loom__hmm_pool *p = &n->pool;
+  /* The most recently cached match: its memory is the likeliest still in the CPU's caches (a
+   * chunked graph frees and takes the same sizes piece after piece). */
+  int32_t best = -1;
   for (int32_t i = 0; i < p->count; i++) {
     if (p->items[i].alloc.storage != storage || p->items[i].alloc.bytes != bytes) continue;
-    *out = p->items[i].alloc;
-    p->items[i] = p->items[--p->count];
-    n->stats.cached_bytes -= bytes;
-    n->stats.in_use -= bytes;
-    loom__hmm_count_alloc(n, bytes, true);
-    loom__hmm_trace_instant(m, "pool hit", n->index, NULL, bytes);
-    return true;
+    if (best < 0 || p->items[i].tick > p->items[best].tick) best = i;
   }
-  return false;
+  if (best < 0) return false;
+  *out = p->items[best].alloc;
+  p->items[best] = p->items[--p->count];
+  n->stats.cached_bytes -= bytes;
+  n->stats.in_use -= bytes;
+  loom__hmm_count_alloc(n, bytes, true);
+  loom__hmm_trace_instant(m, "pool hit", n->index, NULL, bytes);
+  return true;
 }
 
 static void release_at(loom_mem_manager *m, loom__hmm_node *n, int32_t i) {
@@ -94,4 +98,28 @@ void loom__hmm_pool_put(loom_mem_manager *m, loom__hmm_node *n, loom__hmm_alloc 
   n->stats.frees++;
   n->stats.cached_bytes += bytes;
   loom__hmm_check_node(n);
+}
+
+void loom__hmm_pool_fit(loom_mem_manager *m, int32_t node, int64_t max_cached, int64_t keep_bytes) {
+  if (!m || node < 0 || node >= m->node_count) return;
+  loom__hmm_lock(m);
+  loom__hmm_node *n = &m->nodes[node];
+  loom__hmm_pool *p = &n->pool;
+  int32_t keep = -1;
+  for (int32_t i = 0; keep_bytes >= 0 && i < p->count && keep < 0; i++)
+    if (p->items[i].alloc.bytes == keep_bytes) keep = i;
+  int64_t kept = keep >= 0 ? keep_bytes : 0;
+  while (n->stats.cached_bytes - kept > LOOM_MAX(max_cached, 0)) {
+    /* The oldest entry other than the kept one; release_at moves the last entry into the
+     * released slot, so the kept one is found again by its tick. */
+    int32_t oldest = -1;
+    for (int32_t i = 0; i < p->count; i++)
+      if (i != keep && (oldest < 0 || p->items[i].tick < p->items[oldest].tick)) oldest = i;
+    if (oldest < 0) break;
+    uint64_t keep_tick = keep >= 0 ? p->items[keep].tick : 0;
+    release_at(m, n, oldest);
+    for (int32_t i = 0; keep >= 0 && i < p->count; i++)
+      if (p->items[i].tick == keep_tick) keep = i;
+  }
+  loom__hmm_unlock(m);
 }

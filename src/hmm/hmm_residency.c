@@ -24,8 +24,10 @@ static bool is_valid(const loom__hmm_copy *c) {
   return c->state != LOOM_MEM_INVALID;
 }
 
+/* Memory a host thread reaches without a copy: OpenCL SVM, and CUDA managed memory (which
+ * behaves as fine-grained SVM: coherent once the device's work is done). */
 static bool is_svm(loom_mem_storage s) {
-  return s == LOOM_MEM_STORAGE_SVM_COARSE || s == LOOM_MEM_STORAGE_SVM_FINE;
+  return s == LOOM_MEM_STORAGE_SVM_COARSE || s == LOOM_MEM_STORAGE_SVM_FINE || s == LOOM_MEM_STORAGE_CUDA_MANAGED;
 }
 
 loom_mem_storage loom__hmm_choose_storage(const loom_mem_manager *m, const loom_buffer *b, int32_t node) {
@@ -33,19 +35,24 @@ loom_mem_storage loom__hmm_choose_storage(const loom_mem_manager *m, const loom_
   if (n->kind == LOOM_MEMORY_HOST) return LOOM_MEM_STORAGE_HOST;
   bool fine = n->storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_FINE);
   bool coarse = n->storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_COARSE);
-  if (b->flags & LOOM_MEM_SVM_FINE) return fine ? LOOM_MEM_STORAGE_SVM_FINE : LOOM_MEM_STORAGE_CL_BUFFER;
-  if (b->flags & LOOM_MEM_SVM_COARSE)
-    return coarse ? LOOM_MEM_STORAGE_SVM_COARSE : LOOM_MEM_STORAGE_CL_BUFFER;
-  if (b->flags & LOOM_MEM_DEVICE_LOCAL) return LOOM_MEM_STORAGE_CL_BUFFER;
+  /* A CUDA node's device memory and managed memory stand where OpenCL's buffers and
+   * fine-grained SVM do. */
+  bool managed = n->storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CUDA_MANAGED);
+  loom_mem_storage plain = n->storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CUDA_DEVICE)
+                               ? LOOM_MEM_STORAGE_CUDA_DEVICE
+                               : LOOM_MEM_STORAGE_CL_BUFFER;
+  loom_mem_storage shared = managed ? LOOM_MEM_STORAGE_CUDA_MANAGED : LOOM_MEM_STORAGE_SVM_FINE;
+  if (b->flags & LOOM_MEM_SVM_FINE) return fine ? LOOM_MEM_STORAGE_SVM_FINE : plain;
+  if (b->flags & LOOM_MEM_SVM_COARSE) return coarse ? LOOM_MEM_STORAGE_SVM_COARSE : plain;
+  if (b->flags & LOOM_MEM_DEVICE_LOCAL) return plain;
   if (b->mode == LOOM_MEM_MODE_MANAGED || (b->flags & LOOM_MEM_HOST_VISIBLE)) {
-    if (fine) return LOOM_MEM_STORAGE_SVM_FINE;
-    return coarse ? LOOM_MEM_STORAGE_SVM_COARSE : LOOM_MEM_STORAGE_CL_BUFFER;
+    if (fine || managed) return shared;
+    return coarse ? LOOM_MEM_STORAGE_SVM_COARSE : plain;
   }
   /* auto: shared memory only where it is the device's own memory anyway (PoCL, integrated
    * GPUs) and fine-grained, so neither side pays for maps. */
-  if (b->mode == LOOM_MEM_MODE_AUTO && fine && n->device && n->device->host_unified)
-    return LOOM_MEM_STORAGE_SVM_FINE;
-  return LOOM_MEM_STORAGE_CL_BUFFER;
+  if (b->mode == LOOM_MEM_MODE_AUTO && (fine || managed) && n->device && n->device->host_unified) return shared;
+  return plain;
 }
 
 int32_t loom__hmm_valid_count(const loom_buffer *b) {
@@ -102,7 +109,7 @@ loom_status loom__hmm_copy_alloc(loom_mem_manager *m, loom_buffer *b, int32_t no
         LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s is more than its largest allocation (%s)", n->id,
         loom__format_bytes(b->bytes, size, sizeof size), loom__format_bytes(n->max_alloc, max, sizeof max));
   }
-  int64_t cls = loom__hmm_size_class(b->bytes, n->max_alloc);
+  int64_t cls = b->flags & LOOM_MEM_EXACT_SIZE ? b->bytes : loom__hmm_size_class(b->bytes, n->max_alloc);
   if (!loom__hmm_pool_take(m, n, storage, cls, &c->alloc)) {
     loom_status s = loom__hmm_make_room(m, node, cls, b);
     if (s == LOOM_OK) s = n->backend->alloc(n, storage, cls, &c->alloc);
@@ -124,6 +131,7 @@ loom_status loom__hmm_copy_alloc(loom_mem_manager *m, loom_buffer *b, int32_t no
   c->temporary = false;
   c->svm_on_host = false;
   c->last_use = loom__hmm_tick(m);
+  loom__hmm_advise_copy(m, b, node); /* a pooled allocation may carry another buffer's */
   return LOOM_OK;
 }
 
@@ -437,7 +445,7 @@ static loom_status write_back(loom_mem_manager *m, loom_buffer *b, int32_t t) {
   return s;
 }
 
-loom_status loom__hmm_access_end(loom_mem_manager *m, loom_buffer *b, const loom_mem_handle *h) {
+loom_status loom__hmm_access_end(loom_mem_manager *m, loom_buffer *b, const loom_mem_handle *h, bool wait) {
   int32_t t = h->node;
   loom__hmm_copy *c = &b->copy[t];
   loom__hmm_node *n = &m->nodes[t];
@@ -447,7 +455,7 @@ loom_status loom__hmm_access_end(loom_mem_manager *m, loom_buffer *b, const loom
   loom_status s = LOOM_OK;
   if (h->host_mapped_)
     s = n->backend->unmap(n, &c->alloc, h->ptr);
-  else if (!loom__hmm_is_host(m, h->from_node_) && n->backend->finish)
+  else if (wait && !loom__hmm_is_host(m, h->from_node_) && n->backend->finish)
     s = n->backend->finish(n);
   c->in_use--;
   if (h->access_ & LOOM_ACCESS_WRITE) {

@@ -64,19 +64,23 @@ static void node_json(loom__json *j, const loom__hmm_node *n) {
   loom__json_end_object(j);
 }
 
+void loom__hmm_stats_write(const loom_mem_manager *m, loom__json *j) {
+  loom__hmm_lock(m);
+  loom__json_begin_object(j);
+  loom__json_key(j, "nodes");
+  loom__json_begin_array(j);
+  for (int32_t i = 0; i < m->node_count; i++) node_json(j, &m->nodes[i]);
+  loom__json_end_array(j);
+  loom__json_end_object(j);
+  loom__hmm_unlock(m);
+}
+
 loom_status loom_mem_stats_json(const loom_mem_manager *m, FILE *out) {
   if (!m || !out)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_stats_json: NULL %s", m ? "out" : "manager");
   loom__json j;
   loom__json_init(&j, out, true);
-  loom__hmm_lock(m);
-  loom__json_begin_object(&j);
-  loom__json_key(&j, "nodes");
-  loom__json_begin_array(&j);
-  for (int32_t i = 0; i < m->node_count; i++) node_json(&j, &m->nodes[i]);
-  loom__json_end_array(&j);
-  loom__json_end_object(&j);
-  loom__hmm_unlock(m);
+  loom__hmm_stats_write(m, &j);
   loom_status s = loom__json_finish(&j);
   if (s == LOOM_ERR_IO) return loom__error(LOOM_ERR_IO, "loom_mem_stats_json: writing failed");
   return s;

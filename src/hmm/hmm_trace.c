@@ -2,9 +2,13 @@
  * as Chrome trace JSON (the "JSON Object Format": {"traceEvents": [...]}), which Perfetto
  * and chrome://tracing open. Each memory node is a process (pid = node index + 1, named by a
  * "process_name" metadata event); allocations and frees are instant events on thread 1,
- * copies complete events ("X", with a duration) on thread 2 of the node they go to. */
+ * copies complete events ("X", with a duration) on thread 2 of the node they go to: copies
+ * between nodes, the host's reads and writes of a node's copy (loom_buffer_read/write: "read",
+ * "write"), and the runtime's stages and runs (loom__hmm_trace_event: "stage", "run"). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/json.h"
 #include "hmm/hmm.h"
@@ -115,28 +119,40 @@ static void write_event(loom__json *j, const loom_mem_manager *m, const loom__hm
 loom_status loom_mem_trace_write(const loom_mem_manager *m, const char *path) {
   if (!m || !path)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_trace_write: NULL %s", m ? "path" : "manager");
-  FILE *f = fopen(path, "w");
-  if (!f)
-    return loom__error(LOOM_ERR_IO, "loom_mem_trace_write: cannot open '%s': %s", path, strerror(errno));
-  loom__json j;
-  loom__json_init(&j, f, false);
-  loom__hmm_lock(m);
-  loom__json_begin_object(&j);
-  loom__json_key(&j, "traceEvents");
-  loom__json_begin_array(&j);
-  write_metadata(&j, m);
-  for (int32_t i = 0; i < m->trace.count; i++) write_event(&j, m, &m->trace.items[i]);
-  loom__json_end_array(&j);
-  loom__json_kv_string(&j, "displayTimeUnit", "ms");
-  loom__json_key(&j, "otherData");
-  loom__json_begin_object(&j);
-  loom__json_kv_int64(&j, "dropped_events", m->trace.dropped);
-  loom__json_end_object(&j);
-  loom__json_end_object(&j);
-  loom__hmm_unlock(m);
-  loom_status s = loom__json_finish(&j);
-  if (fclose(f) != 0 && s == LOOM_OK)
-    s = loom__error(LOOM_ERR_IO, "loom_mem_trace_write: cannot write '%s'", path);
+  int fd = -1;
+  char *temp = NULL;
+  loom_status s = loom__file_create_temp(path, &fd, &temp);
+  FILE *f = s == LOOM_OK ? fdopen(fd, "w") : NULL;
+  if (s == LOOM_OK && !f) {
+    s = loom__error(LOOM_ERR_IO, "%s: %s", temp, strerror(errno));
+    close(fd);
+  }
+  if (s == LOOM_OK) {
+    loom__json j;
+    loom__json_init(&j, f, false);
+    loom__hmm_lock(m);
+    loom__json_begin_object(&j);
+    loom__json_key(&j, "traceEvents");
+    loom__json_begin_array(&j);
+    write_metadata(&j, m);
+    for (int32_t i = 0; i < m->trace.count; i++) write_event(&j, m, &m->trace.items[i]);
+    loom__json_end_array(&j);
+    loom__json_kv_string(&j, "displayTimeUnit", "ms");
+    loom__json_key(&j, "otherData");
+    loom__json_begin_object(&j);
+    loom__json_kv_int64(&j, "dropped_events", m->trace.dropped);
+    loom__json_end_object(&j);
+    loom__json_end_object(&j);
+    loom__hmm_unlock(m);
+    s = loom__json_finish(&j);
+    if (fclose(f) != 0 && s == LOOM_OK) s = loom__error(LOOM_ERR_IO, "cannot write '%s'", temp);
+    if (s == LOOM_OK) {
+      s = loom__file_commit(temp, path);
+    } else {
+      unlink(temp);
+    }
+  }
+  loom__free(temp);
   if (s != LOOM_OK) loom__error_prefix("loom_mem_trace_write '%s': ", path);
   return s;
 }

@@ -1,29 +1,36 @@
 /* Which compute backend runs a device, and the devices a context has opened for running
  * graphs (loom__context_exec_device). This is the one list where the compute backends built
  * in are named: conditional compilation stays here and in CMake (cmake/opencl.cmake sets
- * LOOM_HAVE_OPENCL), not inside the executor's functions. */
+ * LOOM_HAVE_OPENCL, cmake/cuda.cmake LOOM_HAVE_CUDA), not inside the executor's functions. */
 #include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
+#include "loom/memory.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
 
-/* The compute backend that drives `d`, or NULL. cpu0 is the host; an OpenCL device (also one
- * that CUDA lists first) runs through OpenCL. CUDA devices have no compute backend yet
- * (TODO(#7): backends/cuda). */
+/* The compute backend that drives `d`, or NULL. cpu0 is the host. A GPU that both CUDA and
+ * OpenCL show is one device (cuda0, also ocl0) with one memory node: it runs through CUDA when
+ * the cuda backend is built (the HMM manages its memory through CUDA too), else through
+ * OpenCL. */
 static const loom__backend *backend_for(const loom__device *d) {
   if (d->backends & LOOM_BACKEND_CPU) return &loom__cpu_backend;
+#if LOOM_HAVE_CUDA
+  if ((d->backends & LOOM_BACKEND_CUDA) && d->cuda_ordinal >= 0) return &loom__cuda_backend;
+#endif
 #if LOOM_HAVE_OPENCL
   if ((d->backends & LOOM_BACKEND_OPENCL) && d->cl_device) return &loom__opencl_backend;
 #endif
   return NULL;
 }
 
-/* The opened devices of one context, by the index of the device table. */
+/* The opened devices of one context, by the index of the device table, and cpu0 (which a
+ * context may not have selected, yet always runs graphs). */
 struct loom__exec_table {
   loom__exec_device *items; /* dev_count entries; backend NULL until opened */
   int32_t count;
+  loom__exec_device cpu0;
 };
 
 /* Guards every context's table while a device is opened (rare and short). */
@@ -56,57 +63,71 @@ static loom_status not_found(const loom__devices *t, const char *id) {
   return loom__error(LOOM_ERR_NOT_FOUND, "device %s is not in this context (it has: %s)", id, list);
 }
 
-/* Opens device i of the table; the caller holds exec_lock. */
-static loom_status open_device(loom_context *ctx, int32_t i, const loom__exec_device **out) {
+/* The memory node device i (-1: cpu0 outside the table) allocates from in the context's
+ * manager. cpu0 uses its host node, or the first host node when the context did not select
+ * it. */
+static loom_status device_node(loom_context *ctx, int32_t i, int32_t *out_node) {
+  *out_node = 0;
+  if (i < 0) return LOOM_OK;
   const loom__device *d = &ctx->devices.dev[i];
-  if (!ctx->exec) {
-    struct loom__exec_table *t = loom__calloc(1, sizeof *t);
-    if (t) t->items = loom__calloc((size_t)LOOM_MAX(ctx->devices.dev_count, 1), sizeof *t->items);
-    if (!t || !t->items) {
-      loom__free(t);
-      return loom__oom("the context's devices");
-    }
-    t->count = ctx->devices.dev_count;
-    ctx->exec = t;
-  }
-  loom__exec_device *e = &ctx->exec->items[i];
-  if (e->backend) {
-    *out = e;
-    return LOOM_OK;
-  }
-  const loom__backend *be = backend_for(d);
+  loom_status s = loom_mem_device_node(ctx->memory, i, out_node);
+  if (s == LOOM_ERR_NOT_FOUND)
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "device %s (%s) cannot run graphs in this build: the memory manager does not manage "
+                       "its memory yet",
+                       d->id, d->name ? d->name : "");
+  return s;
+}
+
+/* Opens device i of the table (-1: cpu0 outside it) into e; the caller holds exec_lock or is
+ * making the context. */
+static loom_status open_device(loom_context *ctx, int32_t i, loom__exec_device *e) {
+  if (e->backend) return LOOM_OK;
+  const loom__device *d = i >= 0 ? &ctx->devices.dev[i] : NULL;
+  const loom__backend *be = d ? backend_for(d) : &loom__cpu_backend;
   if (!be)
     return loom__error(LOOM_ERR_UNSUPPORTED,
                        "device %s (%s) cannot run graphs in this build: no compute backend drives it yet",
                        d->id, d->name ? d->name : "");
+  int32_t node = 0;
+  loom_status s = device_node(ctx, i, &node);
   void *state = NULL;
-  if (be->open) {
-    loom_status s = be->open(d, &state);
-    if (s) return s;
-  }
-  snprintf(e->id, sizeof e->id, "%s", d->id);
+  if (!s && be->open) s = be->open(d, ctx->memory, node, &state);
+  if (s) return s;
+  snprintf(e->id, sizeof e->id, "%s", d ? d->id : "cpu0");
   e->dev = state;
+  e->memory = ctx->memory;
+  e->node = node;
   e->backend = be;
-  *out = e;
   return LOOM_OK;
+}
+
+loom_status loom__context_exec_init(loom_context *ctx) {
+  struct loom__exec_table *t = loom__calloc(1, sizeof *t);
+  if (t) t->items = loom__calloc((size_t)LOOM_MAX(ctx->devices.dev_count, 1), sizeof *t->items);
+  if (!t || !t->items) {
+    loom__free(t);
+    return loom__oom("the context's devices");
+  }
+  t->count = ctx->devices.dev_count;
+  ctx->exec = t;
+  /* cpu0 opens without allocating anything: ready now, so no run ever has to make it. */
+  int32_t i = find_device(&ctx->devices, "cpu0");
+  return open_device(ctx, i, i >= 0 ? &t->items[i] : &t->cpu0);
 }
 
 loom_status loom__context_exec_device(loom_context *ctx, const char *id,
                                       const loom__exec_device **out_device) {
   if (out_device) *out_device = NULL;
-  if (!ctx || !id || !out_device)
+  if (!ctx || !id || !out_device || !ctx->exec)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__context_exec_device: NULL argument");
-  /* cpu0 needs no state (so nothing is allocated for it), and is always there, even in a
-   * context that did not select it. */
-  if (strcasecmp(id, "cpu0") == 0) {
-    *out_device = &loom__exec_cpu0;
-    return LOOM_OK;
-  }
   int32_t i = find_device(&ctx->devices, id);
-  if (i < 0) return not_found(&ctx->devices, id);
+  if (i < 0 && strcasecmp(id, "cpu0") != 0) return not_found(&ctx->devices, id);
+  loom__exec_device *e = i >= 0 ? &ctx->exec->items[i] : &ctx->exec->cpu0;
   pthread_mutex_lock(&exec_lock);
-  loom_status s = open_device(ctx, i, out_device);
+  loom_status s = open_device(ctx, i, e);
   pthread_mutex_unlock(&exec_lock);
+  if (!s) *out_device = e;
   return s;
 }
 

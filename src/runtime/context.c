@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hmm/hmm.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
-#include "hmm/hmm.h"
 
 void loom_context_options_init(loom_context_options *opts) {
   if (!opts) return;
@@ -31,11 +31,12 @@ loom_status loom_context_create(const loom_context_options *opts, loom_context *
   if (s != LOOM_OK) return s;
   loom_context *ctx = loom__calloc(1, sizeof *ctx);
   if (!ctx) s = loom__oom("a context");
-  else pthread_mutex_init(&ctx->memory_lock, NULL);
   if (s == LOOM_OK && spec && !sel.all && !(ctx->device_filter = loom__strdup(spec)))
     s = loom__oom("a context");
   if (s == LOOM_OK) s = loom__devices_discover(&ctx->devices, &sel);
   loom__selection_deinit(&sel);
+  if (s == LOOM_OK) s = loom__context_memory_init(ctx);
+  if (s == LOOM_OK) s = loom__context_exec_init(ctx);
   if (s != LOOM_OK) {
     loom_context_destroy(ctx);
     return s;
@@ -50,6 +51,5 @@ void loom_context_destroy(loom_context *ctx) {
   loom__context_memory_release(ctx);
   loom__devices_deinit(&ctx->devices);
   loom__free(ctx->device_filter);
-  pthread_mutex_destroy(&ctx->memory_lock);
   loom__free(ctx);
 }

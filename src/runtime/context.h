@@ -16,9 +16,7 @@ struct loom_context {
   loom__devices devices; /* the selected devices, their memory nodes, the host, the notes */
   /* Devices opened for running graphs (runtime/backends.c), made on first use; owned. */
   struct loom__exec_table *exec;
-  /* The default memory manager (loom_context_memory), made on first use under memory_lock:
-   * several host threads may ask for it at once. Owned. */
-  pthread_mutex_t memory_lock;
+  /* The default memory manager (loom_context_memory), made with the context. Owned. */
   struct loom_mem_manager *memory;
 };
 

@@ -1,12 +1,16 @@
 /* The executor (see exec.h). */
 #include <string.h>
 
+#include "hmm/hmm.h"
 #include "runtime/exec.h"
 
-const loom__exec_device loom__exec_cpu0 = {.backend = &loom__cpu_backend, .dev = NULL, .id = "cpu0"};
+/* How the executor allocates: plain device memory (a cl_mem on OpenCL, which kernels take as
+ * it is; host memory on a host node) of exactly the size asked, so the node counts what the
+ * meter counts. */
+#define EXEC_ALLOC_FLAGS (LOOM_MEM_DEVICE_LOCAL | LOOM_MEM_EXACT_SIZE)
 
 loom_status loom__meter_take(loom__meter *m, int64_t bytes, const char *what) {
-  if (m->limit > 0 && bytes > m->limit - m->in_use - m->cached) {
+  if (m->limit > 0 && bytes > m->limit - m->in_use) {
     char need[32], lim[32], used[32];
     return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s needs %s but only %s of the %s limit is free", what,
                        loom__format_bytes_vs(bytes, m->limit - m->in_use, need, sizeof need),
@@ -23,95 +27,105 @@ void loom__meter_give(loom__meter *m, int64_t bytes) {
   m->in_use -= bytes;
 }
 
-/* Freed blocks kept for reuse within one execution: a chunked graph allocates the same sizes
- * piece after piece, and a fresh large block costs an mmap and a page fault per page (or a
- * device allocation). The cached bytes count against the meter's limit and are dropped before
- * anything fails. On a device, a block reused while work that read it is still queued is
- * safe: the device's queue runs in order. */
-enum { CACHE_SLOTS = 16 };
-typedef struct block_cache {
-  void *ptr[CACHE_SLOTS];
-  int64_t bytes[CACHE_SLOTS];
-} block_cache;
+/* One allocation of the executor: an HMM buffer on the device's node, acquired there while
+ * the executor uses it (so the HMM never evicts or moves it). */
+typedef struct block {
+  loom_buffer *buffer; /* NULL: nothing allocated */
+  loom_mem_handle handle;
+  bool acquired;
+  void *ptr; /* what the backend addresses: the cl_mem, or the host pointer */
+} block;
+
+/* A library's extra temporaries (loom__op_call.temp_take), held while its op runs. */
+enum { TEMP_SLOTS = 4 };
+typedef struct temp_slot {
+  block b;
+  int64_t bytes;
+  bool used;
+} temp_slot;
 
 /* The state of one execution. Storage is per base value (see loom__layout). */
 typedef struct exec_state {
   const loom_graph *g;
   const loom__backend *be;
   void *dev;
+  loom_mem_manager *mem;
+  int32_t node; /* the device's memory node in mem */
   loom__layout *layouts;
-  void **data;            /* per value: its base's buffer (only bases are set) */
+  void **data;            /* per value: its base's storage as the backend addresses it */
   int64_t *bytes;         /* per value: counted bytes of its storage */
-  bool *allocated;        /* per value: data is ours to free */
+  block *blocks;          /* per base value: its buffer, when the executor allocated one */
   int32_t *last_use;      /* per base value: schedule position of its last reader */
   uint8_t (*scalars)[16]; /* per value: a fill's one element (host) */
-  int32_t *fill_slot;     /* per fill value on a device: its slot in fill_buffer */
-  void *fill_buffer;      /* device copies of the fill scalars, 16 bytes a slot; not metered */
+  int32_t *fill_slot;     /* per fill value on a device: its slot in fills */
+  block fills;            /* device copies of the fill scalars, 16 bytes a slot; not metered */
+  int64_t fill_bytes;
+  temp_slot temps[TEMP_SLOTS];
   loom__meter *meter;
-  block_cache cache;
 } exec_state;
 
-static void cache_drop(exec_state *st, int32_t slot) {
-  st->be->free(st->dev, st->cache.ptr[slot]);
-  st->meter->cached -= st->cache.bytes[slot];
-  st->cache.ptr[slot] = NULL;
-  st->cache.bytes[slot] = 0;
+/* Ends the executor's access to a block, leaving the buffer allocated. The work that used it
+ * was queued on the HMM's queue for the node, which orders whatever the HMM does next. */
+static loom_status block_end_access(block *b) {
+  if (!b->acquired) return LOOM_OK;
+  b->acquired = false;
+  return loom__buffer_release_queued(b->buffer, &b->handle);
 }
 
-static void cache_clear(exec_state *st) {
-  for (int32_t i = 0; i < CACHE_SLOTS; i++)
-    if (st->cache.ptr[i]) cache_drop(st, i);
+/* Frees a block's buffer (into the node's pool). Ending an access the executor began cannot
+ * fail: its handles are never mapped, and never temporary copies to write back. */
+static void block_drop(block *b) {
+  (void)block_end_access(b);
+  loom_buffer_free(b->buffer);
+  memset(b, 0, sizeof *b);
 }
 
-/* Counts `bytes` for `what` and returns storage for them: a cached block of that size, or a
- * new one once the cache has made room under the limit. Zero bytes on a device take no
- * buffer (*out NULL): devices refuse empty allocations. */
-static loom_status block_take(exec_state *st, int64_t bytes, const char *what, void **out) {
-  *out = NULL;
-  if (bytes == 0 && !st->be->host_memory) return loom__meter_take(st->meter, 0, what);
-  for (int32_t i = 0; i < CACHE_SLOTS; i++)
-    if (st->cache.ptr[i] && st->cache.bytes[i] == bytes) {
-      *out = st->cache.ptr[i];
-      st->cache.ptr[i] = NULL;
-      st->meter->cached -= bytes;
-      return loom__meter_take(st->meter, bytes, what); /* cannot fail: the bytes were counted */
-    }
-  if (st->meter->limit > 0 && bytes > st->meter->limit - st->meter->in_use - st->meter->cached)
-    cache_clear(st);
-  loom_status s = loom__meter_take(st->meter, bytes, what);
-  if (s) return s;
-  s = st->be->alloc(st->dev, bytes, out);
+/* Under a limit, the node's pool may keep only what the meter leaves free of it (less the
+ * fill scalars' buffer, which the node holds too): the stage then holds at most its limit,
+ * cache included, as the executor's own block cache did before the HMM. `keep` (-1: none)
+ * spares one cached allocation of that size, which the next allocation reuses. */
+static void fit_pool(exec_state *st, int64_t keep) {
+  if (st->meter->limit > 0)
+    loom__hmm_pool_fit(st->mem, st->node, st->meter->limit - st->meter->in_use - st->fill_bytes, keep);
+}
+
+/* A buffer of `bytes` on the device's node, acquired there: filled from host memory at src
+ * first and acquired for reading, or (src NULL) acquired for reading and writing. */
+static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, block *out) {
+  memset(out, 0, sizeof *out);
+  uint32_t access = src ? LOOM_ACCESS_READ : LOOM_ACCESS_READ | LOOM_ACCESS_WRITE;
+  loom_status s = loom_buffer_allocate(st->mem, bytes, LOOM_U8, st->node, EXEC_ALLOC_FLAGS, &out->buffer);
+  if (!s && src && bytes > 0) s = loom_buffer_write(out->buffer, 0, src, bytes);
+  if (!s) s = loom_buffer_acquire(out->buffer, st->node, access, &out->handle);
   if (s) {
-    cache_clear(st);
-    s = st->be->alloc(st->dev, bytes, out);
-  }
-  if (s) {
-    *out = NULL;
-    loom__meter_give(st->meter, bytes);
-    loom__error_prefix("%s: ", what);
+    loom_buffer_free(out->buffer);
+    memset(out, 0, sizeof *out);
     return s;
   }
+  out->acquired = true;
+  out->ptr = out->handle.cl_mem ? out->handle.cl_mem : out->handle.ptr;
   return LOOM_OK;
 }
 
-/* Gives a block back to the cache (the oldest entry makes room when it is full). */
-static void block_give(exec_state *st, void *ptr, int64_t bytes) {
-  loom__meter_give(st->meter, bytes);
-  if (!ptr) return;
-  int32_t slot = 0;
-  for (int32_t i = 0; i < CACHE_SLOTS; i++)
-    if (!st->cache.ptr[i]) {
-      slot = i;
-      break;
-    }
-  if (st->cache.ptr[slot]) cache_drop(st, slot);
-  if (st->meter->limit > 0 && bytes > st->meter->limit - st->meter->in_use - st->meter->cached) {
-    st->be->free(st->dev, ptr); /* keeping it would hold bytes the limit needs */
-    return;
+/* Counts `bytes` for `what` and allocates them (filled from src unless it is NULL). Zero
+ * bytes on a device take no buffer (devices refuse empty allocations): out->ptr is NULL. */
+static loom_status block_take(exec_state *st, int64_t bytes, const char *what, const void *src, block *out) {
+  memset(out, 0, sizeof *out);
+  loom_status s = loom__meter_take(st->meter, bytes, what);
+  if (s || (bytes == 0 && !st->be->host_memory)) return s;
+  fit_pool(st, bytes);
+  s = block_alloc(st, bytes, src, out);
+  if (s) {
+    loom__meter_give(st->meter, bytes);
+    loom__error_prefix("%s: ", what);
   }
-  st->cache.ptr[slot] = ptr;
-  st->cache.bytes[slot] = bytes;
-  st->meter->cached += bytes;
+  return s;
+}
+
+static void block_give(exec_state *st, block *b, int64_t bytes) {
+  loom__meter_give(st->meter, bytes);
+  block_drop(b);
+  fit_pool(st, -1);
 }
 
 static void value_label(const exec_state *st, int32_t id, char *buf, size_t size) {
@@ -129,26 +143,23 @@ static loom_status take(exec_state *st, int32_t id, int64_t bytes) {
   return LOOM_OK;
 }
 
-/* Device storage for value id, filled from host memory at src (kept valid by the caller until
- * the run synchronizes). */
-static loom_status take_uploaded(exec_state *st, int32_t id, int64_t bytes, const void *src) {
+/* Device storage for value id, written from host memory at src (an input or a constant). */
+static loom_status take_written(exec_state *st, int32_t id, int64_t bytes, const void *src) {
   char what[96];
   value_label(st, id, what, sizeof what);
-  loom_status s = block_take(st, bytes, what, &st->data[id]);
+  loom_status s = block_take(st, bytes, what, src, &st->blocks[id]);
   if (s) return s;
   st->bytes[id] = bytes;
-  st->allocated[id] = st->data[id] != NULL;
-  if (bytes > 0) s = st->be->upload(st->dev, st->data[id], 0, src, bytes);
-  return s;
+  st->data[id] = st->blocks[id].ptr;
+  return LOOM_OK;
 }
 
 static void release(exec_state *st, int32_t base) {
-  if (st->allocated[base])
-    block_give(st, st->data[base], st->bytes[base]);
+  if (st->blocks[base].buffer)
+    block_give(st, &st->blocks[base], st->bytes[base]);
   else if (st->bytes[base])
     loom__meter_give(st->meter, st->bytes[base]);
   st->data[base] = NULL;
-  st->allocated[base] = false;
   st->bytes[base] = 0;
 }
 
@@ -162,7 +173,7 @@ static void view_of(const exec_state *st, int32_t id, loom__dview *v) {
   v->buffer = st->data[l->base];
   v->offset = l->offset;
   if (st->fill_slot && st->fill_slot[l->base] >= 0) {
-    v->buffer = st->fill_buffer;
+    v->buffer = st->fills.ptr;
     v->offset = (int64_t)st->fill_slot[l->base] * 16 / loom_dtype_size(v->type.dtype);
   }
 }
@@ -192,8 +203,8 @@ static loom_status alloc_outputs(exec_state *st, const loom__op *op) {
     }
     if (!l->owns) continue;
     if (op->kind == LOOM_OP_CONSTANT) {
-      if (!st->be->host_memory) { /* uploaded from the graph, which outlives the run */
-        loom_status s = take_uploaded(st, id, op->const_bytes, op->const_data);
+      if (!st->be->host_memory) { /* written in from the graph */
+        loom_status s = take_written(st, id, op->const_bytes, op->const_data);
         if (s) return s;
         continue;
       }
@@ -206,20 +217,39 @@ static loom_status alloc_outputs(exec_state *st, const loom__op *op) {
     char what[96];
     value_label(st, id, what, sizeof what);
     loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
-    if (!s) s = block_take(st, bytes, what, &st->data[id]);
+    if (!s) s = block_take(st, bytes, what, NULL, &st->blocks[id]);
     if (s) return s;
     st->bytes[id] = bytes;
-    st->allocated[id] = st->data[id] != NULL;
+    st->data[id] = st->blocks[id].ptr;
   }
   return LOOM_OK;
 }
 
 static loom_status temp_take(void *ctx, int64_t bytes, void **out_buffer) {
-  return block_take(ctx, bytes, "the temporaries of a library call", out_buffer);
+  exec_state *st = ctx;
+  *out_buffer = NULL;
+  for (int32_t i = 0; i < TEMP_SLOTS; i++) {
+    temp_slot *t = &st->temps[i];
+    if (t->used) continue;
+    loom_status s = block_take(st, bytes, "the temporaries of a library call", NULL, &t->b);
+    if (s) return s;
+    t->bytes = bytes;
+    t->used = true;
+    *out_buffer = t->b.ptr;
+    return LOOM_OK;
+  }
+  return loom__error(LOOM_ERR_INTERNAL, "a library call holds more than %d temporaries at once", TEMP_SLOTS);
 }
 
 static void temp_give(void *ctx, void *buffer, int64_t bytes) {
-  block_give(ctx, buffer, bytes);
+  exec_state *st = ctx;
+  for (int32_t i = 0; i < TEMP_SLOTS; i++) {
+    temp_slot *t = &st->temps[i];
+    if (!t->used || t->b.ptr != buffer || t->bytes != bytes) continue;
+    block_give(st, &t->b, bytes);
+    t->used = false;
+    return;
+  }
 }
 
 static loom_status run_one(exec_state *st, const loom__op *op) {
@@ -233,18 +263,20 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
   for (int32_t i = 0; i < op->n_inputs; i++) view_of(st, op->inputs[i], &ins[i]);
   for (int32_t r = 0; r < op->n_outputs; r++) view_of(st, op->outputs[r], &out_views[r]);
   int64_t scratch_bytes = loom__op_scratch_bytes(st->g, op);
-  void *scratch = NULL;
+  block scratch = {0};
+  bool scratched = false;
   if (scratch_bytes > 0) {
     char what[128];
     snprintf(what, sizeof what, "the temporaries of %s", loom_op_name(op->kind));
-    s = block_take(st, scratch_bytes, what, &scratch);
+    s = block_take(st, scratch_bytes, what, NULL, &scratch);
+    scratched = s == LOOM_OK;
   }
   if (!s) {
     loom__op_call call = {.g = st->g,
                           .op = op,
                           .in = ins,
                           .out = out_views,
-                          .scratch = scratch,
+                          .scratch = scratch.ptr,
                           .scratch_bytes = scratch_bytes};
     /* Under a limit the estimate is a promise: no temporaries beyond the scratch. */
     if (st->meter->limit == 0) {
@@ -254,7 +286,7 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
     }
     s = st->be->run_op(st->dev, &call);
   }
-  if (scratch) block_give(st, scratch, scratch_bytes);
+  if (scratched) block_give(st, &scratch, scratch_bytes);
   if (ins != in_views) loom__free(ins);
   return s;
 }
@@ -293,23 +325,28 @@ static void view_extent(const loom__dview *v, int64_t *lo, int64_t *hi) {
   }
 }
 
-/* Copies a device view into the dense host tensor out: a dense view in one download, else the
- * range it reaches, then a host copy. The host memory is the caller's, not the device's, so
- * the meter does not count it. */
+/* Copies a device view into the dense host tensor out, through the HMM (loom_buffer_read: a
+ * blocking read on the node's queue, after the work queued before it): a dense view in one
+ * read, else the range it reaches, then a host copy. The host memory is the caller's, not
+ * the device's, so the meter does not count it. The executor's access to the base ends first
+ * (the HMM reads no buffer while it is being written); the buffer stays until the run ends. */
 static loom_status download_value(exec_state *st, int32_t id, const loom__dview *v, loom_tensor *out) {
   int64_t es = loom_dtype_size(v->type.dtype), n = 1;
   for (int32_t d = 0; d < v->type.rank; d++) n *= v->type.dims[d];
   if (n == 0) return LOOM_OK;
+  block *b = &st->blocks[st->layouts[id].base];
+  loom_status s = block_end_access(b);
+  if (s) return s;
   loom__layout dense = st->layouts[id];
   memcpy(dense.strides, v->strides, sizeof dense.strides);
   if (loom__layout_contiguous(&dense, &v->type))
-    return st->be->download(st->dev, v->buffer, v->offset * es, out->data, n * es);
+    return loom_buffer_read(b->buffer, v->offset * es, out->data, n * es);
   int64_t lo, hi;
   view_extent(v, &lo, &hi);
   int64_t span = (hi - lo + 1) * es;
   char *tmp = (uint64_t)span <= SIZE_MAX ? loom__aligned_alloc((size_t)span) : NULL;
   if (!tmp) return loom__oom("a host copy of an output");
-  loom_status s = st->be->download(st->dev, v->buffer, (v->offset + lo) * es, tmp, span);
+  s = loom_buffer_read(b->buffer, (v->offset + lo) * es, tmp, span);
   if (!s) {
     loom__view hv;
     memset(&hv, 0, sizeof hv);
@@ -349,9 +386,9 @@ static loom_status bind_inputs(exec_state *st, const loom_tensor *inputs) {
     loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
     if (s) return s;
     /* Inputs count as held from the start to their last use: read in place on cpu0,
-     * uploaded to a device. */
+     * written into a device. */
     if (!st->be->host_memory) {
-      if ((s = take_uploaded(st, id, bytes, inputs[p].data))) return s;
+      if ((s = take_written(st, id, bytes, inputs[p].data))) return s;
       continue;
     }
     if ((s = take(st, id, bytes))) return s;
@@ -360,28 +397,29 @@ static loom_status bind_inputs(exec_state *st, const loom_tensor *inputs) {
   return LOOM_OK;
 }
 
-/* Devices: every fill's scalar, computed now and uploaded into one small buffer. */
+/* Devices: every fill's scalar, computed now and written into one small buffer. */
 static loom_status fills_init(exec_state *st) {
   const loom_graph *g = st->g;
   int32_t n = 0;
   for (int32_t i = 0; i < g->n_ops; i++) n += g->ops[i].kind == LOOM_OP_FILL;
   if (n == 0) return LOOM_OK;
   st->fill_slot = loom__malloc(sizeof *st->fill_slot * (size_t)g->n_values);
-  if (!st->fill_slot) return loom__oom("executor state");
-  for (int32_t v = 0; v < g->n_values; v++) st->fill_slot[v] = -1;
-  loom_status s = st->be->alloc(st->dev, 16 * (int64_t)n, &st->fill_buffer);
-  if (s) {
-    st->fill_buffer = NULL;
-    return s;
+  uint8_t *host = loom__malloc(16 * (size_t)n);
+  if (!st->fill_slot || !host) {
+    loom__free(host);
+    return loom__oom("executor state");
   }
+  for (int32_t v = 0; v < g->n_values; v++) st->fill_slot[v] = -1;
   int32_t k = 0;
-  for (int32_t i = 0; !s && i < g->n_ops; i++) {
+  for (int32_t i = 0; i < g->n_ops; i++) {
     const loom__op *op = &g->ops[i];
     if (op->kind != LOOM_OP_FILL) continue;
-    int32_t id = op->outputs[0];
-    st->fill_slot[id] = k;
-    s = st->be->upload(st->dev, st->fill_buffer, 16 * (int64_t)k++, st->scalars[id], 16);
+    st->fill_slot[op->outputs[0]] = k;
+    memcpy(host + 16 * k++, st->scalars[op->outputs[0]], 16);
   }
+  loom_status s = block_alloc(st, 16 * (int64_t)n, host, &st->fills);
+  if (!s) st->fill_bytes = 16 * (int64_t)n;
+  loom__free(host);
   return s;
 }
 
@@ -391,15 +429,17 @@ static loom_status exec_state_init(exec_state *st, const loom_graph *g, const lo
   st->g = g;
   st->be = dev->backend;
   st->dev = dev->dev;
+  st->mem = dev->memory;
+  st->node = dev->node;
   st->meter = meter;
   size_t n = (size_t)(g->n_values ? g->n_values : 1);
   st->layouts = loom__calloc(n, sizeof *st->layouts);
   st->data = loom__calloc(n, sizeof *st->data);
   st->bytes = loom__calloc(n, sizeof *st->bytes);
-  st->allocated = loom__calloc(n, sizeof *st->allocated);
+  st->blocks = loom__calloc(n, sizeof *st->blocks);
   st->last_use = loom__calloc(n, sizeof *st->last_use);
   st->scalars = loom__calloc(n, sizeof *st->scalars);
-  if (!st->layouts || !st->data || !st->bytes || !st->allocated || !st->last_use || !st->scalars)
+  if (!st->layouts || !st->data || !st->bytes || !st->blocks || !st->last_use || !st->scalars)
     return loom__oom("executor state");
   loom_status s = loom__graph_layouts(g, st->layouts);
   if (!s) {
@@ -413,16 +453,20 @@ static loom_status exec_state_init(exec_state *st, const loom_graph *g, const lo
   return s;
 }
 
+/* Gives back everything the run still holds, then the node's pool: what the run cached there
+ * does not outlive it (as the executor's own cache did not before the HMM). */
 static void exec_state_deinit(exec_state *st) {
-  if (st->data && st->bytes && st->allocated) /* a partial init leaves some NULL */
+  if (st->data && st->bytes && st->blocks) /* a partial init leaves some NULL */
     for (int32_t v = 0; v < st->g->n_values; v++)
-      if (st->data[v] || st->bytes[v]) release(st, v);
-  if (st->meter) cache_clear(st);
-  if (st->fill_buffer) st->be->free(st->dev, st->fill_buffer);
+      if (st->data[v] || st->bytes[v] || st->blocks[v].buffer) release(st, v);
+  for (int32_t i = 0; i < TEMP_SLOTS; i++)
+    if (st->temps[i].used) block_give(st, &st->temps[i].b, st->temps[i].bytes);
+  block_drop(&st->fills);
+  if (st->mem) loom_mem_trim(st->mem, st->node);
   loom__free(st->layouts);
   loom__free(st->data);
   loom__free(st->bytes);
-  loom__free(st->allocated);
+  loom__free(st->blocks);
   loom__free(st->last_use);
   loom__free(st->scalars);
   loom__free(st->fill_slot);
@@ -467,10 +511,11 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
                           loom_tensor *outputs, loom__meter *meter) {
   exec_state st;
   int32_t *order = NULL;
-  const loom__exec_device *dev = opts && opts->device ? opts->device : &loom__exec_cpu0;
   for (int32_t i = 0; i < g->n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
-  loom_status s = exec_state_init(&st, g, dev, meter);
-  if (!s && !(opts && opts->schedule)) {
+  if (!opts || !opts->device || !opts->device->memory)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__execute: no device (loom__context_exec_device)");
+  loom_status s = exec_state_init(&st, g, opts->device, meter);
+  if (!s && !opts->schedule) {
     if (!(order = loom__malloc(sizeof(int32_t) * (size_t)(g->n_ops ? g->n_ops : 1))))
       s = loom__oom("a schedule");
     for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = i;

@@ -1,16 +1,32 @@
-/* The executor: runs a graph's ops in a schedule on one device (cpu0 unless told otherwise),
- * allocating each value's storage when it is produced and freeing it after its last reader,
- * under an optional byte limit. Stages of a plan are graphs of their own, so the same code
- * runs a whole graph or a stage.
+/* The executor: runs a graph's ops in a schedule on one device, allocating each value's
+ * storage when it is produced and freeing it after its last reader, under an optional byte
+ * limit. Stages of a plan are graphs of their own, so the same code runs a whole graph or a
+ * stage.
  *
- * On a device whose memory is not host memory (backend.h: host_memory false), inputs and
- * constants are uploaded into device buffers when the run starts and when the constant is
- * reached, and outputs are downloaded at the end; the work in between is only enqueued (one
- * in-order queue per device), and the run synchronizes once, at its end. Every byte held on
- * the device is counted by the meter exactly as on cpu0 (an input or constant counts its bytes
- * whether it is read in place or uploaded), so the estimator's numbers hold on every device.
- * Fill scalars (at most 16 bytes each) sit in one small device buffer outside the meter, as
- * their host copies do on cpu0.
+ * Memory: every buffer (values, an op's temporaries, a library's extra temporaries, the
+ * inputs and constants written to a device) is an HMM buffer (loom/memory.h) of the
+ * context's manager, allocated on the device's memory node with its exact size
+ * (LOOM_MEM_EXACT_SIZE) and kept acquired there while the executor uses it, so the HMM never
+ * evicts it; the node's limit (LOOM_MEM_LIMIT) holds for the run, and its stats and trace see
+ * every buffer. Freed buffers go to the HMM's pool, which a chunked graph reuses piece after
+ * piece; the run trims the node's pool when it ends, so nothing it cached outlives it.
+ *
+ * The meter is the stage's accountant: it counts the bytes the estimator models (each
+ * buffer's size, and on cpu0 the inputs and constants read in place) against the stage's
+ * limit, so a cpu run measures what was estimated. Under a limit the executor also keeps the
+ * node's pooled bytes within what the meter leaves free (loom__hmm_pool_fit), so the stage
+ * never holds more than its limit, cache included.
+ *
+ * On a device whose memory is not host memory (backend.h: host_memory false), inputs are
+ * written into device buffers when the run starts and constants when they are reached
+ * (loom_buffer_write), and outputs are read back at the end (loom_buffer_read); the work in
+ * between is only enqueued, on the HMM's in-order queue for the node, and the run
+ * synchronizes at its end. A constant reached mid-run is written with a blocking write, which
+ * waits for the work queued before it. Every byte held on the device is counted by the meter
+ * exactly as on cpu0 (an input or constant counts its bytes whether it is read in place or
+ * written in), so the estimator's numbers hold on every device. Fill scalars (at most 16
+ * bytes each) sit in one small device buffer outside the meter, as their host copies do on
+ * cpu0.
  */
 #ifndef LOOM_EXEC_H
 #define LOOM_EXEC_H
@@ -25,7 +41,6 @@ typedef struct loom__meter {
   int64_t peak;
   int64_t limit; /* 0: none */
   int64_t allocations;
-  int64_t cached; /* freed blocks kept for reuse: they count against the limit too */
 } loom__meter;
 
 /* Counts `bytes` against the meter, failing with OUT_OF_MEMORY (naming `what`, the need and
@@ -33,25 +48,29 @@ typedef struct loom__meter {
 loom_status loom__meter_take(loom__meter *m, int64_t bytes, const char *what);
 void loom__meter_give(loom__meter *m, int64_t bytes);
 
-/* A device the executor runs on: a compute backend and its state for one device. */
+struct loom_mem_manager;
+
+/* A device of a context the executor runs on: a compute backend, its state for the device,
+ * and where its memory comes from. */
 typedef struct loom__exec_device {
   const loom__backend *backend;
-  void *dev;   /* what backend->open made; NULL for cpu0 */
-  char id[16]; /* "cpu0", "ocl1" */
+  void *dev;                       /* what backend->open made; NULL for cpu0 */
+  char id[16];                     /* "cpu0", "ocl1" */
+  struct loom_mem_manager *memory; /* the context's manager (loom_context_memory) */
+  int32_t node;                    /* the device's memory node in it */
 } loom__exec_device;
-
-/* cpu0: needs no context. */
-extern const loom__exec_device loom__exec_cpu0;
 
 typedef struct loom__exec_options {
   const int32_t *schedule;         /* op indices in execution order; NULL: the graph's order */
-  const loom__exec_device *device; /* NULL: cpu0 */
+  const loom__exec_device *device; /* from loom__context_exec_device; required */
 } loom__exec_options;
 
-/* Runs g on host inputs (parameter order, types already checked) and fills outputs (one per
- * returned value, allocated here; the caller deinits them). The meter counts every byte held
- * and enforces its limit. On failure every output is released, and every device buffer.
- * Errors name the op's line where the graph was parsed. */
+/* Runs g on host inputs (parameter order, types already checked) on opts->device and fills
+ * outputs (one per returned value, allocated here; the caller deinits them). The meter counts
+ * every byte held and enforces its limit; the device's memory node enforces its own (an
+ * allocation the node cannot make room for is OUT_OF_MEMORY naming the node). On failure
+ * every output is released, and every device buffer. Errors name the op's line where the
+ * graph was parsed; INVALID_ARGUMENT without a device. */
 loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, const loom_tensor *inputs,
                           loom_tensor *outputs, loom__meter *meter);
 
@@ -59,13 +78,19 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
 loom_status loom__check_inputs(const loom_graph *g, const loom_tensor *inputs, int32_t n_inputs);
 
 /* The device `id` (a device id or alias of the context: "cpu0", "ocl1") ready to run graphs,
- * opened on first use and kept until the context is destroyed (runtime/backends.c). The
- * pointer stays valid as long as the context. Thread safety: any thread.
+ * opened on first use and kept until the context is destroyed (runtime/backends.c). cpu0 is
+ * always there, even in a context that did not select it (its memory is then the first host
+ * node). The pointer stays valid as long as the context. Thread safety: any thread.
  * Errors: NOT_FOUND (the context has no such device; the message lists those it has),
- * UNSUPPORTED (no compute backend of this build drives it), and the backend's errors when it
- * cannot open the device (UNAVAILABLE, OUT_OF_MEMORY). */
+ * UNSUPPORTED (no compute backend of this build drives it, or the HMM does not manage its
+ * memory), and the backend's errors when it cannot open the device (UNAVAILABLE,
+ * OUT_OF_MEMORY). */
 loom_status loom__context_exec_device(loom_context *ctx, const char *id,
                                       const loom__exec_device **out_device);
+
+/* Makes the context's table of devices and opens cpu0 in it; called by loom_context_create
+ * once the devices and the memory manager are there. Errors: OUT_OF_MEMORY. */
+loom_status loom__context_exec_init(loom_context *ctx);
 
 /* Closes every device loom__context_exec_device opened; called by loom_context_destroy. */
 void loom__context_exec_release(loom_context *ctx);

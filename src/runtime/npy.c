@@ -7,8 +7,6 @@
  * which matters for structured dtypes' field names, never for the dtypes read here.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -417,31 +415,6 @@ static bool write_fully(int fd, const void *buf, size_t n) {
   return true;
 }
 
-/* Opens a fresh temporary file next to path; *out_name is owned by the caller. */
-static loom_status open_temp(const char *path, int *out_fd, char **out_name) {
-  static _Atomic unsigned counter;
-  const char *slash = strrchr(path, '/');
-  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-  const char *base = path + dir_len;
-  size_t size = strlen(path) + 64;
-  char *name = loom__malloc(size);
-  if (!name) return loom__oom("a temporary file name");
-  for (int attempt = 0; attempt < 100; attempt++) {
-    snprintf(name, size, "%.*s.%s.%ld.%u.tmp", (int)dir_len, path, base, (long)getpid(),
-             atomic_fetch_add(&counter, 1u));
-    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      *out_fd = fd;
-      *out_name = name;
-      return LOOM_OK;
-    }
-    if (errno != EEXIST) break;
-  }
-  loom_status s = loom__error(LOOM_ERR_IO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-  loom__free(name);
-  return s;
-}
-
 static loom_status check_saveable(const char *path, const loom_tensor *t, int64_t *out_bytes) {
   if (!path || !t) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_save_npy: NULL argument");
   loom_type check;
@@ -469,7 +442,7 @@ loom_status loom__npy_save_temp(const char *path, const loom_tensor *t, char **o
   size_t hlen = format_header(&t->type, header, sizeof header);
   int fd = -1;
   char *name = NULL;
-  if ((s = open_temp(path, &fd, &name))) return s;
+  if ((s = loom__file_create_temp(path, &fd, &name))) return s;
   bool ok = write_fully(fd, header, hlen) && write_fully(fd, t->data, (size_t)bytes);
   int err = errno;
   if (close(fd) != 0 && ok) { /* NFS and full disks may report only at close */
@@ -486,10 +459,7 @@ loom_status loom__npy_save_temp(const char *path, const loom_tensor *t, char **o
 }
 
 loom_status loom__npy_commit(const char *temp, const char *path) {
-  if (rename(temp, path) == 0) return LOOM_OK;
-  int err = errno;
-  unlink(temp);
-  return loom__error(LOOM_ERR_IO, "%s: cannot rename %s to it: %s", path, temp, strerror(err));
+  return loom__file_commit(temp, path);
 }
 
 void loom__npy_discard(const char *temp) {

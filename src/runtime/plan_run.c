@@ -2,13 +2,16 @@
  *
  * Each stage graph runs through the same executor as a whole graph (loom__execute), with a
  * meter limited to the stage's runner limit, so no stage ever holds more than its limit and
- * the meter's peak is the stage's measured peak. Values cross stages through host memory:
+ * the meter's peak is the stage's measured peak. Its buffers come from the context's memory
+ * manager on the runner device's node, whose own limit (LOOM_MEM_LIMIT) holds too; a stage
+ * is one span ("stage") in the manager's trace. Values cross stages through host memory:
  * a stage's outputs are copied out into host tensors, kept while a later stage or the
  * graph's return needs them, and freed after their last reader. Those host copies are not
  * runner memory and are not counted against any limit.
  */
 #include <string.h>
 
+#include "hmm/hmm.h"
 #include "loom/plan.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
@@ -114,6 +117,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   double t0 = loom__now();
   if (!s) {
     s = loom__execute(st.graph, &opts, ins, outs, &meter);
+    loom__hmm_trace_event(opts.device->memory, "stage", opts.device->node, t0);
     if (s)
       loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index + 1, st.device, (long long)st.limit);
   }

@@ -1,6 +1,7 @@
 /* loom_graph_run: a whole graph on cpu0. */
 #include <string.h>
 
+#include "hmm/hmm.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
 
@@ -16,9 +17,12 @@ loom_status loom_graph_run(loom_context *ctx, const loom_graph *graph, const loo
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' returns %d value%s, the caller has room for %d",
                        graph->name, (int)graph->n_outputs, graph->n_outputs == 1 ? "" : "s", (int)n_outputs);
   if ((s = loom__check_inputs(graph, inputs, n_inputs))) return s;
+  loom__exec_options opts = {0};
+  if ((s = loom__context_exec_device(ctx, "cpu0", &opts.device))) return s;
   loom__meter meter = {0};
   double t0 = loom__now();
-  s = loom__execute(graph, NULL, inputs, outputs, &meter);
+  s = loom__execute(graph, &opts, inputs, outputs, &meter);
+  loom__hmm_trace_event(opts.device->memory, "run", opts.device->node, t0);
   if (stats) {
     stats->peak_bytes = meter.peak;
     stats->allocations = meter.allocations;

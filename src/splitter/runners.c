@@ -1,9 +1,13 @@
-/* Runner lists as users write them: "cpu0:64MiB,ocl0:512MiB" (DESIGN.md "runner"). */
+/* Runner lists as users write them: "cpu0:64MiB,ocl0:512MiB" (DESIGN.md "runner"), and
+ * runners from the memory manager's limits (LOOM_MEM_LIMIT). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/core.h"
+#include "hmm/hmm.h"
 #include "loom/plan.h"
 
 #define RUNNERS_HINT "write DEVICE:BYTES[,DEVICE:BYTES...], e.g. cpu0:64MiB,cpu0:32MiB"
@@ -96,5 +100,93 @@ loom_status loom_runners_parse(const char *spec, loom_runner **out_runners, int3
   }
   *out_runners = runners;
   *out_count = n;
+  return LOOM_OK;
+}
+
+/* ---- runners and the memory manager's limits ------------------------------------------------ */
+
+/* Whether a well-formed memory-limit id (lower case, loom__mem_id_well_formed) is a device's
+ * rather than a host memory node's. */
+static bool names_device(const char *id) {
+  return strncmp(id, "host", 4) != 0;
+}
+
+/* The parsed items of `limits` (NULL: the LOOM_MEM_LIMIT variable); none when it is unset or
+ * empty. The parser is the memory manager's, so the messages are the ones it would give. */
+static loom_status read_mem_limits(const char *limits, loom__mem_limit **out_items, int32_t *out_count) {
+  const char *origin = limits ? "limits" : "LOOM_MEM_LIMIT";
+  const char *text = limits ? limits : getenv("LOOM_MEM_LIMIT");
+  loom_status s = loom__mem_limits_parse(text, origin, out_items, out_count);
+  for (int32_t i = 0; s == LOOM_OK && i < *out_count; i++) {
+    const loom__mem_limit *it = &(*out_items)[i];
+    if (names_device(it->id) && it->bytes <= 0)
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s '%s': %s is limited to 0 bytes, which no runner can use",
+                      origin, text, it->id);
+  }
+  if (s) {
+    loom__free(*out_items);
+    *out_items = NULL;
+    *out_count = 0;
+  }
+  return s;
+}
+
+/* The limit the items give device `id` (the last item naming it), or -1. */
+static int64_t limit_of(const loom__mem_limit *items, int32_t count, const char *id) {
+  int64_t bytes = -1;
+  for (int32_t i = 0; i < count; i++)
+    if (strcasecmp(items[i].id, id) == 0) bytes = items[i].bytes;
+  return bytes;
+}
+
+loom_status loom_runners_from_mem_limits(const char *limits, loom_runner **out_runners, int32_t *out_count) {
+  if (!out_runners || !out_count)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_runners_from_mem_limits: NULL out");
+  *out_runners = NULL;
+  *out_count = 0;
+  loom__mem_limit *items = NULL;
+  int32_t count = 0;
+  loom_status s = read_mem_limits(limits, &items, &count);
+  if (s || count == 0) return s;
+  /* Plain malloc: the caller releases the array with free(), as plan.h says. */
+  loom_runner *runners = calloc((size_t)count, sizeof *runners);
+  if (!runners) {
+    loom__free(items);
+    return loom__oom("a runner list");
+  }
+  int32_t n = 0;
+  for (int32_t i = 0; i < count; i++) {
+    if (!names_device(items[i].id) || limit_of(items, i, items[i].id) >= 0) continue; /* named before */
+    snprintf(runners[n].device, sizeof runners[n].device, "%s", items[i].id);
+    runners[n++].limit = limit_of(items, count, items[i].id);
+  }
+  loom__free(items);
+  if (n == 0) {
+    free(runners);
+    runners = NULL;
+  }
+  *out_runners = runners;
+  *out_count = n;
+  return LOOM_OK;
+}
+
+loom_status loom_runners_fit_mem_limits(loom_runner *runners, int32_t n_runners, const char *limits,
+                                        int32_t *out_lowered) {
+  if (out_lowered) *out_lowered = 0;
+  if (n_runners < 0 || (n_runners > 0 && !runners))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_runners_fit_mem_limits: bad runner list");
+  loom__mem_limit *items = NULL;
+  int32_t count = 0;
+  loom_status s = read_mem_limits(limits, &items, &count);
+  if (s) return s;
+  int32_t lowered = 0;
+  for (int32_t i = 0; i < n_runners; i++) {
+    int64_t most = limit_of(items, count, runners[i].device);
+    if (most < 0 || runners[i].limit <= most) continue;
+    runners[i].limit = most;
+    lowered++;
+  }
+  loom__free(items);
+  if (out_lowered) *out_lowered = lowered;
   return LOOM_OK;
 }

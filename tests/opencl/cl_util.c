@@ -162,6 +162,10 @@ loom_status cu_run(const loom_graph *g, const loom__exec_device *dev, const loom
   meter->limit = limit;
   loom__exec_options opts = {0};
   opts.device = dev;
+  if (!dev) {
+    loom_status s = loom__context_exec_device(cu_context(), "cpu0", &opts.device);
+    if (s) return s;
+  }
   loom_status s = loom__execute(g, &opts, in, out, meter);
   if (!s && meter->in_use != 0) {
     cu_tensors_free(out, loom_graph_output_count(g));

@@ -29,7 +29,12 @@ static void check_chunked(const char *text, int64_t limit, const char *detail, d
   ASSERT_OK(rw_random_inputs(g, 5, 1.0, in));
   loom__meter meter = {0};
   meter.limit = limit;
-  ASSERT_OK(loom__execute(c, NULL, in, out, &meter));
+  loom_context *ctx = NULL;
+  loom__exec_options eo = {0};
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  ASSERT_OK(loom__context_exec_device(ctx, "cpu0", &eo.device));
+  ASSERT_OK(loom__execute(c, &eo, in, out, &meter));
+  loom_context_destroy(ctx);
   ASSERT_TRUE(meter.peak <= limit);
   ASSERT_EQ(meter.peak, rw_peak(c));
   ASSERT_OK(rw_run(g, in, n_in, want, n_out));

@@ -57,6 +57,10 @@ static void print_usage(FILE *f) {
       "                     largest limit where it can; the splitter still chunks an op that\n"
       "                     fits no runner on its own.\n"
       "  --limit BYTES      shorthand for --runners cpu0:BYTES\n"
+      "                     Without either, the devices LOOM_MEM_LIMIT names are the runners,\n"
+      "                     with its limits (LOOM_MEM_LIMIT=cpu0:8MiB: stages that fit 8 MiB).\n"
+      "                     A runner over its device's LOOM_MEM_LIMIT is lowered to it (said on\n"
+      "                     stderr), as loom-run does.\n"
       "  --no-rewrite NAME  skip one rewrite; may repeat. NAME is one of distance, dot_transpose,\n"
       "                     tile_broadcast, reduce_broadcast, dot_chain, sum_broadcast, schedule,\n"
       "                     chunk\n"
@@ -64,7 +68,8 @@ static void print_usage(FILE *f) {
       "  --help             this text\n"
       "\n"
       "Byte sizes: 123, 64KiB, 512MiB, 1.5GiB, 2GB.\n"
-      "Exit status: 0 on success, 1 when the graph or the plan fails, 2 for a wrong command line.\n",
+      "Exit status: 0 on success, 1 when the graph or the plan fails, 2 for a wrong command line\n"
+      "(or a LOOM_MEM_LIMIT that does not parse).\n",
       f);
 }
 
@@ -167,12 +172,20 @@ static int parse_args(int argc, char **argv, options *o) {
   return 0;
 }
 
-/* Runners from --runners or --limit; both absent: none. Parse errors are usage errors. */
+/* Runners from --runners or --limit, lowered to their devices' LOOM_MEM_LIMIT (stderr says
+ * so); both absent: the devices LOOM_MEM_LIMIT names, with its limits; none there either:
+ * none. Parse errors (LOOM_MEM_LIMIT's too) are usage errors. As loom-run does, so the plan
+ * printed here is the plan it runs. */
 static int make_runners(const options *o, state *st) {
+  if (!o->runners_text && !o->limit_text) {
+    if (loom_runners_from_mem_limits(NULL, &st->runners, &st->n_runners))
+      return fail(EXIT_USAGE, "%s", loom_last_error());
+    return 0;
+  }
   if (o->runners_text) {
     if (loom_runners_parse(o->runners_text, &st->runners, &st->n_runners))
       return fail(EXIT_USAGE, "--runners: %s", loom_last_error());
-  } else if (o->limit_text) {
+  } else {
     int64_t bytes;
     if (loom_bytes_parse(o->limit_text, &bytes)) return fail(EXIT_USAGE, "--limit: %s", loom_last_error());
     if (bytes <= 0) return fail(EXIT_USAGE, "--limit: the limit must be more than 0 bytes");
@@ -181,6 +194,16 @@ static int make_runners(const options *o, state *st) {
     snprintf(st->runners[0].device, sizeof st->runners[0].device, "cpu0");
     st->runners[0].limit = bytes;
     st->n_runners = 1;
+  }
+  for (int32_t i = 0; i < st->n_runners; i++) {
+    loom_runner asked = st->runners[i];
+    if (loom_runners_fit_mem_limits(&st->runners[i], 1, NULL, NULL))
+      return fail(EXIT_USAGE, "%s", loom_last_error());
+    if (st->runners[i].limit == asked.limit) continue;
+    char was[32], now[32];
+    fprintf(stderr, "loom-plan: note: runner %d (%s) lowered from %s to %s, its LOOM_MEM_LIMIT\n", (int)i + 1,
+            asked.device, loom__format_bytes(asked.limit, was, sizeof was),
+            loom__format_bytes(st->runners[i].limit, now, sizeof now));
   }
   return 0;
 }

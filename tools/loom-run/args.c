@@ -10,7 +10,7 @@ void run_print_usage(FILE *f) {
   fputs(
       "usage: loom-run FILE.lir [--in NAME=FILE.npy ...] [--random SEED] [--out-dir DIR]\n"
       "                [--runners SPEC | --limit BYTES] [--no-rewrite NAME ...]\n"
-      "                [--stats-json FILE] [--print N] [--help]\n"
+      "                [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
       "\n"
       "Rewrites the graph of FILE.lir to save memory, cuts it into stages that fit the\n"
       "runners' limits, runs them, and prints the time, each stage's estimated and measured\n"
@@ -29,14 +29,29 @@ void run_print_usage(FILE *f) {
       "                      may repeat): the graph is chunked to fit the smallest limit and\n"
       "                      split into stages, each run under its runner's limit\n"
       "  --limit BYTES       shorthand for --runners cpu0:BYTES (123, 64KiB, 1.5GiB, 2GB)\n"
+      "                      Without either, the devices LOOM_MEM_LIMIT names are the runners,\n"
+      "                      with their limits (LOOM_MEM_LIMIT=cpu0:8MiB: stages that fit\n"
+      "                      8 MiB); with neither set, the graph runs whole on cpu0. A runner\n"
+      "                      over its device's LOOM_MEM_LIMIT is lowered to it (said on stderr).\n"
       "  --no-rewrite NAME   skip one rewrite: distance, dot_transpose, tile_broadcast,\n"
       "                      reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk\n"
-      "  --stats-json FILE   write the stages' limits, estimated and measured peaks, and the\n"
-      "                      rewrites applied with the bytes they saved, as JSON\n"
+      "  --stats-json FILE   write the stages' limits, estimated and measured peaks, the\n"
+      "                      rewrites applied with the bytes they saved, and the memory\n"
+      "                      manager's counters per memory node (\"memory\": in use, peak,\n"
+      "                      allocations, pool hits, evictions, bytes in and out), as JSON\n"
+      "  --trace FILE.json   write the memory manager's trace of the run (allocations, frees,\n"
+      "                      copies, migrations, evictions, stages) as Chrome trace JSON, which\n"
+      "                      Perfetto (ui.perfetto.dev) and chrome://tracing open\n"
       "  --print N           print the first N rows of each output\n"
       "  --help              this text\n"
       "\n"
-      "Exit status: 0 on success, 1 when the run fails, 2 for a wrong command line.\n",
+      "Nothing is written (outputs, --stats-json, --trace) unless the whole run succeeds.\n"
+      "\n"
+      "Environment: LOOM_MEM_LIMIT=ID:BYTES,... limits memory nodes (ocl0:256MiB,cpu0:4GiB);\n"
+      "LOOM_DEVICES picks devices (cpu0,ocl1).\n"
+      "\n"
+      "Exit status: 0 on success, 1 when the run fails, 2 for a wrong command line (or a\n"
+      "LOOM_MEM_LIMIT that does not parse).\n",
       f);
 }
 
@@ -113,17 +128,9 @@ static int add_input(run_options *opts, const char *spec) {
   return 0;
 }
 
-/* Options DESIGN.md plans for loom-run that later issues bring. */
-static bool is_planned(const char *flag) {
-  static const char *planned[] = {"--trace"};
-  for (size_t i = 0; i < sizeof planned / sizeof planned[0]; i++)
-    if (strcmp(flag, planned[i]) == 0) return true;
-  return false;
-}
-
 static bool takes_value(const char *flag) {
-  static const char *with_value[] = {"--in",     "--random",     "--out-dir",   "--print",
-                                     "--runners", "--limit", "--no-rewrite", "--stats-json"};
+  static const char *with_value[] = {"--in",    "--random",     "--out-dir",    "--print", "--runners",
+                                     "--limit", "--no-rewrite", "--stats-json", "--trace"};
   for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
     if (strcmp(flag, with_value[i]) == 0) return true;
   return false;
@@ -135,10 +142,7 @@ static int parse_option(run_options *opts, const char *flag, const char *value) 
     opts->help = true;
     return 0;
   }
-  if (!takes_value(flag)) {
-    if (is_planned(flag)) return run_fail(EXIT_USAGE, "option '%s' is not implemented yet (issue 5)", flag);
-    return run_fail(EXIT_USAGE, "unknown option '%s' (see loom-run --help)", flag);
-  }
+  if (!takes_value(flag)) return run_fail(EXIT_USAGE, "unknown option '%s' (see loom-run --help)", flag);
   if (!value) return run_fail(EXIT_USAGE, "option '%s' needs a value (see loom-run --help)", flag);
   if (strcmp(flag, "--in") == 0) return add_input(opts, value);
   if (strcmp(flag, "--random") == 0) {
@@ -159,9 +163,9 @@ static int parse_option(run_options *opts, const char *flag, const char *value) 
     opts->no_rewrite[opts->n_no_rewrite++] = value;
     return 0;
   }
-  if (strcmp(flag, "--stats-json") == 0) {
-    if (!*value) return run_fail(EXIT_USAGE, "--stats-json needs a file name");
-    opts->stats_json = value;
+  if (strcmp(flag, "--stats-json") == 0 || strcmp(flag, "--trace") == 0) {
+    if (!*value) return run_fail(EXIT_USAGE, "%s needs a file name", flag);
+    *(strcmp(flag, "--trace") == 0 ? &opts->trace : &opts->stats_json) = value;
     return 0;
   }
   uint64_t rows = 0;

@@ -31,6 +31,7 @@ typedef struct run_options {
   const char **no_rewrite; /* --no-rewrite NAME ... */
   int32_t n_no_rewrite;
   const char *stats_json; /* --stats-json FILE, or NULL */
+  const char *trace;      /* --trace FILE.json, or NULL */
   bool help;
 } run_options;
 

@@ -2,8 +2,14 @@
  * outputs as .npy files. See run_print_usage (args.c) for the command line.
  *
  * Nothing is written unless everything succeeded: outputs go to temporary files beside
- * their final names and are renamed only once all of them are complete, and an output
- * directory this run created is removed again on failure. */
+ * their final names and are renamed only once all of them are complete, --stats-json and
+ * --trace are removed again when a later step fails, and an output directory this run created
+ * is removed again on failure.
+ *
+ * Memory: the runners are --runners / --limit, lowered to the devices' LOOM_MEM_LIMIT, or
+ * without them the devices LOOM_MEM_LIMIT names. The run's buffers come from the context's
+ * memory manager, whose counters (--stats-json "memory", the summary's memory lines) and
+ * trace (--trace) cover the run. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/json.h"
+#include "hmm/hmm.h"
 #include "loom/io.h"
 #include "loom_run.h"
 #include "runtime/npy.h"
@@ -32,6 +39,9 @@ typedef struct run_state {
   loom_rewrite_report report;
   loom_plan *plan;
   loom_plan_stats plan_stats;
+  loom_context *ctx; /* the run's, kept for its memory manager's counters and trace */
+  bool wrote_stats;  /* --stats-json written (removed again if a later step fails) */
+  bool wrote_trace;  /* --trace written (likewise) */
 } run_state;
 
 static void run_state_free(run_state *st) {
@@ -49,6 +59,7 @@ static void run_state_free(run_state *st) {
   loom_rewrite_report_deinit(&st->report);
   loom_graph_destroy(st->optimized);
   loom_graph_destroy(st->graph);
+  loom_context_destroy(st->ctx);
   memset(st, 0, sizeof *st);
 }
 
@@ -243,19 +254,53 @@ static int write_outputs(run_state *st, const char *dir) {
   return rc;
 }
 
-/* --runners SPEC or --limit BYTES (cpu0:BYTES); neither: no limit. */
-static int resolve_runners(run_state *st, const run_options *opts) {
+/* The runners as given: --runners SPEC, or --limit BYTES (cpu0:BYTES). */
+static int parse_runners(run_state *st, const run_options *opts) {
   if (opts->runners) {
-    if (loom_runners_parse(opts->runners, &st->runners, &st->n_runners)) return run_fail(EXIT_USAGE, "--runners: %s", loom_last_error());
-  } else if (opts->limit) {
-    int64_t bytes;
-    if (loom_bytes_parse(opts->limit, &bytes)) return run_fail(EXIT_USAGE, "--limit: %s", loom_last_error());
-    if (bytes <= 0) return run_fail(EXIT_USAGE, "--limit: the limit must be more than 0 bytes");
-    if (!(st->runners = calloc(1, sizeof *st->runners))) return run_fail(EXIT_RUN, "out of memory");
-    snprintf(st->runners[0].device, sizeof st->runners[0].device, "cpu0");
-    st->runners[0].limit = bytes;
-    st->n_runners = 1;
+    if (loom_runners_parse(opts->runners, &st->runners, &st->n_runners))
+      return run_fail(EXIT_USAGE, "--runners: %s", loom_last_error());
+    return 0;
   }
+  int64_t bytes;
+  if (loom_bytes_parse(opts->limit, &bytes)) return run_fail(EXIT_USAGE, "--limit: %s", loom_last_error());
+  if (bytes <= 0) return run_fail(EXIT_USAGE, "--limit: the limit must be more than 0 bytes");
+  if (!(st->runners = calloc(1, sizeof *st->runners))) return run_fail(EXIT_RUN, "out of memory");
+  snprintf(st->runners[0].device, sizeof st->runners[0].device, "cpu0");
+  st->runners[0].limit = bytes;
+  st->n_runners = 1;
+  return 0;
+}
+
+/* Runners given are lowered to their devices' LOOM_MEM_LIMIT, which the memory manager would
+ * not let a stage pass anyway: the plan then fits, and stderr says what changed. */
+static int fit_runners(run_state *st) {
+  int64_t *asked = malloc(sizeof *asked * (size_t)st->n_runners);
+  if (!asked) return run_fail(EXIT_RUN, "out of memory");
+  for (int32_t i = 0; i < st->n_runners; i++) asked[i] = st->runners[i].limit;
+  int rc = 0;
+  if (loom_runners_fit_mem_limits(st->runners, st->n_runners, NULL, NULL))
+    rc = run_fail(EXIT_USAGE, "%s", loom_last_error());
+  for (int32_t i = 0; !rc && i < st->n_runners; i++) {
+    if (st->runners[i].limit == asked[i]) continue;
+    char was[32], now[32];
+    fprintf(stderr, "loom-run: note: runner %d (%s) lowered from %s to %s, its LOOM_MEM_LIMIT\n", (int)i + 1,
+            st->runners[i].device, loom__format_bytes(asked[i], was, sizeof was),
+            loom__format_bytes(st->runners[i].limit, now, sizeof now));
+  }
+  free(asked);
+  return rc;
+}
+
+/* --runners SPEC or --limit BYTES, fitted to LOOM_MEM_LIMIT; neither: the devices
+ * LOOM_MEM_LIMIT names; none there either: no runners (the graph runs whole, no limit). A
+ * LOOM_MEM_LIMIT that does not parse is a usage error, as a bad option is. */
+static int resolve_runners(run_state *st, const run_options *opts) {
+  if (opts->runners || opts->limit) {
+    int rc = parse_runners(st, opts);
+    return rc ? rc : fit_runners(st);
+  }
+  if (loom_runners_from_mem_limits(NULL, &st->runners, &st->n_runners))
+    return run_fail(EXIT_USAGE, "%s", loom_last_error());
   return 0;
 }
 
@@ -277,23 +322,36 @@ static int execute(run_state *st, const run_options *opts) {
   int rc = resolve_runners(st, opts);
   if (!rc) rc = optimize(st, opts);
   if (rc) return rc;
-  loom_context *ctx = NULL;
-  if (loom_context_create(NULL, &ctx)) return run_fail_loom("creating a context");
+  if (loom_context_create(NULL, &st->ctx)) return run_fail_loom("creating a context");
+  loom_mem_manager *memory = NULL;
+  if (loom_context_memory(st->ctx, &memory)) return run_fail_loom(NULL);
+  if (opts->trace && loom_mem_trace_enable(memory, true)) return run_fail_loom("--trace");
   loom_status s;
   if (st->plan) {
-    s = loom_plan_run(ctx, st->plan, st->inputs, st->n_params, st->outputs, st->n_outputs, &st->plan_stats);
+    s = loom_plan_run(st->ctx, st->plan, st->inputs, st->n_params, st->outputs, st->n_outputs,
+                      &st->plan_stats);
     st->stats.peak_bytes = st->plan_stats.peak_bytes;
     st->stats.seconds = st->plan_stats.seconds;
   } else {
-    s = loom_graph_run(ctx, st->optimized, st->inputs, st->n_params, st->outputs, st->n_outputs, &st->stats);
+    s = loom_graph_run(st->ctx, st->optimized, st->inputs, st->n_params, st->outputs, st->n_outputs,
+                       &st->stats);
   }
-  loom_context_destroy(ctx);
   return s ? run_fail_loom(NULL) : 0;
+}
+
+/* --trace: the memory manager's trace of the run (written under a temporary name and renamed,
+ * so the file is there complete or not at all). */
+static int write_trace(run_state *st, const char *path) {
+  loom_mem_manager *memory = NULL;
+  if (loom_context_memory(st->ctx, &memory) || loom_mem_trace_write(memory, path))
+    return run_fail(EXIT_RUN, "--trace %s: %s", path, loom_last_error());
+  st->wrote_trace = true;
+  return 0;
 }
 
 /* --stats-json: stages with their limits and peaks, the measured peak, the rewrites. A run
  * without runners is one stage on cpu0 with limit_bytes 0 (no limit). */
-static int write_stats_json(const run_state *st, const char *path) {
+static int write_stats_json(run_state *st, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) return run_fail(EXIT_RUN, "--stats-json %s: %s", path, strerror(errno));
   loom__json j;
@@ -334,13 +392,39 @@ static int write_stats_json(const run_state *st, const char *path) {
     loom__json_end_object(&j);
   }
   loom__json_end_array(&j);
+  loom_mem_manager *memory = NULL;
+  loom_context_memory(st->ctx, &memory);
+  loom__json_key(&j, "memory");
+  loom__hmm_stats_write(memory, &j);
   loom__json_end_object(&j);
   loom_status s = loom__json_finish(&j);
   if (fclose(f) != 0 || s) {
     unlink(path);
     return run_fail(EXIT_RUN, "--stats-json %s: write failed", path);
   }
+  st->wrote_stats = true;
   return 0;
+}
+
+/* One line per memory node the run allocated on: the memory manager's peak against the node's
+ * limit, allocations and pool hits, evictions, and the bytes copied in and out. */
+static void print_memory(const run_state *st) {
+  loom_mem_manager *memory = NULL;
+  loom_context_memory(st->ctx, &memory);
+  for (int32_t i = 0; i < loom_mem_node_count(memory); i++) {
+    loom_mem_node_info info;
+    loom_mem_node_stats ms;
+    if (loom_mem_node_info_get(memory, i, &info) || loom_mem_stats(memory, i, &ms) || ms.allocations == 0)
+      continue;
+    char peak[32], lim[32], in[32], out[32];
+    printf(
+        "  memory %-6s peak %10s  limit %10s  %lld allocations (%lld from the pool)  %lld evictions  "
+        "in %s  out %s\n",
+        info.id, loom__format_bytes(ms.peak_in_use, peak, sizeof peak),
+        loom__format_bytes(ms.limit, lim, sizeof lim), (long long)ms.allocations, (long long)ms.pool_hits,
+        (long long)ms.evictions, loom__format_bytes(ms.bytes_in, in, sizeof in),
+        loom__format_bytes(ms.bytes_out, out, sizeof out));
+  }
 }
 
 static void print_summary(const run_state *st, const run_options *opts) {
@@ -370,6 +454,7 @@ static void print_summary(const run_state *st, const run_options *opts) {
            loom__format_bytes(info.limit, lim, sizeof lim), loom__format_bytes(info.estimated_peak, est, sizeof est),
            loom__format_bytes(st->plan_stats.stages[i].peak_bytes, got, sizeof got), (int)info.n_ops);
   }
+  print_memory(st);
   for (int32_t i = 0; i < st->n_outputs; i++) {
     char type[LOOM_TYPE_STRING_MAX];
     loom_type_format(&st->outputs[i].type, type, sizeof type);
@@ -404,8 +489,11 @@ int main(int argc, char **argv) {
     rc = prepare(&st, &opts);
     if (!rc) rc = execute(&st, &opts);
     if (!rc && opts.stats_json) rc = write_stats_json(&st, opts.stats_json);
+    if (!rc && opts.trace) rc = write_trace(&st, opts.trace);
     if (!rc && opts.out_dir) rc = write_outputs(&st, opts.out_dir);
     if (!rc) print_summary(&st, &opts);
+    if (rc && st.wrote_stats) unlink(opts.stats_json);
+    if (rc && st.wrote_trace) unlink(opts.trace);
     if (rc) remove_created_dirs(&st);
   }
   run_state_free(&st);

@@ -1,6 +1,6 @@
-/* The cpu backend as the executor sees it (backend.h): buffers are 64-byte aligned host
- * memory, uploads and downloads are memcpy, and ops run at once through loom__cpu_run_op, so
- * there is nothing to synchronize. */
+/* The cpu backend as the executor sees it (backend.h): buffers are host memory from the
+ * HMM's host node, and ops run at once through loom__cpu_run_op, so there is nothing to
+ * synchronize. */
 #include <string.h>
 
 #include "backends/backend.h"
@@ -10,34 +10,6 @@ void loom__dview_to_host(const loom__dview *in, loom__view *out) {
   out->type = in->type;
   memcpy(out->strides, in->strides, sizeof out->strides);
   out->data = in->buffer ? (char *)in->buffer + in->offset * loom_dtype_size(in->type.dtype) : NULL;
-}
-
-static loom_status cpu_alloc(void *dev, int64_t bytes, void **out_buffer) {
-  (void)dev;
-  *out_buffer = (uint64_t)bytes <= SIZE_MAX ? loom__aligned_alloc((size_t)bytes) : NULL;
-  if (!*out_buffer) {
-    char size[32];
-    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory: cpu0 cannot allocate %s",
-                       loom__format_bytes(bytes, size, sizeof size));
-  }
-  return LOOM_OK;
-}
-
-static void cpu_free(void *dev, void *buffer) {
-  (void)dev;
-  loom__aligned_free(buffer);
-}
-
-static loom_status cpu_upload(void *dev, void *dst, int64_t dst_offset, const void *src, int64_t bytes) {
-  (void)dev;
-  if (bytes > 0) memcpy((char *)dst + dst_offset, src, (size_t)bytes);
-  return LOOM_OK;
-}
-
-static loom_status cpu_download(void *dev, void *src, int64_t src_offset, void *dst, int64_t bytes) {
-  (void)dev;
-  if (bytes > 0) memcpy(dst, (const char *)src + src_offset, (size_t)bytes);
-  return LOOM_OK;
 }
 
 static loom_status cpu_run(void *dev, const loom__op_call *c) {
@@ -63,10 +35,6 @@ static loom_status cpu_synchronize(void *dev) {
 const loom__backend loom__cpu_backend = {
     .name = "cpu",
     .host_memory = true,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .upload = cpu_upload,
-    .download = cpu_download,
     .run_op = cpu_run,
     .synchronize = cpu_synchronize,
 };

@@ -1,11 +1,12 @@
-/* The opencl compute backend's table (backend.h): one context and one in-order queue per
- * device, cl_mem buffers addressed as (buffer, offset), ops dispatched by class to the kernel
+/* The opencl compute backend's table (backend.h): per device, the HMM's context and in-order
+ * queue, cl_mem buffers addressed as (buffer, offset), ops dispatched by class to the kernel
  * families. See opencl_backend.h for the design. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/opencl/opencl_backend.h"
+#include "hmm/hmm.h"
 #include "runtime/device.h"
 
 /* ---- testing hooks ------------------------------------------------------------------------ */
@@ -55,54 +56,40 @@ void loom__cl_libraries_release(void) {
 
 /* ---- opening a device ----------------------------------------------------------------------- */
 
-static bool version_at_least(const char *version, int major, int minor) {
-  int a = 1, b = 0;
-  if (!version || sscanf(version, "OpenCL %d.%d", &a, &b) != 2) a = 1, b = 0;
-  return a > major || (a == major && b >= minor);
-}
-
 static loom_status unavailable(loom__cl_device *d, cl_int err, const char *call) {
   loom_status s = loom__cl_status(err, call);
   loom__error_prefix("%s (%s): ", d->id, d->name ? d->name : "");
   return s == LOOM_ERR_OUT_OF_MEMORY ? s : LOOM_ERR_UNAVAILABLE;
 }
 
-static loom_status make_queue(loom__cl_device *d, const loom__device *info) {
-  cl_int err = CL_SUCCESS;
-  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
-  d->context = clCreateContext(props, 1, &d->device, NULL, NULL, &err);
-  if (err != CL_SUCCESS) {
-    d->context = NULL;
-    return unavailable(d, err, "clCreateContext");
+/* The HMM's context and in-order queue for the device's node, retained: buffers the executor
+ * hands over are cl_mem objects of that context, and the HMM's copies go on that queue, so
+ * kernels and copies run in the order they were issued without a wait between them. */
+static loom_status share_queue(loom__cl_device *d, loom_mem_manager *memory, int32_t node) {
+  void *context = NULL, *queue = NULL;
+  loom_status s = loom__hmm_opencl_queue(memory, node, &context, &queue);
+  if (s) {
+    loom__error_prefix("%s (%s): ", d->id, d->name ? d->name : "");
+    return s;
   }
-  if (version_at_least(info->version, 2, 0)) {
-    d->queue = clCreateCommandQueueWithProperties(d->context, d->device, NULL, &err);
-  } else {
-    /* OpenCL 1.x devices have only the 1.2 call, deprecated in the 2.0 headers. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    d->queue = clCreateCommandQueue(d->context, d->device, 0, &err);
-#pragma GCC diagnostic pop
-  }
-  if (err != CL_SUCCESS) {
-    d->queue = NULL;
-    return unavailable(d, err, "clCreateCommandQueue");
-  }
+  cl_int err = clRetainContext((cl_context)context);
+  if (err != CL_SUCCESS) return unavailable(d, err, "clRetainContext");
+  d->context = (cl_context)context;
+  err = clRetainCommandQueue((cl_command_queue)queue);
+  if (err != CL_SUCCESS) return unavailable(d, err, "clRetainCommandQueue");
+  d->queue = (cl_command_queue)queue;
   return LOOM_OK;
 }
 
 static void query_limits(loom__cl_device *d) {
   size_t wg = 0;
   cl_uint cu = 1, align_bits = 1024;
-  cl_ulong max_alloc = 0;
   clGetDeviceInfo(d->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
   clGetDeviceInfo(d->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
   clGetDeviceInfo(d->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
-  clGetDeviceInfo(d->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
   d->max_wg = wg ? wg : 1;
   d->compute_units = (int32_t)(cu ? cu : 1);
   d->base_align = LOOM_MAX((int64_t)align_bits / 8, 1);
-  d->max_alloc = max_alloc ? (int64_t)LOOM_MIN(max_alloc, (cl_ulong)INT64_MAX) : INT64_MAX;
   cl_device_type type = 0;
   clGetDeviceInfo(d->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
   d->is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
@@ -113,7 +100,7 @@ static void query_limits(loom__cl_device *d) {
 
 static void cl_close(void *dev);
 
-static loom_status cl_open(const loom__device *info, void **out_dev) {
+static loom_status cl_open(const loom__device *info, loom_mem_manager *memory, int32_t node, void **out_dev) {
   *out_dev = NULL;
   loom__cl_device *d = loom__calloc(1, sizeof *d);
   if (!d) return loom__oom("an OpenCL device");
@@ -134,7 +121,7 @@ static loom_status cl_open(const loom__device *info, void **out_dev) {
   }
   snprintf(d->cache_key, key_len, "%s|%s|%s|%s", name, info->version ? info->version : "",
            info->driver_version ? info->driver_version : "", info->platform ? info->platform : "");
-  loom_status s = make_queue(d, info);
+  loom_status s = share_queue(d, memory, node);
   if (!s) {
     query_limits(d);
     s = loom__cl_libraries_acquire();
@@ -164,64 +151,7 @@ static void cl_close(void *dev) {
   loom__free(d);
 }
 
-/* ---- memory ------------------------------------------------------------------------------- */
-
-/* The host allocator's fault injection (loom/testing.h) reaches device memory too, so a
- * test's sweep over allocation failures covers every path. */
-static bool injected_failure(void) {
-  void *probe = loom__malloc(1);
-  if (!probe) return true;
-  loom__free(probe);
-  return false;
-}
-
-static loom_status cl_alloc(void *dev, int64_t bytes, void **out_buffer) {
-  loom__cl_device *d = dev;
-  *out_buffer = NULL;
-  char size[32], most[32];
-  if (bytes > d->max_alloc)
-    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s: %s is more than the device's largest allocation (%s)",
-                       d->id, loom__format_bytes(bytes, size, sizeof size),
-                       loom__format_bytes(d->max_alloc, most, sizeof most));
-  if (injected_failure())
-    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s: out of memory allocating %s (injected failure)", d->id,
-                       loom__format_bytes(bytes, size, sizeof size));
-  cl_int err = CL_SUCCESS;
-  cl_mem mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
-  if (err != CL_SUCCESS) {
-    loom_status s = loom__cl_status(err, "clCreateBuffer");
-    loom__error_prefix("%s: %s: ", d->id, loom__format_bytes(bytes, size, sizeof size));
-    return s;
-  }
-  *out_buffer = mem;
-  return LOOM_OK;
-}
-
-static void cl_free(void *dev, void *buffer) {
-  (void)dev;
-  /* The runtime keeps the memory until the queued commands that use it are done. */
-  if (buffer) clReleaseMemObject((cl_mem)buffer);
-}
-
-static loom_status cl_upload(void *dev, void *dst, int64_t dst_offset, const void *src, int64_t bytes) {
-  loom__cl_device *d = dev;
-  if (bytes <= 0) return LOOM_OK;
-  loom_status s = loom__cl_status(clEnqueueWriteBuffer(d->queue, (cl_mem)dst, CL_FALSE, (size_t)dst_offset,
-                                                       (size_t)bytes, src, 0, NULL, NULL),
-                                  "clEnqueueWriteBuffer");
-  if (s) loom__error_prefix("%s: ", d->id);
-  return s;
-}
-
-static loom_status cl_download(void *dev, void *src, int64_t src_offset, void *dst, int64_t bytes) {
-  loom__cl_device *d = dev;
-  if (bytes <= 0) return LOOM_OK;
-  loom_status s = loom__cl_status(clEnqueueReadBuffer(d->queue, (cl_mem)src, CL_TRUE, (size_t)src_offset,
-                                                      (size_t)bytes, dst, 0, NULL, NULL),
-                                  "clEnqueueReadBuffer");
-  if (s) loom__error_prefix("%s: ", d->id);
-  return s;
-}
+/* ---- the queue ---------------------------------------------------------------------------- */
 
 static loom_status cl_synchronize(void *dev) {
   loom__cl_device *d = dev;
@@ -304,10 +234,6 @@ const loom__backend loom__opencl_backend = {
     .host_memory = false,
     .open = cl_open,
     .close = cl_close,
-    .alloc = cl_alloc,
-    .free = cl_free,
-    .upload = cl_upload,
-    .download = cl_download,
     .run_op = cl_run_op,
     .synchronize = cl_synchronize,
 };

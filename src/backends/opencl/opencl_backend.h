@@ -5,15 +5,16 @@
  *   opencl_blas.c     dot: CLBlast, or the gemm kernel
  *   opencl_fft.c      fft ifft rfft irfft: clFFT with plans cached, or the direct DFT kernel
  *
- * Memory: device buffers are plain cl_mem objects of the device's own context, allocated and
- * freed through the backend table, which is the executor's meter's allocator: the seam where
- * the HMM (loom/memory.h) takes over once its buffers can be held across a stage without a
- * synchronization per access (TODO(#6): today loom_buffer_release waits for the queue, which
- * would put a clFinish after every op).
+ * Memory: the HMM's (loom/memory.h). The executor allocates device buffers on the device's
+ * memory node (plain cl_mem objects: LOOM_MEM_DEVICE_LOCAL) and keeps each acquired while it
+ * uses it; the backend runs in the HMM's cl_context and on its in-order queue for the node
+ * (taken, retained, at open), so its kernels reach those buffers and run after the HMM's
+ * copies into them.
  *
- * Asynchrony: one in-order queue per device; run_op only enqueues (kernels, CLBlast and clFFT
- * calls all go on that queue), uploads are non-blocking, and the only waits are a download
- * (blocking read) and synchronize (clFinish) at the end of a stage.
+ * Asynchrony: one in-order queue per device, shared with the HMM; run_op only enqueues
+ * (kernels, CLBlast and clFFT calls all go on that queue), and the waits are the HMM's
+ * blocking copies (inputs and constants in, outputs out) and synchronize (clFinish) at the end
+ * of a stage.
  */
 #ifndef LOOM_OPENCL_BACKEND_H
 #define LOOM_OPENCL_BACKEND_H
@@ -49,14 +50,13 @@ typedef struct loom__cl_device {
   char *cache_key; /* device, versions and platform: part of the program cache's key */
   cl_platform_id platform;
   cl_device_id device;
-  cl_context context;
-  cl_command_queue queue;
+  cl_context context;     /* the HMM's for this device's node; retained */
+  cl_command_queue queue; /* the HMM's in-order queue for the node; retained */
   bool fp64;
   bool is_cpu;    /* CL_DEVICE_TYPE_CPU: work-items walk spans, small launches use small groups */
   int64_t span;   /* elements per work-item of the flat kernels */
   bool libraries; /* loom__cl_libraries_acquire succeeded for it */
   size_t max_wg;
-  int64_t max_alloc;
   int64_t base_align; /* bytes: where a sub-buffer may start */
   int32_t compute_units;
   pthread_mutex_t lock; /* held by run_op: kernel arguments and program caches */

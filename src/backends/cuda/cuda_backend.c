@@ -1,0 +1,150 @@
+/* The cuda compute backend's table (backend.h): per device, the HMM's stream; device memory
+ * (the HMM's) addressed as (pointer, element offset); ops dispatched by class to the kernel
+ * families, cuBLAS and cuFFT. See cuda_backend.h for the design. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_backend.h"
+#include "loom/memory.h"
+#include "runtime/device.h"
+
+/* ---- testing hooks ------------------------------------------------------------------------ */
+
+static int32_t testing_blas, testing_fft;
+
+void loom__cuda_testing_set_paths(int32_t blas, int32_t fft) {
+  testing_blas = blas;
+  testing_fft = fft;
+}
+int32_t loom__cu_testing_blas_path(void) {
+  return testing_blas;
+}
+int32_t loom__cu_testing_fft_path(void) {
+  return testing_fft;
+}
+
+cudaStream_t loom__cuda_stream(void *dev) {
+  return dev ? ((loom__cu_device *)dev)->stream : NULL;
+}
+
+/* ---- opening a device ----------------------------------------------------------------------- */
+
+static void cu_close(void *dev);
+
+static loom_status cu_open(const loom__device *info, loom_mem_manager *memory, int32_t node, void **out_dev) {
+  *out_dev = NULL;
+  loom__cu_device *d = loom__calloc(1, sizeof *d);
+  if (!d) return loom__oom("a CUDA device");
+  snprintf(d->id, sizeof d->id, "%s", info->id);
+  d->ordinal = info->cuda_ordinal;
+  pthread_mutex_init(&d->lock, NULL);
+  d->name = loom__strdup(info->name ? info->name : "");
+  if (!d->name) {
+    cu_close(d);
+    return loom__oom("a CUDA device");
+  }
+  /* The HMM's stream for the node; the first CUDA call of the process loads the driver, so no
+   * driver is UNAVAILABLE here. */
+  loom_status s = loom__hmm_cuda_stream(memory, node, &d->stream);
+  int sms = 1;
+  if (!s && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d->ordinal) != cudaSuccess) sms = 1;
+  cudaGetLastError();
+  d->sm_count = sms;
+  if (s) { /* the message names the node, which is the device's id */
+    cu_close(d);
+    return s;
+  }
+  *out_dev = d;
+  return LOOM_OK;
+}
+
+static void cu_close(void *dev) {
+  loom__cu_device *d = dev;
+  if (!d) return;
+  if (d->stream && cudaSetDevice(d->ordinal) == cudaSuccess) {
+    cudaStreamSynchronize(d->stream);
+    loom__cu_fft_release(d);
+    loom__cu_blas_release(d);
+  }
+  cudaGetLastError();
+  pthread_mutex_destroy(&d->lock);
+  loom__free(d->name);
+  loom__free(d);
+}
+
+static loom_status cu_synchronize(void *dev) {
+  loom__cu_device *d = dev;
+  loom_status s = loom__cu_enter(d);
+  if (s) return s;
+  return loom__cu_check(d, cudaStreamSynchronize(d->stream), "cudaStreamSynchronize");
+}
+
+/* ---- running one op ----------------------------------------------------------------------- */
+
+static loom_status check_call(const loom__cu_device *d, const loom__op_call *c) {
+  const loom__op *op = c->op;
+  const loom__op_info *info = loom__op_info_of(op->kind);
+  if (!info || op->n_outputs != info->n_results)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: malformed op", d->id, loom_op_name(op->kind));
+  for (int32_t r = 0; r < op->n_outputs; r++) {
+    const loom__dview *v = &c->out[r];
+    int64_t expect = 1;
+    bool empty = false;
+    for (int32_t k = v->type.rank - 1; k >= 0; k--) {
+      empty |= v->type.dims[k] == 0;
+      if (v->type.dims[k] != 1 && v->strides[k] != expect && !empty)
+        return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: output %d is not dense", d->id, info->name,
+                           (int)r + 1);
+      expect *= v->type.dims[k];
+    }
+  }
+  return LOOM_OK;
+}
+
+static loom_status dispatch(loom__cu_device *d, const loom__op_call *c) {
+  switch (loom__op_info_of(c->op->kind)->cls) {
+    case LOOM_CLASS_SOURCE:
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_LOGIC:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
+      return loom__cu_elementwise(d, c);
+    case LOOM_CLASS_LAYOUT:
+      return loom__cu_layout(d, c);
+    case LOOM_CLASS_REDUCE:
+    case LOOM_CLASS_ARGREDUCE:
+      return loom__cu_reduce_op(d, c);
+    case LOOM_CLASS_TOPK:
+      return loom__cu_topk_op(d, c);
+    case LOOM_CLASS_DOT:
+      return loom__cu_dot(d, c);
+    case LOOM_CLASS_CONV:
+      return loom__cu_conv_op(d, c);
+    case LOOM_CLASS_FOURIER:
+      return loom__cu_fourier(d, c);
+  }
+  return loom__error(LOOM_ERR_INTERNAL, "%s: %s: no kernel family", d->id, loom_op_name(c->op->kind));
+}
+
+static loom_status cu_run_op(void *dev, const loom__op_call *c) {
+  loom__cu_device *d = dev;
+  loom_status s = check_call(d, c);
+  if (s) return s;
+  pthread_mutex_lock(&d->lock);
+  s = loom__cu_enter(d);
+  if (!s) s = dispatch(d, c);
+  pthread_mutex_unlock(&d->lock);
+  return s;
+}
+
+const loom__backend loom__cuda_backend = {
+    .name = "cuda",
+    .host_memory = false,
+    .open = cu_open,
+    .close = cu_close,
+    .run_op = cu_run_op,
+    .synchronize = cu_synchronize,
+};
