@@ -190,3 +190,11 @@ loom_tool_test(trace_not_on_failure RC 1 ARGS ${small} --random 1 --limit 16 --t
 # A trace that cannot be written fails the run, and the outputs are not written either.
 loom_tool_test(trace_unwritable RC 1 ARGS ${small} --random 1 --trace @WORK@/nodir/trace.json --out-dir @WORK@/out
   STDERR_REGEX "loom-run: --trace [^ ]*nodir/trace\\.json: .*nodir/trace\\.json" NO_FILES_IN out)
+
+# loom-bench knn at a small size: it exits non-zero unless every chunked run ran under its
+# limit and returned the unchunked run's neighbours.
+add_test(NAME loom-bench.knn_small
+  COMMAND $<TARGET_FILE:loom-bench> knn --n 3000 --m 3000 --repeats 1 --limits 4MiB,16MiB)
+set_tests_properties(loom-bench.knn_small PROPERTIES
+  FAIL_REGULAR_EXPRESSION "DIFFER|did not run"
+  ENVIRONMENT "${LOOM_TEST_ENV}")

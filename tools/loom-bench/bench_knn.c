@@ -1,0 +1,193 @@
+/* loom-bench knn: IR.md's kNN (n x m points in d dims, k nearest) on cpu0, rewritten but
+ * unchunked, against the same graph chunked under several limits. Prints each run's time as
+ * a ratio to the unchunked run and the peak bytes the runtime's allocator measured, and
+ * checks that every chunked run returns the unchunked run's neighbours. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "core/core.h"
+#include "loom/loom.h"
+#include "runtime/random.h"
+
+typedef struct knn_args {
+  int64_t n, m, d, k;
+  int32_t repeats;
+  int64_t limits[8];
+  int32_t n_limits;
+} knn_args;
+
+static int usage(FILE *f, int rc) {
+  fputs("usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
+        "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB\n"
+        "  The unchunked run holds several n x m f32 arrays (18.6 GiB at the defaults' size);\n"
+        "  when that passes 90% of the memory available, it is skipped and the chunked runs\n"
+        "  are compared with the largest limit's run instead.\n", f);
+  return rc;
+}
+
+/* A positive integer flag value, or -1. */
+static long long whole(const char *v) {
+  char *end = NULL;
+  long long x = strtoll(v, &end, 10);
+  return end != v && *end == '\0' && x > 0 ? x : -1;
+}
+
+static int parse_args(int argc, char **argv, knn_args *a) {
+  *a = (knn_args){50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3};
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(f, "--help")) return usage(stdout, -1);
+    if (!v) return usage(stderr, 2);
+    i++;
+    if (!strcmp(f, "--n")) a->n = whole(v);
+    else if (!strcmp(f, "--m")) a->m = whole(v);
+    else if (!strcmp(f, "--d")) a->d = whole(v);
+    else if (!strcmp(f, "--k")) a->k = whole(v);
+    else if (!strcmp(f, "--repeats")) a->repeats = (int32_t)LOOM_MIN(whole(v), 1000);
+    else if (!strcmp(f, "--limits")) {
+      char *copy = strdup(v), *save = NULL;
+      a->n_limits = 0;
+      for (char *t = strtok_r(copy, ",", &save); t && a->n_limits < 8; t = strtok_r(NULL, ",", &save))
+        if (loom_bytes_parse(t, &a->limits[a->n_limits++])) {
+          fprintf(stderr, "loom-bench knn: --limits: %s\n", loom_last_error());
+          free(copy);
+          return 2;
+        }
+      free(copy);
+    } else return usage(stderr, 2);
+  }
+  if (a->n < 1 || a->m < a->k || a->d < 1 || a->k < 1 || a->repeats < 1) return usage(stderr, 2);
+  return 0;
+}
+
+static loom_graph *knn_graph(const knn_args *a) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "graph knn(x: f32[%lld,%lld], y: f32[%lld,%lld]) {\n"
+           "  xe = reshape x shape=[%lld,1,%lld]\n  ye = reshape y shape=[1,%lld,%lld]\n"
+           "  diff = sub xe ye\n  sq = mul diff diff\n  d2 = reduce_sum sq axes=[2]\n"
+           "  val, idx = topk d2 k=%lld axis=1 largest=false\n  return val, idx\n}\n",
+           (long long)a->n, (long long)a->d, (long long)a->m, (long long)a->d, (long long)a->n, (long long)a->d,
+           (long long)a->m, (long long)a->d, (long long)a->k);
+  loom_graph *g = NULL;
+  if (loom_graph_parse(text, strlen(text), "knn.lir", &g)) fprintf(stderr, "loom-bench knn: %s\n", loom_last_error());
+  return g;
+}
+
+typedef struct result {
+  bool ok;
+  double best_seconds;
+  int64_t peak, estimated;
+  int32_t stages;
+  loom_tensor out[2];
+} result;
+
+/* One configuration: limit 0 runs the rewritten graph whole, else chunked and split. */
+static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor *in, int64_t limit, int32_t repeats,
+                       result *r) {
+  memset(r, 0, sizeof *r);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.limit = limit;
+  loom_graph *opt = NULL;
+  loom_plan *plan = NULL;
+  static const char *no_chunk[] = {"chunk"};
+  if (limit == 0) o.disabled = no_chunk, o.n_disabled = 1;
+  /* Unchunked still runs under the memory this machine has free, so a graph too big for it
+   * is refused by the allocator's meter instead of being killed by the kernel. */
+  int64_t avail = (int64_t)sysconf(_SC_AVPHYS_PAGES) * (int64_t)sysconf(_SC_PAGESIZE);
+  loom_runner runner = {"cpu0", limit > 0 ? limit : (avail > 0 ? avail * 9 / 10 : INT64_MAX)};
+  if (loom_graph_optimize(g, &o, &opt, NULL) || loom_plan_split_by_memory(opt, &runner, 1, &plan)) {
+    fprintf(stderr, "  %s\n", loom_last_error());
+    loom_graph_destroy(opt);
+    return;
+  }
+  for (int32_t rep = 0; rep < repeats; rep++) {
+    loom_plan_stats stats = {0};
+    loom_tensor out[2];
+    if (loom_plan_run(ctx, plan, in, 2, out, 2, &stats)) {
+      fprintf(stderr, "  %s\n", loom_last_error());
+      loom_plan_stats_deinit(&stats);
+      break;
+    }
+    if (!r->ok || stats.seconds < r->best_seconds) r->best_seconds = stats.seconds;
+    r->peak = LOOM_MAX(r->peak, stats.peak_bytes);
+    r->stages = stats.n_stages;
+    for (int32_t s = 0; s < stats.n_stages; s++) r->estimated = LOOM_MAX(r->estimated, stats.stages[s].estimated_peak_bytes);
+    loom_plan_stats_deinit(&stats);
+    if (r->ok) {
+      loom_tensor_deinit(&out[0]);
+      loom_tensor_deinit(&out[1]);
+    } else {
+      r->out[0] = out[0];
+      r->out[1] = out[1];
+    }
+    r->ok = true;
+  }
+  loom_plan_destroy(plan);
+  loom_graph_destroy(opt);
+}
+
+static bool same_neighbours(const result *a, const result *b, int64_t count) {
+  return memcmp(a->out[1].data, b->out[1].data, (size_t)count * sizeof(int64_t)) == 0;
+}
+
+int loom_bench_knn(int argc, char **argv) {
+  knn_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  loom_graph *g = knn_graph(&a);
+  loom_context *ctx = NULL;
+  if (!g || loom_context_create(&(loom_context_options){"cpu0"}, &ctx)) {
+    fprintf(stderr, "loom-bench knn: %s\n", loom_last_error());
+    loom_graph_destroy(g);
+    return 1;
+  }
+  loom_tensor in[2];
+  for (int32_t p = 0; p < 2; p++) {
+    loom_tensor_init(&in[p], loom_value_type(g, loom_graph_param_at(g, p)));
+    loom__tensor_fill_random(&in[p], 1, (uint64_t)p);
+  }
+  printf("kNN on cpu0: n = %lld, m = %lld, d = %lld, k = %lld; best of %d runs\n", (long long)a.n, (long long)a.m,
+         (long long)a.d, (long long)a.k, (int)a.repeats);
+  printf("%-12s %8s %10s %16s %16s %9s %s\n", "limit", "stages", "seconds", "estimated peak", "measured peak",
+         "time x", "neighbours");
+  result whole, chunked[8];
+  run_config(ctx, g, in, 0, a.repeats, &whole);
+  const result *ref = whole.ok ? &whole : NULL;
+  for (int32_t i = 0; i < a.n_limits; i++) run_config(ctx, g, in, a.limits[i], a.repeats, &chunked[i]);
+  if (!ref)
+    for (int32_t i = a.n_limits - 1; i >= 0 && !ref; i--)
+      if (chunked[i].ok) ref = &chunked[i];
+  rc = 0;
+  for (int32_t i = -1; i < a.n_limits; i++) {
+    const result *r = i < 0 ? &whole : &chunked[i];
+    char lim[32], est[32], peak[32];
+    if (i < 0) snprintf(lim, sizeof lim, "unchunked");
+    else loom__format_bytes(a.limits[i], lim, sizeof lim);
+    if (!r->ok) {
+      printf("%-12s %8s did not run (see above)\n", lim, "-");
+      if (i >= 0) rc = 1;
+      continue;
+    }
+    bool same = ref && same_neighbours(r, ref, a.n * a.k);
+    rc |= !same;
+    printf("%-12s %8d %10.3f %16s %16s %9.2f %s\n", lim, (int)r->stages, r->best_seconds,
+           loom__format_bytes(r->estimated, est, sizeof est), loom__format_bytes(r->peak, peak, sizeof peak),
+           r->best_seconds / ref->best_seconds, same ? "equal" : "DIFFER");
+  }
+  if (!whole.ok) printf("(time x is relative to the largest limit: the unchunked graph did not run)\n");
+  for (int32_t i = -1; i < a.n_limits; i++) {
+    result *r = i < 0 ? &whole : &chunked[i];
+    loom_tensor_deinit(&r->out[0]);
+    loom_tensor_deinit(&r->out[1]);
+  }
+  loom_tensor_deinit(&in[0]);
+  loom_tensor_deinit(&in[1]);
+  loom_context_destroy(ctx);
+  loom_graph_destroy(g);
+  return rc;
+}

@@ -1,0 +1,292 @@
+/* loom-bench hmm: host <-> device bandwidth per device node, through the memory manager,
+ * for each way the HMM moves data, beside a plain memcpy of the same size in the same run:
+ *
+ *   explicit    an OpenCL buffer; loom_buffer_write / loom_buffer_read
+ *               (clEnqueueWriteBuffer / clEnqueueReadBuffer)
+ *   svm-fine    fine-grained SVM; loom_buffer_map, memcpy, unmap (the host touches the SVM)
+ *   svm-coarse  coarse-grained SVM; loom_buffer_map (clEnqueueSVMMap), memcpy, unmap
+ *
+ * Each figure is the best of --reps runs; ratios are against memcpy (1.00 = as fast as a
+ * host memcpy). On PoCL every path is host memory underneath, so the ratios show the cost
+ * of each API's overhead rather than of a bus. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "core/core.h"
+#include "core/json.h"
+#include "loom/device.h"
+#include "loom/memory.h"
+#include "loom/plan.h"
+
+typedef struct options {
+  int64_t bytes;
+  int reps;
+  const char *devices; /* comma-separated node ids, or NULL for every device node */
+  const char *json;
+} options;
+
+typedef struct path_result {
+  const char *path;
+  double h2d, d2h; /* best seconds */
+  double memcpy_s; /* best plain memcpy, timed in the same runs (the machine may be busy) */
+} path_result;
+
+/* Times one plain memcpy of the same size next to each run of a path. */
+static void time_memcpy(uint8_t *dst, const uint8_t *src, int64_t bytes, path_result *out) {
+  double t = loom__now();
+  memcpy(dst, src, (size_t)bytes);
+  t = loom__now() - t;
+  if (t < out->memcpy_s) out->memcpy_s = t;
+}
+
+static void usage(FILE *out) {
+  fputs(
+      "usage: loom-bench hmm [--size BYTES] [--reps N] [--devices LIST] [--json FILE]\n"
+      "\n"
+      "Host <-> device bandwidth per device, through the memory manager: explicit copies\n"
+      "(OpenCL buffers), fine- and coarse-grained SVM access, beside a plain memcpy.\n"
+      "\n"
+      "  --size BYTES    bytes per transfer (default 64MiB)\n"
+      "  --reps N        runs per figure; the best is kept (default 5)\n"
+      "  --devices LIST  node ids to measure, as ocl0,ocl1 (default: every device node)\n"
+      "  --json FILE     also write the figures as JSON\n",
+      out);
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+  o->bytes = 64 << 20;
+  o->reps = 5;
+  o->devices = NULL;
+  o->json = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--help") == 0) {
+      usage(stdout);
+      exit(0);
+    } else if (strcmp(a, "--size") == 0 && v) {
+      if (loom_bytes_parse(v, &o->bytes) != LOOM_OK || o->bytes <= 0) {
+        fprintf(stderr, "loom-bench hmm: --size: %s\n", loom_last_error());
+        return 2;
+      }
+      i++;
+    } else if (strcmp(a, "--reps") == 0 && v) {
+      o->reps = atoi(v);
+      if (o->reps < 1) {
+        fprintf(stderr, "loom-bench hmm: --reps needs a count of at least 1\n");
+        return 2;
+      }
+      i++;
+    } else if (strcmp(a, "--devices") == 0 && v) {
+      o->devices = v;
+      i++;
+    } else if (strcmp(a, "--json") == 0 && v) {
+      o->json = v;
+      i++;
+    } else {
+      fprintf(stderr, "loom-bench hmm: unknown or incomplete option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static bool wanted(const options *o, const char *id) {
+  if (!o->devices) return true;
+  size_t n = strlen(id);
+  for (const char *p = o->devices; (p = strstr(p, id)) != NULL; p += n)
+    if ((p == o->devices || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return true;
+  return false;
+}
+
+/* loom_buffer_write / read into an OpenCL buffer. */
+static loom_status measure_explicit(loom_mem_manager *m, int32_t node, const options *o, uint8_t *src,
+                                    uint8_t *dst, path_result *out) {
+  loom_buffer *b = NULL;
+  loom_status s = loom_buffer_allocate(m, o->bytes, LOOM_U8, node, LOOM_MEM_DEVICE_LOCAL, &b);
+  out->h2d = out->d2h = out->memcpy_s = 1e30;
+  for (int r = 0; s == LOOM_OK && r < o->reps; r++) {
+    time_memcpy(dst, src, o->bytes, out);
+    double t = loom__now();
+    s = loom_buffer_write(b, 0, src, o->bytes);
+    double w = loom__now() - t;
+    t = loom__now();
+    if (s == LOOM_OK) s = loom_buffer_read(b, 0, dst, o->bytes);
+    double rd = loom__now() - t;
+    if (w < out->h2d) out->h2d = w;
+    if (rd < out->d2h) out->d2h = rd;
+  }
+  if (s == LOOM_OK && memcmp(src, dst, (size_t)o->bytes) != 0)
+    s = loom__error(LOOM_ERR_INTERNAL, "explicit copies: the data read back differs");
+  loom_buffer_free(b);
+  return s;
+}
+
+/* Map, memcpy, unmap on an SVM buffer. Between runs the device takes the buffer for writing,
+ * so each map sees device-owned memory, as after a kernel. */
+static loom_status measure_svm(loom_mem_manager *m, int32_t node, uint32_t flags, const options *o,
+                               uint8_t *src, uint8_t *dst, path_result *out) {
+  loom_buffer *b = NULL;
+  loom_status s = loom_buffer_allocate(m, o->bytes, LOOM_U8, node, flags, &b);
+  out->h2d = out->d2h = out->memcpy_s = 1e30;
+  for (int r = 0; s == LOOM_OK && r < o->reps; r++) {
+    void *p = NULL;
+    loom_mem_handle h;
+    time_memcpy(dst, src, o->bytes, out);
+    double t = loom__now();
+    s = loom_buffer_map(b, LOOM_ACCESS_WRITE | LOOM_ACCESS_DISCARD, &p);
+    if (s == LOOM_OK) {
+      memcpy(p, src, (size_t)o->bytes);
+      s = loom_buffer_unmap(b, p);
+    }
+    double w = loom__now() - t;
+    if (s == LOOM_OK) s = loom_buffer_acquire(b, node, LOOM_ACCESS_READ | LOOM_ACCESS_WRITE, &h);
+    if (s == LOOM_OK) s = loom_buffer_release(b, &h);
+    t = loom__now();
+    if (s == LOOM_OK) s = loom_buffer_map(b, LOOM_ACCESS_READ, &p);
+    if (s == LOOM_OK) {
+      memcpy(dst, p, (size_t)o->bytes);
+      s = loom_buffer_unmap(b, p);
+    }
+    double rd = loom__now() - t;
+    if (w < out->h2d) out->h2d = w;
+    if (rd < out->d2h) out->d2h = rd;
+  }
+  if (s == LOOM_OK && memcmp(src, dst, (size_t)o->bytes) != 0)
+    s = loom__error(LOOM_ERR_INTERNAL, "SVM access: the data read back differs");
+  loom_buffer_free(b);
+  return s;
+}
+
+static double gbps(int64_t bytes, double seconds) {
+  return seconds > 0 ? (double)bytes / seconds / 1e9 : 0;
+}
+
+static void print_row(const char *id, const path_result *p, int64_t bytes) {
+  printf("%-8s %-11s %9.2f %9.2f %9.2f %10.2f %10.2f\n", id, p->path, gbps(bytes, p->h2d),
+         gbps(bytes, p->d2h), gbps(bytes, p->memcpy_s), p->memcpy_s / p->h2d, p->memcpy_s / p->d2h);
+}
+
+static void json_paths(loom__json *j, const path_result *paths, int n, int64_t bytes) {
+  loom__json_key(j, "paths");
+  loom__json_begin_array(j);
+  for (int i = 0; i < n; i++) {
+    loom__json_begin_object(j);
+    loom__json_kv_string(j, "path", paths[i].path);
+    loom__json_kv_double(j, "h2d_gbps", gbps(bytes, paths[i].h2d));
+    loom__json_kv_double(j, "d2h_gbps", gbps(bytes, paths[i].d2h));
+    loom__json_kv_double(j, "memcpy_gbps", gbps(bytes, paths[i].memcpy_s));
+    loom__json_kv_double(j, "h2d_vs_memcpy", paths[i].memcpy_s / paths[i].h2d);
+    loom__json_kv_double(j, "d2h_vs_memcpy", paths[i].memcpy_s / paths[i].d2h);
+    loom__json_end_object(j);
+  }
+  loom__json_end_array(j);
+}
+
+/* Measures every path one device node offers; returns how many were measured. */
+static int measure_node(loom_mem_manager *m, int32_t node, const loom_mem_node_info *info, const options *o,
+                        uint8_t *src, uint8_t *dst, path_result paths[3], loom_status *out_status) {
+  int n = 0;
+  loom_status s = LOOM_OK;
+  paths[n].path = "explicit";
+  if ((s = measure_explicit(m, node, o, src, dst, &paths[n])) == LOOM_OK) n++;
+  if (s == LOOM_OK && (info->storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_FINE))) {
+    paths[n].path = "svm-fine";
+    if ((s = measure_svm(m, node, LOOM_MEM_SVM_FINE, o, src, dst, &paths[n])) == LOOM_OK) n++;
+  }
+  if (s == LOOM_OK && (info->storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_COARSE))) {
+    paths[n].path = "svm-coarse";
+    if ((s = measure_svm(m, node, LOOM_MEM_SVM_COARSE, o, src, dst, &paths[n])) == LOOM_OK) n++;
+  }
+  *out_status = s;
+  return n;
+}
+
+static int run(loom_mem_manager *m, const options *o, uint8_t *src, uint8_t *dst, loom__json *j) {
+  char size[32];
+  printf(
+      "loom-bench hmm: %s per transfer, best of %d; ratio = memcpy time / path time, memcpy timed in the\n"
+      "same runs (1.00 = as fast as a host memcpy)\n",
+      loom__format_bytes(o->bytes, size, sizeof size), o->reps);
+  printf("%-8s %-11s %9s %9s %9s %10s %10s\n", "device", "path", "h2d GB/s", "d2h GB/s", "memcpy",
+         "h2d ratio", "d2h ratio");
+  if (j) {
+    loom__json_key(j, "devices");
+    loom__json_begin_array(j);
+  }
+  int measured = 0, rc = 0;
+  for (int32_t node = 0; node < loom_mem_node_count(m); node++) {
+    loom_mem_node_info info;
+    if (loom_mem_node_info_get(m, node, &info) != LOOM_OK || info.kind != LOOM_MEMORY_DEVICE ||
+        !wanted(o, info.id))
+      continue;
+    path_result paths[3];
+    loom_status s;
+    int n = measure_node(m, node, &info, o, src, dst, paths, &s);
+    for (int i = 0; i < n; i++) print_row(info.id, &paths[i], o->bytes);
+    if (s != LOOM_OK) {
+      fprintf(stderr, "loom-bench hmm: %s: %s\n", info.id, loom_last_error());
+      rc = 1;
+    }
+    if (j) {
+      loom__json_begin_object(j);
+      loom__json_kv_string(j, "id", info.id);
+      json_paths(j, paths, n, o->bytes);
+      loom__json_end_object(j);
+    }
+    measured++;
+  }
+  if (j) loom__json_end_array(j);
+  if (measured == 0) printf("(no device node to measure%s)\n", o->devices ? " among --devices" : "");
+  return rc;
+}
+
+int loom_bench_hmm(int argc, char **argv) {
+  options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc;
+  loom_context *ctx = NULL;
+  if (loom_context_create(NULL, &ctx) != LOOM_OK) {
+    fprintf(stderr, "loom-bench hmm: %s\n", loom_last_error());
+    return 1;
+  }
+  loom_mem_manager_options mo;
+  loom_mem_manager_options_init(&mo);
+  mo.mode = LOOM_MEM_MODE_MANUAL;
+  mo.migration = LOOM_MEM_POLICY_NONE;
+  mo.limits = "";
+  loom_mem_manager *m = NULL;
+  uint8_t *src = malloc((size_t)o.bytes), *dst = malloc((size_t)o.bytes);
+  FILE *jf = NULL;
+  loom__json j;
+  if (!src || !dst || loom_mem_manager_create(ctx, &mo, &m) != LOOM_OK) {
+    fprintf(stderr, "loom-bench hmm: %s\n", src && dst ? loom_last_error() : "out of memory");
+    rc = 1;
+  } else if (o.json && !(jf = fopen(o.json, "w"))) {
+    fprintf(stderr, "loom-bench hmm: cannot write '%s'\n", o.json);
+    rc = 1;
+  } else {
+    for (int64_t i = 0; i < o.bytes; i++) src[i] = (uint8_t)(i * 131 + 7);
+    if (jf) {
+      loom__json_init(&j, jf, true);
+      loom__json_begin_object(&j);
+      loom__json_kv_string(&j, "mode", "hmm");
+      loom__json_kv_int64(&j, "bytes", o.bytes);
+      loom__json_kv_int64(&j, "reps", o.reps);
+    }
+    rc = run(m, &o, src, dst, jf ? &j : NULL);
+    if (jf) {
+      loom__json_end_object(&j);
+      if (loom__json_finish(&j) != LOOM_OK) rc = 1;
+      fclose(jf);
+    }
+  }
+  free(src);
+  free(dst);
+  loom_mem_manager_destroy(m);
+  loom_context_destroy(ctx);
+  return rc;
+}

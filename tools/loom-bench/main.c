@@ -1,0 +1,40 @@
+/* loom-bench: measures devices. `loom-bench MODE [options]`; each mode prints ratios against a
+ * reference measured in the same run (shared/DESIGN.md: never absolute timings in tests). */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+typedef struct mode {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *what;
+} mode;
+
+static const mode modes[] = {
+    {"cuda", loom_bench_cuda,
+     "SGEMM 8192^3 and a 2^24-point FFT through Loom vs cuBLAS and cuFFT, and host <-> device "
+     "bandwidth (explicit copies vs managed memory), per CUDA device"},
+    {"hmm", loom_bench_hmm, "host <-> device bandwidth: explicit copies, SVM access, plain memcpy"},
+    {"knn", loom_bench_knn, "kNN rewritten unchunked vs chunked under limits: time ratios, measured peaks"},
+    {"opencl", loom_bench_opencl,
+     "SGEMM 2048^3 and a 2^20-point FFT through Loom vs CLBlast and clFFT, per OpenCL device"},
+};
+
+static void usage(FILE *out) {
+  fputs("usage: loom-bench MODE [options]   (loom-bench MODE --help for a mode's options)\n\nmodes:\n", out);
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    fprintf(out, "  %-8s %s\n", modes[i].name, modes[i].what);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+    if (strcmp(argv[1], modes[i].name) == 0) return modes[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "loom-bench: unknown mode '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
