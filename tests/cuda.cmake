@@ -1,7 +1,7 @@
 # The cuda backend through loom-run (issue 7, point 4): example and test graphs on cuda0 whole
 # under 64 MiB (the kNN example under 256 MiB) and on the runners LOOM_MEM_LIMIT=cuda0:8MiB
 # makes, each against the cpu backend's run, with every stage's measured peak at or under its
-# limit and within 10% of its estimate (tests/cuda/run_compare.cmake). Without a CUDA device
+# limit and within 10% of its estimate (tests/tools/run_compare.cmake). Without a CUDA device
 # they print "skipped: no CUDA device" and count as skipped. The op-by-op conformance suite,
 # the HMM's CUDA memory and the runtime are the test_cuda executable (tests/cuda/*.c).
 if(NOT LOOM_HAVE_CUDA)
@@ -52,7 +52,7 @@ foreach(entry ${_cuda_graphs})
     add_test(NAME ${test}
       COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
         -DWORK=${CMAKE_CURRENT_BINARY_DIR}/cuda-tests/${name}.${tag} -DGRAPH=${graph} -DRUNNERS=${runners}
-        ${mem_def} ${extra} -P ${CMAKE_CURRENT_SOURCE_DIR}/cuda/run_compare.cmake)
+        ${mem_def} ${extra} -DKIND=cuda -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/run_compare.cmake)
     set_tests_properties(${test} PROPERTIES TIMEOUT 600 SKIP_REGULAR_EXPRESSION "skipped: no CUDA device"
       ENVIRONMENT "${LOOM_TEST_ENV};${_cuda_env}")
   endforeach()

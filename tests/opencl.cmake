@@ -1,7 +1,7 @@
 # The opencl backend through loom-run: every example and test graph on ocl0 and on ocl1 whole
 # (--runners oclN:64MiB), split across both under 8 MiB each, and on the runners
 # LOOM_MEM_LIMIT=ocl0:8MiB makes, each against the cpu backend's run with the measured peaks at
-# or under the limits (tests/opencl/run_compare.cmake).
+# or under the limits (tests/tools/run_compare.cmake).
 # Without an OpenCL device the tests are skipped. The op-by-op conformance suite is the
 # test_opencl executable (tests/opencl/*.c).
 if(NOT LOOM_HAVE_OPENCL)
@@ -56,7 +56,7 @@ foreach(entry ${_ocl_graphs})
     add_test(NAME ${test}
       COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
         -DWORK=${CMAKE_CURRENT_BINARY_DIR}/opencl-tests/${name}.${tag} -DGRAPH=${graph} -DRUNNERS=${runners}
-        ${mem_def} ${extra} -P ${CMAKE_CURRENT_SOURCE_DIR}/opencl/run_compare.cmake)
+        ${mem_def} ${extra} -DKIND=opencl -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/run_compare.cmake)
     set_tests_properties(${test} PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "skipped: no OpenCL device"
       ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
   endforeach()

@@ -1,10 +1,10 @@
-# Runs a graph with loom-run on OpenCL runners and checks it against the cpu backend, for
-# tests/opencl.cmake:
-#   cmake -DTOOL=loom-run -DHELPER=loom-tool-helper -DWORK=dir -DGRAPH=g.lir -DRUNNERS=spec
-#         [-DRTOL=r -DATOL=a] [-DKNN=ON] [-DRUN_ONLY=ON] -P run_compare.cmake
+# Runs a graph with loom-run on OpenCL or CUDA runners (KIND=opencl | cuda) and checks it
+# against the cpu backend, for tests/opencl.cmake and tests/cuda.cmake:
+#   cmake -DKIND=opencl|cuda -DTOOL=loom-run -DHELPER=loom-tool-helper -DWORK=dir -DGRAPH=g.lir
+#         -DRUNNERS=spec [-DRTOL=r -DATOL=a] [-DKNN=ON] [-DRUN_ONLY=ON] -P run_compare.cmake
 #
 # 1. loom-run GRAPH --random 1 --runners RUNNERS --out-dir WORK/dev --stats-json WORK/stats.json
-#    (a machine without the devices: prints "skipped: no OpenCL device" and stops; the test's
+#    (a machine without the devices: prints "skipped: no OpenCL device" (or CUDA) and stops; the test's
 #    SKIP_REGULAR_EXPRESSION turns that into a skip)
 # 2. every stage ran on its runner with a measured peak at or under its limit and within 10% of
 #    its estimate (IR.md: the estimate is a promise)
@@ -16,6 +16,16 @@
 # runners are loom-run's default, the devices MEM_LIMIT names. Step 2 then also checks that no
 # memory node of the device run's memory manager peaked over its limit.
 cmake_minimum_required(VERSION 3.25)
+
+if(KIND STREQUAL "opencl")
+  set(_prefix ocl)
+  set(_label OpenCL)
+elseif(KIND STREQUAL "cuda")
+  set(_prefix cuda)
+  set(_label CUDA)
+else()
+  message(FATAL_ERROR "run_compare.cmake: KIND must be opencl or cuda (got '${KIND}')")
+endif()
 
 function(fail msg)
   message(FATAL_ERROR "${msg}\n--- command: ${TOOL} ${args}\n--- exit: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
@@ -44,8 +54,8 @@ else()
 endif()
 execute_process(COMMAND "${TOOL}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 unset(ENV{LOOM_MEM_LIMIT})
-if(NOT rc EQUAL 0 AND err MATCHES "device ocl[0-9]+ is not in this context")
-  message(STATUS "skipped: no OpenCL device for runners ${RUNNERS}: ${err}")
+if(NOT rc EQUAL 0 AND err MATCHES "device ${_prefix}[0-9]+ is not in this context")
+  message(STATUS "skipped: no ${_label} device for runners ${RUNNERS}: ${err}")
   return()
 endif()
 if(NOT rc EQUAL 0)
@@ -53,7 +63,7 @@ if(NOT rc EQUAL 0)
 endif()
 message(STATUS "${out}")
 
-# ---- the stages: on OpenCL runners, under their limits, as estimated
+# ---- the stages: on the backend's runners, under their limits, as estimated
 file(READ "${WORK}/stats.json" stats)
 string(JSON n LENGTH "${stats}" stages)
 set(indices "")
@@ -68,8 +78,8 @@ foreach(i ${indices})
   string(JSON limit GET "${stats}" stages ${i} limit_bytes)
   string(JSON peak GET "${stats}" stages ${i} peak_bytes)
   string(JSON est GET "${stats}" stages ${i} estimated_peak_bytes)
-  if(NOT runner MATCHES "^ocl[0-9]+$")
-    fail("stage ${i} ran on ${runner}, not on an OpenCL runner")
+  if(NOT runner MATCHES "^${_prefix}[0-9]+$")
+    fail("stage ${i} ran on ${runner}, not on a ${_label} runner")
   endif()
   if(peak GREATER limit)
     fail("stage ${i} on ${runner}: measured peak ${peak} bytes is over its limit ${limit}")
