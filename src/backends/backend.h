@@ -106,6 +106,17 @@ extern const loom__backend loom__opencl_backend;
 /* The cuda backend (backends/cuda/cuda_backend.c), when built with the CUDA toolkit. */
 extern const loom__backend loom__cuda_backend;
 
+/* A strided copy on a device: dims[0..rank) elements of `elem` bytes from buffer src (element
+ * offset src_off, element strides src_strides) to buffer dst (dst_off, dst_strides; NULL:
+ * dense), enqueued on the device's queue. */
+typedef loom_status (*loom__strided_copy_fn)(void *dev, int64_t elem, int32_t rank, const int64_t *dims, void *dst,
+                                             int64_t dst_off, const int64_t *dst_strides, void *src, int64_t src_off,
+                                             const int64_t *src_strides);
+/* Runs layout op c (reshape, transpose, broadcast, slice, concat, tile) as strided copies on
+ * device `dev` (named `id` in errors) through `copy` (backends/layout.c). INVALID_ARGUMENT
+ * when the op's attributes and views disagree. */
+loom_status loom__layout_run(void *dev, const char *id, loom__strided_copy_fn copy, const loom__op_call *c);
+
 /* The host view of a cpu dview (data = buffer + offset elements). */
 void loom__dview_to_host(const loom__dview *in, loom__view *out);
 
