@@ -112,6 +112,9 @@ extern const loom__backend loom__cuda_backend;
 typedef loom_status (*loom__strided_copy_fn)(void *dev, int64_t elem, int32_t rank, const int64_t *dims, void *dst,
                                              int64_t dst_off, const int64_t *dst_strides, void *src, int64_t src_off,
                                              const int64_t *src_strides);
+/* The element strides that read dview `in` broadcast to `shape` (NumPy rules: 0 on broadcast
+ * dimensions) into st; false when the shapes do not broadcast. */
+bool loom__dview_broadcast_strides(const loom__dview *in, const loom_type *shape, int64_t *st);
 /* Runs layout op c (reshape, transpose, broadcast, slice, concat, tile) as strided copies on
  * device `dev` (named `id` in errors) through `copy` (backends/layout.c). INVALID_ARGUMENT
  * when the op's attributes and views disagree. */

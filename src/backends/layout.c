@@ -10,7 +10,7 @@ static int64_t elements(const loom_type *t) {
   return n;
 }
 
-static bool broadcast_strides(const loom__dview *in, const loom_type *shape, int64_t *st) {
+bool loom__dview_broadcast_strides(const loom__dview *in, const loom_type *shape, int64_t *st) {
   int32_t shift = shape->rank - in->type.rank;
   if (shift < 0) return false;
   for (int32_t i = 0; i < shape->rank; i++) {
@@ -138,7 +138,7 @@ static loom_status run_layout(layout_dev *d, const loom__op_call *c) {
       return run_transpose(d, c);
     case LOOM_OP_BROADCAST: {
       int64_t st[LOOM_MAX_RANK];
-      if (!broadcast_strides(in, &out->type, st))
+      if (!loom__dview_broadcast_strides(in, &out->type, st))
         return layout_bad(d, c->op, in, out, "shapes do not broadcast");
       return copy_view(d, out->type.rank, out->type.dims, out, NULL, out->offset, in, st, in->offset);
     }

@@ -109,18 +109,6 @@ static void nest_coalesce(nest *L) {
   L->rank = r;
 }
 
-/* The strides of `in` broadcast to `shape` (NumPy rules), false when it does not broadcast. */
-static bool broadcast_strides(const loom__dview *in, const loom_type *shape, int64_t *st) {
-  int32_t shift = shape->rank - in->type.rank;
-  if (shift < 0) return false;
-  for (int32_t i = 0; i < shape->rank; i++) {
-    int32_t j = i - shift;
-    if (j >= 0 && in->type.dims[j] != shape->dims[i] && in->type.dims[j] != 1) return false;
-    st[i] = (j < 0 || (in->type.dims[j] == 1 && shape->dims[i] != 1)) ? 0 : in->strides[j];
-  }
-  return true;
-}
-
 /* ---- copies ------------------------------------------------------------------------------- */
 
 loom_status loom__cl_copy(loom__cl_device *d, int64_t esize, int32_t rank, const int64_t *dims, cl_mem dst,
@@ -203,7 +191,7 @@ static loom_status ew_setup(const loom__cl_device *d, const loom__op_call *c, in
   nest_add(&L, NULL);
   for (int32_t j = 0; j < n_in; j++) {
     int64_t st[LOOM_MAX_RANK];
-    if (!broadcast_strides(&c->in[j], &out->type, st)) {
+    if (!loom__dview_broadcast_strides(&c->in[j], &out->type, st)) {
       char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX];
       return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: operand %d of type %s does not broadcast to %s",
                          d->id, loom_op_name(c->op->kind), (int)j + 1,
