@@ -62,6 +62,15 @@ foreach(entry ${_ocl_graphs})
   endforeach()
 endforeach()
 
+# Three stages, ocl0 -> ocl1 -> ocl0: the values pass between the devices without the host.
+add_test(NAME opencl.ffts.peer
+  COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
+    -DWORK=${CMAKE_CURRENT_BINARY_DIR}/opencl-tests/ffts.peer -DGRAPH=${_ocl_data}/splitter/data/ffts.lir
+    -DRUNNERS=ocl0:128KiB,ocl1:96KiB -DPEER=ON -DATOL=1e-5max -DKIND=opencl
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/run_compare.cmake)
+set_tests_properties(opencl.ffts.peer PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "skipped: no OpenCL device"
+  ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
+
 # The conformance suite (the test_opencl executable), in the same environment.
 if(TEST opencl)
   set_tests_properties(opencl PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")

@@ -446,6 +446,8 @@ typedef struct loom_mem_node_stats {
   int64_t migrations_in; /* moves and SVM migrations to this node */
   int64_t bytes_migrated_in;
   int64_t failed_allocations; /* OUT_OF_MEMORY returned for this node */
+  int64_t peer_bytes_in;      /* of bytes_in, copied from another device without the host (the
+                               * OpenCL devices of one platform, queued behind an event) */
 } loom_mem_node_stats;
 
 /* A node's counters. Errors: INVALID_ARGUMENT (NULL pointers, node out of range). */

@@ -73,6 +73,16 @@ typedef struct loom__hmm_backend {
   void (*wait)(loom__hmm_node *node, void *event);
   /* Optional: waits until the node's queue is empty. */
   loom_status (*finish)(loom__hmm_node *node);
+  /* Optional: the allocation s on node ns -> the allocation d on node nd (another node of the
+   * same backend) without the host: queued behind the work already queued on ns and ahead of
+   * anything queued on ns after it, the host waiting for neither. UNSUPPORTED when the two
+   * cannot (the copy then goes through host memory). */
+  loom_status (*copy)(loom__hmm_node *nd, const loom__hmm_alloc *d, loom__hmm_node *ns, const loom__hmm_alloc *s,
+                      int64_t bytes);
+  /* Optional: releases an event from write without waiting for it; the write stays queued
+   * ahead of the node's later work. Without it, a queued write (loom__buffer_write_queued)
+   * is a blocking one. */
+  void (*forget)(loom__hmm_node *node, void *event);
   /* Optional: passes the buffer's advice (read_mostly, preferred, accessed_by) on to the
    * device for a managed allocation (cudaMemAdvise). Advice is a hint: nothing fails. */
   void (*advise)(loom__hmm_node *node, const loom__hmm_alloc *a, const loom_buffer *b);
@@ -215,8 +225,9 @@ loom_mem_storage loom__hmm_choose_storage(const loom_mem_manager *m, const loom_
 loom_status loom__hmm_copy_alloc(loom_mem_manager *m, loom_buffer *b, int32_t node);
 /* Frees the copy on node (into the pool when to_pool), waiting for its pending write. */
 void loom__hmm_copy_drop(loom_mem_manager *m, loom_buffer *b, int32_t node, bool to_pool);
-/* Copies the whole buffer from copy src to copy dst (both allocated), through host memory
- * where neither is host memory. `why` names it in the trace ("copy", "migrate", "evict",
+/* Copies the whole buffer from copy src to copy dst (both allocated). Between two device
+ * nodes it is the backend's own copy where it has one (queued, ordered by events), else it
+ * goes through host memory. `why` names it in the trace ("copy", "migrate", "evict",
  * "prefetch"). With async, a host->device write may be left running (copy.event). */
 loom_status loom__hmm_transfer(loom_mem_manager *m, loom_buffer *b, int32_t dst, int32_t src, const char *why,
                                bool async);
@@ -349,6 +360,14 @@ void loom__context_memory_release(loom_context *ctx);
  * which every later command of the HMM on the node (copies, reuse from the pool, frees)
  * follows anyway. Takes the manager's lock. Errors: as loom_buffer_release. */
 loom_status loom__buffer_release_queued(loom_buffer *b, const loom_mem_handle *handle);
+
+/* Writes host memory at src into the buffer as loom_buffer_write does (into its most recently
+ * used valid copy, the allocation node's for a new buffer, every other copy invalidated), but
+ * queued on that node's in-order queue without waiting where its backend can (forget): the
+ * caller keeps src unchanged and alive until it synchronizes the node, and the work it queues
+ * there after this call sees the data. Elsewhere it is loom_buffer_write. Takes the lock.
+ * Errors: as loom_buffer_write. */
+loom_status loom__buffer_write_queued(loom_buffer *b, int64_t offset, const void *src, int64_t bytes);
 
 /* Releases the oldest cached allocations of a node's pool until it caches at most `max_cached`
  * bytes (none when max_cached <= 0), not counting and keeping one allocation of exactly

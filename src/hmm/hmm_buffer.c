@@ -236,32 +236,51 @@ static int32_t write_target(const loom_buffer *b) {
   return best;
 }
 
+/* loom_buffer_write and its queued form: into the copy writes go to, which becomes the only
+ * valid one. */
+static loom_status write_locked(loom_buffer *b, int64_t offset, const void *src, int64_t bytes, bool queued,
+                                const char *what) {
+  loom_mem_manager *m = b->m;
+  loom__hmm_settle(m, b);
+  int32_t t = write_target(b);
+  loom_status s = t < 0 ? loom__error(LOOM_ERR_INTERNAL, "%s: buffer %llu has no valid copy", what,
+                                      (unsigned long long)b->id)
+                        : loom__hmm_check_conflict(b, t, LOOM_ACCESS_WRITE, what);
+  if (s == LOOM_OK && b->copy[t].in_use > 0)
+    s = loom__error(LOOM_ERR_UNAVAILABLE, "%s: buffer %llu is in use on %s", what, (unsigned long long)b->id,
+                    m->nodes[t].id);
+  if (s != LOOM_OK) return s;
+  loom__hmm_node *n = &m->nodes[t];
+  double start = loom__now();
+  void *event = NULL;
+  queued = queued && n->backend->forget;
+  s = n->backend->write(n, &b->copy[t].alloc, offset, src, bytes, queued ? &event : NULL);
+  if (event) n->backend->forget(n, event);
+  if (s != LOOM_OK) return s;
+  if (n->kind == LOOM_MEMORY_DEVICE) n->stats.bytes_in += bytes;
+  loom__hmm_trace_span(m, "write", t, -1, b, bytes, start);
+  b->copy[t].last_use = loom__hmm_tick(m);
+  loom__hmm_invalidate_others(m, b, t);
+  return LOOM_OK;
+}
+
 loom_status loom_buffer_write(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
   if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_write: buffer is NULL");
   loom_status s = check_range(b, offset, src, bytes, "loom_buffer_write");
   if (s != LOOM_OK || bytes == 0) return s;
-  loom_mem_manager *m = b->m;
-  loom__hmm_lock(m);
-  loom__hmm_settle(m, b);
-  int32_t t = write_target(b);
-  s = t < 0 ? loom__error(LOOM_ERR_INTERNAL, "loom_buffer_write: buffer %llu has no valid copy",
-                          (unsigned long long)b->id)
-            : loom__hmm_check_conflict(b, t, LOOM_ACCESS_WRITE, "loom_buffer_write");
-  if (s == LOOM_OK && b->copy[t].in_use > 0)
-    s = loom__error(LOOM_ERR_UNAVAILABLE, "loom_buffer_write: buffer %llu is in use on %s",
-                    (unsigned long long)b->id, m->nodes[t].id);
-  if (s == LOOM_OK) {
-    loom__hmm_node *n = &m->nodes[t];
-    double start = loom__now();
-    s = n->backend->write(n, &b->copy[t].alloc, offset, src, bytes, NULL);
-    if (s == LOOM_OK) {
-      if (n->kind == LOOM_MEMORY_DEVICE) n->stats.bytes_in += bytes;
-      loom__hmm_trace_span(m, "write", t, -1, b, bytes, start);
-      b->copy[t].last_use = loom__hmm_tick(m);
-      loom__hmm_invalidate_others(m, b, t);
-    }
-  }
-  loom__hmm_unlock(m);
+  loom__hmm_lock(b->m);
+  s = write_locked(b, offset, src, bytes, false, "loom_buffer_write");
+  loom__hmm_unlock(b->m);
+  return s;
+}
+
+loom_status loom__buffer_write_queued(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__buffer_write_queued: buffer is NULL");
+  loom_status s = check_range(b, offset, src, bytes, "loom__buffer_write_queued");
+  if (s != LOOM_OK || bytes == 0) return s;
+  loom__hmm_lock(b->m);
+  s = write_locked(b, offset, src, bytes, true, "loom__buffer_write_queued");
+  loom__hmm_unlock(b->m);
   return s;
 }
 

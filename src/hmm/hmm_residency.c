@@ -189,7 +189,11 @@ loom_status loom__hmm_transfer(loom_mem_manager *m, loom_buffer *b, int32_t dst,
   } else if (d->alloc.storage == LOOM_MEM_STORAGE_HOST) {
     st = ns->backend->read(ns, &s->alloc, 0, d->alloc.ptr, b->bytes);
   } else {
-    st = bounce(nd, &d->alloc, ns, &s->alloc, b->bytes);
+    st = nd->backend == ns->backend && nd->backend->copy
+             ? nd->backend->copy(nd, &d->alloc, ns, &s->alloc, b->bytes)
+             : LOOM_ERR_UNSUPPORTED;
+    if (st == LOOM_OK) nd->stats.peer_bytes_in += b->bytes;
+    if (st == LOOM_ERR_UNSUPPORTED) st = bounce(nd, &d->alloc, ns, &s->alloc, b->bytes);
   }
   if (st != LOOM_OK) {
     loom__error_prefix("copying buffer %llu from %s to %s: ", (unsigned long long)b->id, ns->id, nd->id);

@@ -58,6 +58,7 @@ static void node_json(loom__json *j, const loom__hmm_node *n) {
   loom__json_kv_int64(j, "evicted_bytes", s->evicted_bytes);
   loom__json_kv_int64(j, "bytes_in", s->bytes_in);
   loom__json_kv_int64(j, "bytes_out", s->bytes_out);
+  loom__json_kv_int64(j, "peer_bytes_in", s->peer_bytes_in);
   loom__json_kv_int64(j, "migrations_in", s->migrations_in);
   loom__json_kv_int64(j, "bytes_migrated_in", s->bytes_migrated_in);
   loom__json_kv_int64(j, "failed_allocations", s->failed_allocations);

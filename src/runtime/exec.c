@@ -33,7 +33,8 @@ typedef struct block {
   loom_buffer *buffer; /* NULL: nothing allocated */
   loom_mem_handle handle;
   bool acquired;
-  void *ptr; /* what the backend addresses: the cl_mem, or the host pointer */
+  bool borrowed; /* the caller's buffer (an input buffer): never freed here */
+  void *ptr;     /* what the backend addresses: the cl_mem, or the host pointer */
 } block;
 
 /* A library's extra temporaries (loom__op_call.temp_take), held while its op runs. */
@@ -59,9 +60,11 @@ typedef struct exec_state {
   uint8_t (*scalars)[16]; /* per value: a fill's one element (host) */
   int32_t *fill_slot;     /* per fill value on a device: its slot in fills */
   block fills;            /* device copies of the fill scalars, 16 bytes a slot; not metered */
+  uint8_t *fill_host;     /* their host copy, written from until the run synchronizes */
   int64_t fill_bytes;
   temp_slot temps[TEMP_SLOTS];
   loom__meter *meter;
+  loom_buffer *const *input_buffers; /* exec options' */
 } exec_state;
 
 /* Ends the executor's access to a block, leaving the buffer allocated. The work that used it
@@ -72,11 +75,13 @@ static loom_status block_end_access(block *b) {
   return loom__buffer_release_queued(b->buffer, &b->handle);
 }
 
-/* Frees a block's buffer (into the node's pool). Ending an access the executor began cannot
- * fail: its handles are never mapped, and never temporary copies to write back. */
+/* Frees a block's buffer (into the node's pool), or ends the access to a borrowed one.
+ * Ending an access to a buffer the executor allocated cannot fail: its handles are never
+ * mapped, and never temporary copies to write back. A borrowed buffer's copy made for the
+ * access is dropped, queued behind the reads of it. */
 static void block_drop(block *b) {
   (void)block_end_access(b);
-  loom_buffer_free(b->buffer);
+  if (!b->borrowed) loom_buffer_free(b->buffer);
   memset(b, 0, sizeof *b);
 }
 
@@ -90,12 +95,13 @@ static void fit_pool(exec_state *st, int64_t keep) {
 }
 
 /* A buffer of `bytes` on the device's node, acquired there: filled from host memory at src
- * first and acquired for reading, or (src NULL) acquired for reading and writing. */
+ * first (a queued write: src stays alive until the run synchronizes) and acquired for
+ * reading, or (src NULL) acquired for reading and writing. */
 static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, block *out) {
   memset(out, 0, sizeof *out);
   uint32_t access = src ? LOOM_ACCESS_READ : LOOM_ACCESS_READ | LOOM_ACCESS_WRITE;
   loom_status s = loom_buffer_allocate(st->mem, bytes, LOOM_U8, st->node, EXEC_ALLOC_FLAGS, &out->buffer);
-  if (!s && src && bytes > 0) s = loom_buffer_write(out->buffer, 0, src, bytes);
+  if (!s && src && bytes > 0) s = loom__buffer_write_queued(out->buffer, 0, src, bytes);
   if (!s) s = loom_buffer_acquire(out->buffer, st->node, access, &out->handle);
   if (s) {
     loom_buffer_free(out->buffer);
@@ -151,6 +157,33 @@ static loom_status take_written(exec_state *st, int32_t id, int64_t bytes, const
   if (s) return s;
   st->bytes[id] = bytes;
   st->data[id] = st->blocks[id].ptr;
+  return LOOM_OK;
+}
+
+/* Device storage for value id read from the caller's buffer: acquired on the device's node
+ * for reading, the HMM bringing it there; counted as an input written in would be. */
+static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom_buffer *buffer) {
+  char what[96];
+  value_label(st, id, what, sizeof what);
+  loom_buffer_info info;
+  loom_status s = loom_buffer_get_info(buffer, &info);
+  if (!s && info.bytes < bytes)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: its buffer holds %lld bytes, the value %lld", what,
+                    (long long)info.bytes, (long long)bytes);
+  if (!s) s = loom__meter_take(st->meter, bytes, what);
+  if (s) return s;
+  block *b = &st->blocks[id];
+  s = loom_buffer_acquire(buffer, st->node, LOOM_ACCESS_READ, &b->handle);
+  if (s) {
+    loom__meter_give(st->meter, bytes);
+    loom__error_prefix("%s: ", what);
+    return s;
+  }
+  b->buffer = buffer;
+  b->acquired = b->borrowed = true;
+  b->ptr = b->handle.cl_mem ? b->handle.cl_mem : b->handle.ptr;
+  st->bytes[id] = bytes;
+  st->data[id] = b->ptr;
   return LOOM_OK;
 }
 
@@ -359,6 +392,28 @@ static loom_status download_value(exec_state *st, int32_t id, const loom__dview 
   return s;
 }
 
+/* Hands out returned value id's own buffer (exec options' output_buffers) where it has one
+ * holding exactly it and no other output reads that buffer; false when it must be read back.
+ * The meter keeps counting it until the run ends, as it would a value read back. */
+static bool hand_out(exec_state *st, int32_t id, loom_tensor *out, loom_buffer **out_buffer) {
+  const loom__layout *l = &st->layouts[id];
+  block *b = &st->blocks[l->base];
+  int64_t bytes = 0;
+  loom_type_bytes(&st->g->values[id].type, &bytes);
+  if (st->be->host_memory || !b->buffer || b->borrowed || l->base != id || l->offset != 0 ||
+      !loom__layout_contiguous(l, &st->g->values[id].type) || bytes != st->bytes[id] || bytes == 0)
+    return false;
+  int32_t readers = 0;
+  for (int32_t j = 0; j < st->g->n_outputs; j++) readers += st->layouts[st->g->outputs[j]].base == id;
+  if (readers != 1) return false;
+  if (block_end_access(b) != LOOM_OK) return false;
+  *out_buffer = b->buffer;
+  memset(b, 0, sizeof *b);
+  memset(out, 0, sizeof *out);
+  out->type = st->g->values[id].type;
+  return true;
+}
+
 /* Copies value id into a new dense host tensor. */
 static loom_status export_value(exec_state *st, int32_t id, loom_tensor *out) {
   loom_status s = loom_tensor_init(out, &st->g->values[id].type);
@@ -386,7 +441,11 @@ static loom_status bind_inputs(exec_state *st, const loom_tensor *inputs) {
     loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
     if (s) return s;
     /* Inputs count as held from the start to their last use: read in place on cpu0,
-     * written into a device. */
+     * written into a device, or read from the caller's buffer where the HMM puts it. */
+    if (st->input_buffers && st->input_buffers[p]) {
+      if ((s = take_borrowed(st, id, bytes, st->input_buffers[p]))) return s;
+      continue;
+    }
     if (!st->be->host_memory) {
       if ((s = take_written(st, id, bytes, inputs[p].data))) return s;
       continue;
@@ -404,11 +463,8 @@ static loom_status fills_init(exec_state *st) {
   for (int32_t i = 0; i < g->n_ops; i++) n += g->ops[i].kind == LOOM_OP_FILL;
   if (n == 0) return LOOM_OK;
   st->fill_slot = loom__malloc(sizeof *st->fill_slot * (size_t)g->n_values);
-  uint8_t *host = loom__malloc(16 * (size_t)n);
-  if (!st->fill_slot || !host) {
-    loom__free(host);
-    return loom__oom("executor state");
-  }
+  uint8_t *host = st->fill_host = loom__malloc(16 * (size_t)n);
+  if (!st->fill_slot || !host) return loom__oom("executor state");
   for (int32_t v = 0; v < g->n_values; v++) st->fill_slot[v] = -1;
   int32_t k = 0;
   for (int32_t i = 0; i < g->n_ops; i++) {
@@ -419,7 +475,6 @@ static loom_status fills_init(exec_state *st) {
   }
   loom_status s = block_alloc(st, 16 * (int64_t)n, host, &st->fills);
   if (!s) st->fill_bytes = 16 * (int64_t)n;
-  loom__free(host);
   return s;
 }
 
@@ -470,6 +525,7 @@ static void exec_state_deinit(exec_state *st) {
   loom__free(st->last_use);
   loom__free(st->scalars);
   loom__free(st->fill_slot);
+  loom__free(st->fill_host);
 }
 
 static loom_status run_schedule(exec_state *st, const int32_t *order, const loom_tensor *inputs) {
@@ -514,17 +570,27 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
   for (int32_t i = 0; i < g->n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   if (!opts || !opts->device || !opts->device->memory)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__execute: no device (loom__context_exec_device)");
+  for (int32_t i = 0; opts->output_buffers && i < g->n_outputs; i++) opts->output_buffers[i] = NULL;
   loom_status s = exec_state_init(&st, g, opts->device, meter);
+  st.input_buffers = opts->input_buffers;
   if (!s && !opts->schedule) {
     if (!(order = loom__malloc(sizeof(int32_t) * (size_t)(g->n_ops ? g->n_ops : 1))))
       s = loom__oom("a schedule");
     for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = i;
   }
   if (!s) s = run_schedule(&st, order ? order : opts->schedule, inputs);
-  for (int32_t i = 0; !s && i < g->n_outputs; i++) s = export_value(&st, g->outputs[i], &outputs[i]);
+  for (int32_t i = 0; !s && i < g->n_outputs; i++)
+    if (!(opts->output_buffers && hand_out(&st, g->outputs[i], &outputs[i], &opts->output_buffers[i])))
+      s = export_value(&st, g->outputs[i], &outputs[i]);
   s = finish(&st, s);
   if (s)
-    for (int32_t i = 0; i < g->n_outputs; i++) loom_tensor_deinit(&outputs[i]);
+    for (int32_t i = 0; i < g->n_outputs; i++) {
+      loom_tensor_deinit(&outputs[i]);
+      if (opts->output_buffers) {
+        loom_buffer_free(opts->output_buffers[i]);
+        opts->output_buffers[i] = NULL;
+      }
+    }
   exec_state_deinit(&st);
   loom__free(order);
   return s;

@@ -18,11 +18,13 @@
  * never holds more than its limit, cache included.
  *
  * On a device whose memory is not host memory (backend.h: host_memory false), inputs are
- * written into device buffers when the run starts and constants when they are reached
- * (loom_buffer_write), and outputs are read back at the end (loom_buffer_read); the work in
- * between is only enqueued, on the HMM's in-order queue for the node, and the run
- * synchronizes at its end. A constant reached mid-run is written with a blocking write, which
- * waits for the work queued before it. Every byte held on the device is counted by the meter
+ * written into device buffers when the run starts and constants when they are reached, by
+ * writes queued on the HMM's in-order queue for the node (loom__buffer_write_queued: the host
+ * does not wait for them), and outputs are read back at the end (loom_buffer_read) or handed
+ * out where they are (exec options' output_buffers, which a plan's stages use to pass values
+ * from device to device); the work in between is only enqueued on that queue, and the run
+ * synchronizes once, at its end, which also keeps the written host memory alive long enough.
+ * Every byte held on the device is counted by the meter
  * exactly as on cpu0 (an input or constant counts its bytes whether it is read in place or
  * written in), so the estimator's numbers hold on every device. Fill scalars (at most 16
  * bytes each) sit in one small device buffer outside the meter, as their host copies do on
@@ -63,10 +65,22 @@ typedef struct loom__exec_device {
 typedef struct loom__exec_options {
   const int32_t *schedule;         /* op indices in execution order; NULL: the graph's order */
   const loom__exec_device *device; /* from loom__context_exec_device; required */
+  /* NULL, or one per parameter: a buffer of the device's manager holding that input densely
+   * (at least its bytes), or NULL for the host tensor inputs[p]. A buffer is read where the
+   * HMM makes it valid for the device's node: acquired there, and copied in from wherever it
+   * is (between two OpenCL devices of one platform, device to device, ordered by events).
+   * It stays the caller's; inputs[p] then gives only the type. */
+  loom_buffer *const *input_buffers;
+  /* NULL, or one per returned value: on a device whose memory is not host memory, a returned
+   * value the run computed into a buffer of its own is handed out here, on the device's node
+   * and not read back (the caller frees it with loom_buffer_free), and outputs[i] gets only
+   * its type (data NULL). Every other output is read back as usual and gets NULL here. */
+  loom_buffer **output_buffers;
 } loom__exec_options;
 
-/* Runs g on host inputs (parameter order, types already checked) on opts->device and fills
- * outputs (one per returned value, allocated here; the caller deinits them). The meter counts
+/* Runs g on host inputs (parameter order, types already checked; or the buffers of
+ * opts->input_buffers) on opts->device and fills outputs (one per returned value, allocated
+ * here; the caller deinits them; or handed out in opts->output_buffers). The meter counts
  * every byte held and enforces its limit; the device's memory node enforces its own (an
  * allocation the node cannot make room for is OUT_OF_MEMORY naming the node). On failure
  * every output is released, and every device buffer. Errors name the op's line where the

@@ -4,10 +4,18 @@
  * meter limited to the stage's runner limit, so no stage ever holds more than its limit and
  * the meter's peak is the stage's measured peak. Its buffers come from the context's memory
  * manager on the runner device's node, whose own limit (LOOM_MEM_LIMIT) holds too; a stage
- * is one span ("stage") in the manager's trace. Values cross stages through host memory:
- * a stage's outputs are copied out into host tensors, kept while a later stage or the
- * graph's return needs them, and freed after their last reader. Those host copies are not
- * runner memory and are not counted against any limit.
+ * is one span ("stage") in the manager's trace.
+ *
+ * Values cross stages in the HMM: a stage on a device leaves its outputs there, as buffers
+ * the plan holds while a later stage or the graph's return needs them, and the stage that
+ * reads one acquires it on its own node: on the same device it is read where it is; on
+ * another device the HMM copies it in (between OpenCL devices of one platform, device to
+ * device, queued behind an event of the device that made it), and on cpu0 it is read back.
+ * cpu0's outputs are host tensors. A device never holds more than its runner's limit: before
+ * a stage runs on a device, the held values it does not read leave it for host memory, and
+ * those it reads are counted by the stage as inputs. Values in host memory between stages
+ * are not runner memory and are not counted against any limit. Each stage synchronizes its
+ * device when it ends, so its time and its errors are its own.
  */
 #include <string.h>
 
@@ -27,11 +35,12 @@ static loom_status stage_device(loom_context *ctx, const char *device, int32_t i
   return s;
 }
 
-/* A value living in host memory between stages. */
+/* A value between stages: a host tensor, or a buffer a device stage left where it made it. */
 typedef struct held_value {
-  loom_tensor t;
-  bool owned;         /* ours to free (a stage output); false: the caller's input */
-  int32_t last_stage; /* the last stage that reads it; INT32_MAX: the graph returns it */
+  loom_tensor t;       /* the type always; data NULL when it is a buffer */
+  loom_buffer *buffer; /* ours, or NULL */
+  bool owned;          /* t.data is ours to free (a stage output); false: the caller's input */
+  int32_t last_stage;  /* the last stage that reads it; INT32_MAX: the graph returns it */
 } held_value;
 
 typedef struct plan_run {
@@ -71,24 +80,37 @@ static loom_status run_init(plan_run *r, const loom_plan *plan, const loom_tenso
 
 static void release_value(held_value *h) {
   if (h->owned) loom_tensor_deinit(&h->t);
+  loom_buffer_free(h->buffer);
   memset(&h->t, 0, sizeof h->t);
+  h->buffer = NULL;
   h->owned = false;
 }
 
+/* Frees the values still held, then the pools of the nodes the stages ran on: what the run
+ * cached there does not outlive it (as a single run's does not, exec.h). */
 static void run_deinit(plan_run *r) {
   if (r->vals)
     for (int32_t v = 0; v < r->g->n_values; v++) release_value(&r->vals[v]);
+  for (int32_t i = 0; r->ctx && i < loom_plan_stage_count(r->plan); i++) {
+    loom_stage_info st;
+    const loom__exec_device *dev;
+    if (loom_plan_stage(r->plan, i, &st) == LOOM_OK && st.graph &&
+        loom__context_exec_device(r->ctx, st.device, &dev) == LOOM_OK)
+      loom_mem_trim(dev->memory, dev->node);
+  }
   loom__free(r->vals);
   memset(r, 0, sizeof *r);
 }
 
-/* The stage's parameters, from the values held. */
-static loom_status gather_inputs(plan_run *r, const loom_stage_info *st, int32_t index, loom_tensor *ins) {
+/* The stage's parameters, from the values held: host tensors, or buffers (in_bufs[k]). */
+static loom_status gather_inputs(plan_run *r, const loom_stage_info *st, int32_t index, loom_tensor *ins,
+                                 loom_buffer **in_bufs) {
   for (int32_t k = 0; k < st->n_inputs; k++) {
     const held_value *h = &r->vals[st->inputs[k]];
     int64_t bytes = 0;
     loom_type_bytes(&r->g->values[st->inputs[k]].type, &bytes);
-    if (bytes > 0 && !h->t.data) {
+    in_bufs[k] = h->buffer;
+    if (bytes > 0 && !h->t.data && !h->buffer) {
       char buf[32];
       return loom__error(LOOM_ERR_INTERNAL, "stage %d: its input '%s' was not made by an earlier stage",
                          (int)index + 1, loom__value_label(r->g, st->inputs[k], buf, sizeof buf));
@@ -96,6 +118,30 @@ static loom_status gather_inputs(plan_run *r, const loom_stage_info *st, int32_t
     ins[k] = h->t;
   }
   return LOOM_OK;
+}
+
+/* Whether stage st reads plan value v. */
+static bool stage_reads(const loom_stage_info *st, int32_t v) {
+  for (int32_t k = 0; k < st->n_inputs; k++)
+    if (st->inputs[k] == v) return true;
+  return false;
+}
+
+/* Before a stage runs on a device: the held buffers it does not read that have a copy there
+ * go to host memory, so the device holds only what the stage counts. */
+static loom_status clear_device(plan_run *r, const loom_stage_info *st, const loom__exec_device *dev) {
+  if (dev->backend->host_memory) return LOOM_OK;
+  const loom__exec_device *cpu;
+  loom_status s = loom__context_exec_device(r->ctx, "cpu0", &cpu);
+  for (int32_t v = 0; !s && v < r->g->n_values; v++) {
+    loom_buffer_node_info info;
+    if (!r->vals[v].buffer || stage_reads(st, v) ||
+        loom_buffer_node_info_get(r->vals[v].buffer, dev->node, &info) != LOOM_OK ||
+        info.storage == LOOM_MEM_STORAGE_NONE)
+      continue;
+    s = loom_buffer_migrate(r->vals[v].buffer, cpu->node);
+  }
+  return s;
 }
 
 /* Runs stage `index` under its runner's limit; its outputs join the values held. */
@@ -108,13 +154,18 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (!st.graph) return LOOM_OK;
   loom_tensor *ins = loom__calloc((size_t)LOOM_MAX(st.n_inputs, 1), sizeof *ins);
   loom_tensor *outs = loom__calloc((size_t)LOOM_MAX(st.n_outputs, 1), sizeof *outs);
-  if (!ins || !outs) s = loom__oom("a stage's inputs and outputs");
-  if (!s) s = gather_inputs(r, &st, index, ins);
+  loom_buffer **in_bufs = loom__calloc((size_t)LOOM_MAX(st.n_inputs, 1), sizeof *in_bufs);
+  loom_buffer **out_bufs = loom__calloc((size_t)LOOM_MAX(st.n_outputs, 1), sizeof *out_bufs);
+  if (!ins || !outs || !in_bufs || !out_bufs) s = loom__oom("a stage's inputs and outputs");
+  if (!s) s = gather_inputs(r, &st, index, ins, in_bufs);
   loom__meter meter = {0};
   meter.limit = st.limit;
   loom__exec_options opts = {0};
   if (!s) s = stage_device(r->ctx, st.device, index, &opts.device);
   double t0 = loom__now();
+  if (!s) s = clear_device(r, &st, opts.device);
+  opts.input_buffers = in_bufs;
+  opts.output_buffers = out_bufs;
   if (!s) {
     s = loom__execute(st.graph, &opts, ins, outs, &meter);
     loom__hmm_trace_event(opts.device->memory, "stage", opts.device->node, t0);
@@ -127,6 +178,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
     held_value *h = &r->vals[st.outputs[k]];
     release_value(h);
     h->t = outs[k];
+    h->buffer = out_bufs[k];
     h->owned = true;
     memset(&outs[k], 0, sizeof outs[k]);
     if (h->last_stage <= index) release_value(h); /* nobody reads it (cannot happen by construction) */
@@ -136,6 +188,8 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
     if (r->vals[st.inputs[k]].last_stage == index) release_value(&r->vals[st.inputs[k]]);
   loom__free(ins);
   loom__free(outs);
+  loom__free(in_bufs);
+  loom__free(out_bufs);
   return s;
 }
 
@@ -159,6 +213,12 @@ static loom_status deliver_outputs(plan_run *r, loom_tensor *outputs, int32_t n_
     loom_status s;
     if (twin >= 0) {
       s = copy_tensor(&outputs[twin], &outputs[i]);
+    } else if (h->buffer) { /* read back from where its stage left it */
+      int64_t bytes = 0;
+      s = loom_tensor_init(&outputs[i], &h->t.type);
+      if (!s) s = loom_type_bytes(&h->t.type, &bytes);
+      if (!s) s = loom_buffer_read(h->buffer, 0, outputs[i].data, bytes);
+      if (!s) release_value(h);
     } else if (h->owned) {
       outputs[i] = h->t;
       memset(&h->t, 0, sizeof h->t);

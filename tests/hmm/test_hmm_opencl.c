@@ -73,6 +73,42 @@ static loom_mem_storage storage_on(loom_buffer *b, int32_t node) {
   return ni.storage;
 }
 
+/* A copy between the two devices goes device to device, queued behind a kernel left running
+ * on the sending device, and the sender's copy is reused only after the copy read it. */
+static void peer_copy(loom_mem_manager *m, uint32_t flags) {
+  const int32_t host = 0, ocl0 = hmm_node(m, "ocl0"), ocl1 = hmm_node(m, "ocl1");
+  const int64_t n = 3 * 1000 * 1000 + 7;
+  loom_buffer *b = NULL;
+  ASSERT_OK(loom_buffer_allocate(m, n, LOOM_U8, ocl1, flags, &b));
+  uint8_t *data = malloc((size_t)n);
+  ASSERT_TRUE(data != NULL);
+  hmm_fill(data, n, 6);
+  ASSERT_OK(loom_buffer_write(b, 0, data, n));
+  loom_mem_node_stats before0, after0, host_before, host_after;
+  ASSERT_OK(loom_mem_stats(m, ocl0, &before0));
+  ASSERT_OK(loom_mem_stats(m, host, &host_before));
+  loom_mem_handle h;
+  ASSERT_OK(loom_buffer_acquire(b, ocl1, LOOM_ACCESS_READ | LOOM_ACCESS_WRITE, &h));
+  ASSERT_OK(run_inc(m, &h));
+  ASSERT_OK(loom__buffer_release_queued(b, &h)); /* the kernel may still run */
+  ASSERT_OK(loom_buffer_acquire(b, ocl0, LOOM_ACCESS_READ, &h));
+  ASSERT_TRUE(device_matches(m, &h, 6, 1));
+  ASSERT_OK(loom_buffer_release(b, &h));
+  ASSERT_OK(loom_mem_stats(m, ocl0, &after0));
+  ASSERT_OK(loom_mem_stats(m, host, &host_after));
+  ASSERT_EQ(after0.peer_bytes_in - before0.peer_bytes_in, n);
+  ASSERT_EQ(after0.bytes_in - before0.bytes_in, n);
+  ASSERT_EQ(host_after.bytes_in, host_before.bytes_in);
+  ASSERT_EQ(storage_on(b, host), LOOM_MEM_STORAGE_NONE);
+  ASSERT_OK(loom_buffer_acquire(b, ocl1, LOOM_ACCESS_READ | LOOM_ACCESS_WRITE, &h));
+  ASSERT_OK(run_inc(m, &h));
+  ASSERT_OK(loom_buffer_release(b, &h));
+  ASSERT_OK(loom_buffer_read(b, 0, data, n));
+  ASSERT_TRUE(host_matches(data, n, 6, 2));
+  free(data);
+  loom_buffer_free(b);
+}
+
 /* The whole round of calls for one storage kind. */
 static void every_call(uint32_t flags, loom_mem_storage expect) {
   loom_context *ctx = NULL;
@@ -163,10 +199,11 @@ static void every_call(uint32_t flags, loom_mem_storage expect) {
   ASSERT_EQ(info.valid_copies, 1);
   ASSERT_EQ(hmm_buffer_mismatch(b, n, 3), -1);
 
-  /* device to device: ocl1 -> ocl0 through host memory */
+  /* device to device: ocl1 -> ocl0, without the host (one platform, one context) */
   ASSERT_OK(loom_buffer_acquire(b, ocl0, LOOM_ACCESS_READ, &h));
   ASSERT_TRUE(device_matches(m, &h, 3, 0));
   ASSERT_OK(loom_buffer_release(b, &h));
+  peer_copy(m, flags);
 
   /* migrate to the host: SVM pages move (OpenCL 2.1+), a buffer is copied */
   loom_mem_node_info ninfo;

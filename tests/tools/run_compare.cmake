@@ -11,6 +11,10 @@
 # 3. loom-run GRAPH --random 1 --out-dir WORK/cpu, and every output of the device run equal to
 #    the cpu run's within RTOL/ATOL (loom-tool-helper npy-close); with KNN, idx.npy is checked
 #    against brute force instead (near ties may order differently), val.npy as the others.
+# Step 2 also checks that no runner's memory node peaked over the largest limit of its stages
+# (the values a plan holds between stages, and the pool, included).
+# PEER: the plan passes values between two devices of one platform: every runner's node got
+# bytes from another device without the host (peer_bytes_in), and the host none.
 # RUN_ONLY: outputs .npy cannot hold (bf16): only steps 1 and 2.
 # MEM_LIMIT: LOOM_MEM_LIMIT for the device run (the cpu run has none); with RUNNERS empty the
 # runners are loom-run's default, the devices MEM_LIMIT names. Step 2 then also checks that no
@@ -91,6 +95,32 @@ foreach(i ${indices})
   math(EXPR diff10 "${diff} * 10")
   if(diff10 GREATER peak AND diff10 GREATER est)
     fail("stage ${i} on ${runner}: measured peak ${peak} is not within 10% of the estimate ${est}")
+  endif()
+endforeach()
+# ---- what each runner's memory node held, and where its bytes came from
+string(JSON n_nodes LENGTH "${stats}" memory nodes)
+math(EXPR last_node "${n_nodes} - 1")
+foreach(i RANGE ${last_node})
+  string(JSON id GET "${stats}" memory nodes ${i} id)
+  string(JSON peak GET "${stats}" memory nodes ${i} peak_in_use)
+  string(JSON peer GET "${stats}" memory nodes ${i} peer_bytes_in)
+  string(JSON bytes_in GET "${stats}" memory nodes ${i} bytes_in)
+  set(runner_limit 0)
+  foreach(k ${indices})
+    string(JSON runner GET "${stats}" stages ${k} runner)
+    string(JSON limit GET "${stats}" stages ${k} limit_bytes)
+    if(runner STREQUAL id AND limit GREATER runner_limit)
+      set(runner_limit ${limit})
+    endif()
+  endforeach()
+  if(runner_limit GREATER 0 AND peak GREATER runner_limit)
+    fail("memory node ${id} peaked at ${peak} bytes, over its runner's limit of ${runner_limit}")
+  endif()
+  if(PEER AND runner_limit GREATER 0 AND NOT peer GREATER 0)
+    fail("${id} got no value from another device without the host (peer_bytes_in ${peer})")
+  endif()
+  if(PEER AND id MATCHES "^host" AND bytes_in GREATER 0)
+    fail("${id} got ${bytes_in} bytes: values went through host memory")
   endif()
 endforeach()
 if(DEFINED MEM_LIMIT)

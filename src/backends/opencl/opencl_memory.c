@@ -2,11 +2,14 @@
  * (clSVMAlloc; the host reaches it through clEnqueueSVMMap) and fine-grained buffer SVM
  * (the host reaches it directly once the device's work is done), where the device offers them.
  *
- * Each device node gets its own cl_context and in-order command queue, made on the node's
- * first allocation from the device table's cl_device_id. Buffers and SVM belong to that
- * context, so the opencl compute backend runs kernels through the same context and queue
- * (loom__hmm_opencl_queue). Copies are clEnqueueRead/WriteBuffer and clEnqueueSVMMemcpy;
- * SVM pages move with clEnqueueSVMMigrateMem on OpenCL 2.1+ devices only (it is not in 2.0).
+ * The device nodes of one platform share one cl_context, made on the first allocation on any
+ * of them from the device table's cl_device_ids; each node has its own in-order command queue
+ * in it. Buffers and SVM belong to that context, so the opencl compute backend runs kernels
+ * through the same context and queue (loom__hmm_opencl_queue), and a buffer moves from one
+ * device of the platform to another without the host: the copy is enqueued on the receiving
+ * device's queue behind an event of the sending one (cl_copy). Copies to and from the host
+ * are clEnqueueRead/WriteBuffer and clEnqueueSVMMemcpy; SVM pages move with
+ * clEnqueueSVMMigrateMem on OpenCL 2.1+ devices only (it is not in 2.0).
  *
  * Every hook runs under the manager's lock.
  */
@@ -23,7 +26,7 @@ typedef struct cl_node {
   cl_platform_id platform;
   cl_device_id device;
   int major, minor;   /* the device's OpenCL version */
-  cl_context context; /* NULL until the first allocation */
+  cl_context context; /* NULL until the first allocation; one reference per node */
   cl_command_queue queue;
 } cl_node;
 
@@ -72,21 +75,63 @@ static void cl_node_deinit(loom__hmm_node *node) {
   node->state = NULL;
 }
 
+/* The OpenCL nodes of the manager on the same platform as `node` (itself included), at most
+ * `cap` of them. */
+static int32_t platform_nodes(loom__hmm_node *node, loom__hmm_node **out, int32_t cap) {
+  const cl_node *c = node->state;
+  loom_mem_manager *m = node->m;
+  int32_t n = 0;
+  for (int32_t i = 0; i < m->node_count && n < cap; i++) {
+    loom__hmm_node *o = &m->nodes[i];
+    const cl_node *oc = o->state;
+    if (o->backend != node->backend || !oc || oc->platform != c->platform) continue;
+    bool seen = false;
+    for (int32_t k = 0; k < n && !seen; k++) seen = ((const cl_node *)out[k]->state)->device == oc->device;
+    if (!seen) out[n++] = o;
+  }
+  return n;
+}
+
+/* Makes the context the node's platform shares, on the first allocation on any of its
+ * devices; each node of the platform takes a reference. A platform that refuses a context
+ * of several devices gets one per device (copies between them then go through the host). */
+static loom_status ensure_context(loom__hmm_node *node) {
+  cl_node *c = node->state;
+  if (c->context) return LOOM_OK;
+  loom__hmm_node *peers[64];
+  cl_device_id devices[64];
+  int32_t n = platform_nodes(node, peers, LOOM_ARRAY_SIZE(peers));
+  for (int32_t k = 0; k < n; k++) devices[k] = ((cl_node *)peers[k]->state)->device;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+  cl_int err = CL_SUCCESS;
+  cl_context ctx = n > 1 ? clCreateContext(props, (cl_uint)n, devices, NULL, NULL, &err) : NULL;
+  if (!ctx) {
+    n = 1;
+    peers[0] = node;
+    ctx = clCreateContext(props, 1, &c->device, NULL, NULL, &err);
+  }
+  if (err != CL_SUCCESS || !ctx) {
+    loom_status s = loom__cl_status(err, "clCreateContext");
+    loom__error_prefix("%s: ", node->id);
+    return s == LOOM_ERR_OUT_OF_MEMORY ? s : LOOM_ERR_UNAVAILABLE;
+  }
+  c->context = ctx; /* the reference clCreateContext gave */
+  for (int32_t k = 0; k < n; k++) {
+    cl_node *pc = peers[k]->state;
+    if (pc == c || pc->context) continue;
+    clRetainContext(ctx);
+    pc->context = ctx;
+  }
+  return LOOM_OK;
+}
+
 /* Makes the node's context and queue on first use. */
 static loom_status ensure_queue(loom__hmm_node *node) {
   cl_node *c = node->state;
   if (c->queue) return LOOM_OK;
+  loom_status st = ensure_context(node);
+  if (st != LOOM_OK) return st;
   cl_int err = CL_SUCCESS;
-  if (!c->context) {
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
-    c->context = clCreateContext(props, 1, &c->device, NULL, NULL, &err);
-    if (err != CL_SUCCESS) {
-      c->context = NULL;
-      loom_status s = loom__cl_status(err, "clCreateContext");
-      loom__error_prefix("%s: ", node->id);
-      return s == LOOM_ERR_OUT_OF_MEMORY ? s : LOOM_ERR_UNAVAILABLE;
-    }
-  }
   if (at_least(c, 2, 0)) {
     c->queue = clCreateCommandQueueWithProperties(c->context, c->device, NULL, &err);
   } else {
@@ -248,6 +293,53 @@ static void cl_wait(loom__hmm_node *node, void *event) {
   clReleaseEvent(ev);
 }
 
+static void cl_forget(loom__hmm_node *node, void *event) {
+  (void)node;
+  clReleaseEvent((cl_event)event);
+}
+
+/* Device -> device in the platform's shared context. The copy runs on the receiving queue
+ * behind a marker of the sending one (the source is complete), and the sending queue waits
+ * for the copy before its next command (the source's memory may go back to its pool and be
+ * reused there): both queues stay in order and the host waits for neither. A buffer and an
+ * SVM allocation, or devices before OpenCL 1.2 (no markers), go through the host instead. */
+static loom_status cl_copy(loom__hmm_node *nd, const loom__hmm_alloc *d, loom__hmm_node *ns,
+                           const loom__hmm_alloc *s, int64_t bytes) {
+  cl_node *cd = nd->state, *cs = ns->state;
+  bool buffers = d->storage == LOOM_MEM_STORAGE_CL_BUFFER && s->storage == LOOM_MEM_STORAGE_CL_BUFFER;
+  bool svm = d->storage != LOOM_MEM_STORAGE_CL_BUFFER && s->storage != LOOM_MEM_STORAGE_CL_BUFFER;
+  if (!cd->queue || !cs->queue || cd->context != cs->context || !(buffers || svm) || !at_least(cd, 1, 2) ||
+      !at_least(cs, 1, 2))
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s and %s share no OpenCL context", ns->id, nd->id);
+  cl_event ready = NULL, done = NULL;
+  const char *call = "clEnqueueMarkerWithWaitList";
+  cl_int err = clEnqueueMarkerWithWaitList(cs->queue, 0, NULL, &ready);
+  if (err == CL_SUCCESS) {
+    call = buffers ? "clEnqueueCopyBuffer" : "clEnqueueSVMMemcpy";
+    err = buffers ? clEnqueueCopyBuffer(cd->queue, (cl_mem)s->cl_mem, (cl_mem)d->cl_mem, 0, 0, (size_t)bytes, 1,
+                                        &ready, &done)
+                  : clEnqueueSVMMemcpy(cd->queue, CL_FALSE, d->ptr, s->ptr, (size_t)bytes, 1, &ready, &done);
+  }
+  if (err == CL_SUCCESS) {
+    call = "clEnqueueBarrierWithWaitList";
+    err = clEnqueueBarrierWithWaitList(cs->queue, 1, &done, NULL);
+  }
+  if (err == CL_SUCCESS) {
+    call = "clFlush";
+    err = clFlush(cs->queue);
+    if (err == CL_SUCCESS) err = clFlush(cd->queue);
+  } else if (done) {
+    /* The sending queue could not be told to wait: nothing may reuse the source before the
+     * copy is done, so the host waits this once. */
+    clWaitForEvents(1, &done);
+  }
+  if (ready) clReleaseEvent(ready);
+  if (done) clReleaseEvent(done);
+  loom_status st = loom__cl_status(err, call);
+  if (st != LOOM_OK) loom__error_prefix("%s -> %s: ", ns->id, nd->id);
+  return st;
+}
+
 static loom_status cl_finish(loom__hmm_node *node) {
   cl_node *c = node->state;
   return c->queue ? loom__cl_status(clFinish(c->queue), "clFinish") : LOOM_OK;
@@ -266,6 +358,8 @@ const loom__hmm_backend loom__hmm_opencl_backend = {
     .migrate = cl_migrate,
     .wait = cl_wait,
     .finish = cl_finish,
+    .copy = cl_copy,
+    .forget = cl_forget,
 };
 
 loom_status loom__hmm_opencl_queue(loom_mem_manager *m, int32_t node, void **out_context, void **out_queue) {

@@ -164,15 +164,26 @@ static cl_program from_binary(loom__cl_device *d, const unsigned char *bin, size
   return prog;
 }
 
+/* Stores the program's binary for d's device. A program made from source belongs to every
+ * device of its context (the devices of one platform share a context), and is built for d's
+ * only: the binary is the entry of d's device, the others left unasked (NULL). */
 static void store_binary(loom__cl_device *d, cl_program prog, const char *path) {
-  size_t size = 0;
-  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0)
+  cl_uint n = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof n, &n, NULL) != CL_SUCCESS || n == 0 || n > 64)
     return;
-  unsigned char *bin = loom__malloc(size);
-  if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
-    cache_write(path, bin, size);
-  loom__free(bin);
-  (void)d;
+  cl_device_id devices[64];
+  size_t sizes[64];
+  unsigned char *bins[64] = {NULL};
+  if (clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof(cl_device_id) * n, devices, NULL) != CL_SUCCESS ||
+      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size_t) * n, sizes, NULL) != CL_SUCCESS)
+    return;
+  cl_uint k = 0;
+  while (k < n && devices[k] != d->device) k++;
+  if (k == n || sizes[k] == 0) return;
+  bins[k] = loom__malloc(sizes[k]);
+  if (bins[k] && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(unsigned char *) * n, bins, NULL) == CL_SUCCESS)
+    cache_write(path, bins[k], sizes[k]);
+  loom__free(bins[k]);
 }
 
 loom_status loom__cl_program_build(loom__cl_device *d, const char *label, const char *const *parts,
