@@ -71,6 +71,14 @@ add_test(NAME opencl.ffts.peer
 set_tests_properties(opencl.ffts.peer PROPERTIES TIMEOUT 300 SKIP_REGULAR_EXPRESSION "skipped: no OpenCL device"
   ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
 
+# loom-bench hmm at a small size: every path's data checked, and the two devices copy to each
+# other without the host.
+add_test(NAME opencl.bench_hmm COMMAND $<TARGET_FILE:loom-bench> hmm --size 1MiB --reps 1)
+set_tests_properties(opencl.bench_hmm PROPERTIES TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "ocl0 +ocl1 +peer [^\n]*\nocl1 +ocl0 +peer"
+  FAIL_REGULAR_EXPRESSION "loom-bench hmm: (ocl|cuda|host)[0-9]" SKIP_REGULAR_EXPRESSION "no device node to measure"
+  ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
+
 # The conformance suite (the test_opencl executable), in the same environment.
 if(TEST opencl)
   set_tests_properties(opencl PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")

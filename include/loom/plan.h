@@ -215,7 +215,11 @@ typedef struct loom_plan_stats {
 LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
 
 /* Runs the plan's stages in order, each under its runner's limit (no stage's allocations
- * ever pass it), passing values between stages through host memory. Inputs and outputs as
+ * ever pass it, and a device holds no more than that, the values kept there for later stages
+ * included). A device stage's results stay on its device for the stages that read them (the
+ * memory manager copies them to another device, device to device where both are OpenCL
+ * devices of one platform, or reads them back for cpu0); cpu0's pass in host memory, which no
+ * limit counts. Each stage waits for its device at its end. Inputs and outputs as
  * loom_graph_run. `stats` (may be NULL, else zero-initialised) receives the measured peaks.
  * Errors: as loom_graph_run; OUT_OF_MEMORY when a stage cannot fit its limit. */
 LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,

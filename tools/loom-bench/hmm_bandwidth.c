@@ -8,7 +8,12 @@
  *
  * Each figure is the best of --reps runs; ratios are against memcpy (1.00 = as fast as a
  * host memcpy). On PoCL every path is host memory underneath, so the ratios show the cost
- * of each API's overhead rather than of a bus. */
+ * of each API's overhead rather than of a bus.
+ *
+ * Then, for each ordered pair of device nodes, a buffer read on the second device while it
+ * lives on the first: the HMM's copy (device to device where the two share a context, else
+ * through host memory) beside the same bytes read to the host and written to the second
+ * device by hand (ratio = by hand / HMM). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +51,8 @@ static void usage(FILE *out) {
       "usage: loom-bench hmm [--size BYTES] [--reps N] [--devices LIST] [--json FILE]\n"
       "\n"
       "Host <-> device bandwidth per device, through the memory manager: explicit copies\n"
-      "(OpenCL buffers), fine- and coarse-grained SVM access, beside a plain memcpy.\n"
+      "(OpenCL buffers), fine- and coarse-grained SVM access, beside a plain memcpy; then\n"
+      "device to device for each pair of devices, against a copy through the host by hand.\n"
       "\n"
       "  --size BYTES    bytes per transfer (default 64MiB)\n"
       "  --reps N        runs per figure; the best is kept (default 5)\n"
@@ -161,6 +167,53 @@ static loom_status measure_svm(loom_mem_manager *m, int32_t node, uint32_t flags
   return s;
 }
 
+typedef struct pair_result {
+  char from[16], to[16];
+  double hmm_s, by_hand_s, memcpy_s; /* best seconds */
+  bool peer;                         /* the HMM copied without the host */
+} pair_result;
+
+/* A buffer on node a acquired for reading on node b (policy none: a copy for the access,
+ * made and dropped each time), the release waiting for b's queue, against a read to the host
+ * and a write into a buffer on b. */
+static loom_status measure_pair(loom_mem_manager *m, int32_t a, int32_t b, const options *o, uint8_t *src,
+                                uint8_t *dst, pair_result *out) {
+  loom_buffer *on_a = NULL, *on_b = NULL;
+  out->hmm_s = out->by_hand_s = out->memcpy_s = 1e30;
+  loom_mem_node_stats before, after;
+  loom_status s = loom_buffer_allocate(m, o->bytes, LOOM_U8, a, LOOM_MEM_DEVICE_LOCAL, &on_a);
+  if (s == LOOM_OK) s = loom_buffer_allocate(m, o->bytes, LOOM_U8, b, LOOM_MEM_DEVICE_LOCAL, &on_b);
+  if (s == LOOM_OK) s = loom_buffer_write(on_a, 0, src, o->bytes);
+  if (s == LOOM_OK) s = loom_mem_stats(m, b, &before);
+  for (int r = 0; s == LOOM_OK && r < o->reps; r++) {
+    path_result mc = {.memcpy_s = 1e30};
+    time_memcpy(dst, src, o->bytes, &mc);
+    if (mc.memcpy_s < out->memcpy_s) out->memcpy_s = mc.memcpy_s;
+    loom_mem_handle h;
+    double t = loom__now();
+    s = loom_buffer_acquire(on_a, b, LOOM_ACCESS_READ, &h);
+    if (s == LOOM_OK) s = loom_buffer_release(on_a, &h);
+    double t_hmm = loom__now() - t;
+    t = loom__now();
+    if (s == LOOM_OK) s = loom_buffer_read(on_a, 0, dst, o->bytes);
+    if (s == LOOM_OK) s = loom_buffer_write(on_b, 0, dst, o->bytes);
+    double t_hand = loom__now() - t;
+    if (t_hmm < out->hmm_s) out->hmm_s = t_hmm;
+    if (t_hand < out->by_hand_s) out->by_hand_s = t_hand;
+  }
+  if (s == LOOM_OK) s = loom_mem_stats(m, b, &after);
+  out->peer = s == LOOM_OK && after.peer_bytes_in > before.peer_bytes_in;
+  /* The HMM's copy lands where a move puts it too: check the bytes there. */
+  if (s == LOOM_OK) s = loom_buffer_migrate(on_a, b);
+  if (s == LOOM_OK) memset(dst, 0, (size_t)o->bytes);
+  if (s == LOOM_OK) s = loom_buffer_read(on_a, 0, dst, o->bytes);
+  if (s == LOOM_OK && memcmp(src, dst, (size_t)o->bytes) != 0)
+    s = loom__error(LOOM_ERR_INTERNAL, "device to device: the data read back differs");
+  loom_buffer_free(on_a);
+  loom_buffer_free(on_b);
+  return s;
+}
+
 static double gbps(int64_t bytes, double seconds) {
   return seconds > 0 ? (double)bytes / seconds / 1e9 : 0;
 }
@@ -205,6 +258,55 @@ static int measure_node(loom_mem_manager *m, int32_t node, const loom_mem_node_i
   return n;
 }
 
+/* Every ordered pair of the device nodes measured. */
+static int run_pairs(loom_mem_manager *m, const options *o, uint8_t *src, uint8_t *dst, loom__json *j) {
+  int32_t nodes[64], n = 0;
+  for (int32_t node = 0; node < loom_mem_node_count(m) && n < 64; node++) {
+    loom_mem_node_info info;
+    if (loom_mem_node_info_get(m, node, &info) == LOOM_OK && info.kind == LOOM_MEMORY_DEVICE && wanted(o, info.id))
+      nodes[n++] = node;
+  }
+  if (n < 2) return 0;
+  printf("\ndevice to device: a buffer on one device read on another; ratio = time by hand (read to the\n"
+         "host, write to the device) / time through the HMM\n");
+  printf("%-8s %-8s %-10s %9s %12s %9s %8s\n", "from", "to", "hmm path", "hmm GB/s", "by hand GB/s", "memcpy",
+         "ratio");
+  if (j) {
+    loom__json_key(j, "pairs");
+    loom__json_begin_array(j);
+  }
+  int rc = 0;
+  for (int32_t x = 0; x < n; x++)
+    for (int32_t y = 0; y < n; y++) {
+      if (x == y) continue;
+      pair_result r;
+      loom_mem_node_info ia, ib;
+      loom_mem_node_info_get(m, nodes[x], &ia);
+      loom_mem_node_info_get(m, nodes[y], &ib);
+      if (measure_pair(m, nodes[x], nodes[y], o, src, dst, &r) != LOOM_OK) {
+        fprintf(stderr, "loom-bench hmm: %s -> %s: %s\n", ia.id, ib.id, loom_last_error());
+        rc = 1;
+        continue;
+      }
+      const char *path = r.peer ? "peer" : "via host";
+      printf("%-8s %-8s %-10s %9.2f %12.2f %9.2f %8.2f\n", ia.id, ib.id, path, gbps(o->bytes, r.hmm_s),
+             gbps(o->bytes, r.by_hand_s), gbps(o->bytes, r.memcpy_s), r.by_hand_s / r.hmm_s);
+      if (j) {
+        loom__json_begin_object(j);
+        loom__json_kv_string(j, "from", ia.id);
+        loom__json_kv_string(j, "to", ib.id);
+        loom__json_kv_string(j, "path", path);
+        loom__json_kv_double(j, "hmm_gbps", gbps(o->bytes, r.hmm_s));
+        loom__json_kv_double(j, "by_hand_gbps", gbps(o->bytes, r.by_hand_s));
+        loom__json_kv_double(j, "memcpy_gbps", gbps(o->bytes, r.memcpy_s));
+        loom__json_kv_double(j, "by_hand_vs_hmm", r.by_hand_s / r.hmm_s);
+        loom__json_end_object(j);
+      }
+    }
+  if (j) loom__json_end_array(j);
+  return rc;
+}
+
 static int run(loom_mem_manager *m, const options *o, uint8_t *src, uint8_t *dst, loom__json *j) {
   char size[32];
   printf(
@@ -241,7 +343,7 @@ static int run(loom_mem_manager *m, const options *o, uint8_t *src, uint8_t *dst
   }
   if (j) loom__json_end_array(j);
   if (measured == 0) printf("(no device node to measure%s)\n", o->devices ? " among --devices" : "");
-  return rc;
+  return run_pairs(m, o, src, dst, j) ? 1 : rc;
 }
 
 int loom_bench_hmm(int argc, char **argv) {

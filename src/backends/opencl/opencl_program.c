@@ -165,23 +165,34 @@ static cl_program from_binary(loom__cl_device *d, const unsigned char *bin, size
 }
 
 /* Stores the program's binary for d's device. A program made from source belongs to every
- * device of its context (the devices of one platform share a context), and is built for d's
- * only: the binary is the entry of d's device, the others left unasked (NULL). */
+ * device of its context (the devices of one platform share a context) and is built for d's
+ * only. The spec gives one binary size per device of the program, in CL_PROGRAM_DEVICES
+ * order; PoCL 3 gives one entry only, that of the device it was built for, whatever its
+ * place. Anything else is not cached. */
 static void store_binary(loom__cl_device *d, cl_program prog, const char *path) {
+  enum { MAX_DEVICES = 64 };
   cl_uint n = 0;
-  if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof n, &n, NULL) != CL_SUCCESS || n == 0 || n > 64)
+  size_t sizes_ret = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof n, &n, NULL) != CL_SUCCESS || n == 0 ||
+      n > MAX_DEVICES || clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, 0, NULL, &sizes_ret) != CL_SUCCESS)
     return;
-  cl_device_id devices[64];
-  size_t sizes[64];
-  unsigned char *bins[64] = {NULL};
-  if (clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof(cl_device_id) * n, devices, NULL) != CL_SUCCESS ||
-      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size_t) * n, sizes, NULL) != CL_SUCCESS)
+  cl_uint entries = (cl_uint)(sizes_ret / sizeof(size_t)), k = 0;
+  cl_device_id devices[MAX_DEVICES];
+  size_t sizes[MAX_DEVICES] = {0};
+  unsigned char *bins[MAX_DEVICES] = {NULL};
+  if (entries == n) {
+    if (clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof(cl_device_id) * n, devices, NULL) != CL_SUCCESS) return;
+    while (k < n && devices[k] != d->device) k++;
+  } else if (entries != 1) {
     return;
-  cl_uint k = 0;
-  while (k < n && devices[k] != d->device) k++;
-  if (k == n || sizes[k] == 0) return;
+  }
+  if (k >= entries ||
+      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(size_t) * entries, sizes, NULL) != CL_SUCCESS ||
+      sizes[k] == 0)
+    return;
   bins[k] = loom__malloc(sizes[k]);
-  if (bins[k] && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(unsigned char *) * n, bins, NULL) == CL_SUCCESS)
+  if (bins[k] &&
+      clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(unsigned char *) * entries, bins, NULL) == CL_SUCCESS)
     cache_write(path, bins[k], sizes[k]);
   loom__free(bins[k]);
 }
