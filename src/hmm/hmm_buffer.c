@@ -264,24 +264,23 @@ static loom_status write_locked(loom_buffer *b, int64_t offset, const void *src,
   return LOOM_OK;
 }
 
-loom_status loom_buffer_write(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
-  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_write: buffer is NULL");
-  loom_status s = check_range(b, offset, src, bytes, "loom_buffer_write");
+static loom_status write_entry(loom_buffer *b, int64_t offset, const void *src, int64_t bytes, bool queued,
+                               const char *what) {
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: buffer is NULL", what);
+  loom_status s = check_range(b, offset, src, bytes, what);
   if (s != LOOM_OK || bytes == 0) return s;
   loom__hmm_lock(b->m);
-  s = write_locked(b, offset, src, bytes, false, "loom_buffer_write");
+  s = write_locked(b, offset, src, bytes, queued, what);
   loom__hmm_unlock(b->m);
   return s;
 }
 
+loom_status loom_buffer_write(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
+  return write_entry(b, offset, src, bytes, false, "loom_buffer_write");
+}
+
 loom_status loom__buffer_write_queued(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
-  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__buffer_write_queued: buffer is NULL");
-  loom_status s = check_range(b, offset, src, bytes, "loom__buffer_write_queued");
-  if (s != LOOM_OK || bytes == 0) return s;
-  loom__hmm_lock(b->m);
-  s = write_locked(b, offset, src, bytes, true, "loom__buffer_write_queued");
-  loom__hmm_unlock(b->m);
-  return s;
+  return write_entry(b, offset, src, bytes, true, "loom__buffer_write_queued");
 }
 
 /* ---- device access ---------------------------------------------------------------------------- */
