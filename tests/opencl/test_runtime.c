@@ -1,6 +1,6 @@
-/* The runtime on OpenCL devices: plans whose stages run on ocl0 and ocl1, limits and measured
- * peaks (the same meter as on cpu0), allocation failures, the on-disk program cache, build
- * errors with their log, and devices without fp64. */
+/* The runtime on OpenCL devices: plans whose stages run on ocl0 and ocl1 (values passed device
+ * to device), limits and measured peaks (the same meter as on cpu0), allocation failures, the
+ * on-disk program cache, build errors with their log, and devices without fp64. */
 #if LOOM_HAVE_OPENCL
 #include <dirent.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 
 #include "backends/opencl/opencl_backend.h"
 #include "cl_util.h"
+#include "loom/memory.h"
 #include "loom/plan.h"
 #include "loom/testing.h"
 
@@ -57,25 +58,59 @@ static bool plan_matches_cpu(const loom_graph *g, const loom_plan *plan, loom_pl
   return ok;
 }
 
+/* The bytes each of ocl0 and ocl1 got from another device without the host so far. */
+static void peer_bytes(int64_t out[2]) {
+  loom_mem_manager *m = NULL;
+  out[0] = out[1] = 0;
+  if (loom_context_memory(cu_context(), &m) != LOOM_OK) return;
+  for (int32_t k = 0; k < 2; k++) {
+    int32_t node;
+    loom_mem_node_stats st;
+    if (loom_mem_node_find(m, k == 0 ? "ocl0" : "ocl1", &node) == LOOM_OK && loom_mem_stats(m, node, &st) == LOOM_OK)
+      out[k] = st.peer_bytes_in;
+  }
+}
+
+/* Live bytes on every device node of the context's manager (0 once a run has ended). */
+static int64_t device_live_bytes(void) {
+  loom_mem_manager *m = NULL;
+  int64_t live = 0;
+  if (loom_context_memory(cu_context(), &m) != LOOM_OK) return -1;
+  for (int32_t i = 0; i < loom_mem_node_count(m); i++) {
+    loom_mem_node_info info;
+    loom_mem_node_stats st;
+    if (loom_mem_node_info_get(m, i, &info) == LOOM_OK && info.kind == LOOM_MEMORY_DEVICE &&
+        loom_mem_stats(m, i, &st) == LOOM_OK)
+      live += st.in_use;
+  }
+  return live;
+}
+
 TEST(plan_stages_alternate_between_devices) {
   const loom__exec_device *devs[CU_MAX_DEVICES];
   int32_t nd = cu_devices(devs);
   if (nd == 0) return;
   loom_graph *g = cu_parse("%s", chain_lir);
   ASSERT_TRUE(g != NULL);
-  /* Stages on ocl0, ocl1 (when there), cpu0, in turn: values cross devices through the host. */
+  /* Stages on ocl0, ocl1 (when there), cpu0, in turn: values pass from ocl0 to ocl1 device to
+   * device, from ocl1 to cpu0 read back, from cpu0 to ocl0 written in. */
   loom_runner r[3] = {{"ocl0", 1 << 20}, {"ocl1", 1 << 20}, {"cpu0", 1 << 20}};
   if (nd < 2) snprintf(r[1].device, sizeof r[1].device, "ocl0");
   loom_plan *plan = NULL;
   ASSERT_OK(loom_plan_split(g, cut_every_2, NULL, r, 3, &plan));
   ASSERT_TRUE(loom_plan_stage_count(plan) >= 4);
   loom_plan_stats stats = {0};
+  int64_t before[2], after[2];
+  peer_bytes(before);
   bool ok = plan_matches_cpu(g, plan, &stats, __FILE__, __LINE__);
+  peer_bytes(after);
   for (int32_t i = 0; ok && i < stats.n_stages; i++) {
     /* The same meter as on cpu0: the estimator's numbers exactly. */
     ASSERT_EQ(stats.stages[i].peak_bytes, stats.stages[i].estimated_peak_bytes);
     ASSERT_TRUE(stats.stages[i].peak_bytes <= stats.stages[i].limit_bytes);
   }
+  if (ok && nd >= 2) ASSERT_TRUE(after[1] > before[1]); /* ocl0 -> ocl1 without the host */
+  ASSERT_EQ(device_live_bytes(), 0);                    /* nothing held, nothing cached */
   loom_plan_stats_deinit(&stats);
   loom_plan_destroy(plan);
   loom_graph_destroy(g);
@@ -171,6 +206,45 @@ TEST(allocation_failures_on_a_device) {
     if (!s && made < nth) break;
   }
   cu_tensors_free(in, 3);
+  loom_graph_destroy(g);
+}
+
+/* Every allocation failure during a plan whose stages pass values between ocl0, ocl1 and cpu0
+ * is reported, and leaves nothing allocated on the host or on a device. */
+TEST(allocation_failures_in_a_plan_across_devices) {
+  const loom__exec_device *devs[CU_MAX_DEVICES];
+  int32_t nd = cu_devices(devs);
+  if (nd == 0) return;
+  loom_graph *g = cu_parse("%s", chain_lir);
+  ASSERT_TRUE(g != NULL);
+  loom_runner r[3] = {{"ocl0", 1 << 20}, {"ocl1", 1 << 20}, {"cpu0", 1 << 20}};
+  if (nd < 2) snprintf(r[1].device, sizeof r[1].device, "ocl0");
+  loom_plan *plan = NULL;
+  ASSERT_OK(loom_plan_split(g, cut_every_2, NULL, r, 3, &plan));
+  loom_tensor in[3], out[5];
+  ASSERT_OK(cu_inputs(g, 4, in));
+  ASSERT_OK(loom_plan_run(cu_context(), plan, in, 3, out, 5, NULL)); /* programs built first */
+  cu_tensors_free(out, 5);
+  int64_t live = loom_testing_live_allocations();
+  int64_t failed = 0;
+  for (int64_t nth = 1;; nth++) {
+    loom_testing_fail_allocation(nth, 0);
+    loom_status s = loom_plan_run(cu_context(), plan, in, 3, out, 5, NULL);
+    int64_t made = loom_testing_allocation_count();
+    loom_testing_fail_allocation(0, 0);
+    if (s) {
+      ASSERT_STATUS(s, LOOM_ERR_OUT_OF_MEMORY);
+      failed++;
+    } else {
+      cu_tensors_free(out, 5);
+    }
+    ASSERT_EQ(loom_testing_live_allocations(), live);
+    ASSERT_EQ(device_live_bytes(), 0);
+    if (!s && made < nth) break;
+  }
+  ASSERT_TRUE(failed > 10);
+  cu_tensors_free(in, 3);
+  loom_plan_destroy(plan);
   loom_graph_destroy(g);
 }
 
