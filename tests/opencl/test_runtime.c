@@ -86,18 +86,25 @@ static int64_t device_live_bytes(void) {
   return live;
 }
 
+/* chain_lir in stages of two ops on ocl0, ocl1 (ocl0 again with one device), cpu0, in turn:
+ * values pass from ocl0 to ocl1 device to device, from ocl1 to cpu0 read back, from cpu0 to
+ * ocl0 written in. NULL plan on failure. */
+static loom_plan *alternating_plan(int32_t n_devices, loom_graph **out_g) {
+  loom_plan *plan = NULL;
+  loom_runner r[3] = {{"ocl0", 1 << 20}, {"ocl1", 1 << 20}, {"cpu0", 1 << 20}};
+  if (n_devices < 2) snprintf(r[1].device, sizeof r[1].device, "ocl0");
+  *out_g = cu_parse("%s", chain_lir);
+  if (*out_g && loom_plan_split(*out_g, cut_every_2, NULL, r, 3, &plan) != LOOM_OK) plan = NULL;
+  return plan;
+}
+
 TEST(plan_stages_alternate_between_devices) {
   const loom__exec_device *devs[CU_MAX_DEVICES];
   int32_t nd = cu_devices(devs);
   if (nd == 0) return;
-  loom_graph *g = cu_parse("%s", chain_lir);
-  ASSERT_TRUE(g != NULL);
-  /* Stages on ocl0, ocl1 (when there), cpu0, in turn: values pass from ocl0 to ocl1 device to
-   * device, from ocl1 to cpu0 read back, from cpu0 to ocl0 written in. */
-  loom_runner r[3] = {{"ocl0", 1 << 20}, {"ocl1", 1 << 20}, {"cpu0", 1 << 20}};
-  if (nd < 2) snprintf(r[1].device, sizeof r[1].device, "ocl0");
-  loom_plan *plan = NULL;
-  ASSERT_OK(loom_plan_split(g, cut_every_2, NULL, r, 3, &plan));
+  loom_graph *g = NULL;
+  loom_plan *plan = alternating_plan(nd, &g);
+  ASSERT_TRUE(plan != NULL);
   ASSERT_TRUE(loom_plan_stage_count(plan) >= 4);
   loom_plan_stats stats = {0};
   int64_t before[2], after[2];
@@ -215,12 +222,9 @@ TEST(allocation_failures_in_a_plan_across_devices) {
   const loom__exec_device *devs[CU_MAX_DEVICES];
   int32_t nd = cu_devices(devs);
   if (nd == 0) return;
-  loom_graph *g = cu_parse("%s", chain_lir);
-  ASSERT_TRUE(g != NULL);
-  loom_runner r[3] = {{"ocl0", 1 << 20}, {"ocl1", 1 << 20}, {"cpu0", 1 << 20}};
-  if (nd < 2) snprintf(r[1].device, sizeof r[1].device, "ocl0");
-  loom_plan *plan = NULL;
-  ASSERT_OK(loom_plan_split(g, cut_every_2, NULL, r, 3, &plan));
+  loom_graph *g = NULL;
+  loom_plan *plan = alternating_plan(nd, &g);
+  ASSERT_TRUE(plan != NULL);
   loom_tensor in[3], out[5];
   ASSERT_OK(cu_inputs(g, 4, in));
   ASSERT_OK(loom_plan_run(cu_context(), plan, in, 3, out, 5, NULL)); /* programs built first */
