@@ -218,8 +218,10 @@ LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
  * ever pass it, and a device holds no more than that, the values kept there for later stages
  * included). A device stage's results stay on its device for the stages that read them (the
  * memory manager copies them to another device, device to device where both are OpenCL
- * devices of one platform, or reads them back for cpu0); cpu0's pass in host memory, which no
- * limit counts. Each stage waits for its device at its end. Inputs and outputs as
+ * devices of one platform, or reads them back for cpu0), prefetched to the next stage's
+ * device while the stage before it runs where the memory manager's prefetch policy says so
+ * and the runner's limit leaves room; cpu0's pass in host memory, which no limit counts. Each
+ * stage waits for its device at its end. Inputs and outputs as
  * loom_graph_run. `stats` (may be NULL, else zero-initialised) receives the measured peaks.
  * Errors: as loom_graph_run; OUT_OF_MEMORY when a stage cannot fit its limit. */
 LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,

@@ -13,7 +13,9 @@
  * device, queued behind an event of the device that made it), and on cpu0 it is read back.
  * cpu0's outputs are host tensors. A device never holds more than its runner's limit: before
  * a stage runs on a device, the held values it does not read leave it for host memory, and
- * those it reads are counted by the stage as inputs. Values in host memory between stages
+ * those it reads are counted by the stage as inputs. While a stage runs, the next stage's
+ * inputs already held are prefetched to its device when it is another one (the memory
+ * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory between stages
  * are not runner memory and are not counted against any limit. Each stage synchronizes its
  * device when it ends, so its time and its errors are its own.
  */
@@ -144,6 +146,46 @@ static loom_status clear_device(plan_run *r, const loom_stage_info *st, const lo
   return s;
 }
 
+/* The bytes of the held values' copies on node. */
+static int64_t held_bytes_on(const plan_run *r, int32_t node) {
+  int64_t bytes = 0;
+  for (int32_t v = 0; v < r->g->n_values; v++) {
+    loom_buffer_node_info info;
+    if (r->vals[v].buffer && loom_buffer_node_info_get(r->vals[v].buffer, node, &info) == LOOM_OK)
+      bytes += info.allocated_bytes;
+  }
+  return bytes;
+}
+
+/* While stage `index` runs on `cur`, the next stage's inputs already held are brought to the
+ * next stage's device, if that is another device (DESIGN.md: adaptive prefetch). The device
+ * then holds at most its runner's limit: each value goes only while the bytes held there
+ * stay within it (the next stage counts its inputs anyway). The memory manager's prefetch
+ * policy decides (none: nothing moves) and never evicts for it; a hint it cannot follow is
+ * dropped, the stage's own access making the copy later. */
+static void prefetch_next(plan_run *r, int32_t index, const loom__exec_device *cur) {
+  loom_stage_info next;
+  const loom__exec_device *dev;
+  if (index + 1 >= loom_plan_stage_count(r->plan) || loom_plan_stage(r->plan, index + 1, &next) != LOOM_OK ||
+      !next.graph || loom__context_exec_device(r->ctx, next.device, &dev) != LOOM_OK ||
+      dev->backend->host_memory || dev->node == cur->node)
+    return;
+  int64_t room = next.limit > 0 ? next.limit - held_bytes_on(r, dev->node) : INT64_MAX;
+  loom_buffer *list[64];
+  int32_t n = 0;
+  for (int32_t k = 0; k < next.n_inputs && n < LOOM_ARRAY_SIZE(list); k++) {
+    loom_buffer *b = r->vals[next.inputs[k]].buffer;
+    loom_buffer_node_info info;
+    loom_buffer_info bi;
+    if (!b || loom_buffer_node_info_get(b, dev->node, &info) != LOOM_OK || info.storage != LOOM_MEM_STORAGE_NONE ||
+        loom_buffer_get_info(b, &bi) != LOOM_OK || bi.bytes > room)
+      continue;
+    room -= bi.bytes;
+    list[n++] = b;
+  }
+  if (n > 0) loom_mem_prefetch_hint(dev->memory, dev->node, list, n, 1, NULL);
+}
+
 /* Runs stage `index` under its runner's limit; its outputs join the values held. */
 static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats) {
   loom_stage_info st;
@@ -164,6 +206,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (!s) s = stage_device(r->ctx, st.device, index, &opts.device);
   double t0 = loom__now();
   if (!s) s = clear_device(r, &st, opts.device);
+  if (!s) prefetch_next(r, index, opts.device);
   opts.input_buffers = in_bufs;
   opts.output_buffers = out_bufs;
   if (!s) {

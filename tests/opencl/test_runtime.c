@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backends/opencl/opencl_backend.h"
 #include "cl_util.h"
@@ -213,6 +214,59 @@ TEST(allocation_failures_on_a_device) {
     if (!s && made < nth) break;
   }
   cu_tensors_free(in, 3);
+  loom_graph_destroy(g);
+}
+
+/* How many times `needle` occurs in the file at path (-1: unreadable). */
+static int32_t occurrences(const char *path, const char *needle) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  static char text[1 << 22];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  int32_t count = 0;
+  for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) count++;
+  return count;
+}
+
+/* Stages on ocl0, cpu0, ocl1 in turn: while the cpu0 stage runs, what the ocl1 stage reads
+ * from the ocl0 stage is brought to ocl1 (prefetch policy adaptive, the default), within
+ * ocl1's runner limit; with the policy none it is not. */
+TEST(the_next_stages_inputs_are_prefetched_to_its_device) {
+  const loom__exec_device *devs[CU_MAX_DEVICES];
+  if (cu_devices(devs) < 2) return;
+  loom_graph *g = cu_parse("%s", chain_lir);
+  ASSERT_TRUE(g != NULL);
+  loom_runner r[3] = {{"ocl0", 1 << 20}, {"cpu0", 1 << 20}, {"ocl1", 1 << 20}};
+  loom_plan *plan = NULL;
+  ASSERT_OK(loom_plan_split(g, cut_every_2, NULL, r, 3, &plan));
+  loom_mem_manager *m = NULL;
+  ASSERT_OK(loom_context_memory(cu_context(), &m));
+  char path[] = "/tmp/loom-prefetch-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  int32_t counts[2];
+  for (int32_t pass = 0; pass < 2; pass++) {
+    ASSERT_OK(loom_mem_set_prefetch_policy(m, pass == 0 ? LOOM_MEM_POLICY_ADAPTIVE : LOOM_MEM_POLICY_NONE));
+    ASSERT_OK(loom_mem_trace_enable(m, true));
+    loom_plan_stats stats = {0};
+    bool ok = plan_matches_cpu(g, plan, &stats, __FILE__, __LINE__);
+    ASSERT_OK(loom_mem_trace_enable(m, false));
+    ASSERT_OK(loom_mem_trace_write(m, path));
+    counts[pass] = occurrences(path, "\"prefetch\"");
+    for (int32_t i = 0; ok && i < stats.n_stages; i++)
+      ASSERT_TRUE(stats.stages[i].peak_bytes <= stats.stages[i].limit_bytes);
+    loom_plan_stats_deinit(&stats);
+    ASSERT_TRUE(ok);
+    ASSERT_EQ(device_live_bytes(), 0);
+  }
+  ASSERT_OK(loom_mem_set_prefetch_policy(m, LOOM_MEM_POLICY_ADAPTIVE));
+  unlink(path);
+  ASSERT_TRUE(counts[0] > 0);         /* the trace keeps what it recorded: */
+  ASSERT_EQ(counts[1], counts[0]);    /* no prefetch in the second pass */
+  loom_plan_destroy(plan);
   loom_graph_destroy(g);
 }
 
