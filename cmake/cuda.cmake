@@ -56,7 +56,7 @@ if(LOOM_HAVE_CUDA)
     ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/cuda/*.c ${CMAKE_CURRENT_SOURCE_DIR}/kernels/cuda/*.cu)
   list(REMOVE_ITEM _loom_cuda_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/cuda/cuda_device.c)
   list(APPEND LOOM_SOURCES ${_loom_cuda_sources})
-  # The kernels include src/ (cuda_kernels.h, opencl_meta.h) like every library source; nvcc
+  # The kernels include src/ (cuda_kernels.h, backends/gpu/gpu_meta.h) like every library source; nvcc
   # gets no C warning or sanitizer flags (the top CMakeLists.txt gives those to C alone).
   # nvcc's objects need the C++ runtime when linked by the C compiler.
   list(APPEND LOOM_PRIVATE_LIBS CUDA::cudart_static stdc++)

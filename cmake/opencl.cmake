@@ -27,7 +27,7 @@ if(NOT _loom_opencl STREQUAL "OFF")
     file(GLOB _loom_cl_kernels CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/opencl/*.cl)
     set(_loom_cl_embedded ${CMAKE_CURRENT_BINARY_DIR}/generated/loom_opencl_sources.c)
     loom_embed_files(OUTPUT ${_loom_cl_embedded} SYMBOL loom__opencl_sources
-      FILES ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/opencl/opencl_meta.h ${_loom_cl_kernels})
+      FILES ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/gpu/gpu_meta.h ${_loom_cl_kernels})
     list(APPEND LOOM_SOURCES ${_loom_cl_embedded})
 
     # CLBlast (dot) and clFFT (transforms): used when found; without them the backend's own

@@ -3,7 +3,7 @@
  *
  * Kernels are templates over the dtype (a loom_dtype value), instantiated only for the dtypes
  * an op takes; each family is one kernel per dtype that takes the op as a code (LM_* of
- * opencl_meta.h) and switches on it, as the opencl kernels do, which keeps the number of
+ * gpu_meta.h) and switches on it, as the opencl kernels do, which keeps the number of
  * instantiations, and so nvcc's time, small. The semantics are the cpu backend's
  * (src/backends/cpu/cpu_elementwise.c heads the list): f16 and bf16 are storage types, loaded
  * to float by bit manipulation and rounded back to nearest even, exactly as the cpu backend

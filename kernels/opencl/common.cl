@@ -1,4 +1,4 @@
-/* What every program of the opencl backend starts with (after opencl_meta.h): the dtype
+/* What every program of the opencl backend starts with (after gpu_meta.h): the dtype
  * traits, f16/bf16 conversions and complex arithmetic.
  *
  * Programs are compiled per device and per dtype: -DLOOM_DT=<loom_dtype value> picks the

@@ -1,5 +1,5 @@
 /* Elementwise kernels of the program's dtype, one per arity: unary, binary, and compare
- * (bool output: compare and logic), each taking the op as a code (LM_* in opencl_meta.h),
+ * (bool output: compare and logic), each taking the op as a code (LM_* in gpu_meta.h),
  * switched once per row so the inner loop is one expression of x (and y) in the compute
  * type. Inputs are read in place through their strides (broadcasts have stride 0) with the
  * cursor of common.cl; the output is dense. Codes an op does not take for the dtype (the

@@ -1,7 +1,7 @@
 /* Reductions of the program's dtype: red_item (one work-item per output, the reduced elements
  * in order) and red_group (one work-group per output: each work-item reduces a strided share,
  * then a tree in local memory merges the shares), each taking the kind as a code (LM_SUM ..
- * LM_ARGMIN, opencl_meta.h) switched once per output.
+ * LM_ARGMIN, gpu_meta.h) switched once per output.
  *
  * Semantics as the cpu backend (src/backends/cpu/cpu_reduce.c): integer sums and products
  * wrap; float sums and products accumulate in double where the device has fp64 (float

@@ -2,7 +2,7 @@
  * backend that has a strided copy: each op is one or more copies between strided views, so a
  * backend supplies the copy and this file the index arithmetic and the checks. */
 #include "backends/backend.h"
-#include "backends/opencl/opencl_meta.h" /* LM_COPY_RANK: the copy kernels' largest rank */
+#include "backends/gpu/gpu_meta.h" /* LM_COPY_RANK: the copy kernels' largest rank */
 
 static int64_t elements(const loom_type *t) {
   int64_t n = 1;

@@ -5,7 +5,7 @@
  * or cudaErrorNotSupported for a dtype it has no kernel for (the host code checks the op's
  * table first, so that is a bug, reported as such). Buffers are the base pointers of
  * cudaMalloc'd memory; the element offsets travel in the meta structs, which are the opencl
- * backend's (backends/opencl/opencl_meta.h: plain int64 members, the same layout in C and
+ * backend's (backends/gpu/gpu_meta.h: plain int64 members, the same layout in C and
  * C++), so both GPU backends set up shapes and strides alike. Nothing here waits.
  */
 #ifndef LOOM_CUDA_KERNELS_H
@@ -14,7 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "backends/opencl/opencl_meta.h"
+#include "backends/gpu/gpu_meta.h"
 
 #ifdef __cplusplus
 extern "C" {

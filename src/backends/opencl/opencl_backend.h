@@ -23,7 +23,7 @@
 #include <pthread.h>
 
 #include "backends/backend.h"
-#include "backends/opencl/opencl_meta.h"
+#include "backends/gpu/gpu_meta.h"
 #include "backends/opencl/opencl_status.h"
 
 /* Programs: one per dtype (its elementwise, cast, reduction, topk, dot, conv and DFT

@@ -1,10 +1,12 @@
-/* The structs the opencl backend passes to its kernels by value: shapes, strides and offsets
- * in elements. This one header is read by both sides: the host includes it, and the build
- * embeds it into every program before the kernels (cmake/embed.cmake), so the two layouts
- * cannot drift apart. Every member is a 64-bit integer, so there is no padding on either side.
+/* The structs both GPU backends pass to their kernels by value: shapes, strides and offsets
+ * in elements. This one header is read by every side: the host includes it (gpu_setup.c fills
+ * the structs), the opencl build embeds it into every program before the kernels
+ * (cmake/embed.cmake), and the cuda kernels include it (kernels/cuda/common.cuh through
+ * cuda_kernels.h), so the layouts cannot drift apart. Every member is a 64-bit integer, so
+ * there is no padding on any side.
  */
-#ifndef LOOM_OPENCL_META_H
-#define LOOM_OPENCL_META_H
+#ifndef LOOM_GPU_META_H
+#define LOOM_GPU_META_H
 
 #ifdef __OPENCL_VERSION__
 typedef long lm_long;
