@@ -31,6 +31,7 @@
 
 #include "backends/backend.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/gpu/gpu_setup.h"
 
 struct loom__cu_fft_cache;
 
@@ -59,23 +60,22 @@ loom_status loom__cu_enter(const loom__cu_device *d);
 
 /* ---- kernels (cuda_kernels.c) ---------------------------------------------------------------- */
 
-/* "cuda0: exp: unsupported dtype i32", as the cpu backend words it. */
-loom_status loom__cu_unsupported(const loom__cu_device *d, const loom__op *op, loom_dtype dtype);
 /* A strided copy of `esize`-byte elements over dims (rank up to LM_COPY_RANK); NULL strides
  * are dense. */
 loom_status loom__cu_copy_strided(loom__cu_device *d, int64_t esize, int32_t rank, const int64_t *dims,
                                   void *dst, int64_t dst_off, const int64_t *dst_strides, const void *src,
                                   int64_t src_off, const int64_t *src_strides);
-loom_status loom__cu_elementwise(loom__cu_device *d, const loom__op_call *c);
-loom_status loom__cu_layout(loom__cu_device *d, const loom__op_call *c);
-loom_status loom__cu_reduce_op(loom__cu_device *d, const loom__op_call *c);
-loom_status loom__cu_topk_op(loom__cu_device *d, const loom__op_call *c);
-loom_status loom__cu_conv_op(loom__cu_device *d, const loom__op_call *c);
+/* The launchers of the families (backends/dispatch.h): dev is the backend's device. */
+loom_status loom__cu_elementwise(void *dev, const loom__op_call *c);
+loom_status loom__cu_layout(void *dev, const loom__op_call *c);
+loom_status loom__cu_reduce_op(void *dev, const loom__op_call *c);
+loom_status loom__cu_topk_op(void *dev, const loom__op_call *c);
+loom_status loom__cu_conv_op(void *dev, const loom__op_call *c);
 
 /* ---- dot and the transforms (cuda_blas.c, cuda_fft.c) --------------------------------------- */
 
-loom_status loom__cu_dot(loom__cu_device *d, const loom__op_call *c);
-loom_status loom__cu_fourier(loom__cu_device *d, const loom__op_call *c);
+loom_status loom__cu_dot(void *dev, const loom__op_call *c);
+loom_status loom__cu_fourier(void *dev, const loom__op_call *c);
 /* Destroys the device's cuBLAS handle and cuFFT plans (the device is current). */
 void loom__cu_blas_release(loom__cu_device *d);
 void loom__cu_fft_release(loom__cu_device *d);

@@ -251,7 +251,8 @@ static loom_status run_cublas(loom__cu_device *d, const loom__op_call *c, const 
 
 /* ---- dot ---------------------------------------------------------------------------------- */
 
-loom_status loom__cu_dot(loom__cu_device *d, const loom__op_call *c) {
+loom_status loom__cu_dot(void *dev, const loom__op_call *c) {
+  loom__cu_device *d = dev;
   lm_gemm p;
   loom_status s = dot_setup(d, c, &p);
   if (s) return s;

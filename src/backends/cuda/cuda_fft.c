@@ -25,18 +25,6 @@
 #define PLAN_CACHE 32
 #define WORK_ALIGN 256
 
-typedef enum fft_kind { FFT_FORWARD, FFT_INVERSE, FFT_R2C, FFT_C2R } fft_kind;
-
-typedef struct fft_problem {
-  fft_kind kind;
-  bool dbl;
-  int64_t n, len_in, len_out, outer, inner;
-  bool merged;              /* the outer dims, and the inner dims, each walk as one stride: */
-  int64_t is_o, is_a, is_i; /* the input's strides over [outer, len, inner] */
-  bool packed;              /* the input was copied densely to the start of the scratch */
-  int64_t in_es, out_es;    /* element sizes */
-} fft_problem;
-
 /* A cuFFT plan's problem. All int64, so memcmp compares it. */
 typedef struct plan_key {
   int64_t type, n, istride, idist, ostride, odist, batch, len_in, len_out;
@@ -55,78 +43,18 @@ struct loom__cu_fft_cache {
   uint64_t tick;
 };
 
-/* ---- the problem ------------------------------------------------------------------------ */
-
-/* The stride that walks dims [from, to) of v as one dimension (0 when all have size 1); false
- * when they do not merge. */
-static bool merge_dims(const loom__dview *v, int32_t from, int32_t to, int64_t *stride) {
-  int64_t expect = 0;
-  *stride = 0;
-  for (int32_t k = to - 1; k >= from; k--) {
-    if (v->type.dims[k] == 1) continue;
-    if (expect && v->strides[k] != expect) return false;
-    if (!expect) *stride = v->strides[k];
-    expect = v->strides[k] * v->type.dims[k];
-  }
-  return true;
-}
-
-static loom_status fft_setup(const loom__cu_device *d, const loom__op_call *c, fft_problem *p) {
-  const loom__op *op = c->op;
-  const loom__dview *in = &c->in[0], *out = &c->out[0];
-  int32_t axis;
-  memset(p, 0, sizeof *p);
-  if (!loom__axis_normalize(op->attrs.axis, in->type.rank, &axis))
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: axis %lld is out of range", d->id,
-                       loom_op_name(op->kind), (long long)op->attrs.axis);
-  p->kind = op->kind == LOOM_OP_FFT    ? FFT_FORWARD
-            : op->kind == LOOM_OP_IFFT ? FFT_INVERSE
-            : op->kind == LOOM_OP_RFFT ? FFT_R2C
-                                       : FFT_C2R;
-  loom_dtype want_in = out->type.dtype;
-  if (p->kind == FFT_R2C) want_in = out->type.dtype == LOOM_C64 ? LOOM_F32 : LOOM_F64;
-  if (p->kind == FFT_C2R) want_in = out->type.dtype == LOOM_F32 ? LOOM_C64 : LOOM_C128;
-  loom_dtype t = in->type.dtype;
-  bool ok = p->kind == FFT_R2C ? (t == LOOM_F32 || t == LOOM_F64) : (t == LOOM_C64 || t == LOOM_C128);
-  if (!ok || t != want_in) return loom__cu_unsupported(d, op, t);
-  p->dbl = t == LOOM_F64 || t == LOOM_C128;
-  p->len_in = in->type.dims[axis];
-  p->len_out = out->type.dims[axis];
-  p->n = p->kind == FFT_C2R ? p->len_out : p->len_in;
-  p->outer = p->inner = 1;
-  for (int32_t k = 0; k < axis; k++) p->outer *= in->type.dims[k];
-  for (int32_t k = axis + 1; k < in->type.rank; k++) p->inner *= in->type.dims[k];
-  p->is_a = in->strides[axis];
-  p->merged = merge_dims(in, 0, axis, &p->is_o) && merge_dims(in, axis + 1, in->type.rank, &p->is_i);
-  p->in_es = loom_dtype_size(t);
-  p->out_es = loom_dtype_size(out->type.dtype);
-  return LOOM_OK;
-}
-
 /* ---- the DFT kernel ------------------------------------------------------------------------- */
 
-static loom_status run_dft(loom__cu_device *d, const loom__op_call *c, const fft_problem *p, const void *in,
+static loom_status run_dft(loom__cu_device *d, const loom__op_call *c, const loom__gpu_fft *p, const void *in,
                            int64_t in_off) {
   lm_dft m;
-  memset(&m, 0, sizeof m);
-  m.kind = p->kind == FFT_FORWARD ? 0 : p->kind == FFT_INVERSE ? 1 : p->kind == FFT_R2C ? 2 : 3;
-  m.n = p->n;
-  m.len_in = p->len_in;
-  m.len_out = p->len_out;
-  m.outer = p->outer;
-  m.inner = p->inner;
-  m.total = p->outer * p->len_out * p->inner;
-  m.is_o = p->is_o;
-  m.is_a = p->is_a;
-  m.is_i = p->is_i;
-  m.in_off = in_off;
-  m.out_off = c->out[0].offset;
+  loom__gpu_dft_setup(p, in_off, c->out[0].offset, &m);
   return loom__cu_check(d, loom__cu_dft(d->stream, (int)c->in[0].type.dtype, in, c->out[0].buffer, &m),
                         "the DFT kernel");
 }
 
 /* Copies the input densely to the start of the scratch: [outer, len_in, inner]. */
-static loom_status pack(loom__cu_device *d, const loom__op_call *c, fft_problem *p) {
+static loom_status pack(loom__cu_device *d, const loom__op_call *c, loom__gpu_fft *p) {
   const loom__dview *in = &c->in[0];
   int64_t bytes = p->in_es * p->outer * p->len_in * p->inner;
   if (bytes > c->scratch_bytes || !c->scratch)
@@ -152,11 +80,11 @@ static loom_status fft_error(const loom__cu_device *d, cufftResult r, const char
                      (int)r);
 }
 
-static cufftType plan_type(const fft_problem *p) {
+static cufftType plan_type(const loom__gpu_fft *p) {
   switch (p->kind) {
-    case FFT_R2C:
+    case LOOM__FFT_R2C:
       return p->dbl ? CUFFT_D2Z : CUFFT_R2C;
-    case FFT_C2R:
+    case LOOM__FFT_C2R:
       return p->dbl ? CUFFT_Z2D : CUFFT_C2R;
     default:
       return p->dbl ? CUFFT_Z2Z : CUFFT_C2C;
@@ -218,13 +146,13 @@ void loom__cu_fft_release(loom__cu_device *d) {
   d->fft = NULL;
 }
 
-static cufftResult exec(const loom__cufft_api *api, const fft_problem *p, cufftHandle plan, void *in,
+static cufftResult exec(const loom__cufft_api *api, const loom__gpu_fft *p, cufftHandle plan, void *in,
                         void *out) {
-  bool inverse = p->kind == FFT_INVERSE;
+  bool inverse = p->kind == LOOM__FFT_INVERSE;
   switch (p->kind) {
-    case FFT_R2C:
+    case LOOM__FFT_R2C:
       return p->dbl ? api->cufftExecD2Z(plan, in, out) : api->cufftExecR2C(plan, in, out);
-    case FFT_C2R:
+    case LOOM__FFT_C2R:
       return p->dbl ? api->cufftExecZ2D(plan, in, out) : api->cufftExecC2R(plan, in, out);
     default:
       return p->dbl ? api->cufftExecZ2Z(plan, in, out, inverse ? CUFFT_INVERSE : CUFFT_FORWARD)
@@ -234,7 +162,7 @@ static cufftResult exec(const loom__cufft_api *api, const fft_problem *p, cufftH
 
 /* Runs the transform through cuFFT when it can; *ran false (nothing enqueued but, perhaps, the
  * packing copy, which the DFT kernel then reads) otherwise. */
-static loom_status run_cufft(loom__cu_device *d, const loom__op_call *c, fft_problem *p, bool *ran) {
+static loom_status run_cufft(loom__cu_device *d, const loom__op_call *c, loom__gpu_fft *p, bool *ran) {
   *ran = false;
   const loom__cufft_api *api = loom__cufft();
   /* A length of 1 is a copy (and a size cuFFT may refuse): the DFT kernel does it. */
@@ -242,7 +170,7 @@ static loom_status run_cufft(loom__cu_device *d, const loom__op_call *c, fft_pro
   const loom__dview *in = &c->in[0], *out = &c->out[0];
   /* In place as it is (see the top), or packed into the scratch first; a broadcast (stride 0)
    * is no layout cuFFT takes. */
-  bool direct = p->merged && (p->inner == 1 || p->outer == 1) && p->kind != FFT_C2R && p->is_a > 0 &&
+  bool direct = p->merged && (p->inner == 1 || p->outer == 1) && p->kind != LOOM__FFT_C2R && p->is_a > 0 &&
                 (p->outer == 1 || p->is_o > 0) && (p->inner == 1 || p->is_i > 0);
   const char *src = (const char *)in->buffer + in->offset * p->in_es;
   int64_t used = 0;
@@ -282,16 +210,17 @@ static loom_status run_cufft(loom__cu_device *d, const loom__op_call *c, fft_pro
   if (taken) c->temp_give(c->temp_ctx, taken, (int64_t)e->work);
   if (r != CUFFT_SUCCESS) return fft_error(d, r, "cufftExec");
   *ran = true;
-  if (p->kind != FFT_INVERSE && p->kind != FFT_C2R) return LOOM_OK;
+  if (p->kind != LOOM__FFT_INVERSE && p->kind != LOOM__FFT_C2R) return LOOM_OK;
   /* numpy's 1/n on the inverses, over the output's reals. */
-  int64_t reals = p->outer * p->len_out * p->inner * (p->kind == FFT_INVERSE ? 2 : 1);
+  int64_t reals = p->outer * p->len_out * p->inner * (p->kind == LOOM__FFT_INVERSE ? 2 : 1);
   return loom__cu_check(d, loom__cu_scale(d->stream, p->dbl, dst, reals, 1.0 / (double)p->n),
                         "the scale kernel");
 }
 
-loom_status loom__cu_fourier(loom__cu_device *d, const loom__op_call *c) {
-  fft_problem p;
-  loom_status s = fft_setup(d, c, &p);
+loom_status loom__cu_fourier(void *dev, const loom__op_call *c) {
+  loom__cu_device *d = dev;
+  loom__gpu_fft p;
+  loom_status s = loom__gpu_fft_setup(d->id, c, &p);
   if (s) return s;
   if (p.outer * p.len_out * p.inner == 0) return LOOM_OK;
   bool ran = false;

@@ -24,6 +24,7 @@
 
 #include "backends/backend.h"
 #include "backends/gpu/gpu_meta.h"
+#include "backends/gpu/gpu_setup.h"
 #include "backends/opencl/opencl_status.h"
 
 /* Programs: one per dtype (its elementwise, cast, reduction, topk, dot, conv and DFT
@@ -102,19 +103,18 @@ loom_status loom__cl_copy(loom__cl_device *d, int64_t esize, int32_t rank, const
 /* Sets `esize`-byte elements (4 or 8) to zero over dims with dst_strides (NULL: dense). */
 loom_status loom__cl_zero(loom__cl_device *d, int64_t esize, int32_t rank, const int64_t *dims, cl_mem dst,
                           int64_t dst_off, const int64_t *dst_strides);
-/* "ocl0: exp: unsupported dtype i32", as the cpu backend words it. */
-loom_status loom__cl_unsupported(const loom__cl_device *d, const loom__op *op, loom_dtype dtype);
 
-loom_status loom__cl_elementwise(loom__cl_device *d, const loom__op_call *c);
-loom_status loom__cl_layout(loom__cl_device *d, const loom__op_call *c);
-loom_status loom__cl_reduce(loom__cl_device *d, const loom__op_call *c);
-loom_status loom__cl_topk(loom__cl_device *d, const loom__op_call *c);
-loom_status loom__cl_conv(loom__cl_device *d, const loom__op_call *c);
+/* The launchers of the families (backends/dispatch.h): dev is the backend's device. */
+loom_status loom__cl_elementwise(void *dev, const loom__op_call *c);
+loom_status loom__cl_layout(void *dev, const loom__op_call *c);
+loom_status loom__cl_reduce(void *dev, const loom__op_call *c);
+loom_status loom__cl_topk(void *dev, const loom__op_call *c);
+loom_status loom__cl_conv(void *dev, const loom__op_call *c);
 
 /* ---- dot and the transforms (opencl_blas.c, opencl_fft.c) --------------------------------- */
 
-loom_status loom__cl_dot(loom__cl_device *d, const loom__op_call *c);
-loom_status loom__cl_fourier(loom__cl_device *d, const loom__op_call *c);
+loom_status loom__cl_dot(void *dev, const loom__op_call *c);
+loom_status loom__cl_fourier(void *dev, const loom__op_call *c);
 /* The element offset of batch element bi of an operand with batch strides bs. */
 int64_t loom__cl_gemm_batch_offset(const lm_gemm *p, int64_t bi, const cl_long *bs);
 

@@ -74,7 +74,7 @@ static loom_status run_flat(loom__cl_device *d, const loom__op_call *c, const lm
   loom_dtype dt = c->out[0].type.dtype;
   loom__cl_kernel *k;
   loom_status s = loom__cl_kernel_get(d, (int32_t)dt, "gemm_flat", &k);
-  if (s == LOOM_ERR_UNSUPPORTED) return loom__cl_unsupported(d, c->op, dt);
+  if (s == LOOM_ERR_UNSUPPORTED) return loom__gpu_unsupported(d->id, c->op, dt);
   if (s) return s;
   cl_mem a = (cl_mem)c->in[0].buffer, b = (cl_mem)c->in[1].buffer, o = (cl_mem)c->out[0].buffer;
   cl_long span = 16, total = p->batch * p->n * p->m;
@@ -88,7 +88,7 @@ static loom_status run_kernel(loom__cl_device *d, const loom__op_call *c, const 
   if (d->is_cpu && loom__cl_testing_blas_path() != 3) return run_flat(d, c, p);
   loom__cl_kernel *k;
   loom_status s = loom__cl_kernel_get(d, (int32_t)dt, "gemm", &k);
-  if (s == LOOM_ERR_UNSUPPORTED) return loom__cl_unsupported(d, c->op, dt);
+  if (s == LOOM_ERR_UNSUPPORTED) return loom__gpu_unsupported(d->id, c->op, dt);
   if (s) return s;
   if (k->max_wg < TILE * TILE)
     return loom__error(
@@ -110,7 +110,8 @@ static loom_status run_kernel(loom__cl_device *d, const loom__op_call *c, const 
   return s;
 }
 
-loom_status loom__cl_dot(loom__cl_device *d, const loom__op_call *c) {
+loom_status loom__cl_dot(void *dev, const loom__op_call *c) {
+  loom__cl_device *d = dev;
   lm_gemm p;
   loom_status s = dot_setup(d, c, &p);
   if (s) return s;

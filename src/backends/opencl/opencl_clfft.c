@@ -73,8 +73,8 @@ static loom_status clfft_error(const loom__cl_device *d, clfftStatus st, const c
 }
 
 /* One plan serves both directions of a complex transform (the direction is the enqueue's). */
-static int64_t plan_kind(fft_kind kind) {
-  return kind == FFT_INVERSE ? FFT_FORWARD : kind;
+static int64_t plan_kind(loom__fft_kind kind) {
+  return kind == LOOM__FFT_INVERSE ? LOOM__FFT_FORWARD : kind;
 }
 
 /* The plan for key, baked on first use. */
@@ -99,12 +99,12 @@ static loom_status get_plan(loom__cl_device *d, const fft_key *key, fft_plan **o
   if (st != CLFFT_SUCCESS) return clfft_error(d, st, "clfftCreateDefaultPlan");
   size_t dist_in = len, dist_out = len;
   clfftLayout lin = CLFFT_COMPLEX_INTERLEAVED, lout = CLFFT_COMPLEX_INTERLEAVED;
-  if (key->kind == FFT_R2C) {
+  if (key->kind == LOOM__FFT_R2C) {
     lin = CLFFT_REAL;
     lout = CLFFT_HERMITIAN_INTERLEAVED;
     dist_in = key->inplace ? 2 * half : len;
     dist_out = half;
-  } else if (key->kind == FFT_C2R) {
+  } else if (key->kind == LOOM__FFT_C2R) {
     lin = CLFFT_HERMITIAN_INTERLEAVED;
     lout = CLFFT_REAL;
     dist_in = half;
@@ -179,22 +179,23 @@ static void tmp_give(const loom__op_call *c, fft_tmp *t) {
   if (t->extra) c->temp_give(c->temp_ctx, t->extra, t->extra_bytes);
 }
 
-static loom_status enqueue(loom__cl_device *d, const fft_problem *p, const fft_plan *plan, cl_mem in,
+static loom_status enqueue(loom__cl_device *d, const loom__gpu_fft *p, const fft_plan *plan, cl_mem in,
                            cl_mem out, cl_mem tmp) {
-  clfftDirection dir = p->kind == FFT_INVERSE || p->kind == FFT_C2R ? CLFFT_BACKWARD : CLFFT_FORWARD;
+  clfftDirection dir =
+      p->kind == LOOM__FFT_INVERSE || p->kind == LOOM__FFT_C2R ? CLFFT_BACKWARD : CLFFT_FORWARD;
   clfftStatus st =
       clfftEnqueueTransform(plan->handle, dir, 1, &d->queue, 0, NULL, NULL, &in, out ? &out : NULL, tmp);
   return st == CLFFT_SUCCESS ? LOOM_OK : clfft_error(d, st, "clfftEnqueueTransform");
 }
 
 /* Double-precision inverses: the output times 1/n, in double. */
-static loom_status scale_output(loom__cl_device *d, const loom__op_call *c, const fft_problem *p) {
-  if (!p->dbl || (p->kind != FFT_INVERSE && p->kind != FFT_C2R)) return LOOM_OK;
+static loom_status scale_output(loom__cl_device *d, const loom__op_call *c, const loom__gpu_fft *p) {
+  if (!p->dbl || (p->kind != LOOM__FFT_INVERSE && p->kind != LOOM__FFT_C2R)) return LOOM_OK;
   loom_dtype complex_dt = LOOM_C128;
   loom__cl_kernel *k;
-  loom_status s =
-      loom__cl_kernel_get(d, (int32_t)complex_dt, p->kind == FFT_C2R ? "scale_real" : "scale_complex", &k);
-  if (s == LOOM_ERR_UNSUPPORTED) return loom__cl_unsupported(d, c->op, complex_dt);
+  loom_status s = loom__cl_kernel_get(d, (int32_t)complex_dt,
+                                      p->kind == LOOM__FFT_C2R ? "scale_real" : "scale_complex", &k);
+  if (s == LOOM_ERR_UNSUPPORTED) return loom__gpu_unsupported(d->id, c->op, complex_dt);
   if (s) return s;
   cl_mem o = (cl_mem)c->out[0].buffer;
   cl_long off = c->out[0].offset, total = p->outer * p->len_out * p->inner;
@@ -204,10 +205,11 @@ static loom_status scale_output(loom__cl_device *d, const loom__op_call *c, cons
 }
 
 /* Out-of-place from the input into the output. *ran false: not this way. */
-static loom_status run_direct(loom__cl_device *d, const loom__op_call *c, const fft_problem *p, bool *ran) {
+static loom_status run_direct(loom__cl_device *d, const loom__op_call *c, const loom__gpu_fft *p, bool *ran) {
   *ran = false;
   bool dense_rows = p->merged && p->is_a == 1 && (p->outer == 1 || p->is_o == p->len_in);
-  if (p->kind == FFT_C2R || p->inner != 1 || !dense_rows || c->in[0].offset != 0 || c->out[0].offset != 0)
+  if (p->kind == LOOM__FFT_C2R || p->inner != 1 || !dense_rows || c->in[0].offset != 0 ||
+      c->out[0].offset != 0)
     return LOOM_OK;
   fft_key key = {plan_kind(p->kind), p->dbl, p->n, p->outer, 0};
   fft_plan *plan;
@@ -224,13 +226,13 @@ static loom_status run_direct(loom__cl_device *d, const loom__op_call *c, const 
 }
 
 /* Gathered into the scratch, transformed in place, scattered into the output. */
-static loom_status run_packed(loom__cl_device *d, const loom__op_call *c, const fft_problem *p, bool *ran) {
+static loom_status run_packed(loom__cl_device *d, const loom__op_call *c, const loom__gpu_fft *p, bool *ran) {
   *ran = false;
   int64_t half = p->n / 2 + 1, batch = p->outer * p->inner;
   /* Row distances in the input's and the output's elements, and the rows' bytes. */
   int64_t din = p->len_in, dout = p->len_out, row_bytes = p->len_in * p->in_es;
-  if (p->kind == FFT_R2C) din = 2 * half, row_bytes = 2 * half * p->in_es;
-  if (p->kind == FFT_C2R) dout = 2 * half;
+  if (p->kind == LOOM__FFT_R2C) din = 2 * half, row_bytes = 2 * half * p->in_es;
+  if (p->kind == LOOM__FFT_C2R) dout = 2 * half;
   int64_t a_bytes = batch * row_bytes;
   if (a_bytes > c->scratch_bytes || !c->scratch) return LOOM_OK;
   fft_key key = {plan_kind(p->kind), p->dbl, p->n, batch, 1};
@@ -255,7 +257,7 @@ static loom_status run_packed(loom__cl_device *d, const loom__op_call *c, const 
   }
   s = loom__cl_copy(d, p->in_es, in->type.rank, in->type.dims, a, 0, dst, (cl_mem)in->buffer, in->offset,
                     in->strides);
-  if (!s && p->kind == FFT_C2R) { /* numpy reads only the real parts of the DC and Nyquist bins */
+  if (!s && p->kind == LOOM__FFT_C2R) { /* numpy reads only the real parts of the DC and Nyquist bins */
     int64_t rows[1] = {batch}, step[1] = {2 * half};
     s = loom__cl_zero(d, p->in_es / 2, 1, rows, a, 1, step);
     if (!s && p->n % 2 == 0) s = loom__cl_zero(d, p->in_es / 2, 1, rows, a, 2 * (p->n / 2) + 1, step);
@@ -272,7 +274,8 @@ static loom_status run_packed(loom__cl_device *d, const loom__op_call *c, const 
   return s;
 }
 
-loom_status loom__cl_clfft_run(loom__cl_device *d, const loom__op_call *c, const fft_problem *p, bool *ran) {
+loom_status loom__cl_clfft_run(loom__cl_device *d, const loom__op_call *c, const loom__gpu_fft *p,
+                               bool *ran) {
   *ran = false;
   if (!clfft_takes(p->n)) return LOOM_OK;
   loom_status s = run_direct(d, c, p, ran);

@@ -23,85 +23,27 @@
 #include "backends/opencl/opencl_backend.h"
 #include "backends/opencl/opencl_fft.h"
 
-/* ---- the problem ------------------------------------------------------------------------ */
-
-/* The stride that walks dims [from, to) of v as one dimension (0 when all have size 1); false
- * when they do not merge. */
-static bool merge_dims(const loom__dview *v, int32_t from, int32_t to, int64_t *stride) {
-  int64_t expect = 0;
-  *stride = 0;
-  for (int32_t k = to - 1; k >= from; k--) {
-    if (v->type.dims[k] == 1) continue;
-    if (expect && v->strides[k] != expect) return false;
-    if (!expect) *stride = v->strides[k];
-    expect = v->strides[k] * v->type.dims[k];
-  }
-  return true;
-}
-
-static loom_status fft_setup(const loom__cl_device *d, const loom__op_call *c, fft_problem *p) {
-  const loom__op *op = c->op;
-  const loom__dview *in = &c->in[0], *out = &c->out[0];
-  memset(p, 0, sizeof *p);
-  if (!loom__axis_normalize(op->attrs.axis, in->type.rank, &p->axis))
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: axis %lld is out of range", d->id,
-                       loom_op_name(op->kind), (long long)op->attrs.axis);
-  p->kind = op->kind == LOOM_OP_FFT    ? FFT_FORWARD
-            : op->kind == LOOM_OP_IFFT ? FFT_INVERSE
-            : op->kind == LOOM_OP_RFFT ? FFT_R2C
-                                       : FFT_C2R;
-  loom_dtype want_in = out->type.dtype;
-  if (p->kind == FFT_R2C) want_in = out->type.dtype == LOOM_C64 ? LOOM_F32 : LOOM_F64;
-  if (p->kind == FFT_C2R) want_in = out->type.dtype == LOOM_F32 ? LOOM_C64 : LOOM_C128;
-  loom_dtype t = in->type.dtype;
-  bool ok = p->kind == FFT_R2C ? (t == LOOM_F32 || t == LOOM_F64) : (t == LOOM_C64 || t == LOOM_C128);
-  if (!ok || t != want_in) return loom__cl_unsupported(d, op, t);
-  p->dbl = t == LOOM_F64 || t == LOOM_C128;
-  p->len_in = in->type.dims[p->axis];
-  p->len_out = out->type.dims[p->axis];
-  p->n = p->kind == FFT_C2R ? p->len_out : p->len_in;
-  p->outer = p->inner = 1;
-  for (int32_t k = 0; k < p->axis; k++) p->outer *= in->type.dims[k];
-  for (int32_t k = p->axis + 1; k < in->type.rank; k++) p->inner *= in->type.dims[k];
-  p->is_a = in->strides[p->axis];
-  p->merged = merge_dims(in, 0, p->axis, &p->is_o) && merge_dims(in, p->axis + 1, in->type.rank, &p->is_i);
-  p->in_es = loom_dtype_size(t);
-  p->out_es = loom_dtype_size(out->type.dtype);
-  return LOOM_OK;
-}
-
 /* ---- the DFT kernel ------------------------------------------------------------------------- */
 
-static loom_status run_dft(loom__cl_device *d, const loom__op_call *c, const fft_problem *p, cl_mem in,
+static loom_status run_dft(loom__cl_device *d, const loom__op_call *c, const loom__gpu_fft *p, cl_mem in,
                            int64_t in_off) {
   lm_dft m;
-  memset(&m, 0, sizeof m);
-  m.kind = p->kind == FFT_FORWARD ? 0 : p->kind == FFT_INVERSE ? 1 : p->kind == FFT_R2C ? 2 : 3;
-  m.n = p->n;
-  m.len_in = p->len_in;
-  m.len_out = p->len_out;
-  m.outer = p->outer;
-  m.inner = p->inner;
-  m.total = p->outer * p->len_out * p->inner;
-  m.is_o = p->is_o;
-  m.is_a = p->is_a;
-  m.is_i = p->is_i;
-  m.in_off = in_off;
-  m.out_off = c->out[0].offset;
-  const char *name = p->kind == FFT_R2C ? "dft_r2c" : p->kind == FFT_C2R ? "dft_c2r" : "dft_c2c";
+  loom__gpu_dft_setup(p, in_off, c->out[0].offset, &m);
+  const char *name = p->kind == LOOM__FFT_R2C ? "dft_r2c" : p->kind == LOOM__FFT_C2R ? "dft_c2r" : "dft_c2c";
   loom_dtype dt = c->in[0].type.dtype;
   loom__cl_kernel *k;
   loom_status s = loom__cl_kernel_get(d, (int32_t)dt, name, &k);
-  if (s == LOOM_ERR_UNSUPPORTED) return loom__cl_unsupported(d, c->op, dt);
+  if (s == LOOM_ERR_UNSUPPORTED) return loom__gpu_unsupported(d->id, c->op, dt);
   if (s) return s;
   cl_mem o = (cl_mem)c->out[0].buffer;
   loom__cl_arg args[] = {LOOM__CL_ARG(in), LOOM__CL_ARG(o), LOOM__CL_ARG(m)};
   return loom__cl_launch(d, k, args, 3, m.total, d->is_cpu ? 1 : 64);
 }
 
-loom_status loom__cl_fourier(loom__cl_device *d, const loom__op_call *c) {
-  fft_problem p;
-  loom_status s = fft_setup(d, c, &p);
+loom_status loom__cl_fourier(void *dev, const loom__op_call *c) {
+  loom__cl_device *d = dev;
+  loom__gpu_fft p;
+  loom_status s = loom__gpu_fft_setup(d->id, c, &p);
   if (s) return s;
   if (p.outer * p.len_out * p.inner == 0) return LOOM_OK;
   bool ran = false;

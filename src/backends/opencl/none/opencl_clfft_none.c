@@ -1,7 +1,8 @@
 /* Stands in for opencl_clfft.c in a build without clFFT: every transform runs the DFT kernel. */
 #include "backends/opencl/opencl_fft.h"
 
-loom_status loom__cl_clfft_run(loom__cl_device *d, const loom__op_call *c, const fft_problem *p, bool *ran) {
+loom_status loom__cl_clfft_run(loom__cl_device *d, const loom__op_call *c, const loom__gpu_fft *p,
+                               bool *ran) {
   (void)d;
   (void)c;
   (void)p;
