@@ -47,19 +47,6 @@ static inline int64_t loom__cpu_elements(const loom_type *t) {
   return n;
 }
 
-/* True when the view is dense C order (dimensions of size 1 may have any stride; an empty
- * view is dense whatever its strides). */
-static inline bool loom__cpu_view_dense(const loom__view *v) {
-  for (int32_t i = 0; i < v->type.rank; i++)
-    if (v->type.dims[i] == 0) return true;
-  int64_t expect = 1;
-  for (int32_t i = v->type.rank - 1; i >= 0; i--) {
-    if (v->type.dims[i] != 1 && v->strides[i] != expect) return false;
-    expect *= v->type.dims[i];
-  }
-  return true;
-}
-
 static inline void loom__cpu_nest_init(loom__cpu_nest *L, int32_t rank, const int64_t *dims) {
   memset(L, 0, sizeof *L);
   L->rank = rank;

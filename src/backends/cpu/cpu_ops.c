@@ -1,7 +1,9 @@
 /* loom__cpu_run_op: checks what the runtime hands the cpu backend for one op and dispatches to
- * the kernel family of the op's class (cpu_kernels.h). The checks are cheap (per view, not
+ * the kernel family of the op's class (cpu_kernels.h; the class to family map and the output
+ * check are the backends' shared front-end's, backends/dispatch.h). The checks are cheap (per view, not
  * per element) and keep a kernel from reading or writing outside the views it was given. */
 #include "backends/cpu/cpu_loops.h"
+#include "backends/dispatch.h"
 
 static loom_status check_view(const loom__op *op, const char *what, int32_t i, const loom__view *v) {
   const char *name = loom_op_name(op->kind);
@@ -52,12 +54,34 @@ static loom_status check_outputs(const loom_graph *g, const loom__op *op, const 
                          (int)r + 1, loom_type_format(&out[r].type, a, sizeof a),
                          loom_type_format(t, b, sizeof b));
     }
-    if (!loom__cpu_view_dense(&out[r]))
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: output %d is not dense", info->name,
-                         (int)r + 1);
+    s = loom__check_output_dense("cpu", info->name, r, &out[r].type, out[r].strides);
+    if (s) return s;
   }
   return LOOM_OK;
 }
+
+/* ---- the families, by op class (dispatch.h) -------------------------------------------------- */
+
+typedef loom_status (*cpu_family)(const loom_graph *g, const loom__op *op, const loom__view *in,
+                                  const loom__view *out, void *scratch, int64_t scratch_bytes);
+
+static loom_status run_elementwise(const loom_graph *g, const loom__op *op, const loom__view *in,
+                                   const loom__view *out, void *scratch, int64_t scratch_bytes) {
+  return loom__cpu_elementwise(g, op, in, out);
+}
+
+static loom_status run_layout(const loom_graph *g, const loom__op *op, const loom__view *in,
+                              const loom__view *out, void *scratch, int64_t scratch_bytes) {
+  return loom__cpu_layout(g, op, in, out);
+}
+
+/* topk shares the reductions' entry (cpu_reduce.c dispatches it to cpu_topk.c). */
+static const cpu_family families[LOOM__FAMILY_COUNT] = {
+    [LOOM__FAMILY_ELEMENTWISE] = run_elementwise, [LOOM__FAMILY_LAYOUT] = run_layout,
+    [LOOM__FAMILY_REDUCE] = loom__cpu_reduce,     [LOOM__FAMILY_TOPK] = loom__cpu_reduce,
+    [LOOM__FAMILY_DOT] = loom__cpu_dot,           [LOOM__FAMILY_CONV] = loom__cpu_conv,
+    [LOOM__FAMILY_FOURIER] = loom__cpu_fourier,
+};
 
 loom_status loom__cpu_run_op(const loom_graph *g, const loom__op *op, const loom__view *inputs,
                              const loom__view *outputs, void *scratch, int64_t scratch_bytes) {
@@ -70,27 +94,7 @@ loom_status loom__cpu_run_op(const loom_graph *g, const loom__op *op, const loom
   loom_status s = check_inputs(g, op, inputs);
   if (!s) s = check_outputs(g, op, outputs);
   if (s) return s;
-  switch (info->cls) {
-    case LOOM_CLASS_SOURCE:
-    case LOOM_CLASS_UNARY:
-    case LOOM_CLASS_BINARY:
-    case LOOM_CLASS_COMPARE:
-    case LOOM_CLASS_LOGIC:
-    case LOOM_CLASS_SELECT:
-    case LOOM_CLASS_CAST:
-      return loom__cpu_elementwise(g, op, inputs, outputs);
-    case LOOM_CLASS_LAYOUT:
-      return loom__cpu_layout(g, op, inputs, outputs);
-    case LOOM_CLASS_REDUCE:
-    case LOOM_CLASS_ARGREDUCE:
-    case LOOM_CLASS_TOPK:
-      return loom__cpu_reduce(g, op, inputs, outputs, scratch, scratch_bytes);
-    case LOOM_CLASS_DOT:
-      return loom__cpu_dot(g, op, inputs, outputs, scratch, scratch_bytes);
-    case LOOM_CLASS_CONV:
-      return loom__cpu_conv(g, op, inputs, outputs, scratch, scratch_bytes);
-    case LOOM_CLASS_FOURIER:
-      return loom__cpu_fourier(g, op, inputs, outputs, scratch, scratch_bytes);
-  }
-  return loom__error(LOOM_ERR_INTERNAL, "cpu: %s: no kernel family", info->name);
+  loom__family f = loom__family_of(info->cls);
+  if (f == LOOM__FAMILY_COUNT || !families[f]) return loom__no_family("cpu", info->name);
+  return families[f](g, op, inputs, outputs, scratch, scratch_bytes);
 }

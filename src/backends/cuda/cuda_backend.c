@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/dispatch.h"
 #include "loom/memory.h"
 #include "runtime/device.h"
 
@@ -82,62 +83,28 @@ static loom_status cu_synchronize(void *dev) {
 
 /* ---- running one op ----------------------------------------------------------------------- */
 
-static loom_status check_call(const loom__cu_device *d, const loom__op_call *c) {
-  const loom__op *op = c->op;
-  const loom__op_info *info = loom__op_info_of(op->kind);
-  if (!info || op->n_outputs != info->n_results)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: malformed op", d->id, loom_op_name(op->kind));
-  for (int32_t r = 0; r < op->n_outputs; r++) {
-    const loom__dview *v = &c->out[r];
-    int64_t expect = 1;
-    bool empty = false;
-    for (int32_t k = v->type.rank - 1; k >= 0; k--) {
-      empty |= v->type.dims[k] == 0;
-      if (v->type.dims[k] != 1 && v->strides[k] != expect && !empty)
-        return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: output %d is not dense", d->id, info->name,
-                           (int)r + 1);
-      expect *= v->type.dims[k];
-    }
-  }
-  return LOOM_OK;
+static loom_status cu_enter_dev(void *dev) {
+  return loom__cu_enter(dev);
 }
 
-static loom_status dispatch(loom__cu_device *d, const loom__op_call *c) {
-  switch (loom__op_info_of(c->op->kind)->cls) {
-    case LOOM_CLASS_SOURCE:
-    case LOOM_CLASS_UNARY:
-    case LOOM_CLASS_BINARY:
-    case LOOM_CLASS_COMPARE:
-    case LOOM_CLASS_LOGIC:
-    case LOOM_CLASS_SELECT:
-    case LOOM_CLASS_CAST:
-      return loom__cu_elementwise(d, c);
-    case LOOM_CLASS_LAYOUT:
-      return loom__cu_layout(d, c);
-    case LOOM_CLASS_REDUCE:
-    case LOOM_CLASS_ARGREDUCE:
-      return loom__cu_reduce_op(d, c);
-    case LOOM_CLASS_TOPK:
-      return loom__cu_topk_op(d, c);
-    case LOOM_CLASS_DOT:
-      return loom__cu_dot(d, c);
-    case LOOM_CLASS_CONV:
-      return loom__cu_conv_op(d, c);
-    case LOOM_CLASS_FOURIER:
-      return loom__cu_fourier(d, c);
-  }
-  return loom__error(LOOM_ERR_INTERNAL, "%s: %s: no kernel family", d->id, loom_op_name(c->op->kind));
-}
+static const loom__launchers launchers = {
+    .family =
+        {
+            [LOOM__FAMILY_ELEMENTWISE] = loom__cu_elementwise,
+            [LOOM__FAMILY_LAYOUT] = loom__cu_layout,
+            [LOOM__FAMILY_REDUCE] = loom__cu_reduce_op,
+            [LOOM__FAMILY_TOPK] = loom__cu_topk_op,
+            [LOOM__FAMILY_DOT] = loom__cu_dot,
+            [LOOM__FAMILY_CONV] = loom__cu_conv_op,
+            [LOOM__FAMILY_FOURIER] = loom__cu_fourier,
+        },
+    .enter = cu_enter_dev,
+};
 
+/* Launches under the device's lock, the device current on this thread. */
 static loom_status cu_run_op(void *dev, const loom__op_call *c) {
   loom__cu_device *d = dev;
-  loom_status s = check_call(d, c);
-  if (s) return s;
-  pthread_mutex_lock(&d->lock);
-  s = loom__cu_enter(d);
-  if (!s) s = dispatch(d, c);
-  pthread_mutex_unlock(&d->lock);
-  return s;
+  return loom__dispatch(&launchers, d, d->id, &d->lock, c);
 }
 
 const loom__backend loom__cuda_backend = {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/dispatch.h"
 #include "backends/opencl/opencl_backend.h"
 #include "hmm/hmm.h"
 #include "runtime/device.h"
@@ -166,67 +167,36 @@ static bool needs_fp64(loom_dtype t) {
   return t == LOOM_F64 || t == LOOM_C128;
 }
 
-static loom_status check_call(const loom__cl_device *d, const loom__op_call *c) {
+/* fp64 dtypes need cl_khr_fp64: refused before a program is built for them. */
+static loom_status check_fp64(void *dev, const loom__op_call *c) {
+  const loom__cl_device *d = dev;
   const loom__op *op = c->op;
-  const loom__op_info *info = loom__op_info_of(op->kind);
-  if (!info || op->n_outputs != info->n_results)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: malformed op", d->id, loom_op_name(op->kind));
-  for (int32_t i = 0; i < op->n_inputs + op->n_outputs; i++) {
+  for (int32_t i = 0; i < op->n_inputs + op->n_outputs && !d->fp64; i++) {
     loom_dtype t = i < op->n_inputs ? c->in[i].type.dtype : c->out[i - op->n_inputs].type.dtype;
-    if (needs_fp64(t) && !d->fp64)
+    if (needs_fp64(t))
       return loom__error(LOOM_ERR_UNSUPPORTED, "%s (%s): %s on %s: the device has no fp64 (cl_khr_fp64)",
                          d->id, d->name, loom_op_name(op->kind), loom_dtype_name(t));
-  }
-  for (int32_t r = 0; r < op->n_outputs; r++) {
-    const loom__dview *v = &c->out[r];
-    int64_t expect = 1;
-    bool empty = false;
-    for (int32_t k = v->type.rank - 1; k >= 0; k--) {
-      empty |= v->type.dims[k] == 0;
-      if (v->type.dims[k] != 1 && v->strides[k] != expect && !empty)
-        return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: output %d is not dense", d->id, info->name,
-                           (int)r + 1);
-      expect *= v->type.dims[k];
-    }
   }
   return LOOM_OK;
 }
 
-static loom_status dispatch(loom__cl_device *d, const loom__op_call *c) {
-  switch (loom__op_info_of(c->op->kind)->cls) {
-    case LOOM_CLASS_SOURCE:
-    case LOOM_CLASS_UNARY:
-    case LOOM_CLASS_BINARY:
-    case LOOM_CLASS_COMPARE:
-    case LOOM_CLASS_LOGIC:
-    case LOOM_CLASS_SELECT:
-    case LOOM_CLASS_CAST:
-      return loom__cl_elementwise(d, c);
-    case LOOM_CLASS_LAYOUT:
-      return loom__cl_layout(d, c);
-    case LOOM_CLASS_REDUCE:
-    case LOOM_CLASS_ARGREDUCE:
-      return loom__cl_reduce(d, c);
-    case LOOM_CLASS_TOPK:
-      return loom__cl_topk(d, c);
-    case LOOM_CLASS_DOT:
-      return loom__cl_dot(d, c);
-    case LOOM_CLASS_CONV:
-      return loom__cl_conv(d, c);
-    case LOOM_CLASS_FOURIER:
-      return loom__cl_fourier(d, c);
-  }
-  return loom__error(LOOM_ERR_INTERNAL, "%s: %s: no kernel family", d->id, loom_op_name(c->op->kind));
-}
+static const loom__launchers launchers = {
+    .family =
+        {
+            [LOOM__FAMILY_ELEMENTWISE] = loom__cl_elementwise,
+            [LOOM__FAMILY_LAYOUT] = loom__cl_layout,
+            [LOOM__FAMILY_REDUCE] = loom__cl_reduce,
+            [LOOM__FAMILY_TOPK] = loom__cl_topk,
+            [LOOM__FAMILY_DOT] = loom__cl_dot,
+            [LOOM__FAMILY_CONV] = loom__cl_conv,
+            [LOOM__FAMILY_FOURIER] = loom__cl_fourier,
+        },
+    .check = check_fp64,
+};
 
 static loom_status cl_run_op(void *dev, const loom__op_call *c) {
   loom__cl_device *d = dev;
-  loom_status s = check_call(d, c);
-  if (s) return s;
-  pthread_mutex_lock(&d->lock);
-  s = dispatch(d, c);
-  pthread_mutex_unlock(&d->lock);
-  return s;
+  return loom__dispatch(&launchers, d, d->id, &d->lock, c);
 }
 
 const loom__backend loom__opencl_backend = {
