@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_arena.h"
 #include "backends/cpu/cpu_kernels.h"
 
 /* Output positions per col tile: at least this many from scratch, else a heap tile this big. */
@@ -86,40 +87,11 @@ static loom_status conv_setup(const loom__op *op, const loom__view *x, const loo
   return LOOM_OK;
 }
 
-/* ---- temporary memory ------------------------------------------------------------------- */
-
-typedef struct conv_arena {
-  char *next;
-  int64_t left;
-  void *owned[4];
-  int32_t n_owned;
-} conv_arena;
-
-static void *arena_take(conv_arena *ar, int64_t bytes, bool scratch_only) {
-  int64_t size = (bytes + 63) & ~(int64_t)63;
-  if (size <= ar->left) {
-    void *p = ar->next;
-    ar->next += size;
-    ar->left -= size;
-    return p;
-  }
-  if (scratch_only || ar->n_owned == LOOM_ARRAY_SIZE(ar->owned) || (uint64_t)bytes > SIZE_MAX)
-    return NULL;
-  void *p = loom__aligned_alloc((size_t)bytes);
-  if (p) ar->owned[ar->n_owned++] = p;
-  return p;
-}
-
-static void arena_release(conv_arena *ar) {
-  for (int32_t i = 0; i < ar->n_owned; i++) loom__aligned_free(ar->owned[i]);
-  ar->n_owned = 0;
-}
-
 /* ---- weights ------------------------------------------------------------------------------ */
 
 /* W as a dense [O, CgK] matrix of the compute dtype: w itself when it is laid out so, else a
  * packed copy. */
-static loom_status conv_weights(const conv_problem *p, const loom__view *w, conv_arena *ar,
+static loom_status conv_weights(const conv_problem *p, const loom__view *w, loom__cpu_arena *ar,
                                 const void **out_w, int64_t *out_ld) {
   int32_t rank = w->type.rank;
   bool dense = p->ct == p->dtype;
@@ -136,7 +108,7 @@ static loom_status conv_weights(const conv_problem *p, const loom__view *w, conv
     return LOOM_OK;
   }
   int64_t es_to = loom_dtype_size(p->ct), es_from = loom_dtype_size(p->dtype);
-  char *buf = arena_take(ar, p->O * p->CgK * es_to, false);
+  char *buf = loom__cpu_arena_take(ar, p->O * p->CgK * es_to, false);
   if (!buf) return loom__oom("conv: packing the weights");
   int64_t total = p->O * p->CgK;
   for (int64_t e = 0; e < total; e++) {
@@ -245,7 +217,7 @@ static bool conv_direct(const conv_problem *p) {
 }
 
 /* Picks the col tile width and takes its buffers: from scratch when a useful tile fits. */
-static loom_status conv_tiles(const conv_problem *p, conv_arena *ar, bool direct, int64_t *out_T,
+static loom_status conv_tiles(const conv_problem *p, loom__cpu_arena *ar, bool direct, int64_t *out_T,
                               void **out_col, float **out_tmp) {
   int64_t es = loom_dtype_size(p->ct);
   int64_t per = (direct ? 0 : p->CgK * es) + (p->ct != p->dtype ? p->Og * 4 : 0);
@@ -256,14 +228,14 @@ static loom_status conv_tiles(const conv_problem *p, conv_arena *ar, bool direct
   *out_T = T;
   *out_col = NULL;
   *out_tmp = NULL;
-  if (!direct && !(*out_col = arena_take(ar, p->CgK * T * es, !heap)))
+  if (!direct && !(*out_col = loom__cpu_arena_take(ar, p->CgK * T * es, !heap)))
     return loom__oom("conv: im2col buffer");
-  if (p->ct != p->dtype && !(*out_tmp = arena_take(ar, p->Og * T * 4, !heap)))
+  if (p->ct != p->dtype && !(*out_tmp = loom__cpu_arena_take(ar, p->Og * T * 4, !heap)))
     return loom__oom("conv: f32 output tile");
   return LOOM_OK;
 }
 
-static loom_status conv_run(const conv_problem *p, const loom__view *w, conv_arena *ar) {
+static loom_status conv_run(const conv_problem *p, const loom__view *w, loom__cpu_arena *ar) {
   const void *wmat;
   int64_t ldw, T;
   void *col;
@@ -311,8 +283,8 @@ loom_status loom__cpu_conv(const loom_graph *g, const loom__op *op, const loom__
     memset(p.outp, 0, (size_t)(p.N * p.O * p.Y * loom_dtype_size(p.dtype)));
     return LOOM_OK;
   }
-  conv_arena ar = {.next = scratch, .left = scratch ? scratch_bytes : 0};
+  loom__cpu_arena ar = loom__cpu_arena_make(scratch, scratch_bytes);
   s = conv_run(&p, &in[1], &ar);
-  arena_release(&ar);
+  loom__cpu_arena_release(&ar);
   return s;
 }

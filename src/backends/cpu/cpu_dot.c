@@ -24,40 +24,14 @@
 #include <limits.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_arena.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/shapes.h"
 
 /* A batch of MACs below which one OpenMP region costs more than it saves. */
 #define DOT_PARALLEL_MIN_MACS (1 << 15)
 /* Matrices at most this many MACs, in a batch of two or more, skip BLAS (call overhead). */
 #define DOT_SMALL_MACS 4096
-
-/* ---- temporary memory: the op's scratch first, then the heap ----------------------------- */
-
-typedef struct dot_arena {
-  char *next;
-  int64_t left;
-  void *owned[4];
-  int32_t n_owned;
-} dot_arena;
-
-static void *arena_take(dot_arena *ar, int64_t bytes) {
-  int64_t size = (bytes + 63) & ~(int64_t)63;
-  if (size <= ar->left) {
-    void *p = ar->next;
-    ar->next += size;
-    ar->left -= size;
-    return p;
-  }
-  if (ar->n_owned == LOOM_ARRAY_SIZE(ar->owned) || (uint64_t)bytes > SIZE_MAX) return NULL;
-  void *p = loom__aligned_alloc((size_t)bytes);
-  if (p) ar->owned[ar->n_owned++] = p;
-  return p;
-}
-
-static void arena_release(dot_arena *ar) {
-  for (int32_t i = 0; i < ar->n_owned; i++) loom__aligned_free(ar->owned[i]);
-  ar->n_owned = 0;
-}
 
 /* ---- the problem ------------------------------------------------------------------------ */
 
@@ -80,24 +54,6 @@ typedef struct dot_problem {
   loom_dtype dtype;
 } dot_problem;
 
-static int64_t batch_offset(int64_t idx, int32_t nb, const int64_t *dims, const int64_t *strides) {
-  int64_t off = 0;
-  for (int32_t i = nb - 1; i >= 0; i--) {
-    off += (idx % dims[i]) * strides[i];
-    idx /= dims[i];
-  }
-  return off;
-}
-
-/* The operand's batch strides along the output's nb batch dims (right-aligned, as NumPy). */
-static void operand_batch_strides(const loom__view *v, int32_t mat_rank, int32_t nb, int64_t *bs) {
-  int32_t own = v->type.rank - mat_rank;
-  for (int32_t i = 0; i < nb; i++) {
-    int32_t j = i - (nb - own);
-    bs[i] = (j >= 0 && v->type.dims[j] != 1) ? v->strides[j] : 0;
-  }
-}
-
 static loom_status dot_setup(const loom__view *va, const loom__view *vb, const loom__view *out,
                              dot_problem *p) {
   int32_t ra = va->type.rank, rb = vb->type.rank;
@@ -119,11 +75,11 @@ static loom_status dot_setup(const loom__view *va, const loom__view *vb, const l
   }
   p->a = (dot_mat){.data = va->data, .dtype = p->dtype, .rows = p->n, .cols = p->k,
                    .rs = ra >= 2 ? va->strides[ra - 2] : 0, .cs = va->strides[ra - 1]};
-  operand_batch_strides(va, ra >= 2 ? 2 : 1, p->nb, p->a.bs);
+  loom__batch_strides(&va->type, va->strides, ra >= 2 ? 2 : 1, p->nb, p->a.bs);
   p->b = (dot_mat){.data = vb->data, .dtype = p->dtype, .rows = p->k, .cols = p->m,
                    .rs = rb >= 2 ? vb->strides[rb - 2] : vb->strides[0],
                    .cs = rb >= 2 ? vb->strides[rb - 1] : 0};
-  operand_batch_strides(vb, rb >= 2 ? 2 : 1, p->nb, p->b.bs);
+  loom__batch_strides(&vb->type, vb->strides, rb >= 2 ? 2 : 1, p->nb, p->b.bs);
   p->c = out->data;
   return LOOM_OK;
 }
@@ -139,9 +95,9 @@ static loom_status dot_setup(const loom__view *va, const loom__view *vb, const l
     _Pragma("omp parallel for schedule(static) if (macs > DOT_PARALLEL_MIN_MACS)")            \
     for (int64_t r = 0; r < rows; r++) {                                                      \
       int64_t bi = r / p->n, i = r % p->n;                                                    \
-      const T *a = (const T *)p->a.data + batch_offset(bi, p->nb, p->bdims, p->a.bs) +        \
-                   i * p->a.rs;                                                               \
-      const T *b = (const T *)p->b.data + batch_offset(bi, p->nb, p->bdims, p->b.bs);         \
+      const T *a = (const T *)p->a.data +                                                     \
+                   loom__batch_offset(bi, p->nb, p->bdims, p->a.bs) + i * p->a.rs;            \
+      const T *b = (const T *)p->b.data + loom__batch_offset(bi, p->nb, p->bdims, p->b.bs);   \
       T *c = (T *)p->c + r * p->m;                                                            \
       for (int64_t j = 0; j < p->m; j++) c[j] = (T)0;                                         \
       for (int64_t q = 0; q < p->k; q++) {                                                    \
@@ -207,7 +163,7 @@ static void copy_row(void *dst, loom_dtype to, const char *src, loom_dtype from,
 
 /* Packs operand x into dense row-major matrices of dtype `to`, one per batch element where x
  * is not broadcast. Rewrites x to describe the packed copy. */
-static loom_status pack(dot_mat *x, const dot_problem *p, loom_dtype to, dot_arena *ar) {
+static loom_status pack(dot_mat *x, const dot_problem *p, loom_dtype to, loom__cpu_arena *ar) {
   int64_t pdims[LOOM_MAX_RANK], psrc[LOOM_MAX_RANK], nbs[LOOM_MAX_RANK];
   int32_t np = 0;
   int64_t count = 1; /* packed matrices */
@@ -225,13 +181,13 @@ static loom_status pack(dot_mat *x, const dot_problem *p, loom_dtype to, dot_are
       psrc[np++] = x->bs[i];
     }
   int64_t es_to = loom_dtype_size(to), es_from = loom_dtype_size(x->dtype);
-  char *buf = arena_take(ar, count * mat * es_to);
+  char *buf = loom__cpu_arena_take(ar, count * mat * es_to, false);
   if (!buf) return loom__oom("dot: packing an operand");
   int64_t rows = count * x->rows;
   const dot_mat src = *x;
   for (int64_t r = 0; r < rows; r++) {
     int64_t pb = r / src.rows, i = r % src.rows;
-    const char *s = src.data + (batch_offset(pb, np, pdims, psrc) + i * src.rs) * es_from;
+    const char *s = src.data + (loom__batch_offset(pb, np, pdims, psrc) + i * src.rs) * es_from;
     copy_row(buf + r * src.cols * es_to, to, s, src.dtype, src.cols, src.cs);
   }
   x->data = buf;
@@ -303,8 +259,8 @@ static void blas_gemm(loom_dtype t, dot_fold fa, dot_fold fb, int n, int m, int 
 /* One batch element through BLAS: gemv when one side is a vector, else gemm. */
 static void blas_one(const dot_problem *p, int64_t bi, dot_fold fa, dot_fold fb) {
   int64_t es = loom_dtype_size(p->dtype);
-  const char *a = p->a.data + batch_offset(bi, p->nb, p->bdims, p->a.bs) * es;
-  const char *b = p->b.data + batch_offset(bi, p->nb, p->bdims, p->b.bs) * es;
+  const char *a = p->a.data + loom__batch_offset(bi, p->nb, p->bdims, p->a.bs) * es;
+  const char *b = p->b.data + loom__batch_offset(bi, p->nb, p->bdims, p->b.bs) * es;
   char *c = p->c + bi * p->n * p->m * es;
   int n = (int)p->n, m = (int)p->m, k = (int)p->k;
   if (m == 1) { /* c[n] = op(A) b, b a column: its step is its row stride */
@@ -325,7 +281,7 @@ static bool fits_blas(const dot_problem *p) {
 }
 
 /* The float and complex path: fold or pack both operands, then BLAS or the plain loop. */
-static loom_status dot_float(dot_problem *p, dot_arena *ar) {
+static loom_status dot_float(dot_problem *p, loom__cpu_arena *ar) {
   dot_fold fa = {0}, fb = {0};
   bool small = p->batch >= 2 && p->n * p->k * p->m <= DOT_SMALL_MACS;
   if (small || !fits_blas(p)) {
@@ -343,11 +299,11 @@ static loom_status dot_float(dot_problem *p, dot_arena *ar) {
 }
 
 /* f16/bf16: both operands packed to f32, the product in f32, rounded on store. */
-static loom_status dot_half(dot_problem *p, dot_arena *ar) {
+static loom_status dot_half(dot_problem *p, loom__cpu_arena *ar) {
   loom_dtype storage = p->dtype;
   char *out = p->c;
   int64_t total = p->batch * p->n * p->m;
-  float *c32 = arena_take(ar, total * (int64_t)sizeof(float));
+  float *c32 = loom__cpu_arena_take(ar, total * (int64_t)sizeof(float), false);
   if (!c32) return loom__oom("dot: f32 result of an f16/bf16 product");
   loom_status s = pack(&p->a, p, LOOM_F32, ar);
   if (!s) s = pack(&p->b, p, LOOM_F32, ar);
@@ -373,7 +329,7 @@ loom_status loom__cpu_dot(const loom_graph *g, const loom__op *op, const loom__v
     memset(p.c, 0, (size_t)(p.batch * p.n * p.m * loom_dtype_size(p.dtype)));
     return LOOM_OK;
   }
-  dot_arena ar = {.next = scratch, .left = scratch ? scratch_bytes : 0};
+  loom__cpu_arena ar = loom__cpu_arena_make(scratch, scratch_bytes);
   switch (p.dtype) {
     case LOOM_F32:
     case LOOM_F64:
@@ -391,6 +347,6 @@ loom_status loom__cpu_dot(const loom_graph *g, const loom__op *op, const loom__v
                         loom_op_name(op->kind), loom_dtype_name(p.dtype));
       break;
   }
-  arena_release(&ar);
+  loom__cpu_arena_release(&ar);
   return s;
 }

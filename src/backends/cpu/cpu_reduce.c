@@ -26,6 +26,7 @@
 #include <math.h>
 
 #include "backends/cpu/cpu_loops.h"
+#include "backends/shapes.h"
 
 /* Outputs accumulated together by the cols schedules. Wide tiles read long runs of each
  * input row (4096^2 f32 column sums: 27 ms with 256, 12 with 1024, 8 with 4096), and the
@@ -469,19 +470,6 @@ static int64_t abs64(int64_t x) {
   return x < 0 ? -x : x;
 }
 
-/* Reduced dims ordered by decreasing stride, so the innermost loop has the smallest. */
-static void sort_reduced(int32_t n, int64_t *dims, int64_t *strides) {
-  for (int32_t i = 1; i < n; i++)
-    for (int32_t j = i; j > 0 && abs64(strides[j - 1]) < abs64(strides[j]); j--) {
-      int64_t t = dims[j];
-      dims[j] = dims[j - 1];
-      dims[j - 1] = t;
-      t = strides[j];
-      strides[j] = strides[j - 1];
-      strides[j - 1] = t;
-    }
-}
-
 static void choose_path(rplan *P) {
   const loom__cpu_nest *K = &P->kept, *R = &P->red;
   int64_t ks = loom__cpu_inner_stride(K, 0), rs = loom__cpu_inner_stride(R, 0);
@@ -514,7 +502,7 @@ static void build_plan(const loom__view *in, uint32_t reduced, const loom__view 
       kst[nk++] = in->strides[d];
     }
   }
-  sort_reduced(nr, rd, rst);
+  loom__sort_by_stride(nr, rd, rst);
   memset(P, 0, sizeof *P);
   loom__cpu_nest_init(&P->kept, nk, kd);
   loom__cpu_nest_add(&P->kept, NULL, kst);

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "backends/cpu/cpu_loops.h"
+#include "backends/shapes.h"
 
 typedef struct topk_rows {
   loom__cpu_nest rows; /* the dims other than the axis; operand 0: input strides */
@@ -125,14 +126,7 @@ static const topk_fn topk_kernels[LOOM_DTYPE_COUNT] = {LOOM_CPU_REALS(TAB_TOPK, 
 static loom_status check_outputs(const loom__op *op, const loom__view *in, const loom__view *out,
                                  int32_t axis) {
   const loom_type *t = &in->type;
-  bool ok = out[0].type.dtype == t->dtype && out[1].type.dtype == LOOM_I64 && op->attrs.k >= 0 &&
-            op->attrs.k <= t->dims[axis];
-  for (int32_t r = 0; r < 2 && ok; r++) {
-    ok = out[r].type.rank == t->rank;
-    for (int32_t d = 0; d < t->rank && ok; d++)
-      ok = out[r].type.dims[d] == (d == axis ? op->attrs.k : t->dims[d]);
-  }
-  if (ok) return LOOM_OK;
+  if (loom__topk_outputs_fit(op, t, &out[0].type, &out[1].type, axis)) return LOOM_OK;
   char a[LOOM_TYPE_STRING_MAX];
   return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: topk: outputs do not match k=%lld of %s",
                      (long long)op->attrs.k, loom_type_format(t, a, sizeof a));

@@ -16,73 +16,23 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_libs.h"
-
-/* ---- the problem ------------------------------------------------------------------------ */
-
-static void operand_batch_strides(const loom__dview *v, int32_t mat_rank, int32_t nb, int64_t *bs) {
-  int32_t own = v->type.rank - mat_rank;
-  for (int32_t i = 0; i < nb; i++) {
-    int32_t j = i - (nb - own);
-    bs[i] = (j >= 0 && v->type.dims[j] != 1) ? v->strides[j] : 0;
-  }
-}
-
-static loom_status dot_setup(const loom__cu_device *d, const loom__op_call *c, lm_gemm *p) {
-  const loom__dview *va = &c->in[0], *vb = &c->in[1], *out = &c->out[0];
-  int32_t ra = va->type.rank, rb = vb->type.rank;
-  memset(p, 0, sizeof *p);
-  if (ra < 1 || rb < 1)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: dot: operands must have at least one dimension",
-                       d->id);
-  p->n = ra >= 2 ? va->type.dims[ra - 2] : 1;
-  p->k = va->type.dims[ra - 1];
-  p->m = rb >= 2 ? vb->type.dims[rb - 1] : 1;
-  int64_t kb = rb >= 2 ? vb->type.dims[rb - 2] : vb->type.dims[0];
-  p->nb = out->type.rank - (ra >= 2) - (rb >= 2);
-  if (kb != p->k || p->nb < 0 || p->nb > LM_RANK || va->type.dtype != out->type.dtype ||
-      vb->type.dtype != out->type.dtype)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: dot: operand and result types do not agree", d->id);
-  p->batch = 1;
-  for (int32_t i = 0; i < p->nb; i++) {
-    p->bdims[i] = out->type.dims[i];
-    p->batch *= p->bdims[i];
-  }
-  p->a_rs = ra >= 2 ? va->strides[ra - 2] : 0;
-  p->a_cs = va->strides[ra - 1];
-  p->b_rs = rb >= 2 ? vb->strides[rb - 2] : vb->strides[0];
-  p->b_cs = rb >= 2 ? vb->strides[rb - 1] : 0;
-  operand_batch_strides(va, ra >= 2 ? 2 : 1, (int32_t)p->nb, p->a_bs);
-  operand_batch_strides(vb, rb >= 2 ? 2 : 1, (int32_t)p->nb, p->b_bs);
-  p->a_off = va->offset;
-  p->b_off = vb->offset;
-  p->c_off = out->offset;
-  return LOOM_OK;
-}
+#include "backends/shapes.h"
 
 /* ---- cuBLAS ---------------------------------------------------------------------------------- */
 
-/* How a row-major rows x cols matrix with strides (rs, cs) goes to cuBLAS without a copy: as
- * the column-major matrix its memory holds (its transpose, op N, when it is row-major dense;
- * itself, op T, when it is column-major dense) and the leading dimension. The stride of a
- * dimension of size 1 is free, so vectors fold too. */
+/* How a row-major matrix goes to cuBLAS without a copy (loom__gpu_fold_matrix): as the
+ * column-major matrix its memory holds (its transpose, op N, when it is row-major dense;
+ * itself, op T, when it is column-major dense) and the leading dimension. */
 typedef struct fold {
   cublasOperation_t op;
   int64_t ld;
 } fold;
 
 static bool fold_matrix(int64_t rows, int64_t cols, int64_t rs, int64_t cs, fold *f) {
-  int64_t r = rows == 1 ? cols : rs, q = cols == 1 ? 1 : cs;
-  if (q == 1 && r >= LOOM_MAX(cols, 1)) {
-    *f = (fold){CUBLAS_OP_N, LOOM_MAX(r, 1)};
-    return true;
-  }
-  r = rows == 1 ? 1 : rs;
-  q = cols == 1 ? rows : cs;
-  if (r == 1 && q >= LOOM_MAX(rows, 1)) {
-    *f = (fold){CUBLAS_OP_T, LOOM_MAX(q, 1)};
-    return true;
-  }
-  return false;
+  bool transposed;
+  if (!loom__gpu_fold_matrix(rows, cols, rs, cs, &transposed, &f->ld)) return false;
+  f->op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  return true;
 }
 
 /* One strided batched product: `count` matrices at element offsets ao, bo, co, stepping by
@@ -200,16 +150,6 @@ static bool fits_int(int64_t v) {
   return v >= 0 && v <= INT32_MAX;
 }
 
-/* The batch element bi's offset in an operand with batch strides bs over dims [0, nb). */
-static int64_t batch_offset(const lm_gemm *p, int32_t nb, int64_t bi, const int64_t *bs) {
-  int64_t off = 0;
-  for (int32_t i = nb - 1; i >= 0; i--) {
-    off += (bi % p->bdims[i]) * bs[i];
-    bi /= p->bdims[i];
-  }
-  return off;
-}
-
 /* Runs the whole batch through cuBLAS when it is the way; *ran false (nothing enqueued)
  * otherwise. */
 static loom_status run_cublas(loom__cu_device *d, const loom__op_call *c, const lm_gemm *p, bool *ran) {
@@ -239,8 +179,8 @@ static loom_status run_cublas(loom__cu_device *d, const loom__op_call *c, const 
   int32_t outer_rank = inner ? nb - 1 : nb;
   int64_t calls = p->batch / b.count;
   for (int64_t i = 0; i < calls; i++) {
-    b.ao = p->a_off + batch_offset(p, outer_rank, i, p->a_bs);
-    b.bo = p->b_off + batch_offset(p, outer_rank, i, p->b_bs);
+    b.ao = p->a_off + loom__batch_offset(i, outer_rank, p->bdims, p->a_bs);
+    b.bo = p->b_off + loom__batch_offset(i, outer_rank, p->bdims, p->b_bs);
     b.co = p->c_off + i * b.count * p->n * p->m;
     st = gemm(api, h, &b, c->in[0].buffer, c->in[1].buffer, c->out[0].buffer);
     if (st != CUBLAS_STATUS_SUCCESS) return blas_error(d, api, st, "cublas gemm (strided batched)");
@@ -254,7 +194,7 @@ static loom_status run_cublas(loom__cu_device *d, const loom__op_call *c, const 
 loom_status loom__cu_dot(void *dev, const loom__op_call *c) {
   loom__cu_device *d = dev;
   lm_gemm p;
-  loom_status s = dot_setup(d, c, &p);
+  loom_status s = loom__gpu_dot_setup(d->id, c, &p);
   if (s) return s;
   loom_dtype dt = c->out[0].type.dtype; /* the gemm kernel takes every dtype */
   if (p.batch == 0 || p.n == 0 || p.m == 0) return LOOM_OK;

@@ -3,8 +3,6 @@
  * and conv. The checks and the kernel arguments are the GPU layer's (backends/gpu/gpu_setup.h,
  * shared with the opencl backend, so the two read views alike); each launcher here enqueues
  * the kernel on the device's stream (kernels/cuda/); nothing here waits. */
-#include <string.h>
-
 #include "backends/cuda/cuda_backend.h"
 
 /* A launcher's result: "cuda0: <kernel> launch failed: <CUDA error>". */

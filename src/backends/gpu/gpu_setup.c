@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "backends/shapes.h"
+
 loom_status loom__gpu_unsupported(const char *id, const loom__op *op, loom_dtype dtype) {
   return loom__error(LOOM_ERR_UNSUPPORTED, "%s: %s: unsupported dtype %s", id, loom_op_name(op->kind),
                      loom_dtype_name(dtype));
@@ -310,10 +312,6 @@ loom_status loom__gpu_ew_setup(const char *id, const loom__op_call *c, int64_t s
 
 /* ---- reductions ----------------------------------------------------------------------------- */
 
-static int64_t abs64(int64_t x) {
-  return x < 0 ? -x : x;
-}
-
 static bool is_arg(const loom__op *op) {
   return op->kind == LOOM_OP_ARGMAX || op->kind == LOOM_OP_ARGMIN;
 }
@@ -368,15 +366,7 @@ static void reduce_plan(const loom__dview *in, uint32_t mask, lm_reduce *m) {
     st[(*n)++] = in->strides[k];
     *(red ? &m->n_red : &m->n_out) *= in->type.dims[k];
   }
-  for (int32_t i = 1; i < nr; i++)
-    for (int32_t j = i; j > 0 && abs64(rs[j - 1]) < abs64(rs[j]); j--) {
-      int64_t t = rd[j];
-      rd[j] = rd[j - 1];
-      rd[j - 1] = t;
-      t = rs[j];
-      rs[j] = rs[j - 1];
-      rs[j - 1] = t;
-    }
+  loom__sort_by_stride(nr, rd, rs);
   m->kr = nest_one(nk, kd, ks, m->kdims, m->kst);
   m->rr = nest_one(nr, rd, rs, m->rdims, m->rst);
   m->in_off = in->offset;
@@ -406,18 +396,6 @@ loom_status loom__gpu_reduce_setup(const char *id, const loom__op_call *c, lm_re
 
 /* ---- topk ------------------------------------------------------------------------------------ */
 
-/* Both outputs must be the input's shape with k on the axis, values of its dtype, i64 indices. */
-static bool topk_outputs_ok(const loom__op *op, const loom_type *t, const loom__dview *out, int32_t axis) {
-  bool ok = out[0].type.dtype == t->dtype && out[1].type.dtype == LOOM_I64 && op->attrs.k >= 0 &&
-            op->attrs.k <= t->dims[axis];
-  for (int32_t r = 0; r < 2 && ok; r++) {
-    ok = out[r].type.rank == t->rank;
-    for (int32_t k = 0; k < t->rank && ok; k++)
-      ok = out[r].type.dims[k] == (k == axis ? op->attrs.k : t->dims[k]);
-  }
-  return ok;
-}
-
 loom_status loom__gpu_topk_setup(const char *id, const loom__op_call *c, lm_topk *m) {
   const loom__op *op = c->op;
   const loom__dview *in = &c->in[0], *out = c->out;
@@ -428,7 +406,7 @@ loom_status loom__gpu_topk_setup(const char *id, const loom__op_call *c, lm_topk
   if (!loom__axis_normalize(op->attrs.axis, t->rank, &axis))
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: topk: axis %lld is out of range for rank %d", id,
                        (long long)op->attrs.axis, (int)t->rank);
-  if (!topk_outputs_ok(op, t, out, axis)) {
+  if (!loom__topk_outputs_fit(op, t, &out[0].type, &out[1].type, axis)) {
     char a[LOOM_TYPE_STRING_MAX];
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: topk: outputs do not match k=%lld of %s", id,
                        (long long)op->attrs.k, loom_type_format(t, a, sizeof a));
@@ -509,6 +487,57 @@ loom_status loom__gpu_conv_setup(const char *id, const loom__op_call *c, lm_conv
   p->w_off = w->offset;
   p->o_off = out->offset;
   return LOOM_OK;
+}
+
+/* ---- dot ------------------------------------------------------------------------------------ */
+
+loom_status loom__gpu_dot_setup(const char *id, const loom__op_call *c, lm_gemm *p) {
+  const loom__dview *va = &c->in[0], *vb = &c->in[1], *out = &c->out[0];
+  int32_t ra = va->type.rank, rb = vb->type.rank;
+  memset(p, 0, sizeof *p);
+  if (ra < 1 || rb < 1)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: dot: operands must have at least one dimension", id);
+  p->n = ra >= 2 ? va->type.dims[ra - 2] : 1;
+  p->k = va->type.dims[ra - 1];
+  p->m = rb >= 2 ? vb->type.dims[rb - 1] : 1;
+  int64_t kb = rb >= 2 ? vb->type.dims[rb - 2] : vb->type.dims[0];
+  p->nb = out->type.rank - (ra >= 2) - (rb >= 2);
+  if (kb != p->k || p->nb < 0 || p->nb > LM_RANK || va->type.dtype != out->type.dtype ||
+      vb->type.dtype != out->type.dtype)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: dot: operand and result types do not agree", id);
+  p->batch = 1;
+  for (int32_t i = 0; i < p->nb; i++) {
+    p->bdims[i] = out->type.dims[i];
+    p->batch *= p->bdims[i];
+  }
+  p->a_rs = ra >= 2 ? va->strides[ra - 2] : 0;
+  p->a_cs = va->strides[ra - 1];
+  p->b_rs = rb >= 2 ? vb->strides[rb - 2] : vb->strides[0];
+  p->b_cs = rb >= 2 ? vb->strides[rb - 1] : 0;
+  loom__batch_strides(&va->type, va->strides, ra >= 2 ? 2 : 1, (int32_t)p->nb, p->a_bs);
+  loom__batch_strides(&vb->type, vb->strides, rb >= 2 ? 2 : 1, (int32_t)p->nb, p->b_bs);
+  p->a_off = va->offset;
+  p->b_off = vb->offset;
+  p->c_off = out->offset;
+  return LOOM_OK;
+}
+
+bool loom__gpu_fold_matrix(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool *transposed,
+                           int64_t *ld) {
+  int64_t r = rows == 1 ? cols : rs, q = cols == 1 ? 1 : cs;
+  if (q == 1 && r >= LOOM_MAX(cols, 1)) {
+    *transposed = false;
+    *ld = r;
+    return true;
+  }
+  r = rows == 1 ? 1 : rs;
+  q = cols == 1 ? rows : cs;
+  if (r == 1 && q >= LOOM_MAX(rows, 1)) {
+    *transposed = true;
+    *ld = q;
+    return true;
+  }
+  return false;
 }
 
 /* ---- transforms ------------------------------------------------------------------------------ */

@@ -9,6 +9,7 @@
  *   elementwise  loom__gpu_ew_setup: iota, select, unary, binary, compare, logic, cast
  *   reductions   loom__gpu_reduce_setup: reduce_*, argmax, argmin
  *   topk, conv   loom__gpu_topk_setup, loom__gpu_conv_setup
+ *   dot          loom__gpu_dot_setup, loom__gpu_fold_matrix
  *   transforms   loom__gpu_fft_setup, loom__gpu_dft_setup
  *
  * Every function that checks returns INVALID_ARGUMENT or UNSUPPORTED with a message that
@@ -97,6 +98,18 @@ loom_status loom__gpu_topk_setup(const char *id, const loom__op_call *c, lm_topk
 /* Checks a conv call (float dtypes) and fills p, the spatial dims normalized to three;
  * p->total 0: nothing to launch. */
 loom_status loom__gpu_conv_setup(const char *id, const loom__op_call *c, lm_conv *p);
+
+/* ---- dot ---------------------------------------------------------------------------------- */
+
+/* Checks a dot call (NumPy matmul: [..,n,k] x [..,k,m] -> [..,n,m], batch dims broadcast, 1-D
+ * operands as NumPy) and fills p; nothing to launch when p->batch, p->n or p->m is 0. An
+ * operand's offset for batch element bi is loom__batch_offset(bi, nb, p->bdims, its bs). */
+loom_status loom__gpu_dot_setup(const char *id, const loom__op_call *c, lm_gemm *p);
+/* How a row-major rows x cols matrix with element strides (rs, cs) goes to a BLAS without a
+ * copy: dense row-major (*transposed false) or dense column-major (a transposed view,
+ * *transposed true), with its leading dimension *ld. The stride of a dimension of size 1 is
+ * free, so vectors fold too. False when it is neither. */
+bool loom__gpu_fold_matrix(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool *transposed, int64_t *ld);
 
 /* ---- transforms -------------------------------------------------------------------------- */
 

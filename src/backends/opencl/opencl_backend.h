@@ -115,8 +115,6 @@ loom_status loom__cl_conv(void *dev, const loom__op_call *c);
 
 loom_status loom__cl_dot(void *dev, const loom__op_call *c);
 loom_status loom__cl_fourier(void *dev, const loom__op_call *c);
-/* The element offset of batch element bi of an operand with batch strides bs. */
-int64_t loom__cl_gemm_batch_offset(const lm_gemm *p, int64_t bi, const cl_long *bs);
 
 /* ---- the libraries (opencl_clblast.c, opencl_clfft.c; none/ when CMake did not find them) --- */
 

@@ -11,61 +11,9 @@
  * gemm kernel (kernels/opencl/dot.cl) reads the operands in place. CLBlastXgemmBatched is not
  * used: it allocates its temporaries itself, outside any limit.
  */
-#include <string.h>
-
 #include "backends/opencl/opencl_backend.h"
 
 #define TILE 16
-
-/* ---- the problem ------------------------------------------------------------------------ */
-
-static void operand_batch_strides(const loom__dview *v, int32_t mat_rank, int32_t nb, cl_long *bs) {
-  int32_t own = v->type.rank - mat_rank;
-  for (int32_t i = 0; i < nb; i++) {
-    int32_t j = i - (nb - own);
-    bs[i] = (j >= 0 && v->type.dims[j] != 1) ? v->strides[j] : 0;
-  }
-}
-
-static loom_status dot_setup(const loom__cl_device *d, const loom__op_call *c, lm_gemm *p) {
-  const loom__dview *va = &c->in[0], *vb = &c->in[1], *out = &c->out[0];
-  int32_t ra = va->type.rank, rb = vb->type.rank;
-  memset(p, 0, sizeof *p);
-  if (ra < 1 || rb < 1)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: dot: operands must have at least one dimension",
-                       d->id);
-  p->n = ra >= 2 ? va->type.dims[ra - 2] : 1;
-  p->k = va->type.dims[ra - 1];
-  p->m = rb >= 2 ? vb->type.dims[rb - 1] : 1;
-  int64_t kb = rb >= 2 ? vb->type.dims[rb - 2] : vb->type.dims[0];
-  p->nb = out->type.rank - (ra >= 2) - (rb >= 2);
-  if (kb != p->k || p->nb < 0 || va->type.dtype != out->type.dtype || vb->type.dtype != out->type.dtype)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: dot: operand and result types do not agree", d->id);
-  p->batch = 1;
-  for (int32_t i = 0; i < p->nb; i++) {
-    p->bdims[i] = out->type.dims[i];
-    p->batch *= p->bdims[i];
-  }
-  p->a_rs = ra >= 2 ? va->strides[ra - 2] : 0;
-  p->a_cs = va->strides[ra - 1];
-  p->b_rs = rb >= 2 ? vb->strides[rb - 2] : vb->strides[0];
-  p->b_cs = rb >= 2 ? vb->strides[rb - 1] : 0;
-  operand_batch_strides(va, ra >= 2 ? 2 : 1, (int32_t)p->nb, p->a_bs);
-  operand_batch_strides(vb, rb >= 2 ? 2 : 1, (int32_t)p->nb, p->b_bs);
-  p->a_off = va->offset;
-  p->b_off = vb->offset;
-  p->c_off = out->offset;
-  return LOOM_OK;
-}
-
-int64_t loom__cl_gemm_batch_offset(const lm_gemm *p, int64_t bi, const cl_long *bs) {
-  int64_t off = 0;
-  for (int32_t i = (int32_t)p->nb - 1; i >= 0; i--) {
-    off += (bi % p->bdims[i]) * bs[i];
-    bi /= p->bdims[i];
-  }
-  return off;
-}
 
 /* ---- the gemm kernel ---------------------------------------------------------------------- */
 
@@ -113,7 +61,7 @@ static loom_status run_kernel(loom__cl_device *d, const loom__op_call *c, const 
 loom_status loom__cl_dot(void *dev, const loom__op_call *c) {
   loom__cl_device *d = dev;
   lm_gemm p;
-  loom_status s = dot_setup(d, c, &p);
+  loom_status s = loom__gpu_dot_setup(d->id, c, &p);
   if (s) return s;
   if (p.batch == 0 || p.n == 0 || p.m == 0) return LOOM_OK;
   int64_t es = loom_dtype_size(c->out[0].type.dtype);

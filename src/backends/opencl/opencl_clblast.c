@@ -6,32 +6,26 @@
 #include <string.h>
 
 #include "backends/opencl/opencl_backend.h"
+#include "backends/shapes.h"
 
 /* Products of at least this many multiply-adds per batch element go to CLBlast. */
 #define BLAS_MIN_MACS (1 << 18)
 
 /* ---- CLBlast -------------------------------------------------------------------------------- */
 
-/* How a matrix goes to CLBlast (row-major) without a copy: NoTrans or Trans and the leading
- * dimension. The stride of a dimension of size 1 is free, so vectors fold too. */
+/* How a matrix goes to CLBlast (row-major) without a copy (loom__gpu_fold_matrix): NoTrans or
+ * Trans and the leading dimension. */
 typedef struct fold {
   CLBlastTranspose trans;
   size_t ld;
 } fold;
 
 static bool fold_matrix(int64_t rows, int64_t cols, int64_t rs, int64_t cs, fold *f) {
-  int64_t r = rows == 1 ? cols : rs, q = cols == 1 ? 1 : cs;
-  if (q == 1 && r >= LOOM_MAX(cols, 1)) {
-    *f = (fold){CLBlastTransposeNo, (size_t)r};
-    return true;
-  }
-  r = rows == 1 ? 1 : rs;
-  q = cols == 1 ? rows : cs;
-  if (r == 1 && q >= LOOM_MAX(rows, 1)) {
-    *f = (fold){CLBlastTransposeYes, (size_t)q};
-    return true;
-  }
-  return false;
+  bool transposed;
+  int64_t ld;
+  if (!loom__gpu_fold_matrix(rows, cols, rs, cs, &transposed, &ld)) return false;
+  *f = (fold){transposed ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)ld};
+  return true;
 }
 
 typedef struct blas_call {
@@ -102,8 +96,8 @@ loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, con
   /* The largest temporary any batch element needs. */
   size_t need = 0;
   for (int64_t bi = 0; bi < p->batch; bi++) {
-    b.ao = (size_t)(p->a_off + loom__cl_gemm_batch_offset(p, bi, p->a_bs));
-    b.bo = (size_t)(p->b_off + loom__cl_gemm_batch_offset(p, bi, p->b_bs));
+    b.ao = (size_t)(p->a_off + loom__batch_offset(bi, (int32_t)p->nb, p->bdims, p->a_bs));
+    b.bo = (size_t)(p->b_off + loom__batch_offset(bi, (int32_t)p->nb, p->bdims, p->b_bs));
     b.co = (size_t)(p->c_off + bi * p->n * p->m);
     size_t size = 0;
     CLBlastStatusCode st = temp_size(d->queue, &b, &size);
@@ -122,8 +116,8 @@ loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, con
   }
   loom_status s = LOOM_OK;
   for (int64_t bi = 0; !s && bi < p->batch; bi++) {
-    b.ao = (size_t)(p->a_off + loom__cl_gemm_batch_offset(p, bi, p->a_bs));
-    b.bo = (size_t)(p->b_off + loom__cl_gemm_batch_offset(p, bi, p->b_bs));
+    b.ao = (size_t)(p->a_off + loom__batch_offset(bi, (int32_t)p->nb, p->bdims, p->a_bs));
+    b.bo = (size_t)(p->b_off + loom__batch_offset(bi, (int32_t)p->nb, p->bdims, p->b_bs));
     b.co = (size_t)(p->c_off + bi * p->n * p->m);
     CLBlastStatusCode st =
         gemm(d->queue, &b, (cl_mem)c->in[0].buffer, (cl_mem)c->in[1].buffer, (cl_mem)c->out[0].buffer, tmp);

@@ -18,8 +18,6 @@
  * DFT kernel runs instead. Plans are baked once per device and problem and cached until the
  * device closes.
  */
-#include <string.h>
-
 #include "backends/opencl/opencl_backend.h"
 #include "backends/opencl/opencl_fft.h"
 
