@@ -272,20 +272,10 @@ static const gpu_mode cuda_mode = {
     .default_fft_log2 = 24,
     .max_fft_log2 = 30,
     .bandwidth = true,
-    .usage =
-        "usage: loom-bench cuda [--devices LIST] [--size N] [--fft-log2 K] [--bw-size BYTES] [--reps N]\n"
-        "                       [--json FILE]\n"
-        "\n"
+    .summary =
         "SGEMM N^3 and a 2^K-point complex FFT through Loom vs cuBLAS and cuFFT called directly, end\n"
         "to end from host memory, and host <-> device bandwidth (explicit copies vs managed memory),\n"
-        "on each CUDA device; prints ratios.\n"
-        "\n"
-        "  --devices LIST  CUDA device ids, as cuda0,cuda1 (default: every CUDA device)\n"
-        "  --size N        the SGEMM's N (default 8192)\n"
-        "  --fft-log2 K    the FFT's length is 2^K (default 24)\n"
-        "  --bw-size BYTES bytes per transfer of the bandwidth figures (default 256MiB)\n"
-        "  --reps N        timed runs per figure after one warm-up; the best is kept (default 5)\n"
-        "  --json FILE     also write the figures as JSON\n",
+        "on each CUDA device; prints ratios.",
     .open = lib_open,
     .close = lib_close,
     .sgemm = sgemm_time,

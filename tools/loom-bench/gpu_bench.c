@@ -10,9 +10,26 @@
 
 /* ---- the command line -------------------------------------------------------------------------- */
 
+static void usage(const gpu_mode *mode, FILE *out) {
+  fprintf(
+      out,
+      "usage: loom-bench %s [--devices LIST] [--size N] [--fft-log2 K]%s [--reps N] [--json FILE]\n\n%s\n\n",
+      mode->name, mode->bandwidth ? " [--bw-size BYTES]" : "", mode->summary);
+  fprintf(out, "  --devices LIST  %s device ids, as %s0,%s1 (default: every %s device)\n", mode->kind,
+          mode->id_prefix, mode->id_prefix, mode->kind);
+  fprintf(out, "  --size N        the SGEMM's N (default %lld)\n", (long long)mode->default_n);
+  fprintf(out, "  --fft-log2 K    the FFT's length is 2^K (default %d)\n", (int)mode->default_fft_log2);
+  if (mode->bandwidth)
+    fputs("  --bw-size BYTES bytes per transfer of the bandwidth figures (default 256MiB)\n", out);
+  fputs(
+      "  --reps N        timed runs per figure after one warm-up; the best is kept (default 5)\n"
+      "  --json FILE     also write the figures as JSON\n",
+      out);
+}
+
 static int bad_option(const gpu_mode *mode, const char *what, const char *a) {
   fprintf(stderr, "loom-bench %s: %s '%s'\n", mode->name, what, a);
-  fputs(mode->usage, stderr);
+  usage(mode, stderr);
   return 2;
 }
 
@@ -44,7 +61,7 @@ static int parse_args(const gpu_mode *mode, int argc, char **argv, gpu_options *
   for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--help") == 0) {
-      fputs(mode->usage, stdout);
+      usage(mode, stdout);
       exit(0);
     }
     if (!v) return bad_option(mode, "unknown option or missing value after", a);

@@ -47,8 +47,8 @@ typedef struct gpu_mode {
   const char *lib_names[2]; /* the libraries of sgemm and fft, as printed ("CLBlast", "clFFT") */
   int64_t default_n, max_n;
   int32_t default_fft_log2, max_fft_log2;
-  bool bandwidth; /* accepts --bw-size (default 256MiB) for `extra` */
-  const char *usage;
+  bool bandwidth;      /* accepts --bw-size (default 256MiB) for `extra` */
+  const char *summary; /* what --help says the mode measures, before the options */
   /* Opens the library on the context's device `device` with three device buffers of these
    * sizes; 1 on failure (with a message on stderr or in loom_last_error). */
   int (*open)(gpu_lib **out, loom_context *ctx, int32_t device, int64_t bytes_a, int64_t bytes_b,

@@ -108,17 +108,9 @@ static const gpu_mode opencl_mode = {
     .max_n = 46340,
     .default_fft_log2 = 20,
     .max_fft_log2 = 28,
-    .usage =
-        "usage: loom-bench opencl [--devices LIST] [--size N] [--fft-log2 K] [--reps N] [--json FILE]\n"
-        "\n"
+    .summary =
         "SGEMM N^3 and a 2^K-point complex FFT through Loom vs CLBlast and clFFT called directly,\n"
-        "on each OpenCL device; prints ratios (library time / Loom time).\n"
-        "\n"
-        "  --devices LIST  OpenCL device ids, as ocl0,ocl1 (default: every OpenCL device)\n"
-        "  --size N        the SGEMM's N (default 2048)\n"
-        "  --fft-log2 K    the FFT's length is 2^K (default 20)\n"
-        "  --reps N        timed runs per figure after one warm-up; the best is kept (default 5)\n"
-        "  --json FILE     also write the figures as JSON\n",
+        "on each OpenCL device; prints ratios (library time / Loom time).",
     .open = lib_open,
     .close = lib_close,
     .sgemm = sgemm_time,
