@@ -1,6 +1,7 @@
 /* The public calls Loom's tools use instead of internals (issue 12, point 6): graph
  * introspection, running a graph on a named device, byte formatting, seeded random inputs, the
- * all-or-nothing .npy writer; and loom/opencl.h's interop where the build has OpenCL. Only
+ * all-or-nothing .npy writer; and loom/opencl.h's and loom/cuda.h's interop where the build
+ * has them (on machines without a CUDA device, what they say of other devices and nodes). Only
  * public headers are included, as a user would. */
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -11,6 +12,9 @@
 
 #if LOOM_HAVE_OPENCL
 #include "loom/opencl.h"
+#endif
+#if LOOM_HAVE_CUDA
+#include "loom/cuda.h"
 #endif
 
 static const char *const two_ops_lir =
@@ -232,6 +236,40 @@ TEST(opencl_interop_names_the_device_and_the_managers_queue) {
     loom_tensor_deinit(&in[k]);
   }
   loom_graph_destroy(g);
+  loom_context_destroy(ctx);
+}
+#endif
+
+#if LOOM_HAVE_CUDA
+TEST(cuda_interop_refuses_what_is_not_cuda) {
+  loom_context *ctx = NULL;
+  ASSERT_EQ(loom_context_create(&(loom_context_options){"cpu0"}, &ctx), LOOM_OK);
+  int32_t cpu = -1;
+  int ordinal = 5;
+  ASSERT_EQ(loom_context_find_device(ctx, "cpu0", &cpu), LOOM_OK);
+  ASSERT_EQ(loom_context_device_cuda_ordinal(ctx, cpu, &ordinal), LOOM_ERR_NOT_FOUND);
+  ASSERT_EQ(ordinal, -1);
+  ASSERT_CONTAINS(loom_last_error(), "cpu0 is not a CUDA device");
+  ASSERT_EQ(loom_context_device_cuda_ordinal(ctx, 99, &ordinal), LOOM_ERR_INVALID_ARGUMENT);
+
+  loom_mem_manager *m = NULL;
+  int32_t host = -1;
+  ASSERT_EQ(loom_context_memory(ctx, &m), LOOM_OK);
+  ASSERT_EQ(loom_mem_node_find(m, "host0", &host), LOOM_OK);
+  cudaStream_t stream = (cudaStream_t)1;
+  ASSERT_EQ(loom_mem_node_cuda_stream(m, host, &stream), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(stream == NULL);
+  ASSERT_CONTAINS(loom_last_error(), "host0 is not a CUDA device's node");
+
+  /* a host copy's handle has no CUDA pointer */
+  loom_buffer *b = NULL;
+  ASSERT_EQ(loom_buffer_allocate(m, 64, LOOM_U8, host, 0, &b), LOOM_OK);
+  loom_mem_handle h;
+  ASSERT_EQ(loom_buffer_acquire(b, host, LOOM_ACCESS_WRITE | LOOM_ACCESS_DISCARD, &h), LOOM_OK);
+  ASSERT_TRUE(h.ptr != NULL && loom_mem_handle_cuda_ptr(&h) == NULL);
+  ASSERT_EQ(loom_buffer_release(b, &h), LOOM_OK);
+  ASSERT_TRUE(loom_mem_handle_cuda_ptr(NULL) == NULL);
+  loom_buffer_free(b);
   loom_context_destroy(ctx);
 }
 #endif
