@@ -185,6 +185,27 @@ LOOM_API const char *loom_value_name(const loom_graph *graph, loom_value v);
 /* Finds a value by name; LOOM_VALUE_NONE when absent. */
 LOOM_API loom_value loom_graph_find(const loom_graph *graph, const char *name);
 
+/* One op of a graph, as loom_graph_op_info_get describes it. Ops are indexed 0 ..
+ * loom_graph_op_count - 1 in the graph's order (the order they were added or parsed in, which
+ * is a valid execution order), the indexes loom_graph_estimate and plans report. */
+typedef struct loom_op_info {
+  loom_op kind;
+  int32_t n_inputs;  /* loom_graph_op_input takes 0 .. n_inputs - 1 */
+  int32_t n_outputs; /* 1, or 2 for topk; loom_graph_op_output takes 0 .. n_outputs - 1 */
+  int32_t line, col; /* where the parser found it; 0 when built through the C API */
+} loom_op_info;
+
+/* Describes op `index`. Errors: INVALID_ARGUMENT (NULL pointers, index out of range). */
+LOOM_API loom_status loom_graph_op_info_get(const loom_graph *graph, int32_t index, loom_op_info *out_info);
+/* The k-th input / result of op `index`; LOOM_VALUE_NONE when the graph is NULL or an index
+ * is out of range. */
+LOOM_API loom_value loom_graph_op_input(const loom_graph *graph, int32_t index, int32_t k);
+LOOM_API loom_value loom_graph_op_output(const loom_graph *graph, int32_t index, int32_t k);
+/* A value's label for messages and listings: its name, or "v<id>" for an unnamed value,
+ * written into buf (size bytes, truncated to fit) unless the stored name is returned. Returns
+ * the label (buf or a string owned by the graph), "?" for a NULL graph or a bad value. */
+LOOM_API const char *loom_value_label(const loom_graph *graph, loom_value v, char *buf, size_t size);
+
 /* Parses .lir text. `filename` is used only in messages ("file.lir:5:12: error: ...").
  * The caller owns *out_graph. Errors: INVALID_ARGUMENT with a one-line located message for
  * any syntax, type or name error; OUT_OF_MEMORY. */

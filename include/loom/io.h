@@ -54,6 +54,19 @@ LOOM_API loom_status loom_tensor_load_npy(const char *path, loom_tensor *out);
  * is full, ...: the message names the path and carries strerror), LOOM_ERR_OUT_OF_MEMORY. */
 LOOM_API loom_status loom_tensor_save_npy(const char *path, const loom_tensor *tensor);
 
+/* Writes tensors[i] to paths[i] for i < n, all or nothing: every file is first written
+ * completely under a temporary name beside its path, and only then are they renamed over
+ * their paths; on failure nothing is left behind (no temporary file, and no file already
+ * renamed: those are removed again, so a file that was at such a path before is gone too).
+ * Format and errors as loom_tensor_save_npy; INVALID_ARGUMENT also for NULL arrays with
+ * n > 0 or n < 0. */
+LOOM_API loom_status loom_tensors_save_npy(const char *const *paths, const loom_tensor *tensors, int32_t n);
+
+/* The NumPy dtype string a .npy file holds for `dtype` ("<f4", "|b1", "<c8"), or NULL when
+ * .npy has none (bf16) or dtype is out of range: a caller can refuse such a value before
+ * computing it. The string is static. */
+LOOM_API const char *loom_dtype_npy_descr(loom_dtype dtype);
+
 #ifdef __cplusplus
 }
 #endif

@@ -121,11 +121,11 @@ typedef enum loom_mem_advice {
 
 /* The kind of memory a copy lives in. */
 typedef enum loom_mem_storage {
-  LOOM_MEM_STORAGE_NONE,       /* no copy on the node */
-  LOOM_MEM_STORAGE_HOST,       /* host memory (bound to the NUMA node where hwloc can) */
-  LOOM_MEM_STORAGE_CL_BUFFER,  /* an OpenCL buffer (cl_mem) */
-  LOOM_MEM_STORAGE_SVM_COARSE, /* OpenCL coarse-grained buffer SVM */
-  LOOM_MEM_STORAGE_SVM_FINE,   /* OpenCL fine-grained buffer SVM */
+  LOOM_MEM_STORAGE_NONE,         /* no copy on the node */
+  LOOM_MEM_STORAGE_HOST,         /* host memory (bound to the NUMA node where hwloc can) */
+  LOOM_MEM_STORAGE_CL_BUFFER,    /* an OpenCL buffer (loom_mem_handle_cl_mem in loom/opencl.h) */
+  LOOM_MEM_STORAGE_SVM_COARSE,   /* OpenCL coarse-grained buffer SVM */
+  LOOM_MEM_STORAGE_SVM_FINE,     /* OpenCL fine-grained buffer SVM */
   LOOM_MEM_STORAGE_CUDA_DEVICE,  /* CUDA device memory (cudaMalloc); the handle's ptr is the device pointer */
   LOOM_MEM_STORAGE_CUDA_MANAGED, /* CUDA managed memory (cudaMallocManaged), reachable from the host:
                                   * Loom treats it as it does fine-grained SVM */
@@ -322,8 +322,11 @@ typedef struct loom_mem_handle {
   int32_t node;             /* the node whose copy it is (may differ from the node that asked:
                              * a host thread reaching a device's SVM copy) */
   void *ptr;                /* host pointer (HOST, or SVM reached from the host), SVM pointer, or
-                             * CUDA device pointer (CUDA_DEVICE, CUDA_MANAGED) */
-  void *cl_mem;             /* the cl_mem (CL_BUFFER); NULL otherwise */
+                             * CUDA device pointer (CUDA_DEVICE, CUDA_MANAGED; typed by
+                             * loom_mem_handle_cuda_ptr in loom/cuda.h) */
+  void *object;             /* the device's memory object where the storage is not addressed by
+                             * ptr (CL_BUFFER: read it with loom_mem_handle_cl_mem in
+                             * loom/opencl.h); NULL otherwise */
   int64_t offset;           /* where the buffer starts in it (0 today) */
   int64_t bytes;            /* the buffer's size */
   bool temporary;           /* a copy made for this access, dropped at release */
@@ -338,9 +341,9 @@ typedef struct loom_mem_handle {
  * node with a valid copy uses it; a host node may reach a device's SVM copy directly; else
  * the policy picks a temporary copy or a move (see loom_mem_policy). WRITE makes the node's
  * copy the owner (invalidating the others; a temporary copy is written back at release).
- * OpenCL handles belong to the cl_context and in-order queue the HMM keeps for that device:
- * kernels on them run in that context (inside Loom: loom__hmm_opencl_queue; a public
- * accessor belongs in loom/opencl.h). *out_handle is cleared on entry.
+ * OpenCL handles belong to the OpenCL context and in-order queue the HMM keeps for that
+ * device, CUDA handles to its stream: work on them runs there (loom_mem_node_cl_queue in
+ * loom/opencl.h, loom_mem_node_cuda_stream in loom/cuda.h). *out_handle is cleared on entry.
  * Errors: INVALID_ARGUMENT (NULL pointers, node out of range, bad access flags),
  * UNAVAILABLE (a conflicting access, see loom_buffer_map), OUT_OF_MEMORY, device errors. */
 LOOM_API loom_status loom_buffer_acquire(loom_buffer *b, int32_t node, uint32_t access,

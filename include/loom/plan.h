@@ -74,6 +74,9 @@ LOOM_API loom_status loom_runners_parse(const char *spec, loom_runner **out_runn
 /* Parses a byte size ("123", "64KiB", "512MiB", "1.5GiB", "2GB"). INVALID_ARGUMENT with the
  * position of the first bad character. */
 LOOM_API loom_status loom_bytes_parse(const char *text, int64_t *out_bytes);
+/* Writes a byte count as Loom's messages do ("512 B", "1.50 GiB": binary units, two decimals)
+ * into buf (size bytes, truncated to fit; NUL-terminated when size > 0) and returns buf. */
+LOOM_API char *loom_bytes_format(int64_t bytes, char *buf, size_t size);
 
 /* Runners from memory limits as LOOM_MEM_LIMIT writes them ("ocl0:256MiB,cpu0:4GiB", see
  * loom/memory.h): one runner per device named (cpuN, oclN, cudaN), in the order first named,

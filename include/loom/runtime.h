@@ -60,6 +60,18 @@ LOOM_API loom_status loom_graph_run(loom_context *ctx, const loom_graph *graph,
                                     const loom_tensor *inputs, int32_t n_inputs,
                                     loom_tensor *outputs, int32_t n_outputs, loom_run_stats *stats);
 
+/* As loom_graph_run, on the device `device` ("cpu0", "ocl1", "cuda0", or an alias the context
+ * knows, as loom_context_find_device takes): the inputs are copied from host memory to the
+ * device, the whole graph runs there in one piece (no splitting: a plan does that), and the
+ * outputs come back to host memory, allocated by Loom as loom_graph_run's. Values and
+ * temporaries are allocated through the context's memory manager on that device's memory
+ * node, so its limit holds for the run. The device is opened on first use and stays open
+ * with the context. Errors: as loom_graph_run; NOT_FOUND (no such device in the context),
+ * UNSUPPORTED (an op the device's backend cannot run), and the backend's device errors. */
+LOOM_API loom_status loom_graph_run_on_device(loom_context *ctx, const char *device, const loom_graph *graph,
+                                              const loom_tensor *inputs, int32_t n_inputs,
+                                              loom_tensor *outputs, int32_t n_outputs, loom_run_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -85,6 +85,14 @@ LOOM_API loom_status loom_tensor_init(loom_tensor *out, const loom_type *type);
  * Accepts NULL and an already deinitialized tensor. */
 LOOM_API void loom_tensor_deinit(loom_tensor *t);
 
+/* Fills an allocated tensor with seeded pseudo-random values, the same on every machine and
+ * build for the same (seed, stream): floats uniform in [0,1) on a grid the dtype holds exactly,
+ * complex numbers part by part, integers uniform in [0,100), bools 0 or 1. loom-run --random
+ * uses the parameter's index as the stream, so one input's values do not depend on the
+ * others. Errors: INVALID_ARGUMENT (NULL tensor, an invalid type, NULL data for a non-empty
+ * tensor). */
+LOOM_API loom_status loom_tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream);
+
 /* f16 and bf16 conversions (round to nearest even; NaN stays NaN). */
 LOOM_API float loom_f16_to_f32(uint16_t h);
 LOOM_API uint16_t loom_f32_to_f16(float f);

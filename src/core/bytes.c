@@ -67,6 +67,11 @@ char *loom__format_bytes(int64_t bytes, char *buf, size_t size) {
   return buf;
 }
 
+char *loom_bytes_format(int64_t bytes, char *buf, size_t size) {
+  if (!buf || size == 0) return buf;
+  return loom__format_bytes(bytes, buf, size);
+}
+
 char *loom__format_bytes_vs(int64_t bytes, int64_t other, char *buf, size_t size) {
   char mine[32], theirs[32];
   loom__format_bytes(bytes, mine, sizeof mine);

@@ -398,7 +398,7 @@ static loom_status fill_handle(loom_mem_manager *m, loom_buffer *b, int32_t node
   h->temporary = c->temporary;
   h->from_node_ = node;
   h->access_ = access;
-  h->cl_mem = c->alloc.cl_mem;
+  h->object = c->alloc.cl_mem;
   h->ptr = c->alloc.ptr;
   if (loom__hmm_is_host(m, node) && !loom__hmm_is_host(m, t)) {
     bool mapped = false;

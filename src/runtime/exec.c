@@ -109,7 +109,7 @@ static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, b
     return s;
   }
   out->acquired = true;
-  out->ptr = out->handle.cl_mem ? out->handle.cl_mem : out->handle.ptr;
+  out->ptr = out->handle.object ? out->handle.object : out->handle.ptr;
   return LOOM_OK;
 }
 
@@ -181,7 +181,7 @@ static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom
   }
   b->buffer = buffer;
   b->acquired = b->borrowed = true;
-  b->ptr = b->handle.cl_mem ? b->handle.cl_mem : b->handle.ptr;
+  b->ptr = b->handle.object ? b->handle.object : b->handle.ptr;
   st->bytes[id] = bytes;
   st->data[id] = b->ptr;
   return LOOM_OK;

@@ -466,6 +466,41 @@ void loom__npy_discard(const char *temp) {
   if (temp) unlink(temp);
 }
 
+const char *loom_dtype_npy_descr(loom_dtype dtype) {
+  return loom__npy_descr(dtype);
+}
+
+/* Removes what a failed loom_tensors_save_npy wrote: the temporaries left and the files
+ * already renamed. */
+static void undo_saves(char **temps, const char *const *paths, int32_t n, int32_t committed) {
+  for (int32_t i = 0; i < n; i++) {
+    loom__npy_discard(temps[i]);
+    loom__free(temps[i]);
+    temps[i] = NULL;
+  }
+  for (int32_t i = 0; i < committed; i++) unlink(paths[i]);
+}
+
+loom_status loom_tensors_save_npy(const char *const *paths, const loom_tensor *tensors, int32_t n) {
+  if (n < 0 || (n > 0 && (!paths || !tensors)))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensors_save_npy: %s",
+                       n < 0 ? "negative count" : "NULL paths or tensors");
+  char **temps = n > 0 ? loom__calloc((size_t)n, sizeof *temps) : NULL;
+  if (n > 0 && !temps) return loom__error(LOOM_ERR_OUT_OF_MEMORY, "loom_tensors_save_npy: out of memory");
+  loom_status s = LOOM_OK;
+  for (int32_t i = 0; s == LOOM_OK && i < n; i++) s = loom__npy_save_temp(paths[i], &tensors[i], &temps[i]);
+  int32_t committed = 0;
+  while (s == LOOM_OK && committed < n) {
+    s = loom__npy_commit(temps[committed], paths[committed]);
+    loom__free(temps[committed]);
+    temps[committed] = NULL;
+    if (s == LOOM_OK) committed++;
+  }
+  if (s != LOOM_OK) undo_saves(temps, paths, n, committed);
+  loom__free(temps);
+  return s;
+}
+
 loom_status loom_tensor_save_npy(const char *path, const loom_tensor *t) {
   char *temp;
   loom_status s = loom__npy_save_temp(path, t, &temp);

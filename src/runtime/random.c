@@ -38,6 +38,16 @@ static void rng_seed(rng *r, uint64_t seed, uint64_t stream) {
 /* k / 2^bits for the top `bits` bits of a draw: exact in any float with >= bits of mantissa. */
 static double unit(uint64_t draw, int bits) { return (double)(draw >> (64 - bits)) * (1.0 / (double)(1ull << bits)); }
 
+loom_status loom_tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream) {
+  int64_t n = 0;
+  if (!t) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_fill_random: NULL tensor");
+  loom_status s = loom_type_elements(&t->type, &n);
+  if (s != LOOM_OK) return s;
+  if (n > 0 && !t->data) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_fill_random: NULL data");
+  loom__tensor_fill_random(t, seed, stream);
+  return LOOM_OK;
+}
+
 void loom__tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream) {
   rng r;
   rng_seed(&r, seed, stream);

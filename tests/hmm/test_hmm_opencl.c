@@ -4,28 +4,25 @@
 #include "hmm_test.h"
 
 #if LOOM_HAVE_OPENCL
-#include <CL/cl.h>
+#include "loom/opencl.h"
 
 static const char *inc_source =
     "kernel void inc(global uchar *p) { size_t i = get_global_id(0); p[i] = (uchar)(p[i] + 1); }";
 
 /* Adds 1 to every byte of the handle's memory on its device (left running: release waits). */
 static loom_status run_inc(loom_mem_manager *m, const loom_mem_handle *h) {
-  void *vctx = NULL, *vq = NULL;
-  loom_status s = loom__hmm_opencl_queue(m, h->node, &vctx, &vq);
+  cl_context ctx = NULL;
+  cl_command_queue q = NULL;
+  loom_status s = loom_mem_node_cl_queue(m, h->node, &ctx, &q);
   if (s != LOOM_OK) return s;
-  cl_context ctx = vctx;
-  cl_command_queue q = vq;
   cl_int err;
   cl_program prog = clCreateProgramWithSource(ctx, 1, &inc_source, NULL, &err);
   if (err == CL_SUCCESS) err = clBuildProgram(prog, 0, NULL, "", NULL, NULL);
   cl_kernel k = err == CL_SUCCESS ? clCreateKernel(prog, "inc", &err) : NULL;
-  if (err == CL_SUCCESS) {
-    if (h->storage == LOOM_MEM_STORAGE_CL_BUFFER)
-      err = clSetKernelArg(k, 0, sizeof(cl_mem), &h->cl_mem);
-    else
-      err = clSetKernelArgSVMPointer(k, 0, h->ptr);
-  }
+  cl_mem mem = loom_mem_handle_cl_mem(h);
+  if (err == CL_SUCCESS)
+    err = h->storage == LOOM_MEM_STORAGE_CL_BUFFER ? clSetKernelArg(k, 0, sizeof(cl_mem), &mem)
+                                                   : clSetKernelArgSVMPointer(k, 0, h->ptr);
   size_t global = (size_t)h->bytes;
   if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL);
   if (k) clReleaseKernel(k);
@@ -36,11 +33,12 @@ static loom_status run_inc(loom_mem_manager *m, const loom_mem_handle *h) {
 
 /* Reads a device handle's bytes through the HMM's queue. */
 static loom_status device_read(loom_mem_manager *m, const loom_mem_handle *h, void *dst) {
-  void *vctx = NULL, *vq = NULL;
-  loom_status s = loom__hmm_opencl_queue(m, h->node, &vctx, &vq);
+  cl_command_queue vq = NULL;
+  loom_status s = loom_mem_node_cl_queue(m, h->node, NULL, &vq);
   if (s != LOOM_OK) return s;
   cl_int err = h->storage == LOOM_MEM_STORAGE_CL_BUFFER
-                   ? clEnqueueReadBuffer(vq, h->cl_mem, CL_TRUE, 0, (size_t)h->bytes, dst, 0, NULL, NULL)
+                   ? clEnqueueReadBuffer(vq, loom_mem_handle_cl_mem(h), CL_TRUE, 0, (size_t)h->bytes, dst, 0,
+                                         NULL, NULL)
                    : clEnqueueSVMMemcpy(vq, CL_TRUE, dst, h->ptr, (size_t)h->bytes, 0, NULL, NULL);
   return err == CL_SUCCESS ? LOOM_OK
                            : loom__error(LOOM_ERR_INTERNAL, "device read: OpenCL error %d", (int)err);
@@ -142,7 +140,7 @@ static void every_call(uint32_t flags, loom_mem_storage expect) {
   ASSERT_EQ(h.storage, expect);
   ASSERT_EQ(h.node, ocl0);
   ASSERT_TRUE(!h.temporary);
-  ASSERT_TRUE(svm ? h.ptr != NULL : h.cl_mem != NULL);
+  ASSERT_TRUE(svm ? h.ptr != NULL && loom_mem_handle_cl_mem(&h) == NULL : loom_mem_handle_cl_mem(&h) != NULL);
   ASSERT_OK(run_inc(m, &h));
   ASSERT_OK(loom_buffer_release(b, &h));
 

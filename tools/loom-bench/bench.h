@@ -9,4 +9,7 @@ int loom_bench_knn(int argc, char **argv);
 int loom_bench_opencl(int argc, char **argv);
 int loom_bench_cuda(int argc, char **argv);
 
+/* Seconds on a monotonic clock (main.c). */
+double bench_now(void);
+
 #endif

@@ -8,9 +8,14 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "core/core.h"
 #include "loom/loom.h"
-#include "runtime/random.h"
+
+static int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+static int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
 
 typedef struct knn_args {
   int64_t n, m, d, k;
@@ -46,7 +51,8 @@ static int parse_args(int argc, char **argv, knn_args *a) {
     else if (!strcmp(f, "--m")) a->m = whole(v);
     else if (!strcmp(f, "--d")) a->d = whole(v);
     else if (!strcmp(f, "--k")) a->k = whole(v);
-    else if (!strcmp(f, "--repeats")) a->repeats = (int32_t)LOOM_MIN(whole(v), 1000);
+    else if (!strcmp(f, "--repeats"))
+      a->repeats = (int32_t)min64(whole(v), 1000);
     else if (!strcmp(f, "--limits")) {
       char *copy = strdup(v), *save = NULL;
       a->n_limits = 0;
@@ -114,9 +120,10 @@ static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor
       break;
     }
     if (!r->ok || stats.seconds < r->best_seconds) r->best_seconds = stats.seconds;
-    r->peak = LOOM_MAX(r->peak, stats.peak_bytes);
+    r->peak = max64(r->peak, stats.peak_bytes);
     r->stages = stats.n_stages;
-    for (int32_t s = 0; s < stats.n_stages; s++) r->estimated = LOOM_MAX(r->estimated, stats.stages[s].estimated_peak_bytes);
+    for (int32_t s = 0; s < stats.n_stages; s++)
+      r->estimated = max64(r->estimated, stats.stages[s].estimated_peak_bytes);
     loom_plan_stats_deinit(&stats);
     if (r->ok) {
       loom_tensor_deinit(&out[0]);
@@ -146,10 +153,16 @@ int loom_bench_knn(int argc, char **argv) {
     loom_graph_destroy(g);
     return 1;
   }
-  loom_tensor in[2];
+  loom_tensor in[2] = {0};
   for (int32_t p = 0; p < 2; p++) {
-    loom_tensor_init(&in[p], loom_value_type(g, loom_graph_param_at(g, p)));
-    loom__tensor_fill_random(&in[p], 1, (uint64_t)p);
+    if (loom_tensor_init(&in[p], loom_value_type(g, loom_graph_param_at(g, p))) ||
+        loom_tensor_fill_random(&in[p], 1, (uint64_t)p)) {
+      fprintf(stderr, "loom-bench knn: inputs: %s\n", loom_last_error());
+      for (int32_t q = 0; q <= p; q++) loom_tensor_deinit(&in[q]);
+      loom_context_destroy(ctx);
+      loom_graph_destroy(g);
+      return 1;
+    }
   }
   printf("kNN on cpu0: n = %lld, m = %lld, d = %lld, k = %lld; best of %d runs\n", (long long)a.n, (long long)a.m,
          (long long)a.d, (long long)a.k, (int)a.repeats);
@@ -167,7 +180,8 @@ int loom_bench_knn(int argc, char **argv) {
     const result *r = i < 0 ? &whole : &chunked[i];
     char lim[32], est[32], peak[32];
     if (i < 0) snprintf(lim, sizeof lim, "unchunked");
-    else loom__format_bytes(a.limits[i], lim, sizeof lim);
+    else
+      loom_bytes_format(a.limits[i], lim, sizeof lim);
     if (!r->ok) {
       printf("%-12s %8s did not run (see above)\n", lim, "-");
       if (i >= 0) rc = 1;
@@ -176,7 +190,7 @@ int loom_bench_knn(int argc, char **argv) {
     bool same = ref && same_neighbours(r, ref, a.n * a.k);
     rc |= !same;
     printf("%-12s %8d %10.3f %16s %16s %9.2f %s\n", lim, (int)r->stages, r->best_seconds,
-           loom__format_bytes(r->estimated, est, sizeof est), loom__format_bytes(r->peak, peak, sizeof peak),
+           loom_bytes_format(r->estimated, est, sizeof est), loom_bytes_format(r->peak, peak, sizeof peak),
            r->best_seconds / ref->best_seconds, same ? "equal" : "DIFFER");
   }
   if (!whole.ok) printf("(time x is relative to the largest limit: the unchunked graph did not run)\n");

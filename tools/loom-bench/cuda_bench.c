@@ -1,17 +1,11 @@
 /* loom-bench cuda: the cuda backend against the libraries it calls, on each CUDA device
- * (issue 7, point 5):
- *
- *   sgemm  C = A.B, f32, N x N x N (default 8192): a one-op graph through Loom's executor vs
- *          cublasSgemm called directly
- *   fft    a 2^K-point complex f32 FFT (default K = 24): through Loom vs cuFFT called directly
- *          (an out-of-place plan made once)
- *
- * Both sides are timed end to end from host memory to host memory (copy the inputs in from
- * pageable memory, compute, copy the result back), each the best of --reps runs after a
- * warm-up run (cuBLAS's and cuFFT's set-up); the ratio is library time / Loom time (1.00: as
- * fast as the library called directly; the goal is at least 0.95). The sides run alternately,
- * so a busy machine slows both. The library's device time alone (inputs already on the device)
- * is printed beside, to show how much of each figure is the bus.
+ * (issue 7, point 5): SGEMM (default 8192^3) through Loom vs cublasSgemm called directly, and
+ * a 2^K-point complex f32 FFT (default K = 24) through Loom vs cuFFT called directly (an
+ * out-of-place plan made once). The measuring and reporting are gpu_bench.c's; this file is
+ * the libraries' side (cuBLAS and cuFFT as the cuda backend loads them:
+ * loom/internal/cuda_libs.h), timed end to end from pageable host memory, with the library's
+ * device time alone (inputs already on the device) beside, to show how much of each figure is
+ * the bus. The goal is a ratio of at least 0.95.
  *
  * Then host <-> device bandwidth of one buffer of --bw-size bytes (default 256 MiB), each the
  * best of --reps, as a ratio to cudaMemcpy from pinned memory (the bus's best):
@@ -28,92 +22,11 @@
 #include <string.h>
 
 #include "bench.h"
-#include "core/core.h"
-#include "core/json.h"
-#include "loom/loom.h"
-#include "runtime/context.h"
-#include "runtime/exec.h"
-#include "runtime/random.h"
+#include "gpu_bench.h"
 
 #if LOOM_HAVE_CUDA
-#include "backends/cuda/cuda_libs.h"
-
-typedef struct options {
-  int64_t n; /* sgemm size */
-  int32_t fft_log2;
-  int32_t reps;
-  int64_t bw_bytes;
-  const char *devices; /* "cuda0,cuda1"; NULL: every CUDA device */
-  const char *json;
-} options;
-
-typedef struct result {
-  const char *what;
-  double loom_s, lib_s, lib_device_s; /* best seconds */
-  double flops;
-} result;
-
-static void usage(FILE *out) {
-  fputs(
-      "usage: loom-bench cuda [--devices LIST] [--size N] [--fft-log2 K] [--bw-size BYTES] [--reps N]\n"
-      "                       [--json FILE]\n"
-      "\n"
-      "SGEMM N^3 and a 2^K-point complex FFT through Loom vs cuBLAS and cuFFT called directly, end\n"
-      "to end from host memory, and host <-> device bandwidth (explicit copies vs managed memory),\n"
-      "on each CUDA device; prints ratios.\n"
-      "\n"
-      "  --devices LIST  CUDA device ids, as cuda0,cuda1 (default: every CUDA device)\n"
-      "  --size N        the SGEMM's N (default 8192)\n"
-      "  --fft-log2 K    the FFT's length is 2^K (default 24)\n"
-      "  --bw-size BYTES bytes per transfer of the bandwidth figures (default 256MiB)\n"
-      "  --reps N        timed runs per figure after one warm-up; the best is kept (default 5)\n"
-      "  --json FILE     also write the figures as JSON\n",
-      out);
-}
-
-static int parse_args(int argc, char **argv, options *o) {
-  *o = (options){.n = 8192, .fft_log2 = 24, .reps = 5, .bw_bytes = (int64_t)256 << 20};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--help") == 0) {
-      usage(stdout);
-      exit(0);
-    }
-    if (!v) {
-      fprintf(stderr, "loom-bench cuda: %s: unknown option or missing value\n", a);
-      usage(stderr);
-      return 2;
-    }
-    if (strcmp(a, "--devices") == 0)
-      o->devices = v;
-    else if (strcmp(a, "--json") == 0)
-      o->json = v;
-    else if (strcmp(a, "--size") == 0)
-      o->n = atoll(v);
-    else if (strcmp(a, "--fft-log2") == 0)
-      o->fft_log2 = atoi(v);
-    else if (strcmp(a, "--reps") == 0)
-      o->reps = atoi(v);
-    else if (strcmp(a, "--bw-size") == 0) {
-      if (loom_bytes_parse(v, &o->bw_bytes)) {
-        fprintf(stderr, "loom-bench cuda: --bw-size: %s\n", loom_last_error());
-        return 2;
-      }
-    } else {
-      fprintf(stderr, "loom-bench cuda: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    }
-    i++;
-  }
-  if (o->n < 1 || o->n > 46340 || o->fft_log2 < 1 || o->fft_log2 > 30 || o->reps < 1 || o->bw_bytes < 1) {
-    fprintf(
-        stderr,
-        "loom-bench cuda: --size (1..46340), --fft-log2 (1..30), --bw-size and --reps must be positive\n");
-    return 2;
-  }
-  return 0;
-}
+#include "loom/cuda.h"
+#include "loom/internal/cuda_libs.h"
 
 static bool cuda_ok(cudaError_t err, const char *call) {
   if (err == cudaSuccess) return true;
@@ -121,62 +34,16 @@ static bool cuda_ok(cudaError_t err, const char *call) {
   return false;
 }
 
-/* ---- Loom's side: a one-op graph through the executor on the device ------------------------ */
-
-typedef struct loom_side {
-  loom_graph *g;
-  loom_tensor in[2], out[1];
-  int32_t n_in;
-} loom_side;
-
-static int loom_prepare(loom_side *L, const char *text) {
-  memset(L, 0, sizeof *L);
-  if (loom_graph_parse(text, strlen(text), "bench.lir", &L->g)) return 1;
-  L->n_in = loom_graph_param_count(L->g);
-  for (int32_t p = 0; p < L->n_in; p++) {
-    if (loom_tensor_init(&L->in[p], loom_value_type(L->g, loom_graph_param_at(L->g, p)))) return 1;
-    loom__tensor_fill_random(&L->in[p], 1, (uint64_t)p);
-  }
-  return 0;
-}
-
-static void loom_release(loom_side *L) {
-  for (int32_t p = 0; p < L->n_in; p++) loom_tensor_deinit(&L->in[p]);
-  loom_tensor_deinit(&L->out[0]);
-  loom_graph_destroy(L->g);
-}
-
-static int loom_time(loom_side *L, const loom__exec_device *dev, double *best) {
-  loom__meter m = {0};
-  loom__exec_options opts = {.device = dev};
-  loom_tensor_deinit(&L->out[0]);
-  double t = loom__now();
-  if (loom__execute(L->g, &opts, L->in, L->out, &m)) return 1;
-  t = loom__now() - t;
-  if (t < *best) *best = t;
-  return 0;
-}
-
 /* ---- the libraries' side --------------------------------------------------------------------- */
 
-typedef struct lib_side {
+struct gpu_lib {
   void *a, *b, *c;
   cublasHandle_t blas;
   cufftHandle plan;
   bool have_plan;
-} lib_side;
+};
 
-static int lib_open(lib_side *S, int ordinal, int64_t bytes_a, int64_t bytes_b, int64_t bytes_c) {
-  memset(S, 0, sizeof *S);
-  if (!cuda_ok(cudaSetDevice(ordinal), "cudaSetDevice")) return 1;
-  if (!cuda_ok(cudaMalloc(&S->a, (size_t)bytes_a), "cudaMalloc") ||
-      !cuda_ok(cudaMalloc(&S->b, (size_t)bytes_b), "cudaMalloc") ||
-      !cuda_ok(cudaMalloc(&S->c, (size_t)bytes_c), "cudaMalloc"))
-    return 1;
-  return 0;
-}
-
-static void lib_close(lib_side *S) {
+static void lib_close(gpu_lib *S) {
   const loom__cublas_api *blas = loom__cublas();
   const loom__cufft_api *fft = loom__cufft();
   if (S->blas && blas) blas->cublasDestroy_v2(S->blas);
@@ -184,34 +51,53 @@ static void lib_close(lib_side *S) {
   cudaFree(S->a);
   cudaFree(S->b);
   cudaFree(S->c);
+  free(S);
+}
+
+static int lib_open(gpu_lib **out, loom_context *ctx, int32_t device, int64_t bytes_a, int64_t bytes_b,
+                    int64_t bytes_c) {
+  int ordinal;
+  *out = NULL;
+  if (loom_context_device_cuda_ordinal(ctx, device, &ordinal)) return 1;
+  gpu_lib *S = calloc(1, sizeof *S);
+  if (!S) return 1;
+  if (!cuda_ok(cudaSetDevice(ordinal), "cudaSetDevice") ||
+      !cuda_ok(cudaMalloc(&S->a, (size_t)bytes_a), "cudaMalloc") ||
+      !cuda_ok(cudaMalloc(&S->b, (size_t)bytes_b), "cudaMalloc") ||
+      !cuda_ok(cudaMalloc(&S->c, (size_t)bytes_c), "cudaMalloc")) {
+    lib_close(S);
+    return 1;
+  }
+  *out = S;
+  return 0;
 }
 
 /* Copy A and B in, cublasSgemm (row-major C = A.B as column-major C^T = B^T.A^T), copy C out:
  * the same work as Loom's run; and the gemm alone. */
-static int sgemm_time(lib_side *S, int64_t n, const float *a, const float *b, float *c, double *best,
+static int sgemm_time(gpu_lib *S, int64_t n, const float *a, const float *b, float *c, double *best,
                       double *best_device) {
   const loom__cublas_api *api = loom__cublas();
   size_t bytes = (size_t)(n * n) * sizeof(float);
   int N = (int)n;
   const float one = 1, zero = 0;
   if (!S->blas && api->cublasCreate_v2(&S->blas) != CUBLAS_STATUS_SUCCESS) return 1;
-  double t = loom__now();
+  double t = bench_now();
   bool ok = cuda_ok(cudaMemcpy(S->a, a, bytes, cudaMemcpyHostToDevice), "cudaMemcpy") &&
             cuda_ok(cudaMemcpy(S->b, b, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-  double d = loom__now();
+  double d = bench_now();
   ok = ok && api->cublasSgemm_v2(S->blas, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, S->b, N, S->a, N, &zero,
                                  S->c, N) == CUBLAS_STATUS_SUCCESS;
   ok = ok && cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  d = loom__now() - d;
+  d = bench_now() - d;
   ok = ok && cuda_ok(cudaMemcpy(c, S->c, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  t = loom__now() - t;
+  t = bench_now() - t;
   if (!ok) return 1;
-  if (t < *best) *best = t;
-  if (d < *best_device) *best_device = d;
+  gpu_keep(best, t);
+  gpu_keep(best_device, d);
   return 0;
 }
 
-static int fft_time(lib_side *S, int64_t n, const void *x, void *y, double *best, double *best_device) {
+static int fft_time(gpu_lib *S, int64_t n, const void *x, void *y, double *best, double *best_device) {
   const loom__cufft_api *api = loom__cufft();
   size_t bytes = (size_t)n * 8;
   if (!S->have_plan) {
@@ -223,72 +109,18 @@ static int fft_time(lib_side *S, int64_t n, const void *x, void *y, double *best
         CUFFT_SUCCESS)
       return 1;
   }
-  double t = loom__now();
+  double t = bench_now();
   bool ok = cuda_ok(cudaMemcpy(S->a, x, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-  double d = loom__now();
+  double d = bench_now();
   ok = ok && api->cufftExecC2C(S->plan, S->a, S->c, CUFFT_FORWARD) == CUFFT_SUCCESS;
   ok = ok && cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  d = loom__now() - d;
+  d = bench_now() - d;
   ok = ok && cuda_ok(cudaMemcpy(y, S->c, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  t = loom__now() - t;
+  t = bench_now() - t;
   if (!ok) return 1;
-  if (t < *best) *best = t;
-  if (d < *best_device) *best_device = d;
+  gpu_keep(best, t);
+  gpu_keep(best_device, d);
   return 0;
-}
-
-/* ---- one device: the workloads ----------------------------------------------------------------- */
-
-static int bench_sgemm(const options *o, const loom__device *d, const loom__exec_device *dev, result *r) {
-  char text[256];
-  snprintf(text, sizeof text, "graph sgemm(a: f32[%lld,%lld], b: f32[%lld,%lld]) { c = dot a b\n return c }",
-           (long long)o->n, (long long)o->n, (long long)o->n, (long long)o->n);
-  loom_side L;
-  lib_side S;
-  int64_t bytes = o->n * o->n * 4;
-  int rc = loom_prepare(&L, text) || lib_open(&S, d->cuda_ordinal, bytes, bytes, bytes);
-  float *c = rc ? NULL : malloc((size_t)bytes);
-  rc |= !c;
-  *r = (result){.what = "sgemm",
-                .loom_s = 1e30,
-                .lib_s = 1e30,
-                .lib_device_s = 1e30,
-                .flops = 2.0 * (double)o->n * o->n * o->n};
-  for (int32_t i = 0; !rc && i <= o->reps; i++) { /* run 0 warms up (cuBLAS's set-up) */
-    double warm = 1e30, warm_d = 1e30;
-    rc |= loom_time(&L, dev, i ? &r->loom_s : &warm);
-    rc |= sgemm_time(&S, o->n, L.in[0].data, L.in[1].data, c, i ? &r->lib_s : &warm,
-                     i ? &r->lib_device_s : &warm_d);
-  }
-  free(c);
-  lib_close(&S);
-  loom_release(&L);
-  return rc;
-}
-
-static int bench_fft(const options *o, const loom__device *d, const loom__exec_device *dev, result *r) {
-  int64_t n = (int64_t)1 << o->fft_log2;
-  char text[256];
-  snprintf(text, sizeof text, "graph fft(x: c64[%lld]) { f = fft x axis=0\n return f }", (long long)n);
-  loom_side L;
-  lib_side S;
-  int rc = loom_prepare(&L, text) || lib_open(&S, d->cuda_ordinal, n * 8, 8, n * 8);
-  void *y = rc ? NULL : malloc((size_t)n * 8);
-  rc |= !y;
-  *r = (result){.what = "fft",
-                .loom_s = 1e30,
-                .lib_s = 1e30,
-                .lib_device_s = 1e30,
-                .flops = 5.0 * (double)n * o->fft_log2};
-  for (int32_t i = 0; !rc && i <= o->reps; i++) {
-    double warm = 1e30, warm_d = 1e30;
-    rc |= loom_time(&L, dev, i ? &r->loom_s : &warm);
-    rc |= fft_time(&S, n, L.in[0].data, y, i ? &r->lib_s : &warm, i ? &r->lib_device_s : &warm_d);
-  }
-  free(y);
-  lib_close(&S);
-  loom_release(&L);
-  return rc;
 }
 
 /* ---- one device: bandwidth ----------------------------------------------------------------------- */
@@ -298,12 +130,8 @@ typedef struct bw_result {
   double h2d, d2h; /* best seconds */
 } bw_result;
 
-static void keep(double *best, double t) {
-  if (t < *best) *best = t;
-}
-
 /* cudaMemcpy from and to host memory (pinned or not). */
-static int bw_memcpy(const options *o, int ordinal, bool pinned, bw_result *r) {
+static int bw_memcpy(const gpu_options *o, int ordinal, bool pinned, bw_result *r) {
   size_t n = (size_t)o->bw_bytes;
   void *dev = NULL, *host = NULL;
   int rc = !cuda_ok(cudaSetDevice(ordinal), "cudaSetDevice") || !cuda_ok(cudaMalloc(&dev, n), "cudaMalloc");
@@ -311,12 +139,12 @@ static int bw_memcpy(const options *o, int ordinal, bool pinned, bw_result *r) {
   if (!rc) memset(host, 1, n);
   *r = (bw_result){pinned ? "pinned" : "pageable", 1e30, 1e30};
   for (int32_t i = 0; !rc && i <= o->reps; i++) {
-    double t = loom__now();
+    double t = bench_now();
     rc |= !cuda_ok(cudaMemcpy(dev, host, n, cudaMemcpyHostToDevice), "cudaMemcpy");
-    if (i) keep(&r->h2d, loom__now() - t);
-    t = loom__now();
+    if (i) gpu_keep(&r->h2d, bench_now() - t);
+    t = bench_now();
     rc |= !cuda_ok(cudaMemcpy(host, dev, n, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    if (i) keep(&r->d2h, loom__now() - t);
+    if (i) gpu_keep(&r->d2h, bench_now() - t);
   }
   if (pinned)
     cudaFreeHost(host);
@@ -327,7 +155,7 @@ static int bw_memcpy(const options *o, int ordinal, bool pinned, bw_result *r) {
 }
 
 /* Through the memory manager: a device buffer with explicit copies, or a managed buffer. */
-static int bw_hmm(const options *o, loom_context *ctx, const char *id, bool managed, bw_result *r) {
+static int bw_hmm(const gpu_options *o, loom_context *ctx, const char *id, bool managed, bw_result *r) {
   *r = (bw_result){managed ? "managed" : "explicit", 1e30, 1e30};
   loom_mem_manager *m = NULL;
   int32_t node = -1, host = 0;
@@ -348,7 +176,7 @@ static int bw_hmm(const options *o, loom_context *ctx, const char *id, bool mana
   uint32_t flags = managed ? LOOM_MEM_HOST_VISIBLE : LOOM_MEM_DEVICE_LOCAL;
   int rc = loom_buffer_allocate(m, o->bw_bytes, LOOM_U8, node, flags, &b) != LOOM_OK;
   for (int32_t i = 0; !rc && i <= o->reps; i++) {
-    double t = loom__now();
+    double t = bench_now();
     if (!managed) {
       rc |= loom_buffer_write(b, 0, buf, o->bw_bytes) != LOOM_OK;
     } else {
@@ -357,8 +185,8 @@ static int bw_hmm(const options *o, loom_context *ctx, const char *id, bool mana
       if (!rc) memcpy(p, buf, (size_t)o->bw_bytes);
       rc |= (p && loom_buffer_unmap(b, p) != LOOM_OK) || loom_buffer_prefetch(b, node) != LOOM_OK;
     }
-    if (i) keep(&r->h2d, loom__now() - t);
-    t = loom__now();
+    if (i) gpu_keep(&r->h2d, bench_now() - t);
+    t = bench_now();
     if (!managed) {
       rc |= loom_buffer_read(b, 0, buf, o->bw_bytes) != LOOM_OK;
     } else {
@@ -367,7 +195,7 @@ static int bw_hmm(const options *o, loom_context *ctx, const char *id, bool mana
       if (!rc) memcpy(buf, p, (size_t)o->bw_bytes);
       rc |= p && loom_buffer_unmap(b, p) != LOOM_OK;
     }
-    if (i) keep(&r->d2h, loom__now() - t);
+    if (i) gpu_keep(&r->d2h, bench_now() - t);
   }
   if (rc) fprintf(stderr, "loom-bench cuda: %s %s: %s\n", id, r->path, loom_last_error());
   loom_buffer_free(b);
@@ -378,48 +206,10 @@ static int bw_hmm(const options *o, loom_context *ctx, const char *id, bool mana
 
 /* ---- reporting ----------------------------------------------------------------------------------- */
 
-static bool wanted(const options *o, const char *id) {
-  if (!o->devices) return true;
-  size_t n = strlen(id);
-  for (const char *p = o->devices; p && *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len == n && strncmp(p, id, n) == 0) return true;
-    p = end ? end + 1 : NULL;
-  }
-  return false;
-}
-
-static void print_result(const char *id, const result *r, const options *o) {
-  char size[64];
-  if (strcmp(r->what, "sgemm") == 0)
-    snprintf(size, sizeof size, "%lld^3", (long long)o->n);
-  else
-    snprintf(size, sizeof size, "2^%d points", (int)o->fft_log2);
-  printf(
-      "  %-6s %-6s %-12s Loom %9.3f ms   %s %9.3f ms   ratio %.2f   (%s on the device alone: %.3f ms, %.1f "
-      "GFLOPS)\n",
-      id, r->what, size, r->loom_s * 1e3, strcmp(r->what, "sgemm") == 0 ? "cuBLAS" : "cuFFT ", r->lib_s * 1e3,
-      r->lib_s / r->loom_s, strcmp(r->what, "sgemm") == 0 ? "cuBLAS" : "cuFFT", r->lib_device_s * 1e3,
-      r->flops / r->lib_device_s * 1e-9);
-}
-
 static void print_bw(const char *id, const bw_result *r, const bw_result *pinned, int64_t bytes) {
   printf("  %-6s %-9s host->device %7.2f GB/s (%.2f)   device->host %7.2f GB/s (%.2f)\n", id, r->path,
          (double)bytes / r->h2d * 1e-9, pinned->h2d / r->h2d, (double)bytes / r->d2h * 1e-9,
          pinned->d2h / r->d2h);
-}
-
-static void json_result(loom__json *j, const char *id, const loom__device *d, const result *r) {
-  loom__json_begin_object(j);
-  loom__json_kv_string(j, "device", id);
-  loom__json_kv_string(j, "name", d->name ? d->name : "");
-  loom__json_kv_string(j, "workload", r->what);
-  loom__json_kv_double(j, "loom_seconds", r->loom_s);
-  loom__json_kv_double(j, "library_seconds", r->lib_s);
-  loom__json_kv_double(j, "library_device_seconds", r->lib_device_s);
-  loom__json_kv_double(j, "ratio", r->lib_s / r->loom_s);
-  loom__json_end_object(j);
 }
 
 static void json_bw(loom__json *j, const char *id, const bw_result *r, const bw_result *pinned,
@@ -435,28 +225,22 @@ static void json_bw(loom__json *j, const char *id, const bw_result *r, const bw_
   loom__json_end_object(j);
 }
 
-/* Every figure of one device; rc 1 on a failed run. */
-static int bench_device(const options *o, loom_context *ctx, const loom__device *d,
-                        const loom__exec_device *dev, loom__json *j) {
-  const char *id = d->id;
-  printf("%s: %s\n", id, d->name ? d->name : "");
-  result r[2];
-  if (!loom__cublas() || !loom__cufft()) {
-    fprintf(stderr, "loom-bench cuda: %s: cuBLAS or cuFFT is missing (%s): nothing to compare with\n", id,
-            loom__cuda_libs_why());
-    return 1;
-  }
-  if (bench_sgemm(o, d, dev, &r[0]) || bench_fft(o, d, dev, &r[1])) {
-    fprintf(stderr, "loom-bench cuda: %s: a run failed: %s\n", id, loom_last_error());
-    return 1;
-  }
-  for (int32_t k = 0; k < 2; k++) {
-    print_result(id, &r[k], o);
-    if (j) json_result(j, id, d, &r[k]);
-  }
+/* The libraries are those the cuda backend loaded: without them there is nothing to compare. */
+static int check_libs(const char *id) {
+  if (loom__cublas() && loom__cufft()) return 0;
+  fprintf(stderr, "loom-bench cuda: %s: cuBLAS or cuFFT is missing (%s): nothing to compare with\n", id,
+          loom__cuda_libs_why());
+  return 1;
+}
+
+/* The bandwidth figures of one device. */
+static int bench_bandwidth(const gpu_options *o, loom_context *ctx, int32_t device, const char *id,
+                           loom__json *j) {
+  int ordinal;
   bw_result bw[4];
-  if (bw_memcpy(o, d->cuda_ordinal, true, &bw[0]) || bw_memcpy(o, d->cuda_ordinal, false, &bw[1]) ||
-      bw_hmm(o, ctx, id, false, &bw[2]) || bw_hmm(o, ctx, id, true, &bw[3]))
+  if (loom_context_device_cuda_ordinal(ctx, device, &ordinal) || bw_memcpy(o, ordinal, true, &bw[0]) ||
+      bw_memcpy(o, ordinal, false, &bw[1]) || bw_hmm(o, ctx, id, false, &bw[2]) ||
+      bw_hmm(o, ctx, id, true, &bw[3]))
     return 1;
   for (int32_t k = 0; k < 4; k++) {
     if (!bw[k].path) {
@@ -470,60 +254,39 @@ static int bench_device(const options *o, loom_context *ctx, const loom__device 
 }
 
 /* Why there is no CUDA device, from the context's notes. */
-static void print_no_device(loom_context *ctx, const options *o) {
-  printf("no CUDA device%s", o->devices ? " matches --devices" : " found");
+static void why_none(loom_context *ctx) {
   for (int32_t i = 0; i < loom_context_note_count(ctx); i++) {
     const char *note = loom_context_note(ctx, i);
     if (note && strncmp(note, "cuda", 4) == 0 && !strstr(note, "compute backend built")) printf("; %s", note);
   }
-  printf("\n");
 }
 
+static const gpu_mode cuda_mode = {
+    .name = "cuda",
+    .kind = "CUDA",
+    .id_prefix = "cuda",
+    .backend = LOOM_BACKEND_CUDA,
+    .lib_names = {"cuBLAS", "cuFFT"},
+    .default_n = 8192,
+    .max_n = 46340, /* cuBLAS takes int dimensions; N^2 elements must fit too */
+    .default_fft_log2 = 24,
+    .max_fft_log2 = 30,
+    .bandwidth = true,
+    .summary =
+        "SGEMM N^3 and a 2^K-point complex FFT through Loom vs cuBLAS and cuFFT called directly, end\n"
+        "to end from host memory, and host <-> device bandwidth (explicit copies vs managed memory),\n"
+        "on each CUDA device; prints ratios.",
+    .open = lib_open,
+    .close = lib_close,
+    .sgemm = sgemm_time,
+    .fft = fft_time,
+    .check = check_libs,
+    .extra = bench_bandwidth,
+    .why_none = why_none,
+};
+
 int loom_bench_cuda(int argc, char **argv) {
-  options o;
-  int rc = parse_args(argc, argv, &o);
-  if (rc) return rc;
-  loom_context *ctx = NULL;
-  if (loom_context_create(NULL, &ctx)) {
-    fprintf(stderr, "loom-bench cuda: %s\n", loom_last_error());
-    return 1;
-  }
-  FILE *jf = o.json ? fopen(o.json, "w") : NULL;
-  if (o.json && !jf) {
-    fprintf(stderr, "loom-bench cuda: cannot write %s\n", o.json);
-    loom_context_destroy(ctx);
-    return 1;
-  }
-  loom__json j;
-  if (jf) {
-    loom__json_init(&j, jf, true);
-    loom__json_begin_object(&j);
-    loom__json_key(&j, "cuda");
-    loom__json_begin_array(&j);
-  }
-  printf("loom-bench cuda: best of %d runs, end to end (host -> device -> host); ratio = library / Loom\n",
-         (int)o.reps);
-  int32_t measured = 0;
-  for (int32_t i = 0; !rc && i < ctx->devices.dev_count; i++) {
-    const loom__device *d = &ctx->devices.dev[i];
-    if (!(d->backends & LOOM_BACKEND_CUDA) || d->cuda_ordinal < 0 || !wanted(&o, d->id)) continue;
-    const loom__exec_device *dev;
-    if (loom__context_exec_device(ctx, d->id, &dev)) {
-      fprintf(stderr, "loom-bench cuda: %s: %s\n", d->id, loom_last_error());
-      rc = 1;
-      break;
-    }
-    rc = bench_device(&o, ctx, d, dev, jf ? &j : NULL);
-    measured++;
-  }
-  if (!rc && measured == 0) print_no_device(ctx, &o);
-  if (jf) {
-    loom__json_end_array(&j);
-    loom__json_end_object(&j);
-    if (loom__json_finish(&j) || fclose(jf)) rc = 1;
-  }
-  loom_context_destroy(ctx);
-  return rc;
+  return gpu_bench_run(&cuda_mode, argc, argv);
 }
 
 #else

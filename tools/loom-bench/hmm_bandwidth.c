@@ -19,9 +19,8 @@
 #include <string.h>
 
 #include "bench.h"
-#include "core/core.h"
-#include "core/json.h"
 #include "loom/device.h"
+#include "loom/internal/json.h"
 #include "loom/memory.h"
 #include "loom/plan.h"
 
@@ -40,9 +39,9 @@ typedef struct path_result {
 
 /* Times one plain memcpy of the same size next to each run of a path. */
 static void time_memcpy(uint8_t *dst, const uint8_t *src, int64_t bytes, path_result *out) {
-  double t = loom__now();
+  double t = bench_now();
   memcpy(dst, src, (size_t)bytes);
-  t = loom__now() - t;
+  t = bench_now() - t;
   if (t < out->memcpy_s) out->memcpy_s = t;
 }
 
@@ -100,6 +99,21 @@ static int parse_args(int argc, char **argv, options *o) {
   return 0;
 }
 
+/* A check of the benchmark's own that failed (the data read back differs): what it was. The
+ * messages print it where loom_last_error() says why one of Loom's calls failed. */
+static const char *check_failed;
+
+static loom_status data_differs(const char *what) {
+  check_failed = what;
+  return LOOM_ERR_INTERNAL;
+}
+
+static const char *why_failed(void) {
+  const char *why = check_failed ? check_failed : loom_last_error();
+  check_failed = NULL;
+  return why;
+}
+
 static bool wanted(const options *o, const char *id) {
   if (!o->devices) return true;
   size_t n = strlen(id);
@@ -116,17 +130,17 @@ static loom_status measure_explicit(loom_mem_manager *m, int32_t node, const opt
   out->h2d = out->d2h = out->memcpy_s = 1e30;
   for (int r = 0; s == LOOM_OK && r < o->reps; r++) {
     time_memcpy(dst, src, o->bytes, out);
-    double t = loom__now();
+    double t = bench_now();
     s = loom_buffer_write(b, 0, src, o->bytes);
-    double w = loom__now() - t;
-    t = loom__now();
+    double w = bench_now() - t;
+    t = bench_now();
     if (s == LOOM_OK) s = loom_buffer_read(b, 0, dst, o->bytes);
-    double rd = loom__now() - t;
+    double rd = bench_now() - t;
     if (w < out->h2d) out->h2d = w;
     if (rd < out->d2h) out->d2h = rd;
   }
   if (s == LOOM_OK && memcmp(src, dst, (size_t)o->bytes) != 0)
-    s = loom__error(LOOM_ERR_INTERNAL, "explicit copies: the data read back differs");
+    s = data_differs("explicit copies: the data read back differs");
   loom_buffer_free(b);
   return s;
 }
@@ -142,27 +156,27 @@ static loom_status measure_svm(loom_mem_manager *m, int32_t node, uint32_t flags
     void *p = NULL;
     loom_mem_handle h;
     time_memcpy(dst, src, o->bytes, out);
-    double t = loom__now();
+    double t = bench_now();
     s = loom_buffer_map(b, LOOM_ACCESS_WRITE | LOOM_ACCESS_DISCARD, &p);
     if (s == LOOM_OK) {
       memcpy(p, src, (size_t)o->bytes);
       s = loom_buffer_unmap(b, p);
     }
-    double w = loom__now() - t;
+    double w = bench_now() - t;
     if (s == LOOM_OK) s = loom_buffer_acquire(b, node, LOOM_ACCESS_READ | LOOM_ACCESS_WRITE, &h);
     if (s == LOOM_OK) s = loom_buffer_release(b, &h);
-    t = loom__now();
+    t = bench_now();
     if (s == LOOM_OK) s = loom_buffer_map(b, LOOM_ACCESS_READ, &p);
     if (s == LOOM_OK) {
       memcpy(dst, p, (size_t)o->bytes);
       s = loom_buffer_unmap(b, p);
     }
-    double rd = loom__now() - t;
+    double rd = bench_now() - t;
     if (w < out->h2d) out->h2d = w;
     if (rd < out->d2h) out->d2h = rd;
   }
   if (s == LOOM_OK && memcmp(src, dst, (size_t)o->bytes) != 0)
-    s = loom__error(LOOM_ERR_INTERNAL, "SVM access: the data read back differs");
+    s = data_differs("SVM access: the data read back differs");
   loom_buffer_free(b);
   return s;
 }
@@ -190,14 +204,14 @@ static loom_status measure_pair(loom_mem_manager *m, int32_t a, int32_t b, const
     time_memcpy(dst, src, o->bytes, &mc);
     if (mc.memcpy_s < out->memcpy_s) out->memcpy_s = mc.memcpy_s;
     loom_mem_handle h;
-    double t = loom__now();
+    double t = bench_now();
     s = loom_buffer_acquire(on_a, b, LOOM_ACCESS_READ, &h);
     if (s == LOOM_OK) s = loom_buffer_release(on_a, &h);
-    double t_hmm = loom__now() - t;
-    t = loom__now();
+    double t_hmm = bench_now() - t;
+    t = bench_now();
     if (s == LOOM_OK) s = loom_buffer_read(on_a, 0, dst, o->bytes);
     if (s == LOOM_OK) s = loom_buffer_write(on_b, 0, dst, o->bytes);
-    double t_hand = loom__now() - t;
+    double t_hand = bench_now() - t;
     if (t_hmm < out->hmm_s) out->hmm_s = t_hmm;
     if (t_hand < out->by_hand_s) out->by_hand_s = t_hand;
   }
@@ -208,7 +222,7 @@ static loom_status measure_pair(loom_mem_manager *m, int32_t a, int32_t b, const
   if (s == LOOM_OK) memset(dst, 0, (size_t)o->bytes);
   if (s == LOOM_OK) s = loom_buffer_read(on_a, 0, dst, o->bytes);
   if (s == LOOM_OK && memcmp(src, dst, (size_t)o->bytes) != 0)
-    s = loom__error(LOOM_ERR_INTERNAL, "device to device: the data read back differs");
+    s = data_differs("device to device: the data read back differs");
   loom_buffer_free(on_a);
   loom_buffer_free(on_b);
   return s;
@@ -284,7 +298,7 @@ static int run_pairs(loom_mem_manager *m, const options *o, uint8_t *src, uint8_
       loom_mem_node_info_get(m, nodes[x], &ia);
       loom_mem_node_info_get(m, nodes[y], &ib);
       if (measure_pair(m, nodes[x], nodes[y], o, src, dst, &r) != LOOM_OK) {
-        fprintf(stderr, "loom-bench hmm: %s -> %s: %s\n", ia.id, ib.id, loom_last_error());
+        fprintf(stderr, "loom-bench hmm: %s -> %s: %s\n", ia.id, ib.id, why_failed());
         rc = 1;
         continue;
       }
@@ -312,7 +326,7 @@ static int run(loom_mem_manager *m, const options *o, uint8_t *src, uint8_t *dst
   printf(
       "loom-bench hmm: %s per transfer, best of %d; ratio = memcpy time / path time, memcpy timed in the\n"
       "same runs (1.00 = as fast as a host memcpy)\n",
-      loom__format_bytes(o->bytes, size, sizeof size), o->reps);
+      loom_bytes_format(o->bytes, size, sizeof size), o->reps);
   printf("%-8s %-11s %9s %9s %9s %10s %10s\n", "device", "path", "h2d GB/s", "d2h GB/s", "memcpy",
          "h2d ratio", "d2h ratio");
   if (j) {
@@ -330,7 +344,7 @@ static int run(loom_mem_manager *m, const options *o, uint8_t *src, uint8_t *dst
     int n = measure_node(m, node, &info, o, src, dst, paths, &s);
     for (int i = 0; i < n; i++) print_row(info.id, &paths[i], o->bytes);
     if (s != LOOM_OK) {
-      fprintf(stderr, "loom-bench hmm: %s: %s\n", info.id, loom_last_error());
+      fprintf(stderr, "loom-bench hmm: %s: %s\n", info.id, why_failed());
       rc = 1;
     }
     if (j) {

@@ -2,6 +2,7 @@
  * reference measured in the same run (shared/DESIGN.md: never absolute timings in tests). */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 
@@ -20,6 +21,12 @@ static const mode modes[] = {
     {"opencl", loom_bench_opencl,
      "SGEMM 2048^3 and a 2^20-point FFT through Loom vs CLBlast and clFFT, per OpenCL device"},
 };
+
+double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static void usage(FILE *out) {
   fputs("usage: loom-bench MODE [options]   (loom-bench MODE --help for a mode's options)\n\nmodes:\n", out);

@@ -4,9 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "core/json.h"
 #include "loom/device.h"
+#include "loom/internal/json.h"
 #include "loom/loom.h"
 
 static void usage(FILE *out) {
@@ -27,7 +26,7 @@ static void usage(FILE *out) {
 
 static const char *bytes(int64_t n, char *buf, size_t size) {
   if (n < 0) return "unknown";
-  return loom__format_bytes(n, buf, size);
+  return loom_bytes_format(n, buf, size);
 }
 
 static const char *yes_no(bool v) {

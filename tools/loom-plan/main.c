@@ -11,9 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "core/json.h"
-#include "ir/ir.h"
+#include "loom/internal/json.h"
 #include "loom/loom.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -73,7 +71,7 @@ static void print_usage(FILE *f) {
       f);
 }
 
-static int fail(int code, const char *fmt, ...) LOOM_PRINTF(2, 3);
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(int code, const char *fmt, ...) {
   va_list ap;
   fputs("loom-plan: ", stderr);
@@ -105,7 +103,7 @@ static int fail_loom(void) {
 /* ---- the command line ------------------------------------------------------------------ */
 
 static bool known_rewrite(const char *name) {
-  for (int32_t i = 0; i < LOOM_ARRAY_SIZE(rewrite_names); i++)
+  for (int32_t i = 0; i < (int32_t)(sizeof rewrite_names / sizeof rewrite_names[0]); i++)
     if (strcmp(name, rewrite_names[i]) == 0) return true;
   return false;
 }
@@ -202,8 +200,8 @@ static int make_runners(const options *o, state *st) {
     if (st->runners[i].limit == asked.limit) continue;
     char was[32], now[32];
     fprintf(stderr, "loom-plan: note: runner %d (%s) lowered from %s to %s, its LOOM_MEM_LIMIT\n", (int)i + 1,
-            asked.device, loom__format_bytes(asked.limit, was, sizeof was),
-            loom__format_bytes(st->runners[i].limit, now, sizeof now));
+            asked.device, loom_bytes_format(asked.limit, was, sizeof was),
+            loom_bytes_format(st->runners[i].limit, now, sizeof now));
   }
   return 0;
 }
@@ -245,17 +243,30 @@ static void state_free(state *st) {
 /* ---- text ------------------------------------------------------------------------------ */
 
 static const char *fmt_bytes(int64_t bytes, char *buf, size_t size) {
-  return loom__format_bytes(bytes, buf, size);
+  return loom_bytes_format(bytes, buf, size);
 }
 
 /* "a, b" of an op's results, cut to fit the column. */
+/* The op's kind (loom_graph_op_info_get cannot fail for an op index the estimate gave). */
+static loom_op op_kind(const loom_graph *g, int32_t op) {
+  loom_op_info info;
+  loom_graph_op_info_get(g, op, &info);
+  return info.kind;
+}
+
+static int32_t op_result_count(const loom_graph *g, int32_t op) {
+  loom_op_info info;
+  loom_graph_op_info_get(g, op, &info);
+  return info.n_outputs;
+}
+
 static const char *op_results(const loom_graph *g, int32_t op, char *buf, size_t size) {
   size_t n = 0;
   buf[0] = '\0';
-  for (int32_t r = 0; r < g->ops[op].n_outputs && n < size; r++) {
+  for (int32_t r = 0; r < op_result_count(g, op) && n < size; r++) {
     char label[32];
     n += (size_t)snprintf(buf + n, size - n, "%s%s", r ? "," : "",
-                          loom__value_label(g, g->ops[op].outputs[r], label, sizeof label));
+                          loom_value_label(g, loom_graph_op_output(g, op, r), label, sizeof label));
   }
   return buf;
 }
@@ -265,7 +276,7 @@ static void print_row(const loom_graph *g, const loom_estimate *e, int32_t step)
   char res[20], a[32], b[32], c[32], d[32], p[32];
   op_results(g, s->op, res, sizeof res);
   printf("  %c%5d  %-12s %-19s %12s %12s %12s %12s %12s\n", step == e->peak_step ? '*' : ' ', (int)step,
-         loom_op_name(g->ops[s->op].kind), res, fmt_bytes(s->output_logical, a, sizeof a),
+         loom_op_name(op_kind(g, s->op)), res, fmt_bytes(s->output_logical, a, sizeof a),
          fmt_bytes(s->output_physical, b, sizeof b), fmt_bytes(s->temporary, c, sizeof c),
          fmt_bytes(s->live_before, d, sizeof d), fmt_bytes(s->peak, p, sizeof p));
 }
@@ -294,7 +305,7 @@ static void print_estimate(const char *title, const loom_graph *g, const loom_es
   if (e->peak_step >= 0) {
     char res[64];
     const loom_estimate_step *s = &e->steps[e->peak_step];
-    printf(" at step %d, %s %s", (int)e->peak_step, loom_op_name(g->ops[s->op].kind),
+    printf(" at step %d, %s %s", (int)e->peak_step, loom_op_name(op_kind(g, s->op)),
            op_results(g, s->op, res, sizeof res));
   }
   printf("\n\n");
@@ -347,12 +358,12 @@ static void json_estimate(loom__json *j, const char *key, const loom_graph *g, c
     loom__json_begin_object(j);
     loom__json_kv_int64(j, "step", i);
     loom__json_kv_int64(j, "index", s->op);
-    loom__json_kv_string(j, "op", loom_op_name(g->ops[s->op].kind));
+    loom__json_kv_string(j, "op", loom_op_name(op_kind(g, s->op)));
     loom__json_key(j, "results");
     loom__json_begin_array(j);
-    for (int32_t r = 0; r < g->ops[s->op].n_outputs; r++) {
+    for (int32_t r = 0; r < op_result_count(g, s->op); r++) {
       char label[32];
-      loom__json_string(j, loom__value_label(g, g->ops[s->op].outputs[r], label, sizeof label));
+      loom__json_string(j, loom_value_label(g, loom_graph_op_output(g, s->op, r), label, sizeof label));
     }
     loom__json_end_array(j);
     loom__json_kv_int64(j, "logical_bytes", s->output_logical);
@@ -371,7 +382,7 @@ static void json_names(loom__json *j, const char *key, const loom_graph *g, cons
   loom__json_begin_array(j);
   for (int32_t i = 0; i < n; i++) {
     char label[32];
-    loom__json_string(j, loom__value_label(g, ids[i], label, sizeof label));
+    loom__json_string(j, loom_value_label(g, (loom_value){ids[i]}, label, sizeof label));
   }
   loom__json_end_array(j);
 }

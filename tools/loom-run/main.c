@@ -16,12 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/json.h"
-#include "hmm/hmm.h"
+#include "loom/internal/json.h"
 #include "loom/io.h"
 #include "loom_run.h"
-#include "runtime/npy.h"
-#include "runtime/random.h"
 
 /* Everything one run holds, released by run_state_free. */
 typedef struct run_state {
@@ -137,8 +134,9 @@ static int bind_inputs(run_state *st, const run_options *opts) {
   for (int32_t p = 0; p < st->n_params; p++) {
     if (st->inputs[p].data) continue;
     const loom_type *type = loom_value_type(st->graph, loom_graph_param_at(st->graph, p));
-    if (loom_tensor_init(&st->inputs[p], type)) return run_fail_loom(param_name(st->graph, p));
-    loom__tensor_fill_random(&st->inputs[p], opts->seed, (uint64_t)p);
+    if (loom_tensor_init(&st->inputs[p], type) ||
+        loom_tensor_fill_random(&st->inputs[p], opts->seed, (uint64_t)p))
+      return run_fail_loom(param_name(st->graph, p));
   }
   return 0;
 }
@@ -168,7 +166,7 @@ static int name_outputs(run_state *st) {
 static int check_saveable_outputs(const run_state *st) {
   for (int32_t i = 0; i < st->n_outputs; i++) {
     const loom_type *type = loom_value_type(st->graph, loom_graph_output_at(st->graph, i));
-    if (!loom__npy_descr(type->dtype))
+    if (!loom_dtype_npy_descr(type->dtype))
       return run_fail(EXIT_RUN, "output %s is %s, which has no NumPy dtype; cast it to f32 in the graph "
                       "(cast %s to=f32) to write it", st->out_names[i], loom_dtype_name(type->dtype),
                       st->out_names[i]);
@@ -224,32 +222,15 @@ static char *output_path(const char *dir, const char *stem) {
   return p;
 }
 
-/* Writes every output to a temporary file, then renames them all: all or nothing. */
+/* Writes every output, all or nothing (loom_tensors_save_npy). */
 static int write_outputs(run_state *st, const char *dir) {
-  char **temps = calloc((size_t)st->n_outputs + 1, sizeof *temps);
   char **paths = calloc((size_t)st->n_outputs + 1, sizeof *paths);
-  int rc = temps && paths ? 0 : run_fail(EXIT_RUN, "out of memory");
-  for (int32_t i = 0; !rc && i < st->n_outputs; i++) {
+  int rc = paths ? 0 : run_fail(EXIT_RUN, "out of memory");
+  for (int32_t i = 0; !rc && i < st->n_outputs; i++)
     if (!(paths[i] = output_path(dir, st->out_names[i]))) rc = run_fail(EXIT_RUN, "out of memory");
-    else if (loom__npy_save_temp(paths[i], &st->outputs[i], &temps[i])) rc = run_fail_loom(NULL);
-  }
-  int32_t committed = 0;
-  while (!rc && committed < st->n_outputs) {
-    loom_status s = loom__npy_commit(temps[committed], paths[committed]);
-    loom__free(temps[committed]);
-    temps[committed] = NULL;
-    if (s) rc = run_fail_loom(NULL);
-    else committed++;
-  }
-  if (rc) { /* undo: the temporaries left, and the files already renamed */
-    for (int32_t i = 0; temps && i < st->n_outputs; i++) loom__npy_discard(temps[i]);
-    for (int32_t i = 0; i < committed; i++) unlink(paths[i]);
-  }
-  for (int32_t i = 0; i < st->n_outputs; i++) {
-    if (temps) loom__free(temps[i]);
-    if (paths) free(paths[i]);
-  }
-  free(temps);
+  if (!rc && loom_tensors_save_npy((const char *const *)paths, st->outputs, st->n_outputs))
+    rc = run_fail_loom(NULL);
+  for (int32_t i = 0; paths && i < st->n_outputs; i++) free(paths[i]);
   free(paths);
   return rc;
 }
@@ -284,8 +265,8 @@ static int fit_runners(run_state *st) {
     if (st->runners[i].limit == asked[i]) continue;
     char was[32], now[32];
     fprintf(stderr, "loom-run: note: runner %d (%s) lowered from %s to %s, its LOOM_MEM_LIMIT\n", (int)i + 1,
-            st->runners[i].device, loom__format_bytes(asked[i], was, sizeof was),
-            loom__format_bytes(st->runners[i].limit, now, sizeof now));
+            st->runners[i].device, loom_bytes_format(asked[i], was, sizeof was),
+            loom_bytes_format(st->runners[i].limit, now, sizeof now));
   }
   free(asked);
   return rc;
@@ -420,16 +401,16 @@ static void print_memory(const run_state *st) {
     printf(
         "  memory %-6s peak %10s  limit %10s  %lld allocations (%lld from the pool)  %lld evictions  "
         "in %s  out %s\n",
-        info.id, loom__format_bytes(ms.peak_in_use, peak, sizeof peak),
-        loom__format_bytes(ms.limit, lim, sizeof lim), (long long)ms.allocations, (long long)ms.pool_hits,
-        (long long)ms.evictions, loom__format_bytes(ms.bytes_in, in, sizeof in),
-        loom__format_bytes(ms.bytes_out, out, sizeof out));
+        info.id, loom_bytes_format(ms.peak_in_use, peak, sizeof peak),
+        loom_bytes_format(ms.limit, lim, sizeof lim), (long long)ms.allocations, (long long)ms.pool_hits,
+        (long long)ms.evictions, loom_bytes_format(ms.bytes_in, in, sizeof in),
+        loom_bytes_format(ms.bytes_out, out, sizeof out));
   }
 }
 
 static void print_summary(const run_state *st, const run_options *opts) {
   char peak[32], time[32];
-  loom__format_bytes(st->stats.peak_bytes, peak, sizeof peak);
+  loom_bytes_format(st->stats.peak_bytes, peak, sizeof peak);
   if (st->stats.seconds < 1.0) snprintf(time, sizeof time, "%.3f ms", st->stats.seconds * 1e3);
   else snprintf(time, sizeof time, "%.3f s", st->stats.seconds);
   if (st->plan)
@@ -441,7 +422,8 @@ static void print_summary(const run_state *st, const run_options *opts) {
   for (int32_t i = 0; i < st->report.count; i++) {
     char saved[32];
     printf("  rewrite %-16s saved %10s  %s\n", st->report.entries[i].name,
-           loom__format_bytes(st->report.entries[i].bytes_saved, saved, sizeof saved), st->report.entries[i].detail);
+           loom_bytes_format(st->report.entries[i].bytes_saved, saved, sizeof saved),
+           st->report.entries[i].detail);
   }
   int32_t n_stages = st->plan ? loom_plan_stage_count(st->plan) : 0;
   for (int32_t i = 0; i < n_stages; i++) {
@@ -450,9 +432,10 @@ static void print_summary(const run_state *st, const run_options *opts) {
     loom_plan_stage(st->plan, i, &info);
     if (n_stages > 8 && i == 4) printf("  ... %d more stages ...\n", (int)(n_stages - 8));
     if (n_stages > 8 && i >= 4 && i < n_stages - 4) continue;
-    printf("  stage %-3d %-6s limit %10s  estimated peak %10s  measured peak %10s  %d ops\n", (int)i, info.device,
-           loom__format_bytes(info.limit, lim, sizeof lim), loom__format_bytes(info.estimated_peak, est, sizeof est),
-           loom__format_bytes(st->plan_stats.stages[i].peak_bytes, got, sizeof got), (int)info.n_ops);
+    printf("  stage %-3d %-6s limit %10s  estimated peak %10s  measured peak %10s  %d ops\n", (int)i,
+           info.device, loom_bytes_format(info.limit, lim, sizeof lim),
+           loom_bytes_format(info.estimated_peak, est, sizeof est),
+           loom_bytes_format(st->plan_stats.stages[i].peak_bytes, got, sizeof got), (int)info.n_ops);
   }
   print_memory(st);
   for (int32_t i = 0; i < st->n_outputs; i++) {

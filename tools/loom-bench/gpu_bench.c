@@ -1,0 +1,286 @@
+/* The vendor-independent part of loom-bench's GPU modes (gpu_bench.h): options, Loom's side,
+ * the timing loop, the device loop and the figures. */
+#include "gpu_bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* ---- the command line -------------------------------------------------------------------------- */
+
+static void usage(const gpu_mode *mode, FILE *out) {
+  fprintf(
+      out,
+      "usage: loom-bench %s [--devices LIST] [--size N] [--fft-log2 K]%s [--reps N] [--json FILE]\n\n%s\n\n",
+      mode->name, mode->bandwidth ? " [--bw-size BYTES]" : "", mode->summary);
+  fprintf(out, "  --devices LIST  %s device ids, as %s0,%s1 (default: every %s device)\n", mode->kind,
+          mode->id_prefix, mode->id_prefix, mode->kind);
+  fprintf(out, "  --size N        the SGEMM's N (default %lld)\n", (long long)mode->default_n);
+  fprintf(out, "  --fft-log2 K    the FFT's length is 2^K (default %d)\n", (int)mode->default_fft_log2);
+  if (mode->bandwidth)
+    fputs("  --bw-size BYTES bytes per transfer of the bandwidth figures (default 256MiB)\n", out);
+  fputs(
+      "  --reps N        timed runs per figure after one warm-up; the best is kept (default 5)\n"
+      "  --json FILE     also write the figures as JSON\n",
+      out);
+}
+
+static int bad_option(const gpu_mode *mode, const char *what, const char *a) {
+  fprintf(stderr, "loom-bench %s: %s '%s'\n", mode->name, what, a);
+  usage(mode, stderr);
+  return 2;
+}
+
+/* Reads one option with its value; 2 on a bad one. */
+static int parse_option(const gpu_mode *mode, const char *a, const char *v, gpu_options *o) {
+  if (strcmp(a, "--devices") == 0)
+    o->devices = v;
+  else if (strcmp(a, "--json") == 0)
+    o->json = v;
+  else if (strcmp(a, "--size") == 0)
+    o->n = atoll(v);
+  else if (strcmp(a, "--fft-log2") == 0)
+    o->fft_log2 = atoi(v);
+  else if (strcmp(a, "--reps") == 0)
+    o->reps = atoi(v);
+  else if (mode->bandwidth && strcmp(a, "--bw-size") == 0) {
+    if (loom_bytes_parse(v, &o->bw_bytes)) {
+      fprintf(stderr, "loom-bench %s: --bw-size: %s\n", mode->name, loom_last_error());
+      return 2;
+    }
+  } else
+    return bad_option(mode, "unknown option", a);
+  return 0;
+}
+
+static int parse_args(const gpu_mode *mode, int argc, char **argv, gpu_options *o) {
+  *o = (gpu_options){
+      .n = mode->default_n, .fft_log2 = mode->default_fft_log2, .reps = 5, .bw_bytes = (int64_t)256 << 20};
+  for (int i = 1; i < argc; i += 2) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--help") == 0) {
+      usage(mode, stdout);
+      exit(0);
+    }
+    if (!v) return bad_option(mode, "unknown option or missing value after", a);
+    int rc = parse_option(mode, a, v, o);
+    if (rc) return rc;
+  }
+  if (o->n < 1 || o->n > mode->max_n || o->fft_log2 < 1 || o->fft_log2 > mode->max_fft_log2 || o->reps < 1 ||
+      o->bw_bytes < 1) {
+    fprintf(stderr, "loom-bench %s: --size (1..%lld), --fft-log2 (1..%d)%s and --reps must be positive\n",
+            mode->name, (long long)mode->max_n, (int)mode->max_fft_log2,
+            mode->bandwidth ? ", --bw-size" : "");
+    return 2;
+  }
+  return 0;
+}
+
+/* ---- Loom's side: a one-op graph run on the device ---------------------------------------------- */
+
+typedef struct loom_side {
+  loom_graph *g;
+  loom_tensor in[2], out[1];
+  int32_t n_in;
+} loom_side;
+
+static int loom_prepare(loom_side *L, const char *text) {
+  memset(L, 0, sizeof *L);
+  if (loom_graph_parse(text, strlen(text), "bench.lir", &L->g)) return 1;
+  L->n_in = loom_graph_param_count(L->g);
+  for (int32_t p = 0; p < L->n_in; p++) {
+    if (loom_tensor_init(&L->in[p], loom_value_type(L->g, loom_graph_param_at(L->g, p))) ||
+        loom_tensor_fill_random(&L->in[p], 1, (uint64_t)p))
+      return 1;
+  }
+  return 0;
+}
+
+static void loom_release(loom_side *L) {
+  for (int32_t p = 0; p < L->n_in; p++) loom_tensor_deinit(&L->in[p]);
+  loom_tensor_deinit(&L->out[0]);
+  loom_graph_destroy(L->g);
+}
+
+static int loom_time(loom_side *L, loom_context *ctx, const char *id, double *best) {
+  loom_tensor_deinit(&L->out[0]);
+  double t = bench_now();
+  if (loom_graph_run_on_device(ctx, id, L->g, L->in, L->n_in, L->out, 1, NULL)) return 1;
+  gpu_keep(best, bench_now() - t);
+  return 0;
+}
+
+/* ---- one workload: both sides, alternately ------------------------------------------------------ */
+
+/* sgemm (fft false) or fft on the context's device `device` (id `id`). */
+static int bench_workload(const gpu_mode *mode, const gpu_options *o, loom_context *ctx, int32_t device,
+                          const char *id, bool fft, gpu_result *r) {
+  int64_t n = fft ? (int64_t)1 << o->fft_log2 : o->n;
+  char text[256];
+  if (fft)
+    snprintf(text, sizeof text, "graph fft(x: c64[%lld]) { f = fft x axis=0\n return f }", (long long)n);
+  else
+    snprintf(text, sizeof text,
+             "graph sgemm(a: f32[%lld,%lld], b: f32[%lld,%lld]) { c = dot a b\n return c }", (long long)n,
+             (long long)n, (long long)n, (long long)n);
+  int64_t bytes = fft ? n * 8 : n * n * 4;
+  *r = (gpu_result){.what = fft ? "fft" : "sgemm",
+                    .loom_s = 1e30,
+                    .lib_s = 1e30,
+                    .lib_device_s = 1e30,
+                    .flops = fft ? 5.0 * (double)n * o->fft_log2 : 2.0 * (double)n * n * n};
+  loom_side L;
+  gpu_lib *S = NULL;
+  int rc = loom_prepare(&L, text) || mode->open(&S, ctx, device, bytes, fft ? 8 : bytes, bytes);
+  void *result = rc ? NULL : malloc((size_t)bytes);
+  rc |= !result;
+  for (int32_t i = 0; !rc && i <= o->reps; i++) { /* run 0 warms up (programs, plans, handles) */
+    double warm = 1e30, warm_d = 1e30;
+    double *best = i ? &r->lib_s : &warm, *best_d = i ? &r->lib_device_s : &warm_d;
+    rc |= loom_time(&L, ctx, id, i ? &r->loom_s : &warm);
+    rc |= fft ? mode->fft(S, n, L.in[0].data, result, best, best_d)
+              : mode->sgemm(S, n, L.in[0].data, L.in[1].data, result, best, best_d);
+  }
+  if (r->lib_device_s >= 1e30) r->lib_device_s = 0;
+  free(result);
+  if (S) mode->close(S);
+  loom_release(&L);
+  return rc;
+}
+
+/* ---- the figures -------------------------------------------------------------------------------- */
+
+static void print_result(const gpu_mode *mode, const char *id, const gpu_result *r, const gpu_options *o) {
+  bool fft = strcmp(r->what, "fft") == 0;
+  const char *lib = mode->lib_names[fft];
+  char size[64];
+  if (fft)
+    snprintf(size, sizeof size, "2^%d points", (int)o->fft_log2);
+  else
+    snprintf(size, sizeof size, "%lld^3", (long long)o->n);
+  printf("  %-6s %-6s %-12s Loom %9.3f ms (%6.1f GFLOPS)   %-7s %9.3f ms (%6.1f GFLOPS)   ratio %.2f", id,
+         r->what, size, r->loom_s * 1e3, r->flops / r->loom_s * 1e-9, lib, r->lib_s * 1e3,
+         r->flops / r->lib_s * 1e-9, r->lib_s / r->loom_s);
+  if (r->lib_device_s > 0)
+    printf("   (%s on the device alone: %.3f ms, %.1f GFLOPS)", lib, r->lib_device_s * 1e3,
+           r->flops / r->lib_device_s * 1e-9);
+  printf("\n");
+}
+
+static void json_result(loom__json *j, const char *id, const char *name, const gpu_result *r) {
+  loom__json_begin_object(j);
+  loom__json_kv_string(j, "device", id);
+  loom__json_kv_string(j, "name", name);
+  loom__json_kv_string(j, "workload", r->what);
+  loom__json_kv_double(j, "loom_seconds", r->loom_s);
+  loom__json_kv_double(j, "library_seconds", r->lib_s);
+  if (r->lib_device_s > 0) loom__json_kv_double(j, "library_device_seconds", r->lib_device_s);
+  loom__json_kv_double(j, "ratio", r->lib_s / r->loom_s);
+  loom__json_end_object(j);
+}
+
+/* ---- the devices -------------------------------------------------------------------------------- */
+
+static bool wanted(const gpu_options *o, const char *id) {
+  if (!o->devices) return true;
+  size_t n = strlen(id);
+  for (const char *p = o->devices; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, id, n) == 0) return true;
+    p = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+/* The device's id the mode uses: its own when it has the mode's prefix, else such an alias
+ * ("ocl0" of a GPU listed as cuda0); false when it has none. */
+static bool mode_id(const gpu_mode *mode, const loom_device_info *d, char *id, size_t size) {
+  size_t pre = strlen(mode->id_prefix);
+  if (strncmp(d->id, mode->id_prefix, pre) == 0) return snprintf(id, size, "%s", d->id) > 0;
+  for (const char *p = d->also_known_as; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > pre && len < size && strncmp(p, mode->id_prefix, pre) == 0) {
+      memcpy(id, p, len);
+      id[len] = '\0';
+      return true;
+    }
+    p = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+/* Every figure of one device; 1 on a failed run. */
+static int bench_device(const gpu_mode *mode, const gpu_options *o, loom_context *ctx, int32_t device,
+                        const char *id, const char *name, loom__json *j) {
+  printf("%s: %s\n", id, name);
+  if (mode->check && mode->check(id)) return 1;
+  gpu_result r[2];
+  if (bench_workload(mode, o, ctx, device, id, false, &r[0]) ||
+      bench_workload(mode, o, ctx, device, id, true, &r[1])) {
+    fprintf(stderr, "loom-bench %s: %s: a run failed: %s\n", mode->name, id, loom_last_error());
+    return 1;
+  }
+  for (int32_t k = 0; k < 2; k++) {
+    print_result(mode, id, &r[k], o);
+    if (j) json_result(j, id, name, &r[k]);
+  }
+  return mode->extra ? mode->extra(o, ctx, device, id, j) : 0;
+}
+
+/* Measures every wanted device; *measured counts them. */
+static int bench_devices(const gpu_mode *mode, const gpu_options *o, loom_context *ctx, loom__json *j,
+                         int32_t *measured) {
+  for (int32_t i = 0; i < loom_context_device_count(ctx); i++) {
+    loom_device_info d;
+    char id[32];
+    if (loom_context_device_info(ctx, i, &d)) return 1;
+    if (!(d.backends & mode->backend) || !mode_id(mode, &d, id, sizeof id) || !wanted(o, id)) continue;
+    if (bench_device(mode, o, ctx, i, id, d.name ? d.name : "", j)) return 1;
+    (*measured)++;
+  }
+  return 0;
+}
+
+int gpu_bench_run(const gpu_mode *mode, int argc, char **argv) {
+  gpu_options o;
+  int rc = parse_args(mode, argc, argv, &o);
+  if (rc) return rc;
+  loom_context *ctx = NULL;
+  if (loom_context_create(NULL, &ctx)) {
+    fprintf(stderr, "loom-bench %s: %s\n", mode->name, loom_last_error());
+    return 1;
+  }
+  FILE *jf = o.json ? fopen(o.json, "w") : NULL;
+  if (o.json && !jf) {
+    fprintf(stderr, "loom-bench %s: cannot write %s\n", mode->name, o.json);
+    loom_context_destroy(ctx);
+    return 1;
+  }
+  loom__json j;
+  if (jf) {
+    loom__json_init(&j, jf, true);
+    loom__json_begin_object(&j);
+    loom__json_key(&j, mode->name);
+    loom__json_begin_array(&j);
+  }
+  printf("loom-bench %s: best of %d runs, end to end (host -> device -> host); ratio = library / Loom\n",
+         mode->name, (int)o.reps);
+  int32_t measured = 0;
+  rc = bench_devices(mode, &o, ctx, jf ? &j : NULL, &measured);
+  if (!rc && measured == 0) {
+    printf("no %s device%s", mode->kind, o.devices ? " matches --devices" : " found");
+    if (mode->why_none) mode->why_none(ctx);
+    printf("\n");
+  }
+  if (jf) {
+    loom__json_end_array(&j);
+    loom__json_end_object(&j);
+    if (loom__json_finish(&j) || fclose(jf)) rc = 1;
+  }
+  loom_context_destroy(ctx);
+  return rc;
+}
