@@ -13,9 +13,17 @@
 #include <stdlib.h>
 
 #include "backends/cuda/cuda_backend.h"
-#include "cuda_util.h"
+#include "gpu_util.h"
 
 /* ---- templates over dtypes -------------------------------------------------------------- */
+
+/* gt_check on every device of the kind. */
+static bool check_devices(const char *what, const loom_graph *g, uint64_t seed, double scale,
+                          const char *file, int line) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_CUDA, devs);
+  return nd > 0 && gt_check(devs, nd, what, g, seed, scale, file, line);
+}
 
 /* tmpl with $D -> d and $E -> e. */
 static void expand(const char *tmpl, const char *d, const char *e, char *out, size_t size) {
@@ -44,7 +52,7 @@ static bool check_one(const char *tmpl, loom_dtype d, loom_dtype e, double scale
   char what[96];
   snprintf(what, sizeof what, "%s (%s%s%s)", loom_graph_name(g), loom_dtype_name(d), d == e ? "" : " -> ",
            d == e ? "" : loom_dtype_name(e));
-  bool ok = ct_check(what, g, seed, scale, file, line);
+  bool ok = check_devices(what, g, seed, scale, file, line);
   loom_graph_destroy(g);
   checks_run++;
   return ok;
@@ -53,7 +61,7 @@ static bool check_one(const char *tmpl, loom_dtype d, loom_dtype e, double scale
 /* Every dtype. */
 static bool sweep(const char *tmpl, double scale, const char *file, int line) {
   for (int32_t i = 0; i < LOOM_DTYPE_COUNT; i++)
-    if (!check_one(tmpl, ct_all_dtypes[i], ct_all_dtypes[i], scale, 1 + (uint64_t)i, file, line))
+    if (!check_one(tmpl, gt_all_dtypes[i], gt_all_dtypes[i], scale, 1 + (uint64_t)i, file, line))
       return false;
   return true;
 }
@@ -69,7 +77,7 @@ static bool check_text(const char *text, double scale, const char *file, int lin
     loom_test_fail(file, line, "parse failed: %s\n%s", loom_last_error(), text);
     return false;
   }
-  bool ok = ct_check(loom_graph_name(g), g, 5, scale, file, line);
+  bool ok = check_devices(loom_graph_name(g), g, 5, scale, file, line);
   loom_graph_destroy(g);
   return ok;
 }
@@ -79,7 +87,7 @@ static bool check_text(const char *text, double scale, const char *file, int lin
   } while (0)
 
 static bool have_devices(void) {
-  return ct_have_devices();
+  return gt_have_devices(LOOM_BACKEND_CUDA);
 }
 
 /* ---- elementwise ------------------------------------------------------------------------- */
@@ -137,7 +145,7 @@ TEST(cast_every_pair) {
   if (!have_devices()) return;
   for (int32_t i = 0; i < LOOM_DTYPE_COUNT; i++)
     for (int32_t j = 0; j < LOOM_DTYPE_COUNT; j++) {
-      loom_dtype d = ct_all_dtypes[i], e = ct_all_dtypes[j];
+      loom_dtype d = gt_all_dtypes[i], e = gt_all_dtypes[j];
       if (!check_one("graph cast(a: $D[3,5]) { r = cast a to=$E\n return r }", d, e, 1, 7, __FILE__,
                      __LINE__))
         return;
