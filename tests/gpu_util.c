@@ -394,3 +394,57 @@ bool gt_check(const loom__exec_device *const *devs, int32_t nd, const char *what
   gt_tensors_free(in, np);
   return ok;
 }
+
+const char *const gt_chain_lir =
+    "graph chain(x: f32[64,48], y: f32[48,32], z: c64[4,16]) {\n"
+    "  a = dot x y\n"
+    "  b = exp a\n"
+    "  c = reduce_sum b axes=[1]\n"
+    "  t = transpose y perm=[1,0]\n"
+    "  d = dot a t\n"
+    "  e = maximum d x\n"
+    "  v, i = topk e k=3 axis=1\n"
+    "  f = fft z axis=1\n"
+    "  return c, v, i, f, t\n"
+    "}\n";
+
+/* The chain's limits on dev against cpu0's meter; in[] its inputs. */
+static void limits_hold(const loom_graph *g, const loom__exec_device *dev, const loom_tensor *in,
+                        const loom__meter *cpu) {
+  loom_tensor out[5];
+  loom__meter m;
+  /* Under a limit exactly the cpu's peak: it fits, with the same peak and allocations. */
+  ASSERT_OK(gt_run(g, dev, in, out, cpu->peak, &m));
+  gt_tensors_free(out, 5);
+  ASSERT_EQ(m.peak, cpu->peak);
+  ASSERT_EQ(m.allocations, cpu->allocations);
+  /* A byte less does not fit: OUT_OF_MEMORY naming a value, nothing left allocated. */
+  int64_t live = loom_testing_live_allocations();
+  ASSERT_STATUS(gt_run(g, dev, in, out, cpu->peak - 1, &m), LOOM_ERR_OUT_OF_MEMORY);
+  ASSERT_CONTAINS(loom_last_error(), "limit is free");
+  ASSERT_TRUE(m.peak <= cpu->peak - 1);
+  ASSERT_EQ(m.in_use, 0);
+  ASSERT_EQ(loom_testing_live_allocations(), live);
+}
+
+void gt_test_peaks_equal_cpu0(uint32_t kind) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(kind, devs);
+  if (nd == 0) return;
+  loom_graph *g = gt_parse("%s", gt_chain_lir);
+  ASSERT_TRUE(g != NULL);
+  loom_tensor in[3], out[5];
+  loom__meter cpu;
+  loom_status s = gt_inputs(g, 3, in);
+  if (s == LOOM_OK) {
+    s = gt_run(g, NULL, in, out, 0, &cpu);
+    if (s == LOOM_OK) gt_tensors_free(out, 5);
+    for (int32_t k = 0; s == LOOM_OK && k < nd && !loom_test_failed(); k++) {
+      limits_hold(g, devs[k], in, &cpu);
+      if (loom_test_failed()) printf("    (on %s)\n", devs[k]->id);
+    }
+    gt_tensors_free(in, 3);
+  }
+  loom_graph_destroy(g);
+  ASSERT_OK(s);
+}

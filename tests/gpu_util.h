@@ -52,6 +52,15 @@ void gt_tolerance(loom_dtype dtype, double scale, double *rtol, double *atol);
 bool gt_check(const loom__exec_device *const *devs, int32_t nd, const char *what, const loom_graph *g,
               uint64_t seed, double scale, const char *file, int line);
 
+/* A chain of ops with library paths (dot: CLBlast, cuBLAS; fft: clFFT, cuFFT) and kernels
+ * between them, f32 and c64, five outputs (one a view), three parameters. */
+extern const char *const gt_chain_lir;
+
+/* A test body: on every device of the kind, the chain under a limit of exactly cpu0's peak fits
+ * with the same peak and the same allocations as on cpu0 (the libraries work inside the ops'
+ * scratch); a byte less is OUT_OF_MEMORY naming the limit, with nothing left allocated. */
+void gt_test_peaks_equal_cpu0(uint32_t kind);
+
 /* Every dtype, in loom_dtype order. */
 extern const loom_dtype gt_all_dtypes[LOOM_DTYPE_COUNT];
 

@@ -133,47 +133,8 @@ TEST(dot_chain_example_on_cuda0_under_a_limit) {
   loom_graph_destroy(g);
 }
 
-static const char *const chain_lir =
-    "graph chain(x: f32[64,48], y: f32[48,32], z: c64[4,16]) {\n"
-    "  a = dot x y\n"
-    "  b = exp a\n"
-    "  c = reduce_sum b axes=[1]\n"
-    "  t = transpose y perm=[1,0]\n"
-    "  d = dot a t\n"
-    "  e = maximum d x\n"
-    "  v, i = topk e k=3 axis=1\n"
-    "  f = fft z axis=1\n"
-    "  return c, v, i, f, t\n"
-    "}\n";
-
 TEST(peaks_equal_cpu0_and_limits_hold) {
-  const loom__exec_device *devs[GT_MAX_DEVICES];
-  int32_t nd = gt_devices(LOOM_BACKEND_CUDA, devs);
-  if (nd == 0) return;
-  loom_graph *g = parse(chain_lir);
-  ASSERT_TRUE(g != NULL);
-  loom_tensor in[3], out[5];
-  ASSERT_OK(gt_inputs(g, 3, in));
-  loom__meter cpu;
-  ASSERT_OK(gt_run(g, NULL, in, out, 0, &cpu));
-  gt_tensors_free(out, 5);
-  for (int32_t k = 0; k < nd; k++) {
-    loom__meter m;
-    /* Under a limit exactly the cpu's peak: it fits, with the same peak and allocations (cuBLAS
-     * and cuFFT work inside the ops' scratch). */
-    ASSERT_OK(gt_run(g, devs[k], in, out, cpu.peak, &m));
-    gt_tensors_free(out, 5);
-    ASSERT_EQ(m.peak, cpu.peak);
-    ASSERT_EQ(m.allocations, cpu.allocations);
-    /* A byte less does not fit: OUT_OF_MEMORY naming a value, nothing left allocated. */
-    int64_t live = loom_testing_live_allocations();
-    ASSERT_STATUS(gt_run(g, devs[k], in, out, cpu.peak - 1, &m), LOOM_ERR_OUT_OF_MEMORY);
-    ASSERT_CONTAINS(loom_last_error(), "limit is free");
-    ASSERT_EQ(m.in_use, 0);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
-  }
-  gt_tensors_free(in, 3);
-  loom_graph_destroy(g);
+  gt_test_peaks_equal_cpu0(LOOM_BACKEND_CUDA);
 }
 
 /* Every allocation failure during a run on a device (host or device memory: the fault
@@ -181,7 +142,7 @@ TEST(peaks_equal_cpu0_and_limits_hold) {
 TEST(allocation_failures_on_a_device) {
   const loom__exec_device *devs[GT_MAX_DEVICES];
   if (gt_devices(LOOM_BACKEND_CUDA, devs) == 0) return;
-  loom_graph *g = parse(chain_lir);
+  loom_graph *g = parse(gt_chain_lir);
   ASSERT_TRUE(g != NULL);
   loom_tensor in[3], out[5];
   ASSERT_OK(gt_inputs(g, 4, in));

@@ -13,19 +13,6 @@
 #include "loom/plan.h"
 #include "loom/testing.h"
 
-static const char *const chain_lir =
-    "graph chain(x: f32[64,48], y: f32[48,32], z: c64[4,16]) {\n"
-    "  a = dot x y\n"
-    "  b = exp a\n"
-    "  c = reduce_sum b axes=[1]\n"
-    "  t = transpose y perm=[1,0]\n"
-    "  d = dot a t\n"
-    "  e = maximum d x\n"
-    "  v, i = topk e k=3 axis=1\n"
-    "  f = fft z axis=1\n"
-    "  return c, v, i, f, t\n"
-    "}\n";
-
 static bool cut_every_2(const loom_graph *g, int32_t op, void *acc) {
   (void)g;
   (void)acc;
@@ -87,14 +74,14 @@ static int64_t device_live_bytes(void) {
   return live;
 }
 
-/* chain_lir in stages of two ops on ocl0, ocl1 (ocl0 again with one device), cpu0, in turn:
+/* gt_chain_lir in stages of two ops on ocl0, ocl1 (ocl0 again with one device), cpu0, in turn:
  * values pass from ocl0 to ocl1 device to device, from ocl1 to cpu0 read back, from cpu0 to
  * ocl0 written in. NULL plan on failure. */
 static loom_plan *alternating_plan(int32_t n_devices, loom_graph **out_g) {
   loom_plan *plan = NULL;
   loom_runner r[3] = {{"ocl0", 1 << 20}, {"ocl1", 1 << 20}, {"cpu0", 1 << 20}};
   if (n_devices < 2) snprintf(r[1].device, sizeof r[1].device, "ocl0");
-  *out_g = gt_parse("%s", chain_lir);
+  *out_g = gt_parse("%s", gt_chain_lir);
   if (*out_g && loom_plan_split(*out_g, cut_every_2, NULL, r, 3, &plan) != LOOM_OK) plan = NULL;
   return plan;
 }
@@ -161,40 +148,14 @@ TEST(split_by_memory_across_devices_keeps_limits) {
 }
 
 TEST(peaks_equal_cpu0_and_limits_hold) {
-  const loom__exec_device *devs[GT_MAX_DEVICES];
-  int32_t nd = gt_devices(LOOM_BACKEND_OPENCL, devs);
-  if (nd == 0) return;
-  loom_graph *g = gt_parse("%s", chain_lir);
-  ASSERT_TRUE(g != NULL);
-  loom_tensor in[3], out[5];
-  ASSERT_OK(gt_inputs(g, 3, in));
-  loom__meter cpu;
-  ASSERT_OK(gt_run(g, NULL, in, out, 0, &cpu));
-  gt_tensors_free(out, 5);
-  for (int32_t k = 0; k < nd; k++) {
-    loom__meter m;
-    /* Under a limit exactly the cpu's peak: it fits, with the same peak and allocations. */
-    ASSERT_OK(gt_run(g, devs[k], in, out, cpu.peak, &m));
-    gt_tensors_free(out, 5);
-    ASSERT_EQ(m.peak, cpu.peak);
-    ASSERT_EQ(m.allocations, cpu.allocations);
-    /* A byte less does not fit: OUT_OF_MEMORY naming a value, nothing left allocated. */
-    int64_t live = loom_testing_live_allocations();
-    ASSERT_STATUS(gt_run(g, devs[k], in, out, cpu.peak - 1, &m), LOOM_ERR_OUT_OF_MEMORY);
-    ASSERT_CONTAINS(loom_last_error(), "limit is free");
-    ASSERT_TRUE(m.peak <= cpu.peak - 1);
-    ASSERT_EQ(m.in_use, 0);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
-  }
-  gt_tensors_free(in, 3);
-  loom_graph_destroy(g);
+  gt_test_peaks_equal_cpu0(LOOM_BACKEND_OPENCL);
 }
 
 /* Every allocation failure during a run on a device is reported and frees what it took. */
 TEST(allocation_failures_on_a_device) {
   const loom__exec_device *devs[GT_MAX_DEVICES];
   if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
-  loom_graph *g = gt_parse("%s", chain_lir);
+  loom_graph *g = gt_parse("%s", gt_chain_lir);
   ASSERT_TRUE(g != NULL);
   loom_tensor in[3], out[5];
   ASSERT_OK(gt_inputs(g, 4, in));
@@ -227,7 +188,7 @@ static int32_t occurrences(const char *path, const char *needle) {
 TEST(the_next_stages_inputs_are_prefetched_to_its_device) {
   const loom__exec_device *devs[GT_MAX_DEVICES];
   if (gt_devices(LOOM_BACKEND_OPENCL, devs) < 2) return;
-  loom_graph *g = gt_parse("%s", chain_lir);
+  loom_graph *g = gt_parse("%s", gt_chain_lir);
   ASSERT_TRUE(g != NULL);
   loom_runner r[3] = {{"ocl0", 1 << 20}, {"cpu0", 1 << 20}, {"ocl1", 1 << 20}};
   loom_plan *plan = NULL;
