@@ -45,6 +45,9 @@ typedef struct device_kind {
   /* FFT lengths as the backend chooses (fft path 0) and with the DFT kernel forced (1). */
   int32_t fft_lengths[2][3];
   int32_t n_fft_lengths[2];
+  /* FFT layouts that take the library a call per outer index (cuFFT; on PoCL each new clFFT
+   * plan is a program build, seconds: not run there). */
+  bool fourier_layouts;
   /* Sizes past one grid of the flat kernels (16384 blocks x 256 threads): CUDA's limits. */
   bool large_launches;
 } device_kind;
@@ -62,6 +65,7 @@ static const device_kind kinds[] = {
      {4, 2},
      {{12, 17}, {16, 15}},
      {2, 2},
+     false,
      false},
 #endif
 #if LOOM_HAVE_CUDA
@@ -76,6 +80,7 @@ static const device_kind kinds[] = {
      {6, 6},
      {{16, 12, 17}, {16, 12, 17}},
      {3, 3},
+     true,
      true},
 #endif
 };
@@ -197,6 +202,10 @@ static bool sweep_on(const device_set *on, const char *tmpl, double scale, const
 static bool sweep(const char *tmpl, double scale, const char *file, int line) {
   return sweep_on(&suite.all, tmpl, scale, file, line);
 }
+#define SWEEP_ON(on, tmpl, scale)                                           \
+  do {                                                                      \
+    if (!sweep_on((on), (tmpl), (scale), __FILE__, __LINE__)) return false; \
+  } while (0)
 #define SWEEP(tmpl, scale)                                   \
   do {                                                       \
     if (!sweep((tmpl), (scale), __FILE__, __LINE__)) return; \
@@ -503,22 +512,40 @@ TEST(fourier_through_the_library_and_the_dft) {
   }
 }
 
-TEST(fourier_layouts) {
-  if (!have_devices()) return;
+static bool fourier_layouts(const device_set *on) {
   /* The axis in the middle (outer and inner both > 1: packed, one cuFFT call per outer
    * index), a sliced input (strided rows), a broadcast input (stride 0: packed), and length 1. */
-  SWEEP(
-      "graph fft_mid(z: $D[2,8,3]) { f = fft z axis=1\n i = ifft z axis=1\n s = slice z start=[0,0,0] "
-      "stop=[2,8,3] step=[1,2,1]\n g = fft s axis=1\n return f, i, g }",
-      20);
-  SWEEP(
+  SWEEP_ON(on,
+           "graph fft_mid(z: $D[2,8,3]) { f = fft z axis=1\n i = ifft z axis=1\n s = slice z start=[0,0,0] "
+           "stop=[2,8,3] step=[1,2,1]\n g = fft s axis=1\n return f, i, g }",
+           20);
+  SWEEP_ON(
+      on,
       "graph fft_bc(z: $D[1,10]) { b = broadcast z shape=[3,10]\n t = transpose b perm=[1,0]\n f = fft t "
       "axis=1\n"
       " g = fft b axis=1\n return f, g }",
       20);
-  SWEEP("graph fft_one(z: $D[4,1]) { f = fft z axis=1\n i = ifft z axis=1\n return f, i }", 1);
-  SWEEP("graph rfft_mid(x: $D[2,10,3]) { f = rfft x axis=1\n return f }", 20);
-  SWEEP("graph irfft_mid(z: $D[2,5,3]) { x = irfft z axis=1 n=8\n return x }", 20);
+  SWEEP_ON(on, "graph fft_one(z: $D[4,1]) { f = fft z axis=1\n i = ifft z axis=1\n return f, i }", 1);
+  SWEEP_ON(on, "graph rfft_mid(x: $D[2,10,3]) { f = rfft x axis=1\n return f }", 20);
+  SWEEP_ON(on, "graph irfft_mid(z: $D[2,5,3]) { x = irfft z axis=1 n=8\n return x }", 20);
+  return true;
+}
+
+/* The tests of one kind's own paths, on each selected kind that has them. */
+#define FOR_KINDS_WITH(flag, fn)                                                         \
+  do {                                                                                   \
+    bool any_ = false;                                                                   \
+    for (int32_t k_ = 0; k_ < suite.n_kinds; k_++) {                                     \
+      if (!suite.kind[k_]->flag) continue;                                               \
+      any_ = true;                                                                       \
+      if (!fn(&suite.of_kind[k_])) return;                                               \
+    }                                                                                    \
+    if (!any_) loom_test_skip("no selected kind of device has a case here (%s)", #flag); \
+  } while (0)
+
+TEST(fourier_layouts) {
+  if (!have_devices()) return;
+  FOR_KINDS_WITH(fourier_layouts, fourier_layouts);
 }
 
 /* ---- sizes past one launch -------------------------------------------------------------------- */
@@ -551,11 +578,5 @@ static bool large_launches(const device_set *on) {
 
 TEST(large_launches) {
   if (!have_devices()) return;
-  bool any = false;
-  for (int32_t k = 0; k < suite.n_kinds; k++) {
-    if (!suite.kind[k]->large_launches) continue;
-    any = true;
-    if (!large_launches(&suite.of_kind[k])) return;
-  }
-  if (!any) loom_test_skip("no selected kind of device has a grid-size limit to test");
+  FOR_KINDS_WITH(large_launches, large_launches);
 }
