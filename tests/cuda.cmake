@@ -2,8 +2,9 @@
 # under 64 MiB (the kNN example under 256 MiB) and on the runners LOOM_MEM_LIMIT=cuda0:8MiB
 # makes, each against the cpu backend's run, with every stage's measured peak at or under its
 # limit and within 10% of its estimate (tests/tools/run_compare.cmake). Without a CUDA device
-# they print "skipped: no CUDA device" and count as skipped. The op-by-op conformance suite,
-# the HMM's CUDA memory and the runtime are the test_cuda executable (tests/cuda/*.c).
+# they print "skipped: no CUDA device" and count as skipped. The op-by-op conformance suite on
+# the CUDA devices is conformance.cuda (tests/conformance); the HMM's CUDA memory and the runtime
+# are the test_cuda executable (tests/cuda/*.c).
 if(NOT LOOM_HAVE_CUDA)
   return()
 endif()
@@ -68,4 +69,9 @@ if(TEST cuda)
   set_tests_properties(cuda.fake_driver PROPERTIES TIMEOUT 120
     ENVIRONMENT "${LOOM_TEST_ENV};${_cuda_env};LOOM_FAKE_CUDA_DEVICES=0000:19:00.0"
     ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:$<TARGET_FILE_DIR:loom_fake_cuda>")
+endif()
+if(TARGET test_conformance)
+  add_test(NAME conformance.cuda COMMAND test_conformance)
+  set_tests_properties(conformance.cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "${LOOM_TEST_ENV};${_cuda_env};LOOM_CONFORMANCE_DEVICES=cuda")
 endif()

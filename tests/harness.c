@@ -73,3 +73,74 @@ int main(int argc, char **argv) {
   if (passed == 0 && skipped > 0) return 77;
   return 0;
 }
+
+/* ---- allocation-failure sweeps ----------------------------------------------------------- */
+
+void loom_test_sweep_start(loom_test_sweep *sw, int sticky, int64_t max_tries, loom_status expect,
+                           const char *file, int line) {
+  memset(sw, 0, sizeof *sw);
+  sw->file = file;
+  sw->line = line;
+  sw->sticky = sticky;
+  sw->max_tries = max_tries;
+  sw->expect = expect;
+  sw->reached = -1;
+  sw->live = loom_testing_live_allocations();
+}
+
+void loom_test_sweep_arm(loom_test_sweep *sw) {
+  loom_testing_fail_allocation(sw->nth, sw->sticky);
+}
+
+loom_status loom_test_sweep_done(loom_test_sweep *sw, loom_status s) {
+  sw->reached = loom_testing_allocation_count();
+  loom_testing_fail_allocation(0, 0);
+  sw->status = s;
+  return s;
+}
+
+/* Checks the run of sw->nth; true when the sweep goes on. */
+static bool sweep_checked(loom_test_sweep *sw) {
+  const char *f = sw->file;
+  long long nth = (long long)sw->nth;
+  if (sw->reached < 0) {
+    loom_test_fail(f, sw->line, "allocation %lld: the sweep's body ran no work (SWEEP_RUN)", nth);
+    return false;
+  }
+  if (sw->status != LOOM_OK && sw->status != sw->expect) {
+    loom_test_fail(f, sw->line, "allocation %lld failing (sticky %d) gave %s, expected %s: %s", nth,
+                   sw->sticky, loom_status_string(sw->status), loom_status_string(sw->expect),
+                   loom_last_error());
+    return false;
+  }
+  int64_t live = loom_testing_live_allocations();
+  if (live != sw->live) {
+    loom_test_fail(f, sw->line, "allocation %lld failing (sticky %d): %lld allocations leaked", nth,
+                   sw->sticky, (long long)(live - sw->live));
+    return false;
+  }
+  bool reached = sw->reached >= sw->nth;
+  if (sw->status != LOOM_OK) {
+    sw->failures++;
+    if (!reached) {
+      loom_test_fail(f, sw->line, "allocation %lld was not reached, yet the run gave %s: %s", nth,
+                     loom_status_string(sw->status), loom_last_error());
+      return false;
+    }
+  }
+  return sw->status != LOOM_OK || reached;
+}
+
+bool loom_test_sweep_next(loom_test_sweep *sw) {
+  if (loom_test_failed()) return false;
+  if (sw->nth > 0 && !sweep_checked(sw)) return false;
+  if (sw->nth + 1 >= sw->max_tries) {
+    loom_test_fail(sw->file, sw->line, "no run succeeded with one of its first %lld allocations failing",
+                   (long long)sw->max_tries - 1);
+    return false;
+  }
+  sw->nth++;
+  sw->reached = -1;
+  sw->status = LOOM_OK;
+  return true;
+}

@@ -2,8 +2,8 @@
 # (--runners oclN:64MiB), split across both under 8 MiB each, and on the runners
 # LOOM_MEM_LIMIT=ocl0:8MiB makes, each against the cpu backend's run with the measured peaks at
 # or under the limits (tests/tools/run_compare.cmake).
-# Without an OpenCL device the tests are skipped. The op-by-op conformance suite is the
-# test_opencl executable (tests/opencl/*.c).
+# Without an OpenCL device the tests are skipped. The op-by-op conformance suite on the OpenCL
+# devices is conformance.opencl (tests/conformance); the runtime on them is test_opencl.
 if(NOT LOOM_HAVE_OPENCL)
   return()
 endif()
@@ -79,7 +79,13 @@ set_tests_properties(opencl.bench_hmm PROPERTIES TIMEOUT 120
   FAIL_REGULAR_EXPRESSION "loom-bench hmm: (ocl|cuda|host)[0-9]" SKIP_REGULAR_EXPRESSION "no device node to measure"
   ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
 
-# The conformance suite (the test_opencl executable), in the same environment.
+# The runtime's tests (the test_opencl executable) and the conformance suite on the OpenCL
+# devices, in the same environment.
 if(TEST opencl)
   set_tests_properties(opencl PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
+endif()
+if(TARGET test_conformance)
+  add_test(NAME conformance.opencl COMMAND test_conformance)
+  set_tests_properties(conformance.opencl PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env};LOOM_CONFORMANCE_DEVICES=opencl")
 endif()

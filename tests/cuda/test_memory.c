@@ -6,7 +6,7 @@
 #if LOOM_HAVE_CUDA
 #include <stdlib.h>
 
-#include "cuda_util.h"
+#include "gpu_util.h"
 #include "loom/memory.h"
 
 /* A manager of its own (so limits set here touch no other test) and cuda0's node in it. */
@@ -17,7 +17,7 @@ static loom_mem_manager *manager(loom_mem_mode mode, int32_t *out_node) {
   o.limits = "";
   loom_mem_manager *m = NULL;
   *out_node = -1;
-  if (loom_mem_manager_create(ct_context(), &o, &m) || loom_mem_node_find(m, "cuda0", out_node)) {
+  if (loom_mem_manager_create(gt_context(), &o, &m) || loom_mem_node_find(m, "cuda0", out_node)) {
     loom_test_fail(__FILE__, __LINE__, "manager: %s", loom_last_error());
     loom_mem_manager_destroy(m);
     return NULL;
@@ -30,7 +30,7 @@ static void pattern(uint8_t *p, int64_t n, uint32_t seed) {
 }
 
 TEST(the_node_offers_device_and_managed_memory) {
-  if (!ct_have_devices()) return;
+  if (!gt_have_devices(LOOM_BACKEND_CUDA)) return;
   int32_t node;
   loom_mem_manager *m = manager(LOOM_MEM_MODE_AUTO, &node);
   ASSERT_TRUE(m != NULL);
@@ -45,7 +45,7 @@ TEST(the_node_offers_device_and_managed_memory) {
 
 /* Writes and reads back, below and above the staging threshold (4 MiB), at an offset. */
 TEST(copies_round_trip) {
-  if (!ct_have_devices()) return;
+  if (!gt_have_devices(LOOM_BACKEND_CUDA)) return;
   int32_t node;
   loom_mem_manager *m = manager(LOOM_MEM_MODE_MANUAL, &node);
   ASSERT_TRUE(m != NULL);
@@ -92,7 +92,7 @@ TEST(copies_round_trip) {
 /* Managed memory: one allocation the host reaches directly, moved with cudaMemPrefetchAsync,
  * advised with cudaMemAdvise. */
 TEST(managed_memory_is_reached_prefetched_and_advised) {
-  if (!ct_have_devices()) return;
+  if (!gt_have_devices(LOOM_BACKEND_CUDA)) return;
   int32_t node;
   loom_mem_manager *m = manager(LOOM_MEM_MODE_MANAGED, &node);
   ASSERT_TRUE(m != NULL);
@@ -136,7 +136,7 @@ TEST(managed_memory_is_reached_prefetched_and_advised) {
 
 /* More managed memory than the device has free is refused, not oversubscribed. */
 TEST(managed_memory_never_exceeds_the_free_memory) {
-  if (!ct_have_devices()) return;
+  if (!gt_have_devices(LOOM_BACKEND_CUDA)) return;
   int32_t node;
   loom_mem_manager *m = manager(LOOM_MEM_MODE_MANAGED, &node);
   ASSERT_TRUE(m != NULL);
@@ -158,7 +158,7 @@ TEST(managed_memory_never_exceeds_the_free_memory) {
 
 /* Under a limit, device buffers are evicted to host memory and come back intact. */
 TEST(eviction_under_a_limit_keeps_the_data) {
-  if (!ct_have_devices()) return;
+  if (!gt_have_devices(LOOM_BACKEND_CUDA)) return;
   int32_t node;
   loom_mem_manager *m = manager(LOOM_MEM_MODE_MANUAL, &node);
   ASSERT_TRUE(m != NULL);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "backends/cuda/cuda_backend.h"
-#include "cuda_util.h"
+#include "gpu_util.h"
 #include "loom/memory.h"
 #include "loom/plan.h"
 #include "loom/testing.h"
@@ -53,7 +53,7 @@ static bool run_under_limit(const loom_graph *g, const char *dev, int64_t limit,
   loom_status s = loom_graph_optimize_for_runners(g, &r, 1, NULL, &opt, &report, note, sizeof note);
   if (!s) s = loom_plan_split_by_memory(opt, &r, 1, &plan);
   if (!s)
-    s = loom_plan_run(ct_context(), plan, in, loom_graph_param_count(g), out, loom_graph_output_count(g),
+    s = loom_plan_run(gt_context(), plan, in, loom_graph_param_count(g), out, loom_graph_output_count(g),
                       &stats);
   bool ok = s == LOOM_OK;
   if (!ok)
@@ -72,7 +72,7 @@ static bool run_under_limit(const loom_graph *g, const char *dev, int64_t limit,
   if (ok)
     printf("    %s under %lld bytes: %d stages, peak %lld, %.3f s\n", dev, (long long)limit,
            (int)stats.n_stages, (long long)stats.peak_bytes, stats.seconds);
-  if (!ok && s == LOOM_OK) ct_tensors_free(out, loom_graph_output_count(g));
+  if (!ok && s == LOOM_OK) gt_tensors_free(out, loom_graph_output_count(g));
   loom_plan_stats_deinit(&stats);
   loom_plan_destroy(plan);
   loom_rewrite_report_deinit(&report);
@@ -83,11 +83,11 @@ static bool run_under_limit(const loom_graph *g, const char *dev, int64_t limit,
 /* examples/knn.lir (20000 x 30000 points: its naive form holds 7.2 GB at once) on cuda0 under
  * 256 MiB; the neighbours checked by brute force in float64. */
 TEST(knn_example_on_cuda0_under_a_limit) {
-  if (!ct_have_devices()) return;
+  if (!gt_have_devices(LOOM_BACKEND_CUDA)) return;
   loom_graph *g = example("knn");
   if (!g) return;
   loom_tensor in[2], out[2];
-  ASSERT_OK(ct_inputs(g, 11, in));
+  ASSERT_OK(gt_inputs(g, 11, in));
   /* Points in [0, 1)^3, as knn_ref.h's tolerance assumes (f32 cancellation in the rewritten
    * |x|^2 + |y|^2 - 2 x.y is then about 1e-7 absolute). */
   for (int32_t p = 0; p < 2; p++) {
@@ -100,10 +100,10 @@ TEST(knn_example_on_cuda0_under_a_limit) {
     const loom_type *x = &in[0].type, *y = &in[1].type;
     int64_t failures = knn_check(in[0].data, in[1].data, x->dims[0], y->dims[0], x->dims[1],
                                  out[0].type.dims[1], out[0].data, out[1].data);
-    ct_tensors_free(out, 2);
+    gt_tensors_free(out, 2);
     ASSERT_EQ(failures, 0);
   }
-  ct_tensors_free(in, 2);
+  gt_tensors_free(in, 2);
   loom_graph_destroy(g);
   ASSERT_TRUE(ok);
 }
@@ -111,12 +111,12 @@ TEST(knn_example_on_cuda0_under_a_limit) {
 /* examples/dot_chain.lir ((A.B).v: a 64 MB product in the written order) on cuda0 under 8 MiB
  * (the reordering makes it A.(B.v)), against the cpu backend's run of the graph as written. */
 TEST(dot_chain_example_on_cuda0_under_a_limit) {
-  if (!ct_have_devices()) return;
+  if (!gt_have_devices(LOOM_BACKEND_CUDA)) return;
   loom_graph *g = example("dot_chain");
   if (!g) return;
   loom_tensor in[3], ref[1], out[1];
-  ASSERT_OK(ct_inputs(g, 12, in));
-  ASSERT_OK(ct_run(g, NULL, in, ref, 0, NULL));
+  ASSERT_OK(gt_inputs(g, 12, in));
+  ASSERT_OK(gt_run(g, NULL, in, ref, 0, NULL));
   bool ok = run_under_limit(g, "cuda0", (int64_t)8 << 20, in, out, __FILE__, __LINE__);
   if (ok) {
     /* Sums of 4000 products in another order (the reordered chain, cuBLAS's blocking): the
@@ -124,110 +124,62 @@ TEST(dot_chain_example_on_cuda0_under_a_limit) {
     char msg[512];
     double largest = 0;
     for (int64_t i = 0; i < ref[0].type.dims[0]; i++) largest = fmax(largest, fabs(((float *)ref[0].data)[i]));
-    ok = ct_close(&ref[0], &out[0], 1e-3, 1e-4 * largest, msg, sizeof msg);
+    ok = gt_close(&ref[0], &out[0], 1e-3, 1e-4 * largest, msg, sizeof msg);
     if (!ok) loom_test_fail(__FILE__, __LINE__, "%s", msg);
-    ct_tensors_free(out, 1);
+    gt_tensors_free(out, 1);
   }
-  ct_tensors_free(ref, 1);
-  ct_tensors_free(in, 3);
+  gt_tensors_free(ref, 1);
+  gt_tensors_free(in, 3);
   loom_graph_destroy(g);
 }
 
-static const char *const chain_lir =
-    "graph chain(x: f32[64,48], y: f32[48,32], z: c64[4,16]) {\n"
-    "  a = dot x y\n"
-    "  b = exp a\n"
-    "  c = reduce_sum b axes=[1]\n"
-    "  t = transpose y perm=[1,0]\n"
-    "  d = dot a t\n"
-    "  e = maximum d x\n"
-    "  v, i = topk e k=3 axis=1\n"
-    "  f = fft z axis=1\n"
-    "  return c, v, i, f, t\n"
-    "}\n";
-
 TEST(peaks_equal_cpu0_and_limits_hold) {
-  const loom__exec_device *devs[CT_MAX_DEVICES];
-  int32_t nd = ct_devices(devs);
-  if (nd == 0) return;
-  loom_graph *g = parse(chain_lir);
-  ASSERT_TRUE(g != NULL);
-  loom_tensor in[3], out[5];
-  ASSERT_OK(ct_inputs(g, 3, in));
-  loom__meter cpu;
-  ASSERT_OK(ct_run(g, NULL, in, out, 0, &cpu));
-  ct_tensors_free(out, 5);
-  for (int32_t k = 0; k < nd; k++) {
-    loom__meter m;
-    /* Under a limit exactly the cpu's peak: it fits, with the same peak and allocations (cuBLAS
-     * and cuFFT work inside the ops' scratch). */
-    ASSERT_OK(ct_run(g, devs[k], in, out, cpu.peak, &m));
-    ct_tensors_free(out, 5);
-    ASSERT_EQ(m.peak, cpu.peak);
-    ASSERT_EQ(m.allocations, cpu.allocations);
-    /* A byte less does not fit: OUT_OF_MEMORY naming a value, nothing left allocated. */
-    int64_t live = loom_testing_live_allocations();
-    ASSERT_STATUS(ct_run(g, devs[k], in, out, cpu.peak - 1, &m), LOOM_ERR_OUT_OF_MEMORY);
-    ASSERT_CONTAINS(loom_last_error(), "limit is free");
-    ASSERT_EQ(m.in_use, 0);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
-  }
-  ct_tensors_free(in, 3);
-  loom_graph_destroy(g);
+  gt_test_peaks_equal_cpu0(LOOM_BACKEND_CUDA);
 }
 
 /* Every allocation failure during a run on a device (host or device memory: the fault
  * injection reaches cudaMalloc) is reported and frees what it took. */
 TEST(allocation_failures_on_a_device) {
-  const loom__exec_device *devs[CT_MAX_DEVICES];
-  if (ct_devices(devs) == 0) return;
-  loom_graph *g = parse(chain_lir);
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_CUDA, devs) == 0) return;
+  loom_graph *g = parse(gt_chain_lir);
   ASSERT_TRUE(g != NULL);
   loom_tensor in[3], out[5];
-  ASSERT_OK(ct_inputs(g, 4, in));
-  ASSERT_OK(ct_run(g, devs[0], in, out, 0, NULL)); /* cuBLAS and cuFFT set up before the sweep */
-  ct_tensors_free(out, 5);
-  int64_t live = loom_testing_live_allocations();
-  for (int64_t nth = 1;; nth++) {
-    loom_testing_fail_allocation(nth, 0);
-    loom_status s = ct_run(g, devs[0], in, out, 0, NULL);
-    int64_t made = loom_testing_allocation_count();
-    loom_testing_fail_allocation(0, 0);
-    if (s)
-      ASSERT_STATUS(s, LOOM_ERR_OUT_OF_MEMORY);
-    else
-      ct_tensors_free(out, 5);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
-    if (!s && made < nth) break;
+  ASSERT_OK(gt_inputs(g, 4, in));
+  ASSERT_OK(gt_run(g, devs[0], in, out, 0, NULL)); /* cuBLAS and cuFFT set up before the sweep */
+  gt_tensors_free(out, 5);
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 100000) {
+    if (!SWEEP_RUN(&sw, gt_run(g, devs[0], in, out, 0, NULL))) gt_tensors_free(out, 5);
   }
-  ct_tensors_free(in, 3);
+  gt_tensors_free(in, 3);
   loom_graph_destroy(g);
 }
 
 /* A transform whose cuFFT work area fits the scratch under a limit, and one along a middle axis
  * (packed into the scratch first): the estimate holds, the results are the cpu backend's. */
 TEST(cufft_stays_inside_the_estimate) {
-  const loom__exec_device *devs[CT_MAX_DEVICES];
-  if (ct_devices(devs) == 0) return;
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_CUDA, devs) == 0) return;
   loom_graph *g = parse(
       "graph f(z: c64[64,1000], w: c128[8,97,6]) { a = fft z axis=1\n b = ifft w axis=1\n"
       " c = irfft z axis=0 n=126\n return a, b, c }");
   ASSERT_TRUE(g != NULL);
   loom_tensor in[2], ref[3], out[3];
-  ASSERT_OK(ct_inputs(g, 6, in));
+  ASSERT_OK(gt_inputs(g, 6, in));
   loom__meter cpu, dev;
-  ASSERT_OK(ct_run(g, NULL, in, ref, 0, &cpu));
-  ASSERT_OK(ct_run(g, devs[0], in, out, cpu.peak, &dev));
+  ASSERT_OK(gt_run(g, NULL, in, ref, 0, &cpu));
+  ASSERT_OK(gt_run(g, devs[0], in, out, cpu.peak, &dev));
   ASSERT_EQ(dev.peak, cpu.peak);
   for (int32_t i = 0; i < 3; i++) {
     char msg[512];
     double rtol, atol;
-    ct_tolerance(ref[i].type.dtype, 100, &rtol, &atol);
-    ASSERT_TRUE(ct_close(&ref[i], &out[i], rtol, atol, msg, sizeof msg));
+    gt_tolerance(ref[i].type.dtype, 100, &rtol, &atol);
+    ASSERT_TRUE(gt_close(&ref[i], &out[i], rtol, atol, msg, sizeof msg));
   }
-  ct_tensors_free(out, 3);
-  ct_tensors_free(ref, 3);
-  ct_tensors_free(in, 2);
+  gt_tensors_free(out, 3);
+  gt_tensors_free(ref, 3);
+  gt_tensors_free(in, 2);
   loom_graph_destroy(g);
 }
 
@@ -240,7 +192,7 @@ TEST(refused_by_the_runtime) {
     loom_test_skip("needs the stand-in driver (ctest's cuda.fake_driver sets it up)");
     return;
   }
-  loom_context *ctx = ct_context();
+  loom_context *ctx = gt_context();
   const loom__exec_device *dev = NULL;
   ASSERT_STATUS(loom__context_exec_device(ctx, "cuda0", &dev), LOOM_ERR_UNAVAILABLE);
   ASSERT_CONTAINS(loom_last_error(), "cuda0: cudaSetDevice failed: cudaError");
@@ -259,24 +211,24 @@ TEST(refused_by_the_runtime) {
   loom_graph *g = parse("graph g(a: f32[4]) { b = exp a\n return b }");
   ASSERT_TRUE(g != NULL);
   loom_tensor in[1], out[1];
-  ASSERT_OK(ct_inputs(g, 1, in));
-  ASSERT_OK(ct_run(g, NULL, in, out, 0, NULL));
-  ct_tensors_free(out, 1);
-  ct_tensors_free(in, 1);
+  ASSERT_OK(gt_inputs(g, 1, in));
+  ASSERT_OK(gt_run(g, NULL, in, out, 0, NULL));
+  gt_tensors_free(out, 1);
+  gt_tensors_free(in, 1);
   loom_graph_destroy(g);
 }
 
 /* The backend names itself, and unknown CUDA devices are named in the error. */
 TEST(cuda_devices_run_through_the_cuda_backend) {
-  const loom__exec_device *devs[CT_MAX_DEVICES];
-  int32_t nd = ct_devices(devs);
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_CUDA, devs);
   if (nd == 0) return;
   for (int32_t k = 0; k < nd; k++) {
     ASSERT_TRUE(devs[k]->backend == &loom__cuda_backend);
     ASSERT_TRUE(loom__cuda_stream(devs[k]->dev) != NULL);
   }
   const loom__exec_device *dev = NULL;
-  ASSERT_STATUS(loom__context_exec_device(ct_context(), "cuda99", &dev), LOOM_ERR_NOT_FOUND);
+  ASSERT_STATUS(loom__context_exec_device(gt_context(), "cuda99", &dev), LOOM_ERR_NOT_FOUND);
   ASSERT_CONTAINS(loom_last_error(), "device cuda99 is not in this context");
 }
 #endif

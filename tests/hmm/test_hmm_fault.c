@@ -124,39 +124,25 @@ static void sweep(bool opencl) {
     loom_context_destroy(ctx);
     return;
   }
-  int64_t base = loom_testing_live_allocations();
   for (int sticky = 0; sticky <= 1 && !loom_test_failed(); sticky++) {
-    int64_t nth, failures = 0;
-    for (nth = 1; nth < 500 && !loom_test_failed(); nth++) {
+    /* The sweep ends when the work no longer reaches the failing allocation. A failure the HMM
+     * absorbs (another eviction candidate, a retry) lets the work succeed: fine too. */
+    loom_test_sweep sw;
+    SWEEP_ALLOCATIONS(&sw, sticky, 500) {
       ASSERT_OK(setup(ctx, opencl, &r));
-      loom_testing_fail_allocation(nth, sticky);
-      loom_status s = work(&r, opencl);
-      /* Done when the work no longer reaches the failing allocation. A failure the HMM
-       * absorbs (another eviction candidate, a retry) lets the work succeed: fine too. */
-      bool done = loom_testing_allocation_count() < nth;
-      loom_testing_fail_allocation(0, 0);
+      loom_test_sweep_arm(&sw);
+      loom_status s = loom_test_sweep_done(&sw, work(&r, opencl));
       if (getenv("HMM_FAULT_DEBUG"))
-        printf("    nth %lld sticky %d: %s %s\n", (long long)nth, sticky, loom_status_string(s),
+        printf("    nth %lld sticky %d: %s %s\n", (long long)sw.nth, sticky, loom_status_string(s),
                s ? loom_last_error() : "");
-      if (s != LOOM_OK) failures++;
-      check_after_failure(&r, s, nth, sticky);
+      check_after_failure(&r, s, sw.nth, sticky);
       teardown(&r);
-      int64_t live = loom_testing_live_allocations();
-      if (live != base) {
-        loom_test_fail(__FILE__, __LINE__, "allocation %lld failing (sticky %d): %lld allocations leaked",
-                       (long long)nth, sticky, (long long)(live - base));
-        break;
-      }
-      if (done) {
-        ASSERT_OK(s);
-        break;
-      }
     }
     /* The sweep reached the end of the work, after failing at every allocation before it. */
-    ASSERT_TRUE(nth > 3 && nth < 500);
-    ASSERT_TRUE(failures > 0);
+    ASSERT_TRUE(sw.nth > 3);
+    ASSERT_TRUE(sw.failures > 0);
     printf("    sticky %d: %lld allocations failed in turn, %lld of them failed the work\n", sticky,
-           (long long)nth - 1, (long long)failures);
+           (long long)sw.nth - 1, (long long)sw.failures);
   }
   loom_context_destroy(ctx);
 }
@@ -172,30 +158,22 @@ TEST(hmm_fault_injection_opencl) {
 TEST(hmm_fault_injection_create) {
   loom_context *ctx = NULL;
   ASSERT_OK(hmm_test_context(&ctx));
-  int64_t base = loom_testing_live_allocations();
-  int64_t nth;
-  for (nth = 1; nth < 200; nth++) {
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 200) {
     loom_mem_manager *m = NULL;
     loom_buffer *b = NULL;
     loom_mem_manager_options o;
     hmm_test_options(&o, LOOM_MEM_MODE_AUTO, LOOM_MEM_POLICY_ADAPTIVE);
     o.limits = "host0:64MiB";
-    loom_testing_fail_allocation(nth, 0);
+    loom_test_sweep_arm(&sw);
     loom_status s = loom_mem_manager_create(ctx, &o, &m);
     int32_t node = m ? loom_mem_node_count(m) - 1 : 0;
     if (s == LOOM_OK) s = loom_buffer_allocate(m, 1024, LOOM_F32, node, 0, &b);
     if (s == LOOM_OK) s = hmm_map_fill(b, 1024, 1);
-    bool done = loom_testing_allocation_count() < nth;
-    loom_testing_fail_allocation(0, 0);
-    if (s != LOOM_OK) ASSERT_EQ(s, LOOM_ERR_OUT_OF_MEMORY);
+    loom_test_sweep_done(&sw, s);
     loom_buffer_free(b);
     loom_mem_manager_destroy(m);
-    ASSERT_EQ(loom_testing_live_allocations(), base);
-    if (done) {
-      ASSERT_OK(s);
-      break;
-    }
   }
-  ASSERT_TRUE(nth > 2 && nth < 200);
+  ASSERT_TRUE(sw.nth > 2);
   loom_context_destroy(ctx);
 }

@@ -469,32 +469,18 @@ TEST(npy_allocation_failures) {
   ASSERT_OK(loom_type_make(LOOM_F64, 2, d, &type));
   ASSERT_OK(loom_tensor_init(&t, &type));
   fill_pattern(&t, 7);
-  int64_t live = loom_testing_live_allocations();
-  bool saved = false;
-  for (int64_t nth = 1; nth < 50 && !saved; nth++) {
-    loom_testing_fail_allocation(nth, 0);
-    loom_status st = loom_tensor_save_npy(path(&s, "a.npy"), &t);
-    loom_testing_fail_allocation(0, 0);
-    ASSERT_TRUE(st == LOOM_OK || st == LOOM_ERR_OUT_OF_MEMORY);
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 50) {
+    loom_status st = SWEEP_RUN(&sw, loom_tensor_save_npy(path(&s, "a.npy"), &t));
     ASSERT_EQ(file_count(&s), st == LOOM_OK ? 1 : 0);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
-    saved = st == LOOM_OK;
   }
-  ASSERT_TRUE(saved);
-  bool loaded = false;
-  for (int64_t nth = 1; nth < 50 && !loaded; nth++) {
-    loom_testing_fail_allocation(nth, 0);
-    loom_status st = loom_tensor_load_npy(path(&s, "a.npy"), &back);
-    loom_testing_fail_allocation(0, 0);
-    ASSERT_TRUE(st == LOOM_OK || st == LOOM_ERR_OUT_OF_MEMORY);
-    if (st == LOOM_OK) {
-      loaded = true;
+  if (loom_test_failed()) return;
+  SWEEP_ALLOCATIONS(&sw, 0, 50) {
+    if (SWEEP_RUN(&sw, loom_tensor_load_npy(path(&s, "a.npy"), &back)) == LOOM_OK) {
       ASSERT_TRUE(memcmp(back.data, t.data, 160) == 0);
       loom_tensor_deinit(&back);
     }
-    ASSERT_EQ(loom_testing_live_allocations(), live);
   }
-  ASSERT_TRUE(loaded);
   loom_tensor_deinit(&t);
   scratch_close(&s);
 }

@@ -269,24 +269,13 @@ TEST(parse_allocation_failures) {
   const char *text =
       "graph g(a: f32[2,3], b: f32[3]) {\n  c = constant [1,2,3] : f32[3]\n  d = add a b\n"
       "  e = concat a a d axis=0\n  v, i = topk e k=1 axis=1\n  return v, i\n}\n";
-  int64_t live = loom_testing_live_allocations();
-  int64_t total = 0;
-  for (int64_t n = 1; n < 1000; n++) {
-    loom_testing_fail_allocation(n, 0);
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 1000) {
     loom_graph *g = NULL;
-    loom_status s = loom_graph_parse(text, strlen(text), "t.lir", &g);
-    loom_testing_fail_allocation(0, 0);
-    if (s == LOOM_OK) {
-      total = n;
-      loom_graph_destroy(g);
-      break;
-    }
-    ASSERT_STATUS(s, LOOM_ERR_OUT_OF_MEMORY);
-    ASSERT_TRUE(g == NULL);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
+    if (SWEEP_RUN(&sw, loom_graph_parse(text, strlen(text), "t.lir", &g))) ASSERT_TRUE(g == NULL);
+    loom_graph_destroy(g);
   }
-  ASSERT_TRUE(total > 5);
-  ASSERT_EQ(loom_testing_live_allocations(), live);
+  ASSERT_TRUE(sw.nth > 5);
 }
 
 /* ---- bad inputs ----------------------------------------------------------------------- */

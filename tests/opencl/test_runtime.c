@@ -8,23 +8,10 @@
 #include <unistd.h>
 
 #include "backends/opencl/opencl_backend.h"
-#include "cl_util.h"
+#include "gpu_util.h"
 #include "loom/memory.h"
 #include "loom/plan.h"
 #include "loom/testing.h"
-
-static const char *const chain_lir =
-    "graph chain(x: f32[64,48], y: f32[48,32], z: c64[4,16]) {\n"
-    "  a = dot x y\n"
-    "  b = exp a\n"
-    "  c = reduce_sum b axes=[1]\n"
-    "  t = transpose y perm=[1,0]\n"
-    "  d = dot a t\n"
-    "  e = maximum d x\n"
-    "  v, i = topk e k=3 axis=1\n"
-    "  f = fft z axis=1\n"
-    "  return c, v, i, f, t\n"
-    "}\n";
 
 static bool cut_every_2(const loom_graph *g, int32_t op, void *acc) {
   (void)g;
@@ -37,25 +24,25 @@ static bool plan_matches_cpu(const loom_graph *g, const loom_plan *plan, loom_pl
                              const char *file, int line) {
   int32_t np = loom_graph_param_count(g), no = loom_graph_output_count(g);
   loom_tensor in[8], ref[8], got[8];
-  if (cu_inputs(g, 5, in) || cu_run(g, NULL, in, ref, 0, NULL)) {
+  if (gt_inputs(g, 5, in) || gt_run(g, NULL, in, ref, 0, NULL)) {
     loom_test_fail(file, line, "cpu0: %s", loom_last_error());
     return false;
   }
-  loom_status s = loom_plan_run(cu_context(), plan, in, np, got, no, stats);
+  loom_status s = loom_plan_run(gt_context(), plan, in, np, got, no, stats);
   bool ok = s == LOOM_OK;
   if (!ok) loom_test_fail(file, line, "plan run: %s: %s", loom_status_string(s), loom_last_error());
   for (int32_t i = 0; ok && i < no; i++) {
     double rtol, atol;
     char msg[512];
-    cu_tolerance(ref[i].type.dtype, 20, &rtol, &atol);
-    if (!cu_close(&ref[i], &got[i], rtol, atol, msg, sizeof msg)) {
+    gt_tolerance(ref[i].type.dtype, 20, &rtol, &atol);
+    if (!gt_close(&ref[i], &got[i], rtol, atol, msg, sizeof msg)) {
       loom_test_fail(file, line, "output %d: %s", (int)i, msg);
       ok = false;
     }
   }
-  if (s == LOOM_OK) cu_tensors_free(got, no);
-  cu_tensors_free(ref, no);
-  cu_tensors_free(in, np);
+  if (s == LOOM_OK) gt_tensors_free(got, no);
+  gt_tensors_free(ref, no);
+  gt_tensors_free(in, np);
   return ok;
 }
 
@@ -63,7 +50,7 @@ static bool plan_matches_cpu(const loom_graph *g, const loom_plan *plan, loom_pl
 static void peer_bytes(int64_t out[2]) {
   loom_mem_manager *m = NULL;
   out[0] = out[1] = 0;
-  if (loom_context_memory(cu_context(), &m) != LOOM_OK) return;
+  if (loom_context_memory(gt_context(), &m) != LOOM_OK) return;
   for (int32_t k = 0; k < 2; k++) {
     int32_t node;
     loom_mem_node_stats st;
@@ -76,7 +63,7 @@ static void peer_bytes(int64_t out[2]) {
 static int64_t device_live_bytes(void) {
   loom_mem_manager *m = NULL;
   int64_t live = 0;
-  if (loom_context_memory(cu_context(), &m) != LOOM_OK) return -1;
+  if (loom_context_memory(gt_context(), &m) != LOOM_OK) return -1;
   for (int32_t i = 0; i < loom_mem_node_count(m); i++) {
     loom_mem_node_info info;
     loom_mem_node_stats st;
@@ -87,21 +74,21 @@ static int64_t device_live_bytes(void) {
   return live;
 }
 
-/* chain_lir in stages of two ops on ocl0, ocl1 (ocl0 again with one device), cpu0, in turn:
+/* gt_chain_lir in stages of two ops on ocl0, ocl1 (ocl0 again with one device), cpu0, in turn:
  * values pass from ocl0 to ocl1 device to device, from ocl1 to cpu0 read back, from cpu0 to
  * ocl0 written in. NULL plan on failure. */
 static loom_plan *alternating_plan(int32_t n_devices, loom_graph **out_g) {
   loom_plan *plan = NULL;
   loom_runner r[3] = {{"ocl0", 1 << 20}, {"ocl1", 1 << 20}, {"cpu0", 1 << 20}};
   if (n_devices < 2) snprintf(r[1].device, sizeof r[1].device, "ocl0");
-  *out_g = cu_parse("%s", chain_lir);
+  *out_g = gt_parse("%s", gt_chain_lir);
   if (*out_g && loom_plan_split(*out_g, cut_every_2, NULL, r, 3, &plan) != LOOM_OK) plan = NULL;
   return plan;
 }
 
 TEST(plan_stages_alternate_between_devices) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  int32_t nd = cu_devices(devs);
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_OPENCL, devs);
   if (nd == 0) return;
   loom_graph *g = NULL;
   loom_plan *plan = alternating_plan(nd, &g);
@@ -126,10 +113,10 @@ TEST(plan_stages_alternate_between_devices) {
 }
 
 TEST(split_by_memory_across_devices_keeps_limits) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  int32_t nd = cu_devices(devs);
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_OPENCL, devs);
   if (nd == 0) return;
-  loom_graph *g = cu_parse(
+  loom_graph *g = gt_parse(
       "graph knn(x: f32[300,3], y: f32[400,3]) {\n  xe = reshape x shape=[300,1,3]\n  ye = reshape y "
       "shape=[1,400,3]\n"
       "  diff = sub xe ye\n  sq = mul diff diff\n  d2 = reduce_sum sq axes=[2]\n  val, idx = topk d2 k=5 "
@@ -161,59 +148,24 @@ TEST(split_by_memory_across_devices_keeps_limits) {
 }
 
 TEST(peaks_equal_cpu0_and_limits_hold) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  int32_t nd = cu_devices(devs);
-  if (nd == 0) return;
-  loom_graph *g = cu_parse("%s", chain_lir);
-  ASSERT_TRUE(g != NULL);
-  loom_tensor in[3], out[5];
-  ASSERT_OK(cu_inputs(g, 3, in));
-  loom__meter cpu;
-  ASSERT_OK(cu_run(g, NULL, in, out, 0, &cpu));
-  cu_tensors_free(out, 5);
-  for (int32_t k = 0; k < nd; k++) {
-    loom__meter m;
-    /* Under a limit exactly the cpu's peak: it fits, with the same peak and allocations. */
-    ASSERT_OK(cu_run(g, devs[k], in, out, cpu.peak, &m));
-    cu_tensors_free(out, 5);
-    ASSERT_EQ(m.peak, cpu.peak);
-    ASSERT_EQ(m.allocations, cpu.allocations);
-    /* A byte less does not fit: OUT_OF_MEMORY naming a value, nothing left allocated. */
-    int64_t live = loom_testing_live_allocations();
-    ASSERT_STATUS(cu_run(g, devs[k], in, out, cpu.peak - 1, &m), LOOM_ERR_OUT_OF_MEMORY);
-    ASSERT_CONTAINS(loom_last_error(), "limit is free");
-    ASSERT_TRUE(m.peak <= cpu.peak - 1);
-    ASSERT_EQ(m.in_use, 0);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
-  }
-  cu_tensors_free(in, 3);
-  loom_graph_destroy(g);
+  gt_test_peaks_equal_cpu0(LOOM_BACKEND_OPENCL);
 }
 
 /* Every allocation failure during a run on a device is reported and frees what it took. */
 TEST(allocation_failures_on_a_device) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  if (cu_devices(devs) == 0) return;
-  loom_graph *g = cu_parse("%s", chain_lir);
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
+  loom_graph *g = gt_parse("%s", gt_chain_lir);
   ASSERT_TRUE(g != NULL);
   loom_tensor in[3], out[5];
-  ASSERT_OK(cu_inputs(g, 4, in));
-  ASSERT_OK(cu_run(g, devs[0], in, out, 0, NULL)); /* programs built before the sweep */
-  cu_tensors_free(out, 5);
-  int64_t live = loom_testing_live_allocations();
-  for (int64_t nth = 1;; nth++) {
-    loom_testing_fail_allocation(nth, 0);
-    loom_status s = cu_run(g, devs[0], in, out, 0, NULL);
-    int64_t made = loom_testing_allocation_count();
-    loom_testing_fail_allocation(0, 0);
-    if (s)
-      ASSERT_STATUS(s, LOOM_ERR_OUT_OF_MEMORY);
-    else
-      cu_tensors_free(out, 5);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
-    if (!s && made < nth) break;
+  ASSERT_OK(gt_inputs(g, 4, in));
+  ASSERT_OK(gt_run(g, devs[0], in, out, 0, NULL)); /* programs built before the sweep */
+  gt_tensors_free(out, 5);
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 100000) {
+    if (!SWEEP_RUN(&sw, gt_run(g, devs[0], in, out, 0, NULL))) gt_tensors_free(out, 5);
   }
-  cu_tensors_free(in, 3);
+  gt_tensors_free(in, 3);
   loom_graph_destroy(g);
 }
 
@@ -234,15 +186,15 @@ static int32_t occurrences(const char *path, const char *needle) {
  * from the ocl0 stage is brought to ocl1 (prefetch policy adaptive, the default), within
  * ocl1's runner limit; with the policy none it is not. */
 TEST(the_next_stages_inputs_are_prefetched_to_its_device) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  if (cu_devices(devs) < 2) return;
-  loom_graph *g = cu_parse("%s", chain_lir);
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) < 2) return;
+  loom_graph *g = gt_parse("%s", gt_chain_lir);
   ASSERT_TRUE(g != NULL);
   loom_runner r[3] = {{"ocl0", 1 << 20}, {"cpu0", 1 << 20}, {"ocl1", 1 << 20}};
   loom_plan *plan = NULL;
   ASSERT_OK(loom_plan_split(g, cut_every_2, NULL, r, 3, &plan));
   loom_mem_manager *m = NULL;
-  ASSERT_OK(loom_context_memory(cu_context(), &m));
+  ASSERT_OK(loom_context_memory(gt_context(), &m));
   char path[] = "/tmp/loom-prefetch-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_TRUE(fd >= 0);
@@ -273,35 +225,23 @@ TEST(the_next_stages_inputs_are_prefetched_to_its_device) {
 /* Every allocation failure during a plan whose stages pass values between ocl0, ocl1 and cpu0
  * is reported, and leaves nothing allocated on the host or on a device. */
 TEST(allocation_failures_in_a_plan_across_devices) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  int32_t nd = cu_devices(devs);
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_OPENCL, devs);
   if (nd == 0) return;
   loom_graph *g = NULL;
   loom_plan *plan = alternating_plan(nd, &g);
   ASSERT_TRUE(plan != NULL);
   loom_tensor in[3], out[5];
-  ASSERT_OK(cu_inputs(g, 4, in));
-  ASSERT_OK(loom_plan_run(cu_context(), plan, in, 3, out, 5, NULL)); /* programs built first */
-  cu_tensors_free(out, 5);
-  int64_t live = loom_testing_live_allocations();
-  int64_t failed = 0;
-  for (int64_t nth = 1;; nth++) {
-    loom_testing_fail_allocation(nth, 0);
-    loom_status s = loom_plan_run(cu_context(), plan, in, 3, out, 5, NULL);
-    int64_t made = loom_testing_allocation_count();
-    loom_testing_fail_allocation(0, 0);
-    if (s) {
-      ASSERT_STATUS(s, LOOM_ERR_OUT_OF_MEMORY);
-      failed++;
-    } else {
-      cu_tensors_free(out, 5);
-    }
-    ASSERT_EQ(loom_testing_live_allocations(), live);
+  ASSERT_OK(gt_inputs(g, 4, in));
+  ASSERT_OK(loom_plan_run(gt_context(), plan, in, 3, out, 5, NULL)); /* programs built first */
+  gt_tensors_free(out, 5);
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 100000) {
+    if (!SWEEP_RUN(&sw, loom_plan_run(gt_context(), plan, in, 3, out, 5, NULL))) gt_tensors_free(out, 5);
     ASSERT_EQ(device_live_bytes(), 0);
-    if (!s && made < nth) break;
   }
-  ASSERT_TRUE(failed > 10);
-  cu_tensors_free(in, 3);
+  ASSERT_TRUE(sw.failures > 10);
+  gt_tensors_free(in, 3);
   loom_plan_destroy(plan);
   loom_graph_destroy(g);
 }
@@ -334,20 +274,20 @@ static int32_t count_cache_files(const char *dir, bool damage) {
 }
 
 TEST(programs_are_cached_on_disk_and_damage_is_rebuilt) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  if (cu_devices(devs) == 0) return;
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
   const char *dir = getenv("LOOM_CACHE_DIR");
   if (!dir || !*dir) {
     loom_test_skip("LOOM_CACHE_DIR is not set (ctest sets it)");
     return;
   }
-  loom_graph *g = cu_parse("graph c(a: i16[5,7]) { b = neg a\n r = reduce_sum b axes=[1]\n return r }");
+  loom_graph *g = gt_parse("graph c(a: i16[5,7]) { b = neg a\n r = reduce_sum b axes=[1]\n return r }");
   ASSERT_TRUE(g != NULL);
   loom_tensor in[1], ref[1], out[1];
-  ASSERT_OK(cu_inputs(g, 1, in));
-  ASSERT_OK(cu_run(g, NULL, in, ref, 0, NULL));
-  ASSERT_OK(cu_run(g, devs[0], in, out, 0, NULL));
-  cu_tensors_free(out, 1);
+  ASSERT_OK(gt_inputs(g, 1, in));
+  ASSERT_OK(gt_run(g, NULL, in, ref, 0, NULL));
+  ASSERT_OK(gt_run(g, devs[0], in, out, 0, NULL));
+  gt_tensors_free(out, 1);
   ASSERT_TRUE(count_cache_files(dir, false) >= 1);
   /* Damaged files: a new context (programs not in memory) rebuilds them from source. */
   count_cache_files(dir, true);
@@ -355,20 +295,20 @@ TEST(programs_are_cached_on_disk_and_damage_is_rebuilt) {
   ASSERT_OK(loom_context_create(NULL, &ctx));
   const loom__exec_device *dev = NULL;
   ASSERT_OK(loom__context_exec_device(ctx, devs[0]->id, &dev));
-  ASSERT_OK(cu_run(g, dev, in, out, 0, NULL));
+  ASSERT_OK(gt_run(g, dev, in, out, 0, NULL));
   char msg[256];
-  ASSERT_TRUE(cu_close(&ref[0], &out[0], 0, 0, msg, sizeof msg));
-  cu_tensors_free(out, 1);
+  ASSERT_TRUE(gt_close(&ref[0], &out[0], 0, 0, msg, sizeof msg));
+  gt_tensors_free(out, 1);
   loom_context_destroy(ctx);
   ASSERT_TRUE(count_cache_files(dir, false) >= 1);
-  cu_tensors_free(ref, 1);
-  cu_tensors_free(in, 1);
+  gt_tensors_free(ref, 1);
+  gt_tensors_free(in, 1);
   loom_graph_destroy(g);
 }
 
 TEST(a_failed_build_reports_its_log) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  if (cu_devices(devs) == 0) return;
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
   const char *parts[] = {"__kernel void broken(__global float *x) { x[0] = undeclared_thing; }\n"};
   cl_program prog = NULL;
   loom__cl_device *d = devs[0]->dev;
@@ -384,27 +324,27 @@ TEST(a_failed_build_reports_its_log) {
 /* A device without fp64: f64 and c128 ops are UNSUPPORTED naming device and op; others run,
  * and f16 runs everywhere (a storage type: no cl_khr_fp16 needed). */
 TEST(a_device_without_fp64_refuses_f64_by_name) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  if (cu_devices(devs) == 0) return;
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
   loom_context *ctx = NULL;
   ASSERT_OK(loom_context_create(NULL, &ctx));
   const loom__exec_device *dev = NULL;
   ASSERT_OK(loom__context_exec_device(ctx, devs[0]->id, &dev));
   loom__opencl_testing_disable_fp64(dev->dev);
-  loom_graph *g = cu_parse("graph f(a: f64[3]) { r = exp a\n return r }");
+  loom_graph *g = gt_parse("graph f(a: f64[3]) { r = exp a\n return r }");
   loom_graph *h =
-      cu_parse("graph h(a: f16[3], b: f32[3]) { r = add a a\n s = reduce_sum b axes=[0]\n return r, s }");
+      gt_parse("graph h(a: f16[3], b: f32[3]) { r = add a a\n s = reduce_sum b axes=[0]\n return r, s }");
   ASSERT_TRUE(g != NULL && h != NULL);
   loom_tensor in[2], out[2];
-  ASSERT_OK(cu_inputs(g, 1, in));
-  ASSERT_STATUS(cu_run(g, dev, in, out, 0, NULL), LOOM_ERR_UNSUPPORTED);
+  ASSERT_OK(gt_inputs(g, 1, in));
+  ASSERT_STATUS(gt_run(g, dev, in, out, 0, NULL), LOOM_ERR_UNSUPPORTED);
   ASSERT_CONTAINS(loom_last_error(), devs[0]->id);
   ASSERT_CONTAINS(loom_last_error(), "exp on f64: the device has no fp64 (cl_khr_fp64)");
-  cu_tensors_free(in, 1);
-  ASSERT_OK(cu_inputs(h, 1, in));
-  ASSERT_OK(cu_run(h, dev, in, out, 0, NULL)); /* f32 sums accumulate in float there */
-  cu_tensors_free(out, 2);
-  cu_tensors_free(in, 2);
+  gt_tensors_free(in, 1);
+  ASSERT_OK(gt_inputs(h, 1, in));
+  ASSERT_OK(gt_run(h, dev, in, out, 0, NULL)); /* f32 sums accumulate in float there */
+  gt_tensors_free(out, 2);
+  gt_tensors_free(in, 2);
   loom_graph_destroy(g);
   loom_graph_destroy(h);
   loom_context_destroy(ctx);
@@ -413,38 +353,38 @@ TEST(a_device_without_fp64_refuses_f64_by_name) {
 /* Without a limit CLBlast may take temporaries beyond the op's scratch (counted by the meter);
  * under a limit a dot stays inside the estimate. Both give the cpu backend's result. */
 TEST(library_temporaries_only_without_a_limit) {
-  const loom__exec_device *devs[CU_MAX_DEVICES];
-  if (cu_devices(devs) == 0) return;
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
 #if !LOOM_HAVE_CLBLAST
   loom_test_skip("this build has no CLBlast");
   return;
 #endif
   /* 1000 is no multiple of CLBlast's tiles: it pads the matrices into its temporary buffer
    * (12 MB, three times the output). */
-  loom_graph *g = cu_parse("graph d(a: f32[1000,1000], b: f32[1000,1000]) { r = dot a b\n return r }");
+  loom_graph *g = gt_parse("graph d(a: f32[1000,1000], b: f32[1000,1000]) { r = dot a b\n return r }");
   ASSERT_TRUE(g != NULL);
   loom_tensor in[2], ref[1], out[1];
-  ASSERT_OK(cu_inputs(g, 2, in));
+  ASSERT_OK(gt_inputs(g, 2, in));
   loom__meter cpu, free_run, limited;
-  ASSERT_OK(cu_run(g, NULL, in, ref, 0, &cpu));
-  ASSERT_OK(cu_run(g, devs[0], in, out, 0, &free_run));
+  ASSERT_OK(gt_run(g, NULL, in, ref, 0, &cpu));
+  ASSERT_OK(gt_run(g, devs[0], in, out, 0, &free_run));
   ASSERT_TRUE(free_run.peak > cpu.peak);
   char msg[512];
   double rtol, atol;
-  cu_tolerance(LOOM_F32, 20, &rtol, &atol);
-  ASSERT_TRUE(cu_close(&ref[0], &out[0], rtol, atol, msg, sizeof msg));
-  cu_tensors_free(out, 1);
-  ASSERT_OK(cu_run(g, devs[0], in, out, cpu.peak, &limited));
+  gt_tolerance(LOOM_F32, 20, &rtol, &atol);
+  ASSERT_TRUE(gt_close(&ref[0], &out[0], rtol, atol, msg, sizeof msg));
+  gt_tensors_free(out, 1);
+  ASSERT_OK(gt_run(g, devs[0], in, out, cpu.peak, &limited));
   ASSERT_EQ(limited.peak, cpu.peak);
-  ASSERT_TRUE(cu_close(&ref[0], &out[0], rtol, atol, msg, sizeof msg));
-  cu_tensors_free(out, 1);
-  cu_tensors_free(ref, 1);
-  cu_tensors_free(in, 2);
+  ASSERT_TRUE(gt_close(&ref[0], &out[0], rtol, atol, msg, sizeof msg));
+  gt_tensors_free(out, 1);
+  gt_tensors_free(ref, 1);
+  gt_tensors_free(in, 2);
   loom_graph_destroy(g);
 }
 
 TEST(unknown_devices_are_named) {
-  loom_context *ctx = cu_context();
+  loom_context *ctx = gt_context();
   const loom__exec_device *dev = NULL;
   ASSERT_STATUS(loom__context_exec_device(ctx, "ocl99", &dev), LOOM_ERR_NOT_FOUND);
   ASSERT_CONTAINS(loom_last_error(), "device ocl99 is not in this context (it has: cpu0");

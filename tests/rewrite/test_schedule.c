@@ -141,27 +141,19 @@ TEST(optimize_allocation_failures) {
       "  diff = sub xe ye\n  sq = mul diff diff\n  d2 = reduce_sum sq axes=[2]\n"
       "  e = add d2 s\n  return e\n}\n");
   ASSERT_TRUE(g != NULL);
-  int64_t live = loom_testing_live_allocations();
-  int failures = 0;
-  for (int64_t nth = 1; nth < 100000; nth++) {
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 100000) {
     loom_graph *o = NULL;
     loom_rewrite_report rep = {0};
-    loom_testing_fail_allocation(nth, 0);
-    loom_status s = loom_graph_optimize(g, NULL, &o, &rep);
-    loom_testing_fail_allocation(0, 0);
-    if (s == LOOM_OK) {
+    if (SWEEP_RUN(&sw, loom_graph_optimize(g, NULL, &o, &rep)) == LOOM_OK) {
       ASSERT_TRUE(rw_entry(&rep, "distance") != NULL);
-      loom_graph_destroy(o);
-      loom_rewrite_report_deinit(&rep);
-      break;
+    } else {
+      ASSERT_TRUE(o == NULL);
+      ASSERT_EQ(rep.count, 0);
     }
-    failures++;
-    ASSERT_EQ(s, LOOM_ERR_OUT_OF_MEMORY);
-    ASSERT_TRUE(o == NULL);
-    ASSERT_EQ(rep.count, 0);
+    loom_graph_destroy(o);
     loom_rewrite_report_deinit(&rep);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
   }
-  ASSERT_TRUE(failures > 10);
+  ASSERT_TRUE(sw.failures > 10);
   loom_graph_destroy(g);
 }

@@ -511,20 +511,11 @@ TEST(split_by_memory_allocation_failures) {
   loom_graph *g = pyramid(12);
   ASSERT_TRUE(g != NULL);
   loom_runner runners[2] = {{"cpu0", 400 << 10}, {"cpu0", 300 << 10}};
-  int64_t live = loom_testing_live_allocations();
-  for (int64_t nth = 1;; nth++) {
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 100000) {
     loom_plan *plan = NULL;
-    loom_testing_fail_allocation(nth, 0);
-    loom_status s = loom_plan_split_by_memory(g, runners, 2, &plan);
-    int64_t made = loom_testing_allocation_count();
-    loom_testing_fail_allocation(0, 0);
-    if (s) {
-      ASSERT_STATUS(s, LOOM_ERR_OUT_OF_MEMORY);
-      ASSERT_TRUE(plan == NULL);
-    }
+    if (SWEEP_RUN(&sw, loom_plan_split_by_memory(g, runners, 2, &plan))) ASSERT_TRUE(plan == NULL);
     loom_plan_destroy(plan);
-    ASSERT_EQ(loom_testing_live_allocations(), live);
-    if (!s && made < nth) break;
   }
   loom_graph_destroy(g);
 }

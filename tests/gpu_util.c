@@ -1,27 +1,48 @@
-/* Helpers of the cuda tests (cuda_util.h); the input, run and comparison helpers follow
- * tests/opencl/cl_util.c. */
-#if LOOM_HAVE_CUDA
+/* Helpers of the GPU tests (gpu_util.h). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "cuda_util.h"
+#include "gpu_util.h"
 #include "runtime/context.h"
 
-const loom_dtype ct_all_dtypes[LOOM_DTYPE_COUNT] = {LOOM_BOOL, LOOM_I8,  LOOM_U8,  LOOM_I16,
+const loom_dtype gt_all_dtypes[LOOM_DTYPE_COUNT] = {LOOM_BOOL, LOOM_I8,  LOOM_U8,  LOOM_I16,
                                                     LOOM_I32,  LOOM_I64, LOOM_F16, LOOM_BF16,
                                                     LOOM_F32,  LOOM_F64, LOOM_C64, LOOM_C128};
 
 static loom_context *ctx;
-static const loom__exec_device *devices[CT_MAX_DEVICES];
-static int32_t n_devices = -1;
-static char no_device[512];
+
+/* The devices of one kind, opened on first use. */
+typedef struct gpu_kind {
+  uint32_t backend;
+  const char *none; /* the skip reason when the machine has none */
+  const loom__exec_device *devices[GT_MAX_DEVICES];
+  int32_t n_devices; /* -1 before the first look */
+  char no_device[512];
+} gpu_kind;
+
+static gpu_kind kinds[] = {
+    {LOOM_BACKEND_OPENCL,
+     "no OpenCL device found (install an OpenCL driver, or PoCL: POCL_DEVICES=\"pthread pthread\")",
+     {0},
+     -1,
+     ""},
+    {LOOM_BACKEND_CUDA, "no usable CUDA device", {0}, -1, ""},
+};
+
+static gpu_kind *kind_of(uint32_t backend) {
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (kinds[i].backend == backend) return &kinds[i];
+  fprintf(stderr, "gpu_util: no device kind %u\n", (unsigned)backend);
+  exit(1);
+}
 
 static void release_context(void) {
   loom_context_destroy(ctx);
+  ctx = NULL;
 }
 
-loom_context *ct_context(void) {
+loom_context *gt_context(void) {
   if (!ctx) {
     if (loom_context_create(NULL, &ctx)) {
       fprintf(stderr, "cannot create a context: %s\n", loom_last_error());
@@ -32,49 +53,93 @@ loom_context *ct_context(void) {
   return ctx;
 }
 
-/* Why there is no CUDA device: the context's notes about CUDA, joined. */
-static void why_none(loom_context *c) {
-  size_t used = (size_t)snprintf(no_device, sizeof no_device, "no usable CUDA device");
-  for (int32_t i = 0; i < loom_context_note_count(c) && used < sizeof no_device; i++) {
+/* Why there is no device of the kind: its sentence and, for CUDA, the context's notes about
+ * CUDA, joined. */
+static void why_none(gpu_kind *k, loom_context *c) {
+  size_t used = (size_t)snprintf(k->no_device, sizeof k->no_device, "%s", k->none);
+  for (int32_t i = 0;
+       k->backend == LOOM_BACKEND_CUDA && i < loom_context_note_count(c) && used < sizeof k->no_device; i++) {
     const char *note = loom_context_note(c, i);
     if (note && strncmp(note, "cuda", 4) == 0 && !strstr(note, "compute backend built"))
-      used += (size_t)snprintf(no_device + used, sizeof no_device - used, "; %s", note);
+      used += (size_t)snprintf(k->no_device + used, sizeof k->no_device - used, "; %s", note);
   }
 }
 
-int32_t ct_devices(const loom__exec_device **devs) {
-  if (n_devices < 0) {
-    loom_context *c = ct_context();
-    n_devices = 0;
-    for (int32_t i = 0; i < c->devices.dev_count && n_devices < CT_MAX_DEVICES; i++) {
-      const loom__device *d = &c->devices.dev[i];
-      if (!(d->backends & LOOM_BACKEND_CUDA) || d->cuda_ordinal < 0) continue;
-      loom_status s = loom__context_exec_device(c, d->id, &devices[n_devices]);
-      if (s == LOOM_ERR_UNAVAILABLE) {
-        /* Listed by the driver, refused by the runtime (a driver older than this build's CUDA,
-         * a device in use elsewhere): a machine this build cannot run on, said as a skip. */
-        snprintf(no_device, sizeof no_device, "%s cannot be used: %s", d->id, loom_last_error());
-        continue;
-      }
-      if (s) {
-        fprintf(stderr, "%s: %s\n", d->id, loom_last_error());
-        exit(1);
-      }
-      n_devices++;
-    }
-    if (n_devices == 0 && !no_device[0]) why_none(c);
+/* Opens device d of kind k for running, as k->devices[k->n_devices]. False when the device
+ * cannot be used, with the reason in k->no_device; exits on any other error. */
+static bool open_device(gpu_kind *k, loom_context *c, const loom__device *d) {
+  char id[32];
+  /* An OpenCL device is run as oclN even where the table names it otherwise (a CUDA device
+   * with an OpenCL driver too). */
+  if (k->backend == LOOM_BACKEND_OPENCL)
+    snprintf(id, sizeof id, "ocl%d", (int)d->cl_index);
+  else
+    snprintf(id, sizeof id, "%s", d->id);
+  loom_status s = loom__context_exec_device(c, id, &k->devices[k->n_devices]);
+  if (s == LOOM_ERR_UNAVAILABLE && k->backend == LOOM_BACKEND_CUDA) {
+    /* Listed by the driver, refused by the runtime (a driver older than this build's CUDA, a
+     * device in use elsewhere): a machine this build cannot run on, said as a skip. */
+    snprintf(k->no_device, sizeof k->no_device, "%s cannot be used: %s", id, loom_last_error());
+    return false;
   }
-  if (n_devices == 0) {
-    loom_test_skip("%s", no_device);
+  if (s) {
+    fprintf(stderr, "%s: %s\n", id, loom_last_error());
+    exit(1);
+  }
+  return true;
+}
+
+int32_t gt_device_count(uint32_t backend) {
+  gpu_kind *k = kind_of(backend);
+  if (k->n_devices >= 0) return k->n_devices;
+  loom_context *c = gt_context();
+  k->n_devices = 0;
+  for (int32_t i = 0; i < c->devices.dev_count && k->n_devices < GT_MAX_DEVICES; i++) {
+    const loom__device *d = &c->devices.dev[i];
+    int32_t index = backend == LOOM_BACKEND_OPENCL ? d->cl_index : d->cuda_ordinal;
+    if (!(d->backends & backend) || index < 0) continue;
+    if (open_device(k, c, d)) k->n_devices++;
+  }
+  if (k->n_devices == 0 && !k->no_device[0]) why_none(k, c);
+  /* Registered again after the devices opened (and set up clFFT, cuFFT), so it runs before the
+   * libraries' own exit-time destructors; release_context is safe to run twice. */
+  atexit(release_context);
+  return k->n_devices;
+}
+
+const char *gt_no_device(uint32_t backend) {
+  gpu_kind *k = kind_of(backend);
+  return gt_device_count(backend) ? "" : k->no_device;
+}
+
+int32_t gt_devices(uint32_t backend, const loom__exec_device **devs) {
+  gpu_kind *k = kind_of(backend);
+  if (gt_device_count(backend) == 0) {
+    loom_test_skip("%s", k->no_device);
     return 0;
   }
-  for (int32_t i = 0; i < n_devices; i++) devs[i] = devices[i];
-  return n_devices;
+  for (int32_t i = 0; i < k->n_devices; i++) devs[i] = k->devices[i];
+  return k->n_devices;
 }
 
-bool ct_have_devices(void) {
-  const loom__exec_device *devs[CT_MAX_DEVICES];
-  return ct_devices(devs) > 0;
+bool gt_have_devices(uint32_t backend) {
+  if (gt_device_count(backend) > 0) return true;
+  loom_test_skip("%s", kind_of(backend)->no_device);
+  return false;
+}
+
+loom_graph *gt_parse(const char *fmt, ...) {
+  char text[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  loom_graph *g = NULL;
+  if (loom_graph_parse(text, strlen(text), "t.lir", &g)) {
+    loom_test_fail(__FILE__, __LINE__, "parse failed: %s\n%s", loom_last_error(), text);
+    return NULL;
+  }
+  return g;
 }
 
 static uint64_t next(uint64_t *s) {
@@ -137,14 +202,14 @@ static void fill(loom_tensor *t, uint64_t *s) {
   }
 }
 
-loom_status ct_inputs(const loom_graph *g, uint64_t seed, loom_tensor *out) {
+loom_status gt_inputs(const loom_graph *g, uint64_t seed, loom_tensor *out) {
   int32_t n = loom_graph_param_count(g);
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 0x1234567;
   memset(out, 0, sizeof *out * (size_t)n);
   for (int32_t p = 0; p < n; p++) {
     loom_status st = loom_tensor_init(&out[p], loom_value_type(g, loom_graph_param_at(g, p)));
     if (st) {
-      ct_tensors_free(out, p);
+      gt_tensors_free(out, p);
       return st;
     }
     fill(&out[p], &s);
@@ -152,11 +217,11 @@ loom_status ct_inputs(const loom_graph *g, uint64_t seed, loom_tensor *out) {
   return LOOM_OK;
 }
 
-void ct_tensors_free(loom_tensor *t, int32_t n) {
+void gt_tensors_free(loom_tensor *t, int32_t n) {
   for (int32_t i = 0; t && i < n; i++) loom_tensor_deinit(&t[i]);
 }
 
-loom_status ct_run(const loom_graph *g, const loom__exec_device *dev, const loom_tensor *in, loom_tensor *out,
+loom_status gt_run(const loom_graph *g, const loom__exec_device *dev, const loom_tensor *in, loom_tensor *out,
                    int64_t limit, loom__meter *meter) {
   loom__meter local = {0};
   if (!meter) meter = &local;
@@ -165,12 +230,12 @@ loom_status ct_run(const loom_graph *g, const loom__exec_device *dev, const loom
   loom__exec_options opts = {0};
   opts.device = dev;
   if (!dev) {
-    loom_status s = loom__context_exec_device(ct_context(), "cpu0", &opts.device);
+    loom_status s = loom__context_exec_device(gt_context(), "cpu0", &opts.device);
     if (s) return s;
   }
   loom_status s = loom__execute(g, &opts, in, out, meter);
   if (!s && meter->in_use != 0) {
-    ct_tensors_free(out, loom_graph_output_count(g));
+    gt_tensors_free(out, loom_graph_output_count(g));
     return loom__error(LOOM_ERR_INTERNAL, "the meter holds %lld bytes after the run",
                        (long long)meter->in_use);
   }
@@ -179,7 +244,7 @@ loom_status ct_run(const loom_graph *g, const loom__exec_device *dev, const loom
 
 /* ---- comparing -------------------------------------------------------------------------- */
 
-void ct_tolerance(loom_dtype dtype, double scale, double *rtol, double *atol) {
+void gt_tolerance(loom_dtype dtype, double scale, double *rtol, double *atol) {
   double r = 0;
   switch (dtype) {
     case LOOM_F32:
@@ -241,7 +306,7 @@ static bool same(double a, double b, double rtol, double atol) {
   return fabs(a - b) <= atol + rtol * fabs(a);
 }
 
-bool ct_close(const loom_tensor *a, const loom_tensor *b, double rtol, double atol, char *msg, size_t size) {
+bool gt_close(const loom_tensor *a, const loom_tensor *b, double rtol, double atol, char *msg, size_t size) {
   char ta[LOOM_TYPE_STRING_MAX], tb[LOOM_TYPE_STRING_MAX];
   if (!loom_type_equal(&a->type, &b->type)) {
     snprintf(msg, size, "types differ: %s vs %s", loom_type_format(&a->type, ta, sizeof ta),
@@ -271,40 +336,37 @@ bool ct_close(const loom_tensor *a, const loom_tensor *b, double rtol, double at
   return true;
 }
 
-bool ct_check(const char *what, const loom_graph *g, uint64_t seed, double scale, const char *file,
-              int line) {
-  const loom__exec_device *devs[CT_MAX_DEVICES];
-  int32_t nd = ct_devices(devs);
-  if (nd == 0) return false;
+bool gt_check(const loom__exec_device *const *devs, int32_t nd, const char *what, const loom_graph *g,
+              uint64_t seed, double scale, const char *file, int line) {
   int32_t np = loom_graph_param_count(g), no = loom_graph_output_count(g);
   loom_tensor in[16], ref[8], got[8];
   if (np > 16 || no > 8) {
     loom_test_fail(file, line, "%s: too many parameters or outputs for the test", what);
     return false;
   }
-  if (ct_inputs(g, seed, in)) {
+  if (gt_inputs(g, seed, in)) {
     loom_test_fail(file, line, "%s: inputs: %s", what, loom_last_error());
     return false;
   }
-  loom_status cs = ct_run(g, NULL, in, ref, 0, NULL);
+  loom_status cs = gt_run(g, NULL, in, ref, 0, NULL);
   char cpu_msg[1024];
   snprintf(cpu_msg, sizeof cpu_msg, "%s", loom_last_error());
   if (cs && cs != LOOM_ERR_UNSUPPORTED) {
     loom_test_fail(file, line, "%s: cpu0 failed: %s: %s", what, loom_status_string(cs), cpu_msg);
-    ct_tensors_free(in, np);
+    gt_tensors_free(in, np);
     return false;
   }
   bool ok = true;
   for (int32_t k = 0; ok && k < nd; k++) {
     loom__meter m;
-    loom_status s = ct_run(g, devs[k], in, got, 0, &m);
+    loom_status s = gt_run(g, devs[k], in, got, 0, &m);
     if (cs == LOOM_ERR_UNSUPPORTED) {
       if (s != LOOM_ERR_UNSUPPORTED) {
         loom_test_fail(file, line, "%s: cpu0 says unsupported (%s), %s says %s", what, cpu_msg, devs[k]->id,
                        loom_status_string(s));
         ok = false;
       }
-      if (!s) ct_tensors_free(got, no);
+      if (!s) gt_tensors_free(got, no);
       continue;
     }
     if (s) {
@@ -316,8 +378,8 @@ bool ct_check(const char *what, const loom_graph *g, uint64_t seed, double scale
     for (int32_t i = 0; ok && i < no; i++) {
       double rtol, atol;
       char msg[512];
-      ct_tolerance(ref[i].type.dtype, scale, &rtol, &atol);
-      if (!ct_close(&ref[i], &got[i], rtol, atol, msg, sizeof msg)) {
+      gt_tolerance(ref[i].type.dtype, scale, &rtol, &atol);
+      if (!gt_close(&ref[i], &got[i], rtol, atol, msg, sizeof msg)) {
         char *text = NULL;
         loom_graph_to_string(g, &text);
         loom_test_fail(file, line, "%s on %s, output %d: %s\n%s", what, devs[k]->id, (int)i, msg,
@@ -326,11 +388,63 @@ bool ct_check(const char *what, const loom_graph *g, uint64_t seed, double scale
         ok = false;
       }
     }
-    ct_tensors_free(got, no);
+    gt_tensors_free(got, no);
   }
-  if (!cs) ct_tensors_free(ref, no);
-  ct_tensors_free(in, np);
+  if (!cs) gt_tensors_free(ref, no);
+  gt_tensors_free(in, np);
   return ok;
 }
 
-#endif
+const char *const gt_chain_lir =
+    "graph chain(x: f32[64,48], y: f32[48,32], z: c64[4,16]) {\n"
+    "  a = dot x y\n"
+    "  b = exp a\n"
+    "  c = reduce_sum b axes=[1]\n"
+    "  t = transpose y perm=[1,0]\n"
+    "  d = dot a t\n"
+    "  e = maximum d x\n"
+    "  v, i = topk e k=3 axis=1\n"
+    "  f = fft z axis=1\n"
+    "  return c, v, i, f, t\n"
+    "}\n";
+
+/* The chain's limits on dev against cpu0's meter; in[] its inputs. */
+static void limits_hold(const loom_graph *g, const loom__exec_device *dev, const loom_tensor *in,
+                        const loom__meter *cpu) {
+  loom_tensor out[5];
+  loom__meter m;
+  /* Under a limit exactly the cpu's peak: it fits, with the same peak and allocations. */
+  ASSERT_OK(gt_run(g, dev, in, out, cpu->peak, &m));
+  gt_tensors_free(out, 5);
+  ASSERT_EQ(m.peak, cpu->peak);
+  ASSERT_EQ(m.allocations, cpu->allocations);
+  /* A byte less does not fit: OUT_OF_MEMORY naming a value, nothing left allocated. */
+  int64_t live = loom_testing_live_allocations();
+  ASSERT_STATUS(gt_run(g, dev, in, out, cpu->peak - 1, &m), LOOM_ERR_OUT_OF_MEMORY);
+  ASSERT_CONTAINS(loom_last_error(), "limit is free");
+  ASSERT_TRUE(m.peak <= cpu->peak - 1);
+  ASSERT_EQ(m.in_use, 0);
+  ASSERT_EQ(loom_testing_live_allocations(), live);
+}
+
+void gt_test_peaks_equal_cpu0(uint32_t kind) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(kind, devs);
+  if (nd == 0) return;
+  loom_graph *g = gt_parse("%s", gt_chain_lir);
+  ASSERT_TRUE(g != NULL);
+  loom_tensor in[3], out[5];
+  loom__meter cpu;
+  loom_status s = gt_inputs(g, 3, in);
+  if (s == LOOM_OK) {
+    s = gt_run(g, NULL, in, out, 0, &cpu);
+    if (s == LOOM_OK) gt_tensors_free(out, 5);
+    for (int32_t k = 0; s == LOOM_OK && k < nd && !loom_test_failed(); k++) {
+      limits_hold(g, devs[k], in, &cpu);
+      if (loom_test_failed()) printf("    (on %s)\n", devs[k]->id);
+    }
+    gt_tensors_free(in, 3);
+  }
+  loom_graph_destroy(g);
+  ASSERT_OK(s);
+}

@@ -1,19 +1,152 @@
-/* The conformance suite (DESIGN.md "Testing") of the cuda backend, as tests/opencl's: every op
- * of IR.md on every dtype the IR accepts, on every CUDA device found, against the cpu backend,
- * on random inputs of several shapes: dense, broadcast, strided (transposed, sliced) and scalar
- * operands, views returned as outputs, and the paths the backend chooses between (thread and
- * block reductions, cuBLAS and the gemm kernel, cuFFT in place and packed and the DFT kernel).
+/* The conformance suite (DESIGN.md "Testing"), as ggml's test-backend-ops does it for every
+ * backend: every op of IR.md on every dtype the IR accepts, on every GPU device the context
+ * opened (each OpenCL device oclN, each CUDA device cudaN), against the cpu backend (cpu0), on
+ * random inputs of several shapes: dense, broadcast, strided (transposed, sliced) and scalar
+ * operands, views returned as outputs, and the paths a backend chooses between (work-item or
+ * thread and work-group or block reductions, the BLAS library (CLBlast, cuBLAS) and the gemm
+ * kernel, the FFT library (clFFT, cuFFT in place and packed) and the DFT kernel).
  *
  * Each graph template names the dtype $D (and $E for a second one); a dtype the IR refuses for
  * the op is skipped (the parser says so), one the cpu backend refuses with UNSUPPORTED must be
  * refused by the device too, and everything else must match the cpu backend within the
- * tolerance of cuda_util.h (scaled where results are sums).
+ * tolerance of gpu_util.h (scaled where results are sums).
+ *
+ * LOOM_CONFORMANCE_DEVICES=opencl or =cuda limits the suite to one kind of device (ctest runs
+ * one entry per kind: conformance.opencl, conformance.cuda); unset, it runs on every kind. When
+ * the kind has no device here, every test is skipped and the executable exits 77.
  */
-#if LOOM_HAVE_CUDA
 #include <stdlib.h>
 
+#include "gpu_util.h"
+#if LOOM_HAVE_OPENCL
+#include "backends/opencl/opencl_backend.h"
+#endif
+#if LOOM_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
-#include "cuda_util.h"
+#endif
+
+/* ---- device kinds ------------------------------------------------------------------------ */
+
+/* What differs between the kinds of device: how a test forces the paths a backend chooses
+ * between (set_paths(blas, fft); 0, 0: as the backend chooses), and which paths, dtypes and
+ * lengths each kind sweeps. */
+typedef struct device_kind {
+  const char *name; /* as LOOM_CONFORMANCE_DEVICES names it */
+  uint32_t backend;
+  void (*set_paths)(int32_t blas, int32_t fft);
+  /* dot_every_dtype: as the backend chooses, then the gemm kernel for every dtype. */
+  int32_t dot_paths[2];
+  /* dot_big through the kernel (path 1) and through the library (path 2): the dtypes of each.
+   * CLBlast builds a program per precision on first use (seconds on PoCL, cold): f32 and c128
+   * go through it (real and complex, single and double: the same calls with other types);
+   * cuBLAS takes f16 and bf16 through cublasGemmStridedBatchedEx. */
+  loom_dtype big_dot[2][6];
+  int32_t n_big_dot[2];
+  /* FFT lengths as the backend chooses (fft path 0) and with the DFT kernel forced (1). */
+  int32_t fft_lengths[2][3];
+  int32_t n_fft_lengths[2];
+  /* FFT layouts that take the library a call per outer index (cuFFT; on PoCL each new clFFT
+   * plan is a program build, seconds: not run there). */
+  bool fourier_layouts;
+  /* Sizes past one grid of the flat kernels (16384 blocks x 256 threads): CUDA's limits. */
+  bool large_launches;
+} device_kind;
+
+static const device_kind kinds[] = {
+#if LOOM_HAVE_OPENCL
+    /* The DFT kernel: 12 goes to clFFT (direct and packed; each new plan is a program build,
+     * seconds on PoCL cold), 17 to the DFT (a prime clFFT does not take); 16 and 15 with the
+     * DFT forced. Dot path 3 is the tiled (GPU) kernel on every device. */
+    {"opencl",
+     LOOM_BACKEND_OPENCL,
+     loom__opencl_testing_set_paths,
+     {0, 3},
+     {{LOOM_F32, LOOM_F64, LOOM_C64, LOOM_C128}, {LOOM_F32, LOOM_C128}},
+     {4, 2},
+     {{12, 17}, {16, 15}},
+     {2, 2},
+     false,
+     false},
+#endif
+#if LOOM_HAVE_CUDA
+    /* cuFFT (a power of two, a mixed radix, a prime it does with Bluestein), then the DFT
+     * kernel. */
+    {"cuda",
+     LOOM_BACKEND_CUDA,
+     loom__cuda_testing_set_paths,
+     {0, 1},
+     {{LOOM_F32, LOOM_F64, LOOM_C64, LOOM_C128, LOOM_F16, LOOM_BF16},
+      {LOOM_F32, LOOM_F64, LOOM_C64, LOOM_C128, LOOM_F16, LOOM_BF16}},
+     {6, 6},
+     {{16, 12, 17}, {16, 12, 17}},
+     {3, 3},
+     true,
+     true},
+#endif
+};
+enum { MAX_KINDS = 2 };
+
+/* A set of opened devices a graph is checked on. */
+typedef struct device_set {
+  const loom__exec_device *devs[MAX_KINDS * GT_MAX_DEVICES];
+  int32_t n;
+} device_set;
+
+static struct {
+  bool ready;
+  const device_kind *kind[MAX_KINDS]; /* the kinds selected that have devices */
+  device_set of_kind[MAX_KINDS];
+  int32_t n_kinds;
+  device_set all; /* every device of those kinds */
+  char why_none[1024];
+} suite;
+
+/* Adds a reason why no device is checked on. */
+static void why_none(const char *reason) {
+  size_t n = strlen(suite.why_none);
+  snprintf(suite.why_none + n, sizeof suite.why_none - n, "%s%s", n ? "; " : "", reason);
+}
+
+/* The kinds LOOM_CONFORMANCE_DEVICES selects, opened; exits on a name no kind has. */
+static void suite_open(void) {
+  const char *want = getenv("LOOM_CONFORMANCE_DEVICES");
+  if (want && !*want) want = NULL;
+  if (want && strcmp(want, "opencl") != 0 && strcmp(want, "cuda") != 0) {
+    fprintf(stderr, "LOOM_CONFORMANCE_DEVICES=%s: not a device kind (opencl, cuda)\n", want);
+    exit(1);
+  }
+  for (int32_t i = 0; i < (int32_t)LOOM_ARRAY_SIZE(kinds); i++) {
+    const device_kind *k = &kinds[i];
+    if (want && strcmp(want, k->name) != 0) continue;
+    if (gt_device_count(k->backend) == 0) {
+      why_none(gt_no_device(k->backend));
+      continue;
+    }
+    device_set *set = &suite.of_kind[suite.n_kinds];
+    set->n = gt_devices(k->backend, set->devs);
+    for (int32_t d = 0; d < set->n; d++) suite.all.devs[suite.all.n++] = set->devs[d];
+    suite.kind[suite.n_kinds++] = k;
+  }
+  if (suite.all.n == 0 && !suite.why_none[0])
+    why_none(want ? "this build has no such backend" : "no GPU backend built");
+  suite.ready = true;
+}
+
+/* True when there is a device to check on; otherwise marks the test skipped with the reason. */
+static bool have_devices(void) {
+  if (!suite.ready) suite_open();
+  if (suite.all.n > 0) return true;
+  loom_test_skip("%s", suite.why_none);
+  return false;
+}
+
+/* Every selected kind's paths set to its own choice of index p (or 0, 0). */
+static void set_dot_paths(int32_t p) {
+  for (int32_t k = 0; k < suite.n_kinds; k++) suite.kind[k]->set_paths(suite.kind[k]->dot_paths[p], 0);
+}
+static void reset_paths(void) {
+  for (int32_t k = 0; k < suite.n_kinds; k++) suite.kind[k]->set_paths(0, 0);
+}
 
 /* ---- templates over dtypes -------------------------------------------------------------- */
 
@@ -34,9 +167,10 @@ static void expand(const char *tmpl, const char *d, const char *e, char *out, si
 
 static int checks_run;
 
-/* Checks tmpl for dtype d (and e); false only on a failure (a dtype the IR refuses is skipped). */
-static bool check_one(const char *tmpl, loom_dtype d, loom_dtype e, double scale, uint64_t seed,
-                      const char *file, int line) {
+/* Checks tmpl for dtype d (and e) on the devices of `on`; false only on a failure (a dtype
+ * the IR refuses is skipped). */
+static bool check_on(const device_set *on, const char *tmpl, loom_dtype d, loom_dtype e, double scale,
+                     uint64_t seed, const char *file, int line) {
   char text[4096];
   expand(tmpl, loom_dtype_name(d), loom_dtype_name(e), text, sizeof text);
   loom_graph *g = NULL;
@@ -44,42 +178,49 @@ static bool check_one(const char *tmpl, loom_dtype d, loom_dtype e, double scale
   char what[96];
   snprintf(what, sizeof what, "%s (%s%s%s)", loom_graph_name(g), loom_dtype_name(d), d == e ? "" : " -> ",
            d == e ? "" : loom_dtype_name(e));
-  bool ok = ct_check(what, g, seed, scale, file, line);
+  bool ok = gt_check(on->devs, on->n, what, g, seed, scale, file, line);
   loom_graph_destroy(g);
   checks_run++;
   return ok;
 }
 
-/* Every dtype. */
-static bool sweep(const char *tmpl, double scale, const char *file, int line) {
+/* On every device. */
+static bool check_one(const char *tmpl, loom_dtype d, loom_dtype e, double scale, uint64_t seed,
+                      const char *file, int line) {
+  return check_on(&suite.all, tmpl, d, e, scale, seed, file, line);
+}
+
+/* Every dtype on the devices of `on`. */
+static bool sweep_on(const device_set *on, const char *tmpl, double scale, const char *file, int line) {
   for (int32_t i = 0; i < LOOM_DTYPE_COUNT; i++)
-    if (!check_one(tmpl, ct_all_dtypes[i], ct_all_dtypes[i], scale, 1 + (uint64_t)i, file, line))
+    if (!check_on(on, tmpl, gt_all_dtypes[i], gt_all_dtypes[i], scale, 1 + (uint64_t)i, file, line))
       return false;
   return true;
 }
+
+/* Every dtype on every device. */
+static bool sweep(const char *tmpl, double scale, const char *file, int line) {
+  return sweep_on(&suite.all, tmpl, scale, file, line);
+}
+#define SWEEP_ON(on, tmpl, scale)                                           \
+  do {                                                                      \
+    if (!sweep_on((on), (tmpl), (scale), __FILE__, __LINE__)) return false; \
+  } while (0)
 #define SWEEP(tmpl, scale)                                   \
   do {                                                       \
     if (!sweep((tmpl), (scale), __FILE__, __LINE__)) return; \
   } while (0)
 
-/* One f32 graph from text (sizes no template needs). */
-static bool check_text(const char *text, double scale, const char *file, int line) {
+/* One graph from text (sizes no template needs) on the devices of `on`. */
+static bool check_text(const device_set *on, const char *text, double scale, const char *file, int line) {
   loom_graph *g = NULL;
   if (loom_graph_parse(text, strlen(text), "t.lir", &g)) {
     loom_test_fail(file, line, "parse failed: %s\n%s", loom_last_error(), text);
     return false;
   }
-  bool ok = ct_check(loom_graph_name(g), g, 5, scale, file, line);
+  bool ok = gt_check(on->devs, on->n, loom_graph_name(g), g, 5, scale, file, line);
   loom_graph_destroy(g);
   return ok;
-}
-#define CHECK_TEXT(text, scale)                                   \
-  do {                                                            \
-    if (!check_text((text), (scale), __FILE__, __LINE__)) return; \
-  } while (0)
-
-static bool have_devices(void) {
-  return ct_have_devices();
 }
 
 /* ---- elementwise ------------------------------------------------------------------------- */
@@ -137,7 +278,7 @@ TEST(cast_every_pair) {
   if (!have_devices()) return;
   for (int32_t i = 0; i < LOOM_DTYPE_COUNT; i++)
     for (int32_t j = 0; j < LOOM_DTYPE_COUNT; j++) {
-      loom_dtype d = ct_all_dtypes[i], e = ct_all_dtypes[j];
+      loom_dtype d = gt_all_dtypes[i], e = gt_all_dtypes[j];
       if (!check_one("graph cast(a: $D[3,5]) { r = cast a to=$E\n return r }", d, e, 1, 7, __FILE__,
                      __LINE__))
         return;
@@ -262,13 +403,13 @@ static bool dot_graphs(const char *file, int line);
 
 TEST(dot_every_dtype) {
   if (!have_devices()) return;
-  /* Twice: as the backend chooses (cuBLAS where it takes the dtype and layout), then the gemm
-   * kernel for every dtype. */
-  for (int32_t path = 0; path <= 1; path++) {
-    loom__cuda_testing_set_paths(path, 0);
+  /* Twice: as the backend chooses (the library where it takes the dtype and layout), then the
+   * gemm kernel for every dtype. */
+  for (int32_t p = 0; p < 2; p++) {
+    set_dot_paths(p);
     if (!dot_graphs(__FILE__, __LINE__)) break;
   }
-  loom__cuda_testing_set_paths(0, 0);
+  reset_paths();
 }
 
 static bool dot_graphs(const char *file, int line) {
@@ -295,25 +436,26 @@ static bool dot_graphs(const char *file, int line) {
              8, file, line);
 }
 
-/* Big enough to be worth cuBLAS: through cuBLAS (path 2) and through the kernel (path 1),
- * plain, transposed (a transpose flag) and batched with a broadcast operand; f16 and bf16 go
- * through cublasGemmStridedBatchedEx. */
+/* Big enough to be worth the library: through the kernel (path 1) and through the library
+ * (path 2), plain, transposed (a transpose flag) and batched with a broadcast operand. */
 static const char *const dot_big =
     "graph dot_big(a: $D[70,90], b: $D[90,80], c: $D[2,90,70]) { r = dot a b\n bt = transpose b perm=[1,0]\n"
     " s = dot bt c\n at = transpose a perm=[1,0]\n q = dot at a\n return r, s, q }";
 
-TEST(dot_through_cublas_and_the_kernel) {
+TEST(dot_through_the_library_and_the_kernel) {
   if (!have_devices()) return;
-  static const loom_dtype floats[] = {LOOM_F32, LOOM_F64, LOOM_C64, LOOM_C128, LOOM_F16, LOOM_BF16};
-  for (int32_t path = 1; path <= 2; path++) {
-    loom__cuda_testing_set_paths(path, 0);
-    for (int32_t i = 0; i < LOOM_ARRAY_SIZE(floats); i++)
-      if (!check_one(dot_big, floats[i], floats[i], 20, 3, __FILE__, __LINE__)) {
-        loom__cuda_testing_set_paths(0, 0);
-        return;
+  bool ok = true;
+  for (int32_t k = 0; ok && k < suite.n_kinds; k++) {
+    const device_kind *kind = suite.kind[k];
+    for (int32_t path = 1; ok && path <= 2; path++) {
+      kind->set_paths(path, 0);
+      for (int32_t i = 0; ok && i < kind->n_big_dot[path - 1]; i++) {
+        loom_dtype d = kind->big_dot[path - 1][i];
+        ok = check_on(&suite.of_kind[k], dot_big, d, d, 20, 3, __FILE__, __LINE__);
       }
+    }
+    kind->set_paths(0, 0);
   }
-  loom__cuda_testing_set_paths(0, 0);
 }
 
 /* ---- conv --------------------------------------------------------------------------------- */
@@ -335,77 +477,106 @@ TEST(conv_every_dtype) {
 
 /* ---- fourier ------------------------------------------------------------------------------- */
 
-static bool fourier_graphs(int32_t n, const char *file, int line) {
+static bool fourier_graphs(const device_set *on, int32_t n, const char *file, int line) {
   char tmpl[1024];
   snprintf(tmpl, sizeof tmpl,
            "graph fft%d(z: $D[3,%d]) { f = fft z axis=1\n i = ifft z axis=-1\n zt = transpose z perm=[1,0]\n"
            " g = fft zt axis=0\n return f, i, g }",
            (int)n, (int)n);
-  if (!sweep(tmpl, 20, file, line)) return false;
+  if (!sweep_on(on, tmpl, 20, file, line)) return false;
   snprintf(tmpl, sizeof tmpl,
            "graph rfft%d(x: $D[2,%d]) { f = rfft x axis=1\n xt = transpose x perm=[1,0]\n g = rfft xt "
            "axis=0\n return f, g }",
            (int)n, (int)n);
-  if (!sweep(tmpl, 20, file, line)) return false;
+  if (!sweep_on(on, tmpl, 20, file, line)) return false;
   snprintf(tmpl, sizeof tmpl,
            "graph irfft%d(z: $D[2,%d], y: $D[%d,3]) { x = irfft z axis=1 n=%d\n w = irfft y axis=0 n=%d\n "
            "return x, w }",
            (int)n, (int)(n / 2 + 1), (int)(n / 2 + 1), (int)n, (int)n);
-  return sweep(tmpl, 20, file, line);
+  return sweep_on(on, tmpl, 20, file, line);
 }
 
-TEST(fourier_through_cufft_and_the_dft) {
+TEST(fourier_through_the_library_and_the_dft) {
   if (!have_devices()) return;
-  /* cuFFT (a power of two, a mixed radix, a prime it does with Bluestein), then the DFT kernel;
-   * each length along the last axis (in place: rows), the first (in place: columns) and, for
+  /* Each length along the last axis (in place: rows), the first (in place: columns) and, for
    * irfft, packed (c2r overwrites its input). */
-  static const int32_t lengths[] = {16, 12, 17};
-  for (int32_t path = 0; path <= 1; path++) {
-    loom__cuda_testing_set_paths(0, path);
-    for (int32_t i = 0; i < LOOM_ARRAY_SIZE(lengths); i++)
-      if (!fourier_graphs(lengths[i], __FILE__, __LINE__)) {
-        loom__cuda_testing_set_paths(0, 0);
-        return;
-      }
+  bool ok = true;
+  for (int32_t k = 0; ok && k < suite.n_kinds; k++) {
+    const device_kind *kind = suite.kind[k];
+    for (int32_t path = 0; ok && path <= 1; path++) {
+      kind->set_paths(0, path);
+      for (int32_t i = 0; ok && i < kind->n_fft_lengths[path]; i++)
+        ok = fourier_graphs(&suite.of_kind[k], kind->fft_lengths[path][i], __FILE__, __LINE__);
+    }
+    kind->set_paths(0, 0);
   }
-  loom__cuda_testing_set_paths(0, 0);
 }
 
-TEST(fourier_layouts) {
-  if (!have_devices()) return;
+static bool fourier_layouts(const device_set *on) {
   /* The axis in the middle (outer and inner both > 1: packed, one cuFFT call per outer
    * index), a sliced input (strided rows), a broadcast input (stride 0: packed), and length 1. */
-  SWEEP(
-      "graph fft_mid(z: $D[2,8,3]) { f = fft z axis=1\n i = ifft z axis=1\n s = slice z start=[0,0,0] "
-      "stop=[2,8,3] step=[1,2,1]\n g = fft s axis=1\n return f, i, g }",
-      20);
-  SWEEP(
+  SWEEP_ON(on,
+           "graph fft_mid(z: $D[2,8,3]) { f = fft z axis=1\n i = ifft z axis=1\n s = slice z start=[0,0,0] "
+           "stop=[2,8,3] step=[1,2,1]\n g = fft s axis=1\n return f, i, g }",
+           20);
+  SWEEP_ON(
+      on,
       "graph fft_bc(z: $D[1,10]) { b = broadcast z shape=[3,10]\n t = transpose b perm=[1,0]\n f = fft t "
       "axis=1\n"
       " g = fft b axis=1\n return f, g }",
       20);
-  SWEEP("graph fft_one(z: $D[4,1]) { f = fft z axis=1\n i = ifft z axis=1\n return f, i }", 1);
-  SWEEP("graph rfft_mid(x: $D[2,10,3]) { f = rfft x axis=1\n return f }", 20);
-  SWEEP("graph irfft_mid(z: $D[2,5,3]) { x = irfft z axis=1 n=8\n return x }", 20);
+  SWEEP_ON(on, "graph fft_one(z: $D[4,1]) { f = fft z axis=1\n i = ifft z axis=1\n return f, i }", 1);
+  SWEEP_ON(on, "graph rfft_mid(x: $D[2,10,3]) { f = rfft x axis=1\n return f }", 20);
+  SWEEP_ON(on, "graph irfft_mid(z: $D[2,5,3]) { x = irfft z axis=1 n=8\n return x }", 20);
+  return true;
+}
+
+/* The tests of one kind's own paths, on each selected kind that has them. */
+#define FOR_KINDS_WITH(flag, fn)                                                         \
+  do {                                                                                   \
+    bool any_ = false;                                                                   \
+    for (int32_t k_ = 0; k_ < suite.n_kinds; k_++) {                                     \
+      if (!suite.kind[k_]->flag) continue;                                               \
+      any_ = true;                                                                       \
+      if (!fn(&suite.of_kind[k_])) return;                                               \
+    }                                                                                    \
+    if (!any_) loom_test_skip("no selected kind of device has a case here (%s)", #flag); \
+  } while (0)
+
+TEST(fourier_layouts) {
+  if (!have_devices()) return;
+  FOR_KINDS_WITH(fourier_layouts, fourier_layouts);
 }
 
 /* ---- sizes past one launch -------------------------------------------------------------------- */
 
-TEST(large_launches) {
-  if (!have_devices()) return;
+#define CHECK_TEXT(on, text, scale)                                           \
+  do {                                                                        \
+    if (!check_text((on), (text), (scale), __FILE__, __LINE__)) return false; \
+  } while (0)
+
+static bool large_launches(const device_set *on) {
   /* More elements than one grid of the flat kernels (16384 blocks x 256 threads) and more
    * outputs than a grid of blocks: the kernels' grid-stride loops. */
-  CHECK_TEXT("graph big_ew(a: f32[2100,2100], b: f32[2100]) { r = add a b\n s = exp r\n return s }", 1);
+  CHECK_TEXT(on, "graph big_ew(a: f32[2100,2100], b: f32[2100]) { r = add a b\n s = exp r\n return s }", 1);
   CHECK_TEXT(
+      on,
       "graph big_red(a: f32[70000,64]) { r = reduce_max a axes=[1]\n s = reduce_sum a axes=[0]\n return r, s "
       "}",
       10);
   CHECK_TEXT(
+      on,
       "graph big_group(a: f32[1100,20000]) { s = reduce_sum a axes=[0]\n m = argmax a axis=0\n return s, m }",
       100);
   CHECK_TEXT(
+      on,
       "graph big_copy(a: i16[1000,4400]) { t = transpose a perm=[1,0]\n r = reshape t shape=[-1]\n return r "
       "}",
       1);
+  return true;
 }
-#endif
+
+TEST(large_launches) {
+  if (!have_devices()) return;
+  FOR_KINDS_WITH(large_launches, large_launches);
+}
