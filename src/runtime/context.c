@@ -6,6 +6,25 @@
 #include "runtime/context.h"
 #include "runtime/exec.h"
 
+loom_status loom__opencl_discover(loom__device_list *out, loom__notes *notes);
+loom_status loom__cuda_discover(loom__device_list *out, loom__notes *notes);
+
+/* CUDA comes first so that a GPU both runtimes show keeps its CUDA id. */
+static const loom__discoverer discoverers[] = {
+#if defined(LOOM_HAVE_CUDA_DISCOVERY)
+    {"cuda", loom__cuda_discover, NULL},
+#else
+    {"cuda", NULL, "cuda: CUDA support not built (LOOM_CUDA=OFF): 0 CUDA devices"},
+#endif
+#if defined(LOOM_HAVE_OPENCL)
+    {"opencl", loom__opencl_discover, NULL},
+#else
+    {"opencl", NULL,
+     "opencl: OpenCL support not built (LOOM_OPENCL=OFF or no OpenCL loader at configure time): 0 OpenCL "
+     "devices"},
+#endif
+};
+
 void loom_context_options_init(loom_context_options *opts) {
   if (!opts) return;
   memset(opts, 0, sizeof *opts);
@@ -33,7 +52,7 @@ loom_status loom_context_create(const loom_context_options *opts, loom_context *
   if (!ctx) s = loom__oom("a context");
   if (s == LOOM_OK && spec && !sel.all && !(ctx->device_filter = loom__strdup(spec)))
     s = loom__oom("a context");
-  if (s == LOOM_OK) s = loom__devices_discover(&ctx->devices, &sel);
+  if (s == LOOM_OK) s = loom__devices_discover(&ctx->devices, &sel, discoverers, LOOM_ARRAY_SIZE(discoverers));
   loom__selection_deinit(&sel);
   if (s == LOOM_OK) s = loom__context_memory_init(ctx);
   if (s == LOOM_OK) s = loom__context_exec_init(ctx);

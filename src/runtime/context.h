@@ -6,7 +6,7 @@
 
 #include "core/core.h"
 #include "loom/runtime.h"
-#include "runtime/device.h"
+#include "devices/devices.h"
 
 struct loom__exec_table;
 struct loom_mem_manager;

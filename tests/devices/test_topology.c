@@ -9,7 +9,7 @@
 #include "loom/device.h"
 #include "loom/testing.h"
 #include "runtime/context.h"
-#include "runtime/device.h"
+#include "devices/devices.h"
 
 #define GiB (1024LL * 1024 * 1024)
 

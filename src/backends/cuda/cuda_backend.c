@@ -7,7 +7,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "loom/memory.h"
-#include "runtime/device.h"
+#include "devices/devices.h"
 
 /* ---- testing hooks ------------------------------------------------------------------------ */
 

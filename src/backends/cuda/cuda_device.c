@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/device.h"
+#include "devices/devices.h"
 
 /* The few driver API types and values used here (cuda.h; the ABI is stable). */
 typedef int CUresult;

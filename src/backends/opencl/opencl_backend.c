@@ -7,7 +7,7 @@
 
 #include "backends/opencl/opencl_backend.h"
 #include "hmm/hmm.h"
-#include "runtime/device.h"
+#include "devices/devices.h"
 
 /* ---- testing hooks ------------------------------------------------------------------------ */
 
