@@ -1,7 +1,7 @@
 /* The memory estimator: IR.md's model, mirroring the executor step for step (see plan.h). */
 #include <string.h>
 
-#include "backends/backend.h"
+#include "ir/view.h"
 #include "ir/ir.h"
 #include "loom/plan.h"
 

@@ -3,7 +3,7 @@
  * estimated is exactly what is allocated. */
 #include <string.h>
 
-#include "backends/backend.h"
+#include "ir/view.h"
 #include "ir/ir.h"
 
 void loom__view_dense_strides(const loom_type *type, int64_t *strides) {

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "ir/view.h"
 #include "ir/pattern.h"
 
 /* The memory model of the graph, independent of the order. */

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/backend.h"
+#include "ir/view.h"
 #include "ir/rebuild.h"
 #include "splitter/splitter.h"
 
