@@ -6,7 +6,7 @@
  *   hmm_buffer.c    the public buffer calls: allocate, free, map, acquire, prefetch, ...
  *   hmm_residency.c copies of a buffer: allocation on a node, transfers, the MSI states and
  *                   the migration policy's decisions
- *   hmm_limits.c    LOOM_MEM_LIMIT, limits, making room (pool release, LRU eviction)
+ *   hmm_limits.c    limits (LOOM_MEM_LIMIT, parsed by core/limits.c), making room (pool release, LRU eviction)
  *   hmm_pool.c      size classes and the per-node pool
  *   hmm_stats.c     counters and their JSON
  *   hmm_trace.c     the Chrome trace
@@ -27,6 +27,7 @@
 #include <pthread.h>
 
 #include "core/core.h"
+#include "core/limits.h"
 #include "loom/memory.h"
 #include "runtime/context.h"
 
@@ -287,18 +288,6 @@ loom_status loom__hmm_svm_migrate(loom_mem_manager *m, loom_buffer *b, int32_t n
 
 /* ---- limits (hmm_limits.c) ------------------------------------------------------------- */
 
-typedef struct loom__mem_limit {
-  char id[16];
-  int64_t bytes;
-} loom__mem_limit;
-
-/* Parses "ocl0:256MiB,cpu0:4GiB" (blanks allowed around items; empty items skipped).
- * *out_items is owned by the caller (loom__free); NULL when there are none.
- * Errors: INVALID_ARGUMENT naming the entry and why, OUT_OF_MEMORY. */
-loom_status loom__mem_limits_parse(const char *text, const char *origin, loom__mem_limit **out_items,
-                                   int32_t *out_count);
-/* Whether `id` has the form of a device or node id (cpu0, ocl12, cuda0, host1). */
-bool loom__mem_id_well_formed(const char *id);
 /* Applies parsed limits; ids this manager lacks are skipped when skip_missing, else NOT_FOUND. */
 loom_status loom__hmm_apply_limits(loom_mem_manager *m, const loom__mem_limit *items, int32_t count,
                                    bool skip_missing, const char *origin);
