@@ -275,6 +275,14 @@ void loom__devices_deinit(loom__devices *t) {
   memset(t, 0, sizeof *t);
 }
 
+int32_t loom__devices_find(const loom__devices *t, const char *id) {
+  for (int32_t i = 0; i < t->dev_count; i++) {
+    loom__selection one = {.ids = (char **)&id, .id_count = 1};
+    if (loom__selection_takes(&one, &t->dev[i])) return i;
+  }
+  return -1;
+}
+
 /* ---- discovery ------------------------------------------------------------------------ */
 
 /* "cuda, opencl": the names of the list, for a note. */

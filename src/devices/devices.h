@@ -198,6 +198,8 @@ loom_status loom__selection_check(const loom__selection *sel, const loom__device
  * the memory nodes. Errors: NOT_FOUND (selection), OUT_OF_MEMORY. */
 loom_status loom__devices_build(loom__devices *t, loom__device_list *raw, const loom__selection *sel);
 void loom__devices_deinit(loom__devices *t);
+/* The index of the device with id or alias `id` (case-insensitive), or -1. */
+int32_t loom__devices_find(const loom__devices *t, const char *id);
 
 /* Discovers everything on this machine into t: each of list[0..n) in order (a GPU that two
  * of them show keeps the id of the first), the host, then builds the table. Errors: as

@@ -63,13 +63,7 @@ loom_status loom_context_find_device(const loom_context *ctx, const char *id, in
   if (!ctx || !id)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_find_device: ctx or id is NULL");
   const loom__devices *t = &ctx->devices;
-  for (int32_t i = 0; i < t->dev_count; i++) {
-    loom__selection one = {.ids = (char **)&id, .id_count = 1};
-    if (loom__selection_takes(&one, &t->dev[i])) {
-      *out_index = i;
-      return LOOM_OK;
-    }
-  }
+  if ((*out_index = loom__devices_find(t, id)) >= 0) return LOOM_OK;
   char ids[256] = "";
   size_t used = 0;
   for (int32_t i = 0; i < t->dev_count && used < sizeof ids; i++) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backends/opencl/opencl_backend.h"
-#include "hmm/hmm.h"
+#include "hmm/hmm_backend.h"
 #include "devices/devices.h"
 
 /* ---- testing hooks ------------------------------------------------------------------------ */
