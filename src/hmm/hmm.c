@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backends/registry.h"
 #include "hmm/hmm.h"
 
 void loom__hmm_lock(const loom_mem_manager *m) {
@@ -99,7 +100,7 @@ static loom_status make_nodes(loom_mem_manager *m) {
   int32_t hosts = 0;
   for (int32_t i = 0; i < t->mem_count; i++) hosts += t->mem[i].kind == LOOM_MEMORY_HOST;
   int32_t total = hosts;
-  for (int32_t i = 0; i < t->dev_count; i++) total += loom__hmm_backend_for(&t->dev[i]) != NULL;
+  for (int32_t i = 0; i < t->dev_count; i++) total += loom__backend_memory_for(&t->dev[i]) != NULL;
   if (total > LOOM_MEM_MAX_NODES)
     return loom__error(LOOM_ERR_UNSUPPORTED,
                        "loom_mem_manager_create: %d memory nodes; at most %d are supported", (int)total,
@@ -116,7 +117,7 @@ static loom_status make_nodes(loom_mem_manager *m) {
   }
   for (int32_t i = 0; i < t->dev_count; i++) {
     const loom__device *d = &t->dev[i];
-    const loom__hmm_backend *be = loom__hmm_backend_for(d);
+    const loom__hmm_backend *be = loom__backend_memory_for(d);
     if (!be) continue;
     loom__hmm_node *n = add_node(m, d->id, LOOM_MEMORY_DEVICE, d->memory_bytes > 0 ? d->memory_bytes : 0);
     n->backend = be;

@@ -10,7 +10,7 @@
  *   hmm_stats.c     counters and their JSON
  *   hmm_trace.c     the Chrome trace
  *   hmm_host.c      host memory (a memory backend)
- *   hmm_backends.c  which memory backend drives a device (the one registration list)
+ *   backends/registry.c              which memory backend drives a device (the one list)
  *   backends/opencl/opencl_memory.c  OpenCL buffers and SVM (a memory backend)
  *   backends/cuda/cuda_memory.c      CUDA device and managed memory (a memory backend)
  *
@@ -36,10 +36,6 @@
 /* ---- memory backends (their contract: hmm/hmm_backend.h) --------------------------------- */
 
 extern const loom__hmm_backend loom__hmm_host_backend;
-/* The memory backend for a device of the table, or NULL when the HMM does not manage its
- * memory (cpu0 uses its host node; CUDA memory in a build without the cuda backend).
- * hmm_backends.c. */
-const loom__hmm_backend *loom__hmm_backend_for(const loom__device *dev);
 
 /* ---- nodes and the pool ---------------------------------------------------------------- */
 

@@ -2,28 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry.h"
 #include "hmm/hmm.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
-
-loom_status loom__opencl_discover(loom__device_list *out, loom__notes *notes);
-loom_status loom__cuda_discover(loom__device_list *out, loom__notes *notes);
-
-/* CUDA comes first so that a GPU both runtimes show keeps its CUDA id. */
-static const loom__discoverer discoverers[] = {
-#if defined(LOOM_HAVE_CUDA_DISCOVERY)
-    {"cuda", loom__cuda_discover, NULL},
-#else
-    {"cuda", NULL, "cuda: CUDA support not built (LOOM_CUDA=OFF): 0 CUDA devices"},
-#endif
-#if defined(LOOM_HAVE_OPENCL)
-    {"opencl", loom__opencl_discover, NULL},
-#else
-    {"opencl", NULL,
-     "opencl: OpenCL support not built (LOOM_OPENCL=OFF or no OpenCL loader at configure time): 0 OpenCL "
-     "devices"},
-#endif
-};
 
 void loom_context_options_init(loom_context_options *opts) {
   if (!opts) return;
@@ -52,7 +34,11 @@ loom_status loom_context_create(const loom_context_options *opts, loom_context *
   if (!ctx) s = loom__oom("a context");
   if (s == LOOM_OK && spec && !sel.all && !(ctx->device_filter = loom__strdup(spec)))
     s = loom__oom("a context");
-  if (s == LOOM_OK) s = loom__devices_discover(&ctx->devices, &sel, discoverers, LOOM_ARRAY_SIZE(discoverers));
+  /* The backends' discovery in the list's order: CUDA first, so that a GPU both runtimes show
+   * keeps its CUDA id. */
+  loom__discoverer discoverers[8];
+  int32_t n = loom__backend_discoverers(discoverers, LOOM_ARRAY_SIZE(discoverers));
+  if (s == LOOM_OK) s = loom__devices_discover(&ctx->devices, &sel, discoverers, n);
   loom__selection_deinit(&sel);
   if (s == LOOM_OK) s = loom__context_memory_init(ctx);
   if (s == LOOM_OK) s = loom__context_exec_init(ctx);
