@@ -5,7 +5,8 @@
  *   hmm_buffer.c    the public buffer calls: allocate, free, map, acquire, prefetch, ...
  *   hmm_residency.c copies of a buffer: allocation on a node, transfers, the MSI states and
  *                   the migration policy's decisions
- *   hmm_limits.c    limits (LOOM_MEM_LIMIT, parsed by core/limits.c), making room (pool release, LRU eviction)
+ *   hmm_limits.c    limits (LOOM_MEM_LIMIT, parsed by core/limits.c), making room (pool
+ *                   release, LRU eviction)
  *   hmm_pool.c      size classes and the per-node pool
  *   hmm_stats.c     counters and their JSON
  *   hmm_trace.c     the Chrome trace
