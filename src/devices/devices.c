@@ -308,7 +308,8 @@ loom_status loom__devices_discover(loom__devices *t, const loom__selection *sel,
     s = loom__notes_add(&t->notes, "%s: not discovered: %s='%s' selects the host only", names, sel->origin,
                         sel->text);
   for (int32_t i = 0; s == LOOM_OK && !loom__selection_host_only(sel) && i < n; i++)
-    s = list[i].discover ? list[i].discover(&raw, &t->notes) : loom__notes_add(&t->notes, "%s", list[i].why_not);
+    s = list[i].discover ? list[i].discover(&raw, &t->notes)
+                         : loom__notes_add(&t->notes, "%s", list[i].why_not);
   bool with_io = false;
   for (int32_t i = 0; i < raw.count; i++) with_io |= raw.items[i].pci_bus_id[0] != '\0';
   if (s == LOOM_OK) s = loom__host_load(&t->host, NULL, with_io);

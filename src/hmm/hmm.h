@@ -30,9 +30,9 @@
 
 #include "core/core.h"
 #include "core/limits.h"
-#include "loom/memory.h"
 #include "devices/devices.h"
 #include "hmm/hmm_backend.h"
+#include "loom/memory.h"
 
 /* ---- memory backends (their contract: hmm/hmm_backend.h) --------------------------------- */
 

@@ -1,4 +1,5 @@
-/* Limits per memory node: setting them (LOOM_MEM_LIMIT is parsed by core/limits.c), and making room under them.
+/* Limits per memory node: setting them (LOOM_MEM_LIMIT is parsed by core/limits.c), and making room under
+ * them.
  *
  * Room is made in a fixed order: the node's pool first (cached allocations cost nothing to
  * give back), then the least recently used copies of buffers that are neither pinned nor in

@@ -5,8 +5,8 @@
 #include <pthread.h>
 
 #include "core/core.h"
-#include "loom/runtime.h"
 #include "devices/devices.h"
+#include "loom/runtime.h"
 
 struct loom__exec_table;
 struct loom_mem_manager;

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_backend.h"
-#include "loom/memory.h"
 #include "devices/devices.h"
+#include "loom/memory.h"
 
 /* ---- testing hooks ------------------------------------------------------------------------ */
 

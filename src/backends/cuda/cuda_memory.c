@@ -113,8 +113,8 @@ static bool injected_failure(void) {
 
 static loom_status device_oom(const loom__hmm_node *node, int64_t bytes, const char *why) {
   char size[32];
-  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", loom__hmm_node_id(node), why,
-                     loom__format_bytes(bytes, size, sizeof size));
+  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", loom__hmm_node_id(node),
+                     why, loom__format_bytes(bytes, size, sizeof size));
 }
 
 static loom_status cu_alloc(loom__hmm_node *node, loom_mem_storage storage, int64_t bytes,
@@ -139,7 +139,8 @@ static loom_status cu_alloc(loom__hmm_node *node, loom_mem_storage storage, int6
   } else if (storage == LOOM_MEM_STORAGE_CUDA_DEVICE) {
     s = node_status(node, cudaMalloc(&p, (size_t)bytes), "cudaMalloc");
   } else {
-    return loom__error(LOOM_ERR_INTERNAL, "%s: storage %d is not CUDA memory", loom__hmm_node_id(node), (int)storage);
+    return loom__error(LOOM_ERR_INTERNAL, "%s: storage %d is not CUDA memory", loom__hmm_node_id(node),
+                       (int)storage);
   }
   if (s) {
     loom__error_prefix("%s: ", loom__format_bytes(bytes, size, sizeof size));
@@ -257,7 +258,8 @@ static loom_status cu_map(loom__hmm_node *node, const loom__hmm_alloc *a, uint32
   *out_ptr = NULL;
   *out_mapped = false;
   if (a->storage != LOOM_MEM_STORAGE_CUDA_MANAGED)
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: CUDA device memory has no host pointer", loom__hmm_node_id(node));
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: CUDA device memory has no host pointer",
+                       loom__hmm_node_id(node));
   /* Managed memory is coherent for the host once the device's work on it is done. */
   loom_status s = enter(node);
   if (!s) s = node_status(node, cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
@@ -369,7 +371,8 @@ const loom__hmm_backend loom__hmm_cuda_backend = {
 
 loom_status loom__hmm_cuda_stream(loom_mem_manager *m, int32_t node, cudaStream_t *out_stream) {
   void *stream = NULL;
-  loom_status s = loom__hmm_node_queue(m, node, &loom__hmm_cuda_backend, "loom__hmm_cuda_stream", &stream, NULL);
+  loom_status s =
+      loom__hmm_node_queue(m, node, &loom__hmm_cuda_backend, "loom__hmm_cuda_stream", &stream, NULL);
   *out_stream = (cudaStream_t)stream;
   return s;
 }

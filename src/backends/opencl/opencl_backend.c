@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "backends/opencl/opencl_backend.h"
-#include "hmm/hmm_backend.h"
 #include "devices/devices.h"
+#include "hmm/hmm_backend.h"
 
 /* ---- testing hooks ------------------------------------------------------------------------ */
 

@@ -84,9 +84,11 @@ static int32_t platform_nodes(loom__hmm_node *node, loom__hmm_node **out, int32_
   for (int32_t i = 0; i < loom__hmm_node_count(m) && n < cap; i++) {
     loom__hmm_node *o = loom__hmm_node_at(m, i);
     const cl_node *oc = loom__hmm_node_state(o);
-    if (loom__hmm_node_backend(o) != loom__hmm_node_backend(node) || !oc || oc->platform != c->platform) continue;
+    if (loom__hmm_node_backend(o) != loom__hmm_node_backend(node) || !oc || oc->platform != c->platform)
+      continue;
     bool seen = false;
-    for (int32_t k = 0; k < n && !seen; k++) seen = ((const cl_node *)loom__hmm_node_state(out[k]))->device == oc->device;
+    for (int32_t k = 0; k < n && !seen; k++)
+      seen = ((const cl_node *)loom__hmm_node_state(out[k]))->device == oc->device;
     if (!seen) out[n++] = o;
   }
   return n;
@@ -161,8 +163,8 @@ static bool injected_failure(void) {
 
 static loom_status device_oom(const loom__hmm_node *node, int64_t bytes, const char *call) {
   char size[32];
-  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", loom__hmm_node_id(node), call,
-                     loom__format_bytes(bytes, size, sizeof size));
+  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", loom__hmm_node_id(node),
+                     call, loom__format_bytes(bytes, size, sizeof size));
 }
 
 static loom_status cl_alloc(loom__hmm_node *node, loom_mem_storage storage, int64_t bytes,
@@ -247,7 +249,8 @@ static loom_status cl_map(loom__hmm_node *node, const loom__hmm_alloc *a, uint32
   *out_ptr = NULL;
   *out_mapped = false;
   if (a->storage == LOOM_MEM_STORAGE_CL_BUFFER)
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: an OpenCL buffer has no host pointer", loom__hmm_node_id(node));
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: an OpenCL buffer has no host pointer",
+                       loom__hmm_node_id(node));
   if (a->storage == LOOM_MEM_STORAGE_SVM_FINE) {
     /* Fine-grained: coherent once the device's commands are done. */
     loom_status s = loom__cl_status(clFinish(c->queue), "clFinish");
@@ -277,7 +280,8 @@ static loom_status cl_unmap(loom__hmm_node *node, const loom__hmm_alloc *a, void
 static loom_status cl_migrate(loom__hmm_node *node, const loom__hmm_alloc *a, bool to_host) {
   cl_node *c = loom__hmm_node_state(node);
   if (!c->svm_migrate || !a->ptr)
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: clEnqueueSVMMigrateMem needs OpenCL 2.1 and SVM", loom__hmm_node_id(node));
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: clEnqueueSVMMigrateMem needs OpenCL 2.1 and SVM",
+                       loom__hmm_node_id(node));
   const void *ptrs[1] = {a->ptr};
   size_t sizes[1] = {(size_t)a->bytes};
   cl_mem_migration_flags flags = to_host ? CL_MIGRATE_MEM_OBJECT_HOST : 0;
@@ -310,7 +314,8 @@ static loom_status cl_copy(loom__hmm_node *nd, const loom__hmm_alloc *d, loom__h
   bool svm = d->storage != LOOM_MEM_STORAGE_CL_BUFFER && s->storage != LOOM_MEM_STORAGE_CL_BUFFER;
   if (!cd->queue || !cs->queue || cd->context != cs->context || !(buffers || svm) || !at_least(cd, 1, 2) ||
       !at_least(cs, 1, 2))
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s and %s share no OpenCL context", loom__hmm_node_id(ns), loom__hmm_node_id(nd));
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s and %s share no OpenCL context", loom__hmm_node_id(ns),
+                       loom__hmm_node_id(nd));
   cl_event ready = NULL, done = NULL;
   const char *call = "clEnqueueMarkerWithWaitList";
   cl_int err = clEnqueueMarkerWithWaitList(cs->queue, 0, NULL, &ready);
@@ -374,5 +379,6 @@ const loom__hmm_backend loom__hmm_opencl_backend = {
 };
 
 loom_status loom__hmm_opencl_queue(loom_mem_manager *m, int32_t node, void **out_context, void **out_queue) {
-  return loom__hmm_node_queue(m, node, &loom__hmm_opencl_backend, "loom__hmm_opencl_queue", out_context, out_queue);
+  return loom__hmm_node_queue(m, node, &loom__hmm_opencl_backend, "loom__hmm_opencl_queue", out_context,
+                              out_queue);
 }
