@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry.h" /* loom__cuda_discover */
 #include "devices/devices.h"
 
 /* The few driver API types and values used here (cuda.h; the ABI is stable). */

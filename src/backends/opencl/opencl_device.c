@@ -8,6 +8,7 @@
 #include <CL/cl.h>
 
 #include "backends/opencl/opencl_status.h"
+#include "backends/registry.h" /* loom__opencl_discover */
 #include "devices/devices.h"
 
 /* Vendor queries, by value: they are not in every cl_ext.h (hwloc/opencl.h does the same). */
