@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backends/registry.h"
 #include "hmm/hmm.h"
 
 void loom__hmm_lock(const loom_mem_manager *m) {
@@ -95,11 +96,11 @@ static loom__hmm_node *add_node(loom_mem_manager *m, const char *id, loom_memory
 
 /* Host nodes (same indexes as the table's host memory nodes), then device nodes. */
 static loom_status make_nodes(loom_mem_manager *m) {
-  const loom__devices *t = &m->ctx->devices;
+  const loom__devices *t = m->devices;
   int32_t hosts = 0;
   for (int32_t i = 0; i < t->mem_count; i++) hosts += t->mem[i].kind == LOOM_MEMORY_HOST;
   int32_t total = hosts;
-  for (int32_t i = 0; i < t->dev_count; i++) total += loom__hmm_backend_for(&t->dev[i]) != NULL;
+  for (int32_t i = 0; i < t->dev_count; i++) total += loom__backend_memory_for(&t->dev[i]) != NULL;
   if (total > LOOM_MEM_MAX_NODES)
     return loom__error(LOOM_ERR_UNSUPPORTED,
                        "loom_mem_manager_create: %d memory nodes; at most %d are supported", (int)total,
@@ -116,7 +117,7 @@ static loom_status make_nodes(loom_mem_manager *m) {
   }
   for (int32_t i = 0; i < t->dev_count; i++) {
     const loom__device *d = &t->dev[i];
-    const loom__hmm_backend *be = loom__hmm_backend_for(d);
+    const loom__hmm_backend *be = loom__backend_memory_for(d);
     if (!be) continue;
     loom__hmm_node *n = add_node(m, d->id, LOOM_MEMORY_DEVICE, d->memory_bytes > 0 ? d->memory_bytes : 0);
     n->backend = be;
@@ -130,7 +131,7 @@ static loom_status make_nodes(loom_mem_manager *m) {
   if (hosts == 0)
     return loom__error(LOOM_ERR_INTERNAL, "loom_mem_manager_create: the context has no host memory node");
   for (int32_t i = 0; i < m->node_count; i++) {
-    loom_status s = m->nodes[i].backend->node_init(m, &m->nodes[i]);
+    loom_status s = m->nodes[i].backend->node_init(&m->nodes[i]);
     if (s != LOOM_OK) return s;
   }
   return LOOM_OK;
@@ -151,12 +152,9 @@ static loom_status apply_limit_option(loom_mem_manager *m, const char *spec) {
   return s;
 }
 
-loom_status loom_mem_manager_create(loom_context *ctx, const loom_mem_manager_options *opts,
-                                    loom_mem_manager **out_manager) {
-  if (!out_manager)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_manager_create: out_manager is NULL");
+loom_status loom__hmm_create(const loom__devices *devices, const loom_mem_manager_options *opts,
+                             loom_mem_manager **out_manager) {
   *out_manager = NULL;
-  if (!ctx) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_manager_create: ctx is NULL");
   loom_mem_manager_options defaults;
   if (!opts) {
     loom_mem_manager_options_init(&defaults);
@@ -170,7 +168,7 @@ loom_status loom_mem_manager_create(loom_context *ctx, const loom_mem_manager_op
     loom__free(m);
     return loom__error(LOOM_ERR_UNAVAILABLE, "loom_mem_manager_create: cannot make a mutex");
   }
-  m->ctx = ctx;
+  m->devices = devices;
   m->mode = opts->mode;
   m->migration = opts->migration;
   m->prefetch = opts->prefetch;
@@ -266,7 +264,7 @@ int32_t loom_mem_node_count(const loom_mem_manager *m) {
 static int32_t node_of_device(const loom_mem_manager *m, int32_t dev) {
   for (int32_t i = 0; i < m->node_count; i++)
     if (m->nodes[i].device_index == dev) return i;
-  const loom__device *d = &m->ctx->devices.dev[dev];
+  const loom__device *d = &m->devices->dev[dev];
   if (d->backends == LOOM_BACKEND_CPU && d->memory_node >= 0 && d->memory_node < m->node_count &&
       loom__hmm_is_host(m, d->memory_node))
     return d->memory_node;
@@ -297,9 +295,8 @@ loom_status loom_mem_node_find(const loom_mem_manager *m, const char *id, int32_
       return LOOM_OK;
     }
   }
-  int32_t dev = -1;
-  loom_status s = loom_context_find_device(m->ctx, id, &dev);
-  if (s != LOOM_OK) return node_not_found(m, id, false);
+  int32_t dev = loom__devices_find(m->devices, id);
+  if (dev < 0) return node_not_found(m, id, false);
   int32_t node = node_of_device(m, dev);
   if (node < 0) return node_not_found(m, id, true);
   *out_node = node;
@@ -310,11 +307,11 @@ loom_status loom_mem_device_node(const loom_mem_manager *m, int32_t device_index
   if (!out_node) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_device_node: out_node is NULL");
   *out_node = -1;
   if (!m) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_device_node: manager is NULL");
-  if (device_index < 0 || device_index >= m->ctx->devices.dev_count)
+  if (device_index < 0 || device_index >= m->devices->dev_count)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_device_node: device %d out of range (%d devices)",
-                       (int)device_index, (int)m->ctx->devices.dev_count);
+                       (int)device_index, (int)m->devices->dev_count);
   int32_t node = node_of_device(m, device_index);
-  if (node < 0) return node_not_found(m, m->ctx->devices.dev[device_index].id, true);
+  if (node < 0) return node_not_found(m, m->devices->dev[device_index].id, true);
   *out_node = node;
   return LOOM_OK;
 }
@@ -388,4 +385,63 @@ void loom__hmm_testing_disable_svm_migrate(loom_mem_manager *m) {
   loom__hmm_lock(m);
   for (int32_t i = 0; i < m->node_count; i++) m->nodes[i].svm_migrate = false;
   loom__hmm_unlock(m);
+}
+
+/* ---- what a backend may call (hmm/hmm_backend.h) ------------------------------------------ */
+
+const char *loom__hmm_node_id(const loom__hmm_node *node) {
+  return node->id;
+}
+
+loom_memory_node_kind loom__hmm_node_kind(const loom__hmm_node *node) {
+  return node->kind;
+}
+
+const loom__device *loom__hmm_node_device(const loom__hmm_node *node) {
+  return node->device;
+}
+
+const loom__hmm_backend *loom__hmm_node_backend(const loom__hmm_node *node) {
+  return node->backend;
+}
+
+void *loom__hmm_node_state(const loom__hmm_node *node) {
+  return node->state;
+}
+
+void loom__hmm_node_set_state(loom__hmm_node *node, void *state) {
+  node->state = state;
+}
+
+void loom__hmm_node_offer(loom__hmm_node *node, uint32_t storages, bool svm_migrate) {
+  node->storages = storages;
+  node->svm_migrate = svm_migrate;
+}
+
+loom_mem_manager *loom__hmm_node_manager(const loom__hmm_node *node) {
+  return node->m;
+}
+
+int32_t loom__hmm_node_count(const loom_mem_manager *m) {
+  return m->node_count;
+}
+
+loom__hmm_node *loom__hmm_node_at(const loom_mem_manager *m, int32_t index) {
+  return &m->nodes[index];
+}
+
+loom_status loom__hmm_node_queue(loom_mem_manager *m, int32_t node, const loom__hmm_backend *backend,
+                                 const char *what, void **out_first, void **out_second) {
+  if (out_first) *out_first = NULL;
+  if (out_second) *out_second = NULL;
+  if (!m || node < 0 || node >= m->node_count || m->nodes[node].backend != backend || !backend->queue)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: node %d is not driven by the %s memory backend", what,
+                       (int)node, backend->name);
+  void *first = NULL, *second = NULL;
+  loom__hmm_lock(m);
+  loom_status s = backend->queue(&m->nodes[node], &first, &second);
+  loom__hmm_unlock(m);
+  if (s == LOOM_OK && out_first) *out_first = first;
+  if (s == LOOM_OK && out_second) *out_second = second;
+  return s;
 }

@@ -2,21 +2,23 @@
  *
  * Layout of the module:
  *   hmm.c           managers, nodes, options, policies' setters, node lookup
- *   hmm_context.c   the default manager of a context
  *   hmm_buffer.c    the public buffer calls: allocate, free, map, acquire, prefetch, ...
  *   hmm_residency.c copies of a buffer: allocation on a node, transfers, the MSI states and
  *                   the migration policy's decisions
- *   hmm_limits.c    LOOM_MEM_LIMIT, limits, making room (pool release, LRU eviction)
+ *   hmm_limits.c    limits (LOOM_MEM_LIMIT, parsed by core/limits.c), making room (pool
+ *                   release, LRU eviction)
  *   hmm_pool.c      size classes and the per-node pool
  *   hmm_stats.c     counters and their JSON
  *   hmm_trace.c     the Chrome trace
  *   hmm_host.c      host memory (a memory backend)
- *   hmm_backends.c  which memory backend drives a device (the one registration list)
+ *   backends/registry.c              which memory backend drives a device (the one list)
  *   backends/opencl/opencl_memory.c  OpenCL buffers and SVM (a memory backend)
  *   backends/cuda/cuda_memory.c      CUDA device and managed memory (a memory backend)
  *
  * Locking: every public entry takes the manager's lock (m->lock) and every internal function
- * here runs under it; none of them locks. Backends are called under the lock too.
+ * here runs under it; none of them locks. Backends are called under the lock too, and never
+ * take it (hmm/hmm_backend.h). The context's default manager is made by the runtime
+ * (runtime/memory.c), which hands the HMM the device table (loom__hmm_create).
  *
  * Accounting invariant, per node: stats.in_use == stats.live_bytes + stats.cached_bytes
  * <= stats.limit, checked after every change (loom__hmm_check_node).
@@ -27,72 +29,14 @@
 #include <pthread.h>
 
 #include "core/core.h"
+#include "core/limits.h"
+#include "devices/devices.h"
+#include "hmm/hmm_backend.h"
 #include "loom/memory.h"
-#include "runtime/context.h"
 
-typedef struct loom__hmm_node loom__hmm_node;
-
-/* ---- memory backends ------------------------------------------------------------------- */
-
-/* One allocation on one node, as a backend hands it out. */
-typedef struct loom__hmm_alloc {
-  loom_mem_storage storage; /* NONE: no allocation */
-  int64_t bytes;            /* the size class: what it counts against the node */
-  void *ptr;                /* host memory, or the SVM pointer */
-  void *cl_mem;             /* cl_mem of a CL_BUFFER */
-  bool bound;               /* host memory from hwloc_alloc_membind (freed with hwloc_free) */
-} loom__hmm_alloc;
-
-/* What a memory backend does for the HMM. Every hook runs under the manager's lock. Hooks
- * marked optional may be NULL. Errors are converted at the boundary (loom__cl_status). */
-typedef struct loom__hmm_backend {
-  const char *name;
-  /* Fills node->storages, max_alloc and svm_migrate from the device table; makes nothing on
-   * the device (contexts are made lazily by alloc). */
-  loom_status (*node_init)(loom_mem_manager *m, loom__hmm_node *node);
-  void (*node_deinit)(loom__hmm_node *node);
-  /* Allocates exactly `bytes` of `storage`. OUT_OF_MEMORY when the device or host refuses. */
-  loom_status (*alloc)(loom__hmm_node *node, loom_mem_storage storage, int64_t bytes, loom__hmm_alloc *out);
-  void (*free)(loom__hmm_node *node, loom__hmm_alloc *a);
-  /* Host memory -> the allocation at offset. With out_event non-NULL the write may be left
-   * running; *out_event is then waited for with `wait` before anything else touches src or
-   * the allocation (it stays NULL when the write finished). */
-  loom_status (*write)(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, const void *src,
-                       int64_t bytes, void **out_event);
-  /* The allocation at offset -> host memory, finished on return. */
-  loom_status (*read)(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, void *dst,
-                      int64_t bytes);
-  /* Optional: a host pointer to the allocation (host memory, SVM); *out_mapped says that
-   * unmap must be called. UNSUPPORTED when the storage is not host-reachable. */
-  loom_status (*map)(loom__hmm_node *node, const loom__hmm_alloc *a, uint32_t access, void **out_ptr,
-                     bool *out_mapped);
-  loom_status (*unmap)(loom__hmm_node *node, const loom__hmm_alloc *a, void *ptr);
-  /* Optional: migrates SVM pages to the host or to the node's device (clEnqueueSVMMigrateMem). */
-  loom_status (*migrate)(loom__hmm_node *node, const loom__hmm_alloc *a, bool to_host);
-  /* Optional: waits for and releases an event from write. */
-  void (*wait)(loom__hmm_node *node, void *event);
-  /* Optional: waits until the node's queue is empty. */
-  loom_status (*finish)(loom__hmm_node *node);
-  /* Optional: the allocation s on node ns -> the allocation d on node nd (another node of the
-   * same backend) without the host: queued behind the work already queued on ns and ahead of
-   * anything queued on ns after it, the host waiting for neither. UNSUPPORTED when the two
-   * cannot (the copy then goes through host memory). */
-  loom_status (*copy)(loom__hmm_node *nd, const loom__hmm_alloc *d, loom__hmm_node *ns, const loom__hmm_alloc *s,
-                      int64_t bytes);
-  /* Optional: releases an event from write without waiting for it; the write stays queued
-   * ahead of the node's later work. Without it, a queued write (loom__buffer_write_queued)
-   * is a blocking one. */
-  void (*forget)(loom__hmm_node *node, void *event);
-  /* Optional: passes the buffer's advice (read_mostly, preferred, accessed_by) on to the
-   * device for a managed allocation (cudaMemAdvise). Advice is a hint: nothing fails. */
-  void (*advise)(loom__hmm_node *node, const loom__hmm_alloc *a, const loom_buffer *b);
-} loom__hmm_backend;
+/* ---- memory backends (their contract: hmm/hmm_backend.h) --------------------------------- */
 
 extern const loom__hmm_backend loom__hmm_host_backend;
-/* The memory backend for a device of the table, or NULL when the HMM does not manage its
- * memory (cpu0 uses its host node; CUDA memory in a build without the cuda backend).
- * hmm_backends.c. */
-const loom__hmm_backend *loom__hmm_backend_for(const loom__device *dev);
 
 /* ---- nodes and the pool ---------------------------------------------------------------- */
 
@@ -189,7 +133,7 @@ typedef struct loom__hmm_trace {
 /* ---- the manager --------------------------------------------------------------------- */
 
 struct loom_mem_manager {
-  loom_context *ctx;
+  const loom__devices *devices; /* the context's table; not owned */
   pthread_mutex_t lock;
   loom_mem_mode mode;
   loom_mem_policy migration, prefetch;
@@ -287,18 +231,6 @@ loom_status loom__hmm_svm_migrate(loom_mem_manager *m, loom_buffer *b, int32_t n
 
 /* ---- limits (hmm_limits.c) ------------------------------------------------------------- */
 
-typedef struct loom__mem_limit {
-  char id[16];
-  int64_t bytes;
-} loom__mem_limit;
-
-/* Parses "ocl0:256MiB,cpu0:4GiB" (blanks allowed around items; empty items skipped).
- * *out_items is owned by the caller (loom__free); NULL when there are none.
- * Errors: INVALID_ARGUMENT naming the entry and why, OUT_OF_MEMORY. */
-loom_status loom__mem_limits_parse(const char *text, const char *origin, loom__mem_limit **out_items,
-                                   int32_t *out_count);
-/* Whether `id` has the form of a device or node id (cpu0, ocl12, cuda0, host1). */
-bool loom__mem_id_well_formed(const char *id);
 /* Applies parsed limits; ids this manager lacks are skipped when skip_missing, else NOT_FOUND. */
 loom_status loom__hmm_apply_limits(loom_mem_manager *m, const loom__mem_limit *items, int32_t count,
                                    bool skip_missing, const char *origin);
@@ -344,14 +276,13 @@ void loom__hmm_trace_deinit(loom__hmm_trace *t);
  * the manager's lock. */
 void loom__hmm_trace_event(loom_mem_manager *m, const char *name, int32_t node, double start);
 
-/* ---- hooks for the rest of Loom ------------------------------------------------------ */
+/* ---- for the runtime ------------------------------------------------------------------ */
 
-/* Makes the context's default manager (loom_context_memory), with the default options:
- * called by loom_context_create once the devices are known. Errors: as
- * loom_mem_manager_create (a LOOM_MEM_LIMIT that does not parse: INVALID_ARGUMENT naming it). */
-loom_status loom__context_memory_init(loom_context *ctx);
-/* Destroys the context's default manager; called by loom_context_destroy. */
-void loom__context_memory_release(loom_context *ctx);
+/* Makes a manager over the devices of a context's table (which must outlive it), as
+ * loom_mem_manager_create does for the context (runtime/memory.c). Errors: as
+ * loom_mem_manager_create. */
+loom_status loom__hmm_create(const loom__devices *devices, const loom_mem_manager_options *opts,
+                             loom_mem_manager **out_manager);
 
 /* ---- for the executor (runtime/exec.c) --------------------------------------------------- */
 
@@ -380,12 +311,6 @@ void loom__hmm_pool_fit(loom_mem_manager *m, int32_t node, int64_t max_cached, i
  * written by j ({"nodes": [{"id": ..., ...}]}), for tools that embed them. Takes the lock. */
 struct loom__json;
 void loom__hmm_stats_write(const loom_mem_manager *m, struct loom__json *j);
-
-/* The OpenCL context and in-order queue the HMM uses for a device node, made on first use
- * (cl_context, cl_command_queue as void *; not retained: they live as long as the manager).
- * The opencl compute backend runs kernels on buffers from loom_buffer_acquire through them.
- * Errors: INVALID_ARGUMENT (not an OpenCL node), UNAVAILABLE. Only built with OpenCL. */
-loom_status loom__hmm_opencl_queue(loom_mem_manager *m, int32_t node, void **out_context, void **out_queue);
 
 /* Tests: pretend no device has clEnqueueSVMMigrateMem, to exercise the copy fallback. */
 void loom__hmm_testing_disable_svm_migrate(loom_mem_manager *m);

@@ -18,9 +18,10 @@ typedef struct host_node {
   hwloc_obj_t numa;          /* NULL: no binding */
 } host_node;
 
-static loom_status host_node_init(loom_mem_manager *m, loom__hmm_node *node) {
+static loom_status host_node_init(loom__hmm_node *node) {
+  loom_mem_manager *m = node->m;
   node->storages = LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_HOST);
-  const loom__host *host = &m->ctx->devices.host;
+  const loom__host *host = &m->devices->host;
   if (!host->topology || host->recorded) return LOOM_OK;
   const struct hwloc_topology_support *support = hwloc_topology_get_support(host->topology);
   if (!support || !support->membind || !support->membind->alloc_membind) return LOOM_OK;

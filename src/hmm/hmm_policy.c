@@ -149,7 +149,10 @@ loom_status loom_buffer_advise(loom_buffer *b, loom_mem_advice advice, int32_t n
 void loom__hmm_advise_copy(loom_mem_manager *m, loom_buffer *b, int32_t node) {
   loom__hmm_node *n = &m->nodes[node];
   loom__hmm_copy *c = &b->copy[node];
-  if (n->backend->advise && is_svm(c->alloc.storage)) n->backend->advise(n, &c->alloc, b);
+  if (!n->backend->advise || !is_svm(c->alloc.storage)) return;
+  loom__hmm_advice advice = {
+      .read_mostly = b->read_mostly, .preferred = b->preferred, .accessed_by = b->accessed_by};
+  n->backend->advise(n, &c->alloc, &advice);
 }
 
 bool loom_buffer_is_managed(const loom_buffer *b) {

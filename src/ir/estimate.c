@@ -1,8 +1,8 @@
 /* The memory estimator: IR.md's model, mirroring the executor step for step (see plan.h). */
 #include <string.h>
 
-#include "backends/backend.h"
 #include "ir/ir.h"
+#include "ir/view.h"
 #include "loom/plan.h"
 
 /* Per-base-value lifetimes for a schedule: position of creation and of the last reader. */

@@ -3,8 +3,8 @@
  * estimated is exactly what is allocated. */
 #include <string.h>
 
-#include "backends/backend.h"
 #include "ir/ir.h"
+#include "ir/view.h"
 
 void loom__view_dense_strides(const loom_type *type, int64_t *strides) {
   int64_t s = 1;

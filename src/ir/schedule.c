@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/backend.h"
 #include "ir/pattern.h"
+#include "ir/view.h"
 
 /* The memory model of the graph, independent of the order. */
 typedef struct sched_model {

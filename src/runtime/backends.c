@@ -1,29 +1,15 @@
-/* Which compute backend runs a device, and the devices a context has opened for running
- * graphs (loom__context_exec_device). This is the one list where the compute backends built
- * in are named: conditional compilation stays here and in CMake (cmake/opencl.cmake sets
- * LOOM_HAVE_OPENCL, cmake/cuda.cmake LOOM_HAVE_CUDA), not inside the executor's functions. */
+/* The devices a context has opened for running graphs (loom__context_exec_device), each
+ * through the compute backend the backend list picks for it (backends/registry.h: cpu0 is
+ * the host; a GPU that both CUDA and OpenCL show runs through CUDA when the cuda backend is
+ * built, else through OpenCL). */
 #include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
+#include "backends/registry.h"
 #include "loom/memory.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
-
-/* The compute backend that drives `d`, or NULL. cpu0 is the host. A GPU that both CUDA and
- * OpenCL show is one device (cuda0, also ocl0) with one memory node: it runs through CUDA when
- * the cuda backend is built (the HMM manages its memory through CUDA too), else through
- * OpenCL. */
-static const loom__backend *backend_for(const loom__device *d) {
-  if (d->backends & LOOM_BACKEND_CPU) return &loom__cpu_backend;
-#if LOOM_HAVE_CUDA
-  if ((d->backends & LOOM_BACKEND_CUDA) && d->cuda_ordinal >= 0) return &loom__cuda_backend;
-#endif
-#if LOOM_HAVE_OPENCL
-  if ((d->backends & LOOM_BACKEND_OPENCL) && d->cl_device) return &loom__opencl_backend;
-#endif
-  return NULL;
-}
 
 /* The opened devices of one context, by the index of the device table, and cpu0 (which a
  * context may not have selected, yet always runs graphs). */
@@ -84,7 +70,7 @@ static loom_status device_node(loom_context *ctx, int32_t i, int32_t *out_node) 
 static loom_status open_device(loom_context *ctx, int32_t i, loom__exec_device *e) {
   if (e->backend) return LOOM_OK;
   const loom__device *d = i >= 0 ? &ctx->devices.dev[i] : NULL;
-  const loom__backend *be = d ? backend_for(d) : &loom__cpu_backend;
+  const loom__backend *be = d ? loom__backend_compute_for(d) : &loom__cpu_backend;
   if (!be)
     return loom__error(LOOM_ERR_UNSUPPORTED,
                        "device %s (%s) cannot run graphs in this build: no compute backend drives it yet",

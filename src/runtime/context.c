@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry.h"
 #include "hmm/hmm.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
@@ -33,7 +34,11 @@ loom_status loom_context_create(const loom_context_options *opts, loom_context *
   if (!ctx) s = loom__oom("a context");
   if (s == LOOM_OK && spec && !sel.all && !(ctx->device_filter = loom__strdup(spec)))
     s = loom__oom("a context");
-  if (s == LOOM_OK) s = loom__devices_discover(&ctx->devices, &sel);
+  /* The backends' discovery in the list's order: CUDA first, so that a GPU both runtimes show
+   * keeps its CUDA id. */
+  loom__discoverer discoverers[8];
+  int32_t n = loom__backend_discoverers(discoverers, LOOM_ARRAY_SIZE(discoverers));
+  if (s == LOOM_OK) s = loom__devices_discover(&ctx->devices, &sel, discoverers, n);
   loom__selection_deinit(&sel);
   if (s == LOOM_OK) s = loom__context_memory_init(ctx);
   if (s == LOOM_OK) s = loom__context_exec_init(ctx);

@@ -5,8 +5,8 @@
 #include <pthread.h>
 
 #include "core/core.h"
+#include "devices/devices.h"
 #include "loom/runtime.h"
-#include "runtime/device.h"
 
 struct loom__exec_table;
 struct loom_mem_manager;
@@ -19,5 +19,12 @@ struct loom_context {
   /* The default memory manager (loom_context_memory), made with the context. Owned. */
   struct loom_mem_manager *memory;
 };
+
+/* Makes the context's default manager (loom_context_memory), with the default options:
+ * called by loom_context_create once the devices are known (runtime/memory.c). Errors: as
+ * loom_mem_manager_create (a LOOM_MEM_LIMIT that does not parse: INVALID_ARGUMENT naming it). */
+loom_status loom__context_memory_init(loom_context *ctx);
+/* Destroys the context's default manager; called by loom_context_destroy. */
+void loom__context_memory_release(loom_context *ctx);
 
 #endif

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/backend.h"
 #include "ir/rebuild.h"
+#include "ir/view.h"
 #include "splitter/splitter.h"
 
 /* ---- per-graph facts ---------------------------------------------------------------- */

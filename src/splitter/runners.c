@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "core/core.h"
-#include "hmm/hmm.h"
+#include "core/limits.h"
 #include "loom/plan.h"
 
 #define RUNNERS_HINT "write DEVICE:BYTES[,DEVICE:BYTES...], e.g. cpu0:64MiB,cpu0:32MiB"

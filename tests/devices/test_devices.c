@@ -199,7 +199,7 @@ TEST(select_with_loom_devices) {
   ASSERT_OK(loom_context_memory_node_info(ctx, 0, &m));
   ASSERT_EQ(m.device_count, 1);
   /* The host alone: no backend is started for it. */
-  ASSERT_TRUE(has_note(ctx, "opencl, cuda: not discovered: LOOM_DEVICES='cpu0' selects the host only"));
+  ASSERT_TRUE(has_note(ctx, "cuda, opencl: not discovered: LOOM_DEVICES='cpu0' selects the host only"));
   loom_context_destroy(ctx);
   loom_status st;
   ctx = create("cpu", &st);

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/devices.h"
 #include "harness.h"
 #include "loom/device.h"
 #include "loom/testing.h"
 #include "runtime/context.h"
-#include "runtime/device.h"
 
 #define GiB (1024LL * 1024 * 1024)
 

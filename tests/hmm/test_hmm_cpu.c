@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "hmm_test.h"
+#include "runtime/context.h" /* loom__context_memory_release */
 
 /* ---- a tiny JSON checker ---------------------------------------------------------------- */
 

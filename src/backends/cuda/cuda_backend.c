@@ -7,8 +7,8 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/dispatch.h"
+#include "devices/devices.h"
 #include "loom/memory.h"
-#include "runtime/device.h"
 
 /* ---- testing hooks ------------------------------------------------------------------------ */
 

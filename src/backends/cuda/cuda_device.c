@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/device.h"
+#include "backends/registry.h" /* loom__cuda_discover */
+#include "devices/devices.h"
 
 /* The few driver API types and values used here (cuda.h; the ABI is stable). */
 typedef int CUresult;

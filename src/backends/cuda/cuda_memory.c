@@ -1,4 +1,4 @@
-/* CUDA memory as an HMM memory backend (hmm/hmm.h): device memory (cudaMalloc; the HMM's pool
+/* CUDA memory as an HMM memory backend (hmm/hmm_backend.h): device memory (cudaMalloc; the HMM's pool
  * keeps freed allocations in size classes for reuse, so this is the cudaMalloc pool) and
  * managed memory (cudaMallocManaged), copied through pinned host staging buffers.
  *
@@ -20,14 +20,15 @@
  * can be left running). LOOM_CUDA_STAGING=0 makes them plain cudaMemcpyAsync calls from
  * pageable memory (the driver's own staging), for comparison.
  *
- * Every hook runs under the manager's lock and makes the node's device current first.
+ * Every hook runs under the manager's lock (never taken here: hmm/hmm_backend.h) and makes
+ * the node's device current first.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_backend.h"
-#include "hmm/hmm.h"
+#include "hmm/hmm_backend.h"
 
 extern const loom__hmm_backend loom__hmm_cuda_backend;
 
@@ -45,25 +46,25 @@ typedef struct cu_node {
 
 static loom_status node_status(const loom__hmm_node *node, cudaError_t err, const char *call) {
   loom_status s = loom__cuda_status(err, call);
-  if (s) loom__error_prefix("%s: ", node->id);
+  if (s) loom__error_prefix("%s: ", loom__hmm_node_id(node));
   return s;
 }
 
-static loom_status cu_node_init(loom_mem_manager *m, loom__hmm_node *node) {
-  const loom__device *d = node->device;
+static loom_status cu_node_init(loom__hmm_node *node) {
+  const loom__device *d = loom__hmm_node_device(node);
   cu_node *c = loom__calloc(1, sizeof *c);
   if (!c) return loom__oom("a CUDA memory node");
   c->ordinal = d->cuda_ordinal;
   c->concurrent = d->managed_memory && d->concurrent_managed_access;
-  node->state = c;
-  node->storages = LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CUDA_DEVICE);
-  if (d->managed_memory) node->storages |= LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CUDA_MANAGED);
-  node->svm_migrate = c->concurrent;
+  loom__hmm_node_set_state(node, c);
+  uint32_t storages = LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CUDA_DEVICE);
+  if (d->managed_memory) storages |= LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CUDA_MANAGED);
+  loom__hmm_node_offer(node, storages, c->concurrent);
   return LOOM_OK;
 }
 
 static void cu_node_deinit(loom__hmm_node *node) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   if (!c) return;
   if (c->stream && cudaSetDevice(c->ordinal) == cudaSuccess) {
     cudaStreamSynchronize(c->stream);
@@ -75,12 +76,12 @@ static void cu_node_deinit(loom__hmm_node *node) {
   }
   cudaGetLastError();
   loom__free(c);
-  node->state = NULL;
+  loom__hmm_node_set_state(node, NULL);
 }
 
 /* Makes the node's device current on this thread, and its stream on first use. */
 static loom_status enter(loom__hmm_node *node) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   loom_status s = node_status(node, cudaSetDevice(c->ordinal), "cudaSetDevice");
   if (s || c->stream) return s;
   s = node_status(node, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -112,8 +113,8 @@ static bool injected_failure(void) {
 
 static loom_status device_oom(const loom__hmm_node *node, int64_t bytes, const char *why) {
   char size[32];
-  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", node->id, why,
-                     loom__format_bytes(bytes, size, sizeof size));
+  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", loom__hmm_node_id(node),
+                     why, loom__format_bytes(bytes, size, sizeof size));
 }
 
 static loom_status cu_alloc(loom__hmm_node *node, loom_mem_storage storage, int64_t bytes,
@@ -132,13 +133,14 @@ static loom_status cu_alloc(loom__hmm_node *node, loom_mem_storage storage, int6
           LOOM_ERR_OUT_OF_MEMORY,
           "out of memory on %s: %s of managed memory is more than the device's free %s (Loom never "
           "oversubscribes managed memory)",
-          node->id, loom__format_bytes(bytes, size, sizeof size),
+          loom__hmm_node_id(node), loom__format_bytes(bytes, size, sizeof size),
           loom__format_bytes((int64_t)free_bytes, avail, sizeof avail));
     s = node_status(node, cudaMallocManaged(&p, (size_t)bytes, cudaMemAttachGlobal), "cudaMallocManaged");
   } else if (storage == LOOM_MEM_STORAGE_CUDA_DEVICE) {
     s = node_status(node, cudaMalloc(&p, (size_t)bytes), "cudaMalloc");
   } else {
-    return loom__error(LOOM_ERR_INTERNAL, "%s: storage %d is not CUDA memory", node->id, (int)storage);
+    return loom__error(LOOM_ERR_INTERNAL, "%s: storage %d is not CUDA memory", loom__hmm_node_id(node),
+                       (int)storage);
   }
   if (s) {
     loom__error_prefix("%s: ", loom__format_bytes(bytes, size, sizeof size));
@@ -151,7 +153,7 @@ static loom_status cu_alloc(loom__hmm_node *node, loom_mem_storage storage, int6
 }
 
 static void cu_free(loom__hmm_node *node, loom__hmm_alloc *a) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   /* cudaFree waits for the device's queued work, which may still read the memory. */
   if (a->ptr && cudaSetDevice(c->ordinal) == cudaSuccess) cudaFree(a->ptr);
   cudaGetLastError();
@@ -161,7 +163,7 @@ static void cu_free(loom__hmm_node *node, loom__hmm_alloc *a) {
 /* Host -> device through the staging buffers: the host fills one while the device empties the
  * other. The source is no longer needed on return. */
 static loom_status staged_write(loom__hmm_node *node, char *dst, const char *src, int64_t bytes) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   loom_status s = LOOM_OK;
   for (int64_t off = 0, i = 0; !s && off < bytes; i++) {
     int64_t len = LOOM_MIN(STAGE_BYTES, bytes - off);
@@ -181,7 +183,7 @@ static loom_status staged_write(loom__hmm_node *node, char *dst, const char *src
 /* Device -> host through the staging buffers: the device fills one while the host empties the
  * other. */
 static loom_status staged_read(loom__hmm_node *node, char *dst, const char *src, int64_t bytes) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   loom_status s = LOOM_OK;
   int64_t prev_off = 0, prev_len = 0;
   int pk = 0;
@@ -209,7 +211,7 @@ static loom_status staged_read(loom__hmm_node *node, char *dst, const char *src,
 
 static loom_status cu_write(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, const void *src,
                             int64_t bytes, void **out_event) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   loom_status s = enter(node);
   if (s) return s;
   char *dst = (char *)a->ptr + offset;
@@ -237,7 +239,7 @@ static loom_status cu_write(loom__hmm_node *node, const loom__hmm_alloc *a, int6
 
 static loom_status cu_read(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, void *dst,
                            int64_t bytes) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   loom_status s = enter(node);
   if (s) return s;
   const char *src = (const char *)a->ptr + offset;
@@ -252,11 +254,12 @@ static loom_status cu_read(loom__hmm_node *node, const loom__hmm_alloc *a, int64
 
 static loom_status cu_map(loom__hmm_node *node, const loom__hmm_alloc *a, uint32_t access, void **out_ptr,
                           bool *out_mapped) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   *out_ptr = NULL;
   *out_mapped = false;
   if (a->storage != LOOM_MEM_STORAGE_CUDA_MANAGED)
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: CUDA device memory has no host pointer", node->id);
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: CUDA device memory has no host pointer",
+                       loom__hmm_node_id(node));
   /* Managed memory is coherent for the host once the device's work on it is done. */
   loom_status s = enter(node);
   if (!s) s = node_status(node, cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
@@ -273,11 +276,11 @@ static struct cudaMemLocation location(int type, int id) {
 }
 
 static loom_status cu_migrate(loom__hmm_node *node, const loom__hmm_alloc *a, bool to_host) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   if (!c->concurrent || a->storage != LOOM_MEM_STORAGE_CUDA_MANAGED)
     return loom__error(LOOM_ERR_UNSUPPORTED,
                        "%s: cudaMemPrefetchAsync needs managed memory and concurrent managed access",
-                       node->id);
+                       loom__hmm_node_id(node));
   loom_status s = enter(node);
   struct cudaMemLocation loc =
       to_host ? location(cudaMemLocationTypeHost, 0) : location(cudaMemLocationTypeDevice, c->ordinal);
@@ -289,7 +292,7 @@ static loom_status cu_migrate(loom__hmm_node *node, const loom__hmm_alloc *a, bo
 }
 
 static void cu_wait(loom__hmm_node *node, void *event) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   if (cudaSetDevice(c->ordinal) == cudaSuccess) {
     cudaEventSynchronize((cudaEvent_t)event);
     cudaEventDestroy((cudaEvent_t)event);
@@ -298,7 +301,7 @@ static void cu_wait(loom__hmm_node *node, void *event) {
 }
 
 static loom_status cu_finish(loom__hmm_node *node) {
-  cu_node *c = node->state;
+  cu_node *c = loom__hmm_node_state(node);
   if (!c->stream) return LOOM_OK;
   loom_status s = enter(node);
   return s ? s : node_status(node, cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
@@ -307,40 +310,47 @@ static loom_status cu_finish(loom__hmm_node *node) {
 /* The CUDA location of an HMM node: the host for host nodes, the device for CUDA nodes; false
  * for others (an OpenCL device is nowhere CUDA knows). */
 static bool node_location(const loom__hmm_node *n, struct cudaMemLocation *loc) {
-  if (n->kind == LOOM_MEMORY_HOST) {
+  if (loom__hmm_node_kind(n) == LOOM_MEMORY_HOST) {
     *loc = location(cudaMemLocationTypeHost, 0);
     return true;
   }
-  if (n->backend != &loom__hmm_cuda_backend) return false;
-  *loc = location(cudaMemLocationTypeDevice, ((const cu_node *)n->state)->ordinal);
+  if (loom__hmm_node_backend(n) != &loom__hmm_cuda_backend) return false;
+  *loc = location(cudaMemLocationTypeDevice, ((const cu_node *)loom__hmm_node_state(n))->ordinal);
   return true;
 }
 
-static void cu_advise(loom__hmm_node *node, const loom__hmm_alloc *a, const loom_buffer *b) {
-  cu_node *c = node->state;
+static void cu_advise(loom__hmm_node *node, const loom__hmm_alloc *a, const loom__hmm_advice *b) {
+  cu_node *c = loom__hmm_node_state(node);
   if (!c->concurrent || a->storage != LOOM_MEM_STORAGE_CUDA_MANAGED ||
       cudaSetDevice(c->ordinal) != cudaSuccess) {
     cudaGetLastError();
     return;
   }
-  const loom_mem_manager *m = b->m;
+  const loom_mem_manager *m = loom__hmm_node_manager(node);
   size_t bytes = (size_t)a->bytes;
   struct cudaMemLocation here = location(cudaMemLocationTypeDevice, c->ordinal), loc;
   cudaMemAdvise(a->ptr, bytes, b->read_mostly ? cudaMemAdviseSetReadMostly : cudaMemAdviseUnsetReadMostly,
                 here);
-  if (b->preferred >= 0 && node_location(&m->nodes[b->preferred], &loc))
+  if (b->preferred >= 0 && node_location(loom__hmm_node_at(m, b->preferred), &loc))
     cudaMemAdvise(a->ptr, bytes, cudaMemAdviseSetPreferredLocation, loc);
   else
     cudaMemAdvise(a->ptr, bytes, cudaMemAdviseUnsetPreferredLocation, here);
   /* Every node CUDA can name: set where the buffer says so, unset elsewhere (a pooled
    * allocation may carry another buffer's advice). */
-  for (int32_t i = 0; i < m->node_count; i++) {
-    if (!node_location(&m->nodes[i], &loc)) continue;
+  for (int32_t i = 0; i < loom__hmm_node_count(m); i++) {
+    if (!node_location(loom__hmm_node_at(m, i), &loc)) continue;
     bool by = (b->accessed_by >> i) & 1;
     cudaMemAdvise(a->ptr, bytes, by ? cudaMemAdviseSetAccessedBy : cudaMemAdviseUnsetAccessedBy, loc);
   }
   /* Advice is a hint (a device may refuse some): nothing fails, and no error stays behind. */
   cudaGetLastError();
+}
+
+/* The node's stream, made on first use (loom__hmm_cuda_stream). */
+static loom_status cu_queue(loom__hmm_node *node, void **out_stream, void **out_unused) {
+  loom_status s = enter(node);
+  if (s == LOOM_OK) *out_stream = ((cu_node *)loom__hmm_node_state(node))->stream;
+  return s;
 }
 
 const loom__hmm_backend loom__hmm_cuda_backend = {
@@ -356,16 +366,13 @@ const loom__hmm_backend loom__hmm_cuda_backend = {
     .wait = cu_wait,
     .finish = cu_finish,
     .advise = cu_advise,
+    .queue = cu_queue,
 };
 
 loom_status loom__hmm_cuda_stream(loom_mem_manager *m, int32_t node, cudaStream_t *out_stream) {
-  *out_stream = NULL;
-  if (!m || node < 0 || node >= m->node_count || m->nodes[node].backend != &loom__hmm_cuda_backend)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__hmm_cuda_stream: node %d is not a CUDA node",
-                       (int)node);
-  loom__hmm_lock(m);
-  loom_status s = enter(&m->nodes[node]);
-  if (!s) *out_stream = ((cu_node *)m->nodes[node].state)->stream;
-  loom__hmm_unlock(m);
+  void *stream = NULL;
+  loom_status s =
+      loom__hmm_node_queue(m, node, &loom__hmm_cuda_backend, "loom__hmm_cuda_stream", &stream, NULL);
+  *out_stream = (cudaStream_t)stream;
   return s;
 }

@@ -7,8 +7,8 @@
 
 #include "backends/dispatch.h"
 #include "backends/opencl/opencl_backend.h"
-#include "hmm/hmm.h"
-#include "runtime/device.h"
+#include "devices/devices.h"
+#include "hmm/hmm_backend.h"
 
 /* ---- testing hooks ------------------------------------------------------------------------ */
 

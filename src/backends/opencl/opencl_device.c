@@ -1,5 +1,5 @@
 /* OpenCL device discovery: every platform and device the ICD loader offers, described for
- * the device table (runtime/device.h). A platform or device that fails a query is skipped
+ * the device table (devices/devices.h). A platform or device that fails a query is skipped
  * with a note, never a crash; only Loom's own out-of-memory stops discovery. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,8 @@
 #include <CL/cl.h>
 
 #include "backends/opencl/opencl_status.h"
-#include "runtime/device.h"
+#include "backends/registry.h" /* loom__opencl_discover */
+#include "devices/devices.h"
 
 /* Vendor queries, by value: they are not in every cl_ext.h (hwloc/opencl.h does the same). */
 #define LOOM_CL_DEVICE_PCI_BUS_ID_NV 0x4008

@@ -1,4 +1,4 @@
-/* OpenCL memory as an HMM memory backend (hmm/hmm.h): buffers (cl_mem), coarse-grained SVM
+/* OpenCL memory as an HMM memory backend (hmm/hmm_backend.h): buffers (cl_mem), coarse-grained SVM
  * (clSVMAlloc; the host reaches it through clEnqueueSVMMap) and fine-grained buffer SVM
  * (the host reaches it directly once the device's work is done), where the device offers them.
  *
@@ -11,7 +11,7 @@
  * are clEnqueueRead/WriteBuffer and clEnqueueSVMMemcpy; SVM pages move with
  * clEnqueueSVMMigrateMem on OpenCL 2.1+ devices only (it is not in 2.0).
  *
- * Every hook runs under the manager's lock.
+ * Every hook runs under the manager's lock, which this file never takes (hmm/hmm_backend.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +20,13 @@
 #include <CL/cl.h>
 
 #include "backends/opencl/opencl_status.h"
-#include "hmm/hmm.h"
+#include "hmm/hmm_backend.h"
 
 typedef struct cl_node {
   cl_platform_id platform;
   cl_device_id device;
   int major, minor;   /* the device's OpenCL version */
+  bool svm_migrate;   /* clEnqueueSVMMigrateMem works (OpenCL 2.1 and SVM) */
   cl_context context; /* NULL until the first allocation; one reference per node */
   cl_command_queue queue;
 } cl_node;
@@ -44,27 +45,26 @@ static bool at_least(const cl_node *c, int major, int minor) {
   return c->major > major || (c->major == major && c->minor >= minor);
 }
 
-static loom_status cl_node_init(loom_mem_manager *m, loom__hmm_node *node) {
-  const loom__device *d = node->device;
+static loom_status cl_node_init(loom__hmm_node *node) {
+  const loom__device *d = loom__hmm_node_device(node);
   cl_node *c = loom__calloc(1, sizeof *c);
   if (!c) return loom__oom("an OpenCL memory node");
   c->platform = (cl_platform_id)d->cl_platform;
   c->device = (cl_device_id)d->cl_device;
   parse_version(d->version, &c->major, &c->minor);
-  node->state = c;
-  node->storages = LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CL_BUFFER);
+  c->svm_migrate = d->svm != 0 && at_least(c, 2, 1);
+  loom__hmm_node_set_state(node, c);
+  uint32_t storages = LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CL_BUFFER);
   if (at_least(c, 2, 0)) {
-    if (d->svm & LOOM_SVM_COARSE_GRAIN_BUFFER)
-      node->storages |= LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_COARSE);
-    if (d->svm & LOOM_SVM_FINE_GRAIN_BUFFER)
-      node->storages |= LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_FINE);
+    if (d->svm & LOOM_SVM_COARSE_GRAIN_BUFFER) storages |= LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_COARSE);
+    if (d->svm & LOOM_SVM_FINE_GRAIN_BUFFER) storages |= LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_FINE);
   }
-  node->svm_migrate = d->svm != 0 && at_least(c, 2, 1);
+  loom__hmm_node_offer(node, storages, c->svm_migrate);
   return LOOM_OK;
 }
 
 static void cl_node_deinit(loom__hmm_node *node) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   if (!c) return;
   if (c->queue) {
     clFinish(c->queue);
@@ -72,21 +72,23 @@ static void cl_node_deinit(loom__hmm_node *node) {
   }
   if (c->context) clReleaseContext(c->context);
   loom__free(c);
-  node->state = NULL;
+  loom__hmm_node_set_state(node, NULL);
 }
 
 /* The OpenCL nodes of the manager on the same platform as `node` (itself included), at most
  * `cap` of them. */
 static int32_t platform_nodes(loom__hmm_node *node, loom__hmm_node **out, int32_t cap) {
-  const cl_node *c = node->state;
-  loom_mem_manager *m = node->m;
+  const cl_node *c = loom__hmm_node_state(node);
+  loom_mem_manager *m = loom__hmm_node_manager(node);
   int32_t n = 0;
-  for (int32_t i = 0; i < m->node_count && n < cap; i++) {
-    loom__hmm_node *o = &m->nodes[i];
-    const cl_node *oc = o->state;
-    if (o->backend != node->backend || !oc || oc->platform != c->platform) continue;
+  for (int32_t i = 0; i < loom__hmm_node_count(m) && n < cap; i++) {
+    loom__hmm_node *o = loom__hmm_node_at(m, i);
+    const cl_node *oc = loom__hmm_node_state(o);
+    if (loom__hmm_node_backend(o) != loom__hmm_node_backend(node) || !oc || oc->platform != c->platform)
+      continue;
     bool seen = false;
-    for (int32_t k = 0; k < n && !seen; k++) seen = ((const cl_node *)out[k]->state)->device == oc->device;
+    for (int32_t k = 0; k < n && !seen; k++)
+      seen = ((const cl_node *)loom__hmm_node_state(out[k]))->device == oc->device;
     if (!seen) out[n++] = o;
   }
   return n;
@@ -96,12 +98,12 @@ static int32_t platform_nodes(loom__hmm_node *node, loom__hmm_node **out, int32_
  * devices; each node of the platform takes a reference. A platform that refuses a context
  * of several devices gets one per device (copies between them then go through the host). */
 static loom_status ensure_context(loom__hmm_node *node) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   if (c->context) return LOOM_OK;
   loom__hmm_node *peers[64];
   cl_device_id devices[64];
   int32_t n = platform_nodes(node, peers, LOOM_ARRAY_SIZE(peers));
-  for (int32_t k = 0; k < n; k++) devices[k] = ((cl_node *)peers[k]->state)->device;
+  for (int32_t k = 0; k < n; k++) devices[k] = ((cl_node *)loom__hmm_node_state(peers[k]))->device;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
   cl_int err = CL_SUCCESS;
   cl_context ctx = n > 1 ? clCreateContext(props, (cl_uint)n, devices, NULL, NULL, &err) : NULL;
@@ -112,12 +114,12 @@ static loom_status ensure_context(loom__hmm_node *node) {
   }
   if (err != CL_SUCCESS || !ctx) {
     loom_status s = loom__cl_status(err, "clCreateContext");
-    loom__error_prefix("%s: ", node->id);
+    loom__error_prefix("%s: ", loom__hmm_node_id(node));
     return s == LOOM_ERR_OUT_OF_MEMORY ? s : LOOM_ERR_UNAVAILABLE;
   }
   c->context = ctx; /* the reference clCreateContext gave */
   for (int32_t k = 0; k < n; k++) {
-    cl_node *pc = peers[k]->state;
+    cl_node *pc = loom__hmm_node_state(peers[k]);
     if (pc == c || pc->context) continue;
     clRetainContext(ctx);
     pc->context = ctx;
@@ -127,7 +129,7 @@ static loom_status ensure_context(loom__hmm_node *node) {
 
 /* Makes the node's context and queue on first use. */
 static loom_status ensure_queue(loom__hmm_node *node) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   if (c->queue) return LOOM_OK;
   loom_status st = ensure_context(node);
   if (st != LOOM_OK) return st;
@@ -144,7 +146,7 @@ static loom_status ensure_queue(loom__hmm_node *node) {
   if (err != CL_SUCCESS) {
     c->queue = NULL;
     loom_status s = loom__cl_status(err, "clCreateCommandQueue");
-    loom__error_prefix("%s: ", node->id);
+    loom__error_prefix("%s: ", loom__hmm_node_id(node));
     return s == LOOM_ERR_OUT_OF_MEMORY ? s : LOOM_ERR_UNAVAILABLE;
   }
   return LOOM_OK;
@@ -161,8 +163,8 @@ static bool injected_failure(void) {
 
 static loom_status device_oom(const loom__hmm_node *node, int64_t bytes, const char *call) {
   char size[32];
-  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", node->id, call,
-                     loom__format_bytes(bytes, size, sizeof size));
+  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: %s refused %s", loom__hmm_node_id(node),
+                     call, loom__format_bytes(bytes, size, sizeof size));
 }
 
 static loom_status cl_alloc(loom__hmm_node *node, loom_mem_storage storage, int64_t bytes,
@@ -171,13 +173,13 @@ static loom_status cl_alloc(loom__hmm_node *node, loom_mem_storage storage, int6
   if (injected_failure()) return device_oom(node, bytes, "(injected failure)");
   loom_status s = ensure_queue(node);
   if (s != LOOM_OK) return s;
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   if (storage == LOOM_MEM_STORAGE_CL_BUFFER) {
     cl_int err = CL_SUCCESS;
     cl_mem mem = clCreateBuffer(c->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
     if (err != CL_SUCCESS) {
       s = loom__cl_status(err, "clCreateBuffer");
-      loom__error_prefix("%s: ", node->id);
+      loom__error_prefix("%s: ", loom__hmm_node_id(node));
       return s;
     }
     out->cl_mem = mem;
@@ -195,7 +197,7 @@ static loom_status cl_alloc(loom__hmm_node *node, loom_mem_storage storage, int6
 }
 
 static void cl_free(loom__hmm_node *node, loom__hmm_alloc *a) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   if (a->cl_mem) {
     clReleaseMemObject((cl_mem)a->cl_mem);
   } else if (a->ptr) {
@@ -208,7 +210,7 @@ static void cl_free(loom__hmm_node *node, loom__hmm_alloc *a) {
 
 static loom_status cl_write(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, const void *src,
                             int64_t bytes, void **out_event) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   cl_bool blocking = out_event ? CL_FALSE : CL_TRUE;
   cl_event ev = NULL;
   cl_int err;
@@ -231,7 +233,7 @@ static loom_status cl_write(loom__hmm_node *node, const loom__hmm_alloc *a, int6
 
 static loom_status cl_read(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, void *dst,
                            int64_t bytes) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   if (a->storage == LOOM_MEM_STORAGE_CL_BUFFER)
     return loom__cl_status(clEnqueueReadBuffer(c->queue, (cl_mem)a->cl_mem, CL_TRUE, (size_t)offset,
                                                (size_t)bytes, dst, 0, NULL, NULL),
@@ -243,11 +245,12 @@ static loom_status cl_read(loom__hmm_node *node, const loom__hmm_alloc *a, int64
 
 static loom_status cl_map(loom__hmm_node *node, const loom__hmm_alloc *a, uint32_t access, void **out_ptr,
                           bool *out_mapped) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   *out_ptr = NULL;
   *out_mapped = false;
   if (a->storage == LOOM_MEM_STORAGE_CL_BUFFER)
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: an OpenCL buffer has no host pointer", node->id);
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: an OpenCL buffer has no host pointer",
+                       loom__hmm_node_id(node));
   if (a->storage == LOOM_MEM_STORAGE_SVM_FINE) {
     /* Fine-grained: coherent once the device's commands are done. */
     loom_status s = loom__cl_status(clFinish(c->queue), "clFinish");
@@ -268,16 +271,17 @@ static loom_status cl_map(loom__hmm_node *node, const loom__hmm_alloc *a, uint32
 }
 
 static loom_status cl_unmap(loom__hmm_node *node, const loom__hmm_alloc *a, void *ptr) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   loom_status s = loom__cl_status(clEnqueueSVMUnmap(c->queue, ptr, 0, NULL, NULL), "clEnqueueSVMUnmap");
   loom_status f = loom__cl_status(clFinish(c->queue), "clFinish");
   return s != LOOM_OK ? s : f;
 }
 
 static loom_status cl_migrate(loom__hmm_node *node, const loom__hmm_alloc *a, bool to_host) {
-  cl_node *c = node->state;
-  if (!node->svm_migrate || !a->ptr)
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: clEnqueueSVMMigrateMem needs OpenCL 2.1 and SVM", node->id);
+  cl_node *c = loom__hmm_node_state(node);
+  if (!c->svm_migrate || !a->ptr)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: clEnqueueSVMMigrateMem needs OpenCL 2.1 and SVM",
+                       loom__hmm_node_id(node));
   const void *ptrs[1] = {a->ptr};
   size_t sizes[1] = {(size_t)a->bytes};
   cl_mem_migration_flags flags = to_host ? CL_MIGRATE_MEM_OBJECT_HOST : 0;
@@ -305,12 +309,13 @@ static void cl_forget(loom__hmm_node *node, void *event) {
  * SVM allocation, or devices before OpenCL 1.2 (no markers), go through the host instead. */
 static loom_status cl_copy(loom__hmm_node *nd, const loom__hmm_alloc *d, loom__hmm_node *ns,
                            const loom__hmm_alloc *s, int64_t bytes) {
-  cl_node *cd = nd->state, *cs = ns->state;
+  cl_node *cd = loom__hmm_node_state(nd), *cs = loom__hmm_node_state(ns);
   bool buffers = d->storage == LOOM_MEM_STORAGE_CL_BUFFER && s->storage == LOOM_MEM_STORAGE_CL_BUFFER;
   bool svm = d->storage != LOOM_MEM_STORAGE_CL_BUFFER && s->storage != LOOM_MEM_STORAGE_CL_BUFFER;
   if (!cd->queue || !cs->queue || cd->context != cs->context || !(buffers || svm) || !at_least(cd, 1, 2) ||
       !at_least(cs, 1, 2))
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s and %s share no OpenCL context", ns->id, nd->id);
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s and %s share no OpenCL context", loom__hmm_node_id(ns),
+                       loom__hmm_node_id(nd));
   cl_event ready = NULL, done = NULL;
   const char *call = "clEnqueueMarkerWithWaitList";
   cl_int err = clEnqueueMarkerWithWaitList(cs->queue, 0, NULL, &ready);
@@ -336,13 +341,23 @@ static loom_status cl_copy(loom__hmm_node *nd, const loom__hmm_alloc *d, loom__h
   if (ready) clReleaseEvent(ready);
   if (done) clReleaseEvent(done);
   loom_status st = loom__cl_status(err, call);
-  if (st != LOOM_OK) loom__error_prefix("%s -> %s: ", ns->id, nd->id);
+  if (st != LOOM_OK) loom__error_prefix("%s -> %s: ", loom__hmm_node_id(ns), loom__hmm_node_id(nd));
   return st;
 }
 
 static loom_status cl_finish(loom__hmm_node *node) {
-  cl_node *c = node->state;
+  cl_node *c = loom__hmm_node_state(node);
   return c->queue ? loom__cl_status(clFinish(c->queue), "clFinish") : LOOM_OK;
+}
+
+/* The node's cl_context and in-order queue, made on first use (loom__hmm_opencl_queue). */
+static loom_status cl_queue(loom__hmm_node *node, void **out_context, void **out_queue) {
+  loom_status s = ensure_queue(node);
+  if (s != LOOM_OK) return s;
+  cl_node *c = loom__hmm_node_state(node);
+  *out_context = c->context;
+  *out_queue = c->queue;
+  return LOOM_OK;
 }
 
 const loom__hmm_backend loom__hmm_opencl_backend = {
@@ -360,21 +375,10 @@ const loom__hmm_backend loom__hmm_opencl_backend = {
     .finish = cl_finish,
     .copy = cl_copy,
     .forget = cl_forget,
+    .queue = cl_queue,
 };
 
 loom_status loom__hmm_opencl_queue(loom_mem_manager *m, int32_t node, void **out_context, void **out_queue) {
-  if (out_context) *out_context = NULL;
-  if (out_queue) *out_queue = NULL;
-  if (!m || node < 0 || node >= m->node_count || m->nodes[node].backend != &loom__hmm_opencl_backend)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__hmm_opencl_queue: node %d is not an OpenCL node",
-                       (int)node);
-  loom__hmm_lock(m);
-  loom_status s = ensure_queue(&m->nodes[node]);
-  if (s == LOOM_OK) {
-    cl_node *c = m->nodes[node].state;
-    if (out_context) *out_context = c->context;
-    if (out_queue) *out_queue = c->queue;
-  }
-  loom__hmm_unlock(m);
-  return s;
+  return loom__hmm_node_queue(m, node, &loom__hmm_opencl_backend, "loom__hmm_opencl_queue", out_context,
+                              out_queue);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "runtime/device.h"
+#include "devices/devices.h"
 
 #define SELECTION_HELP \
   "write all, cpu, gpu, opencl, cuda, or device ids such as cpu0, ocl1, cuda0, separated by commas"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/device.h"
+#include "devices/devices.h"
 
 /* ---- small readers of this machine's files --------------------------------------------- */
 

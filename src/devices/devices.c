@@ -1,14 +1,13 @@
 /* The device table: raw devices from the backends placed in the host's topology, merged so
- * that one GPU is one device, selected, and laid out over memory nodes; and the public
- * queries of loom/device.h. */
+ * that one GPU is one device, selected, and laid out over memory nodes; and the names of
+ * loom/device.h's enums. (The context's queries are runtime/device_info.c.) */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "runtime/context.h"
-#include "runtime/device.h"
+#include "devices/devices.h"
 
 /* ---- notes ---------------------------------------------------------------------------- */
 
@@ -276,45 +275,41 @@ void loom__devices_deinit(loom__devices *t) {
   memset(t, 0, sizeof *t);
 }
 
+int32_t loom__devices_find(const loom__devices *t, const char *id) {
+  for (int32_t i = 0; i < t->dev_count; i++) {
+    loom__selection one = {.ids = (char **)&id, .id_count = 1};
+    if (loom__selection_takes(&one, &t->dev[i])) return i;
+  }
+  return -1;
+}
+
 /* ---- discovery ------------------------------------------------------------------------ */
 
-typedef loom_status (*discover_fn)(loom__device_list *out, loom__notes *notes);
+/* "cuda, opencl": the names of the list, for a note. */
+static void discoverer_names(const loom__discoverer *list, int32_t n, char *out, size_t cap) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (int32_t i = 0; i < n && used < cap; i++) {
+    int w = snprintf(out + used, cap - used, "%s%s", i ? ", " : "", list[i].name);
+    if (w > 0) used += (size_t)w;
+  }
+}
 
-/* The one registration list of discovery: CMake decides what is compiled in
- * (cmake/opencl.cmake, cmake/cuda.cmake). CUDA comes first so that a GPU both runtimes show
- * keeps its CUDA id. */
-static const struct {
-  const char *name;
-  discover_fn discover; /* NULL: not built */
-  const char *why_not;
-} discoverers[] = {
-#if defined(LOOM_HAVE_CUDA_DISCOVERY)
-    {"cuda", loom__cuda_discover, NULL},
-#else
-    {"cuda", NULL, "cuda: CUDA support not built (LOOM_CUDA=OFF): 0 CUDA devices"},
-#endif
-#if defined(LOOM_HAVE_OPENCL)
-    {"opencl", loom__opencl_discover, NULL},
-#else
-    {"opencl", NULL,
-     "opencl: OpenCL support not built (LOOM_OPENCL=OFF or no OpenCL loader at configure time): 0 OpenCL "
-     "devices"},
-#endif
-};
-
-loom_status loom__devices_discover(loom__devices *t, const loom__selection *sel) {
+loom_status loom__devices_discover(loom__devices *t, const loom__selection *sel, const loom__discoverer *list,
+                                   int32_t n) {
   loom__device_list raw = {0};
   loom_status s = LOOM_OK;
+  char names[128];
+  discoverer_names(list, n, names, sizeof names);
   /* A selection of the host alone skips the backends: starting an OpenCL platform (PoCL
    * loads LLVM: about 0.8 s) or every GPU's CUDA context is wasted on it. Any other
    * selection discovers everything, so that ids and merged GPUs never depend on it. */
   if (loom__selection_host_only(sel))
-    s = loom__notes_add(&t->notes, "opencl, cuda: not discovered: %s='%s' selects the host only", sel->origin,
+    s = loom__notes_add(&t->notes, "%s: not discovered: %s='%s' selects the host only", names, sel->origin,
                         sel->text);
-  for (int32_t i = 0; s == LOOM_OK && !loom__selection_host_only(sel) && i < LOOM_ARRAY_SIZE(discoverers);
-       i++)
-    s = discoverers[i].discover ? discoverers[i].discover(&raw, &t->notes)
-                                : loom__notes_add(&t->notes, "%s", discoverers[i].why_not);
+  for (int32_t i = 0; s == LOOM_OK && !loom__selection_host_only(sel) && i < n; i++)
+    s = list[i].discover ? list[i].discover(&raw, &t->notes)
+                         : loom__notes_add(&t->notes, "%s", list[i].why_not);
   bool with_io = false;
   for (int32_t i = 0; i < raw.count; i++) with_io |= raw.items[i].pci_bus_id[0] != '\0';
   if (s == LOOM_OK) s = loom__host_load(&t->host, NULL, with_io);
@@ -323,11 +318,7 @@ loom_status loom__devices_discover(loom__devices *t, const loom__selection *sel)
   return s;
 }
 
-/* ---- public queries ------------------------------------------------------------------- */
-
-static const char *str(const char *s) {
-  return s ? s : "";
-}
+/* ---- names of loom/device.h's enums ----------------------------------------------------- */
 
 const char *loom_device_kind_name(loom_device_kind kind) {
   switch (kind) {
@@ -361,130 +352,4 @@ const char *loom_backend_name(uint32_t backend_bit) {
       return "cuda";
   }
   return "?";
-}
-
-int32_t loom_context_device_count(const loom_context *ctx) {
-  return ctx ? ctx->devices.dev_count : 0;
-}
-
-loom_status loom_context_device_info(const loom_context *ctx, int32_t index, loom_device_info *out_info) {
-  if (!out_info) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_device_info: out_info is NULL");
-  memset(out_info, 0, sizeof *out_info);
-  if (!ctx) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_device_info: ctx is NULL");
-  if (index < 0 || index >= ctx->devices.dev_count)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "loom_context_device_info: index %d out of range (%d devices)", (int)index,
-                       (int)ctx->devices.dev_count);
-  const loom__device *d = &ctx->devices.dev[index];
-  loom_device_info *o = out_info;
-  o->id = d->id;
-  o->also_known_as = d->aka;
-  o->backends = d->backends;
-  o->kind = d->kind;
-  o->name = str(d->name);
-  o->vendor = str(d->vendor);
-  o->vendor_id = d->vendor_id;
-  o->version = str(d->version);
-  o->driver_version = str(d->driver_version);
-  o->platform = str(d->platform);
-  o->extensions = str(d->extensions);
-  o->compute_units = d->compute_units;
-  o->clock_mhz = d->clock_mhz;
-  o->compute_capability_major = d->cc_major;
-  o->compute_capability_minor = d->cc_minor;
-  o->memory_bytes = d->memory_bytes;
-  o->max_alloc_bytes = d->max_alloc_bytes;
-  o->local_memory_bytes = d->local_memory_bytes;
-  o->free_bytes = d->free_bytes;
-  o->free_source = d->free_source ? d->free_source : "none";
-  o->host_unified = d->host_unified;
-  o->svm = d->svm;
-  o->managed_memory = d->managed_memory;
-  o->concurrent_managed_access = d->concurrent_managed_access;
-  o->fp64 = d->fp64;
-  o->fp16 = d->fp16;
-  o->numa_node = d->numa_node;
-  o->pci_bus_id = d->pci_bus_id;
-  o->memory_node = d->memory_node;
-  return LOOM_OK;
-}
-
-loom_status loom_context_find_device(const loom_context *ctx, const char *id, int32_t *out_index) {
-  if (!out_index)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_find_device: out_index is NULL");
-  *out_index = -1;
-  if (!ctx || !id)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_find_device: ctx or id is NULL");
-  const loom__devices *t = &ctx->devices;
-  for (int32_t i = 0; i < t->dev_count; i++) {
-    loom__selection one = {.ids = (char **)&id, .id_count = 1};
-    if (loom__selection_takes(&one, &t->dev[i])) {
-      *out_index = i;
-      return LOOM_OK;
-    }
-  }
-  char ids[256] = "";
-  size_t used = 0;
-  for (int32_t i = 0; i < t->dev_count && used < sizeof ids; i++) {
-    int w = snprintf(ids + used, sizeof ids - used, "%s%s", i ? ", " : "", t->dev[i].id);
-    if (w > 0) used += (size_t)w;
-  }
-  return loom__error(LOOM_ERR_NOT_FOUND, "no device '%s' in this context (devices: %s)", id, ids);
-}
-
-int32_t loom_context_memory_node_count(const loom_context *ctx) {
-  return ctx ? ctx->devices.mem_count : 0;
-}
-
-loom_status loom_context_memory_node_info(const loom_context *ctx, int32_t index,
-                                          loom_memory_node_info *out_info) {
-  if (!out_info)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_memory_node_info: out_info is NULL");
-  memset(out_info, 0, sizeof *out_info);
-  if (!ctx) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_memory_node_info: ctx is NULL");
-  if (index < 0 || index >= ctx->devices.mem_count)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "loom_context_memory_node_info: index %d out of range (%d memory nodes)", (int)index,
-                       (int)ctx->devices.mem_count);
-  const loom__memnode *m = &ctx->devices.mem[index];
-  out_info->id = m->id;
-  out_info->kind = m->kind;
-  out_info->size_bytes = m->size_bytes;
-  out_info->free_bytes = m->free_bytes;
-  out_info->free_source = m->free_source ? m->free_source : "none";
-  out_info->numa_os_index = m->numa_os_index;
-  out_info->cores = m->cores;
-  out_info->pus = m->pus;
-  out_info->cpus = str(m->cpus);
-  out_info->device_count = m->device_count;
-  out_info->devices = m->devices;
-  return LOOM_OK;
-}
-
-loom_status loom_context_host_info(const loom_context *ctx, loom_host_info *out_info) {
-  if (!out_info) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_host_info: out_info is NULL");
-  memset(out_info, 0, sizeof *out_info);
-  if (!ctx) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_host_info: ctx is NULL");
-  const loom__host *h = &ctx->devices.host;
-  out_info->packages = h->packages;
-  out_info->cores = h->cores;
-  out_info->pus = h->pus;
-  out_info->numa_nodes = h->numa_count;
-  out_info->memory_bytes = h->memory_bytes;
-  out_info->l1d_bytes = h->l1d_bytes;
-  out_info->l2_bytes = h->l2_bytes;
-  out_info->l3_bytes = h->l3_bytes;
-  out_info->cpu_model = str(h->cpu_model);
-  out_info->cpu_vendor = str(h->cpu_vendor);
-  out_info->recorded = h->recorded;
-  return LOOM_OK;
-}
-
-int32_t loom_context_note_count(const loom_context *ctx) {
-  return ctx ? ctx->devices.notes.count : 0;
-}
-
-const char *loom_context_note(const loom_context *ctx, int32_t index) {
-  if (!ctx || index < 0 || index >= ctx->devices.notes.count) return NULL;
-  return ctx->devices.notes.items[index];
 }

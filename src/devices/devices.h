@@ -1,6 +1,7 @@
-/* Device discovery inside the runtime: the host (topology.c), the backends' device lists
- * (backends/opencl/opencl_device.c, backends/cuda/cuda_device.c), how they are put together
- * into one table of devices and memory nodes (device.c) and selected (device_select.c).
+/* The devices module (src/devices/): the host (topology.c), the table of devices and memory
+ * nodes the backends' device lists are put together into (devices.c), the selection
+ * (select.c) and the discovery notes. It sits below the backends and the HMM: the backends'
+ * discovery functions (backends/registry.h) fill its raw lists, and the runtime hands them in.
  *
  * Discovery runs in three steps, each testable on its own:
  *   1. each backend appends raw devices (one per backend and device, single backend bit,
@@ -10,8 +11,8 @@
  *      a pure function over the topology and a list of PCI bus ids), merges devices with
  *      the same PCI bus id, applies the selection and lays out the memory nodes.
  */
-#ifndef LOOM_RUNTIME_DEVICE_H
-#define LOOM_RUNTIME_DEVICE_H
+#ifndef LOOM_DEVICES_DEVICES_H
+#define LOOM_DEVICES_DEVICES_H
 
 #include <hwloc.h>
 
@@ -75,11 +76,17 @@ void loom__device_list_deinit(loom__device_list *list);
 
 /* ---- backends' discovery -------------------------------------------------------------- */
 
-/* Each appends its devices to `out` and says what it could not find in `notes`. Only
- * OUT_OF_MEMORY is returned as an error: a missing runtime, a failing platform or device is a
- * note. */
-loom_status loom__opencl_discover(loom__device_list *out, loom__notes *notes);
-loom_status loom__cuda_discover(loom__device_list *out, loom__notes *notes);
+/* A backend's discovery appends its devices to `out` and says what it could not find in
+ * `notes`. Only OUT_OF_MEMORY is returned as an error: a missing runtime, a failing platform
+ * or device is a note. The backends' own are listed in backends/registry.h. */
+typedef loom_status (*loom__discover_fn)(loom__device_list *out, loom__notes *notes);
+
+/* One backend's discovery as the table's discovery runs it. */
+typedef struct loom__discoverer {
+  const char *name;           /* "cuda" */
+  loom__discover_fn discover; /* NULL: not built */
+  const char *why_not;        /* the note when discover is NULL */
+} loom__discoverer;
 
 /* ---- the host (topology.c) ------------------------------------------------------------ */
 
@@ -191,9 +198,14 @@ loom_status loom__selection_check(const loom__selection *sel, const loom__device
  * the memory nodes. Errors: NOT_FOUND (selection), OUT_OF_MEMORY. */
 loom_status loom__devices_build(loom__devices *t, loom__device_list *raw, const loom__selection *sel);
 void loom__devices_deinit(loom__devices *t);
+/* The index of the device with id or alias `id` (case-insensitive), or -1. */
+int32_t loom__devices_find(const loom__devices *t, const char *id);
 
-/* Discovers everything on this machine into t: backends, host, build. */
-loom_status loom__devices_discover(loom__devices *t, const loom__selection *sel);
+/* Discovers everything on this machine into t: each of list[0..n) in order (a GPU that two
+ * of them show keeps the id of the first), the host, then builds the table. Errors: as
+ * loom__devices_build, OUT_OF_MEMORY. */
+loom_status loom__devices_discover(loom__devices *t, const loom__selection *sel, const loom__discoverer *list,
+                                   int32_t n);
 
 /* The /proc/meminfo field `key` ("MemAvailable") in bytes, or -1. */
 int64_t loom__meminfo_bytes(const char *path, const char *key);

@@ -1,0 +1,29 @@
+/* Views and scratch, as the IR defines them for every backend (ir/layout.c).
+ *
+ * A view is a tensor seen through element strides, so broadcasts (stride 0), transposes and
+ * slices are read in place. An op's temporary memory is its scratch, sized by one rule
+ * (loom__op_scratch_bytes) that the estimator, the scheduler, the splitter and the executor
+ * all read, so what is estimated is what is allocated. The backends see both through
+ * backends/backend.h, which includes this header.
+ */
+#ifndef LOOM_IR_VIEW_H
+#define LOOM_IR_VIEW_H
+
+#include "ir/ir.h"
+
+typedef struct loom__view {
+  loom_type type;
+  int64_t strides[LOOM_MAX_RANK]; /* in elements; 0 on broadcast dimensions */
+  void *data;                     /* element [0,..,0]; may be NULL when the view is empty */
+} loom__view;
+
+/* Dense C-order strides for type. */
+void loom__view_dense_strides(const loom_type *type, int64_t *strides);
+/* The view of `in` broadcast to `shape` (NumPy rules; caller checked they broadcast). */
+void loom__view_broadcast_to(const loom__view *in, const loom_type *shape, loom__view *out);
+
+/* Temporary bytes an op needs while it runs, on top of its outputs (IR.md's rule: dot 1x its
+ * output, conv 2x, fourier 2x, reductions, argmax/argmin and topk 1x, others 0). */
+int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op);
+
+#endif
