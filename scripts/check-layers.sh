@@ -19,8 +19,6 @@
 # Prints one line per include against the table (file:line, what it includes, the rule) and
 # exits 1 when there is any, 0 when there is none.
 #   usage: scripts/check-layers.sh [ROOT]     (default: the tree this script is in)
-# ROOT/scripts/layers-pending.txt, when present, lists includes that are known and being
-# removed ("tools/loom-run/main.c hmm/hmm.h" per line); each must still be in the tree.
 set -euo pipefail
 
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -39,14 +37,6 @@ declare -A allowed=(
   [runtime]="core ir splitter devices backends hmm runtime"
   [tools]=""
 )
-
-declare -A pending=()
-if [ -f scripts/layers-pending.txt ]; then
-  while read -r file header; do
-    case "$file" in '' | '#'*) continue ;; esac
-    pending["$file $header"]=unused
-  done <scripts/layers-pending.txt
-fi
 
 # module=the module file $1 of the tree belongs to, or "" for files outside the layers.
 module_of() {
@@ -87,10 +77,6 @@ while IFS= read -r hit; do
   mod=$module
   [ -n "$mod" ] || continue
   case "$header" in loom/*) continue ;; esac # the public headers: everyone's
-  if [ -n "${pending["$file $header"]+x}" ]; then
-    pending["$file $header"]=used
-    continue
-  fi
   if [[ "$header" != */* || "$header" == ./* || "$header" == ../* ]]; then
     # Relative to the including file: a generated header, else a file of the tree.
     if [[ "$generated" == *" $header "* ]]; then continue; fi
@@ -118,13 +104,6 @@ while IFS= read -r hit; do
   $ok || fail "$file" "$line" "$header" "$mod may include ${allowed[$mod]} (README.md, Layout)"
 done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' --include='*.c' --include='*.h' \
   --include='*.cu' --include='*.cl' src kernels tools 2>/dev/null | LC_ALL=C sort)
-
-for key in "${!pending[@]}"; do
-  if [ "${pending[$key]}" = unused ]; then
-    echo "scripts/layers-pending.txt: '$key' is no longer in the tree: remove the line" >&2
-    failures=$((failures + 1))
-  fi
-done
 
 if [ "$failures" -gt 0 ]; then
   echo "check-layers: $failures include(s) against the layers" >&2
