@@ -21,6 +21,6 @@ cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_OPENCL=OFF -DLOOM_CUDA
 tail -3 "$OUT/build.txt"
 cd $B
 ./loom-info > "$OUT/loom-info.txt" 2>&1; tail -8 "$OUT/loom-info.txt"
-ctest -R '^cuda' --output-on-failure -j4 > "$OUT/ctest-cuda.txt" 2>&1; tail -40 "$OUT/ctest-cuda.txt"
+ctest -R '^(conformance\.)?cuda' --output-on-failure -j4 > "$OUT/ctest-cuda.txt" 2>&1; tail -40 "$OUT/ctest-cuda.txt"
 ./loom-bench cuda --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt"
 LOOM_CUDA_STAGING=0 ./loom-bench cuda --reps 3 > "$OUT/bench-nostaging.txt" 2>&1; tail -8 "$OUT/bench-nostaging.txt"
