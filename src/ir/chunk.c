@@ -718,19 +718,20 @@ static loom_status chunk_round(const loom_graph *g, int32_t peak_op, chunk_searc
   return LOOM_ERR_UNSUPPORTED;
 }
 
-/* The refusal: the peak op, and the least any cut of it needed (its own need when no cut
- * could be made at all). */
+/* The refusal: the peak op's need, and the least any cut of it left the graph needing. */
 static loom_status too_big(const loom_graph *g, const loom_estimate *e, const chunk_search *cs) {
   const loom_estimate_step *st = &e->steps[e->peak_step];
   const loom__op *op = &g->ops[st->op];
-  char name[32], need[32], lim[32];
-  bool cut = cs->least < st->peak;
-  int64_t least = cut ? cs->least : st->peak;
-  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s '%s' needs %s at its step%s, more than the limit of %s",
-                     loom_op_name(op->kind), loom__value_label(g, op->outputs[0], name, sizeof name),
-                     loom__format_bytes_vs(least, cs->limit, need, sizeof need),
-                     cut ? " chunked as far as it goes" : " and cannot be chunked",
-                     loom__format_bytes_vs(cs->limit, least, lim, sizeof lim));
+  char buf[32], need[32], lim[32], least[32];
+  const char *name = loom__value_label(g, op->outputs[0], buf, sizeof buf);
+  loom__format_bytes_vs(st->peak, cs->limit, need, sizeof need);
+  if (cs->least == INT64_MAX)
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s '%s' needs %s at its step, more than the limit of %s, and cannot be chunked",
+                       loom_op_name(op->kind), name, need, loom__format_bytes_vs(cs->limit, st->peak, lim, sizeof lim));
+  return loom__error(LOOM_ERR_OUT_OF_MEMORY,
+                     "%s '%s' needs %s at its step; chunked as far as it goes, the graph still needs %s, more than the limit of %s",
+                     loom_op_name(op->kind), name, need, loom__format_bytes_vs(cs->least, cs->limit, least, sizeof least),
+                     loom__format_bytes_vs(cs->limit, cs->least, lim, sizeof lim));
 }
 
 static loom_status check_inputs_fit(const loom_graph *g, int64_t limit) {
