@@ -728,10 +728,12 @@ static loom_status too_big(const loom_graph *g, const loom_estimate *e, const ch
   if (cs->least == INT64_MAX)
     return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s '%s' needs %s at its step, more than the limit of %s, and cannot be chunked",
                        loom_op_name(op->kind), name, need, loom__format_bytes_vs(cs->limit, st->peak, lim, sizeof lim));
+  char over[32];
   return loom__error(LOOM_ERR_OUT_OF_MEMORY,
-                     "%s '%s' needs %s at its step; chunked as far as it goes, the graph still needs %s, more than the limit of %s",
+                     "%s '%s' needs %s at its step; chunked as far as it goes, the graph still needs %s, %s over the limit of %s",
                      loom_op_name(op->kind), name, need, loom__format_bytes_vs(cs->least, cs->limit, least, sizeof least),
-                     loom__format_bytes_vs(cs->limit, cs->least, lim, sizeof lim));
+                     loom__format_bytes(cs->least - cs->limit, over, sizeof over),
+                     loom__format_bytes(cs->limit, lim, sizeof lim));
 }
 
 static loom_status check_inputs_fit(const loom_graph *g, int64_t limit) {

@@ -139,7 +139,7 @@ TEST(chunk_refuses_quickly_when_the_gathered_results_pass_the_limit) {
   /* x and r alone take the 1 MiB: the least need quoted is just over it, not the 2 MiB of the
    * unchunked graph */
   ASSERT_CONTAINS(loom_last_error(), "needs 2.00 MiB at its step; chunked as far as it goes, the graph still needs 1.0");
-  ASSERT_CONTAINS(loom_last_error(), "more than the limit of 1.00 MiB");
+  ASSERT_CONTAINS(loom_last_error(), "over the limit of 1.00 MiB");
   printf("    %lld pieces emitted\n", (long long)pieces);
   ASSERT_TRUE(pieces < 2000);
   ASSERT_TRUE(c == NULL);
