@@ -23,8 +23,7 @@
 #include "ir/passes.h"
 
 enum { AX_UNSET = -2, AX_WHOLE = -1, AX_FAIL = -3 };
-/* MAX_CHECKS: whole chunked graphs built per cut before it is given up (see best_piece). */
-enum { MAX_PIECES = 1 << 17, MAX_ROUNDS = 16, MAX_CHECKS = 4 };
+enum { MAX_PIECES = 1 << 17, MAX_ROUNDS = 16 };
 
 /* Pieces emitted since the process started, probes included (loom__chunk_pieces_emitted). */
 static _Atomic int64_t pieces_emitted;
@@ -587,39 +586,38 @@ static int64_t smallest_piece(const region *r) {
   return LOOM_MAX(r->min_piece, (r->extent + MAX_PIECES - 1) / MAX_PIECES);
 }
 
-/* The largest c in [lo, hi] (to within 1/16) whose probe's peak plus `extra` fits the limit;
- * 0 when none does. A probe's peak grows with c, so the lengths that fit are a prefix: halved
- * from hi until one fits, then bisected. Probes cost three pieces whatever c is. */
-static loom_status probe_search(region *r, int64_t lo, int64_t hi, int64_t extra, chunk_search *cs,
-                                int64_t *out_c) {
-  int64_t fits = 0, fails = hi + 1, peak;
+/* The largest c in [lo, extent) (to within 1/16) whose probe fits the limit; 0 when none
+ * does. A probe's peak grows with c, so the lengths that fit are a prefix: halved from half the
+ * extent until one fits, then bisected. Probes cost three pieces whatever c is. */
+static loom_status probe_search(region *r, int64_t lo, chunk_search *cs, int64_t *out_c) {
+  int64_t fits = 0, fails = r->extent, peak;
   *out_c = 0;
-  for (int64_t c = hi; c >= lo && fails - fits > LOOM_MAX(1, fits / 16);) {
+  for (int64_t c = LOOM_MAX(r->extent / 2, lo); fails - fits > LOOM_MAX(1, fits / 16);) {
     loom_status s = piece_peak(r, c, true, NULL, &peak);
     if (s) return s;
-    if (peak + extra <= cs->limit) fits = c;
-    else fails = c;
-    if (extra == 0 && peak > cs->limit) cs->least = LOOM_MIN(cs->least, peak);
-    if (fits == 0 && c == lo) break;
+    if (peak <= cs->limit) fits = c;
+    else fails = c, cs->least = LOOM_MIN(cs->least, peak);
+    if (fits == 0 && c <= lo) break;
     c = fits == 0 ? LOOM_MAX(c / 2, lo) : (fits + fails) / 2;
   }
   *out_c = fits;
   return LOOM_OK;
 }
 
-/* The largest piece length c < extent for which the chunked graph fits the limit. Searched on
- * probes, then checked on the whole rewritten graph. A probe does not see what the graph holds
- * beside the pieces (the results gathered from every piece, which do not shrink with them):
- * when the check fails, that difference is added to every probe and the search is run again
- * below, at most MAX_CHECKS whole graphs in all, so that a cut that cannot fit is given up
- * after a few rebuilds rather than one per length down to the smallest. */
+/* The largest piece length c < extent for which the chunked graph fits the limit: searched on
+ * probes, then checked on the whole rewritten graph, shrinking c by a quarter while the
+ * results gathered from every piece still pass the limit. The part of the need that shrinks
+ * with the pieces is at most linear in c, so the steps left can take off at most three times
+ * what the last step did: when even four times that leaves the need over the limit (what is
+ * held beside the pieces passes it alone), the cut is given up after a few rebuilds instead of
+ * one per length down to the smallest (issue 16: 30 s and 2 GB for a refusal). */
 static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int64_t *out_c) {
-  int64_t lo = smallest_piece(r), c = 0, extra = 0;
+  int64_t lo = smallest_piece(r), c = 0, before = -1;
   if (r->extent / 2 < lo) return LOOM_ERR_UNSUPPORTED;
-  loom_status s = probe_search(r, lo, r->extent / 2, 0, cs, &c);
-  for (int32_t check = 0; !s && c > 0 && check < MAX_CHECKS; check++) {
+  loom_status s = probe_search(r, lo, cs, &c);
+  while (!s && c > 0) {
     loom_graph *cand = NULL;
-    int64_t whole, probe;
+    int64_t whole;
     if ((s = piece_peak(r, c, false, &cand, &whole))) break;
     if (whole <= cs->limit) {
       *out = cand;
@@ -628,10 +626,9 @@ static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int
     }
     loom_graph_destroy(cand);
     cs->least = LOOM_MIN(cs->least, whole);
-    if ((s = piece_peak(r, c, true, NULL, &probe))) break;
-    extra = LOOM_MAX(extra, whole - probe);
-    if (c > lo) s = probe_search(r, lo, c - 1, extra, cs, &c);
-    else c = 0;
+    if (c == lo || (before >= 0 && whole - 4 * (before - whole) > cs->limit)) break;
+    before = whole;
+    c = LOOM_MAX(c * 3 / 4, lo);
   }
   return s ? s : LOOM_ERR_UNSUPPORTED;
 }
