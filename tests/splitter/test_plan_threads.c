@@ -143,3 +143,74 @@ TEST(plan_threads_share_a_context_on_ocl0) {
   loom_runner r[2] = {{"ocl0", 96 << 10}, {"cpu0", 128 << 10}};
   run_threads("cpu0,ocl0", r, 2);
 }
+
+/* Threads that each make their own context, run an FFT there (clFFT bakes a plan) and destroy
+ * it (clFFT deletes its plans) while the others are still planning: clFFT takes its locks in
+ * opposite orders in the two, which ThreadSanitizer reported as a lock-order inversion until
+ * Loom serialized its calls into clFFT (issue 16, finding 8). */
+typedef struct own_job {
+  const loom_graph *g;
+  const loom_tensor *in, *want;
+  int32_t id;
+  char failure[512];
+} own_job;
+
+static void *own_context_worker(void *arg) {
+  own_job *j = arg;
+  for (int32_t r = 0; r < RUNS && !j->failure[0]; r++) {
+    loom_context_options co;
+    loom_context_options_init(&co);
+    co.devices = "cpu0,ocl0";
+    loom_context *ctx = NULL;
+    loom_runner runner = {"ocl0", 1 << 20};
+    loom_plan *plan = NULL;
+    loom_tensor out;
+    memset(&out, 0, sizeof out);
+    loom_status s = loom_context_create(&co, &ctx);
+    if (!s) s = loom_plan_split_by_memory(j->g, &runner, 1, &plan);
+    if (!s) s = loom_plan_run(ctx, plan, j->in, 1, &out, 1, NULL);
+    if (s && !j->failure[0])
+      snprintf(j->failure, sizeof j->failure, "thread %d: %s: %s", (int)j->id, loom_status_string(s),
+               loom_last_error());
+    else if (!s && su_worst(j->want, &out, 1e-4, 1e-4) > 1 && !j->failure[0])
+      snprintf(j->failure, sizeof j->failure, "thread %d: results differ from a lone run", (int)j->id);
+    loom_tensor_deinit(&out);
+    loom_plan_destroy(plan);
+    loom_context_destroy(ctx);
+  }
+  return NULL;
+}
+
+TEST(plan_threads_each_with_a_context_of_their_own_on_ocl0) {
+  setenv("POCL_DEVICES", "pthread pthread", 0);
+  setenv("POCL_MEMORY_LIMIT", "1", 0);
+  loom_context_options co;
+  loom_context_options_init(&co);
+  co.devices = "cpu0,ocl0";
+  loom_context *probe = NULL;
+  loom_status s = loom_context_create(&co, &probe);
+  loom_context_destroy(probe);
+  if (s == LOOM_ERR_NOT_FOUND) {
+    loom_test_skip("%s", loom_last_error());
+    return;
+  }
+  ASSERT_OK(s);
+  loom_graph *g =
+      su_parse("graph f(z: c64[8,512]) {\n  f = fft z axis=1\n  g = ifft f axis=1\n  return g\n}\n");
+  ASSERT_TRUE(g != NULL);
+  loom_tensor *in = NULL, *want = NULL;
+  ASSERT_OK(su_inputs(g, 3, &in));
+  ASSERT_OK(su_run_graph(g, in, &want));
+  own_job jobs[THREADS];
+  pthread_t th[THREADS];
+  for (int32_t t = 0; t < THREADS; t++) {
+    jobs[t] = (own_job){g, in, want, t, ""};
+    ASSERT_EQ(pthread_create(&th[t], NULL, own_context_worker, &jobs[t]), 0);
+  }
+  for (int32_t t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+  for (int32_t t = 0; t < THREADS; t++)
+    if (jobs[t].failure[0]) loom_test_fail(__FILE__, __LINE__, "%s", jobs[t].failure);
+  su_tensors_free(in, 1);
+  su_tensors_free(want, 1);
+  loom_graph_destroy(g);
+}
