@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run check check-sanitize clean
+.PHONY: all deps build run check check-sanitize check-clang check-tsan fuzz clean
 
 all: build
 
@@ -32,5 +32,36 @@ check-sanitize: deps
 	cmake --build $(BUILD)-sanitize -j $(JOBS)
 	cd $(BUILD)-sanitize && ctest --output-on-failure -j $(JOBS)
 
+# The same suite built with clang (CI builds with both compilers).
+check-clang: deps
+	cmake -S . -B $(BUILD)-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLOOM_TEST_CACHE_DIR=$(abspath $(BUILD))/test-cache $(CMAKE_ARGS)
+	cmake --build $(BUILD)-clang -j $(JOBS)
+	cd $(BUILD)-clang && ctest --output-on-failure -j $(JOBS)
+
+# The suite under ThreadSanitizer (TSAN_TESTS: a ctest -R regex; default every test).
+TSAN_TESTS ?= .
+check-tsan: deps
+	cmake -S . -B $(BUILD)-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DLOOM_TSAN=ON \
+	  -DLOOM_TEST_CACHE_DIR=$(abspath $(BUILD))/test-cache $(CMAKE_ARGS)
+	cmake --build $(BUILD)-tsan -j $(JOBS)
+	cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
+
+# libFuzzer: builds tests/fuzz with clang, ASan and UBSan (no GPU backends: the targets reach
+# the parser, planner and readers only), then runs each target FUZZ_SECONDS on its corpus in
+# tests/fuzz/corpus/<target>, which keeps what the run adds. Crashes land in $(BUILD)-fuzz.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = fuzz_lir fuzz_npy fuzz_specs
+fuzz: deps
+	cmake -S . -B $(BUILD)-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DLOOM_FUZZ=ON -DLOOM_SANITIZE=ON -DLOOM_BUILD_TESTS=OFF -DLOOM_CUDA=OFF -DLOOM_OPENCL=OFF $(CMAKE_ARGS)
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p tests/fuzz/corpus/$$t && \
+	  $(BUILD)-fuzz/tests/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=30 -rss_limit_mb=4096 \
+	    -print_final_stats=1 -artifact_prefix=$(BUILD)-fuzz/$$t- \
+	    -dict=tests/fuzz/$$t.dict tests/fuzz/corpus/$$t || exit 1; \
+	done
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize
+	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-clang $(BUILD)-tsan $(BUILD)-fuzz

@@ -17,12 +17,18 @@
  * The piece size is the largest for which the estimator says the rewritten graph fits, so
  * the promise is checked by the same model the executor's meter follows.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ir/passes.h"
 
 enum { AX_UNSET = -2, AX_WHOLE = -1, AX_FAIL = -3 };
 enum { MAX_PIECES = 1 << 17, MAX_ROUNDS = 16 };
+
+/* Pieces emitted since the process started, probes included (loom__chunk_pieces_emitted). */
+static _Atomic int64_t pieces_emitted;
+
+int64_t loom__chunk_pieces_emitted(void) { return atomic_load(&pieces_emitted); }
 
 typedef enum chunk_mode { MODE_PARALLEL, MODE_REDUCED } chunk_mode;
 
@@ -461,6 +467,7 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
     pc.hi = LOOM_MIN(lo + c, r->extent);
     if (r->extent - pc.hi < r->min_piece) pc.hi = r->extent; /* no last piece shorter than k */
     pc.id = n + 1;
+    atomic_fetch_add(&pieces_emitted, 1);
     for (int32_t o = 0; !s && o <= last; o++)
       if (r->in_region[o]) s = emit_piece_op(r, rb, &pc, o);
     for (int32_t j = 0; !s && j < r->n_sinks; j++) {
@@ -566,34 +573,64 @@ static loom_status piece_peak(region *r, int64_t c, bool probe, loom_graph **kee
   return s;
 }
 
-/* The largest piece length c < extent for which the chunked graph fits `limit`: searched on
- * probes (cheap whatever the number of pieces), then checked on the whole rewritten graph and
- * shrunk while the results gathered from every piece still pass the limit. */
-static loom_status best_piece(region *r, int64_t limit, loom_graph **out, int64_t *out_c) {
+/* What the search for a cut has found: `least` is the smallest need it saw over the limit
+ * (a whole chunked graph's peak, else a probe's, which that graph cannot go under), for the
+ * refusal's message. */
+typedef struct chunk_search {
+  int64_t limit;
+  int64_t least;
+} chunk_search;
+
+/* Fewest elements a piece may have: k for a topk merge, and no more than MAX_PIECES pieces. */
+static int64_t smallest_piece(const region *r) {
+  return LOOM_MAX(r->min_piece, (r->extent + MAX_PIECES - 1) / MAX_PIECES);
+}
+
+/* The largest c in [lo, extent) (to within 1/16) whose probe fits the limit; 0 when none
+ * does. A probe's peak grows with c, so the lengths that fit are a prefix: halved from half the
+ * extent until one fits, then bisected. Probes cost three pieces whatever c is. */
+static loom_status probe_search(region *r, int64_t lo, chunk_search *cs, int64_t *out_c) {
   int64_t fits = 0, fails = r->extent, peak;
-  loom_status s;
-  if (r->extent / 2 < r->min_piece) return LOOM_ERR_UNSUPPORTED;
-  for (int64_t c = LOOM_MAX(r->extent / 2, r->min_piece); fails - fits > LOOM_MAX(1, fits / 16);) {
-    if ((s = piece_peak(r, c, true, NULL, &peak))) return s;
-    if (peak <= limit) fits = c;
-    else fails = c;
-    if (fits == 0 && c <= r->min_piece) return LOOM_ERR_UNSUPPORTED;
-    c = fits == 0 ? LOOM_MAX(c / 2, r->min_piece) : (fits + fails) / 2;
+  *out_c = 0;
+  for (int64_t c = LOOM_MAX(r->extent / 2, lo); fails - fits > LOOM_MAX(1, fits / 16);) {
+    loom_status s = piece_peak(r, c, true, NULL, &peak);
+    if (s) return s;
+    if (peak <= cs->limit) fits = c;
+    else fails = c, cs->least = LOOM_MIN(cs->least, peak);
+    if (fits == 0 && c <= lo) break;
+    c = fits == 0 ? LOOM_MAX(c / 2, lo) : (fits + fails) / 2;
   }
-  if (fits == 0) return LOOM_ERR_UNSUPPORTED;
-  for (int64_t c = fits; c >= r->min_piece; c = c * 3 / 4) {
-    if ((r->extent + c - 1) / c > MAX_PIECES) break;
+  *out_c = fits;
+  return LOOM_OK;
+}
+
+/* The largest piece length c < extent for which the chunked graph fits the limit: searched on
+ * probes, then checked on the whole rewritten graph, shrinking c by a quarter while the
+ * results gathered from every piece still pass the limit. The part of the need that shrinks
+ * with the pieces is at most linear in c, so the steps left can take off at most three times
+ * what the last step did: when even four times that leaves the need over the limit (what is
+ * held beside the pieces passes it alone), the cut is given up after a few rebuilds instead of
+ * one per length down to the smallest (issue 16: 30 s and 2 GB for a refusal). */
+static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int64_t *out_c) {
+  int64_t lo = smallest_piece(r), c = 0, before = -1;
+  if (r->extent / 2 < lo) return LOOM_ERR_UNSUPPORTED;
+  loom_status s = probe_search(r, lo, cs, &c);
+  while (!s && c > 0) {
     loom_graph *cand = NULL;
-    if ((s = piece_peak(r, c, false, &cand, &peak))) return s;
-    if (peak <= limit) {
+    int64_t whole;
+    if ((s = piece_peak(r, c, false, &cand, &whole))) break;
+    if (whole <= cs->limit) {
       *out = cand;
       *out_c = c;
       return LOOM_OK;
     }
     loom_graph_destroy(cand);
-    if (c <= r->min_piece) break;
+    cs->least = LOOM_MIN(cs->least, whole);
+    if (c == lo || (before >= 0 && whole - 4 * (before - whole) > cs->limit)) break;
+    before = whole;
+    c = LOOM_MAX(c * 3 / 4, lo);
   }
-  return LOOM_ERR_UNSUPPORTED;
+  return s ? s : LOOM_ERR_UNSUPPORTED;
 }
 
 /* Ops worth trying as sinks: the peak op and what follows it, small results first. */
@@ -625,7 +662,7 @@ static int32_t collect_sinks(const loom_graph *g, int32_t peak_op, int32_t *sink
 }
 
 /* Tries one (sink, mode, axis); LOOM_ERR_UNSUPPORTED when that cut does not fit. */
-static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, int32_t axis, int64_t limit,
+static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, int32_t axis, chunk_search *cs,
                            loom_graph **out, char *detail, size_t detail_size) {
   region r;
   int64_t c = 0;
@@ -637,7 +674,7 @@ static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, i
     s = region_build(&r, g, sink, mode, axis, attempt == 0);
     bool alone = s == LOOM_OK && r.n_sinks == 1;
     if (!s && r.extent < 2) s = LOOM_ERR_UNSUPPORTED;
-    if (!s) s = best_piece(&r, limit, out, &c);
+    if (!s) s = best_piece(&r, cs, out, &c);
     if (!s) break;
     region_free(&r);
     if (alone) return s; /* the second attempt would build the same region */
@@ -657,7 +694,7 @@ static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, i
 }
 
 /* One round: cuts the region around the peak op so the graph's peak drops. */
-static loom_status chunk_round(const loom_graph *g, int32_t peak_op, int64_t limit, loom_graph **out,
+static loom_status chunk_round(const loom_graph *g, int32_t peak_op, chunk_search *cs, loom_graph **out,
                                char *detail, size_t detail_size) {
   int32_t sinks[64];
   int32_t n = collect_sinks(g, peak_op, sinks, 64);
@@ -665,27 +702,35 @@ static loom_status chunk_round(const loom_graph *g, int32_t peak_op, int64_t lim
     const loom__op *op = &g->ops[sinks[k]];
     const loom_type *rt = &g->values[op->outputs[0]].type;
     for (int32_t ax = 0; ax < rt->rank; ax++) {
-      loom_status s = try_cut(g, sinks[k], MODE_PARALLEL, ax, limit, out, detail, detail_size);
+      loom_status s = try_cut(g, sinks[k], MODE_PARALLEL, ax, cs, out, detail, detail_size);
       if (s != LOOM_ERR_UNSUPPORTED) return s;
     }
     const loom_type *it = &g->values[op->inputs[0]].type;
     for (int32_t ax = 0; ax < it->rank; ax++) {
       if (!reduced_by(op, ax, it->rank)) continue;
-      loom_status s = try_cut(g, sinks[k], MODE_REDUCED, ax, limit, out, detail, detail_size);
+      loom_status s = try_cut(g, sinks[k], MODE_REDUCED, ax, cs, out, detail, detail_size);
       if (s != LOOM_ERR_UNSUPPORTED) return s;
     }
   }
   return LOOM_ERR_UNSUPPORTED;
 }
 
-static loom_status too_big(const loom_graph *g, const loom_estimate *e, int64_t limit) {
+/* The refusal: the peak op's need, and the least any cut of it left the graph needing. */
+static loom_status too_big(const loom_graph *g, const loom_estimate *e, const chunk_search *cs) {
   const loom_estimate_step *st = &e->steps[e->peak_step];
   const loom__op *op = &g->ops[st->op];
-  char name[32], need[32], lim[32];
-  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s '%s' needs %s at its step, more than the limit of %s, even when chunked",
-                     loom_op_name(op->kind), loom__value_label(g, op->outputs[0], name, sizeof name),
-                     loom__format_bytes_vs(st->peak, limit, need, sizeof need),
-                     loom__format_bytes_vs(limit, st->peak, lim, sizeof lim));
+  char buf[32], need[32], lim[32], least[32];
+  const char *name = loom__value_label(g, op->outputs[0], buf, sizeof buf);
+  loom__format_bytes_vs(st->peak, cs->limit, need, sizeof need);
+  if (cs->least == INT64_MAX)
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s '%s' needs %s at its step, more than the limit of %s, and cannot be chunked",
+                       loom_op_name(op->kind), name, need, loom__format_bytes_vs(cs->limit, st->peak, lim, sizeof lim));
+  char over[32];
+  return loom__error(LOOM_ERR_OUT_OF_MEMORY,
+                     "%s '%s' needs %s at its step; chunked as far as it goes, the graph still needs %s, %s over the limit of %s",
+                     loom_op_name(op->kind), name, need, loom__format_bytes_vs(cs->least, cs->limit, least, sizeof least),
+                     loom__format_bytes(cs->least - cs->limit, over, sizeof over),
+                     loom__format_bytes(cs->limit, lim, sizeof lim));
 }
 
 static loom_status check_inputs_fit(const loom_graph *g, int64_t limit) {
@@ -727,8 +772,9 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     }
     char detail[256];
     loom_graph *next = NULL;
-    s = chunk_round(cur, e.steps[e.peak_step].op, limit, &next, detail, sizeof detail);
-    if (s == LOOM_ERR_UNSUPPORTED) s = too_big(cur, &e, limit);
+    chunk_search cs = {limit, INT64_MAX};
+    s = chunk_round(cur, e.steps[e.peak_step].op, &cs, &next, detail, sizeof detail);
+    if (s == LOOM_ERR_UNSUPPORTED) s = too_big(cur, &e, &cs);
     int64_t before = e.peak_bytes, after = 0;
     loom_estimate_deinit(&e);
     if (s) break;

@@ -401,9 +401,11 @@ loom_status loom_graph_clone(const loom_graph *g, loom_graph **out) {
   }
   for (int32_t i = 0; i < c->n_values; i++)
     if (c->values[i].name && name_insert(c, i)) goto oom;
-  memcpy(c->params, g->params, sizeof(int32_t) * (size_t)g->n_params);
+  /* A graph with no parameters (or not yet returned) has NULL arrays: memcpy may not read
+   * from NULL even for zero bytes. */
+  if (g->n_params) memcpy(c->params, g->params, sizeof(int32_t) * (size_t)g->n_params);
   c->n_params = g->n_params;
-  memcpy(c->outputs, g->outputs, sizeof(int32_t) * (size_t)g->n_outputs);
+  if (g->n_outputs) memcpy(c->outputs, g->outputs, sizeof(int32_t) * (size_t)g->n_outputs);
   c->n_outputs = g->n_outputs;
   c->returned = g->returned;
   c->error = g->error;

@@ -25,6 +25,9 @@ loom_status loom__rewrite_schedule(const loom_graph *g, const loom_optimize_opti
  * op, its need and the limit when no chunking fits. */
 loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
                                 loom_rewrite_report *report);
+/* Pieces the chunk rewrite has emitted since the process started, the first pieces of its
+ * probes included: what its search for a piece size costs (tests bound it). */
+int64_t loom__chunk_pieces_emitted(void);
 
 /* True when the rewrite called `name` is enabled in opts. */
 bool loom__rewrite_enabled(const loom_optimize_options *opts, const char *name);

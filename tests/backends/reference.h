@@ -4,11 +4,17 @@
 #ifndef LOOM_TESTS_BACKENDS_REFERENCE_H
 #define LOOM_TESTS_BACKENDS_REFERENCE_H
 
+#include <complex.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "backends/backend.h"
 #include "loom/loom.h"
+
+/* glibc's <complex.h> defines CMPLX for GCC only; clang has the same builtin. */
+#ifndef CMPLX
+#define CMPLX(re, im) __builtin_complex((double)(re), (double)(im))
+#endif
 
 /* A type from a dims list: ref_type(LOOM_F32, 2, (int64_t[]){3, 4}). */
 loom_type ref_type(loom_dtype dt, int32_t rank, const int64_t *dims);

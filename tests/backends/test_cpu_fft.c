@@ -12,7 +12,8 @@
 
 #define FFT_PI 3.14159265358979323846
 
-static uint64_t fft_rng = 0xD1B54A32D192ED03ull;
+/* Per thread: fft_thread draws inputs from several threads at once. */
+static _Thread_local uint64_t fft_rng = 0xD1B54A32D192ED03ull;
 
 static double fft_urand(void) { /* [-1, 1) */
   fft_rng ^= fft_rng << 13;

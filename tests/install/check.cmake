@@ -11,6 +11,8 @@ endfunction()
 set(san_flags "")
 if(SANITIZE)
   set(san_flags -fsanitize=address,undefined)
+elseif(TSAN)
+  set(san_flags -fsanitize=thread)
 endif()
 string(REPLACE ";" " " san_string "${san_flags}")
 
@@ -19,7 +21,8 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX})
 
 # 1. find_package(Loom) + Loom::loom
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${WORK}/cmake-build -G ${GENERATOR}
-    -DCMAKE_PREFIX_PATH=${PREFIX} "-DCMAKE_C_FLAGS=${san_string}" "-DCMAKE_EXE_LINKER_FLAGS=${san_string}")
+    -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_C_COMPILER=${CC} "-DCMAKE_C_FLAGS=${san_string}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${san_string}")
 run(${CMAKE_COMMAND} --build ${WORK}/cmake-build)
 run(env LD_LIBRARY_PATH=${PREFIX}/lib ${WORK}/cmake-build/embed)
 message("cmake package: ${LAST_OUT}")

@@ -2,6 +2,7 @@
  * reduction, argmax/argmin and topk merged across pieces, dot over k) gives the unchunked
  * graph's results, and the rewritten graph's measured peak stays under the limit. */
 #include "rw_util.h"
+#include "ir/passes.h"
 #include "runtime/exec.h"
 
 /* Chunks g under `limit`, checks the report names the cut, that the estimate and the
@@ -113,7 +114,39 @@ TEST(chunk_refuses_what_cannot_be_cut) {
   o.limit = 4 << 20;
   ASSERT_STATUS(loom_graph_optimize(g, &o, &c, NULL), LOOM_ERR_OUT_OF_MEMORY);
   ASSERT_CONTAINS(loom_last_error(), "fft 'y' needs 8.00 MiB");
-  ASSERT_CONTAINS(loom_last_error(), "limit of 4.00 MiB");
+  ASSERT_CONTAINS(loom_last_error(), "limit of 4.00 MiB, and cannot be chunked");
   ASSERT_TRUE(c == NULL);
+  loom_graph_destroy(g);
+}
+
+/* Issue 16, finding 2: a cut whose pieces fit but whose gathered results do not (the result
+ * of this log-sum-exp over axis 0 is as long as its input, and the two fill the limit). The
+ * search used to rebuild the whole graph for every shorter piece down to 131072 pieces (30 s
+ * and 2 GB); it now gives up after a few rebuilds, and says the least a cut needed. */
+TEST(chunk_refuses_quickly_when_the_gathered_results_pass_the_limit) {
+  loom_graph *g = rw_parse("graph lse(x: f32[1,131072]) {\n"
+                           "  m = reduce_max x axes=[0] keepdims=true\n  d = sub x m\n  e = exp d\n"
+                           "  s = reduce_sum e axes=[0] keepdims=true\n  l = log s\n  r = add l m\n"
+                           "  return r\n}\n"),
+             *c = NULL;
+  ASSERT_TRUE(g);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.limit = 1 << 20;
+  int64_t before = loom__chunk_pieces_emitted();
+  ASSERT_STATUS(loom_graph_optimize(g, &o, &c, NULL), LOOM_ERR_OUT_OF_MEMORY);
+  int64_t pieces = loom__chunk_pieces_emitted() - before;
+  /* x and r alone take the 1 MiB: the least need quoted is just over it, not the 2 MiB of the
+   * unchunked graph */
+  ASSERT_CONTAINS(loom_last_error(), "needs 2.00 MiB at its step; chunked as far as it goes, the graph still needs 1.0");
+  ASSERT_CONTAINS(loom_last_error(), "over the limit of 1.00 MiB");
+  printf("    %lld pieces emitted\n", (long long)pieces);
+  ASSERT_TRUE(pieces < 2000);
+  ASSERT_TRUE(c == NULL);
+  /* the same graph under 2 MiB is chunked (or fits) as before */
+  o.limit = 2 << 20;
+  ASSERT_OK(loom_graph_optimize(g, &o, &c, NULL));
+  ASSERT_TRUE(rw_peak(c) <= o.limit);
+  loom_graph_destroy(c);
   loom_graph_destroy(g);
 }

@@ -149,8 +149,8 @@ TEST(sum_broadcast_explicit_broadcasts) {
 TEST(sum_broadcast_near_misses) {
   static const char *const texts[] = {
       /* operands of one shape: no order is cheaper */
-      "graph g(x: f32[100,100], y: f32[100,100], z: f32[100,100]) {\n  a = add x y\n  b = add a z\n  return "
-      "b\n}\n",
+      ("graph g(x: f32[100,100], y: f32[100,100], z: f32[100,100]) {\n"
+       "  a = add x y\n  b = add a z\n  return b\n}\n"),
       /* the inner sum is read elsewhere */
       "graph g(x: f32[100], y: f32[100,1], s: f32[]) {\n  a = add x y\n  b = add a s\n  return b, a\n}\n",
       /* a difference is not a sum */

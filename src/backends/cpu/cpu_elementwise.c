@@ -141,6 +141,15 @@ DEF_CV_FLOAT(f64, double)
 DEF_CV_HALF(f16, loom_f32_to_f16)
 DEF_CV_HALF(bf16, loom_f32_to_bf16)
 
+/* glibc's <complex.h> defines CMPLX and CMPLXF for GCC only; clang has the same builtin.
+ * (re + im * I would turn an infinite real part with a zero imaginary one into NaN.) */
+#ifndef CMPLXF
+#define CMPLXF(re, im) __builtin_complex((float)(re), (float)(im))
+#endif
+#ifndef CMPLX
+#define CMPLX(re, im) __builtin_complex((double)(re), (double)(im))
+#endif
+
 #define DEF_CV_COMPLEX(D, T, R, MAKE)               \
   static inline T cv_i_to_##D(int64_t v) {          \
     return MAKE((R)v, 0);                           \

@@ -5,6 +5,7 @@
  * the device's alignment) or, without a limit, from the executor's meter. Built when CMake
  * finds clFFT; none/opencl_clfft_none.c stands in otherwise. */
 #include <clFFT.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "backends/opencl/opencl_fft.h"
@@ -26,6 +27,13 @@ struct loom__cl_fft_cache {
   int32_t count;
 };
 
+/* Every call into clFFT holds this lock. clFFT takes its own locks in an order that differs
+ * between plan creation and clfftDestroyPlan (TSan reports the inversion when one thread bakes
+ * a plan while another closes a device), so two threads inside clFFT at once could deadlock.
+ * Plans are baked once per device and problem, so the lock costs little; it is taken after
+ * any lock of Loom's and nothing is called under it that takes one. */
+static pthread_mutex_t clfft_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* ---- process-wide setup --------------------------------------------------------------------- */
 
 loom_status loom__cl_clfft_setup(void) {
@@ -36,19 +44,25 @@ loom_status loom__cl_clfft_setup(void) {
   data.major = clfftVersionMajor;
   data.minor = clfftVersionMinor;
   data.patch = clfftVersionPatch;
+  pthread_mutex_lock(&clfft_lock);
   clfftStatus st = clfftSetup(&data);
+  pthread_mutex_unlock(&clfft_lock);
   if (st != CLFFT_SUCCESS)
     return loom__error(LOOM_ERR_UNAVAILABLE, "clFFT could not be set up (status %d)", (int)st);
   return LOOM_OK;
 }
 
 void loom__cl_clfft_teardown(void) {
+  pthread_mutex_lock(&clfft_lock);
   clfftTeardown();
+  pthread_mutex_unlock(&clfft_lock);
 }
 
 void loom__cl_fft_release(loom__cl_device *d) {
   if (!d->fft) return;
+  pthread_mutex_lock(&clfft_lock);
   for (int32_t i = 0; i < d->fft->count; i++) clfftDestroyPlan(&d->fft->plans[i].handle);
+  pthread_mutex_unlock(&clfft_lock);
   loom__free(d->fft);
   d->fft = NULL;
 }
@@ -77,8 +91,8 @@ static int64_t plan_kind(loom__fft_kind kind) {
   return kind == LOOM__FFT_INVERSE ? LOOM__FFT_FORWARD : kind;
 }
 
-/* The plan for key, baked on first use. */
-static loom_status get_plan(loom__cl_device *d, const fft_key *key, fft_plan **out) {
+/* The plan for key, baked on first use; the caller holds clfft_lock. */
+static loom_status get_plan_locked(loom__cl_device *d, const fft_key *key, fft_plan **out) {
   *out = NULL;
   if (!d->fft && !(d->fft = loom__calloc(1, sizeof *d->fft))) return loom__oom("clFFT plans");
   struct loom__cl_fft_cache *cache = d->fft;
@@ -135,6 +149,13 @@ static loom_status get_plan(loom__cl_device *d, const fft_key *key, fft_plan **o
   return LOOM_OK;
 }
 
+static loom_status get_plan(loom__cl_device *d, const fft_key *key, fft_plan **out) {
+  pthread_mutex_lock(&clfft_lock);
+  loom_status s = get_plan_locked(d, key, out);
+  pthread_mutex_unlock(&clfft_lock);
+  return s;
+}
+
 /* clFFT's temporary buffer: [from, scratch_bytes) of the scratch as a sub-buffer, else
  * memory from the executor's meter. *ok false: no room (nothing taken). */
 typedef struct fft_tmp {
@@ -183,8 +204,10 @@ static loom_status enqueue(loom__cl_device *d, const loom__gpu_fft *p, const fft
                            cl_mem out, cl_mem tmp) {
   clfftDirection dir =
       p->kind == LOOM__FFT_INVERSE || p->kind == LOOM__FFT_C2R ? CLFFT_BACKWARD : CLFFT_FORWARD;
+  pthread_mutex_lock(&clfft_lock);
   clfftStatus st =
       clfftEnqueueTransform(plan->handle, dir, 1, &d->queue, 0, NULL, NULL, &in, out ? &out : NULL, tmp);
+  pthread_mutex_unlock(&clfft_lock);
   return st == CLFFT_SUCCESS ? LOOM_OK : clfft_error(d, st, "clfftEnqueueTransform");
 }
 
