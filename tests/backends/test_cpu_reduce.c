@@ -544,7 +544,8 @@ TEST(topk_long_rows) {
   ref_seed(9);
   loom__view in = red_input(&t, order, &storage, 0);
   ASSERT_TRUE(topk_check(&in, 10, 1, false));
-  /* Timing: the selection of 200 rows should take a few ms, not a sort's hundreds. */
+  /* The time is printed for a reader (a bounded selection takes a few ms, a sort hundreds); it
+   * is not asserted: speed is measured by benchmarks, never by timed assertions in tests. */
   loom_value x, vals, idxs;
   loom_graph *g = ref_graph(1, &t, &x);
   ASSERT_OK(loom_topk(g, x, 10, 1, false, &vals, &idxs));
@@ -557,7 +558,6 @@ TEST(topk_long_rows) {
   ASSERT_OK(ref_run(g, ref_op(g, vals), &in, out));
   double dt = loom__now() - t0;
   printf("    topk 200 x 30000, k=10: %.2f ms\n", dt * 1e3);
-  ASSERT_TRUE(dt < 0.5);
   loom_graph_destroy(g);
   free(storage);
 }
