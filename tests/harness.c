@@ -45,7 +45,9 @@ void loom_test_skip(const char *fmt, ...) {
   current_skipped = 1;
 }
 
-int loom_test_failed(void) { return current_failed; }
+int loom_test_failed(void) {
+  return current_failed;
+}
 
 int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;

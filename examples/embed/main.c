@@ -4,13 +4,13 @@
 #include <loom/loom.h>
 #include <stdio.h>
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    loom_status s_ = (call);                                                           \
-    if (s_) {                                                                          \
-      fprintf(stderr, "%s: %s\n", loom_status_string(s_), loom_last_error());          \
-      return 1;                                                                        \
-    }                                                                                  \
+#define CHECK(call)                                                           \
+  do {                                                                        \
+    loom_status s_ = (call);                                                  \
+    if (s_) {                                                                 \
+      fprintf(stderr, "%s: %s\n", loom_status_string(s_), loom_last_error()); \
+      return 1;                                                               \
+    }                                                                         \
   } while (0)
 
 int main(void) {

@@ -23,7 +23,10 @@
 extern "C" {
 #endif
 
-/* X(ENUM, "text name"). The order is part of the ABI; new ops go at the end. */
+/* X(ENUM, "text name"). The order is part of the ABI; new ops go at the end. Laid out by hand,
+ * grouped as IR.md groups the ops: clang-format reflows a macro of this shape differently on
+ * each pass. */
+/* clang-format off */
 #define LOOM_OP_MAP(X)                                                                  \
   X(CONSTANT, "constant") X(IOTA, "iota") X(FILL, "fill")                               \
   X(NEG, "neg") X(ABS, "abs") X(SIGN, "sign") X(EXP, "exp") X(LOG, "log")               \
@@ -49,6 +52,7 @@ typedef enum loom_op {
 #undef LOOM_X
   LOOM_OP_COUNT
 } loom_op;
+/* clang-format on */
 
 /* The .lir spelling of an op ("reduce_sum"); "?" when out of range. */
 LOOM_API const char *loom_op_name(loom_op op);
@@ -126,10 +130,9 @@ LOOM_API loom_value loom_graph_param(loom_graph *graph, const char *name, const 
  * when non-NULL, must equal the inferred type (the .lir `: TYPE` annotation).
  * On failure the graph's sticky error is set, outs are LOOM_VALUE_NONE, and the status is
  * returned; the message names the op, its operands and the rule broken. */
-LOOM_API loom_status loom_graph_add(loom_graph *graph, loom_op op, const loom_value *inputs,
-                                    int32_t n_inputs, const loom_attrs *attrs,
-                                    const loom_type *result_type, const void *const_data,
-                                    loom_value *outs, int32_t n_outs);
+LOOM_API loom_status loom_graph_add(loom_graph *graph, loom_op op, const loom_value *inputs, int32_t n_inputs,
+                                    const loom_attrs *attrs, const loom_type *result_type,
+                                    const void *const_data, loom_value *outs, int32_t n_outs);
 
 /* Convenience builders over loom_graph_add. Each returns the (first) result. */
 LOOM_API loom_value loom_unary(loom_graph *graph, loom_op op, loom_value x);
@@ -154,8 +157,8 @@ LOOM_API loom_value loom_reduce(loom_graph *graph, loom_op op, loom_value x, int
 /* op is LOOM_OP_ARGMAX or LOOM_OP_ARGMIN. */
 LOOM_API loom_value loom_argreduce(loom_graph *graph, loom_op op, loom_value x, int64_t axis);
 /* Writes values to *out_values and i64 indices to *out_indices (either may be NULL). */
-LOOM_API loom_status loom_topk(loom_graph *graph, loom_value x, int64_t k, int64_t axis,
-                               bool largest, loom_value *out_values, loom_value *out_indices);
+LOOM_API loom_status loom_topk(loom_graph *graph, loom_value x, int64_t k, int64_t axis, bool largest,
+                               loom_value *out_values, loom_value *out_indices);
 LOOM_API loom_value loom_dot(loom_graph *graph, loom_value a, loom_value b);
 /* stride, padding, dilation may be NULL for the defaults; n_spatial is rank(x) - 2. */
 LOOM_API loom_value loom_conv(loom_graph *graph, loom_value x, loom_value w, const int64_t *stride,

@@ -13,14 +13,14 @@
 #ifndef LOOM_LOOM_H
 #define LOOM_LOOM_H
 
-#include "loom/status.h"
-#include "loom/tensor.h"
-#include "loom/graph.h"
-#include "loom/runtime.h"
 #include "loom/device.h"
-#include "loom/plan.h"
+#include "loom/graph.h"
 #include "loom/io.h"
 #include "loom/memory.h"
+#include "loom/plan.h"
+#include "loom/runtime.h"
+#include "loom/status.h"
+#include "loom/tensor.h"
 
 #define LOOM_VERSION_MAJOR 0
 #define LOOM_VERSION_MINOR 1

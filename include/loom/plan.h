@@ -28,22 +28,22 @@ extern "C" {
 /* ---- estimates ------------------------------------------------------------------------ */
 
 typedef struct loom_estimate_step {
-  int32_t op;                /* op index in the graph */
-  int64_t output_logical;    /* bytes of its results as a naive program would hold them */
-  int64_t output_physical;   /* bytes of its results that own storage (0 for a view) */
-  int64_t temporary;         /* its temporaries */
-  int64_t live_before;       /* physical bytes held across this step, not counting its results */
-  int64_t peak;              /* live_before + output_physical + temporary */
+  int32_t op;              /* op index in the graph */
+  int64_t output_logical;  /* bytes of its results as a naive program would hold them */
+  int64_t output_physical; /* bytes of its results that own storage (0 for a view) */
+  int64_t temporary;       /* its temporaries */
+  int64_t live_before;     /* physical bytes held across this step, not counting its results */
+  int64_t peak;            /* live_before + output_physical + temporary */
 } loom_estimate_step;
 
 typedef struct loom_estimate {
-  int64_t input_bytes;       /* the graph's inputs (parameters) */
-  int64_t logical_bytes;     /* sum of every op's logical output bytes */
-  int64_t physical_bytes;    /* sum of every op's physical output bytes */
-  int64_t temporary_bytes;   /* sum of every op's temporaries */
-  int64_t total_bytes;       /* physical_bytes + temporary_bytes: as if nothing were freed */
-  int64_t peak_bytes;        /* the largest step peak (at least input_bytes held at start) */
-  int32_t peak_step;         /* index into steps of the peak; -1 when the graph has no ops */
+  int64_t input_bytes;     /* the graph's inputs (parameters) */
+  int64_t logical_bytes;   /* sum of every op's logical output bytes */
+  int64_t physical_bytes;  /* sum of every op's physical output bytes */
+  int64_t temporary_bytes; /* sum of every op's temporaries */
+  int64_t total_bytes;     /* physical_bytes + temporary_bytes: as if nothing were freed */
+  int64_t peak_bytes;      /* the largest step peak (at least input_bytes held at start) */
+  int32_t peak_step;       /* index into steps of the peak; -1 when the graph has no ops */
   int32_t n_steps;
   loom_estimate_step *steps; /* one per op, in schedule order */
 } loom_estimate;
@@ -100,7 +100,6 @@ LOOM_API loom_status loom_runners_from_mem_limits(const char *limits, loom_runne
 LOOM_API loom_status loom_runners_fit_mem_limits(loom_runner *runners, int32_t n_runners, const char *limits,
                                                  int32_t *out_lowered);
 
-
 /* ---- rewrites ------------------------------------------------------------------------- */
 
 /* The rewrites, by the names --no-rewrite takes:
@@ -112,14 +111,14 @@ LOOM_API loom_status loom_runners_fit_mem_limits(loom_runner *runners, int32_t n
  *   sum_broadcast     sums of broadcasts reordered to add small operands first
  *   schedule          the order of independent ops chosen to lower the peak
  *   chunk             ops or chains over the limit computed in pieces (needs a limit) */
-#define LOOM_REWRITE_NAMES \
+#define LOOM_REWRITE_NAMES                                                                         \
   "distance", "dot_transpose", "tile_broadcast", "reduce_broadcast", "dot_chain", "sum_broadcast", \
       "schedule", "chunk"
 
 typedef struct loom_optimize_options {
   const char *const *disabled; /* names of rewrites not to apply */
   int32_t n_disabled;
-  int64_t limit;               /* bytes the graph must fit for "chunk"; 0: no chunking */
+  int64_t limit; /* bytes the graph must fit for "chunk"; 0: no chunking */
 } loom_optimize_options;
 
 LOOM_API void loom_optimize_options_init(loom_optimize_options *opts);
@@ -180,17 +179,17 @@ LOOM_API void loom_plan_destroy(loom_plan *plan);
 
 /* One stage, as plain data valid while the plan lives. Value ids are the graph's. */
 typedef struct loom_stage_info {
-  int32_t runner;                /* index into the plan's runners */
-  const char *device;            /* runner device id */
-  int64_t limit;                 /* runner limit, bytes */
+  int32_t runner;     /* index into the plan's runners */
+  const char *device; /* runner device id */
+  int64_t limit;      /* runner limit, bytes */
   int32_t n_ops;
-  const int32_t *ops;            /* op indices of the plan's graph, in order */
+  const int32_t *ops; /* op indices of the plan's graph, in order */
   int32_t n_inputs;
-  const int32_t *inputs;         /* value ids the stage reads from outside */
+  const int32_t *inputs; /* value ids the stage reads from outside */
   int32_t n_outputs;
-  const int32_t *outputs;        /* value ids later stages or the return need */
-  int64_t estimated_peak;        /* the stage's estimated peak bytes */
-  const loom_graph *graph;       /* the stage as a graph of its own */
+  const int32_t *outputs;  /* value ids later stages or the return need */
+  int64_t estimated_peak;  /* the stage's estimated peak bytes */
+  const loom_graph *graph; /* the stage as a graph of its own */
 } loom_stage_info;
 
 LOOM_API int32_t loom_plan_stage_count(const loom_plan *plan);

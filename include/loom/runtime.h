@@ -42,9 +42,9 @@ LOOM_API void loom_context_destroy(loom_context *ctx);
 /* Statistics of one run, as the runtime's meter counted them (the bytes it asked the memory
  * manager for, and the inputs and constants it read in place). */
 typedef struct loom_run_stats {
-  int64_t peak_bytes;    /* most bytes allocated at once for values and temporaries */
-  int64_t allocations;   /* number of allocations */
-  double seconds;        /* wall time of the run */
+  int64_t peak_bytes;  /* most bytes allocated at once for values and temporaries */
+  int64_t allocations; /* number of allocations */
+  double seconds;      /* wall time of the run */
 } loom_run_stats;
 
 /* Runs `graph` on cpu0 with host inputs (in parameter order, types equal to the
@@ -56,9 +56,9 @@ typedef struct loom_run_stats {
  * `stats` may be NULL. Errors: INVALID_ARGUMENT (counts or types that do not match, a graph
  * that does not verify), OUT_OF_MEMORY (also when the memory node's limit is reached),
  * UNSUPPORTED. */
-LOOM_API loom_status loom_graph_run(loom_context *ctx, const loom_graph *graph,
-                                    const loom_tensor *inputs, int32_t n_inputs,
-                                    loom_tensor *outputs, int32_t n_outputs, loom_run_stats *stats);
+LOOM_API loom_status loom_graph_run(loom_context *ctx, const loom_graph *graph, const loom_tensor *inputs,
+                                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
+                                    loom_run_stats *stats);
 
 /* As loom_graph_run, on the device `device` ("cpu0", "ocl1", "cuda0", or an alias the context
  * knows, as loom_context_find_device takes): the inputs are copied from host memory to the

@@ -15,21 +15,21 @@ extern "C" {
 
 /* X(NAME, description). The taxonomy follows IREE's: callers branch on the kind of failure,
  * the message carries the detail. */
-#define LOOM_STATUS_MAP(X)                                                        \
-  X(OK, "ok")                                                                     \
-  X(INVALID_ARGUMENT, "invalid argument")                                         \
-  X(OUT_OF_MEMORY, "out of memory")                                               \
-  X(UNAVAILABLE, "unavailable")                                                   \
-  X(UNSUPPORTED, "unsupported")                                                   \
-  X(NOT_FOUND, "not found")                                                       \
-  X(IO, "input/output error")                                                     \
+#define LOOM_STATUS_MAP(X)                \
+  X(OK, "ok")                             \
+  X(INVALID_ARGUMENT, "invalid argument") \
+  X(OUT_OF_MEMORY, "out of memory")       \
+  X(UNAVAILABLE, "unavailable")           \
+  X(UNSUPPORTED, "unsupported")           \
+  X(NOT_FOUND, "not found")               \
+  X(IO, "input/output error")             \
   X(INTERNAL, "internal error")
 
 typedef enum loom_status {
 #define LOOM_X(name, text) LOOM_STATUS_##name,
   LOOM_STATUS_MAP(LOOM_X)
 #undef LOOM_X
-  LOOM_STATUS_COUNT_
+      LOOM_STATUS_COUNT_
 } loom_status;
 
 #define LOOM_OK LOOM_STATUS_OK

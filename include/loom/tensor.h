@@ -35,7 +35,7 @@ typedef enum loom_dtype {
 #define LOOM_X(e, name, bytes) LOOM_##e,
   LOOM_DTYPE_MAP(LOOM_X)
 #undef LOOM_X
-  LOOM_DTYPE_COUNT
+      LOOM_DTYPE_COUNT
 } loom_dtype;
 
 /* Bytes of one element; 0 for an out-of-range value. */
@@ -59,8 +59,7 @@ typedef struct loom_type {
 
 /* Fills *out_type. Fails with LOOM_ERR_INVALID_ARGUMENT for a bad dtype, a rank outside
  * 0..LOOM_MAX_RANK, a negative dimension, or a shape whose byte size overflows int64. */
-LOOM_API loom_status loom_type_make(loom_dtype dtype, int32_t rank, const int64_t *dims,
-                                    loom_type *out_type);
+LOOM_API loom_status loom_type_make(loom_dtype dtype, int32_t rank, const int64_t *dims, loom_type *out_type);
 /* Element count and byte size. Overflow is LOOM_ERR_INVALID_ARGUMENT, never a wrap. */
 LOOM_API loom_status loom_type_elements(const loom_type *type, int64_t *out_elements);
 LOOM_API loom_status loom_type_bytes(const loom_type *type, int64_t *out_bytes);

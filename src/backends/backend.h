@@ -96,9 +96,9 @@ extern const loom__backend loom__cuda_backend;
 /* A strided copy on a device: dims[0..rank) elements of `elem` bytes from buffer src (element
  * offset src_off, element strides src_strides) to buffer dst (dst_off, dst_strides; NULL:
  * dense), enqueued on the device's queue. */
-typedef loom_status (*loom__strided_copy_fn)(void *dev, int64_t elem, int32_t rank, const int64_t *dims, void *dst,
-                                             int64_t dst_off, const int64_t *dst_strides, void *src, int64_t src_off,
-                                             const int64_t *src_strides);
+typedef loom_status (*loom__strided_copy_fn)(void *dev, int64_t elem, int32_t rank, const int64_t *dims,
+                                             void *dst, int64_t dst_off, const int64_t *dst_strides,
+                                             void *src, int64_t src_off, const int64_t *src_strides);
 /* The element strides that read dview `in` broadcast to `shape` (NumPy rules: 0 on broadcast
  * dimensions) into st; false when the shapes do not broadcast. */
 bool loom__dview_broadcast_strides(const loom__dview *in, const loom_type *shape, int64_t *st);

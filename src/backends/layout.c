@@ -38,8 +38,8 @@ static loom_status layout_bad(const layout_dev *d, const loom__op *op, const loo
 static loom_status copy_view(layout_dev *d, int32_t rank, const int64_t *dims, const loom__dview *out,
                              const int64_t *out_strides, int64_t out_off, const loom__dview *in,
                              const int64_t *in_strides, int64_t in_off) {
-  return d->copy(d->dev, loom_dtype_size(in->type.dtype), rank, dims, out->buffer, out_off, out_strides, in->buffer,
-                 in_off, in_strides);
+  return d->copy(d->dev, loom_dtype_size(in->type.dtype), rank, dims, out->buffer, out_off, out_strides,
+                 in->buffer, in_off, in_strides);
 }
 
 static loom_status run_concat(layout_dev *d, const loom__op_call *c) {

@@ -6,8 +6,8 @@
 #include "core/core.h"
 #include "loom/testing.h"
 
-static _Atomic int64_t alloc_count;   /* allocations since injection was (re)armed */
-static _Atomic int64_t fail_at;       /* 0: off; else the alloc_count that fails */
+static _Atomic int64_t alloc_count; /* allocations since injection was (re)armed */
+static _Atomic int64_t fail_at;     /* 0: off; else the alloc_count that fails */
 static _Atomic int fail_sticky;
 static _Atomic int64_t live_allocs;
 
@@ -17,9 +17,13 @@ void loom_testing_fail_allocation(int64_t nth, int sticky) {
   atomic_store(&fail_at, nth > 0 ? nth : 0);
 }
 
-int64_t loom_testing_allocation_count(void) { return atomic_load(&alloc_count); }
+int64_t loom_testing_allocation_count(void) {
+  return atomic_load(&alloc_count);
+}
 
-int64_t loom_testing_live_allocations(void) { return atomic_load(&live_allocs); }
+int64_t loom_testing_live_allocations(void) {
+  return atomic_load(&live_allocs);
+}
 
 /* True when this allocation must fail by injection. */
 static bool inject_failure(void) {
@@ -64,7 +68,9 @@ char *loom__strndup(const char *s, size_t n) {
   return p;
 }
 
-char *loom__strdup(const char *s) { return loom__strndup(s, strlen(s)); }
+char *loom__strdup(const char *s) {
+  return loom__strndup(s, strlen(s));
+}
 
 void *loom__aligned_alloc(size_t size) {
   if (inject_failure()) return NULL;
@@ -74,7 +80,9 @@ void *loom__aligned_alloc(size_t size) {
   return p;
 }
 
-void loom__aligned_free(void *ptr) { loom__free(ptr); }
+void loom__aligned_free(void *ptr) {
+  loom__free(ptr);
+}
 
 loom_status loom__grow(void **items, int32_t *cap, int32_t need, size_t item_size) {
   if (need <= *cap) return LOOM_OK;

@@ -13,11 +13,20 @@ static const struct {
   const char *suffix;
   double scale;
 } units[] = {
-    {"", 1.0},           {"b", 1.0},
-    {"k", 1024.0},       {"kib", 1024.0},      {"kb", 1e3},
-    {"m", 1048576.0},    {"mib", 1048576.0},   {"mb", 1e6},
-    {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
-    {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12},
+    {"", 1.0},
+    {"b", 1.0},
+    {"k", 1024.0},
+    {"kib", 1024.0},
+    {"kb", 1e3},
+    {"m", 1048576.0},
+    {"mib", 1048576.0},
+    {"mb", 1e6},
+    {"g", 1073741824.0},
+    {"gib", 1073741824.0},
+    {"gb", 1e9},
+    {"t", 1099511627776.0},
+    {"tib", 1099511627776.0},
+    {"tb", 1e12},
 };
 
 bool loom__parse_bytes(const char *text, int64_t *out_bytes, const char **out_end) {
@@ -92,8 +101,9 @@ loom_status loom_bytes_parse(const char *text, int64_t *out_bytes) {
   if (!text) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "byte size: NULL text");
   if (!loom__parse_bytes(text, &bytes, &end) || *end != '\0') {
     long col = (long)((end ? end : text) - text) + 1;
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "byte size '%s': cannot read it at column %ld (write 123, 64KiB, 512MiB, 1.5GiB or 2GB)", text, col);
+    return loom__error(
+        LOOM_ERR_INVALID_ARGUMENT,
+        "byte size '%s': cannot read it at column %ld (write 123, 64KiB, 512MiB, 1.5GiB or 2GB)", text, col);
   }
   *out_bytes = bytes;
   return LOOM_OK;

@@ -15,11 +15,17 @@ static const struct {
 #undef LOOM_X
 };
 
-static bool dtype_valid(loom_dtype d) { return (int)d >= 0 && d < LOOM_DTYPE_COUNT; }
+static bool dtype_valid(loom_dtype d) {
+  return (int)d >= 0 && d < LOOM_DTYPE_COUNT;
+}
 
-int64_t loom_dtype_size(loom_dtype d) { return dtype_valid(d) ? dtype_table[d].size : 0; }
+int64_t loom_dtype_size(loom_dtype d) {
+  return dtype_valid(d) ? dtype_table[d].size : 0;
+}
 
-const char *loom_dtype_name(loom_dtype d) { return dtype_valid(d) ? dtype_table[d].name : "?"; }
+const char *loom_dtype_name(loom_dtype d) {
+  return dtype_valid(d) ? dtype_table[d].name : "?";
+}
 
 bool loom_dtype_parse(const char *text, size_t len, loom_dtype *out) {
   for (int i = 0; i < LOOM_DTYPE_COUNT; i++) {
@@ -34,7 +40,9 @@ bool loom_dtype_parse(const char *text, size_t len, loom_dtype *out) {
 bool loom_dtype_is_float(loom_dtype d) {
   return d == LOOM_F16 || d == LOOM_BF16 || d == LOOM_F32 || d == LOOM_F64;
 }
-bool loom_dtype_is_complex(loom_dtype d) { return d == LOOM_C64 || d == LOOM_C128; }
+bool loom_dtype_is_complex(loom_dtype d) {
+  return d == LOOM_C64 || d == LOOM_C128;
+}
 bool loom_dtype_is_integer(loom_dtype d) {
   return d == LOOM_I8 || d == LOOM_U8 || d == LOOM_I16 || d == LOOM_I32 || d == LOOM_I64;
 }
@@ -112,8 +120,8 @@ loom_status loom_tensor_init(loom_tensor *out, const loom_type *type) {
   void *data = loom__aligned_alloc((size_t)bytes);
   if (!data) {
     char buf[LOOM_TYPE_STRING_MAX];
-    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory: %lld bytes for a %s tensor",
-                       (long long)bytes, loom_type_format(type, buf, sizeof buf));
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory: %lld bytes for a %s tensor", (long long)bytes,
+                       loom_type_format(type, buf, sizeof buf));
   }
   memset(data, 0, (size_t)bytes);
   out->data = data;
@@ -196,18 +204,45 @@ void loom__scalar_store(int dtype, double value, int64_t ivalue, bool is_int, vo
   double v = is_int ? (double)ivalue : value;
   if (!is_int) ivalue = saturate_i64(value);
   switch ((loom_dtype)dtype) {
-    case LOOM_BOOL: *(uint8_t *)dst = is_int ? ivalue != 0 : value != 0.0; break;
-    case LOOM_I8: *(int8_t *)dst = (int8_t)ivalue; break;
-    case LOOM_U8: *(uint8_t *)dst = (uint8_t)ivalue; break;
-    case LOOM_I16: *(int16_t *)dst = (int16_t)ivalue; break;
-    case LOOM_I32: *(int32_t *)dst = (int32_t)ivalue; break;
-    case LOOM_I64: *(int64_t *)dst = ivalue; break;
-    case LOOM_F16: *(uint16_t *)dst = loom_f32_to_f16((float)v); break;
-    case LOOM_BF16: *(uint16_t *)dst = loom_f32_to_bf16((float)v); break;
-    case LOOM_F32: *(float *)dst = (float)v; break;
-    case LOOM_F64: *(double *)dst = v; break;
-    case LOOM_C64: ((float *)dst)[0] = (float)v; ((float *)dst)[1] = 0.0f; break;
-    case LOOM_C128: ((double *)dst)[0] = v; ((double *)dst)[1] = 0.0; break;
-    default: break;
+    case LOOM_BOOL:
+      *(uint8_t *)dst = is_int ? ivalue != 0 : value != 0.0;
+      break;
+    case LOOM_I8:
+      *(int8_t *)dst = (int8_t)ivalue;
+      break;
+    case LOOM_U8:
+      *(uint8_t *)dst = (uint8_t)ivalue;
+      break;
+    case LOOM_I16:
+      *(int16_t *)dst = (int16_t)ivalue;
+      break;
+    case LOOM_I32:
+      *(int32_t *)dst = (int32_t)ivalue;
+      break;
+    case LOOM_I64:
+      *(int64_t *)dst = ivalue;
+      break;
+    case LOOM_F16:
+      *(uint16_t *)dst = loom_f32_to_f16((float)v);
+      break;
+    case LOOM_BF16:
+      *(uint16_t *)dst = loom_f32_to_bf16((float)v);
+      break;
+    case LOOM_F32:
+      *(float *)dst = (float)v;
+      break;
+    case LOOM_F64:
+      *(double *)dst = v;
+      break;
+    case LOOM_C64:
+      ((float *)dst)[0] = (float)v;
+      ((float *)dst)[1] = 0.0f;
+      break;
+    case LOOM_C128:
+      ((double *)dst)[0] = v;
+      ((double *)dst)[1] = 0.0;
+      break;
+    default:
+      break;
   }
 }

@@ -21,9 +21,13 @@ const char *loom_status_string(loom_status status) {
   }
 }
 
-const char *loom_last_error(void) { return last_error; }
+const char *loom_last_error(void) {
+  return last_error;
+}
 
-void loom_clear_error(void) { last_error[0] = '\0'; }
+void loom_clear_error(void) {
+  last_error[0] = '\0';
+}
 
 loom_status loom__error(loom_status status, const char *fmt, ...) {
   va_list ap;

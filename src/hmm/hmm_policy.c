@@ -7,7 +7,8 @@
 
 /* As hmm_residency.c's: SVM and CUDA managed memory. */
 static bool is_svm(loom_mem_storage s) {
-  return s == LOOM_MEM_STORAGE_SVM_COARSE || s == LOOM_MEM_STORAGE_SVM_FINE || s == LOOM_MEM_STORAGE_CUDA_MANAGED;
+  return s == LOOM_MEM_STORAGE_SVM_COARSE || s == LOOM_MEM_STORAGE_SVM_FINE ||
+         s == LOOM_MEM_STORAGE_CUDA_MANAGED;
 }
 
 static int32_t valid_svm(const loom_buffer *b) {

@@ -27,7 +27,8 @@ static bool is_valid(const loom__hmm_copy *c) {
 /* Memory a host thread reaches without a copy: OpenCL SVM, and CUDA managed memory (which
  * behaves as fine-grained SVM: coherent once the device's work is done). */
 static bool is_svm(loom_mem_storage s) {
-  return s == LOOM_MEM_STORAGE_SVM_COARSE || s == LOOM_MEM_STORAGE_SVM_FINE || s == LOOM_MEM_STORAGE_CUDA_MANAGED;
+  return s == LOOM_MEM_STORAGE_SVM_COARSE || s == LOOM_MEM_STORAGE_SVM_FINE ||
+         s == LOOM_MEM_STORAGE_CUDA_MANAGED;
 }
 
 loom_mem_storage loom__hmm_choose_storage(const loom_mem_manager *m, const loom_buffer *b, int32_t node) {
@@ -51,7 +52,8 @@ loom_mem_storage loom__hmm_choose_storage(const loom_mem_manager *m, const loom_
   }
   /* auto: shared memory only where it is the device's own memory anyway (PoCL, integrated
    * GPUs) and fine-grained, so neither side pays for maps. */
-  if (b->mode == LOOM_MEM_MODE_AUTO && (fine || managed) && n->device && n->device->host_unified) return shared;
+  if (b->mode == LOOM_MEM_MODE_AUTO && (fine || managed) && n->device && n->device->host_unified)
+    return shared;
   return plain;
 }
 

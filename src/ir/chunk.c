@@ -28,17 +28,19 @@ enum { MAX_PIECES = 1 << 17, MAX_ROUNDS = 16 };
 /* Pieces emitted since the process started, probes included (loom__chunk_pieces_emitted). */
 static _Atomic int64_t pieces_emitted;
 
-int64_t loom__chunk_pieces_emitted(void) { return atomic_load(&pieces_emitted); }
+int64_t loom__chunk_pieces_emitted(void) {
+  return atomic_load(&pieces_emitted);
+}
 
 typedef enum chunk_mode { MODE_PARALLEL, MODE_REDUCED } chunk_mode;
 
 typedef struct region {
   const loom_graph *g;
-  int32_t sink;         /* the sink the cut was chosen for */
+  int32_t sink; /* the sink the cut was chosen for */
   chunk_mode mode;
-  int32_t axis;         /* parallel: axis of the sink's results; reduced: of its input */
-  int64_t extent;       /* length of that axis */
-  int32_t *sinks;       /* every sink, in op order: the first sink and those that joined it */
+  int32_t axis;   /* parallel: axis of the sink's results; reduced: of its input */
+  int64_t extent; /* length of that axis */
+  int32_t *sinks; /* every sink, in op order: the first sink and those that joined it */
   int32_t n_sinks;
   int32_t *sink_axis;   /* per op: for a sink, its cut axis (of its results or its input) */
   int32_t *axis_of;     /* per value: the axis a region value is cut along */
@@ -51,7 +53,9 @@ typedef struct region {
   int64_t min_piece;    /* topk merged across pieces needs pieces of at least k */
 } region;
 
-static int64_t norm_axis(int64_t axis, int32_t rank) { return axis < 0 ? axis + rank : axis; }
+static int64_t norm_axis(int64_t axis, int32_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
 
 static bool reduces_axis(const loom_attrs *a, int32_t j, int32_t rank) {
   for (int32_t k = 0; k < a->axes.count; k++)
@@ -66,7 +70,8 @@ static int32_t map_broadcast(const loom_type *in, const loom_type *out, int32_t 
   return j;
 }
 
-static int32_t map_dot(const loom_type *in, const loom_type *other, const loom_type *out, int32_t ax, int32_t i) {
+static int32_t map_dot(const loom_type *in, const loom_type *other, const loom_type *out, int32_t ax,
+                       int32_t i) {
   if (in->rank < 2 || other->rank < 2) return AX_FAIL;
   if (ax == out->rank - 2) return i == 0 ? in->rank - 2 : AX_WHOLE;
   if (ax == out->rank - 1) return i == 1 ? in->rank - 1 : AX_WHOLE;
@@ -94,8 +99,12 @@ static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int
   const loom_type *in = &g->values[op->inputs[i]].type, *out = &g->values[op->outputs[0]].type;
   const loom_attrs *a = &op->attrs;
   switch (loom__op_info_of(op->kind)->cls) {
-    case LOOM_CLASS_UNARY: case LOOM_CLASS_BINARY: case LOOM_CLASS_COMPARE:
-    case LOOM_CLASS_LOGIC: case LOOM_CLASS_SELECT: case LOOM_CLASS_CAST:
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_LOGIC:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
       return map_broadcast(in, out, ax);
     case LOOM_CLASS_REDUCE: {
       if (a->keepdims) return ax;
@@ -188,10 +197,15 @@ static int32_t candidate_axis(const region *r, int32_t o) {
  * prod, max, min, mean), argmax/argmin and topk (merged), dot over k (partials summed). */
 static bool reduced_by(const loom__op *op, int32_t ax, int32_t rank) {
   switch (op->kind) {
-    case LOOM_OP_REDUCE_SUM: case LOOM_OP_REDUCE_PROD: case LOOM_OP_REDUCE_MAX:
-    case LOOM_OP_REDUCE_MIN: case LOOM_OP_REDUCE_MEAN:
+    case LOOM_OP_REDUCE_SUM:
+    case LOOM_OP_REDUCE_PROD:
+    case LOOM_OP_REDUCE_MAX:
+    case LOOM_OP_REDUCE_MIN:
+    case LOOM_OP_REDUCE_MEAN:
       return reduces_axis(&op->attrs, ax, rank);
-    case LOOM_OP_ARGMAX: case LOOM_OP_ARGMIN: case LOOM_OP_TOPK:
+    case LOOM_OP_ARGMAX:
+    case LOOM_OP_ARGMIN:
+    case LOOM_OP_TOPK:
       return ax == norm_axis(op->attrs.axis, rank);
     case LOOM_OP_DOT:
       return ax == rank - 1;
@@ -211,7 +225,8 @@ static bool join_sink(region *r, int32_t c, int32_t i) {
   if (r->mode == MODE_REDUCED) {
     const loom_type *t = &g->values[op->inputs[0]].type;
     /* topk's merge needs pieces of at least k, fixed by the first sink */
-    if (i != 0 || op->kind == LOOM_OP_TOPK || t->dims[a] != r->extent || !reduced_by(op, a, t->rank)) return false;
+    if (i != 0 || op->kind == LOOM_OP_TOPK || t->dims[a] != r->extent || !reduced_by(op, a, t->rank))
+      return false;
     r->sink_axis[c] = a;
     if (join(r, c, a)) return true;
     r->sink_axis[c] = AX_FAIL;
@@ -221,7 +236,8 @@ static bool join_sink(region *r, int32_t c, int32_t i) {
   for (int32_t ax = 0; ax < ot->rank; ax++) {
     if (ot->dims[ax] != r->extent || map_back(g, op, ax, i) != a) continue;
     for (int32_t k = 1; k < op->n_outputs; k++)
-      if (g->values[op->outputs[k]].type.rank <= ax || g->values[op->outputs[k]].type.dims[ax] != r->extent) return false;
+      if (g->values[op->outputs[k]].type.rank <= ax || g->values[op->outputs[k]].type.dims[ax] != r->extent)
+        return false;
     r->sink_axis[c] = ax;
     if (join(r, c, ax)) return true;
     r->sink_axis[c] = AX_FAIL;
@@ -288,8 +304,8 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
   r->downstream = loom__calloc(no, sizeof(bool));
   r->uses = loom__malloc(nv * sizeof(int32_t));
   r->region_uses = loom__calloc(nv, sizeof(int32_t));
-  if (!r->axis_of || !r->out_axis || !r->sink_axis || !r->sinks || !r->in_region || !r->downstream || !r->uses ||
-      !r->region_uses)
+  if (!r->axis_of || !r->out_axis || !r->sink_axis || !r->sinks || !r->in_region || !r->downstream ||
+      !r->uses || !r->region_uses)
     return loom__oom("a chunk region");
   for (size_t v = 0; v < nv; v++) r->axis_of[v] = AX_UNSET;
   for (size_t o = 0; o < no; o++) r->out_axis[o] = r->sink_axis[o] = AX_FAIL;
@@ -312,8 +328,10 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
     for (int32_t o = g->n_ops - 1; o >= 0; o--) {
       if (r->in_region[o]) continue;
       int32_t ax = candidate_axis(r, o);
-      if (ax >= 0) join(r, o, ax);
-      else if (more_sinks && join_readers_as_sinks(r, o)) changed = true;
+      if (ax >= 0)
+        join(r, o, ax);
+      else if (more_sinks && join_readers_as_sinks(r, o))
+        changed = true;
     }
   }
   for (int32_t o = 0; o < g->n_ops; o++)
@@ -325,7 +343,7 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
 
 typedef struct piece {
   int64_t lo, hi;
-  int32_t *local;   /* per src value: its piece in dst, valid when stamp matches */
+  int32_t *local; /* per src value: its piece in dst, valid when stamp matches */
   int32_t *stamp;
   int32_t id;
 } piece;
@@ -352,7 +370,8 @@ static loom_value piece_operand(const region *r, loom__rebuild *rb, piece *pc, i
 static loom_status emit_piece_op(const region *r, loom__rebuild *rb, piece *pc, int32_t o) {
   const loom__op *op = &r->g->ops[o];
   loom_value ins[16];
-  if (op->n_inputs > 16) return loom__error(LOOM_ERR_UNSUPPORTED, "chunk: %s has too many operands", loom_op_name(op->kind));
+  if (op->n_inputs > 16)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "chunk: %s has too many operands", loom_op_name(op->kind));
   for (int32_t i = 0; i < op->n_inputs; i++) ins[i] = piece_operand(r, rb, pc, o, i);
   loom_attrs attrs = op->attrs;
   loom_op kind = op->kind;
@@ -379,7 +398,9 @@ static loom_value combine(loom_graph *dst, loom_op reduce, loom_value acc, loom_
   return loom_binary(dst, op, acc, part);
 }
 
-static loom_value scalar_i64(loom_graph *dst, int64_t v) { return loom_scalar_f64(dst, LOOM_I64, (double)v); }
+static loom_value scalar_i64(loom_graph *dst, int64_t v) {
+  return loom_scalar_f64(dst, LOOM_I64, (double)v);
+}
 
 /* x[..., pos[..., j]] along the last axis, from IR ops alone: a one-hot mask of the positions
  * selects, and a sum gathers (small: the candidates of a topk merge). */
@@ -437,13 +458,15 @@ static void merge_piece(const region *r, loom__rebuild *rb, piece *pc, int32_t o
   loom_graph *dst = rb->dst;
   loom_value part = {pc->local[sink->outputs[0]]};
   if (sink->kind == LOOM_OP_TOPK) {
-    loom_value idx = loom_binary(dst, LOOM_OP_ADD, (loom_value){pc->local[sink->outputs[1]]}, scalar_i64(dst, pc->lo));
+    loom_value idx =
+        loom_binary(dst, LOOM_OP_ADD, (loom_value){pc->local[sink->outputs[1]]}, scalar_i64(dst, pc->lo));
     merge_topk(dst, sink, axis, part, idx, acc);
   } else if (sink->kind == LOOM_OP_ARGMAX || sink->kind == LOOM_OP_ARGMIN) {
     loom_value idx = loom_binary(dst, LOOM_OP_ADD, part, scalar_i64(dst, pc->lo));
     loom_value in = piece_operand(r, rb, pc, o, 0);
     int64_t ax = axis;
-    loom_value val = loom_reduce(dst, sink->kind == LOOM_OP_ARGMAX ? LOOM_OP_REDUCE_MAX : LOOM_OP_REDUCE_MIN, in, 1, &ax, false);
+    loom_value val = loom_reduce(dst, sink->kind == LOOM_OP_ARGMAX ? LOOM_OP_REDUCE_MAX : LOOM_OP_REDUCE_MIN,
+                                 in, 1, &ax, false);
     merge_arg(dst, sink->kind, idx, val, acc);
   } else {
     acc[0] = combine(dst, sink->kind == LOOM_OP_DOT ? LOOM_OP_REDUCE_SUM : sink->kind, acc[0], part);
@@ -452,8 +475,8 @@ static void merge_piece(const region *r, loom__rebuild *rb, piece *pc, int32_t o
 
 /* Emits every piece; the results of sink j go to parts[(2 j + k) stride + piece] (parallel)
  * or into acc[2 j], acc[2 j + 1] (reduced). */
-static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, loom_value *parts, int64_t stride,
-                               loom_value *acc) {
+static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, loom_value *parts,
+                               int64_t stride, loom_value *acc) {
   const loom_graph *g = r->g;
   piece pc = {0};
   pc.local = loom__malloc(sizeof(int32_t) * (size_t)g->n_values);
@@ -477,7 +500,8 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
           parts[(2 * j + k) * stride + n] = (loom_value){pc.local[sink->outputs[k]]};
       } else {
         merge_piece(r, rb, &pc, r->sinks[j], &acc[2 * j]);
-        if (acc[2 * j].id < 0) s = rb->dst->error ? rb->dst->error : loom__error(LOOM_ERR_INTERNAL, "chunk: merge failed");
+        if (acc[2 * j].id < 0)
+          s = rb->dst->error ? rb->dst->error : loom__error(LOOM_ERR_INTERNAL, "chunk: merge failed");
       }
     }
   }
@@ -488,15 +512,16 @@ static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, lo
 
 /* Maps the results of sink o to the joined pieces: parts[k stride + piece] (parallel) or
  * acc[0], acc[1] (reduced). */
-static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t o, int32_t n_pieces, int64_t covered,
-                               loom_value *parts, loom_value *acc) {
+static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t o, int32_t n_pieces,
+                               int64_t covered, loom_value *parts, loom_value *acc) {
   int64_t stride = n_pieces + 1;
   const loom__op *sink = &r->g->ops[o];
   int32_t axis = r->sink_axis[o];
   if (r->mode == MODE_REDUCED) {
     if (sink->kind == LOOM_OP_REDUCE_MEAN) {
       loom_dtype dt = r->g->values[sink->outputs[0]].type.dtype;
-      acc[0] = loom_binary(rb->dst, LOOM_OP_MUL, acc[0], loom_scalar_f64(rb->dst, dt, 1.0 / (double)r->extent));
+      acc[0] =
+          loom_binary(rb->dst, LOOM_OP_MUL, acc[0], loom_scalar_f64(rb->dst, dt, 1.0 / (double)r->extent));
     }
     loom__rebuild_set(rb, sink->outputs[0], acc[0]);
     if (sink->kind == LOOM_OP_TOPK) loom__rebuild_set(rb, sink->outputs[1], acc[1]);
@@ -524,7 +549,8 @@ static loom_status emit_chunked(const region *r, int64_t c, loom_graph **out) {
   *out = NULL;
   int64_t n_pieces = (r->extent + c - 1) / c;
   if (r->probe && n_pieces > 3) n_pieces = 3;
-  if (n_pieces > MAX_PIECES) return loom__error(LOOM_ERR_OUT_OF_MEMORY, "chunk: more than %d pieces", MAX_PIECES);
+  if (n_pieces > MAX_PIECES)
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "chunk: more than %d pieces", MAX_PIECES);
   loom_value *parts = NULL, *acc = loom__malloc(sizeof(loom_value) * 2 * (size_t)r->n_sinks);
   if (acc && r->mode == MODE_PARALLEL)
     parts = loom__malloc(sizeof(loom_value) * 2 * (size_t)r->n_sinks * (size_t)(n_pieces + 1));
@@ -568,8 +594,10 @@ static loom_status piece_peak(region *r, int64_t c, bool probe, loom_graph **kee
   loom_status s = emit_chunked(r, c, &cand);
   r->probe = false;
   if (!s) s = peak_of(cand, peak);
-  if (!s && keep) *keep = cand;
-  else loom_graph_destroy(cand);
+  if (!s && keep)
+    *keep = cand;
+  else
+    loom_graph_destroy(cand);
   return s;
 }
 
@@ -595,8 +623,10 @@ static loom_status probe_search(region *r, int64_t lo, chunk_search *cs, int64_t
   for (int64_t c = LOOM_MAX(r->extent / 2, lo); fails - fits > LOOM_MAX(1, fits / 16);) {
     loom_status s = piece_peak(r, c, true, NULL, &peak);
     if (s) return s;
-    if (peak <= cs->limit) fits = c;
-    else fails = c, cs->least = LOOM_MIN(cs->least, peak);
+    if (peak <= cs->limit)
+      fits = c;
+    else
+      fails = c, cs->least = LOOM_MIN(cs->least, peak);
     if (fits == 0 && c <= lo) break;
     c = fits == 0 ? LOOM_MAX(c / 2, lo) : (fits + fails) / 2;
   }
@@ -685,9 +715,10 @@ static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, i
   for (int32_t o = 0; o < g->n_ops; o++) n_ops += r.in_region[o];
   if (r.n_sinks > 1)
     snprintf(more, sizeof more, " (with %d more sink%s)", (int)(r.n_sinks - 1), r.n_sinks > 2 ? "s" : "");
-  snprintf(detail, detail_size, "%s '%s'%s and the %d ops before it, along %s axis %d, in %lld pieces of %lld",
-           loom_op_name(g->ops[sink].kind), loom__value_label(g, g->ops[sink].outputs[0], buf, sizeof buf), more,
-           (int)(n_ops - r.n_sinks), mode == MODE_PARALLEL ? "its result's" : "the reduced", (int)axis,
+  snprintf(detail, detail_size,
+           "%s '%s'%s and the %d ops before it, along %s axis %d, in %lld pieces of %lld",
+           loom_op_name(g->ops[sink].kind), loom__value_label(g, g->ops[sink].outputs[0], buf, sizeof buf),
+           more, (int)(n_ops - r.n_sinks), mode == MODE_PARALLEL ? "its result's" : "the reduced", (int)axis,
            (long long)((r.extent + c - 1) / c), (long long)c);
   region_free(&r);
   return s;
@@ -723,12 +754,16 @@ static loom_status too_big(const loom_graph *g, const loom_estimate *e, const ch
   const char *name = loom__value_label(g, op->outputs[0], buf, sizeof buf);
   loom__format_bytes_vs(st->peak, cs->limit, need, sizeof need);
   if (cs->least == INT64_MAX)
-    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s '%s' needs %s at its step, more than the limit of %s, and cannot be chunked",
-                       loom_op_name(op->kind), name, need, loom__format_bytes_vs(cs->limit, st->peak, lim, sizeof lim));
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY,
+                       "%s '%s' needs %s at its step, more than the limit of %s, and cannot be chunked",
+                       loom_op_name(op->kind), name, need,
+                       loom__format_bytes_vs(cs->limit, st->peak, lim, sizeof lim));
   char over[32];
   return loom__error(LOOM_ERR_OUT_OF_MEMORY,
-                     "%s '%s' needs %s at its step; chunked as far as it goes, the graph still needs %s, %s over the limit of %s",
-                     loom_op_name(op->kind), name, need, loom__format_bytes_vs(cs->least, cs->limit, least, sizeof least),
+                     "%s '%s' needs %s at its step; chunked as far as it goes, the graph still needs %s, %s "
+                     "over the limit of %s",
+                     loom_op_name(op->kind), name, need,
+                     loom__format_bytes_vs(cs->least, cs->limit, least, sizeof least),
                      loom__format_bytes(cs->least - cs->limit, over, sizeof over),
                      loom__format_bytes(cs->limit, lim, sizeof lim));
 }
@@ -783,7 +818,9 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     cur = next;
     if ((s = loom__report_add(report, "chunk", before - after, "%s", detail))) break;
   }
-  if (!s) s = loom__error(LOOM_ERR_OUT_OF_MEMORY, "chunk: the graph still passes the limit after %d rounds", MAX_ROUNDS);
+  if (!s)
+    s = loom__error(LOOM_ERR_OUT_OF_MEMORY, "chunk: the graph still passes the limit after %d rounds",
+                    MAX_ROUNDS);
   loom_graph_destroy(cur);
   return s;
 }

@@ -7,9 +7,9 @@
 
 /* Per-base-value lifetimes for a schedule: position of creation and of the last reader. */
 typedef struct lifetimes {
-  int32_t *created;   /* schedule position; -1 for inputs (held from the start) */
-  int32_t *last_use;  /* schedule position; INT32_MAX for outputs; -1 never read */
-  int64_t *physical;  /* bytes the base holds */
+  int32_t *created;  /* schedule position; -1 for inputs (held from the start) */
+  int32_t *last_use; /* schedule position; INT32_MAX for outputs; -1 never read */
+  int64_t *physical; /* bytes the base holds */
 } lifetimes;
 
 static loom_status check_schedule(const loom_graph *g, const int32_t *order, int32_t *pos_of) {
@@ -17,15 +17,17 @@ static loom_status check_schedule(const loom_graph *g, const int32_t *order, int
   for (int32_t p = 0; p < g->n_ops; p++) {
     int32_t o = order[p];
     if (o < 0 || o >= g->n_ops || pos_of[o] >= 0)
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "schedule: entry %d (%d) is not a new op index", (int)p, (int)o);
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "schedule: entry %d (%d) is not a new op index", (int)p,
+                         (int)o);
     pos_of[o] = p;
   }
   for (int32_t o = 0; o < g->n_ops; o++)
     for (int32_t i = 0; i < g->ops[o].n_inputs; i++) {
       int32_t producer = g->values[g->ops[o].inputs[i]].op;
       if (producer >= 0 && pos_of[producer] > pos_of[o])
-        return loom__error(LOOM_ERR_INVALID_ARGUMENT, "schedule: op %d (%s) runs before the op that makes its operand",
-                           (int)o, loom_op_name(g->ops[o].kind));
+        return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                           "schedule: op %d (%s) runs before the op that makes its operand", (int)o,
+                           loom_op_name(g->ops[o].kind));
     }
   return LOOM_OK;
 }
@@ -130,7 +132,8 @@ loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, lo
   loom__layout *layouts = loom__malloc(nv * sizeof *layouts);
   lifetimes lt = {loom__malloc(nv * sizeof(int32_t)), loom__malloc(nv * sizeof(int32_t)),
                   loom__malloc(nv * sizeof(int64_t))};
-  if (!order || !pos_of || !layouts || !lt.created || !lt.last_use || !lt.physical) s = loom__oom("an estimate");
+  if (!order || !pos_of || !layouts || !lt.created || !lt.last_use || !lt.physical)
+    s = loom__oom("an estimate");
   for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = schedule ? schedule[i] : i;
   if (!s) s = check_schedule(g, order, pos_of);
   if (!s) s = estimate_with(g, order, layouts, &lt, out);

@@ -126,7 +126,8 @@ loom_value loom_graph_param(loom_graph *g, const char *name, const loom_type *ty
   if (g->error) return LOOM_VALUE_NONE;
   loom_status s = LOOM_OK;
   if (g->n_ops > 0 || g->returned)
-    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "parameter '%s': parameters must come before ops", name ? name : "?");
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "parameter '%s': parameters must come before ops",
+                    name ? name : "?");
   else if (!type)
     s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "parameter '%s': type is NULL", name ? name : "?");
   loom_type checked;
@@ -166,17 +167,17 @@ static loom_status check_inputs(const loom_graph *g, loom_op op, const loom_valu
   }
   for (int32_t i = 0; i < n; i++)
     if (!loom__value_ok(g, in[i]))
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: operand %d is not a value of graph '%s'",
-                         info->name, (int)i + 1, g->name);
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: operand %d is not a value of graph '%s'", info->name,
+                         (int)i + 1, g->name);
   return LOOM_OK;
 }
 
 static loom_status check_attrs(loom_op op, const loom_attrs *attrs) {
   const loom__op_info *info = loom__op_info_of(op);
   uint32_t set = attrs ? attrs->set : 0;
-  static const char *names[] = {"axis", "k", "n", "groups", "largest", "keepdims", "to", "value",
-                                "shape", "perm", "axes", "start", "stop", "step", "reps",
-                                "stride", "padding", "dilation"};
+  static const char *names[] = {"axis", "k",     "n",     "groups", "largest", "keepdims",
+                                "to",   "value", "shape", "perm",   "axes",    "start",
+                                "stop", "step",  "reps",  "stride", "padding", "dilation"};
   for (int32_t b = 0; b < LOOM_ARRAY_SIZE(names); b++) {
     uint32_t bit = 1u << b;
     if ((set & bit) && !(info->allowed & bit))
@@ -190,8 +191,7 @@ static loom_status check_attrs(loom_op op, const loom_attrs *attrs) {
 static loom_status append_op(loom_graph *g, loom_op op, const loom_value *inputs, int32_t n_inputs,
                              const loom_attrs *attrs, const loom_type *types, int32_t n_results,
                              const void *const_data, loom_value *outs, int32_t n_outs) {
-  if (loom__grow((void **)&g->ops, &g->cap_ops, g->n_ops + 1, sizeof *g->ops))
-    return LOOM_ERR_OUT_OF_MEMORY;
+  if (loom__grow((void **)&g->ops, &g->cap_ops, g->n_ops + 1, sizeof *g->ops)) return LOOM_ERR_OUT_OF_MEMORY;
   if (loom__grow((void **)&g->values, &g->cap_values, g->n_values + n_results, sizeof *g->values))
     return LOOM_ERR_OUT_OF_MEMORY;
   loom__op *o = &g->ops[g->n_ops];
@@ -219,8 +219,10 @@ static loom_status append_op(loom_graph *g, loom_op op, const loom_value *inputs
       loom__free(o->inputs);
       return loom__oom("constant data");
     }
-    if (const_data) memcpy(o->const_data, const_data, (size_t)o->const_bytes);
-    else memset(o->const_data, 0, (size_t)o->const_bytes);
+    if (const_data)
+      memcpy(o->const_data, const_data, (size_t)o->const_bytes);
+    else
+      memset(o->const_data, 0, (size_t)o->const_bytes);
   }
   o->n_outputs = n_results;
   for (int32_t r = 0; r < n_results; r++) {
@@ -233,16 +235,19 @@ static loom_status append_op(loom_graph *g, loom_op op, const loom_value *inputs
 }
 
 loom_status loom_graph_add(loom_graph *g, loom_op op, const loom_value *inputs, int32_t n_inputs,
-                           const loom_attrs *attrs, const loom_type *result_type,
-                           const void *const_data, loom_value *outs, int32_t n_outs) {
+                           const loom_attrs *attrs, const loom_type *result_type, const void *const_data,
+                           loom_value *outs, int32_t n_outs) {
   for (int32_t i = 0; i < n_outs; i++) outs[i] = LOOM_VALUE_NONE;
   if (!g) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_add: graph is NULL");
   if (g->error) return g->error;
   const loom__op_info *info = loom__op_info_of(op);
   loom_status s = LOOM_OK;
-  if (!info) s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_add: unknown op %d", (int)op);
-  else if (g->returned) s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: the graph has already returned", info->name);
-  else if (n_inputs < 0 || (n_inputs > 0 && !inputs)) s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad operand list", info->name);
+  if (!info)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_add: unknown op %d", (int)op);
+  else if (g->returned)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: the graph has already returned", info->name);
+  else if (n_inputs < 0 || (n_inputs > 0 && !inputs))
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad operand list", info->name);
   if (!s) s = check_inputs(g, op, inputs, n_inputs);
   if (!s) s = check_attrs(op, attrs);
   loom_type types[2];
@@ -271,11 +276,14 @@ loom_status loom_graph_return(loom_graph *g, const loom_value *values, int32_t n
   if (!g) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_return: graph is NULL");
   if (g->error) return g->error;
   loom_status s = LOOM_OK;
-  if (g->returned) s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "return: graph '%s' has already returned", g->name);
-  else if (n < 1 || !values) s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "return: a graph returns at least one value");
+  if (g->returned)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "return: graph '%s' has already returned", g->name);
+  else if (n < 1 || !values)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "return: a graph returns at least one value");
   for (int32_t i = 0; !s && i < n; i++)
     if (!loom__value_ok(g, values[i]))
-      s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "return: result %d is not a value of graph '%s'", (int)i + 1, g->name);
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "return: result %d is not a value of graph '%s'", (int)i + 1,
+                      g->name);
   if (!s) {
     g->outputs = loom__malloc(sizeof(int32_t) * (size_t)n);
     if (!g->outputs) s = loom__oom("graph outputs");
@@ -291,7 +299,8 @@ loom_status loom_value_set_name(loom_graph *g, loom_value v, const char *name) {
   if (!g || !loom__value_ok(g, v))
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_value_set_name: not a value of this graph");
   if (!valid_name(name))
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "name '%s' is not [A-Za-z_][A-Za-z0-9_]*", name ? name : "(null)");
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "name '%s' is not [A-Za-z_][A-Za-z0-9_]*",
+                       name ? name : "(null)");
   loom_value other = loom_graph_find(g, name);
   if (other.id >= 0 && other.id != v.id)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "name '%s' is already defined", name);
@@ -335,29 +344,35 @@ loom_status loom_graph_verify(const loom_graph *g) {
   if (!g) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_verify: graph is NULL");
   if (g->error)
     return loom__error(g->error, "%s", g->error_message ? g->error_message : loom_status_string(g->error));
-  if (!g->returned)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' has no return", g->name);
+  if (!g->returned) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' has no return", g->name);
   for (int32_t i = 0; i < g->n_ops; i++) {
     const loom__op *o = &g->ops[i];
     for (int32_t j = 0; j < o->n_inputs; j++)
-      if (o->inputs[j] < 0 || o->inputs[j] >= g->n_values ||
-          (g->values[o->inputs[j]].op >= i))
+      if (o->inputs[j] < 0 || o->inputs[j] >= g->n_values || (g->values[o->inputs[j]].op >= i))
         return loom__error(LOOM_ERR_INTERNAL, "%s (op %d): operand %d is not defined before it",
                            loom_op_name(o->kind), (int)i, (int)j + 1);
   }
   return LOOM_OK;
 }
 
-const char *loom_graph_name(const loom_graph *g) { return g ? g->name : NULL; }
-int32_t loom_graph_param_count(const loom_graph *g) { return g ? g->n_params : 0; }
+const char *loom_graph_name(const loom_graph *g) {
+  return g ? g->name : NULL;
+}
+int32_t loom_graph_param_count(const loom_graph *g) {
+  return g ? g->n_params : 0;
+}
 loom_value loom_graph_param_at(const loom_graph *g, int32_t i) {
   return (g && i >= 0 && i < g->n_params) ? (loom_value){g->params[i]} : LOOM_VALUE_NONE;
 }
-int32_t loom_graph_output_count(const loom_graph *g) { return g ? g->n_outputs : 0; }
+int32_t loom_graph_output_count(const loom_graph *g) {
+  return g ? g->n_outputs : 0;
+}
 loom_value loom_graph_output_at(const loom_graph *g, int32_t i) {
   return (g && i >= 0 && i < g->n_outputs) ? (loom_value){g->outputs[i]} : LOOM_VALUE_NONE;
 }
-int32_t loom_graph_op_count(const loom_graph *g) { return g ? g->n_ops : 0; }
+int32_t loom_graph_op_count(const loom_graph *g) {
+  return g ? g->n_ops : 0;
+}
 const loom_type *loom_value_type(const loom_graph *g, loom_value v) {
   return (g && loom__value_ok(g, v)) ? &g->values[v.id].type : NULL;
 }

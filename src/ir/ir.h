@@ -12,16 +12,16 @@
 
 /* What kind of op, for the rules every pass shares. */
 typedef enum loom__op_class {
-  LOOM_CLASS_SOURCE,   /* constant iota fill */
-  LOOM_CLASS_UNARY,    /* same shape and dtype */
-  LOOM_CLASS_BINARY,   /* arithmetic with broadcasting */
-  LOOM_CLASS_COMPARE,  /* -> bool */
-  LOOM_CLASS_LOGIC,    /* and or (bool) */
+  LOOM_CLASS_SOURCE,  /* constant iota fill */
+  LOOM_CLASS_UNARY,   /* same shape and dtype */
+  LOOM_CLASS_BINARY,  /* arithmetic with broadcasting */
+  LOOM_CLASS_COMPARE, /* -> bool */
+  LOOM_CLASS_LOGIC,   /* and or (bool) */
   LOOM_CLASS_SELECT,
   LOOM_CLASS_CAST,
-  LOOM_CLASS_LAYOUT,   /* reshape transpose broadcast slice concat tile */
-  LOOM_CLASS_REDUCE,   /* reduce_* */
-  LOOM_CLASS_ARGREDUCE,/* argmax argmin */
+  LOOM_CLASS_LAYOUT,    /* reshape transpose broadcast slice concat tile */
+  LOOM_CLASS_REDUCE,    /* reduce_* */
+  LOOM_CLASS_ARGREDUCE, /* argmax argmin */
   LOOM_CLASS_TOPK,
   LOOM_CLASS_DOT,
   LOOM_CLASS_CONV,
@@ -54,9 +54,9 @@ typedef struct loom__op {
   int32_t n_outputs;
   int32_t outputs[2];
   loom_attrs attrs;
-  void *const_data;    /* constant's contents (dense, C order), owned */
+  void *const_data; /* constant's contents (dense, C order), owned */
   int64_t const_bytes;
-  int32_t line, col;   /* where the parser found it; 0 when built from C */
+  int32_t line, col; /* where the parser found it; 0 when built from C */
 } loom__op;
 
 struct loom_graph {
@@ -80,7 +80,9 @@ struct loom_graph {
   int32_t cur_line, cur_col;
 };
 
-static inline loom__value *loom__val(const loom_graph *g, int32_t id) { return &g->values[id]; }
+static inline loom__value *loom__val(const loom_graph *g, int32_t id) {
+  return &g->values[id];
+}
 static inline bool loom__value_ok(const loom_graph *g, loom_value v) {
   return v.id >= 0 && v.id < g->n_values;
 }
@@ -92,8 +94,7 @@ loom_status loom__graph_fail(loom_graph *g, loom_status status);
  * message that names the op, its operands and the rule broken ("sub: shapes f32[3,4] and
  * f32[5] do not broadcast"). For sources, result_type gives the type. */
 loom_status loom__infer(const loom_graph *g, loom_op op, const int32_t *inputs, int32_t n_inputs,
-                        const loom_attrs *attrs, const loom_type *result_type,
-                        loom_type *out_types);
+                        const loom_attrs *attrs, const loom_type *result_type, loom_type *out_types);
 
 /* NumPy broadcasting of two shapes into *out (dtype taken from a). False when they do not
  * broadcast. */
@@ -113,12 +114,12 @@ const char *loom__value_label(const loom_graph *g, int32_t id, char *buf, size_t
  * strides through which the view reads it. The estimator and the runtime both read this, so
  * what is estimated is what is allocated. */
 typedef struct loom__layout {
-  int32_t base;                     /* the value whose storage this reads: itself when it owns
-                                       storage; for fill (and views of it) the fill, which
-                                       has no storage, only a scalar */
-  int64_t offset;                   /* element offset into base's storage */
-  int64_t strides[LOOM_MAX_RANK];   /* element strides, 0 on broadcast dims */
-  bool owns;                        /* true: materialized, physical bytes = its bytes */
+  int32_t base;                   /* the value whose storage this reads: itself when it owns
+                                     storage; for fill (and views of it) the fill, which
+                                     has no storage, only a scalar */
+  int64_t offset;                 /* element offset into base's storage */
+  int64_t strides[LOOM_MAX_RANK]; /* element strides, 0 on broadcast dims */
+  bool owns;                      /* true: materialized, physical bytes = its bytes */
 } loom__layout;
 
 /* Fills layouts[n_values]. A reshape of non-contiguous data, and every non-view op,

@@ -71,8 +71,7 @@ static void owned(loom__layout *l, int32_t id, const loom_type *type) {
 }
 
 /* A view op's layout from its input's layout. Returns false when the op must materialize. */
-static bool view_layout(const loom_graph *g, const loom__op *op, const loom__layout *in,
-                        loom__layout *out) {
+static bool view_layout(const loom_graph *g, const loom__op *op, const loom__layout *in, loom__layout *out) {
   const loom_type *it = &g->values[op->inputs[0]].type;
   const loom_type *ot = &g->values[op->outputs[0]].type;
   *out = *in;

@@ -25,7 +25,8 @@ loom_status loom__rebuild_init(loom__rebuild *rb, const loom_graph *src) {
   for (int32_t p = 0; p < src->n_params; p++) {
     int32_t id = src->params[p];
     char buf[32];
-    loom_value v = loom_graph_param(rb->dst, loom__value_label(src, id, buf, sizeof buf), &src->values[id].type);
+    loom_value v =
+        loom_graph_param(rb->dst, loom__value_label(src, id, buf, sizeof buf), &src->values[id].type);
     if (v.id < 0) {
       loom_status failed = rb->dst->error;
       loom__rebuild_deinit(rb);
@@ -65,11 +66,13 @@ loom_status loom__rebuild_copy(loom__rebuild *rb, int32_t op_index) {
     }
   }
   loom_value outs[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
-  const loom_type *type = loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE ? &rb->src->values[op->outputs[0]].type : NULL;
+  const loom_type *type =
+      loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE ? &rb->src->values[op->outputs[0]].type : NULL;
   int32_t saved_line = rb->dst->cur_line, saved_col = rb->dst->cur_col;
   rb->dst->cur_line = op->line;
   rb->dst->cur_col = op->col;
-  loom_status s = loom_graph_add(rb->dst, op->kind, in, op->n_inputs, &op->attrs, type, op->const_data, outs, op->n_outputs);
+  loom_status s = loom_graph_add(rb->dst, op->kind, in, op->n_inputs, &op->attrs, type, op->const_data, outs,
+                                 op->n_outputs);
   rb->dst->cur_line = saved_line;
   rb->dst->cur_col = saved_col;
   if (in != ins) loom__free(in);

@@ -35,6 +35,7 @@
 
 #include "backends/backend.h"
 #include "ir/ir.h"
+#include "loom/memory.h"
 #include "loom/runtime.h"
 
 /* Counts the bytes the runtime holds for one execution. No allocation ever passes `limit`. */

@@ -34,9 +34,9 @@ static const struct {
   int size;
   const char *descr; /* what the writer emits */
 } npy_dtypes[] = {
-    {LOOM_BOOL, 'b', 1, "|b1"}, {LOOM_I8, 'i', 1, "|i1"},   {LOOM_U8, 'u', 1, "|u1"},
-    {LOOM_I16, 'i', 2, "<i2"},  {LOOM_I32, 'i', 4, "<i4"},  {LOOM_I64, 'i', 8, "<i8"},
-    {LOOM_F16, 'f', 2, "<f2"},  {LOOM_F32, 'f', 4, "<f4"},  {LOOM_F64, 'f', 8, "<f8"},
+    {LOOM_BOOL, 'b', 1, "|b1"}, {LOOM_I8, 'i', 1, "|i1"},     {LOOM_U8, 'u', 1, "|u1"},
+    {LOOM_I16, 'i', 2, "<i2"},  {LOOM_I32, 'i', 4, "<i4"},    {LOOM_I64, 'i', 8, "<i8"},
+    {LOOM_F16, 'f', 2, "<f2"},  {LOOM_F32, 'f', 4, "<f4"},    {LOOM_F64, 'f', 8, "<f8"},
     {LOOM_C64, 'c', 8, "<c8"},  {LOOM_C128, 'c', 16, "<c16"},
 };
 
@@ -103,8 +103,7 @@ static loom_status bad_header(const header_parser *hp, const char *what) {
 }
 
 static void skip_space(header_parser *hp) {
-  while (hp->p < hp->end && (*hp->p == ' ' || *hp->p == '\t' || *hp->p == '\n' || *hp->p == '\r'))
-    hp->p++;
+  while (hp->p < hp->end && (*hp->p == ' ' || *hp->p == '\t' || *hp->p == '\n' || *hp->p == '\r')) hp->p++;
 }
 
 /* Consumes `c` after optional spaces. */
@@ -120,7 +119,8 @@ static bool eat(header_parser *hp, char c) {
 /* A quoted string without escapes (keys and descrs never need them). */
 static loom_status parse_string(header_parser *hp, char *buf, size_t size) {
   skip_space(hp);
-  if (hp->p >= hp->end || (*hp->p != '\'' && *hp->p != '"')) return bad_header(hp, "expected a quoted string");
+  if (hp->p >= hp->end || (*hp->p != '\'' && *hp->p != '"'))
+    return bad_header(hp, "expected a quoted string");
   char quote = *hp->p++;
   const char *start = hp->p;
   while (hp->p < hp->end && *hp->p != quote && *hp->p != '\\') hp->p++;
@@ -152,7 +152,8 @@ static loom_status parse_bool(header_parser *hp, bool *out) {
 static loom_status parse_dim(header_parser *hp, int64_t *out) {
   skip_space(hp);
   if (hp->p < hp->end && *hp->p == '-') return bad_header(hp, "negative dimension in 'shape'");
-  if (hp->p >= hp->end || *hp->p < '0' || *hp->p > '9') return bad_header(hp, "expected a dimension in 'shape'");
+  if (hp->p >= hp->end || *hp->p < '0' || *hp->p > '9')
+    return bad_header(hp, "expected a dimension in 'shape'");
   const char *start = hp->p;
   int64_t v = 0;
   bool overflow = false;
@@ -161,8 +162,8 @@ static loom_status parse_dim(header_parser *hp, int64_t *out) {
     hp->p++;
   }
   if (overflow)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: shape dimension %.*s does not fit in int64",
-                       hp->path, (int)(hp->p - start), start);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: shape dimension %.*s does not fit in int64", hp->path,
+                       (int)(hp->p - start), start);
   if (hp->p < hp->end && (*hp->p == 'L' || *hp->p == 'l')) hp->p++;
   *out = v;
   return LOOM_OK;
@@ -192,8 +193,10 @@ static loom_status parse_entry(header_parser *hp, npy_header *h) {
   loom_status s = parse_string(hp, key, sizeof key);
   if (s) return s;
   if (!eat(hp, ':')) return bad_header(hp, "expected ':' after a key");
-  unsigned bit = strcmp(key, "descr") == 0 ? 1u : strcmp(key, "fortran_order") == 0 ? 2u
-               : strcmp(key, "shape") == 0 ? 4u : 0u;
+  unsigned bit = strcmp(key, "descr") == 0           ? 1u
+                 : strcmp(key, "fortran_order") == 0 ? 2u
+                 : strcmp(key, "shape") == 0         ? 4u
+                                                     : 0u;
   if (bit == 0) {
     char what[96];
     snprintf(what, sizeof what, "unexpected key '%s'", key);
@@ -263,11 +266,13 @@ static loom_status read_header(FILE *f, const char *path, npy_header *h, int64_t
   if (ferror(f)) return loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
   if (got < NPY_MAGIC_LEN || memcmp(pre, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: not a .npy file (bad magic)", path);
-  if (got < 10) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad .npy header: file ends inside the preamble", path);
+  if (got < 10)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad .npy header: file ends inside the preamble", path);
   int major = pre[6], minor = pre[7];
   if (!((major == 1 || major == 2 || major == 3) && minor == 0))
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: .npy format version %d.%d is not supported (1.0, 2.0, 3.0 are)",
-                       path, major, minor);
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "%s: .npy format version %d.%d is not supported (1.0, 2.0, 3.0 are)", path, major,
+                       minor);
   uint32_t hlen;
   int64_t offset;
   if (major == 1) {
@@ -275,20 +280,22 @@ static loom_status read_header(FILE *f, const char *path, npy_header *h, int64_t
     offset = 10;
   } else {
     if (read_fully(f, pre + 10, 2) < 2)
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad .npy header: file ends inside the preamble", path);
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad .npy header: file ends inside the preamble",
+                         path);
     hlen = le_u32(pre + 8);
     offset = 12;
   }
   if (hlen > NPY_MAX_HEADER)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad .npy header: header length %u is implausible", path,
-                       (unsigned)hlen);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad .npy header: header length %u is implausible",
+                       path, (unsigned)hlen);
   char *text = loom__malloc(hlen + 1u);
   if (!text) return loom__oom("a .npy header");
   loom_status s = LOOM_OK;
   if (read_fully(f, text, hlen) < hlen)
-    s = ferror(f) ? loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno))
-                  : loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                                "%s: bad .npy header: file ends inside the %u-byte header", path, (unsigned)hlen);
+    s = ferror(f)
+            ? loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno))
+            : loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                          "%s: bad .npy header: file ends inside the %u-byte header", path, (unsigned)hlen);
   if (!s) {
     text[hlen] = '\0';
     s = parse_header(path, text, hlen, h);
@@ -317,8 +324,7 @@ static loom_status header_type(const char *path, const npy_header *h, loom_type 
     }
     if (long_dims > 1 && !empty)
       return loom__error(LOOM_ERR_UNSUPPORTED,
-                         "%s: Fortran-order arrays are not supported; save with np.ascontiguousarray",
-                         path);
+                         "%s: Fortran-order arrays are not supported; save with np.ascontiguousarray", path);
   }
   return LOOM_OK;
 }
@@ -341,9 +347,10 @@ static loom_status read_data(FILE *f, const char *path, int64_t data_offset, int
   }
   size_t got = read_fully(f, data, (size_t)bytes);
   if (got < (size_t)bytes) {
-    loom_status s = ferror(f) ? loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno))
-                              : loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: expected %lld data bytes, found %lld",
-                                            path, (long long)bytes, (long long)got);
+    loom_status s = ferror(f)
+                        ? loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno))
+                        : loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: expected %lld data bytes, found %lld",
+                                      path, (long long)bytes, (long long)got);
     loom__aligned_free(data);
     return s;
   }
@@ -386,8 +393,9 @@ static size_t format_header(const loom_type *type, char *buf, size_t size) {
     n += (size_t)snprintf(shape + n, sizeof shape - n, i ? ", %lld" : "%lld", (long long)type->dims[i]);
   if (type->rank == 1) n += (size_t)snprintf(shape + n, sizeof shape - n, ",");
   shape[n] = '\0';
-  size_t len = (size_t)snprintf(buf + 10, size - 10, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
-                                loom__npy_descr(type->dtype), shape);
+  size_t len =
+      (size_t)snprintf(buf + 10, size - 10, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
+                       loom__npy_descr(type->dtype), shape);
   size_t total = 10 + len + 1; /* + '\n' */
   size_t padded = (total + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
   memset(buf + 10 + len, ' ', padded - total);

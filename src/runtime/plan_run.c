@@ -15,8 +15,8 @@
  * a stage runs on a device, the held values it does not read leave it for host memory, and
  * those it reads are counted by the stage as inputs. While a stage runs, the next stage's
  * inputs already held are prefetched to its device when it is another one (the memory
- * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory between stages
- * are not runner memory and are not counted against any limit. Each stage synchronizes its
+ * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory
+ * between stages are not runner memory and are not counted against any limit. Each stage synchronizes its
  * device when it ends, so its time and its errors are its own.
  */
 #include <string.h>
@@ -177,8 +177,8 @@ static void prefetch_next(plan_run *r, int32_t index, const loom__exec_device *c
     loom_buffer *b = r->vals[next.inputs[k]].buffer;
     loom_buffer_node_info info;
     loom_buffer_info bi;
-    if (!b || loom_buffer_node_info_get(b, dev->node, &info) != LOOM_OK || info.storage != LOOM_MEM_STORAGE_NONE ||
-        loom_buffer_get_info(b, &bi) != LOOM_OK || bi.bytes > room)
+    if (!b || loom_buffer_node_info_get(b, dev->node, &info) != LOOM_OK ||
+        info.storage != LOOM_MEM_STORAGE_NONE || loom_buffer_get_info(b, &bi) != LOOM_OK || bi.bytes > room)
       continue;
     room -= bi.bytes;
     list[n++] = b;

@@ -15,7 +15,9 @@ static uint64_t splitmix64(uint64_t *x) {
   return z ^ (z >> 31);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 static uint64_t next(rng *r) {
   uint64_t *s = r->s;
@@ -36,7 +38,9 @@ static void rng_seed(rng *r, uint64_t seed, uint64_t stream) {
 }
 
 /* k / 2^bits for the top `bits` bits of a draw: exact in any float with >= bits of mantissa. */
-static double unit(uint64_t draw, int bits) { return (double)(draw >> (64 - bits)) * (1.0 / (double)(1ull << bits)); }
+static double unit(uint64_t draw, int bits) {
+  return (double)(draw >> (64 - bits)) * (1.0 / (double)(1ull << bits));
+}
 
 loom_status loom_tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream) {
   int64_t n = 0;
@@ -55,19 +59,32 @@ void loom__tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream) {
   if (loom_type_elements(&t->type, &n) || !t->data) return;
   for (int64_t i = 0; i < n; i++) {
     switch (t->type.dtype) {
-      case LOOM_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)(next(&r) >> 63); break;
-      /* (draw_hi32 * 100) >> 32: uniform up to a bias of 2^-25, the same on every host. */
-#define INT_CASE(E, T) case E: ((T *)t->data)[i] = (T)(((next(&r) >> 32) * 100u) >> 32); break;
-      INT_CASE(LOOM_I8, int8_t)
-      INT_CASE(LOOM_U8, uint8_t)
-      INT_CASE(LOOM_I16, int16_t)
-      INT_CASE(LOOM_I32, int32_t)
-      INT_CASE(LOOM_I64, int64_t)
+      case LOOM_BOOL:
+        ((uint8_t *)t->data)[i] = (uint8_t)(next(&r) >> 63);
+        break;
+        /* (draw_hi32 * 100) >> 32: uniform up to a bias of 2^-25, the same on every host. */
+#define INT_CASE(E, T)                                        \
+  case E:                                                     \
+    ((T *)t->data)[i] = (T)(((next(&r) >> 32) * 100u) >> 32); \
+    break;
+        INT_CASE(LOOM_I8, int8_t)
+        INT_CASE(LOOM_U8, uint8_t)
+        INT_CASE(LOOM_I16, int16_t)
+        INT_CASE(LOOM_I32, int32_t)
+        INT_CASE(LOOM_I64, int64_t)
 #undef INT_CASE
-      case LOOM_F16: ((uint16_t *)t->data)[i] = loom_f32_to_f16((float)unit(next(&r), 11)); break;
-      case LOOM_BF16: ((uint16_t *)t->data)[i] = loom_f32_to_bf16((float)unit(next(&r), 8)); break;
-      case LOOM_F32: ((float *)t->data)[i] = (float)unit(next(&r), 24); break;
-      case LOOM_F64: ((double *)t->data)[i] = unit(next(&r), 53); break;
+      case LOOM_F16:
+        ((uint16_t *)t->data)[i] = loom_f32_to_f16((float)unit(next(&r), 11));
+        break;
+      case LOOM_BF16:
+        ((uint16_t *)t->data)[i] = loom_f32_to_bf16((float)unit(next(&r), 8));
+        break;
+      case LOOM_F32:
+        ((float *)t->data)[i] = (float)unit(next(&r), 24);
+        break;
+      case LOOM_F64:
+        ((double *)t->data)[i] = unit(next(&r), 53);
+        break;
       case LOOM_C64:
         ((float *)t->data)[2 * i] = (float)unit(next(&r), 24);
         ((float *)t->data)[2 * i + 1] = (float)unit(next(&r), 24);
@@ -76,7 +93,8 @@ void loom__tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream) {
         ((double *)t->data)[2 * i] = unit(next(&r), 53);
         ((double *)t->data)[2 * i + 1] = unit(next(&r), 53);
         break;
-      default: return;
+      default:
+        return;
     }
   }
 }

@@ -5,17 +5,21 @@
 #include "core/core.h"
 #include "loom/plan.h"
 
-loom_status loom_graph_optimize_for_runners(const loom_graph *graph, const loom_runner *runners, int32_t n_runners,
-                                            const loom_optimize_options *opts, loom_graph **out_graph,
-                                            loom_rewrite_report *report, char *note, size_t note_size) {
+loom_status loom_graph_optimize_for_runners(const loom_graph *graph, const loom_runner *runners,
+                                            int32_t n_runners, const loom_optimize_options *opts,
+                                            loom_graph **out_graph, loom_rewrite_report *report, char *note,
+                                            size_t note_size) {
   if (note && note_size) note[0] = '\0';
-  if (!out_graph) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize_for_runners: out_graph is NULL");
+  if (!out_graph)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize_for_runners: out_graph is NULL");
   *out_graph = NULL;
   if (n_runners < 0 || (n_runners > 0 && !runners))
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize_for_runners: bad runner list");
   loom_optimize_options o;
-  if (opts) o = *opts;
-  else loom_optimize_options_init(&o);
+  if (opts)
+    o = *opts;
+  else
+    loom_optimize_options_init(&o);
   o.limit = 0;
   for (int32_t i = 0; i < n_runners; i++) o.limit = LOOM_MAX(o.limit, runners[i].limit);
   loom_status s = loom_graph_optimize(graph, &o, out_graph, report);
@@ -27,8 +31,10 @@ loom_status loom_graph_optimize_for_runners(const loom_graph *graph, const loom_
   disabled[n++] = "chunk";
   if (note && note_size) {
     char lim[32];
-    snprintf(note, note_size, "the chunk rewrite cannot fit the whole graph under %s (%s); the plan cuts it into stages instead",
-             loom__format_bytes(o.limit, lim, sizeof lim), loom_last_error());
+    snprintf(
+        note, note_size,
+        "the chunk rewrite cannot fit the whole graph under %s (%s); the plan cuts it into stages instead",
+        loom__format_bytes(o.limit, lim, sizeof lim), loom_last_error());
   }
   if (report) loom_rewrite_report_deinit(report);
   o.disabled = disabled;

@@ -393,8 +393,8 @@ static loom_status too_big(splitter *sp, int32_t first, int32_t op_index, int64_
                      "split_by_memory: %s '%s' needs %s, the largest limit is %s%s%s%s",
                      loom_op_name(op->kind), loom__value_label(g, op->outputs[0], name, sizeof name),
                      loom__format_bytes_vs(need, sp->largest, n, sizeof n),
-                     loom__format_bytes_vs(sp->largest, need, lim, sizeof lim),
-                     why ? " (" : "", why ? why : "", why ? ")" : "");
+                     loom__format_bytes_vs(sp->largest, need, lim, sizeof lim), why ? " (" : "",
+                     why ? why : "", why ? ")" : "");
 }
 
 /* The ops after the last stage that have nothing to return join that stage's op list (its

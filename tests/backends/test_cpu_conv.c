@@ -19,19 +19,31 @@ static double conv_urand(void) { /* [-1, 1) */
 
 static double conv_get(loom_dtype dt, const void *p, int64_t off) {
   switch (dt) {
-    case LOOM_F16: return loom_f16_to_f32(((const uint16_t *)p)[off]);
-    case LOOM_BF16: return loom_bf16_to_f32(((const uint16_t *)p)[off]);
-    case LOOM_F32: return ((const float *)p)[off];
-    default: return ((const double *)p)[off];
+    case LOOM_F16:
+      return loom_f16_to_f32(((const uint16_t *)p)[off]);
+    case LOOM_BF16:
+      return loom_bf16_to_f32(((const uint16_t *)p)[off]);
+    case LOOM_F32:
+      return ((const float *)p)[off];
+    default:
+      return ((const double *)p)[off];
   }
 }
 
 static void conv_set(loom_dtype dt, void *p, int64_t off, double v) {
   switch (dt) {
-    case LOOM_F16: ((uint16_t *)p)[off] = loom_f32_to_f16((float)v); break;
-    case LOOM_BF16: ((uint16_t *)p)[off] = loom_f32_to_bf16((float)v); break;
-    case LOOM_F32: ((float *)p)[off] = (float)v; break;
-    default: ((double *)p)[off] = v; break;
+    case LOOM_F16:
+      ((uint16_t *)p)[off] = loom_f32_to_f16((float)v);
+      break;
+    case LOOM_BF16:
+      ((uint16_t *)p)[off] = loom_f32_to_bf16((float)v);
+      break;
+    case LOOM_F32:
+      ((float *)p)[off] = (float)v;
+      break;
+    default:
+      ((double *)p)[off] = v;
+      break;
   }
 }
 
@@ -41,8 +53,10 @@ static loom__view conv_view(loom_dtype dt, int32_t rank, const int64_t *dims, co
   loom__view v;
   memset(&v, 0, sizeof v);
   loom_type_make(dt, rank, dims, &v.type);
-  if (strides) memcpy(v.strides, strides, sizeof(int64_t) * (size_t)rank);
-  else loom__view_dense_strides(&v.type, v.strides);
+  if (strides)
+    memcpy(v.strides, strides, sizeof(int64_t) * (size_t)rank);
+  else
+    loom__view_dense_strides(&v.type, v.strides);
   int64_t span = 1;
   for (int32_t i = 0; i < rank; i++)
     if (dims[i] > 0) span += (dims[i] - 1) * v.strides[i];
@@ -65,8 +79,8 @@ static int64_t conv_off(const loom__view *v, const int64_t *idx) {
 
 /* Compares out (dense) with the naive cross-correlation, every `every`th element; tolerance
  * relative to sum |x||w|. */
-static void conv_compare(const loom__view *x, const loom__view *w, const conv_attrs *a,
-                         const loom_type *ot, const void *out, double tol, int64_t every) {
+static void conv_compare(const loom__view *x, const loom__view *w, const conv_attrs *a, const loom_type *ot,
+                         const void *out, double tol, int64_t every) {
   int32_t ns = x->type.rank - 2;
   int64_t G = a->groups, Cg = w->type.dims[1], Og = ot->dims[1] / G, total = 1, K = 1;
   for (int32_t i = 0; i < ot->rank; i++) total *= ot->dims[i];
@@ -133,16 +147,18 @@ static void conv_check(const loom__view *x, const loom__view *w, const conv_attr
   double t0 = loom__now();
   loom_status s = loom__cpu_conv(g, op, in, &out, scratch, sbytes);
   if (out_seconds) *out_seconds = loom__now() - t0;
-  if (s) loom_test_fail(__FILE__, __LINE__, "loom__cpu_conv: %s", loom_last_error());
-  else if (every > 0) conv_compare(x, w, a, &out.type, out.data, tol, every);
+  if (s)
+    loom_test_fail(__FILE__, __LINE__, "loom__cpu_conv: %s", loom_last_error());
+  else if (every > 0)
+    conv_compare(x, w, a, &out.type, out.data, tol, every);
   free(scratch);
   free(out.data);
   loom_graph_destroy(g);
 }
 
 /* Dense x and w, checked with and without scratch. */
-static void conv_dense(loom_dtype dt, int32_t rank, const int64_t *xd, const int64_t *wd,
-                       conv_attrs a, double tol) {
+static void conv_dense(loom_dtype dt, int32_t rank, const int64_t *xd, const int64_t *wd, conv_attrs a,
+                       double tol) {
   void *sx, *sw;
   loom__view x = conv_view(dt, rank, xd, NULL, &sx), w = conv_view(dt, rank, wd, NULL, &sw);
   if (a.groups == 0) a.groups = 1;
@@ -159,8 +175,7 @@ static void conv_dense(loom_dtype dt, int32_t rank, const int64_t *xd, const int
 TEST(cpu_conv_1d) {
   conv_dense(LOOM_F32, 3, DIMS(2, 3, 10), DIMS(4, 3, 3), (conv_attrs){0}, TOL_F32);
   if (loom_test_failed()) return;
-  conv_dense(LOOM_F32, 3, DIMS(2, 4, 11), DIMS(6, 2, 3),
-             (conv_attrs){DIMS(2), DIMS(1), DIMS(2), 2}, TOL_F32);
+  conv_dense(LOOM_F32, 3, DIMS(2, 4, 11), DIMS(6, 2, 3), (conv_attrs){DIMS(2), DIMS(1), DIMS(2), 2}, TOL_F32);
   if (loom_test_failed()) return;
   conv_dense(LOOM_F64, 3, DIMS(1, 2, 7), DIMS(3, 2, 7), (conv_attrs){NULL, DIMS(3), NULL, 1}, TOL_F64);
 }
@@ -170,8 +185,8 @@ TEST(cpu_conv_2d) {
              (conv_attrs){DIMS(2, 1), DIMS(1, 0), DIMS(1, 2), 1}, TOL_F32);
   if (loom_test_failed()) return;
   /* depthwise: groups = channels */
-  conv_dense(LOOM_F32, 4, DIMS(1, 6, 7, 7), DIMS(6, 1, 3, 3),
-             (conv_attrs){NULL, DIMS(1, 1), NULL, 6}, TOL_F32);
+  conv_dense(LOOM_F32, 4, DIMS(1, 6, 7, 7), DIMS(6, 1, 3, 3), (conv_attrs){NULL, DIMS(1, 1), NULL, 6},
+             TOL_F32);
   if (loom_test_failed()) return;
   conv_dense(LOOM_F64, 4, DIMS(3, 4, 12, 5), DIMS(6, 2, 5, 3),
              (conv_attrs){DIMS(3, 2), DIMS(2, 1), DIMS(2, 1), 2}, TOL_F64);
@@ -196,8 +211,8 @@ TEST(cpu_conv_3d) {
 
 TEST(cpu_conv_half) {
   /* Inputs exact in f16; f32 sums rounded once on store. */
-  conv_dense(LOOM_F16, 4, DIMS(2, 3, 9, 8), DIMS(4, 3, 3, 3),
-             (conv_attrs){DIMS(1, 2), DIMS(1, 1), NULL, 1}, 1e-3);
+  conv_dense(LOOM_F16, 4, DIMS(2, 3, 9, 8), DIMS(4, 3, 3, 3), (conv_attrs){DIMS(1, 2), DIMS(1, 1), NULL, 1},
+             1e-3);
   if (loom_test_failed()) return;
   conv_dense(LOOM_BF16, 3, DIMS(2, 4, 20), DIMS(4, 2, 5), (conv_attrs){NULL, DIMS(2), DIMS(2), 2}, 8e-3);
 }

@@ -21,42 +21,79 @@ static double dot_urand(void) { /* [-1, 1) */
 
 static int64_t dot_get_int(loom_dtype dt, const void *p, int64_t off) {
   switch (dt) {
-    case LOOM_I8: return ((const int8_t *)p)[off];
-    case LOOM_U8: case LOOM_BOOL: return ((const uint8_t *)p)[off];
-    case LOOM_I16: return ((const int16_t *)p)[off];
-    case LOOM_I32: return ((const int32_t *)p)[off];
-    default: return ((const int64_t *)p)[off];
+    case LOOM_I8:
+      return ((const int8_t *)p)[off];
+    case LOOM_U8:
+    case LOOM_BOOL:
+      return ((const uint8_t *)p)[off];
+    case LOOM_I16:
+      return ((const int16_t *)p)[off];
+    case LOOM_I32:
+      return ((const int32_t *)p)[off];
+    default:
+      return ((const int64_t *)p)[off];
   }
 }
 
 /* Part 0 (real) or 1 (imaginary) of element `off`, as a double. */
 static double dot_get(loom_dtype dt, const void *p, int64_t off, int part) {
   switch (dt) {
-    case LOOM_F16: return part ? 0 : loom_f16_to_f32(((const uint16_t *)p)[off]);
-    case LOOM_BF16: return part ? 0 : loom_bf16_to_f32(((const uint16_t *)p)[off]);
-    case LOOM_F32: return part ? 0 : ((const float *)p)[off];
-    case LOOM_F64: return part ? 0 : ((const double *)p)[off];
-    case LOOM_C64: return ((const float *)p)[2 * off + part];
-    case LOOM_C128: return ((const double *)p)[2 * off + part];
-    default: return part ? 0 : (double)dot_get_int(dt, p, off);
+    case LOOM_F16:
+      return part ? 0 : loom_f16_to_f32(((const uint16_t *)p)[off]);
+    case LOOM_BF16:
+      return part ? 0 : loom_bf16_to_f32(((const uint16_t *)p)[off]);
+    case LOOM_F32:
+      return part ? 0 : ((const float *)p)[off];
+    case LOOM_F64:
+      return part ? 0 : ((const double *)p)[off];
+    case LOOM_C64:
+      return ((const float *)p)[2 * off + part];
+    case LOOM_C128:
+      return ((const double *)p)[2 * off + part];
+    default:
+      return part ? 0 : (double)dot_get_int(dt, p, off);
   }
 }
 
 static void dot_set_random(loom_dtype dt, void *p, int64_t off) {
   double re = dot_urand(), im = dot_urand();
   switch (dt) {
-    case LOOM_F16: ((uint16_t *)p)[off] = loom_f32_to_f16((float)re); break;
-    case LOOM_BF16: ((uint16_t *)p)[off] = loom_f32_to_bf16((float)re); break;
-    case LOOM_F32: ((float *)p)[off] = (float)re; break;
-    case LOOM_F64: ((double *)p)[off] = re; break;
-    case LOOM_C64: ((float *)p)[2 * off] = (float)re; ((float *)p)[2 * off + 1] = (float)im; break;
-    case LOOM_C128: ((double *)p)[2 * off] = re; ((double *)p)[2 * off + 1] = im; break;
-    case LOOM_I8: ((int8_t *)p)[off] = (int8_t)(re * 100); break;
-    case LOOM_U8: ((uint8_t *)p)[off] = (uint8_t)((re + 1) * 100); break;
-    case LOOM_I16: ((int16_t *)p)[off] = (int16_t)(re * 30000); break;
+    case LOOM_F16:
+      ((uint16_t *)p)[off] = loom_f32_to_f16((float)re);
+      break;
+    case LOOM_BF16:
+      ((uint16_t *)p)[off] = loom_f32_to_bf16((float)re);
+      break;
+    case LOOM_F32:
+      ((float *)p)[off] = (float)re;
+      break;
+    case LOOM_F64:
+      ((double *)p)[off] = re;
+      break;
+    case LOOM_C64:
+      ((float *)p)[2 * off] = (float)re;
+      ((float *)p)[2 * off + 1] = (float)im;
+      break;
+    case LOOM_C128:
+      ((double *)p)[2 * off] = re;
+      ((double *)p)[2 * off + 1] = im;
+      break;
+    case LOOM_I8:
+      ((int8_t *)p)[off] = (int8_t)(re * 100);
+      break;
+    case LOOM_U8:
+      ((uint8_t *)p)[off] = (uint8_t)((re + 1) * 100);
+      break;
+    case LOOM_I16:
+      ((int16_t *)p)[off] = (int16_t)(re * 30000);
+      break;
     /* Large enough that sums of products wrap. */
-    case LOOM_I32: ((int32_t *)p)[off] = (int32_t)(re * 2e9); break;
-    default: ((int64_t *)p)[off] = (int64_t)(re * 9e18); break;
+    case LOOM_I32:
+      ((int32_t *)p)[off] = (int32_t)(re * 2e9);
+      break;
+    default:
+      ((int64_t *)p)[off] = (int64_t)(re * 9e18);
+      break;
   }
 }
 
@@ -67,8 +104,10 @@ static loom__view dot_view(loom_dtype dt, int32_t rank, const int64_t *dims, con
   loom__view v;
   memset(&v, 0, sizeof v);
   loom_type_make(dt, rank, dims, &v.type);
-  if (strides) memcpy(v.strides, strides, sizeof(int64_t) * (size_t)rank);
-  else loom__view_dense_strides(&v.type, v.strides);
+  if (strides)
+    memcpy(v.strides, strides, sizeof(int64_t) * (size_t)rank);
+  else
+    loom__view_dense_strides(&v.type, v.strides);
   int64_t span = 1;
   for (int32_t i = 0; i < rank; i++)
     if (dims[i] > 0) span += (dims[i] - 1) * v.strides[i];
@@ -82,8 +121,8 @@ static loom__view dot_view(loom_dtype dt, int32_t rank, const int64_t *dims, con
 
 /* Element offset of operand v for output index oi (batch dims right-aligned; row, col given;
  * a 1-D operand takes only the contracted index). */
-static int64_t dot_operand_off(const loom__view *v, const int64_t *oi, int32_t nb, int64_t row,
-                               int64_t col, bool is_a) {
+static int64_t dot_operand_off(const loom__view *v, const int64_t *oi, int32_t nb, int64_t row, int64_t col,
+                               bool is_a) {
   int32_t r = v->type.rank;
   if (r == 1) return (is_a ? col : row) * v->strides[0];
   int64_t off = row * v->strides[r - 2] + col * v->strides[r - 1];
@@ -97,11 +136,16 @@ static int64_t dot_operand_off(const loom__view *v, const int64_t *oi, int32_t n
 /* Truncates a wrapped sum to dt's width, sign-extending signed types. */
 static int64_t dot_wrap(loom_dtype dt, uint64_t v) {
   switch (dt) {
-    case LOOM_I8: return (int8_t)(uint8_t)v;
-    case LOOM_U8: return (uint8_t)v;
-    case LOOM_I16: return (int16_t)(uint16_t)v;
-    case LOOM_I32: return (int32_t)(uint32_t)v;
-    default: return (int64_t)v;
+    case LOOM_I8:
+      return (int8_t)(uint8_t)v;
+    case LOOM_U8:
+      return (uint8_t)v;
+    case LOOM_I16:
+      return (int16_t)(uint16_t)v;
+    case LOOM_I32:
+      return (int32_t)(uint32_t)v;
+    default:
+      return (int64_t)v;
   }
 }
 
@@ -143,8 +187,8 @@ static void dot_compare(const loom__view *a, const loom__view *b, const loom_typ
     }
     double gr = dot_get(dt, out, e, 0), gi = dot_get(dt, out, e, 1);
     if (!(fabs(gr - re) <= tol * mag + 1e-30 && fabs(gi - im) <= tol * mag + 1e-30)) {
-      loom_test_fail(__FILE__, __LINE__, "element %lld: (%.9g, %.9g), expected (%.9g, %.9g)",
-                     (long long)e, gr, gi, re, im);
+      loom_test_fail(__FILE__, __LINE__, "element %lld: (%.9g, %.9g), expected (%.9g, %.9g)", (long long)e,
+                     gr, gi, re, im);
       return;
     }
   }
@@ -173,8 +217,10 @@ static void dot_check(const loom__view *a, const loom__view *b, double tol, int 
   memset(out.data, 0xAB, (size_t)bytes + 1);
   void *scratch = sbytes ? malloc((size_t)sbytes) : NULL;
   loom_status s = loom__cpu_dot(g, op, in, &out, scratch, sbytes);
-  if (s) loom_test_fail(__FILE__, __LINE__, "loom__cpu_dot: %s", loom_last_error());
-  else dot_compare(a, b, &out.type, out.data, tol);
+  if (s)
+    loom_test_fail(__FILE__, __LINE__, "loom__cpu_dot: %s", loom_last_error());
+  else
+    dot_compare(a, b, &out.type, out.data, tol);
   free(scratch);
   free(out.data);
   loom_graph_destroy(g);
@@ -198,17 +244,17 @@ static void dot_dense(loom_dtype dt, int32_t ra, const int64_t *da, int32_t rb, 
 /* ---- tests ------------------------------------------------------------------------------- */
 
 TEST(cpu_dot_vectors) {
-  dot_dense(LOOM_F32, 1, DIMS(7), 1, DIMS(7), TOL_F32);          /* [7].[7] -> [] */
+  dot_dense(LOOM_F32, 1, DIMS(7), 1, DIMS(7), TOL_F32); /* [7].[7] -> [] */
   if (loom_test_failed()) return;
-  dot_dense(LOOM_F32, 1, DIMS(5), 2, DIMS(5, 3), TOL_F32);       /* [5].[5,3] -> [3] */
+  dot_dense(LOOM_F32, 1, DIMS(5), 2, DIMS(5, 3), TOL_F32); /* [5].[5,3] -> [3] */
   if (loom_test_failed()) return;
-  dot_dense(LOOM_F64, 2, DIMS(4, 5), 1, DIMS(5), TOL_F64);       /* [4,5].[5] -> [4] */
+  dot_dense(LOOM_F64, 2, DIMS(4, 5), 1, DIMS(5), TOL_F64); /* [4,5].[5] -> [4] */
   if (loom_test_failed()) return;
   dot_dense(LOOM_F32, 1, DIMS(300), 2, DIMS(300, 200), TOL_F32); /* gemv, B^T a */
   if (loom_test_failed()) return;
   dot_dense(LOOM_F64, 2, DIMS(200, 300), 1, DIMS(300), TOL_F64); /* gemv, A b */
   if (loom_test_failed()) return;
-  dot_dense(LOOM_F32, 1, DIMS(3), 3, DIMS(2, 3, 4), TOL_F32);    /* 1-D against a batch */
+  dot_dense(LOOM_F32, 1, DIMS(3), 3, DIMS(2, 3, 4), TOL_F32); /* 1-D against a batch */
   if (loom_test_failed()) return;
   dot_dense(LOOM_F32, 3, DIMS(2, 4, 3), 1, DIMS(3), TOL_F32);
 }

@@ -22,8 +22,12 @@ static double fft_urand(void) { /* [-1, 1) */
   return (double)(fft_rng >> 11) / (double)(1ull << 52) - 1.0;
 }
 
-static bool fft_is_complex(loom_dtype dt) { return dt == LOOM_C64 || dt == LOOM_C128; }
-static bool fft_is_double(loom_dtype dt) { return dt == LOOM_F64 || dt == LOOM_C128; }
+static bool fft_is_complex(loom_dtype dt) {
+  return dt == LOOM_C64 || dt == LOOM_C128;
+}
+static bool fft_is_double(loom_dtype dt) {
+  return dt == LOOM_F64 || dt == LOOM_C128;
+}
 
 static double fft_get(loom_dtype dt, const void *p, int64_t off, int part) {
   if (!fft_is_complex(dt)) {
@@ -39,16 +43,20 @@ static loom__view fft_view(loom_dtype dt, int32_t rank, const int64_t *dims, con
   loom__view v;
   memset(&v, 0, sizeof v);
   loom_type_make(dt, rank, dims, &v.type);
-  if (strides) memcpy(v.strides, strides, sizeof(int64_t) * (size_t)rank);
-  else loom__view_dense_strides(&v.type, v.strides);
+  if (strides)
+    memcpy(v.strides, strides, sizeof(int64_t) * (size_t)rank);
+  else
+    loom__view_dense_strides(&v.type, v.strides);
   int64_t span = 1;
   for (int32_t i = 0; i < rank; i++)
     if (dims[i] > 0) span += (dims[i] - 1) * v.strides[i];
   int64_t reals = span * (fft_is_complex(dt) ? 2 : 1);
   *storage = malloc((size_t)(span * loom_dtype_size(dt)));
   for (int64_t i = 0; i < reals; i++) {
-    if (fft_is_double(dt)) ((double *)*storage)[i] = fft_urand();
-    else ((float *)*storage)[i] = (float)fft_urand();
+    if (fft_is_double(dt))
+      ((double *)*storage)[i] = fft_urand();
+    else
+      ((float *)*storage)[i] = (float)fft_urand();
   }
   v.data = *storage;
   return v;
@@ -92,8 +100,8 @@ static void *fft_run(loom_op kind, const loom__view *x, int64_t axis, int64_t n,
 
 /* The naive transform of the line of x through base offset `off` (stride `st`, `len` long)
  * at output bin j, as numpy.fft defines each op. */
-static void fft_naive(loom_op kind, const loom__view *x, int64_t off, int64_t st, int64_t len,
-                      int64_t n, int64_t j, double *re, double *im, double *mag) {
+static void fft_naive(loom_op kind, const loom__view *x, int64_t off, int64_t st, int64_t len, int64_t n,
+                      int64_t j, double *re, double *im, double *mag) {
   loom_dtype dt = x->type.dtype;
   double sr = 0, si = 0, m = 0;
   if (kind == LOOM_OP_IRFFT) { /* Hermitian extension of the first n/2+1 bins */
@@ -127,8 +135,8 @@ static void fft_naive(loom_op kind, const loom__view *x, int64_t off, int64_t st
 }
 
 /* Compares every output element with fft_naive. */
-static void fft_compare(loom_op kind, const loom__view *x, int32_t axis, int64_t n,
-                        const loom__view *out, double tol) {
+static void fft_compare(loom_op kind, const loom__view *x, int32_t axis, int64_t n, const loom__view *out,
+                        double tol) {
   const loom_type *ot = &out->type;
   int64_t total = 1;
   for (int32_t i = 0; i < ot->rank; i++) total *= ot->dims[i];
@@ -256,8 +264,8 @@ static void fft_round_trip(loom_op fwd, loom_op inv, loom_dtype dt, const int64_
       for (int part = 0; part < (fft_is_complex(dt) ? 2 : 1); part++) {
         double want = fft_get(dt, x.data, e, part), got = fft_get(dt, zd, e, part);
         if (!(fabs(got - want) <= tol)) {
-          loom_test_fail(__FILE__, __LINE__, "round trip element %lld: %.9g, expected %.9g",
-                         (long long)e, got, want);
+          loom_test_fail(__FILE__, __LINE__, "round trip element %lld: %.9g, expected %.9g", (long long)e,
+                         got, want);
           e = total;
           break;
         }

@@ -123,7 +123,8 @@ TEST(dot_chain_example_on_cuda0_under_a_limit) {
      * error scales with the largest output, not with each (some cancel to near zero). */
     char msg[512];
     double largest = 0;
-    for (int64_t i = 0; i < ref[0].type.dims[0]; i++) largest = fmax(largest, fabs(((float *)ref[0].data)[i]));
+    for (int64_t i = 0; i < ref[0].type.dims[0]; i++)
+      largest = fmax(largest, fabs(((float *)ref[0].data)[i]));
     ok = gt_close(&ref[0], &out[0], 1e-3, 1e-4 * largest, msg, sizeof msg);
     if (!ok) loom_test_fail(__FILE__, __LINE__, "%s", msg);
     gt_tensors_free(out, 1);

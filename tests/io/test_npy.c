@@ -255,7 +255,8 @@ TEST(npy_reads_versions_and_header_spellings) {
   scratch s;
   ASSERT_TRUE(scratch_open(&s));
   const char *p = path(&s, "h.npy");
-  ASSERT_TRUE(write_npy(p, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }      \n", six_i32, 24));
+  ASSERT_TRUE(
+      write_npy(p, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }      \n", six_i32, 24));
   expect_six_i32(p);
   if (loom_test_failed()) return;
   /* keys in another order, double quotes, no spaces, no trailing comma, no padding */
@@ -263,8 +264,8 @@ TEST(npy_reads_versions_and_header_spellings) {
   expect_six_i32(p);
   if (loom_test_failed()) return;
   /* lots of spacing, tabs, newlines, Python 2 longs, '=' native order */
-  ASSERT_TRUE(write_npy(p, 1, "  {  'fortran_order' :\tFalse ,\n 'descr' : '=i4' , 'shape' : ( 2L , 3L ) , }\n",
-                        six_i32, 24));
+  ASSERT_TRUE(write_npy(
+      p, 1, "  {  'fortran_order' :\tFalse ,\n 'descr' : '=i4' , 'shape' : ( 2L , 3L ) , }\n", six_i32, 24));
   expect_six_i32(p);
   if (loom_test_failed()) return;
   ASSERT_TRUE(write_npy(p, 2, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }\n", six_i32, 24));
@@ -281,7 +282,8 @@ TEST(npy_reads_versions_and_header_spellings) {
 }
 
 /* Loads a one-element-or-so file with `dict` and checks the dtype and rank it gives. */
-static void expect_type(scratch *s, const char *dict, const void *data, size_t n, loom_dtype dtype, int32_t rank) {
+static void expect_type(scratch *s, const char *dict, const void *data, size_t n, loom_dtype dtype,
+                        int32_t rank) {
   loom_tensor t;
   ASSERT_TRUE(write_npy(path(s, "t.npy"), 1, dict, data, n));
   ASSERT_OK(loom_tensor_load_npy(path(s, "t.npy"), &t));
@@ -299,9 +301,9 @@ TEST(npy_reads_every_descr) {
     loom_dtype dtype;
     size_t size;
   } cases[] = {
-      {"|b1", LOOM_BOOL, 1}, {"?", LOOM_BOOL, 1},   {"|i1", LOOM_I8, 1},   {"|u1", LOOM_U8, 1},
-      {">u1", LOOM_U8, 1},   {"<i2", LOOM_I16, 2},  {"<i4", LOOM_I32, 4},  {"<i8", LOOM_I64, 8},
-      {"=i8", LOOM_I64, 8},  {"<f2", LOOM_F16, 2},  {"<f4", LOOM_F32, 4},  {"<f8", LOOM_F64, 8},
+      {"|b1", LOOM_BOOL, 1}, {"?", LOOM_BOOL, 1},     {"|i1", LOOM_I8, 1},  {"|u1", LOOM_U8, 1},
+      {">u1", LOOM_U8, 1},   {"<i2", LOOM_I16, 2},    {"<i4", LOOM_I32, 4}, {"<i8", LOOM_I64, 8},
+      {"=i8", LOOM_I64, 8},  {"<f2", LOOM_F16, 2},    {"<f4", LOOM_F32, 4}, {"<f8", LOOM_F64, 8},
       {"<c8", LOOM_C64, 8},  {"<c16", LOOM_C128, 16}, {"b1", LOOM_BOOL, 1}, {"f8", LOOM_F64, 8},
   };
   for (int i = 0; i < LOOM_ARRAY_SIZE(cases); i++) {
@@ -316,7 +318,8 @@ TEST(npy_reads_every_descr) {
   /* bools other than 0/1 are normalized to Loom's 0/1 */
   unsigned char bools[3] = {0, 2, 255};
   loom_tensor t;
-  ASSERT_TRUE(write_npy(path(&s, "b.npy"), 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", bools, 3));
+  ASSERT_TRUE(
+      write_npy(path(&s, "b.npy"), 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", bools, 3));
   ASSERT_OK(loom_tensor_load_npy(path(&s, "b.npy"), &t));
   ASSERT_EQ(((unsigned char *)t.data)[0], 0);
   ASSERT_EQ(((unsigned char *)t.data)[1], 1);
@@ -371,7 +374,8 @@ TEST(npy_bad_files_have_clear_messages) {
   expect_bad_bytes(&s, "\x93NUMPY\x01", 7, LOOM_ERR_INVALID_ARGUMENT, "file ends inside the preamble");
   expect_bad_bytes(&s, "\x93NUMPY\x01\x00\x40\x00{'descr'", 17, LOOM_ERR_INVALID_ARGUMENT,
                    "file ends inside the 64-byte header");
-  expect_bad_bytes(&s, "\x93NUMPY\x04\x00\x10\x00{}", 12, LOOM_ERR_UNSUPPORTED, "format version 4.0 is not supported");
+  expect_bad_bytes(&s, "\x93NUMPY\x04\x00\x10\x00{}", 12, LOOM_ERR_UNSUPPORTED,
+                   "format version 4.0 is not supported");
   expect_bad_bytes(&s, "\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12, LOOM_ERR_INVALID_ARGUMENT, "implausible");
   snprintf(want, sizeof want, "%s: Fortran-order arrays are not supported; save with np.ascontiguousarray",
            path(&s, "bad.npy"));
@@ -384,8 +388,8 @@ TEST(npy_bad_files_have_clear_messages) {
                  "dtype '<u4' has no Loom equivalent");
   expect_bad_npy(&s, 1, "{'descr': '<U10', 'fortran_order': False, 'shape': (), }", 40, LOOM_ERR_UNSUPPORTED,
                  "dtype '<U10' has no Loom equivalent");
-  expect_bad_npy(&s, 1, "{'descr': '<M8[ns]', 'fortran_order': False, 'shape': (), }", 8, LOOM_ERR_UNSUPPORTED,
-                 "no Loom equivalent");
+  expect_bad_npy(&s, 1, "{'descr': '<M8[ns]', 'fortran_order': False, 'shape': (), }", 8,
+                 LOOM_ERR_UNSUPPORTED, "no Loom equivalent");
   expect_bad_npy(&s, 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (), }", 4,
                  LOOM_ERR_UNSUPPORTED, "structured dtypes are not supported");
   scratch_close(&s);
@@ -423,8 +427,9 @@ TEST(npy_bad_headers) {
     }
   }
   /* the message names the file and shows the header */
-  expect_bad_npy(&s, 1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (3,)}", 12, LOOM_ERR_INVALID_ARGUMENT,
-                 "bad.npy: bad .npy header: expected True or False for 'fortran_order' (at offset 34 of \"{'descr'");
+  expect_bad_npy(
+      &s, 1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (3,)}", 12, LOOM_ERR_INVALID_ARGUMENT,
+      "bad.npy: bad .npy header: expected True or False for 'fortran_order' (at offset 34 of \"{'descr'");
   scratch_close(&s);
 }
 

@@ -97,9 +97,9 @@ bool mem_run_under(const loom_graph *g, int64_t limit, const char *const *disabl
   return mem_run_runners(g, &runner, 1, disabled, n_disabled, in, out, info, file, line);
 }
 
-bool mem_run_runners(const loom_graph *g, const loom_runner *runners, int32_t n_runners, const char *const *disabled,
-                     int32_t n_disabled, const loom_tensor *in, loom_tensor **out, mem_run_info *info, const char *file,
-                     int line) {
+bool mem_run_runners(const loom_graph *g, const loom_runner *runners, int32_t n_runners,
+                     const char *const *disabled, int32_t n_disabled, const loom_tensor *in,
+                     loom_tensor **out, mem_run_info *info, const char *file, int line) {
   mem_run_info local;
   if (!info) info = &local;
   memset(info, 0, sizeof *info);
@@ -128,7 +128,8 @@ bool mem_run_runners(const loom_graph *g, const loom_runner *runners, int32_t n_
   const char *step = "allocating outputs";
   if (!s) {
     step = "loom_graph_optimize_for_runners";
-    s = loom_graph_optimize_for_runners(g, runners, n_runners, &opts, &opt, &report, info->note, sizeof info->note);
+    s = loom_graph_optimize_for_runners(g, runners, n_runners, &opts, &opt, &report, info->note,
+                                        sizeof info->note);
   }
   if (!s) {
     step = "loom_plan_split_by_memory";
@@ -156,7 +157,8 @@ bool mem_run_runners(const loom_graph *g, const loom_runner *runners, int32_t n_
   for (int32_t i = 0; i < report.count; i++) {
     size_t used = strlen(info->rewrites);
     if (strstr(info->rewrites, report.entries[i].name)) continue;
-    snprintf(info->rewrites + used, sizeof info->rewrites - used, "%s%s", used ? "," : "", report.entries[i].name);
+    snprintf(info->rewrites + used, sizeof info->rewrites - used, "%s%s", used ? "," : "",
+             report.entries[i].name);
   }
   if (stats.n_stages != loom_plan_stage_count(plan)) {
     loom_test_fail(file, line, "graph '%s' under %s: stats for %d stages, the plan has %d", name, lim,
@@ -170,22 +172,27 @@ bool mem_run_runners(const loom_graph *g, const loom_runner *runners, int32_t n_
     if (loom_plan_stage(plan, i, &si) || si.runner < 0 || si.runner >= n_runners ||
         si.limit != runners[si.runner].limit || st->limit_bytes != si.limit ||
         st->estimated_peak_bytes != si.estimated_peak) {
-      loom_test_fail(file, line, "graph '%s' under %s: stage %d of %d: runner or limit or estimate differ between "
-                     "the plan and the stats", name, lim, (int)i + 1, (int)stats.n_stages);
+      loom_test_fail(file, line,
+                     "graph '%s' under %s: stage %d of %d: runner or limit or estimate differ between "
+                     "the plan and the stats",
+                     name, lim, (int)i + 1, (int)stats.n_stages);
       goto done;
     }
     if (st->estimated_peak_bytes > info->est_peak) info->est_peak = st->estimated_peak_bytes;
     if (st->peak_bytes > info->peak) info->peak = st->peak_bytes;
     if (st->peak_bytes > st->limit_bytes || st->estimated_peak_bytes > st->limit_bytes) {
-      loom_test_fail(file, line, "graph '%s' under %s: stage %d of %d: measured peak %s, estimated %s, limit %lld",
-                     name, lim, (int)i + 1, (int)stats.n_stages, mib(st->peak_bytes, a, sizeof a),
+      loom_test_fail(file, line,
+                     "graph '%s' under %s: stage %d of %d: measured peak %s, estimated %s, limit %lld", name,
+                     lim, (int)i + 1, (int)stats.n_stages, mib(st->peak_bytes, a, sizeof a),
                      mib(st->estimated_peak_bytes, b, sizeof b), (long long)st->limit_bytes);
       goto done;
     }
-    if (st->peak_bytes <= 0 ||
-        fabs((double)st->peak_bytes - (double)st->estimated_peak_bytes) > 0.1 * (double)st->estimated_peak_bytes) {
-      loom_test_fail(file, line, "graph '%s' under %s: stage %d of %d: measured peak %s not within 10%% of the "
-                     "estimate %s", name, lim, (int)i + 1, (int)stats.n_stages, mib(st->peak_bytes, a, sizeof a),
+    if (st->peak_bytes <= 0 || fabs((double)st->peak_bytes - (double)st->estimated_peak_bytes) >
+                                   0.1 * (double)st->estimated_peak_bytes) {
+      loom_test_fail(file, line,
+                     "graph '%s' under %s: stage %d of %d: measured peak %s not within 10%% of the "
+                     "estimate %s",
+                     name, lim, (int)i + 1, (int)stats.n_stages, mib(st->peak_bytes, a, sizeof a),
                      mib(st->estimated_peak_bytes, b, sizeof b));
       goto done;
     }
@@ -193,17 +200,20 @@ bool mem_run_runners(const loom_graph *g, const loom_runner *runners, int32_t n_
   info->seconds = now() - t0;
   {
     char a[32], b[32];
-    printf("    %-12s under %-10s %d stage(s), est peak %s, measured %s, ops %d -> %d, %.2f s run / %.2f s in all%s%s%s%s\n",
-           name, lim, (int)info->n_stages, mib(info->est_peak, a, sizeof a), mib(info->peak, b, sizeof b),
-           (int)info->n_ops_in, (int)info->n_ops, stats.seconds, info->seconds, info->rewrites[0] ? "; rewrites: " : "",
-           info->rewrites, info->note[0] ? "; note: " : "", info->note);
+    printf(
+        "    %-12s under %-10s %d stage(s), est peak %s, measured %s, ops %d -> %d, %.2f s run / %.2f s in "
+        "all%s%s%s%s\n",
+        name, lim, (int)info->n_stages, mib(info->est_peak, a, sizeof a), mib(info->peak, b, sizeof b),
+        (int)info->n_ops_in, (int)info->n_ops, stats.seconds, info->seconds,
+        info->rewrites[0] ? "; rewrites: " : "", info->rewrites, info->note[0] ? "; note: " : "", info->note);
   }
   for (int32_t i = 0; stats.n_stages > 1 && i < stats.n_stages; i++) {
     loom_stage_info si;
     char a[32], b[32];
     loom_plan_stage(plan, i, &si);
-    printf("      stage %d: runner %d (limit %g MiB), %d ops, est peak %s, measured %s\n", (int)i + 1, (int)si.runner + 1,
-           (double)si.limit / (double)MIB, (int)si.n_ops, mib(stats.stages[i].estimated_peak_bytes, a, sizeof a),
+    printf("      stage %d: runner %d (limit %g MiB), %d ops, est peak %s, measured %s\n", (int)i + 1,
+           (int)si.runner + 1, (double)si.limit / (double)MIB, (int)si.n_ops,
+           mib(stats.stages[i].estimated_peak_bytes, a, sizeof a),
            mib(stats.stages[i].peak_bytes, b, sizeof b));
   }
   *out = res;
@@ -238,13 +248,14 @@ double mem_max_abs(const double *x, int64_t n) {
   return m;
 }
 
-bool mem_check_close(const char *what, const float *got, const double *want, int64_t n, double scale, double rtol,
-                     const char *file, int line) {
+bool mem_check_close(const char *what, const float *got, const double *want, int64_t n, double scale,
+                     double rtol, const char *file, int line) {
   int64_t at = 0;
   double worst = mem_max_abs_diff(got, want, n, &at);
   if (!(worst <= rtol * scale)) {
-    loom_test_fail(file, line, "%s: element %lld is %.9g, float64 says %.9g (|diff| %.3g > %.3g = %g x scale %.6g)",
-                   what, (long long)at, (double)got[at], want[at], worst, rtol * scale, rtol, scale);
+    loom_test_fail(file, line,
+                   "%s: element %lld is %.9g, float64 says %.9g (|diff| %.3g > %.3g = %g x scale %.6g)", what,
+                   (long long)at, (double)got[at], want[at], worst, rtol * scale, rtol, scale);
     return false;
   }
   return true;
@@ -265,8 +276,8 @@ double mem_l1(const float *x, const float *y, int64_t i, int64_t j, int64_t d) {
   return s;
 }
 
-void mem_knn_best(const float *x, const float *y, int64_t n, int64_t m, int64_t d, int64_t k, mem_dist_fn dist,
-                  double *best) {
+void mem_knn_best(const float *x, const float *y, int64_t n, int64_t m, int64_t d, int64_t k,
+                  mem_dist_fn dist, double *best) {
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t i = 0; i < n; i++) {
     double *b = best + i * k;
@@ -284,16 +295,20 @@ void mem_knn_best(const float *x, const float *y, int64_t n, int64_t m, int64_t 
   }
 }
 
-static bool knn_close(double got, double want) { return fabs(got - want) <= 1e-3 * fabs(want) + 1e-6; }
+static bool knn_close(double got, double want) {
+  return fabs(got - want) <= 1e-3 * fabs(want) + 1e-6;
+}
 
-bool mem_check_knn(const float *x, const float *y, int64_t n, int64_t m, int64_t d, int64_t k, mem_dist_fn dist,
-                   const double *best, const loom_tensor *val, const loom_tensor *idx, const char *file, int line) {
-  if (val->type.dtype != LOOM_F32 || idx->type.dtype != LOOM_I64 || val->type.rank != 2 || idx->type.rank != 2 ||
-      val->type.dims[0] != n || val->type.dims[1] != k || idx->type.dims[0] != n || idx->type.dims[1] != k) {
+bool mem_check_knn(const float *x, const float *y, int64_t n, int64_t m, int64_t d, int64_t k,
+                   mem_dist_fn dist, const double *best, const loom_tensor *val, const loom_tensor *idx,
+                   const char *file, int line) {
+  if (val->type.dtype != LOOM_F32 || idx->type.dtype != LOOM_I64 || val->type.rank != 2 ||
+      idx->type.rank != 2 || val->type.dims[0] != n || val->type.dims[1] != k || idx->type.dims[0] != n ||
+      idx->type.dims[1] != k) {
     char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX];
     loom_test_fail(file, line, "kNN results are %s and %s, expected f32[%lld,%lld] and i64[%lld,%lld]",
-                   loom_type_format(&val->type, a, sizeof a), loom_type_format(&idx->type, b, sizeof b), (long long)n,
-                   (long long)k, (long long)n, (long long)k);
+                   loom_type_format(&val->type, a, sizeof a), loom_type_format(&idx->type, b, sizeof b),
+                   (long long)n, (long long)k, (long long)n, (long long)k);
     return false;
   }
   const float *v = val->data;
@@ -302,8 +317,8 @@ bool mem_check_knn(const float *x, const float *y, int64_t n, int64_t m, int64_t
     for (int64_t j = 0; j < k; j++) {
       int64_t id = ix[i * k + j];
       if (id < 0 || id >= m) {
-        loom_test_fail(file, line, "kNN row %lld: index %lld out of range [0,%lld)", (long long)i, (long long)id,
-                       (long long)m);
+        loom_test_fail(file, line, "kNN row %lld: index %lld out of range [0,%lld)", (long long)i,
+                       (long long)id, (long long)m);
         return false;
       }
       for (int64_t q = 0; q < j; q++)
@@ -313,10 +328,11 @@ bool mem_check_knn(const float *x, const float *y, int64_t n, int64_t m, int64_t
         }
       double want = best[i * k + j], at = dist(x, y, i, id, d);
       if (!knn_close(at, want) || !knn_close((double)v[i * k + j], want)) {
-        loom_test_fail(file, line,
-                       "kNN row %lld, neighbour %lld: index %lld at distance %.9g, returned value %.9g, the true "
-                       "distance is %.9g",
-                       (long long)i, (long long)j, (long long)id, at, (double)v[i * k + j], want);
+        loom_test_fail(
+            file, line,
+            "kNN row %lld, neighbour %lld: index %lld at distance %.9g, returned value %.9g, the true "
+            "distance is %.9g",
+            (long long)i, (long long)j, (long long)id, at, (double)v[i * k + j], want);
         return false;
       }
     }

@@ -38,10 +38,10 @@ void mem_tensors_free(loom_tensor *t, int32_t n);
 /* What one run under a limit did. */
 typedef struct mem_run_info {
   int32_t n_stages;
-  int64_t est_peak;  /* the largest stage estimate */
-  int64_t peak;      /* the largest measured stage peak */
-  int32_t n_ops_in;  /* ops of the graph as given */
-  int32_t n_ops;     /* ops of the plan's graph */
+  int64_t est_peak; /* the largest stage estimate */
+  int64_t peak;     /* the largest measured stage peak */
+  int32_t n_ops_in; /* ops of the graph as given */
+  int32_t n_ops;    /* ops of the plan's graph */
   double seconds;
   char rewrites[256]; /* names of the rewrites applied, comma-separated */
   char note[256];     /* loom_graph_optimize_for_runners' note */
@@ -56,11 +56,11 @@ typedef struct mem_run_info {
 bool mem_run_under(const loom_graph *g, int64_t limit, const char *const *disabled, int32_t n_disabled,
                    const loom_tensor *in, loom_tensor **out, mem_run_info *info, const char *file, int line);
 /* The same over several runners: each stage checked against its own runner's limit. */
-bool mem_run_runners(const loom_graph *g, const loom_runner *runners, int32_t n_runners, const char *const *disabled,
-                     int32_t n_disabled, const loom_tensor *in, loom_tensor **out, mem_run_info *info, const char *file,
-                     int line);
-#define MEM_RUN(g, limit, in, out, info)                                                  \
-  do {                                                                                    \
+bool mem_run_runners(const loom_graph *g, const loom_runner *runners, int32_t n_runners,
+                     const char *const *disabled, int32_t n_disabled, const loom_tensor *in,
+                     loom_tensor **out, mem_run_info *info, const char *file, int line);
+#define MEM_RUN(g, limit, in, out, info)                                                        \
+  do {                                                                                          \
     if (!mem_run_under((g), (limit), NULL, 0, (in), (out), (info), __FILE__, __LINE__)) return; \
   } while (0)
 
@@ -71,10 +71,10 @@ double mem_max_abs(const double *x, int64_t n);
 
 /* Checks f32 results against a float64 reference: |got - want| <= rtol * scale for every
  * element. Reports the worst element through loom_test_fail when it does not hold. */
-bool mem_check_close(const char *what, const float *got, const double *want, int64_t n, double scale, double rtol,
-                     const char *file, int line);
-#define MEM_CHECK_CLOSE(what, got, want, n, scale, rtol)                                   \
-  do {                                                                                    \
+bool mem_check_close(const char *what, const float *got, const double *want, int64_t n, double scale,
+                     double rtol, const char *file, int line);
+#define MEM_CHECK_CLOSE(what, got, want, n, scale, rtol)                                           \
+  do {                                                                                             \
     if (!mem_check_close((what), (got), (want), (n), (scale), (rtol), __FILE__, __LINE__)) return; \
   } while (0)
 
@@ -83,12 +83,13 @@ bool mem_check_close(const char *what, const float *got, const double *want, int
 typedef double (*mem_dist_fn)(const float *x, const float *y, int64_t i, int64_t j, int64_t d);
 double mem_d2(const float *x, const float *y, int64_t i, int64_t j, int64_t d);
 double mem_l1(const float *x, const float *y, int64_t i, int64_t j, int64_t d);
-void mem_knn_best(const float *x, const float *y, int64_t n, int64_t m, int64_t d, int64_t k, mem_dist_fn dist,
-                  double *best);
+void mem_knn_best(const float *x, const float *y, int64_t n, int64_t m, int64_t d, int64_t k,
+                  mem_dist_fn dist, double *best);
 /* Checks a kNN result (values f32[n,k], indices i64[n,k]): indices valid and unique per row,
  * each index's true distance and each returned value equal to the true j-th smallest distance
  * within 1e-3 relative + 1e-6 absolute. */
-bool mem_check_knn(const float *x, const float *y, int64_t n, int64_t m, int64_t d, int64_t k, mem_dist_fn dist,
-                   const double *best, const loom_tensor *val, const loom_tensor *idx, const char *file, int line);
+bool mem_check_knn(const float *x, const float *y, int64_t n, int64_t m, int64_t d, int64_t k,
+                   mem_dist_fn dist, const double *best, const loom_tensor *val, const loom_tensor *idx,
+                   const char *file, int line);
 
 #endif

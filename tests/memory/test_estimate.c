@@ -10,7 +10,8 @@ typedef struct step_want {
 } step_want;
 
 /* Compares every step of e (graph order) with want[]. */
-static bool check_steps(const loom_estimate *e, const step_want *want, int32_t n, const char *file, int line) {
+static bool check_steps(const loom_estimate *e, const step_want *want, int32_t n, const char *file,
+                        int line) {
   if (e->n_steps != n) {
     loom_test_fail(file, line, "%d steps, expected %d", (int)e->n_steps, (int)n);
     return false;
@@ -21,20 +22,21 @@ static bool check_steps(const loom_estimate *e, const step_want *want, int32_t n
     int64_t peak = w->live_before + w->physical + w->temporary;
     if (s->op != p || s->output_logical != w->logical || s->output_physical != w->physical ||
         s->temporary != w->temporary || s->live_before != w->live_before || s->peak != peak) {
-      loom_test_fail(file, line,
-                     "step %d (op %d): logical %lld physical %lld temporary %lld live %lld peak %lld; by hand "
-                     "%lld %lld %lld %lld %lld",
-                     (int)p, (int)s->op, (long long)s->output_logical, (long long)s->output_physical,
-                     (long long)s->temporary, (long long)s->live_before, (long long)s->peak, (long long)w->logical,
-                     (long long)w->physical, (long long)w->temporary, (long long)w->live_before, (long long)peak);
+      loom_test_fail(
+          file, line,
+          "step %d (op %d): logical %lld physical %lld temporary %lld live %lld peak %lld; by hand "
+          "%lld %lld %lld %lld %lld",
+          (int)p, (int)s->op, (long long)s->output_logical, (long long)s->output_physical,
+          (long long)s->temporary, (long long)s->live_before, (long long)s->peak, (long long)w->logical,
+          (long long)w->physical, (long long)w->temporary, (long long)w->live_before, (long long)peak);
       return false;
     }
   }
   return true;
 }
-#define CHECK_STEPS(e, want, n)                                          \
-  do {                                                                   \
-    if (!check_steps((e), (want), (n), __FILE__, __LINE__)) return;      \
+#define CHECK_STEPS(e, want, n)                                     \
+  do {                                                              \
+    if (!check_steps((e), (want), (n), __FILE__, __LINE__)) return; \
   } while (0)
 
 /* Runs g whole under a generous limit and checks that the allocator's peak is the estimate. */
@@ -47,7 +49,8 @@ static bool measured_equals_estimate(const loom_graph *g, int64_t est_peak, cons
     return false;
   }
   /* Every rewrite off: the plan runs the graph as written, in one stage. */
-  bool ok = mem_run_under(g, 64 * MIB, none, (int32_t)(sizeof none / sizeof none[0]), in, &out, &info, file, line);
+  bool ok =
+      mem_run_under(g, 64 * MIB, none, (int32_t)(sizeof none / sizeof none[0]), in, &out, &info, file, line);
   if (ok && (info.n_stages != 1 || info.peak != est_peak || info.est_peak != est_peak)) {
     loom_test_fail(file, line, "%d stage(s), estimated %lld, measured %lld, by hand %lld", (int)info.n_stages,
                    (long long)info.est_peak, (long long)info.peak, (long long)est_peak);
@@ -57,9 +60,9 @@ static bool measured_equals_estimate(const loom_graph *g, int64_t est_peak, cons
   mem_tensors_free(in, loom_graph_param_count(g));
   return ok;
 }
-#define MEASURED_EQUALS_ESTIMATE(g, peak)                                          \
-  do {                                                                             \
-    if (!measured_equals_estimate((g), (peak), __FILE__, __LINE__)) return;        \
+#define MEASURED_EQUALS_ESTIMATE(g, peak)                                   \
+  do {                                                                      \
+    if (!measured_equals_estimate((g), (peak), __FILE__, __LINE__)) return; \
   } while (0)
 
 /* ---- 8. the chain dot -> add -> sigmoid -------------------------------------------------- */
@@ -153,8 +156,8 @@ TEST(estimate_views_and_broadcasts_by_hand) {
   loom_estimate e;
   ASSERT_OK(loom_graph_estimate(g, NULL, &e));
   static const step_want want[] = {
-      {20000, 0, 0, 20200},     {200, 200, 0, 20200},     {20000, 0, 0, 20200}, {20000, 20000, 0, 20200},
-      {20000, 20000, 0, 40000}, {20000, 0, 0, 40000},     {20000, 20000, 0, 40000},
+      {20000, 0, 0, 20200},     {200, 200, 0, 20200}, {20000, 0, 0, 20200},     {20000, 20000, 0, 20200},
+      {20000, 20000, 0, 40000}, {20000, 0, 0, 40000}, {20000, 20000, 0, 40000},
   };
   CHECK_STEPS(&e, want, 7);
   ASSERT_EQ(e.input_bytes, 20200);
@@ -206,19 +209,19 @@ TEST(estimate_each_temporary_rule) {
   static const struct {
     int64_t out, factor;
   } ops[] = {
-      {2 * 4 * 16 * 16 * 4, 2}, /* conv */
-      {256 * 8, 2},             /* fft */
-      {256 * 8, 2},             /* ifft */
-      {32 * 33 * 8, 2},         /* rfft */
-      {32 * 64 * 4, 2},         /* irfft */
-      {32 * 8 * 4, 1},          /* dot */
-      {32 * 4, 1},              /* reduce_sum */
-      {4, 1},                   /* reduce_max to a scalar */
-      {32 * 8, 1},              /* argmax */
-      {64 * 8, 1},              /* argmin */
+      {2 * 4 * 16 * 16 * 4, 2},     /* conv */
+      {256 * 8, 2},                 /* fft */
+      {256 * 8, 2},                 /* ifft */
+      {32 * 33 * 8, 2},             /* rfft */
+      {32 * 64 * 4, 2},             /* irfft */
+      {32 * 8 * 4, 1},              /* dot */
+      {32 * 4, 1},                  /* reduce_sum */
+      {4, 1},                       /* reduce_max to a scalar */
+      {32 * 8, 1},                  /* argmax */
+      {64 * 8, 1},                  /* argmin */
       {32 * 4 * 4 + 32 * 4 * 8, 1}, /* topk: values and indices */
-      {32 * 64 * 4, 0},         /* exp */
-      {32 * 64 * 4, 0},         /* transpose: a view */
+      {32 * 64 * 4, 0},             /* exp */
+      {32 * 64 * 4, 0},             /* transpose: a view */
   };
   enum { N_OPS = sizeof ops / sizeof ops[0] };
   const int64_t x = 2 * 3 * 16 * 16 * 4, w = 4 * 3 * 3 * 3 * 4, c = 256 * 8, m = 32 * 64 * 4, n = 64 * 8 * 4;
@@ -274,8 +277,13 @@ TEST(estimate_follows_the_schedule) {
   loom_estimate e;
   ASSERT_OK(loom_graph_estimate(g, NULL, &e));
   static const step_want in_order[] = {
-      {40000, 0, 0, 8000},     {40000, 0, 0, 8000}, {40000, 40000, 0, 8000}, {40000, 40000, 0, 44000},
-      {4, 4, 4, 80000}, {4, 4, 4, 40004}, {4, 4, 0, 8},
+      {40000, 0, 0, 8000},
+      {40000, 0, 0, 8000},
+      {40000, 40000, 0, 8000},
+      {40000, 40000, 0, 44000},
+      {4, 4, 4, 80000},
+      {4, 4, 4, 40004},
+      {4, 4, 0, 8},
   };
   CHECK_STEPS(&e, in_order, 7);
   ASSERT_EQ(e.peak_bytes, 84000);
@@ -284,8 +292,8 @@ TEST(estimate_follows_the_schedule) {
   static const int32_t order[] = {0, 2, 4, 1, 3, 5, 6};
   ASSERT_OK(loom_graph_estimate(g, order, &e));
   static const step_want want[] = {
-      {40000, 0, 0, 8000}, {40000, 40000, 0, 8000}, {4, 4, 4, 44000}, {40000, 0, 0, 4004},
-      {40000, 40000, 0, 4004}, {4, 4, 4, 40004}, {4, 4, 0, 8},
+      {40000, 0, 0, 8000},     {40000, 40000, 0, 8000}, {4, 4, 4, 44000}, {40000, 0, 0, 4004},
+      {40000, 40000, 0, 4004}, {4, 4, 4, 40004},        {4, 4, 0, 8},
   };
   ASSERT_EQ(e.n_steps, 7);
   for (int32_t p = 0; p < 7; p++) {

@@ -127,9 +127,11 @@ TEST(example_spectrum_under_4_to_24_mib) {
     MEM_RUN(g, limits[l], in, &out, NULL);
     ASSERT_EQ(out[0].type.dtype, LOOM_C64);
     ASSERT_EQ(out[2].type.dtype, LOOM_C64);
-    bool ok = mem_check_close("spectrum f", out[0].data, f, (int64_t)R * NF * 2, scale_f, 1e-4, __FILE__, __LINE__) &&
-              mem_check_close("spectrum maxe", out[1].data, &zero, 1, 1.0, 1e-4, __FILE__, __LINE__) &&
-              mem_check_close("spectrum zb", out[2].data, zd, (int64_t)ZR * ZN * 2, 1.0, 1e-4, __FILE__, __LINE__);
+    bool ok =
+        mem_check_close("spectrum f", out[0].data, f, (int64_t)R * NF * 2, scale_f, 1e-4, __FILE__,
+                        __LINE__) &&
+        mem_check_close("spectrum maxe", out[1].data, &zero, 1, 1.0, 1e-4, __FILE__, __LINE__) &&
+        mem_check_close("spectrum zb", out[2].data, zd, (int64_t)ZR * ZN * 2, 1.0, 1e-4, __FILE__, __LINE__);
     mem_tensors_free(out, 3);
     if (!ok) return;
   }

@@ -269,7 +269,8 @@ TEST(softmax_attention_under_4_to_24_mib) {
     mem_run_info info;
     MEM_RUN(g, limits[l], in, &out, &info);
     ASSERT_TRUE(has_rewrite(&info, "chunk"));
-    bool ok = mem_check_close("attention", out[0].data, want, (int64_t)N * D, scale, 1e-4, __FILE__, __LINE__);
+    bool ok =
+        mem_check_close("attention", out[0].data, want, (int64_t)N * D, scale, 1e-4, __FILE__, __LINE__);
     mem_tensors_free(out, 1);
     if (!ok) return;
   }

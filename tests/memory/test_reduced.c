@@ -82,7 +82,8 @@ TEST(argmax_argmin_over_a_long_row) {
     ASSERT_OK(mem_inputs(g, 32, -4.0, 4.0, &in));
     const float *x = in[0].data;
     double best = which ? INFINITY : -INFINITY;
-    for (int i = 0; i < LONG; i++) best = which ? fmin(best, exp((double)x[i])) : fmax(best, exp((double)x[i]));
+    for (int i = 0; i < LONG; i++)
+      best = which ? fmin(best, exp((double)x[i])) : fmax(best, exp((double)x[i]));
     for (int l = 0; l < N_LIMITS; l++) {
       loom_tensor *out = NULL;
       mem_run_info info;

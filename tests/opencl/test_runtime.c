@@ -54,7 +54,8 @@ static void peer_bytes(int64_t out[2]) {
   for (int32_t k = 0; k < 2; k++) {
     int32_t node;
     loom_mem_node_stats st;
-    if (loom_mem_node_find(m, k == 0 ? "ocl0" : "ocl1", &node) == LOOM_OK && loom_mem_stats(m, node, &st) == LOOM_OK)
+    if (loom_mem_node_find(m, k == 0 ? "ocl0" : "ocl1", &node) == LOOM_OK &&
+        loom_mem_stats(m, node, &st) == LOOM_OK)
       out[k] = st.peer_bytes_in;
   }
 }
@@ -216,8 +217,8 @@ TEST(the_next_stages_inputs_are_prefetched_to_its_device) {
   }
   ASSERT_OK(loom_mem_set_prefetch_policy(m, LOOM_MEM_POLICY_ADAPTIVE));
   unlink(path);
-  ASSERT_TRUE(counts[0] > 0);         /* the trace keeps what it recorded: */
-  ASSERT_EQ(counts[1], counts[0]);    /* no prefetch in the second pass */
+  ASSERT_TRUE(counts[0] > 0);      /* the trace keeps what it recorded: */
+  ASSERT_EQ(counts[1], counts[0]); /* no prefetch in the second pass */
   loom_plan_destroy(plan);
   loom_graph_destroy(g);
 }

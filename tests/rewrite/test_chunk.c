@@ -1,9 +1,9 @@
 /* The chunk rewrite: each way of cutting (a parallel axis, a reduced axis combined by
  * reduction, argmax/argmin and topk merged across pieces, dot over k) gives the unchunked
  * graph's results, and the rewritten graph's measured peak stays under the limit. */
-#include "rw_util.h"
 #include "ir/passes.h"
 #include "runtime/exec.h"
+#include "rw_util.h"
 
 /* Chunks g under `limit`, checks the report names the cut, that the estimate and the
  * measured peak are under the limit, and that results match the unchunked graph. */
@@ -13,7 +13,7 @@ static void check_chunked(const char *text, int64_t limit, const char *detail, d
   loom_optimize_options o;
   loom_optimize_options_init(&o);
   o.limit = limit;
-  const char *only_chunk[] = {"distance", "dot_transpose", "tile_broadcast", "reduce_broadcast",
+  const char *only_chunk[] = {"distance",  "dot_transpose", "tile_broadcast", "reduce_broadcast",
                               "dot_chain", "sum_broadcast", "schedule"};
   o.disabled = only_chunk;
   o.n_disabled = 7;
@@ -59,33 +59,37 @@ static void check_chunked(const char *text, int64_t limit, const char *detail, d
 }
 
 TEST(chunk_parallel_rows_of_a_softmax) {
-  check_chunked("graph s(x: f32[256,8192]) {\n"
-                "  m = reduce_max x axes=[1] keepdims=true\n  d = sub x m\n  e = exp d\n"
-                "  t = reduce_sum e axes=[1] keepdims=true\n  p = div e t\n"
-                "  r = reduce_max p axes=[1]\n  return r\n}\n",
-                12 << 20, "along its result's axis 0", 1e-4);
+  check_chunked(
+      "graph s(x: f32[256,8192]) {\n"
+      "  m = reduce_max x axes=[1] keepdims=true\n  d = sub x m\n  e = exp d\n"
+      "  t = reduce_sum e axes=[1] keepdims=true\n  p = div e t\n"
+      "  r = reduce_max p axes=[1]\n  return r\n}\n",
+      12 << 20, "along its result's axis 0", 1e-4);
 }
 
 TEST(chunk_reduced_axis_of_a_log_sum_exp) {
-  check_chunked("graph lse(x: f32[1,1048576]) {\n"
-                "  m = reduce_max x axes=[1] keepdims=true\n  d = sub x m\n  e = exp d\n"
-                "  s = reduce_sum e axes=[1] keepdims=true\n  l = log s\n  r = add l m\n  return r\n}\n",
-                6 << 20, "reduce_sum 's' and the 2 ops before it, along the reduced axis 1", 1e-5);
+  check_chunked(
+      "graph lse(x: f32[1,1048576]) {\n"
+      "  m = reduce_max x axes=[1] keepdims=true\n  d = sub x m\n  e = exp d\n"
+      "  s = reduce_sum e axes=[1] keepdims=true\n  l = log s\n  r = add l m\n  return r\n}\n",
+      6 << 20, "reduce_sum 's' and the 2 ops before it, along the reduced axis 1", 1e-5);
 }
 
 /* Two reductions and an argmax read one intermediate: they become sinks of one region, so
  * each piece of exp is computed once and read by all three. */
 TEST(chunk_joins_readers_of_one_value_as_sinks) {
-  check_chunked("graph two(x: f32[1,1048576]) {\n  e = exp x\n  s = reduce_sum e axes=[1]\n"
-                "  m = reduce_max e axes=[1]\n  i = argmax e axis=1\n  return s, m, i\n}\n",
-                6 << 20, "reduce_sum 's' (with 2 more sinks) and the 1 ops before it, along the reduced axis 1", 1e-5);
+  check_chunked(
+      "graph two(x: f32[1,1048576]) {\n  e = exp x\n  s = reduce_sum e axes=[1]\n"
+      "  m = reduce_max e axes=[1]\n  i = argmax e axis=1\n  return s, m, i\n}\n",
+      6 << 20, "reduce_sum 's' (with 2 more sinks) and the 1 ops before it, along the reduced axis 1", 1e-5);
 }
 
 /* Rows of a matrix feed both a row sum and a row maximum: cut along the rows, two results. */
 TEST(chunk_parallel_cut_with_two_sinks) {
-  check_chunked("graph rows(x: f32[512,4096]) {\n  e = exp x\n  s = reduce_sum e axes=[1]\n"
-                "  m = reduce_max e axes=[1]\n  return s, m\n}\n",
-                12 << 20, "(with 1 more sink) and the 1 ops before it, along its result's axis 0", 1e-5);
+  check_chunked(
+      "graph rows(x: f32[512,4096]) {\n  e = exp x\n  s = reduce_sum e axes=[1]\n"
+      "  m = reduce_max e axes=[1]\n  return s, m\n}\n",
+      12 << 20, "(with 1 more sink) and the 1 ops before it, along its result's axis 0", 1e-5);
 }
 
 TEST(chunk_merges_argmax_pieces) {
@@ -94,15 +98,17 @@ TEST(chunk_merges_argmax_pieces) {
 }
 
 TEST(chunk_merges_topk_pieces) {
-  check_chunked("graph tk(x: f32[1,1048576]) {\n  e = exp x\n  v, j = topk e k=5 axis=1 largest=false\n"
-                "  return v, j\n}\n",
-                6 << 20, "topk 'v' and the 1 ops before it, along the reduced axis 1", 0);
+  check_chunked(
+      "graph tk(x: f32[1,1048576]) {\n  e = exp x\n  v, j = topk e k=5 axis=1 largest=false\n"
+      "  return v, j\n}\n",
+      6 << 20, "topk 'v' and the 1 ops before it, along the reduced axis 1", 0);
 }
 
 TEST(chunk_sums_dot_over_k) {
-  check_chunked("graph dk(a: f32[1,1048576], b: f32[1048576,1]) {\n  s = sigmoid a\n  c = dot s b\n"
-                "  return c\n}\n",
-                10 << 20, "dot 'c' and the 1 ops before it, along the reduced axis 1", 1e-5);
+  check_chunked(
+      "graph dk(a: f32[1,1048576], b: f32[1048576,1]) {\n  s = sigmoid a\n  c = dot s b\n"
+      "  return c\n}\n",
+      10 << 20, "dot 'c' and the 1 ops before it, along the reduced axis 1", 1e-5);
 }
 
 TEST(chunk_refuses_what_cannot_be_cut) {
@@ -124,10 +130,11 @@ TEST(chunk_refuses_what_cannot_be_cut) {
  * search used to rebuild the whole graph for every shorter piece down to 131072 pieces (30 s
  * and 2 GB); it now gives up after a few rebuilds, and says the least a cut needed. */
 TEST(chunk_refuses_quickly_when_the_gathered_results_pass_the_limit) {
-  loom_graph *g = rw_parse("graph lse(x: f32[1,131072]) {\n"
-                           "  m = reduce_max x axes=[0] keepdims=true\n  d = sub x m\n  e = exp d\n"
-                           "  s = reduce_sum e axes=[0] keepdims=true\n  l = log s\n  r = add l m\n"
-                           "  return r\n}\n"),
+  loom_graph *g = rw_parse(
+                 "graph lse(x: f32[1,131072]) {\n"
+                 "  m = reduce_max x axes=[0] keepdims=true\n  d = sub x m\n  e = exp d\n"
+                 "  s = reduce_sum e axes=[0] keepdims=true\n  l = log s\n  r = add l m\n"
+                 "  return r\n}\n"),
              *c = NULL;
   ASSERT_TRUE(g);
   loom_optimize_options o;
@@ -138,7 +145,8 @@ TEST(chunk_refuses_quickly_when_the_gathered_results_pass_the_limit) {
   int64_t pieces = loom__chunk_pieces_emitted() - before;
   /* x and r alone take the 1 MiB: the least need quoted is just over it, not the 2 MiB of the
    * unchunked graph */
-  ASSERT_CONTAINS(loom_last_error(), "needs 2.00 MiB at its step; chunked as far as it goes, the graph still needs 1.0");
+  ASSERT_CONTAINS(loom_last_error(),
+                  "needs 2.00 MiB at its step; chunked as far as it goes, the graph still needs 1.0");
   ASSERT_CONTAINS(loom_last_error(), "over the limit of 1.00 MiB");
   printf("    %lld pieces emitted\n", (long long)pieces);
   ASSERT_TRUE(pieces < 2000);

@@ -24,7 +24,9 @@ static double knn_d2(const float *a, const float *b, int64_t d) {
   return s;
 }
 
-static bool knn_close(double got, double want) { return fabs(got - want) <= KNN_REL_TOL * fabs(want) + KNN_ABS_TOL; }
+static bool knn_close(double got, double want) {
+  return fabs(got - want) <= KNN_REL_TOL * fabs(want) + KNN_ABS_TOL;
+}
 
 /* Checks row i; on failure writes why into msg. `best` is scratch for k doubles. */
 static bool knn_check_row(const float *x, const float *y, int64_t m, int64_t d, int64_t k, int64_t i,
@@ -88,7 +90,9 @@ static int64_t knn_check(const float *x, const float *y, int64_t n, int64_t m, i
     }
     free(best);
   }
-  if (failures) fprintf(stderr, "knn check: %lld of %lld rows wrong; first: %s\n", (long long)failures, (long long)n, first_msg);
+  if (failures)
+    fprintf(stderr, "knn check: %lld of %lld rows wrong; first: %s\n", (long long)failures, (long long)n,
+            first_msg);
   return failures;
 }
 

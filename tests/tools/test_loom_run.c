@@ -52,15 +52,35 @@ TEST(random_fill_ranges) {
     for (int64_t i = 0; i < d[0] * (loom_dtype_is_complex(type.dtype) ? 2 : 1); i++) {
       double x;
       switch (type.dtype) {
-        case LOOM_BOOL: case LOOM_U8: x = ((uint8_t *)a.data)[i]; break;
-        case LOOM_I8: x = ((int8_t *)a.data)[i]; break;
-        case LOOM_I16: x = ((int16_t *)a.data)[i]; break;
-        case LOOM_I32: x = ((int32_t *)a.data)[i]; break;
-        case LOOM_I64: x = (double)((int64_t *)a.data)[i]; break;
-        case LOOM_F16: x = loom_f16_to_f32(((uint16_t *)a.data)[i]); break;
-        case LOOM_BF16: x = loom_bf16_to_f32(((uint16_t *)a.data)[i]); break;
-        case LOOM_F32: case LOOM_C64: x = ((float *)a.data)[i]; break;
-        default: x = ((double *)a.data)[i]; break;
+        case LOOM_BOOL:
+        case LOOM_U8:
+          x = ((uint8_t *)a.data)[i];
+          break;
+        case LOOM_I8:
+          x = ((int8_t *)a.data)[i];
+          break;
+        case LOOM_I16:
+          x = ((int16_t *)a.data)[i];
+          break;
+        case LOOM_I32:
+          x = ((int32_t *)a.data)[i];
+          break;
+        case LOOM_I64:
+          x = (double)((int64_t *)a.data)[i];
+          break;
+        case LOOM_F16:
+          x = loom_f16_to_f32(((uint16_t *)a.data)[i]);
+          break;
+        case LOOM_BF16:
+          x = loom_bf16_to_f32(((uint16_t *)a.data)[i]);
+          break;
+        case LOOM_F32:
+        case LOOM_C64:
+          x = ((float *)a.data)[i];
+          break;
+        default:
+          x = ((double *)a.data)[i];
+          break;
       }
       lo = x < lo ? x : lo;
       hi = x > hi ? x : hi;

@@ -25,11 +25,13 @@ typedef struct knn_args {
 } knn_args;
 
 static int usage(FILE *f, int rc) {
-  fputs("usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
-        "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB\n"
-        "  The unchunked run holds several n x m f32 arrays (18.6 GiB at the defaults' size);\n"
-        "  when that passes 90% of the memory available, it is skipped and the chunked runs\n"
-        "  are compared with the largest limit's run instead.\n", f);
+  fputs(
+      "usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
+      "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB\n"
+      "  The unchunked run holds several n x m f32 arrays (18.6 GiB at the defaults' size);\n"
+      "  when that passes 90% of the memory available, it is skipped and the chunked runs\n"
+      "  are compared with the largest limit's run instead.\n",
+      f);
   return rc;
 }
 
@@ -47,10 +49,14 @@ static int parse_args(int argc, char **argv, knn_args *a) {
     if (!strcmp(f, "--help")) return usage(stdout, -1);
     if (!v) return usage(stderr, 2);
     i++;
-    if (!strcmp(f, "--n")) a->n = whole(v);
-    else if (!strcmp(f, "--m")) a->m = whole(v);
-    else if (!strcmp(f, "--d")) a->d = whole(v);
-    else if (!strcmp(f, "--k")) a->k = whole(v);
+    if (!strcmp(f, "--n"))
+      a->n = whole(v);
+    else if (!strcmp(f, "--m"))
+      a->m = whole(v);
+    else if (!strcmp(f, "--d"))
+      a->d = whole(v);
+    else if (!strcmp(f, "--k"))
+      a->k = whole(v);
     else if (!strcmp(f, "--repeats"))
       a->repeats = (int32_t)min64(whole(v), 1000);
     else if (!strcmp(f, "--limits")) {
@@ -63,7 +69,8 @@ static int parse_args(int argc, char **argv, knn_args *a) {
           return 2;
         }
       free(copy);
-    } else return usage(stderr, 2);
+    } else
+      return usage(stderr, 2);
   }
   if (a->n < 1 || a->m < a->k || a->d < 1 || a->k < 1 || a->repeats < 1) return usage(stderr, 2);
   return 0;
@@ -76,10 +83,11 @@ static loom_graph *knn_graph(const knn_args *a) {
            "  xe = reshape x shape=[%lld,1,%lld]\n  ye = reshape y shape=[1,%lld,%lld]\n"
            "  diff = sub xe ye\n  sq = mul diff diff\n  d2 = reduce_sum sq axes=[2]\n"
            "  val, idx = topk d2 k=%lld axis=1 largest=false\n  return val, idx\n}\n",
-           (long long)a->n, (long long)a->d, (long long)a->m, (long long)a->d, (long long)a->n, (long long)a->d,
-           (long long)a->m, (long long)a->d, (long long)a->k);
+           (long long)a->n, (long long)a->d, (long long)a->m, (long long)a->d, (long long)a->n,
+           (long long)a->d, (long long)a->m, (long long)a->d, (long long)a->k);
   loom_graph *g = NULL;
-  if (loom_graph_parse(text, strlen(text), "knn.lir", &g)) fprintf(stderr, "loom-bench knn: %s\n", loom_last_error());
+  if (loom_graph_parse(text, strlen(text), "knn.lir", &g))
+    fprintf(stderr, "loom-bench knn: %s\n", loom_last_error());
   return g;
 }
 
@@ -92,8 +100,8 @@ typedef struct result {
 } result;
 
 /* One configuration: limit 0 runs the rewritten graph whole, else chunked and split. */
-static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor *in, int64_t limit, int32_t repeats,
-                       result *r) {
+static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor *in, int64_t limit,
+                       int32_t repeats, result *r) {
   memset(r, 0, sizeof *r);
   loom_optimize_options o;
   loom_optimize_options_init(&o);
@@ -164,8 +172,8 @@ int loom_bench_knn(int argc, char **argv) {
       return 1;
     }
   }
-  printf("kNN on cpu0: n = %lld, m = %lld, d = %lld, k = %lld; best of %d runs\n", (long long)a.n, (long long)a.m,
-         (long long)a.d, (long long)a.k, (int)a.repeats);
+  printf("kNN on cpu0: n = %lld, m = %lld, d = %lld, k = %lld; best of %d runs\n", (long long)a.n,
+         (long long)a.m, (long long)a.d, (long long)a.k, (int)a.repeats);
   printf("%-12s %8s %10s %16s %16s %9s %s\n", "limit", "stages", "seconds", "estimated peak", "measured peak",
          "time x", "neighbours");
   result whole, chunked[8];
@@ -179,7 +187,8 @@ int loom_bench_knn(int argc, char **argv) {
   for (int32_t i = -1; i < a.n_limits; i++) {
     const result *r = i < 0 ? &whole : &chunked[i];
     char lim[32], est[32], peak[32];
-    if (i < 0) snprintf(lim, sizeof lim, "unchunked");
+    if (i < 0)
+      snprintf(lim, sizeof lim, "unchunked");
     else
       loom_bytes_format(a.limits[i], lim, sizeof lim);
     if (!r->ok) {

@@ -277,12 +277,14 @@ static int run_pairs(loom_mem_manager *m, const options *o, uint8_t *src, uint8_
   int32_t nodes[64], n = 0;
   for (int32_t node = 0; node < loom_mem_node_count(m) && n < 64; node++) {
     loom_mem_node_info info;
-    if (loom_mem_node_info_get(m, node, &info) == LOOM_OK && info.kind == LOOM_MEMORY_DEVICE && wanted(o, info.id))
+    if (loom_mem_node_info_get(m, node, &info) == LOOM_OK && info.kind == LOOM_MEMORY_DEVICE &&
+        wanted(o, info.id))
       nodes[n++] = node;
   }
   if (n < 2) return 0;
-  printf("\ndevice to device: a buffer on one device read on another; ratio = time by hand (read to the\n"
-         "host, write to the device) / time through the HMM\n");
+  printf(
+      "\ndevice to device: a buffer on one device read on another; ratio = time by hand (read to the\n"
+      "host, write to the device) / time through the HMM\n");
   printf("%-8s %-8s %-10s %9s %12s %9s %8s\n", "from", "to", "hmm path", "hmm GB/s", "by hand GB/s", "memcpy",
          "ratio");
   if (j) {

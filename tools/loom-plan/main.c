@@ -214,8 +214,8 @@ static int optimize(options *o, state *st) {
   loom_optimize_options_init(&opts);
   opts.disabled = o->disabled;
   opts.n_disabled = o->n_disabled;
-  loom_status s = loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &opts, &st->optimized,
-                                                  &st->report, st->note, sizeof st->note);
+  loom_status s = loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &opts,
+                                                  &st->optimized, &st->report, st->note, sizeof st->note);
   return s ? fail_loom() : 0;
 }
 

@@ -194,8 +194,10 @@ int run_parse_args(int argc, char **argv, run_options *opts) {
       const char *value = NULL;
       size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
       snprintf(flag, sizeof flag, "%.*s", (int)n, arg);
-      if (eq) value = eq + 1;
-      else if (takes_value(flag) && i + 1 < argc) value = argv[++i];
+      if (eq)
+        value = eq + 1;
+      else if (takes_value(flag) && i + 1 < argc)
+        value = argv[++i];
       rc = parse_option(opts, flag, value);
     } else if (opts->graph_path) {
       rc = run_fail(EXIT_USAGE, "one graph file at a time: '%s' and '%s' given", opts->graph_path, arg);

@@ -24,10 +24,10 @@ typedef struct run_options {
   int32_t n_inputs;
   bool random;
   uint64_t seed;
-  const char *out_dir; /* NULL: write nothing */
-  int64_t print_rows;  /* -1: --print not given */
-  const char *runners; /* --runners SPEC, or NULL */
-  const char *limit;   /* --limit BYTES, or NULL */
+  const char *out_dir;     /* NULL: write nothing */
+  int64_t print_rows;      /* -1: --print not given */
+  const char *runners;     /* --runners SPEC, or NULL */
+  const char *limit;       /* --limit BYTES, or NULL */
   const char **no_rewrite; /* --no-rewrite NAME ... */
   int32_t n_no_rewrite;
   const char *stats_json; /* --stats-json FILE, or NULL */

@@ -29,10 +29,10 @@ typedef struct run_state {
   char **out_names;     /* n_outputs file stems, owned */
   char **created_dirs;  /* directories this run made, outermost first */
   int32_t n_created;
-  loom_run_stats stats;       /* a run without runners */
-  loom_runner *runners;       /* --runners / --limit; NULL: none */
+  loom_run_stats stats; /* a run without runners */
+  loom_runner *runners; /* --runners / --limit; NULL: none */
   int32_t n_runners;
-  loom_graph *optimized;      /* the graph after rewrites */
+  loom_graph *optimized; /* the graph after rewrites */
   loom_rewrite_report report;
   loom_plan *plan;
   loom_plan_stats plan_stats;
@@ -97,8 +97,10 @@ static int check_input_names(const run_state *st, const run_options *opts) {
   list[0] = '\0';
   for (int32_t p = 0; p < st->n_params; p++) {
     bool given = false;
-    for (int32_t i = 0; i < opts->n_inputs; i++) given |= strcmp(opts->inputs[i].name, param_name(st->graph, p)) == 0;
-    if (!given && n < sizeof list) n += (size_t)snprintf(list + n, sizeof list - n, n ? ", %s" : "%s", param_name(st->graph, p));
+    for (int32_t i = 0; i < opts->n_inputs; i++)
+      given |= strcmp(opts->inputs[i].name, param_name(st->graph, p)) == 0;
+    if (!given && n < sizeof list)
+      n += (size_t)snprintf(list + n, sizeof list - n, n ? ", %s" : "%s", param_name(st->graph, p));
   }
   if (n) return run_fail(EXIT_USAGE, "missing inputs: %s (give --in NAME=FILE.npy, or --random SEED)", list);
   return 0;
@@ -167,9 +169,10 @@ static int check_saveable_outputs(const run_state *st) {
   for (int32_t i = 0; i < st->n_outputs; i++) {
     const loom_type *type = loom_value_type(st->graph, loom_graph_output_at(st->graph, i));
     if (!loom_dtype_npy_descr(type->dtype))
-      return run_fail(EXIT_RUN, "output %s is %s, which has no NumPy dtype; cast it to f32 in the graph "
-                      "(cast %s to=f32) to write it", st->out_names[i], loom_dtype_name(type->dtype),
-                      st->out_names[i]);
+      return run_fail(EXIT_RUN,
+                      "output %s is %s, which has no NumPy dtype; cast it to f32 in the graph "
+                      "(cast %s to=f32) to write it",
+                      st->out_names[i], loom_dtype_name(type->dtype), st->out_names[i]);
   }
   return 0;
 }
@@ -292,7 +295,8 @@ static int optimize(run_state *st, const run_options *opts) {
   loom_optimize_options_init(&o);
   o.disabled = opts->no_rewrite;
   o.n_disabled = opts->n_no_rewrite;
-  if (loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &o, &st->optimized, &st->report, NULL, 0))
+  if (loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &o, &st->optimized, &st->report,
+                                      NULL, 0))
     return run_fail_loom(NULL);
   if (st->n_runners && loom_plan_split_by_memory(st->optimized, st->runners, st->n_runners, &st->plan))
     return run_fail_loom(NULL);
@@ -355,7 +359,8 @@ static int write_stats_json(run_state *st, const char *path) {
       loom_estimate_deinit(&e);
     }
     loom__json_kv_int64(&j, "estimated_peak_bytes", est);
-    loom__json_kv_int64(&j, "peak_bytes", st->plan ? st->plan_stats.stages[i].peak_bytes : st->stats.peak_bytes);
+    loom__json_kv_int64(&j, "peak_bytes",
+                        st->plan ? st->plan_stats.stages[i].peak_bytes : st->stats.peak_bytes);
     loom__json_kv_int64(&j, "ops", st->plan ? info.n_ops : loom_graph_op_count(st->optimized));
     loom__json_kv_double(&j, "seconds", st->plan ? st->plan_stats.stages[i].seconds : st->stats.seconds);
     loom__json_end_object(&j);
@@ -411,14 +416,17 @@ static void print_memory(const run_state *st) {
 static void print_summary(const run_state *st, const run_options *opts) {
   char peak[32], time[32];
   loom_bytes_format(st->stats.peak_bytes, peak, sizeof peak);
-  if (st->stats.seconds < 1.0) snprintf(time, sizeof time, "%.3f ms", st->stats.seconds * 1e3);
-  else snprintf(time, sizeof time, "%.3f s", st->stats.seconds);
+  if (st->stats.seconds < 1.0)
+    snprintf(time, sizeof time, "%.3f ms", st->stats.seconds * 1e3);
+  else
+    snprintf(time, sizeof time, "%.3f s", st->stats.seconds);
   if (st->plan)
     printf("%s: ran on %s in %s, peak %s (%lld bytes) in %d stages\n", loom_graph_name(st->graph),
-           st->runners[0].device, time, peak, (long long)st->stats.peak_bytes, (int)loom_plan_stage_count(st->plan));
+           st->runners[0].device, time, peak, (long long)st->stats.peak_bytes,
+           (int)loom_plan_stage_count(st->plan));
   else
-    printf("%s: ran on cpu0 in %s, peak %s (%lld bytes) in %lld allocations\n", loom_graph_name(st->graph), time, peak,
-           (long long)st->stats.peak_bytes, (long long)st->stats.allocations);
+    printf("%s: ran on cpu0 in %s, peak %s (%lld bytes) in %lld allocations\n", loom_graph_name(st->graph),
+           time, peak, (long long)st->stats.peak_bytes, (long long)st->stats.allocations);
   for (int32_t i = 0; i < st->report.count; i++) {
     char saved[32];
     printf("  rewrite %-16s saved %10s  %s\n", st->report.entries[i].name,

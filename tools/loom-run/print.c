@@ -9,21 +9,45 @@
 static void print_element(FILE *f, const loom_tensor *t, int64_t i) {
   const void *d = t->data;
   switch (t->type.dtype) {
-    case LOOM_BOOL: fputs(((const uint8_t *)d)[i] ? "true" : "false", f); break;
-    case LOOM_I8: fprintf(f, "%d", (int)((const int8_t *)d)[i]); break;
-    case LOOM_U8: fprintf(f, "%u", (unsigned)((const uint8_t *)d)[i]); break;
-    case LOOM_I16: fprintf(f, "%d", (int)((const int16_t *)d)[i]); break;
-    case LOOM_I32: fprintf(f, "%" PRId32, ((const int32_t *)d)[i]); break;
-    case LOOM_I64: fprintf(f, "%" PRId64, ((const int64_t *)d)[i]); break;
-    case LOOM_F16: fprintf(f, "%.6g", (double)loom_f16_to_f32(((const uint16_t *)d)[i])); break;
-    case LOOM_BF16: fprintf(f, "%.6g", (double)loom_bf16_to_f32(((const uint16_t *)d)[i])); break;
-    case LOOM_F32: fprintf(f, "%.7g", (double)((const float *)d)[i]); break;
-    case LOOM_F64: fprintf(f, "%.10g", ((const double *)d)[i]); break;
+    case LOOM_BOOL:
+      fputs(((const uint8_t *)d)[i] ? "true" : "false", f);
+      break;
+    case LOOM_I8:
+      fprintf(f, "%d", (int)((const int8_t *)d)[i]);
+      break;
+    case LOOM_U8:
+      fprintf(f, "%u", (unsigned)((const uint8_t *)d)[i]);
+      break;
+    case LOOM_I16:
+      fprintf(f, "%d", (int)((const int16_t *)d)[i]);
+      break;
+    case LOOM_I32:
+      fprintf(f, "%" PRId32, ((const int32_t *)d)[i]);
+      break;
+    case LOOM_I64:
+      fprintf(f, "%" PRId64, ((const int64_t *)d)[i]);
+      break;
+    case LOOM_F16:
+      fprintf(f, "%.6g", (double)loom_f16_to_f32(((const uint16_t *)d)[i]));
+      break;
+    case LOOM_BF16:
+      fprintf(f, "%.6g", (double)loom_bf16_to_f32(((const uint16_t *)d)[i]));
+      break;
+    case LOOM_F32:
+      fprintf(f, "%.7g", (double)((const float *)d)[i]);
+      break;
+    case LOOM_F64:
+      fprintf(f, "%.10g", ((const double *)d)[i]);
+      break;
     case LOOM_C64:
       fprintf(f, "%.7g%+.7gj", (double)((const float *)d)[2 * i], (double)((const float *)d)[2 * i + 1]);
       break;
-    case LOOM_C128: fprintf(f, "%.10g%+.10gj", ((const double *)d)[2 * i], ((const double *)d)[2 * i + 1]); break;
-    default: fputs("?", f); break;
+    case LOOM_C128:
+      fprintf(f, "%.10g%+.10gj", ((const double *)d)[2 * i], ((const double *)d)[2 * i + 1]);
+      break;
+    default:
+      fputs("?", f);
+      break;
   }
 }
 
@@ -58,5 +82,6 @@ void run_print_rows(FILE *f, const loom_tensor *t, int64_t rows) {
     fprintf(f, "    [%" PRId64 "] ", r);
     print_row(f, t, r * row_len, row_len, ROW_ELEMENTS_MAX);
   }
-  if (shown < n_rows) fprintf(f, "    ... %" PRId64 " more row%s\n", n_rows - shown, n_rows - shown == 1 ? "" : "s");
+  if (shown < n_rows)
+    fprintf(f, "    ... %" PRId64 " more row%s\n", n_rows - shown, n_rows - shown == 1 ? "" : "s");
 }

@@ -39,8 +39,7 @@ typedef struct conv_problem {
   char *outp;
 } conv_problem;
 
-static int64_t attr_or(const loom_attrs *a, uint32_t bit, const loom_int_list *l, int32_t i,
-                       int64_t dflt) {
+static int64_t attr_or(const loom_attrs *a, uint32_t bit, const loom_int_list *l, int32_t i, int64_t dflt) {
   return ((a->set & bit) && i < l->count) ? l->v[i] : dflt;
 }
 
@@ -57,9 +56,8 @@ static loom_status conv_setup(const loom__op *op, const loom__view *x, const loo
   p->C = x->type.dims[1];
   p->O = w->type.dims[0];
   p->G = (a->set & LOOM_ATTR_GROUPS) ? a->groups : 1;
-  if (p->G < 1 || p->C % p->G || p->O % p->G || w->type.dims[1] != p->C / p->G ||
-      out->type.dims[0] != p->N || out->type.dims[1] != p->O || w->type.dtype != p->dtype ||
-      out->type.dtype != p->dtype)
+  if (p->G < 1 || p->C % p->G || p->O % p->G || w->type.dims[1] != p->C / p->G || out->type.dims[0] != p->N ||
+      out->type.dims[1] != p->O || w->type.dtype != p->dtype || out->type.dtype != p->dtype)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "conv: operand and result types do not agree");
   p->Cg = p->C / p->G;
   p->Og = p->O / p->G;
@@ -118,9 +116,12 @@ static loom_status conv_weights(const conv_problem *p, const loom__view *w, loom
       rem /= w->type.dims[i];
     }
     const char *s = (const char *)w->data + off * es_from;
-    if (p->dtype == LOOM_F16) ((float *)buf)[e] = loom_f16_to_f32(*(const uint16_t *)s);
-    else if (p->dtype == LOOM_BF16) ((float *)buf)[e] = loom_bf16_to_f32(*(const uint16_t *)s);
-    else memcpy(buf + e * es_to, s, (size_t)es_to);
+    if (p->dtype == LOOM_F16)
+      ((float *)buf)[e] = loom_f16_to_f32(*(const uint16_t *)s);
+    else if (p->dtype == LOOM_BF16)
+      ((float *)buf)[e] = loom_bf16_to_f32(*(const uint16_t *)s);
+    else
+      memcpy(buf + e * es_to, s, (size_t)es_to);
   }
   *out_w = buf;
   *out_ld = p->CgK;
@@ -132,37 +133,37 @@ static loom_status conv_weights(const conv_problem *p, const loom__view *w, loom
 /* col[r][t] for r < CgK and t < T: the input under kernel tap r (channel c, taps kd kh kw) at
  * output position j0 + t, zero where that falls in the padding. x points at channel 0 of the
  * group in image n. */
-#define CONV_IM2COL(NAME, TS, TD, LOAD)                                                         \
-  static void NAME(const conv_problem *p, const char *xg, int64_t j0, int64_t T, void *colv) {  \
-    const TS *x = (const TS *)xg;                                                               \
-    TD *col = colv;                                                                             \
-    for (int64_t r = 0; r < p->CgK; r++) {                                                      \
-      int64_t c = r / p->K, kk = r % p->K;                                                      \
-      int64_t kw = kk % p->k[2], kh = (kk / p->k[2]) % p->k[1], kd = kk / (p->k[2] * p->k[1]);  \
-      const TS *xc = x + c * p->xs_c;                                                           \
-      TD *dst = col + r * T;                                                                    \
-      int64_t ow = j0 % p->out[2], oh = (j0 / p->out[2]) % p->out[1];                           \
-      int64_t od = j0 / (p->out[2] * p->out[1]);                                                \
-      for (int64_t t = 0; t < T;) {                                                             \
-        int64_t run = LOOM_MIN(T - t, p->out[2] - ow); /* positions left in this output row */  \
-        int64_t id = od * p->stride[0] - p->pad[0] + kd * p->dil[0];                            \
-        int64_t ih = oh * p->stride[1] - p->pad[1] + kh * p->dil[1];                            \
+#define CONV_IM2COL(NAME, TS, TD, LOAD)                                                        \
+  static void NAME(const conv_problem *p, const char *xg, int64_t j0, int64_t T, void *colv) { \
+    const TS *x = (const TS *)xg;                                                              \
+    TD *col = colv;                                                                            \
+    for (int64_t r = 0; r < p->CgK; r++) {                                                     \
+      int64_t c = r / p->K, kk = r % p->K;                                                     \
+      int64_t kw = kk % p->k[2], kh = (kk / p->k[2]) % p->k[1], kd = kk / (p->k[2] * p->k[1]); \
+      const TS *xc = x + c * p->xs_c;                                                          \
+      TD *dst = col + r * T;                                                                   \
+      int64_t ow = j0 % p->out[2], oh = (j0 / p->out[2]) % p->out[1];                          \
+      int64_t od = j0 / (p->out[2] * p->out[1]);                                               \
+      for (int64_t t = 0; t < T;) {                                                            \
+        int64_t run = LOOM_MIN(T - t, p->out[2] - ow); /* positions left in this output row */ \
+        int64_t id = od * p->stride[0] - p->pad[0] + kd * p->dil[0];                           \
+        int64_t ih = oh * p->stride[1] - p->pad[1] + kh * p->dil[1];                           \
         if (id < 0 || id >= p->in[0] || ih < 0 || ih >= p->in[1]) {                            \
-          for (int64_t u = 0; u < run; u++) dst[t + u] = (TD)0;                                 \
-        } else {                                                                                \
-          const TS *xrow = xc + id * p->xs[0] + ih * p->xs[1];                                  \
-          int64_t iw = ow * p->stride[2] - p->pad[2] + kw * p->dil[2];                          \
-          for (int64_t u = 0; u < run; u++, iw += p->stride[2])                                 \
-            dst[t + u] = (iw >= 0 && iw < p->in[2]) ? LOAD(xrow[iw * p->xs[2]]) : (TD)0;        \
-        }                                                                                       \
-        t += run;                                                                               \
-        ow = 0;                                                                                 \
-        if (++oh == p->out[1]) {                                                                \
-          oh = 0;                                                                               \
-          od++;                                                                                 \
-        }                                                                                       \
-      }                                                                                         \
-    }                                                                                           \
+          for (int64_t u = 0; u < run; u++) dst[t + u] = (TD)0;                                \
+        } else {                                                                               \
+          const TS *xrow = xc + id * p->xs[0] + ih * p->xs[1];                                 \
+          int64_t iw = ow * p->stride[2] - p->pad[2] + kw * p->dil[2];                         \
+          for (int64_t u = 0; u < run; u++, iw += p->stride[2])                                \
+            dst[t + u] = (iw >= 0 && iw < p->in[2]) ? LOAD(xrow[iw * p->xs[2]]) : (TD)0;       \
+        }                                                                                      \
+        t += run;                                                                              \
+        ow = 0;                                                                                \
+        if (++oh == p->out[1]) {                                                               \
+          oh = 0;                                                                              \
+          od++;                                                                                \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
   }
 
 #define CONV_LOAD_SAME(v) (v)
@@ -175,10 +176,18 @@ CONV_IM2COL(im2col_bf16, uint16_t, float, CONV_LOAD_BF16)
 
 static void im2col(const conv_problem *p, const char *xg, int64_t j0, int64_t T, void *col) {
   switch (p->dtype) {
-    case LOOM_F32: im2col_f32(p, xg, j0, T, col); break;
-    case LOOM_F64: im2col_f64(p, xg, j0, T, col); break;
-    case LOOM_F16: im2col_f16(p, xg, j0, T, col); break;
-    default: im2col_bf16(p, xg, j0, T, col); break;
+    case LOOM_F32:
+      im2col_f32(p, xg, j0, T, col);
+      break;
+    case LOOM_F64:
+      im2col_f64(p, xg, j0, T, col);
+      break;
+    case LOOM_F16:
+      im2col_f16(p, xg, j0, T, col);
+      break;
+    default:
+      im2col_bf16(p, xg, j0, T, col);
+      break;
   }
 }
 
@@ -188,8 +197,8 @@ static void im2col(const conv_problem *p, const char *xg, int64_t j0, int64_t T,
 static void conv_gemm(const conv_problem *p, const void *wg, int64_t ldw, const void *b, int64_t ldb,
                       int64_t T, void *c, int64_t ldc) {
   if (p->ct == LOOM_F64)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->Og, (int)T, (int)p->CgK, 1.0, wg,
-                (int)ldw, b, (int)ldb, 0.0, c, (int)ldc);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->Og, (int)T, (int)p->CgK, 1.0, wg, (int)ldw,
+                b, (int)ldb, 0.0, c, (int)ldc);
   else
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->Og, (int)T, (int)p->CgK, 1.0f, wg,
                 (int)ldw, b, (int)ldb, 0.0f, c, (int)ldc);
@@ -199,8 +208,8 @@ static void conv_gemm(const conv_problem *p, const void *wg, int64_t ldw, const 
 static void store_half(const conv_problem *p, const float *src, int64_t T, uint16_t *dst) {
   for (int64_t o = 0; o < p->Og; o++)
     for (int64_t t = 0; t < T; t++)
-      dst[o * p->Y + t] = p->dtype == LOOM_F16 ? loom_f32_to_f16(src[o * T + t])
-                                               : loom_f32_to_bf16(src[o * T + t]);
+      dst[o * p->Y + t] =
+          p->dtype == LOOM_F16 ? loom_f32_to_f16(src[o * T + t]) : loom_f32_to_bf16(src[o * T + t]);
 }
 
 /* True when x can be the gemm's B as it is: 1x1 kernel, stride 1, no padding, spatial dims
@@ -273,8 +282,8 @@ loom_status loom__cpu_conv(const loom_graph *g, const loom__op *op, const loom__
   (void)g;
   loom_dtype dt = in[0].type.dtype;
   if (dt != LOOM_F32 && dt != LOOM_F64 && dt != LOOM_F16 && dt != LOOM_BF16)
-    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: dtype %s is not supported on cpu",
-                       loom_op_name(op->kind), loom_dtype_name(dt));
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: dtype %s is not supported on cpu", loom_op_name(op->kind),
+                       loom_dtype_name(dt));
   conv_problem p;
   loom_status s = conv_setup(op, &in[0], &in[1], &out[0], &p);
   if (s) return s;

@@ -40,17 +40,17 @@ typedef struct dot_mat {
   char *data; /* element [0,0] of batch element 0 */
   loom_dtype dtype;
   int64_t rows, cols;
-  int64_t rs, cs;                /* element strides of a row and a column step */
-  int64_t bs[LOOM_MAX_RANK];     /* strides along the output's batch dims; 0 = broadcast */
+  int64_t rs, cs;            /* element strides of a row and a column step */
+  int64_t bs[LOOM_MAX_RANK]; /* strides along the output's batch dims; 0 = broadcast */
 } dot_mat;
 
 typedef struct dot_problem {
-  int32_t nb;                    /* batch dims of the output */
+  int32_t nb; /* batch dims of the output */
   int64_t bdims[LOOM_MAX_RANK];
-  int64_t batch;                 /* their product */
+  int64_t batch; /* their product */
   int64_t n, k, m;
-  dot_mat a, b;                  /* n x k and k x m */
-  char *c;                       /* dense [batch, n, m] of dtype */
+  dot_mat a, b; /* n x k and k x m */
+  char *c;      /* dense [batch, n, m] of dtype */
   loom_dtype dtype;
 } dot_problem;
 
@@ -73,10 +73,17 @@ static loom_status dot_setup(const loom__view *va, const loom__view *vb, const l
     p->bdims[i] = out->type.dims[i];
     p->batch *= p->bdims[i];
   }
-  p->a = (dot_mat){.data = va->data, .dtype = p->dtype, .rows = p->n, .cols = p->k,
-                   .rs = ra >= 2 ? va->strides[ra - 2] : 0, .cs = va->strides[ra - 1]};
+  p->a = (dot_mat){.data = va->data,
+                   .dtype = p->dtype,
+                   .rows = p->n,
+                   .cols = p->k,
+                   .rs = ra >= 2 ? va->strides[ra - 2] : 0,
+                   .cs = va->strides[ra - 1]};
   loom__batch_strides(&va->type, va->strides, ra >= 2 ? 2 : 1, p->nb, p->a.bs);
-  p->b = (dot_mat){.data = vb->data, .dtype = p->dtype, .rows = p->k, .cols = p->m,
+  p->b = (dot_mat){.data = vb->data,
+                   .dtype = p->dtype,
+                   .rows = p->k,
+                   .cols = p->m,
                    .rs = rb >= 2 ? vb->strides[rb - 2] : vb->strides[0],
                    .cs = rb >= 2 ? vb->strides[rb - 1] : 0};
   loom__batch_strides(&vb->type, vb->strides, rb >= 2 ? 2 : 1, p->nb, p->b.bs);
@@ -88,24 +95,23 @@ static loom_status dot_setup(const loom__view *va, const loom__view *vb, const l
 
 /* c[i,:] = sum_q a[i,q] * b[q,:], order i-q-j so b's rows stream. Integer products and sums
  * wrap: they are done in an unsigned type (no signed overflow) and truncated on store. */
-#define DOT_LOOP(NAME, T, ACC, UPDATE)                                                        \
-  static void NAME(const dot_problem *p) {                                                    \
-    int64_t rows = p->batch * p->n;                                                           \
-    int64_t macs = rows * p->k * p->m;                                                        \
-    _Pragma("omp parallel for schedule(static) if (macs > DOT_PARALLEL_MIN_MACS)")            \
-    for (int64_t r = 0; r < rows; r++) {                                                      \
-      int64_t bi = r / p->n, i = r % p->n;                                                    \
-      const T *a = (const T *)p->a.data +                                                     \
-                   loom__batch_offset(bi, p->nb, p->bdims, p->a.bs) + i * p->a.rs;            \
-      const T *b = (const T *)p->b.data + loom__batch_offset(bi, p->nb, p->bdims, p->b.bs);   \
-      T *c = (T *)p->c + r * p->m;                                                            \
-      for (int64_t j = 0; j < p->m; j++) c[j] = (T)0;                                         \
-      for (int64_t q = 0; q < p->k; q++) {                                                    \
-        ACC av = (ACC)a[q * p->a.cs];                                                         \
-        const T *brow = b + q * p->b.rs;                                                      \
-        for (int64_t j = 0; j < p->m; j++) UPDATE(T, ACC, c[j], av, brow[j * p->b.cs]);       \
-      }                                                                                       \
-    }                                                                                         \
+#define DOT_LOOP(NAME, T, ACC, UPDATE)                                                                    \
+  static void NAME(const dot_problem *p) {                                                                \
+    int64_t rows = p->batch * p->n;                                                                       \
+    int64_t macs = rows * p->k * p->m;                                                                    \
+    _Pragma("omp parallel for schedule(static) if (macs > DOT_PARALLEL_MIN_MACS)") for (int64_t r = 0;    \
+                                                                                        r < rows; r++) {  \
+      int64_t bi = r / p->n, i = r % p->n;                                                                \
+      const T *a = (const T *)p->a.data + loom__batch_offset(bi, p->nb, p->bdims, p->a.bs) + i * p->a.rs; \
+      const T *b = (const T *)p->b.data + loom__batch_offset(bi, p->nb, p->bdims, p->b.bs);               \
+      T *c = (T *)p->c + r * p->m;                                                                        \
+      for (int64_t j = 0; j < p->m; j++) c[j] = (T)0;                                                     \
+      for (int64_t q = 0; q < p->k; q++) {                                                                \
+        ACC av = (ACC)a[q * p->a.cs];                                                                     \
+        const T *brow = b + q * p->b.rs;                                                                  \
+        for (int64_t j = 0; j < p->m; j++) UPDATE(T, ACC, c[j], av, brow[j * p->b.cs]);                   \
+      }                                                                                                   \
+    }                                                                                                     \
   }
 
 #define DOT_ADD(T, ACC, cj, av, bv) cj = (T)((ACC)(cj) + av * (ACC)(bv))
@@ -125,17 +131,38 @@ DOT_LOOP(loop_bool, uint8_t, unsigned, DOT_OR_AND)
 /* Runs the plain loop for p->dtype; false when it has none. */
 static bool dot_loop(const dot_problem *p) {
   switch (p->dtype) {
-    case LOOM_F32: loop_f32(p); return true;
-    case LOOM_F64: loop_f64(p); return true;
-    case LOOM_C64: loop_c64(p); return true;
-    case LOOM_C128: loop_c128(p); return true;
-    case LOOM_I8: loop_i8(p); return true;
-    case LOOM_U8: loop_u8(p); return true;
-    case LOOM_I16: loop_i16(p); return true;
-    case LOOM_I32: loop_i32(p); return true;
-    case LOOM_I64: loop_i64(p); return true;
-    case LOOM_BOOL: loop_bool(p); return true;
-    default: return false;
+    case LOOM_F32:
+      loop_f32(p);
+      return true;
+    case LOOM_F64:
+      loop_f64(p);
+      return true;
+    case LOOM_C64:
+      loop_c64(p);
+      return true;
+    case LOOM_C128:
+      loop_c128(p);
+      return true;
+    case LOOM_I8:
+      loop_i8(p);
+      return true;
+    case LOOM_U8:
+      loop_u8(p);
+      return true;
+    case LOOM_I16:
+      loop_i16(p);
+      return true;
+    case LOOM_I32:
+      loop_i32(p);
+      return true;
+    case LOOM_I64:
+      loop_i64(p);
+      return true;
+    case LOOM_BOOL:
+      loop_bool(p);
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -224,15 +251,23 @@ static bool fold(const dot_mat *x, dot_fold *f) {
 }
 
 /* y = op(A) x with A stored rows x cols (row-major, leading dimension lda). */
-static void blas_gemv(loom_dtype t, enum CBLAS_TRANSPOSE tr, int rows, int cols, const void *a,
-                      int lda, const void *x, int incx, void *y) {
+static void blas_gemv(loom_dtype t, enum CBLAS_TRANSPOSE tr, int rows, int cols, const void *a, int lda,
+                      const void *x, int incx, void *y) {
   static const float one_c[2] = {1, 0}, zero_c[2] = {0, 0};
   static const double one_z[2] = {1, 0}, zero_z[2] = {0, 0};
   switch (t) {
-    case LOOM_F32: cblas_sgemv(CblasRowMajor, tr, rows, cols, 1.0f, a, lda, x, incx, 0.0f, y, 1); break;
-    case LOOM_F64: cblas_dgemv(CblasRowMajor, tr, rows, cols, 1.0, a, lda, x, incx, 0.0, y, 1); break;
-    case LOOM_C64: cblas_cgemv(CblasRowMajor, tr, rows, cols, one_c, a, lda, x, incx, zero_c, y, 1); break;
-    default: cblas_zgemv(CblasRowMajor, tr, rows, cols, one_z, a, lda, x, incx, zero_z, y, 1); break;
+    case LOOM_F32:
+      cblas_sgemv(CblasRowMajor, tr, rows, cols, 1.0f, a, lda, x, incx, 0.0f, y, 1);
+      break;
+    case LOOM_F64:
+      cblas_dgemv(CblasRowMajor, tr, rows, cols, 1.0, a, lda, x, incx, 0.0, y, 1);
+      break;
+    case LOOM_C64:
+      cblas_cgemv(CblasRowMajor, tr, rows, cols, one_c, a, lda, x, incx, zero_c, y, 1);
+      break;
+    default:
+      cblas_zgemv(CblasRowMajor, tr, rows, cols, one_z, a, lda, x, incx, zero_z, y, 1);
+      break;
   }
 }
 
@@ -265,12 +300,16 @@ static void blas_one(const dot_problem *p, int64_t bi, dot_fold fa, dot_fold fb)
   int n = (int)p->n, m = (int)p->m, k = (int)p->k;
   if (m == 1) { /* c[n] = op(A) b, b a column: its step is its row stride */
     int incb = p->k == 1 ? 1 : (int)p->b.rs;
-    if (fa.trans == CblasNoTrans) blas_gemv(p->dtype, CblasNoTrans, n, k, a, fa.ld, b, incb, c);
-    else blas_gemv(p->dtype, CblasTrans, k, n, a, fa.ld, b, incb, c);
+    if (fa.trans == CblasNoTrans)
+      blas_gemv(p->dtype, CblasNoTrans, n, k, a, fa.ld, b, incb, c);
+    else
+      blas_gemv(p->dtype, CblasTrans, k, n, a, fa.ld, b, incb, c);
   } else if (n == 1) { /* c[m] = op(B)^T a, a a row: its step is its column stride */
     int inca = p->k == 1 ? 1 : (int)p->a.cs;
-    if (fb.trans == CblasNoTrans) blas_gemv(p->dtype, CblasTrans, k, m, b, fb.ld, a, inca, c);
-    else blas_gemv(p->dtype, CblasNoTrans, m, k, b, fb.ld, a, inca, c);
+    if (fb.trans == CblasNoTrans)
+      blas_gemv(p->dtype, CblasTrans, k, m, b, fb.ld, a, inca, c);
+    else
+      blas_gemv(p->dtype, CblasNoTrans, m, k, b, fb.ld, a, inca, c);
   } else {
     blas_gemm(p->dtype, fa, fb, n, m, k, a, b, c);
   }
@@ -343,8 +382,8 @@ loom_status loom__cpu_dot(const loom_graph *g, const loom__op *op, const loom__v
       break;
     default:
       if (!dot_loop(&p))
-        s = loom__error(LOOM_ERR_UNSUPPORTED, "%s: dtype %s is not supported on cpu",
-                        loom_op_name(op->kind), loom_dtype_name(p.dtype));
+        s = loom__error(LOOM_ERR_UNSUPPORTED, "%s: dtype %s is not supported on cpu", loom_op_name(op->kind),
+                        loom_dtype_name(p.dtype));
       break;
   }
   loom__cpu_arena_release(&ar);

@@ -38,8 +38,8 @@ typedef enum fft_kind { FFT_FORWARD, FFT_BACKWARD, FFT_R2C, FFT_C2R } fft_kind;
 
 /* A plan's problem. All int64 so there is no padding and memcmp compares it. */
 typedef struct fft_key {
-  int64_t kind, dbl;        /* fft_kind; 1 for double precision */
-  int64_t n, outer, inner;  /* transform length and the two batch loops */
+  int64_t kind, dbl;       /* fft_kind; 1 for double precision */
+  int64_t n, outer, inner; /* transform length and the two batch loops */
   int64_t inplace, align_in, align_out, nthreads;
 } fft_key;
 
@@ -56,8 +56,12 @@ static bool fft_measure; /* FFTW_MEASURE is 0: keep the choice in a flag of its 
 
 /* ---- planning (callers hold fft_lock) ----------------------------------------------------- */
 
-static int64_t len_in(const fft_key *k) { return k->kind == FFT_C2R ? k->n / 2 + 1 : k->n; }
-static int64_t len_out(const fft_key *k) { return k->kind == FFT_R2C ? k->n / 2 + 1 : k->n; }
+static int64_t len_in(const fft_key *k) {
+  return k->kind == FFT_C2R ? k->n / 2 + 1 : k->n;
+}
+static int64_t len_out(const fft_key *k) {
+  return k->kind == FFT_R2C ? k->n / 2 + 1 : k->n;
+}
 
 /* Bytes of one element of the transform's input or output array. */
 static int64_t elem_bytes(const fft_key *k, bool input) {
@@ -103,8 +107,10 @@ static void *plan_measured(const fft_key *k, unsigned flags) {
 }
 
 static void plan_destroy(const fft_key *k, void *plan) {
-  if (k->dbl) fftw_destroy_plan(plan);
-  else fftwf_destroy_plan(plan);
+  if (k->dbl)
+    fftw_destroy_plan(plan);
+  else
+    fftwf_destroy_plan(plan);
 }
 
 static void *plan_create(const fft_key *k, void *in, void *out) {
@@ -115,8 +121,10 @@ static void *plan_create(const fft_key *k, void *in, void *out) {
     fftwf_init_threads();
     fft_threads_ready = true;
   }
-  if (k->dbl) fftw_plan_with_nthreads((int)k->nthreads);
-  else fftwf_plan_with_nthreads((int)k->nthreads);
+  if (k->dbl)
+    fftw_plan_with_nthreads((int)k->nthreads);
+  else
+    fftwf_plan_with_nthreads((int)k->nthreads);
   if (fft_measure) return plan_measured(k, FFTW_MEASURE);
   return plan_guru(k, in, out, FFTW_ESTIMATE);
 }
@@ -134,8 +142,10 @@ static loom_status plan_get(const fft_key *k, void *in, void *out, void **out_pl
       return LOOM_OK;
     }
   void *plan = plan_create(k, in, out);
-  if (plan && fft_cache_count < FFT_CACHE_MAX) fft_cache[fft_cache_count++] = (fft_entry){*k, plan};
-  else if (plan) *out_owned = true;
+  if (plan && fft_cache_count < FFT_CACHE_MAX)
+    fft_cache[fft_cache_count++] = (fft_entry){*k, plan};
+  else if (plan)
+    *out_owned = true;
   pthread_mutex_unlock(&fft_lock);
   if (!plan)
     return loom__error(LOOM_ERR_INTERNAL, "fft: FFTW could not plan a length-%lld transform",
@@ -155,16 +165,22 @@ static void plan_execute(const fft_key *k, void *plan, void *in, void *out) {
   switch (k->kind) {
     case FFT_FORWARD:
     case FFT_BACKWARD:
-      if (k->dbl) fftw_execute_dft(plan, in, out);
-      else fftwf_execute_dft(plan, in, out);
+      if (k->dbl)
+        fftw_execute_dft(plan, in, out);
+      else
+        fftwf_execute_dft(plan, in, out);
       break;
     case FFT_R2C:
-      if (k->dbl) fftw_execute_dft_r2c(plan, in, out);
-      else fftwf_execute_dft_r2c(plan, in, out);
+      if (k->dbl)
+        fftw_execute_dft_r2c(plan, in, out);
+      else
+        fftwf_execute_dft_r2c(plan, in, out);
       break;
     default:
-      if (k->dbl) fftw_execute_dft_c2r(plan, in, out);
-      else fftwf_execute_dft_c2r(plan, in, out);
+      if (k->dbl)
+        fftw_execute_dft_c2r(plan, in, out);
+      else
+        fftwf_execute_dft_c2r(plan, in, out);
       break;
   }
 }
@@ -254,14 +270,22 @@ static loom_status fft_check(const loom__op *op, const loom__view *in, const loo
   loom_dtype di = in->type.dtype, dout = out->type.dtype;
   memset(k, 0, sizeof *k);
   *out_axis = 0;
-  k->kind = op->kind == LOOM_OP_FFT ? FFT_FORWARD : op->kind == LOOM_OP_IFFT ? FFT_BACKWARD
-            : op->kind == LOOM_OP_RFFT ? FFT_R2C : FFT_C2R;
+  k->kind = op->kind == LOOM_OP_FFT    ? FFT_FORWARD
+            : op->kind == LOOM_OP_IFFT ? FFT_BACKWARD
+            : op->kind == LOOM_OP_RFFT ? FFT_R2C
+                                       : FFT_C2R;
   bool ok;
   switch (k->kind) {
     case FFT_FORWARD:
-    case FFT_BACKWARD: ok = (di == LOOM_C64 || di == LOOM_C128) && dout == di; break;
-    case FFT_R2C: ok = (di == LOOM_F32 && dout == LOOM_C64) || (di == LOOM_F64 && dout == LOOM_C128); break;
-    default: ok = (di == LOOM_C64 && dout == LOOM_F32) || (di == LOOM_C128 && dout == LOOM_F64); break;
+    case FFT_BACKWARD:
+      ok = (di == LOOM_C64 || di == LOOM_C128) && dout == di;
+      break;
+    case FFT_R2C:
+      ok = (di == LOOM_F32 && dout == LOOM_C64) || (di == LOOM_F64 && dout == LOOM_C128);
+      break;
+    default:
+      ok = (di == LOOM_C64 && dout == LOOM_F32) || (di == LOOM_C128 && dout == LOOM_F64);
+      break;
   }
   if (!ok)
     return loom__error(LOOM_ERR_UNSUPPORTED, "%s: dtype %s is not supported on cpu", name,

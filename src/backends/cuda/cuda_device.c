@@ -245,12 +245,15 @@ loom_status loom__cuda_discover(loom__device_list *out, loom__notes *notes) {
   char why[128], err[96];
 #if LOOM_HAVE_CUDA
   /* Whether anything can run on what is found below: the build says. */
-  loom_status built = loom__notes_add(notes, "cuda: compute backend built (kernels for %s; cuBLAS and cuFFT "
-                                             "are loaded when a device is first used)", LOOM_CUDA_ARCHS);
+  loom_status built = loom__notes_add(notes,
+                                      "cuda: compute backend built (kernels for %s; cuBLAS and cuFFT "
+                                      "are loaded when a device is first used)",
+                                      LOOM_CUDA_ARCHS);
   if (built) return built;
 #else
-  loom_status built = loom__notes_add(notes, "cuda: no compute backend in this build (no CUDA toolkit at "
-                                             "configure time): CUDA devices are listed, not used");
+  loom_status built = loom__notes_add(notes,
+                                      "cuda: no compute backend in this build (no CUDA toolkit at "
+                                      "configure time): CUDA devices are listed, not used");
   if (built) return built;
 #endif
   if (!load_api(&api, why, sizeof why)) return loom__notes_add(notes, "cuda: %s: 0 CUDA devices", why);

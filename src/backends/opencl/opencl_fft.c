@@ -18,8 +18,8 @@
  * DFT kernel runs instead. Plans are baked once per device and problem and cached until the
  * device closes.
  */
-#include "backends/opencl/opencl_backend.h"
 #include "backends/opencl/opencl_fft.h"
+#include "backends/opencl/opencl_backend.h"
 
 /* ---- the DFT kernel ------------------------------------------------------------------------- */
 

@@ -321,8 +321,8 @@ static loom_status cl_copy(loom__hmm_node *nd, const loom__hmm_alloc *d, loom__h
   cl_int err = clEnqueueMarkerWithWaitList(cs->queue, 0, NULL, &ready);
   if (err == CL_SUCCESS) {
     call = buffers ? "clEnqueueCopyBuffer" : "clEnqueueSVMMemcpy";
-    err = buffers ? clEnqueueCopyBuffer(cd->queue, (cl_mem)s->cl_mem, (cl_mem)d->cl_mem, 0, 0, (size_t)bytes, 1,
-                                        &ready, &done)
+    err = buffers ? clEnqueueCopyBuffer(cd->queue, (cl_mem)s->cl_mem, (cl_mem)d->cl_mem, 0, 0, (size_t)bytes,
+                                        1, &ready, &done)
                   : clEnqueueSVMMemcpy(cd->queue, CL_FALSE, d->ptr, s->ptr, (size_t)bytes, 1, &ready, &done);
   }
   if (err == CL_SUCCESS) {

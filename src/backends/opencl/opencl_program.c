@@ -35,9 +35,8 @@ const char *loom__cl_source_text(const char *name) {
 }
 
 /* The files of a program, in order. */
-static const char *const dtype_files[] = {"gpu_meta.h", "common.cl", "elementwise.cl",
-                                          "cast.cl",       "reduce.cl", "topk.cl",
-                                          "dot.cl",        "conv.cl",   "fft.cl"};
+static const char *const dtype_files[] = {"gpu_meta.h", "common.cl", "elementwise.cl", "cast.cl", "reduce.cl",
+                                          "topk.cl",    "dot.cl",    "conv.cl",        "fft.cl"};
 static const char *const layout_files[] = {"gpu_meta.h", "common.cl", "layout.cl"};
 
 /* ---- the cache key -------------------------------------------------------------------------- */
@@ -181,7 +180,8 @@ static void store_binary(loom__cl_device *d, cl_program prog, const char *path) 
   size_t sizes[MAX_DEVICES] = {0};
   unsigned char *bins[MAX_DEVICES] = {NULL};
   if (entries == n) {
-    if (clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof(cl_device_id) * n, devices, NULL) != CL_SUCCESS) return;
+    if (clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof(cl_device_id) * n, devices, NULL) != CL_SUCCESS)
+      return;
     while (k < n && devices[k] != d->device) k++;
   } else if (entries != 1) {
     return;
@@ -191,8 +191,8 @@ static void store_binary(loom__cl_device *d, cl_program prog, const char *path) 
       sizes[k] == 0)
     return;
   bins[k] = loom__malloc(sizes[k]);
-  if (bins[k] &&
-      clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(unsigned char *) * entries, bins, NULL) == CL_SUCCESS)
+  if (bins[k] && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(unsigned char *) * entries, bins, NULL) ==
+                     CL_SUCCESS)
     cache_write(path, bins[k], sizes[k]);
   loom__free(bins[k]);
 }

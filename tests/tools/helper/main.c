@@ -29,7 +29,8 @@ static int fail(const char *what) {
   return 1;
 }
 
-static int save(const char *dir, const char *name, loom_dtype dtype, int64_t rows, int64_t cols, uint64_t seed) {
+static int save(const char *dir, const char *name, loom_dtype dtype, int64_t rows, int64_t cols,
+                uint64_t seed) {
   char path[1024];
   int64_t dims[2] = {rows, cols};
   loom_type type;
@@ -71,14 +72,19 @@ static int write_fixtures(const char *dir) {
   rc |= save(dir, "x_wrong_shape.npy", LOOM_F32, 5, 3, 3);
   rc |= save(dir, "x_wrong_dtype.npy", LOOM_F64, 4, 3, 4);
   rc |= save(dir, "x_wrong_both.npy", LOOM_I32, 2, 2, 5);
-  rc |= write_npy_raw(dir, "x_truncated.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }\n", 12);
-  rc |= write_npy_raw(dir, "x_fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (4, 3), }\n", 48);
-  rc |= write_npy_raw(dir, "x_bad_header.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4 3), }\n", 48);
+  rc |= write_npy_raw(dir, "x_truncated.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }\n",
+                      12);
+  rc |=
+      write_npy_raw(dir, "x_fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (4, 3), }\n", 48);
+  rc |= write_npy_raw(dir, "x_bad_header.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4 3), }\n",
+                      48);
   rc |= write_raw(dir, "x_bad_magic.npy", "not a numpy file at all", 23);
   return rc;
 }
 
-static int load(const char *path, loom_tensor *t) { return loom_tensor_load_npy(path, t) ? fail(path) : 0; }
+static int load(const char *path, loom_tensor *t) {
+  return loom_tensor_load_npy(path, t) ? fail(path) : 0;
+}
 
 /* The kNN graph's inputs as loom-run --random SEED made them: each parameter of the graph
  * filled with stream = its index. */
@@ -89,8 +95,10 @@ static int regenerate(const char *graph_path, const char *seed_text, loom_tensor
   int rc = loom_graph_param_count(g) == 2 ? 0 : 1;
   loom_tensor *ts[2] = {x, y};
   for (int32_t p = 0; !rc && p < 2; p++) {
-    if (loom_tensor_init(ts[p], loom_value_type(g, loom_graph_param_at(g, p)))) rc = fail("inputs");
-    else loom__tensor_fill_random(ts[p], seed, (uint64_t)p);
+    if (loom_tensor_init(ts[p], loom_value_type(g, loom_graph_param_at(g, p))))
+      rc = fail("inputs");
+    else
+      loom__tensor_fill_random(ts[p], seed, (uint64_t)p);
   }
   loom_graph_destroy(g);
   return rc;
@@ -107,21 +115,27 @@ static int knn_main(int argc, char **argv) {
   int rc = load(path, &val);
   snprintf(path, sizeof path, "%s/idx.npy", argv[2]);
   if (!rc) rc = load(path, &idx);
-  if (!rc && strcmp(argv[3], "--seed") == 0) rc = regenerate(argv[5], argv[4], &x, &y);
-  else if (!rc) rc = load(argv[4], &x) || load(argv[5], &y);
-  if (!rc && (val.type.rank != 2 || idx.type.rank != 2 || val.type.dtype != LOOM_F32 || idx.type.dtype != LOOM_I64 ||
-              x.type.dtype != LOOM_F32 || y.type.dtype != LOOM_F32 || x.type.rank != 2 || y.type.rank != 2 ||
-              x.type.dims[1] != y.type.dims[1] || x.type.dims[0] != val.type.dims[0] ||
-              val.type.dims[0] != idx.type.dims[0] || val.type.dims[1] != idx.type.dims[1])) {
+  if (!rc && strcmp(argv[3], "--seed") == 0)
+    rc = regenerate(argv[5], argv[4], &x, &y);
+  else if (!rc)
+    rc = load(argv[4], &x) || load(argv[5], &y);
+  if (!rc &&
+      (val.type.rank != 2 || idx.type.rank != 2 || val.type.dtype != LOOM_F32 || idx.type.dtype != LOOM_I64 ||
+       x.type.dtype != LOOM_F32 || y.type.dtype != LOOM_F32 || x.type.rank != 2 || y.type.rank != 2 ||
+       x.type.dims[1] != y.type.dims[1] || x.type.dims[0] != val.type.dims[0] ||
+       val.type.dims[0] != idx.type.dims[0] || val.type.dims[1] != idx.type.dims[1])) {
     fprintf(stderr, "loom-tool-helper: kNN inputs and outputs have unexpected types\n");
     rc = 1;
   }
   if (!rc) {
     int64_t n = x.type.dims[0], m = y.type.dims[0], d = x.type.dims[1], k = val.type.dims[1];
-    if (knn_check(x.data, y.data, n, m, d, k, val.data, idx.data)) rc = 1;
-    else printf("knn check: %lld rows x %lld neighbours among %lld match brute force in float64 "
-                "(tolerance %g relative + %g)\n",
-                (long long)n, (long long)k, (long long)m, KNN_REL_TOL, KNN_ABS_TOL);
+    if (knn_check(x.data, y.data, n, m, d, k, val.data, idx.data))
+      rc = 1;
+    else
+      printf(
+          "knn check: %lld rows x %lld neighbours among %lld match brute force in float64 "
+          "(tolerance %g relative + %g)\n",
+          (long long)n, (long long)k, (long long)m, KNN_REL_TOL, KNN_ABS_TOL);
   }
   loom_tensor_deinit(&x);
   loom_tensor_deinit(&y);
@@ -149,17 +163,27 @@ static int npy_equal(const char *a_path, const char *b_path) {
 static double element(const loom_tensor *t, int64_t i) {
   const void *d = t->data;
   switch (t->type.dtype) {
-    case LOOM_BOOL: return ((const uint8_t *)d)[i];
-    case LOOM_I8: return ((const int8_t *)d)[i];
-    case LOOM_U8: return ((const uint8_t *)d)[i];
-    case LOOM_I16: return ((const int16_t *)d)[i];
-    case LOOM_I32: return ((const int32_t *)d)[i];
-    case LOOM_I64: return (double)((const int64_t *)d)[i];
-    case LOOM_F16: return loom_f16_to_f32(((const uint16_t *)d)[i]);
-    case LOOM_BF16: return loom_bf16_to_f32(((const uint16_t *)d)[i]);
+    case LOOM_BOOL:
+      return ((const uint8_t *)d)[i];
+    case LOOM_I8:
+      return ((const int8_t *)d)[i];
+    case LOOM_U8:
+      return ((const uint8_t *)d)[i];
+    case LOOM_I16:
+      return ((const int16_t *)d)[i];
+    case LOOM_I32:
+      return ((const int32_t *)d)[i];
+    case LOOM_I64:
+      return (double)((const int64_t *)d)[i];
+    case LOOM_F16:
+      return loom_f16_to_f32(((const uint16_t *)d)[i]);
+    case LOOM_BF16:
+      return loom_bf16_to_f32(((const uint16_t *)d)[i]);
     case LOOM_F32:
-    case LOOM_C64: return ((const float *)d)[i];
-    default: return ((const double *)d)[i];
+    case LOOM_C64:
+      return ((const float *)d)[i];
+    default:
+      return ((const double *)d)[i];
   }
 }
 
@@ -188,11 +212,14 @@ static int npy_close(const char *a_path, const char *b_path, double rtol, const 
   }
   for (int64_t i = 0; !rc && i < n; i++) {
     double x = element(&a, i), y = element(&b, i);
-    bool ok = exact ? (a.type.dtype == LOOM_I64 ? ((const int64_t *)a.data)[i] == ((const int64_t *)b.data)[i] : x == y)
-                    : (isnan(x) || isnan(y)) ? isnan(x) && isnan(y) : (isinf(x) || isinf(y)) ? x == y
-                                                                    : fabs(x - y) <= atol + rtol * fabs(x);
+    bool ok = exact ? (a.type.dtype == LOOM_I64 ? ((const int64_t *)a.data)[i] == ((const int64_t *)b.data)[i]
+                                                : x == y)
+              : (isnan(x) || isnan(y)) ? isnan(x) && isnan(y)
+              : (isinf(x) || isinf(y)) ? x == y
+                                       : fabs(x - y) <= atol + rtol * fabs(x);
     if (!ok) {
-      fprintf(stderr, "loom-tool-helper: %s and %s differ at element %lld of %lld: %.9g vs %.9g (rtol %g, atol %g)\n",
+      fprintf(stderr,
+              "loom-tool-helper: %s and %s differ at element %lld of %lld: %.9g vs %.9g (rtol %g, atol %g)\n",
               a_path, b_path, (long long)i, (long long)n, x, y, rtol, atol);
       rc = 1;
     }
@@ -208,7 +235,9 @@ int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "npy-equal") == 0) return npy_equal(argv[2], argv[3]);
   if (argc >= 4 && argc <= 6 && strcmp(argv[1], "npy-close") == 0)
     return npy_close(argv[2], argv[3], argc > 4 ? atof(argv[4]) : 1e-4, argc > 5 ? argv[5] : "1e-5");
-  fprintf(stderr, "usage: loom-tool-helper fixtures DIR | knn-check OUT_DIR (--seed S GRAPH.lir | --in X.npy Y.npy) | "
-                  "npy-equal A.npy B.npy | npy-close A.npy B.npy [RTOL [ATOL]]\n");
+  fprintf(
+      stderr,
+      "usage: loom-tool-helper fixtures DIR | knn-check OUT_DIR (--seed S GRAPH.lir | --in X.npy Y.npy) | "
+      "npy-equal A.npy B.npy | npy-close A.npy B.npy [RTOL [ATOL]]\n");
   return 2;
 }
