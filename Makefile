@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run check check-sanitize check-clang check-tsan fuzz clean
+.PHONY: all deps build run check check-sanitize check-clang check-tsan fuzz format clean
 
 all: build
 
@@ -62,6 +62,10 @@ fuzz: deps
 	    -print_final_stats=1 -artifact_prefix=$(BUILD)-fuzz/$$t- \
 	    -dict=tests/fuzz/$$t.dict tests/fuzz/corpus/$$t || exit 1; \
 	done
+
+# Rewrites every C source and header to follow .clang-format (ctest's `format` checks it).
+format:
+	scripts/check-format.sh --fix
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-clang $(BUILD)-tsan $(BUILD)-fuzz

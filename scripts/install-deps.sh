@@ -8,7 +8,7 @@ packages=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev libclfft-dev
   libhwloc-dev libopenblas-dev libopenblas-openmp-dev libfftw3-dev
-  clang libclang-rt-dev
+  clang libclang-rt-dev clang-format
 )
 
 missing=()
