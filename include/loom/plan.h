@@ -100,6 +100,20 @@ LOOM_API loom_status loom_runners_from_mem_limits(const char *limits, loom_runne
 LOOM_API loom_status loom_runners_fit_mem_limits(loom_runner *runners, int32_t n_runners, const char *limits,
                                                  int32_t *out_lowered);
 
+/* Checks runners against the devices of `ctx` (ids or aliases, case-insensitive; cpu0 is
+ * always there). The rule the tools apply (README "Environment variables"): a device this
+ * machine lacks is an error where the user named it as a runner (--runners), and ignored with a
+ * note where it comes from LOOM_MEM_LIMIT, an environment many programs share.
+ *   drop false: INVALID_ARGUMENT for the first runner whose device ctx lacks, naming the runner
+ *     (from 0), its device and the ids ctx has ("runner 0: this machine has no device cpu9 (it
+ *     has: cpu0, ocl0)"); nothing is changed.
+ *   drop true: those runners are removed in place (the others keep their order), *n_runners
+ *     is lowered, and `dropped` (dropped_size bytes, may be NULL) lists their ids ("cpu9,
+ *     ocl7"; "" when none).
+ * Errors: INVALID_ARGUMENT (as above; NULL ctx or n_runners, NULL runners with *n_runners > 0). */
+LOOM_API loom_status loom_runners_check_devices(const loom_context *ctx, loom_runner *runners, int32_t *n_runners,
+                                                bool drop, char *dropped, size_t dropped_size);
+
 
 /* ---- rewrites ------------------------------------------------------------------------- */
 

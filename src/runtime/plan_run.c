@@ -33,7 +33,7 @@
 static loom_status stage_device(loom_context *ctx, const char *device, int32_t index,
                                 const loom__exec_device **out) {
   loom_status s = loom__context_exec_device(ctx, device, out);
-  if (s) loom__error_prefix("stage %d is placed on %s: ", (int)index + 1, device);
+  if (s) loom__error_prefix("stage %d is placed on %s: ", (int)index, device);
   return s;
 }
 
@@ -115,7 +115,7 @@ static loom_status gather_inputs(plan_run *r, const loom_stage_info *st, int32_t
     if (bytes > 0 && !h->t.data && !h->buffer) {
       char buf[32];
       return loom__error(LOOM_ERR_INTERNAL, "stage %d: its input '%s' was not made by an earlier stage",
-                         (int)index + 1, loom__value_label(r->g, st->inputs[k], buf, sizeof buf));
+                         (int)index, loom__value_label(r->g, st->inputs[k], buf, sizeof buf));
     }
     ins[k] = h->t;
   }
@@ -213,7 +213,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
     s = loom__execute(st.graph, &opts, ins, outs, &meter);
     loom__hmm_trace_event(opts.device->memory, "stage", opts.device->node, t0);
     if (s)
-      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index + 1, st.device, (long long)st.limit);
+      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
   }
   stats->seconds = loom__now() - t0;
   stats->peak_bytes = meter.peak;
