@@ -240,7 +240,13 @@ LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
  * and the runner's limit leaves room; cpu0's pass in host memory, which no limit counts. Each
  * stage waits for its device at its end. Inputs and outputs as
  * loom_graph_run. `stats` (may be NULL, else zero-initialised) receives the measured peaks.
- * Errors: as loom_graph_run; OUT_OF_MEMORY when a stage cannot fit its limit. */
+ * A runner's limit is its device's, for every run sharing the context's memory manager: while
+ * a stage runs, its limit caps its device's memory node limit (loom/memory.h, "Limits"), so
+ * plans run from several threads on one context hold at most the smallest runner limit in
+ * force on a device together; a stage that does not fit beside the others fails (nothing
+ * waits), with OUT_OF_MEMORY naming the device's node.
+ * Errors: as loom_graph_run; OUT_OF_MEMORY when a stage cannot fit its limit, or not beside
+ * the stages of other runs on its device. */
 LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
                                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
                                    loom_plan_stats *stats);
