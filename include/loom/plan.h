@@ -111,9 +111,9 @@ LOOM_API loom_status loom_runners_fit_mem_limits(loom_runner *runners, int32_t n
  *     is lowered, and `dropped` (dropped_size bytes, may be NULL) lists their ids ("cpu9,
  *     ocl7"; "" when none).
  * Errors: INVALID_ARGUMENT (as above; NULL ctx or n_runners, NULL runners with *n_runners > 0). */
-LOOM_API loom_status loom_runners_check_devices(const loom_context *ctx, loom_runner *runners, int32_t *n_runners,
-                                                bool drop, char *dropped, size_t dropped_size);
-
+LOOM_API loom_status loom_runners_check_devices(const loom_context *ctx, loom_runner *runners,
+                                                int32_t *n_runners, bool drop, char *dropped,
+                                                size_t dropped_size);
 
 /* ---- rewrites ------------------------------------------------------------------------- */
 

@@ -94,9 +94,10 @@ loom_status loom_bytes_parse(const char *text, int64_t *out_bytes) {
   if (!parsed && end && *end == '\0' && end != text) { /* read to the end, yet not a size */
     const char *first = text;
     while (isspace((unsigned char)*first)) first++;
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "byte size '%s': the size is not a whole number of bytes, or is too large at column %ld",
-                       text, (long)(first - text) + 1);
+    return loom__error(
+        LOOM_ERR_INVALID_ARGUMENT,
+        "byte size '%s': the size is not a whole number of bytes, or is too large at column %ld", text,
+        (long)(first - text) + 1);
   }
   if (!parsed || *end != '\0') {
     long col = (long)((end ? end : text) - text) + 1;

@@ -75,9 +75,10 @@ struct loom__hmm_node {
   uint32_t storages; /* LOOM_MEM_STORAGE_BIT */
   bool svm_migrate;  /* the backend's migrate works here (OpenCL 2.1+) */
   loom__hmm_pool pool;
-  loom_mem_node_stats stats; /* stats.limit is the node's limit: own_limit, or the smallest
-                              * runner limit in force when that is lower */
-  int64_t own_limit;         /* its size, LOOM_MEM_LIMIT or loom_mem_set_limit */
+  /* stats.limit is the node's limit: own_limit, or the smallest runner limit in force when that
+   * is lower. own_limit: its size, LOOM_MEM_LIMIT or loom_mem_set_limit. */
+  loom_mem_node_stats stats;
+  int64_t own_limit;
   loom__hmm_runner_limit *runner_limits; /* in force on the node, NULL: none */
 };
 

@@ -174,10 +174,10 @@ loom_status loom__hmm_runner_limit_begin(loom_mem_manager *m, int32_t node, loom
   if (s != LOOM_OK) {
     n->runner_limits = rl->next;
     char lim[32], used[32];
-    s = loom__error(LOOM_ERR_OUT_OF_MEMORY,
-                    "out of memory on %s: the runs sharing it hold %s in use, more than the runner limit of %s",
-                    n->id, loom__format_bytes(n->stats.in_use, used, sizeof used),
-                    loom__format_bytes(bytes, lim, sizeof lim));
+    s = loom__error(
+        LOOM_ERR_OUT_OF_MEMORY,
+        "out of memory on %s: the runs sharing it hold %s in use, more than the runner limit of %s", n->id,
+        loom__format_bytes(n->stats.in_use, used, sizeof used), loom__format_bytes(bytes, lim, sizeof lim));
   }
   loom__hmm_unlock(m);
   return s;

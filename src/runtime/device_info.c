@@ -165,8 +165,8 @@ loom_status loom_runners_check_devices(const loom_context *ctx, loom_runner *run
     char ids[256] = "";
     if (loom__devices_find(&ctx->devices, "cpu0") < 0) append_id(ids, sizeof ids, "cpu0");
     for (int32_t d = 0; d < ctx->devices.dev_count; d++) append_id(ids, sizeof ids, ctx->devices.dev[d].id);
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "runner %d: this machine has no device %s (it has: %s)", (int)i,
-                       runners[i].device, ids);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "runner %d: this machine has no device %s (it has: %s)",
+                       (int)i, runners[i].device, ids);
   }
   *n_runners = kept;
   return LOOM_OK;

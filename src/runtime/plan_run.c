@@ -19,8 +19,8 @@
  * together, and a run that does not fit beside the others fails with OUT_OF_MEMORY naming the
  * device. While a stage runs, the next stage's
  * inputs already held are prefetched to its device when it is another one (the memory
- * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory between stages
- * are not runner memory and are not counted against any limit. Each stage synchronizes its
+ * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory
+ * between stages are not runner memory and are not counted against any limit. Each stage synchronizes its
  * device when it ends, so its time and its errors are its own.
  */
 #include <string.h>
@@ -219,7 +219,8 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (!s && st.limit > 0) {
     s = loom__hmm_runner_limit_begin(opts.device->memory, opts.device->node, &shared);
     in_force = s == LOOM_OK;
-    if (s) loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
+    if (s)
+      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
   }
   if (!s) {
     s = loom__execute(st.graph, &opts, ins, outs, &meter);

@@ -457,7 +457,8 @@ TEST(hmm_limit_parse) {
       {" OCL1 : 1.5GiB , ,host0:123", "an entry is empty at column 18"},
       {",cpu0:1MiB", "an entry is empty at column 1"},
       /* A size too large is blamed where it starts, not past the end of the text. */
-      {"ocl0:9223372036854775807", "the size of ocl0 is not a whole number of bytes, or is too large at column 6"},
+      {"ocl0:9223372036854775807",
+       "the size of ocl0 is not a whole number of bytes, or is too large at column 6"},
       {"ocl0: 1.5B", "the size of ocl0 is not a whole number of bytes, or is too large at column 7"},
   };
   for (int32_t i = 0; i < LOOM_ARRAY_SIZE(bad); i++) {

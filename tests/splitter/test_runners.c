@@ -62,8 +62,9 @@ TEST(runners_bad_byte_size_names_the_column) {
 TEST(bytes_parse_blames_a_column_inside_the_text) {
   int64_t bytes = -1;
   ASSERT_STATUS(loom_bytes_parse("9223372036854775807", &bytes), LOOM_ERR_INVALID_ARGUMENT);
-  ASSERT_CONTAINS(loom_last_error(), "byte size '9223372036854775807': the size is not a whole number of "
-                                     "bytes, or is too large at column 1");
+  ASSERT_CONTAINS(loom_last_error(),
+                  "byte size '9223372036854775807': the size is not a whole number of "
+                  "bytes, or is too large at column 1");
   ASSERT_STATUS(loom_bytes_parse(" 1.5B", &bytes), LOOM_ERR_INVALID_ARGUMENT);
   ASSERT_CONTAINS(loom_last_error(), "or is too large at column 2");
   ASSERT_STATUS(loom_bytes_parse("12QB", &bytes), LOOM_ERR_INVALID_ARGUMENT);

@@ -216,7 +216,8 @@ static int check_devices(const options *o, state *st) {
   if (loom_context_create(NULL, &ctx)) return fail(EXIT_FAIL, "creating a context: %s", loom_last_error());
   bool from_env = !o->runners_text && !o->limit_text;
   char dropped[256];
-  loom_status s = loom_runners_check_devices(ctx, st->runners, &st->n_runners, from_env, dropped, sizeof dropped);
+  loom_status s =
+      loom_runners_check_devices(ctx, st->runners, &st->n_runners, from_env, dropped, sizeof dropped);
   loom_context_destroy(ctx);
   if (s) return fail(EXIT_USAGE, "--runners: %s", loom_last_error());
   if (dropped[0])
