@@ -65,10 +65,19 @@ loom_tool_test(runners_spec ARGS ${small} --random 1 --runners cpu0:280,cpu0:400
   STDOUT_REGEX "in 2 stages.*stage 0 +cpu0 +limit +280 B +estimated peak +268 B +measured peak +268 B.*stage 1 +cpu0 +limit +400 B")
 loom_tool_test(limit_bad_size RC 2 ARGS ${small} --random 1 --limit 12QB
   STDERR_REGEX "loom-run: --limit: byte size '12QB': cannot read it at column 3")
+# A size too large is blamed at its first column, not one past its end (issue 16).
+loom_tool_test(limit_too_large RC 2 ARGS ${small} --random 1 --limit 9223372036854775807
+  STDERR_REGEX "^loom-run: --limit: byte size '9223372036854775807': the size is not a whole number of bytes, or is too large at column 1\n$")
 loom_tool_test(runners_bad_spec RC 2 ARGS ${small} --random 1 --runners cpu0:1MiX
   STDERR_REGEX "loom-run: --runners: .*cpu0:1MiX")
 loom_tool_test(limit_too_small RC 1 ARGS ${small} --random 1 --limit 16 --out-dir @WORK@/out
   STDERR_REGEX "loom-run: .*(limit|needs)" NO_FILES_IN out)
+# The plan is made before the inputs (issue 16): a 4 TiB input under 1 MiB is refused at once
+# with the plan's message, never allocated (an allocation that size would fail, or abort under
+# ASan, and the message would not be the plan's).
+loom_tool_test(huge_input_refused_before_inputs RC 1 ARGS ${LOOM_TOOL_DATA}/huge_input.lir --random 1 --limit 1MiB
+  --out-dir @WORK@/out STDERR_REGEX "^loom-run: [^\n]*(needs|limit)[^\n]*1\\.00 MiB" STDERR_NOT_REGEX "out of memory"
+  NO_FILES_IN out TIMEOUT 30)
 loom_tool_test(no_rewrite_unknown RC 1 ARGS ${small} --random 1 --no-rewrite bogus
   STDERR_REGEX "bogus")
 loom_tool_test(missing_value RC 2 ARGS ${small} --in
@@ -165,7 +174,7 @@ loom_tool_test(mem_limit_matches_unlimited ENV LOOM_MEM_LIMIT=cpu0:300
   EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy out/x.npy=ref/x.npy out/val_1.npy=ref/val_1.npy)
 # A runner over its device's LOOM_MEM_LIMIT is lowered to it, and stderr says so.
 loom_tool_test(mem_limit_lowers_runners ENV LOOM_MEM_LIMIT=cpu0:1KiB ARGS ${small} --random 1 --limit 1MiB
-  STDERR_REGEX "^loom-run: note: runner 1 \\(cpu0\\) lowered from 1\\.00 MiB to 1\\.00 KiB, its LOOM_MEM_LIMIT\n$"
+  STDERR_REGEX "^loom-run: note: runner 0 \\(cpu0\\) lowered from 1\\.00 MiB to 1\\.00 KiB, its LOOM_MEM_LIMIT\n$"
   STDOUT_REGEX "stage 0 +cpu0 +limit +1\\.00 KiB")
 # A host node's limit makes no runner: the graph runs whole, under the node's limit.
 loom_tool_test(mem_limit_host_node ENV LOOM_MEM_LIMIT=host0:64MiB ARGS ${small} --random 1 --stats-json @WORK@/stats.json
@@ -178,6 +187,24 @@ loom_tool_test(mem_limit_bad_size RC 2 ENV LOOM_MEM_LIMIT=cpu0:8QB ARGS ${small}
   STDERR_REGEX "^loom-run: LOOM_MEM_LIMIT 'cpu0:8QB': the size of cpu0 cannot be read at column 7 \\(write 123, 64KiB")
 loom_tool_test(mem_limit_bad_id RC 2 ENV LOOM_MEM_LIMIT=cpu0:8MiB,gpu0:1GiB ARGS ${small} --random 1 --limit 1MiB
   STDERR_REGEX "^loom-run: LOOM_MEM_LIMIT 'cpu0:8MiB,gpu0:1GiB': 'gpu0' at column 11 is not a device or node id")
+# Empty entries are refused in LOOM_MEM_LIMIT as in --runners, naming the column (issue 16).
+loom_tool_test(mem_limit_empty_entry RC 2 ENV LOOM_MEM_LIMIT=cpu0:1MiB,, ARGS ${small} --random 1
+  STDERR_REGEX "^loom-run: LOOM_MEM_LIMIT 'cpu0:1MiB,,': an entry is empty at column 11 \\(write id:size")
+loom_tool_test(runners_empty_entry RC 2 ARGS ${small} --random 1 --runners cpu0:1MiB,,
+  STDERR_REGEX "^loom-run: --runners: runners 'cpu0:1MiB,,': an entry is empty at column 11 \\(write ")
+# Devices this machine lacks (issue 16): in LOOM_MEM_LIMIT, an environment every program shares,
+# they are ignored with a note and make no runner; named as runners they are a wrong command
+# line (exit 2) naming the runner, the device and the devices there are.
+loom_tool_test(mem_limit_missing_device ENV LOOM_MEM_LIMIT=cpu9:1MiB ARGS ${small} --random 1
+  STDERR_REGEX "^loom-run: note: LOOM_MEM_LIMIT names cpu9, which this machine lacks: ignored\n$"
+  STDOUT_REGEX "small: ran on cpu0 in [^\n]* allocations")
+loom_tool_test(mem_limit_missing_device_kept_others ENV LOOM_MEM_LIMIT=cpu0:1KiB,ocl7:1MiB ARGS ${small} --random 1
+  STDERR_REGEX "^loom-run: note: LOOM_MEM_LIMIT names ocl7, which this machine lacks: ignored\n$"
+  STDOUT_REGEX "stage 0 +cpu0 +limit +1\\.00 KiB" STDOUT_NOT_REGEX "ocl7")
+loom_tool_test(runners_missing_device RC 2 ARGS ${small} --random 1 --runners cpu9:1MiB
+  STDERR_REGEX "^loom-run: --runners: runner 0: this machine has no device cpu9 \\(it has: cpu0[^\n]*\\)\n$")
+loom_tool_test(runners_missing_second_device RC 2 ARGS ${small} --random 1 --runners cpu0:1MiB,ocl7:1MiB
+  STDERR_REGEX "^loom-run: --runners: runner 1: this machine has no device ocl7 \\(it has: cpu0")
 # --stats-json keeps its keys and adds the memory manager's counters per memory node.
 loom_tool_test(stats_json_memory ARGS ${small} --random 1 --limit 1KiB --stats-json @WORK@/stats.json
   STATS_JSON stats.json STAGE_LIMIT 1024)

@@ -35,6 +35,10 @@
  * evicts the least recently used copies that are not in use and not pinned (a copy with no
  * other valid copy is written back to host memory first, so no data is lost; host copies are
  * never evicted), and fails with LOOM_ERR_OUT_OF_MEMORY only when nothing more can be evicted.
+ * While a plan's stage runs on a node under a runner limit (loom_plan_run), the node's limit is
+ * the smallest of its own and the runner limits in force there, so the runs sharing the
+ * manager hold at most that together; loom_mem_stats' limit shows the limit in force, and the
+ * node's own limit comes back when they end.
  *
  * Naming: manager-wide calls are loom_mem_*, calls on one buffer loom_buffer_*.
  *

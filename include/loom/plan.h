@@ -100,6 +100,21 @@ LOOM_API loom_status loom_runners_from_mem_limits(const char *limits, loom_runne
 LOOM_API loom_status loom_runners_fit_mem_limits(loom_runner *runners, int32_t n_runners, const char *limits,
                                                  int32_t *out_lowered);
 
+/* Checks runners against the devices of `ctx` (ids or aliases, case-insensitive; cpu0 is
+ * always there). The rule the tools apply (README "Environment variables"): a device this
+ * machine lacks is an error where the user named it as a runner (--runners), and ignored with a
+ * note where it comes from LOOM_MEM_LIMIT, an environment many programs share.
+ *   drop false: INVALID_ARGUMENT for the first runner whose device ctx lacks, naming the runner
+ *     (from 0), its device and the ids ctx has ("runner 0: this machine has no device cpu9 (it
+ *     has: cpu0, ocl0)"); nothing is changed.
+ *   drop true: those runners are removed in place (the others keep their order), *n_runners
+ *     is lowered, and `dropped` (dropped_size bytes, may be NULL) lists their ids ("cpu9,
+ *     ocl7"; "" when none).
+ * Errors: INVALID_ARGUMENT (as above; NULL ctx or n_runners, NULL runners with *n_runners > 0). */
+LOOM_API loom_status loom_runners_check_devices(const loom_context *ctx, loom_runner *runners,
+                                                int32_t *n_runners, bool drop, char *dropped,
+                                                size_t dropped_size);
+
 /* ---- rewrites ------------------------------------------------------------------------- */
 
 /* The rewrites, by the names --no-rewrite takes:
@@ -225,7 +240,13 @@ LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
  * and the runner's limit leaves room; cpu0's pass in host memory, which no limit counts. Each
  * stage waits for its device at its end. Inputs and outputs as
  * loom_graph_run. `stats` (may be NULL, else zero-initialised) receives the measured peaks.
- * Errors: as loom_graph_run; OUT_OF_MEMORY when a stage cannot fit its limit. */
+ * A runner's limit is its device's, for every run sharing the context's memory manager: while
+ * a stage runs, its limit caps its device's memory node limit (loom/memory.h, "Limits"), so
+ * plans run from several threads on one context hold at most the smallest runner limit in
+ * force on a device together; a stage that does not fit beside the others fails (nothing
+ * waits), with OUT_OF_MEMORY naming the device's node.
+ * Errors: as loom_graph_run; OUT_OF_MEMORY when a stage cannot fit its limit, or not beside
+ * the stages of other runs on its device. */
 LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
                                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
                                    loom_plan_stats *stats);

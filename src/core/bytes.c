@@ -99,7 +99,16 @@ loom_status loom_bytes_parse(const char *text, int64_t *out_bytes) {
   if (!out_bytes) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_bytes_parse: out_bytes is NULL");
   *out_bytes = 0;
   if (!text) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "byte size: NULL text");
-  if (!loom__parse_bytes(text, &bytes, &end) || *end != '\0') {
+  bool parsed = loom__parse_bytes(text, &bytes, &end);
+  if (!parsed && end && *end == '\0' && end != text) { /* read to the end, yet not a size */
+    const char *first = text;
+    while (isspace((unsigned char)*first)) first++;
+    return loom__error(
+        LOOM_ERR_INVALID_ARGUMENT,
+        "byte size '%s': the size is not a whole number of bytes, or is too large at column %ld", text,
+        (long)(first - text) + 1);
+  }
+  if (!parsed || *end != '\0') {
     long col = (long)((end ? end : text) - text) + 1;
     return loom__error(
         LOOM_ERR_INVALID_ARGUMENT,

@@ -47,7 +47,9 @@ static inline bool loom__add_i64(int64_t a, int64_t b, int64_t *out) {
 }
 
 /* Byte sizes as users write them: "123", "64KiB", "512MiB", "1.5GiB", "2GB", "1k".
- * Returns false with *out_end at the first bad character on a parse error. */
+ * Returns false with *out_end at the first bad character on a parse error; a text read to
+ * its end that is no whole number of bytes, or is too large (1.5B, 9223372036854775807),
+ * returns false with *out_end at its end: callers blame the number, not a column past it. */
 bool loom__parse_bytes(const char *text, int64_t *out_bytes, const char **out_end);
 /* "1.50 GiB" style; returns buf. */
 char *loom__format_bytes(int64_t bytes, char *buf, size_t size);

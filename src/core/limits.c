@@ -54,7 +54,16 @@ static loom_status parse_item(const char *text, const char *item, size_t len, co
   value[vlen] = '\0';
   int64_t bytes = 0;
   const char *end = NULL;
-  if (!loom__parse_bytes(value, &bytes, &end) || *end != '\0') {
+  bool parsed = loom__parse_bytes(value, &bytes, &end);
+  if (!parsed && end && *end == '\0' && end != value) { /* read to the end, yet not a size */
+    const char *first = value;
+    while (*first == ' ' || *first == '\t') first++;
+    return loom__error(
+        LOOM_ERR_INVALID_ARGUMENT,
+        "%s '%s': the size of %s is not a whole number of bytes, or is too large at column %ld", origin, text,
+        idbuf, (long)(colon + 1 - text) + 1 + (long)(first - value));
+  }
+  if (!parsed || *end != '\0') {
     long vcol = (long)(colon + 1 - text) + 1 + (long)((end ? end : value) - value);
     return loom__error(
         LOOM_ERR_INVALID_ARGUMENT,
@@ -83,6 +92,10 @@ loom_status loom__mem_limits_parse(const char *text, const char *origin, loom__m
     size_t len = comma ? (size_t)(comma - item) : strlen(item);
     const char *first = skip_blanks(item);
     if (first < item + len) s = parse_item(text, item, len, origin, &items[count++]);
+    else if (comma || item != text) /* "a,,b" and "a,": a blank text alone means no limits */
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                      "%s '%s': an entry is empty at column %ld (write id:size, as ocl0:256MiB,cpu0:4GiB)",
+                      origin, text, (long)(first - text) + 1);
     if (!comma) break;
     item = comma + 1;
   }

@@ -10,7 +10,8 @@ typedef struct loom__mem_limit {
   int64_t bytes;
 } loom__mem_limit;
 
-/* Parses "ocl0:256MiB,cpu0:4GiB" (blanks allowed around items; empty items skipped).
+/* Parses "ocl0:256MiB,cpu0:4GiB" (blanks allowed around items; an empty item, as in "a,,b"
+ * or "a,", is refused as loom_runners_parse refuses it; a blank text is no items).
  * *out_items is owned by the caller (loom__free); NULL when there are none.
  * Errors: INVALID_ARGUMENT naming the entry and why, OUT_OF_MEMORY. */
 loom_status loom__mem_limits_parse(const char *text, const char *origin, loom__mem_limit **out_items,

@@ -91,6 +91,7 @@ static loom__hmm_node *add_node(loom_mem_manager *m, const char *id, loom_memory
   n->size_bytes = size;
   n->max_alloc = size;
   n->stats.limit = size;
+  n->own_limit = size;
   return n;
 }
 

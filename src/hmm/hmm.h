@@ -53,6 +53,13 @@ typedef struct loom__hmm_pool {
   int32_t count;
 } loom__hmm_pool;
 
+/* A runner limit in force on a node: one per stage of a plan running there (runtime/plan_run.c),
+ * owned by the caller and linked into the node's list while the stage runs. */
+typedef struct loom__hmm_runner_limit {
+  int64_t bytes;
+  struct loom__hmm_runner_limit *next;
+} loom__hmm_runner_limit;
+
 struct loom__hmm_node {
   char id[16];
   loom_memory_node_kind kind;
@@ -68,7 +75,11 @@ struct loom__hmm_node {
   uint32_t storages; /* LOOM_MEM_STORAGE_BIT */
   bool svm_migrate;  /* the backend's migrate works here (OpenCL 2.1+) */
   loom__hmm_pool pool;
-  loom_mem_node_stats stats; /* stats.limit is the node's limit */
+  /* stats.limit is the node's limit: own_limit, or the smallest runner limit in force when that
+   * is lower. own_limit: its size, LOOM_MEM_LIMIT or loom_mem_set_limit. */
+  loom_mem_node_stats stats;
+  int64_t own_limit;
+  loom__hmm_runner_limit *runner_limits; /* in force on the node, NULL: none */
 };
 
 /* ---- buffers ------------------------------------------------------------------------- */
@@ -238,7 +249,18 @@ loom_status loom__hmm_apply_limits(loom_mem_manager *m, const loom__mem_limit *i
  * other than `exclude` that are neither pinned nor in use. Changes no counter of the caller's
  * allocation. Errors: OUT_OF_MEMORY when nothing more can go. */
 loom_status loom__hmm_make_room(loom_mem_manager *m, int32_t node, int64_t bytes, const loom_buffer *exclude);
+/* Sets the node's own limit (what loom_mem_set_limit sets); the runner limits in force still
+ * cap it. Errors: as loom_mem_set_limit. */
 loom_status loom__hmm_set_limit_locked(loom_mem_manager *m, int32_t node, int64_t bytes);
+/* Puts runner limit `rl` (rl->bytes > 0, caller-owned, linked until loom__hmm_runner_limit_end)
+ * in force on node: the node's limit becomes the smallest of its own and every runner limit in
+ * force, so the runs that share the node hold at most that together, pool included (issue 16).
+ * Room is made as loom_mem_set_limit makes it. Takes the lock. Errors: OUT_OF_MEMORY naming the
+ * node when what the node holds in use (other runs' buffers) cannot be brought under it; rl is
+ * then not in force. */
+loom_status loom__hmm_runner_limit_begin(loom_mem_manager *m, int32_t node, loom__hmm_runner_limit *rl);
+/* Takes rl out of force; the node's limit rises back to the smallest left. Takes the lock. */
+void loom__hmm_runner_limit_end(loom_mem_manager *m, int32_t node, loom__hmm_runner_limit *rl);
 
 /* ---- the pool (hmm_pool.c) ------------------------------------------------------------- */
 

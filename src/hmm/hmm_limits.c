@@ -126,7 +126,8 @@ loom_status loom__hmm_make_room(loom_mem_manager *m, int32_t node, int64_t bytes
   return s;
 }
 
-loom_status loom__hmm_set_limit_locked(loom_mem_manager *m, int32_t node, int64_t bytes) {
+/* Brings the node under `bytes` and makes that its limit; unchanged on failure. */
+static loom_status apply_limit(loom_mem_manager *m, int32_t node, int64_t bytes) {
   loom__hmm_node *n = &m->nodes[node];
   loom_status s = shrink_to(m, node, bytes, NULL);
   if (s == LOOM_ERR_NOT_FOUND) {
@@ -140,4 +141,57 @@ loom_status loom__hmm_set_limit_locked(loom_mem_manager *m, int32_t node, int64_
   n->stats.limit = bytes;
   loom__hmm_check_node(n);
   return LOOM_OK;
+}
+
+/* The limit in force: the node's own, or the smallest runner limit when that is lower. */
+static int64_t limit_in_force(const loom__hmm_node *n, int64_t own) {
+  int64_t bytes = own;
+  for (const loom__hmm_runner_limit *r = n->runner_limits; r; r = r->next) bytes = LOOM_MIN(bytes, r->bytes);
+  return bytes;
+}
+
+loom_status loom__hmm_set_limit_locked(loom_mem_manager *m, int32_t node, int64_t bytes) {
+  loom__hmm_node *n = &m->nodes[node];
+  loom_status s = apply_limit(m, node, limit_in_force(n, bytes));
+  if (s == LOOM_OK) n->own_limit = bytes;
+  return s;
+}
+
+/* ---- runner limits shared by the runs on a node ------------------------------------------ */
+
+/* A device's runner limit holds for all the runs that share it, not for each: each stage that
+ * runs under a runner limit puts it in force on its node for as long as it runs, and the node's
+ * own limit (which the memory manager never lets the node pass, pool included) is lowered to
+ * it. A run whose allocation no longer fits beside the others' fails with the manager's
+ * OUT_OF_MEMORY naming the node; nothing waits, so nothing can deadlock. */
+loom_status loom__hmm_runner_limit_begin(loom_mem_manager *m, int32_t node, loom__hmm_runner_limit *rl) {
+  loom__hmm_lock(m);
+  loom__hmm_node *n = &m->nodes[node];
+  rl->next = n->runner_limits;
+  n->runner_limits = rl;
+  int64_t bytes = limit_in_force(n, n->own_limit);
+  loom_status s = bytes == n->stats.limit ? LOOM_OK : apply_limit(m, node, bytes);
+  if (s != LOOM_OK) {
+    n->runner_limits = rl->next;
+    char lim[32], used[32];
+    s = loom__error(
+        LOOM_ERR_OUT_OF_MEMORY,
+        "out of memory on %s: the runs sharing it hold %s in use, more than the runner limit of %s", n->id,
+        loom__format_bytes(n->stats.in_use, used, sizeof used), loom__format_bytes(bytes, lim, sizeof lim));
+  }
+  loom__hmm_unlock(m);
+  return s;
+}
+
+void loom__hmm_runner_limit_end(loom_mem_manager *m, int32_t node, loom__hmm_runner_limit *rl) {
+  loom__hmm_lock(m);
+  loom__hmm_node *n = &m->nodes[node];
+  for (loom__hmm_runner_limit **p = &n->runner_limits; *p; p = &(*p)->next)
+    if (*p == rl) {
+      *p = rl->next;
+      break;
+    }
+  /* Raising a limit never fails: the node holds at most the lower one. */
+  (void)apply_limit(m, node, limit_in_force(n, n->own_limit));
+  loom__hmm_unlock(m);
 }

@@ -2,8 +2,10 @@
  * devices, memory nodes, the host and the discovery notes. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "devices/devices.h"
+#include "loom/plan.h"
 #include "runtime/context.h"
 
 static const char *str(const char *s) {
@@ -128,4 +130,44 @@ int32_t loom_context_note_count(const loom_context *ctx) {
 const char *loom_context_note(const loom_context *ctx, int32_t index) {
   if (!ctx || index < 0 || index >= ctx->devices.notes.count) return NULL;
   return ctx->devices.notes.items[index];
+}
+
+/* ---- runners against the devices found ------------------------------------------------- */
+
+/* Whether the context can run a stage on `id`: one of its devices (id or alias), or cpu0,
+ * which a plan runs on even where the selection left it out (runtime/backends.c). */
+static bool has_runner_device(const loom_context *ctx, const char *id) {
+  return strcasecmp(id, "cpu0") == 0 || loom__devices_find(&ctx->devices, id) >= 0;
+}
+
+/* Appends ", id" (or "id" first) to buf, truncating. */
+static void append_id(char *buf, size_t size, const char *id) {
+  if (!buf || size == 0) return;
+  size_t used = strlen(buf);
+  if (used < size) snprintf(buf + used, size - used, "%s%s", used ? ", " : "", id);
+}
+
+loom_status loom_runners_check_devices(const loom_context *ctx, loom_runner *runners, int32_t *n_runners,
+                                       bool drop, char *dropped, size_t dropped_size) {
+  if (dropped && dropped_size) dropped[0] = '\0';
+  if (!ctx || !n_runners || *n_runners < 0 || (*n_runners > 0 && !runners))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_runners_check_devices: bad argument");
+  int32_t kept = 0;
+  for (int32_t i = 0; i < *n_runners; i++) {
+    if (has_runner_device(ctx, runners[i].device)) {
+      runners[kept++] = runners[i];
+      continue;
+    }
+    if (drop) {
+      append_id(dropped, dropped_size, runners[i].device);
+      continue;
+    }
+    char ids[256] = "";
+    if (loom__devices_find(&ctx->devices, "cpu0") < 0) append_id(ids, sizeof ids, "cpu0");
+    for (int32_t d = 0; d < ctx->devices.dev_count; d++) append_id(ids, sizeof ids, ctx->devices.dev[d].id);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "runner %d: this machine has no device %s (it has: %s)",
+                       (int)i, runners[i].device, ids);
+  }
+  *n_runners = kept;
+  return LOOM_OK;
 }

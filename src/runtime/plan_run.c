@@ -13,7 +13,11 @@
  * device, queued behind an event of the device that made it), and on cpu0 it is read back.
  * cpu0's outputs are host tensors. A device never holds more than its runner's limit: before
  * a stage runs on a device, the held values it does not read leave it for host memory, and
- * those it reads are counted by the stage as inputs. While a stage runs, the next stage's
+ * those it reads are counted by the stage as inputs. A runner limit is the device's, not the
+ * run's: while a stage runs, its limit caps the node's limit (loom__hmm_runner_limit_begin),
+ * so all the runs sharing the device hold at most the smallest runner limit in force there
+ * together, and a run that does not fit beside the others fails with OUT_OF_MEMORY naming the
+ * device. While a stage runs, the next stage's
  * inputs already held are prefetched to its device when it is another one (the memory
  * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory
  * between stages are not runner memory and are not counted against any limit. Each stage synchronizes its
@@ -33,7 +37,7 @@
 static loom_status stage_device(loom_context *ctx, const char *device, int32_t index,
                                 const loom__exec_device **out) {
   loom_status s = loom__context_exec_device(ctx, device, out);
-  if (s) loom__error_prefix("stage %d is placed on %s: ", (int)index + 1, device);
+  if (s) loom__error_prefix("stage %d is placed on %s: ", (int)index, device);
   return s;
 }
 
@@ -115,7 +119,7 @@ static loom_status gather_inputs(plan_run *r, const loom_stage_info *st, int32_t
     if (bytes > 0 && !h->t.data && !h->buffer) {
       char buf[32];
       return loom__error(LOOM_ERR_INTERNAL, "stage %d: its input '%s' was not made by an earlier stage",
-                         (int)index + 1, loom__value_label(r->g, st->inputs[k], buf, sizeof buf));
+                         (int)index, loom__value_label(r->g, st->inputs[k], buf, sizeof buf));
     }
     ins[k] = h->t;
   }
@@ -209,11 +213,21 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (!s) prefetch_next(r, index, opts.device);
   opts.input_buffers = in_bufs;
   opts.output_buffers = out_bufs;
+  /* The runner limit is the device's, for every run sharing it (loom__hmm_runner_limit_begin). */
+  loom__hmm_runner_limit shared = {.bytes = st.limit};
+  bool in_force = false;
+  if (!s && st.limit > 0) {
+    s = loom__hmm_runner_limit_begin(opts.device->memory, opts.device->node, &shared);
+    in_force = s == LOOM_OK;
+    if (s)
+      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
+  }
   if (!s) {
     s = loom__execute(st.graph, &opts, ins, outs, &meter);
+    if (in_force) loom__hmm_runner_limit_end(opts.device->memory, opts.device->node, &shared);
     loom__hmm_trace_event(opts.device->memory, "stage", opts.device->node, t0);
     if (s)
-      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index + 1, st.device, (long long)st.limit);
+      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
   }
   stats->seconds = loom__now() - t0;
   stats->peak_bytes = meter.peak;

@@ -442,7 +442,7 @@ static void print_stage(FILE *f, const loom_plan *p, int32_t i) {
     loom__format_bytes(r->limit, lim, sizeof lim);
   else
     snprintf(lim, sizeof lim, "no limit");
-  fprintf(f, "stage %d: runner %d (%s, limit %s), ", (int)i + 1, (int)st->runner + 1, r->device, lim);
+  fprintf(f, "stage %d: runner %d (%s, limit %s), ", (int)i, (int)st->runner, r->device, lim);
   if (!st->graph) {
     fprintf(f, "nothing to run: %d op%s whose results are recomputed where they are needed\n", (int)st->n_ops,
             st->n_ops == 1 ? "" : "s");

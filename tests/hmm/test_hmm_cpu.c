@@ -426,7 +426,7 @@ TEST(hmm_limit_parse) {
   ASSERT_STREQ(items[1].id, "cpu0");
   ASSERT_EQ(items[1].bytes, 4096 * MiB);
   loom__free(items);
-  ASSERT_OK(loom__mem_limits_parse(" OCL1 : 1.5GiB , ,host0:123", "LOOM_MEM_LIMIT", &items, &n));
+  ASSERT_OK(loom__mem_limits_parse(" OCL1 : 1.5GiB , host0:123", "LOOM_MEM_LIMIT", &items, &n));
   ASSERT_EQ(n, 2);
   ASSERT_STREQ(items[0].id, "ocl1");
   ASSERT_EQ(items[0].bytes, 1536 * MiB);
@@ -451,6 +451,15 @@ TEST(hmm_limit_parse) {
       {"ocl:5", "not a device or node id"},
       {"ocl0:1GiB;cpu0:1GiB", "cannot be read"},
       {"averyveryverylongdeviceid0:1", "needs a device or node id"},
+      /* Empty entries are refused as --runners refuses them (issue 16), with the column. */
+      {"cpu0:1MiB,,", "'cpu0:1MiB,,': an entry is empty at column 11"},
+      {"cpu0:1MiB,", "'cpu0:1MiB,': an entry is empty at column 11"},
+      {" OCL1 : 1.5GiB , ,host0:123", "an entry is empty at column 18"},
+      {",cpu0:1MiB", "an entry is empty at column 1"},
+      /* A size too large is blamed where it starts, not past the end of the text. */
+      {"ocl0:9223372036854775807",
+       "the size of ocl0 is not a whole number of bytes, or is too large at column 6"},
+      {"ocl0: 1.5B", "the size of ocl0 is not a whole number of bytes, or is too large at column 7"},
   };
   for (int32_t i = 0; i < LOOM_ARRAY_SIZE(bad); i++) {
     items = NULL;

@@ -22,12 +22,15 @@ TEST(mem_limits_name_the_default_runners) {
   free(r);
   /* Nothing that names a device: no runners, no array. */
   for (int i = 0; i < 3; i++) {
-    const char *text = i == 0 ? "" : i == 1 ? "host0:1GiB" : " , ";
+    const char *text = i == 0 ? "" : i == 1 ? "host0:1GiB" : "  ";
     r = (loom_runner *)&n;
     ASSERT_OK(loom_runners_from_mem_limits(text, &r, &n));
     ASSERT_TRUE(r == NULL);
     ASSERT_EQ(n, 0);
   }
+  /* An empty entry is refused, as loom_runners_parse refuses it (issue 16). */
+  ASSERT_STATUS(loom_runners_from_mem_limits(" , ", &r, &n), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "limits ' , ': an entry is empty at column 2");
 }
 
 TEST(mem_limits_come_from_the_environment) {

@@ -64,7 +64,7 @@ TEST(plan_run_refuses_devices_it_cannot_run) {
   int64_t live = loom_testing_live_allocations();
   ASSERT_STATUS(su_run_plan(plan, in, &out, NULL), LOOM_ERR_NOT_FOUND);
   ASSERT_CONTAINS(loom_last_error(),
-                  "stage 2 is placed on ocl99: device ocl99 is not in this context (it has: cpu0");
+                  "stage 1 is placed on ocl99: device ocl99 is not in this context (it has: cpu0");
   ASSERT_TRUE(out[0].data == NULL);
   free(out);
   ASSERT_EQ(loom_testing_live_allocations(), live);
@@ -84,7 +84,7 @@ TEST(plan_run_stage_over_its_limit) {
   ASSERT_OK(su_inputs(g, 2, &in));
   loom_plan_stats stats = {0};
   ASSERT_STATUS(su_run_plan(plan, in, &out, &stats), LOOM_ERR_OUT_OF_MEMORY);
-  ASSERT_CONTAINS(loom_last_error(), "stage 1 (cpu0, limit 40960 bytes): ");
+  ASSERT_CONTAINS(loom_last_error(), "stage 0 (cpu0, limit 40960 bytes): ");
   for (int32_t i = 0; i < 3; i++) ASSERT_TRUE(out[i].data == NULL);
   ASSERT_TRUE(stats.stages[0].peak_bytes <= r.limit);
   loom_plan_stats_deinit(&stats);
@@ -154,9 +154,9 @@ TEST(plan_print_lists_the_stages) {
   ASSERT_OK(loom_plan_print(plan, f));
   fclose(f);
   ASSERT_CONTAINS(text, "plan for graph 'two': 2 stages on 2 runners\n");
-  ASSERT_CONTAINS(text, "stage 1: runner 1 (cpu0, limit 1.00 MiB), estimated peak ");
+  ASSERT_CONTAINS(text, "stage 0: runner 0 (cpu0, limit 1.00 MiB), estimated peak ");
   ASSERT_CONTAINS(text, ", 2 ops (0..1)\n  inputs:  x, y\n  outputs: b\n");
-  ASSERT_CONTAINS(text, "stage 2: runner 2 (cpu0, limit 512.00 KiB), estimated peak ");
+  ASSERT_CONTAINS(text, "stage 1: runner 1 (cpu0, limit 512.00 KiB), estimated peak ");
   ASSERT_CONTAINS(text, ", 2 ops (2..3)\n  inputs:  b, x, y\n  outputs: c, d\n");
   free(text);
   ASSERT_STATUS(loom_plan_print(NULL, stdout), LOOM_ERR_INVALID_ARGUMENT);

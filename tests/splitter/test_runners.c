@@ -57,6 +57,24 @@ TEST(runners_bad_byte_size_names_the_column) {
                        "runners 'cpu0:1MiB, cpu0:-1': cannot read the byte size at column 17");
 }
 
+/* loom_bytes_parse (--limit): a size read to its end that is too large, or no whole number of
+ * bytes, is blamed at its first column, not one past the end (issue 16). */
+TEST(bytes_parse_blames_a_column_inside_the_text) {
+  int64_t bytes = -1;
+  ASSERT_STATUS(loom_bytes_parse("9223372036854775807", &bytes), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(),
+                  "byte size '9223372036854775807': the size is not a whole number of "
+                  "bytes, or is too large at column 1");
+  ASSERT_STATUS(loom_bytes_parse(" 1.5B", &bytes), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "or is too large at column 2");
+  ASSERT_STATUS(loom_bytes_parse("12QB", &bytes), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "cannot read it at column 3");
+  ASSERT_STATUS(loom_bytes_parse("", &bytes), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "cannot read it at column 1");
+  ASSERT_OK(loom_bytes_parse("1TiB", &bytes));
+  ASSERT_EQ(bytes, 1099511627776LL);
+}
+
 TEST(runners_bad_device_ids) {
   ASSERT_RUNNERS_ERROR("CPU0:1MiB", "runners 'CPU0:1MiB': expected a device id at column 1");
   ASSERT_RUNNERS_ERROR("cpu:1MiB", "runners 'cpu:1MiB': expected the device's number at column 4");

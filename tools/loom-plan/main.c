@@ -67,7 +67,8 @@ static void print_usage(FILE *f) {
       "\n"
       "Byte sizes: 123, 64KiB, 512MiB, 1.5GiB, 2GB.\n"
       "Exit status: 0 on success, 1 when the graph or the plan fails, 2 for a wrong command line\n"
-      "(or a LOOM_MEM_LIMIT that does not parse).\n",
+      "(a runner on a device this machine lacks included, or a LOOM_MEM_LIMIT that does not\n"
+      "parse; a device LOOM_MEM_LIMIT names that this machine lacks is ignored with a note).\n",
       f);
 }
 
@@ -199,10 +200,28 @@ static int make_runners(const options *o, state *st) {
       return fail(EXIT_USAGE, "%s", loom_last_error());
     if (st->runners[i].limit == asked.limit) continue;
     char was[32], now[32];
-    fprintf(stderr, "loom-plan: note: runner %d (%s) lowered from %s to %s, its LOOM_MEM_LIMIT\n", (int)i + 1,
+    fprintf(stderr, "loom-plan: note: runner %d (%s) lowered from %s to %s, its LOOM_MEM_LIMIT\n", (int)i,
             asked.device, loom_bytes_format(asked.limit, was, sizeof was),
             loom_bytes_format(st->runners[i].limit, now, sizeof now));
   }
+  return 0;
+}
+
+/* The runners' devices against those this machine has, as loom-run checks them: a device
+ * --runners names that is not here is a usage error naming the ids there are; one that only
+ * LOOM_MEM_LIMIT names is left out with a note (loom_runners_check_devices). */
+static int check_devices(const options *o, state *st) {
+  if (st->n_runners == 0) return 0;
+  loom_context *ctx = NULL;
+  if (loom_context_create(NULL, &ctx)) return fail(EXIT_FAIL, "creating a context: %s", loom_last_error());
+  bool from_env = !o->runners_text && !o->limit_text;
+  char dropped[256];
+  loom_status s =
+      loom_runners_check_devices(ctx, st->runners, &st->n_runners, from_env, dropped, sizeof dropped);
+  loom_context_destroy(ctx);
+  if (s) return fail(EXIT_USAGE, "--runners: %s", loom_last_error());
+  if (dropped[0])
+    fprintf(stderr, "loom-plan: note: LOOM_MEM_LIMIT names %s, which this machine lacks: ignored\n", dropped);
   return 0;
 }
 
@@ -449,6 +468,7 @@ int main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o);
   if (!rc && o.help) print_usage(stdout);
   if (!rc && !o.help) rc = make_runners(&o, &st);
+  if (!rc && !o.help) rc = check_devices(&o, &st);
   if (!rc && !o.help) rc = compute(&o, &st);
   if (!rc && !o.help) rc = o.json ? print_json(&st) : print_text(&st);
   if (!rc && fflush(stdout) != 0) rc = fail(EXIT_FAIL, "writing the output failed");

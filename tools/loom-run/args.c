@@ -48,10 +48,11 @@ void run_print_usage(FILE *f) {
       "Nothing is written (outputs, --stats-json, --trace) unless the whole run succeeds.\n"
       "\n"
       "Environment: LOOM_MEM_LIMIT=ID:BYTES,... limits memory nodes (ocl0:256MiB,cpu0:4GiB);\n"
+      "a device it names that this machine lacks is ignored (said on stderr).\n"
       "LOOM_DEVICES picks devices (cpu0,ocl1).\n"
       "\n"
-      "Exit status: 0 on success, 1 when the run fails, 2 for a wrong command line (or a\n"
-      "LOOM_MEM_LIMIT that does not parse).\n",
+      "Exit status: 0 on success, 1 when the run fails, 2 for a wrong command line (a runner\n"
+      "on a device this machine lacks included) or a LOOM_MEM_LIMIT that does not parse.\n",
       f);
 }
 

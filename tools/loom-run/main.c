@@ -128,9 +128,11 @@ static int load_input(run_state *st, const run_input *in, int32_t p) {
   return run_fail(EXIT_RUN, "%s: type %s does not match parameter %s: %s", where, have_s, in->name, want_s);
 }
 
+/* The inputs: the --in files, then seeded random values for the rest. Called once the plan
+ * is made, so that a graph whose plan is refused allocates no input (an f32[1<<40] parameter
+ * under --limit 1MiB is refused at once, not after building 4 TiB of random values). */
 static int bind_inputs(run_state *st, const run_options *opts) {
-  int rc = check_input_names(st, opts);
-  if (rc) return rc;
+  int rc = 0;
   for (int32_t i = 0; i < opts->n_inputs; i++)
     if ((rc = load_input(st, &opts->inputs[i], find_param(st->graph, opts->inputs[i].name)))) return rc;
   for (int32_t p = 0; p < st->n_params; p++) {
@@ -267,7 +269,7 @@ static int fit_runners(run_state *st) {
   for (int32_t i = 0; !rc && i < st->n_runners; i++) {
     if (st->runners[i].limit == asked[i]) continue;
     char was[32], now[32];
-    fprintf(stderr, "loom-run: note: runner %d (%s) lowered from %s to %s, its LOOM_MEM_LIMIT\n", (int)i + 1,
+    fprintf(stderr, "loom-run: note: runner %d (%s) lowered from %s to %s, its LOOM_MEM_LIMIT\n", (int)i,
             st->runners[i].device, loom_bytes_format(asked[i], was, sizeof was),
             loom_bytes_format(st->runners[i].limit, now, sizeof now));
   }
@@ -277,14 +279,28 @@ static int fit_runners(run_state *st) {
 
 /* --runners SPEC or --limit BYTES, fitted to LOOM_MEM_LIMIT; neither: the devices
  * LOOM_MEM_LIMIT names; none there either: no runners (the graph runs whole, no limit). A
- * LOOM_MEM_LIMIT that does not parse is a usage error, as a bad option is. */
+ * LOOM_MEM_LIMIT that does not parse is a usage error, as a bad option is. A runner on a
+ * device this machine lacks is a usage error too; such a device in LOOM_MEM_LIMIT, shared by
+ * every program, is ignored with a note (loom_runners_check_devices). */
 static int resolve_runners(run_state *st, const run_options *opts) {
-  if (opts->runners || opts->limit) {
-    int rc = parse_runners(st, opts);
-    return rc ? rc : fit_runners(st);
+  bool given = opts->runners || opts->limit;
+  int rc = given ? parse_runners(st, opts) : 0;
+  if (!rc && given) rc = fit_runners(st); /* LOOM_MEM_LIMIT is read (and checked) here ... */
+  if (!rc && !given && loom_runners_from_mem_limits(NULL, &st->runners, &st->n_runners))
+    rc = run_fail(EXIT_USAGE, "%s", loom_last_error());
+  if (rc) return rc;
+  /* ... before the context's memory manager reads it, so that it is a usage error. */
+  if (loom_context_create(NULL, &st->ctx)) return run_fail_loom("creating a context");
+  if (given) {
+    if (loom_runners_check_devices(st->ctx, st->runners, &st->n_runners, false, NULL, 0))
+      return run_fail(EXIT_USAGE, "--runners: %s", loom_last_error());
+    return 0;
   }
-  if (loom_runners_from_mem_limits(NULL, &st->runners, &st->n_runners))
-    return run_fail(EXIT_USAGE, "%s", loom_last_error());
+  char dropped[256];
+  if (loom_runners_check_devices(st->ctx, st->runners, &st->n_runners, true, dropped, sizeof dropped))
+    return run_fail_loom(NULL);
+  if (dropped[0])
+    fprintf(stderr, "loom-run: note: LOOM_MEM_LIMIT names %s, which this machine lacks: ignored\n", dropped);
   return 0;
 }
 
@@ -303,11 +319,14 @@ static int optimize(run_state *st, const run_options *opts) {
   return 0;
 }
 
-static int execute(run_state *st, const run_options *opts) {
+/* The runners, the rewrites and the plan: everything the graph alone decides, before any
+ * input is read or made. */
+static int plan(run_state *st, const run_options *opts) {
   int rc = resolve_runners(st, opts);
-  if (!rc) rc = optimize(st, opts);
-  if (rc) return rc;
-  if (loom_context_create(NULL, &st->ctx)) return run_fail_loom("creating a context");
+  return rc ? rc : optimize(st, opts);
+}
+
+static int execute(run_state *st, const run_options *opts) {
   loom_mem_manager *memory = NULL;
   if (loom_context_memory(st->ctx, &memory)) return run_fail_loom(NULL);
   if (opts->trace && loom_mem_trace_enable(memory, true)) return run_fail_loom("--trace");
@@ -464,9 +483,11 @@ static int prepare(run_state *st, const run_options *opts) {
   st->outputs = calloc((size_t)st->n_outputs + 1, sizeof *st->outputs);
   st->out_names = calloc((size_t)st->n_outputs + 1, sizeof *st->out_names);
   if (!st->inputs || !st->outputs || !st->out_names) return run_fail(EXIT_RUN, "out of memory");
-  int rc = bind_inputs(st, opts);
+  int rc = check_input_names(st, opts);
   if (!rc) rc = name_outputs(st);
   if (!rc && opts->out_dir) rc = check_saveable_outputs(st);
+  if (!rc) rc = plan(st, opts);
+  if (!rc) rc = bind_inputs(st, opts);
   if (!rc && opts->out_dir) rc = make_out_dir(st, opts->out_dir);
   return rc;
 }
