@@ -91,7 +91,8 @@ loom_status loom__mem_limits_parse(const char *text, const char *origin, loom__m
     const char *comma = strchr(item, ',');
     size_t len = comma ? (size_t)(comma - item) : strlen(item);
     const char *first = skip_blanks(item);
-    if (first < item + len) s = parse_item(text, item, len, origin, &items[count++]);
+    if (first < item + len)
+      s = parse_item(text, item, len, origin, &items[count++]);
     else if (comma || item != text) /* "a,,b" and "a,": a blank text alone means no limits */
       s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
                       "%s '%s': an entry is empty at column %ld (write id:size, as ocl0:256MiB,cpu0:4GiB)",
