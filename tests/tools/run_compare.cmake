@@ -58,7 +58,10 @@ else()
 endif()
 execute_process(COMMAND "${TOOL}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 unset(ENV{LOOM_MEM_LIMIT})
-if(NOT rc EQUAL 0 AND err MATCHES "device ${_prefix}[0-9]+ is not in this context")
+# A machine without such a device: loom-run refuses a runner on it (exit 2), and ignores it
+# in LOOM_MEM_LIMIT with a note (the run then has no runner of the backend's).
+if((NOT rc EQUAL 0 AND err MATCHES "(device ${_prefix}[0-9]+ is not in this context|this machine has no device ${_prefix}[0-9]+)")
+   OR err MATCHES "LOOM_MEM_LIMIT names [^\n]*${_prefix}[0-9]+[^\n]*, which this machine lacks")
   message(STATUS "skipped: no ${_label} device for runners ${RUNNERS}: ${err}")
   return()
 endif()
