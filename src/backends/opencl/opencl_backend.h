@@ -125,6 +125,9 @@ loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, con
 void loom__cl_clblast_release(void);
 loom_status loom__cl_clfft_setup(void);
 void loom__cl_clfft_teardown(void);
+/* The most threads that were ever inside clFFT at once (Loom serializes its calls into clFFT,
+ * so 1 once any call was made, 0 before; a test of that lock). */
+int32_t loom__cl_clfft_most_inside(void);
 /* Destroys the device's clFFT plans. */
 void loom__cl_fft_release(loom__cl_device *d);
 /* Per-process setup of the libraries, counted per open device: the first open sets them up,

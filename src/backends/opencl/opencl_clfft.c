@@ -6,6 +6,7 @@
  * finds clFFT; none/opencl_clfft_none.c stands in otherwise. */
 #include <clFFT.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "backends/opencl/opencl_fft.h"
@@ -33,6 +34,27 @@ struct loom__cl_fft_cache {
  * Plans are baked once per device and problem, so the lock costs little; it is taken after
  * any lock of Loom's and nothing is called under it that takes one. */
 static pthread_mutex_t clfft_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Threads between clfft_enter and clfft_leave now, and the most there ever were: the test of
+ * the lock (tests/opencl) runs FFTs and device teardowns from several threads and asks that
+ * no two calls into clFFT ever overlapped. */
+static atomic_int clfft_inside, clfft_most_inside;
+
+static void clfft_enter(void) {
+  pthread_mutex_lock(&clfft_lock);
+  int now = atomic_fetch_add(&clfft_inside, 1) + 1;
+  for (int most = atomic_load(&clfft_most_inside);
+       now > most && !atomic_compare_exchange_weak(&clfft_most_inside, &most, now);)
+    ;
+}
+
+static void clfft_leave(void) {
+  atomic_fetch_sub(&clfft_inside, 1);
+  pthread_mutex_unlock(&clfft_lock);
+}
+
+int32_t loom__cl_clfft_most_inside(void) {
+  return atomic_load(&clfft_most_inside);
+}
 
 /* ---- process-wide setup --------------------------------------------------------------------- */
 
@@ -44,25 +66,25 @@ loom_status loom__cl_clfft_setup(void) {
   data.major = clfftVersionMajor;
   data.minor = clfftVersionMinor;
   data.patch = clfftVersionPatch;
-  pthread_mutex_lock(&clfft_lock);
+  clfft_enter();
   clfftStatus st = clfftSetup(&data);
-  pthread_mutex_unlock(&clfft_lock);
+  clfft_leave();
   if (st != CLFFT_SUCCESS)
     return loom__error(LOOM_ERR_UNAVAILABLE, "clFFT could not be set up (status %d)", (int)st);
   return LOOM_OK;
 }
 
 void loom__cl_clfft_teardown(void) {
-  pthread_mutex_lock(&clfft_lock);
+  clfft_enter();
   clfftTeardown();
-  pthread_mutex_unlock(&clfft_lock);
+  clfft_leave();
 }
 
 void loom__cl_fft_release(loom__cl_device *d) {
   if (!d->fft) return;
-  pthread_mutex_lock(&clfft_lock);
+  clfft_enter();
   for (int32_t i = 0; i < d->fft->count; i++) clfftDestroyPlan(&d->fft->plans[i].handle);
-  pthread_mutex_unlock(&clfft_lock);
+  clfft_leave();
   loom__free(d->fft);
   d->fft = NULL;
 }
@@ -150,9 +172,9 @@ static loom_status get_plan_locked(loom__cl_device *d, const fft_key *key, fft_p
 }
 
 static loom_status get_plan(loom__cl_device *d, const fft_key *key, fft_plan **out) {
-  pthread_mutex_lock(&clfft_lock);
+  clfft_enter();
   loom_status s = get_plan_locked(d, key, out);
-  pthread_mutex_unlock(&clfft_lock);
+  clfft_leave();
   return s;
 }
 
@@ -204,10 +226,10 @@ static loom_status enqueue(loom__cl_device *d, const loom__gpu_fft *p, const fft
                            cl_mem out, cl_mem tmp) {
   clfftDirection dir =
       p->kind == LOOM__FFT_INVERSE || p->kind == LOOM__FFT_C2R ? CLFFT_BACKWARD : CLFFT_FORWARD;
-  pthread_mutex_lock(&clfft_lock);
+  clfft_enter();
   clfftStatus st =
       clfftEnqueueTransform(plan->handle, dir, 1, &d->queue, 0, NULL, NULL, &in, out ? &out : NULL, tmp);
-  pthread_mutex_unlock(&clfft_lock);
+  clfft_leave();
   return st == CLFFT_SUCCESS ? LOOM_OK : clfft_error(d, st, "clfftEnqueueTransform");
 }
 

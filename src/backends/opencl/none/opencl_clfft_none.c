@@ -17,3 +17,6 @@ void loom__cl_clfft_teardown(void) {}
 void loom__cl_fft_release(loom__cl_device *d) {
   (void)d;
 }
+int32_t loom__cl_clfft_most_inside(void) {
+  return 0;
+}
