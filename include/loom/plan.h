@@ -239,7 +239,9 @@ LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
  * device while the stage before it runs where the memory manager's prefetch policy says so
  * and the runner's limit leaves room; cpu0's pass in host memory, which no limit counts. Each
  * stage waits for its device at its end. Inputs and outputs as
- * loom_graph_run. `stats` (may be NULL, else zero-initialised) receives the measured peaks.
+ * loom_graph_run. `stats` (may be NULL, else zero-initialised) receives the measured peaks,
+ * on failure too (the stages that ran, up to the one that failed): release it with
+ * loom_plan_stats_deinit whatever the status.
  * A runner's limit is its device's, for every run sharing the context's memory manager: while
  * a stage runs, its limit caps its device's memory node limit (loom/memory.h, "Limits"), so
  * plans run from several threads on one context hold at most the smallest runner limit in

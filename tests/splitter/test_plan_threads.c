@@ -52,6 +52,7 @@ static bool run_once(job *j) {
   loom_status s = loom_plan_run(j->ctx, j->plan, j->in, 3, out, j->n_out, &stats);
   /* A runner's limit is its device's, shared by every run on it (issue 16, finding 7): a run
    * that does not fit beside the others fails with OUT_OF_MEMORY, a clean refusal. */
+  if (s) loom_plan_stats_deinit(&stats); /* filled on failure too */
   if (s == LOOM_ERR_OUT_OF_MEMORY) return false;
   if (s) {
     fail(j, "loom_plan_run", s);
