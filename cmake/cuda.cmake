@@ -50,6 +50,11 @@ endif()
 
 if(LOOM_HAVE_CUDA)
   enable_language(CUDA)
+  # The C compiler links every target that holds the cuda backend's objects (they need only the
+  # C++ runtime and cudart, both in LOOM_PRIVATE_LIBS): by default CMake links them with the
+  # CUDA host compiler's C++ driver (g++), which in a clang build with sanitizers brings GCC's
+  # ASan runtime in beside clang's, and the two refuse to run together.
+  set(CMAKE_CUDA_HOST_LINK_LAUNCHER ${CMAKE_C_COMPILER})
   set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   file(GLOB _loom_cuda_sources CONFIGURE_DEPENDS

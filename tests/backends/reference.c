@@ -35,8 +35,15 @@ int64_t ref_get_i(loom_dtype dt, const void *p, int64_t i) {
       return ((const int32_t *)p)[i];
     case LOOM_I64:
       return ((const int64_t *)p)[i];
-    default:
-      return (int64_t)ref_get(dt, p, i);
+    default: {
+      /* As Loom casts floats to integers: NaN to 0, saturated outside the range (a plain C
+       * cast of those is undefined). */
+      double v = ref_get(dt, p, i);
+      if (v != v) return 0;
+      if (v >= 9223372036854775807.0) return INT64_MAX;
+      if (v <= -9223372036854775808.0) return INT64_MIN;
+      return (int64_t)v;
+    }
   }
 }
 
