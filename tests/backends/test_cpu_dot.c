@@ -7,6 +7,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "harness.h"
 #include "loom/testing.h"
+#include "reference.h"
 
 /* ---- data ------------------------------------------------------------------------------- */
 
@@ -59,24 +60,12 @@ static void dot_set_random(loom_dtype dt, void *p, int64_t off) {
   double re = dot_urand(), im = dot_urand();
   switch (dt) {
     case LOOM_F16:
-      ((uint16_t *)p)[off] = loom_f32_to_f16((float)re);
-      break;
     case LOOM_BF16:
-      ((uint16_t *)p)[off] = loom_f32_to_bf16((float)re);
-      break;
     case LOOM_F32:
-      ((float *)p)[off] = (float)re;
-      break;
     case LOOM_F64:
-      ((double *)p)[off] = re;
-      break;
     case LOOM_C64:
-      ((float *)p)[2 * off] = (float)re;
-      ((float *)p)[2 * off + 1] = (float)im;
-      break;
     case LOOM_C128:
-      ((double *)p)[2 * off] = re;
-      ((double *)p)[2 * off + 1] = im;
+      ref_set_c(dt, p, off, re, im);
       break;
     case LOOM_I8:
       ((int8_t *)p)[off] = (int8_t)(re * 100);
