@@ -44,7 +44,7 @@ extern "C" {
   X(ARGMAX, "argmax") X(ARGMIN, "argmin") X(TOPK, "topk")                               \
   X(DOT, "dot") X(CONV, "conv")                                                         \
   X(FFT, "fft") X(IFFT, "ifft") X(RFFT, "rfft") X(IRFFT, "irfft")                       \
-  X(SQUARE, "square")
+  X(SQUARE, "square") X(LOOP, "loop")
 
 typedef enum loom_op {
 #define LOOM_X(e, name) LOOM_OP_##e,
@@ -166,6 +166,73 @@ LOOM_API loom_value loom_conv(loom_graph *graph, loom_value x, loom_value w, con
 /* op is fft, ifft, rfft (n ignored) or irfft (n = output length along axis). */
 LOOM_API loom_value loom_fourier(loom_graph *graph, loom_op op, loom_value x, int64_t axis, int64_t n);
 
+/* ---- loops (docs/ir-loops.md) -------------------------------------------------------------
+ *
+ * A loop runs a body graph over pieces of one axis of length n: piece i covers
+ * [i * piece, min((i + 1) * piece, n)), so the last piece is shorter where piece does not
+ * divide n. Each operand is either sliced (the body sees `piece` elements of its `axis`,
+ * starting at `offset` + the piece's start) or passed whole. Each result is combined across
+ * pieces as its loom_loop_output says. The body's parameters are the operands as one full
+ * piece sees them; its returned values are one piece's results. A body may hold loops. */
+
+/* How a loop combines one result across pieces. */
+typedef enum loom_combine {
+  LOOM_COMBINE_CONCAT, /* each piece's result written in place at the piece's start along axis */
+  LOOM_COMBINE_SUM,    /* elementwise over pieces (dot over k is a sum of partial products) */
+  LOOM_COMBINE_PROD,
+  LOOM_COMBINE_MAX, /* NaN propagates, as reduce_max */
+  LOOM_COMBINE_MIN,
+  /* Pairs: this result holds the best values and the next must be LOOM_COMBINE_INDEX, the body's
+   * i64 indices along the loop axis counted from the piece's start; the loop gives indices
+   * counted from 0. ARGMAX/ARGMIN keep, per element, the piece with the better value (ties and
+   * NaN as argmax/argmin); TOPK merges the candidates along `axis` (k and largest as topk). */
+  LOOM_COMBINE_ARGMAX,
+  LOOM_COMBINE_ARGMIN,
+  LOOM_COMBINE_TOPK,
+  LOOM_COMBINE_INDEX,
+  LOOM_COMBINE_COUNT
+} loom_combine;
+
+/* The .lir spelling of a combine ("concat", "sum", ..., "index"); "?" when out of range. */
+LOOM_API const char *loom_combine_name(loom_combine combine);
+
+/* How one operand reaches the body: sliced along `axis` (>= 0) from `offset` on, or whole
+ * (axis -1, offset 0). */
+typedef struct loom_loop_input {
+  int32_t axis;
+  int64_t offset;
+} loom_loop_input;
+
+/* How one result is combined: `axis` for CONCAT (the result's axis the pieces fill) and TOPK
+ * (the candidates' axis), `k` and `largest` for TOPK; unused fields 0. */
+typedef struct loom_loop_output {
+  loom_combine combine;
+  int32_t axis;
+  int64_t k;
+  bool largest;
+} loom_loop_output;
+
+/* Adds a loop over n elements in pieces of `piece` (1 <= piece <= n): `body` (verified, with
+ * one parameter per operand and one returned value per result; the graph copies it, the
+ * caller keeps its own) runs once per piece on operands[i] as rules[i] says, and its results
+ * are combined into outs[0..n_outputs) as combines[j] says (at most LOOM_LOOP_MAX_RESULTS).
+ * The checks: each parameter's type is its operand's as a full piece sees it; a sliced axis
+ * holds offset + n elements; a CONCAT result depends on the piece along `axis` (its length
+ * there is the piece's) and every other result does not depend on it at all; INDEX follows
+ * ARGMAX/ARGMIN/TOPK with an i64 result of the same shape; TOPK's values hold k along axis,
+ * and the last piece holds at least k elements. Errors: INVALID_ARGUMENT naming the loop,
+ * the operand or result and the rule broken (sticky, as loom_graph_add); OUT_OF_MEMORY. */
+#define LOOM_LOOP_MAX_RESULTS 16
+LOOM_API loom_status loom_graph_add_loop(loom_graph *graph, int64_t n, int64_t piece, const loom_graph *body,
+                                         const loom_value *operands, const loom_loop_input *rules,
+                                         int32_t n_operands, const loom_loop_output *combines,
+                                         int32_t n_outputs, loom_value *outs);
+
+/* The body of loop op `index` (NULL when it is not a loop), owned by the graph, and its
+ * figures; any out pointer may be NULL. Errors: INVALID_ARGUMENT (not a loop, bad index). */
+LOOM_API loom_status loom_graph_loop_get(const loom_graph *graph, int32_t index, const loom_graph **out_body,
+                                         int64_t *out_n, int64_t *out_piece);
+
 /* Marks the graph's outputs, in order. May be called once. */
 LOOM_API loom_status loom_graph_return(loom_graph *graph, const loom_value *values, int32_t n);
 
@@ -194,7 +261,7 @@ LOOM_API loom_value loom_graph_find(const loom_graph *graph, const char *name);
 typedef struct loom_op_info {
   loom_op kind;
   int32_t n_inputs;  /* loom_graph_op_input takes 0 .. n_inputs - 1 */
-  int32_t n_outputs; /* 1, or 2 for topk; loom_graph_op_output takes 0 .. n_outputs - 1 */
+  int32_t n_outputs; /* 1, 2 for topk, a loop's count; loom_graph_op_output takes 0 .. n_outputs - 1 */
   int32_t line, col; /* where the parser found it; 0 when built through the C API */
 } loom_op_info;
 

@@ -25,6 +25,8 @@ loom__family loom__family_of(loom__op_class cls) {
       return LOOM__FAMILY_CONV;
     case LOOM_CLASS_FOURIER:
       return LOOM__FAMILY_FOURIER;
+    case LOOM_CLASS_LOOP: /* the executor runs a loop's body; no backend sees the loop */
+      break;
   }
   return LOOM__FAMILY_COUNT;
 }

@@ -32,10 +32,13 @@ static loom_status check_schedule(const loom_graph *g, const int32_t *order, int
   return LOOM_OK;
 }
 
-static void physical_sizes(const loom_graph *g, const loom__layout *layouts, int64_t *physical) {
+/* free_base (NULL: none) marks the bases held elsewhere: a loop body's parameters (views of
+ * the loop's operands) and the results it writes into their slots, a graph's streamed inputs. */
+static void physical_sizes(const loom_graph *g, const loom__layout *layouts, const bool *free_base,
+                           int64_t *physical) {
   for (int32_t v = 0; v < g->n_values; v++) {
     physical[v] = 0;
-    if (layouts[v].owns) loom_type_bytes(&g->values[v].type, &physical[v]);
+    if (layouts[v].owns && !(free_base && free_base[v])) loom_type_bytes(&g->values[v].type, &physical[v]);
   }
 }
 
@@ -92,11 +95,11 @@ static void sweep_live(const loom_graph *g, const loom__layout *layouts, const l
   }
 }
 
-static loom_status estimate_with(const loom_graph *g, const int32_t *order, loom__layout *layouts,
-                                 lifetimes *lt, loom_estimate *e) {
+static loom_status estimate_with(const loom_graph *g, const int32_t *order, const bool *free_base,
+                                 loom__layout *layouts, lifetimes *lt, loom_estimate *e) {
   loom_status s = loom__graph_layouts(g, layouts);
   if (s) return s;
-  physical_sizes(g, layouts, lt->physical);
+  physical_sizes(g, layouts, free_base, lt->physical);
   compute_lifetimes(g, layouts, order, lt);
   e->steps = loom__calloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *e->steps);
   if (!e->steps) return loom__oom("estimate steps");
@@ -122,11 +125,11 @@ static loom_status estimate_with(const loom_graph *g, const int32_t *order, loom
   return LOOM_OK;
 }
 
-loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, loom_estimate *out) {
-  if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_estimate: out is NULL");
+/* The estimate with the bases of free_base (per value, or NULL) held elsewhere. */
+static loom_status estimate_free(const loom_graph *g, const int32_t *schedule, const bool *free_base,
+                                 loom_estimate *out) {
   memset(out, 0, sizeof *out);
-  loom_status s = loom_graph_verify(g);
-  if (s) return s;
+  loom_status s = LOOM_OK;
   size_t nv = (size_t)(g->n_values ? g->n_values : 1), no = (size_t)(g->n_ops ? g->n_ops : 1);
   int32_t *order = loom__malloc(no * sizeof *order), *pos_of = loom__malloc(no * sizeof *pos_of);
   loom__layout *layouts = loom__malloc(nv * sizeof *layouts);
@@ -136,7 +139,7 @@ loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, lo
     s = loom__oom("an estimate");
   for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = schedule ? schedule[i] : i;
   if (!s) s = check_schedule(g, order, pos_of);
-  if (!s) s = estimate_with(g, order, layouts, &lt, out);
+  if (!s) s = estimate_with(g, order, free_base, layouts, &lt, out);
   if (s) loom_estimate_deinit(out);
   loom__free(order);
   loom__free(pos_of);
@@ -145,6 +148,92 @@ loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, lo
   loom__free(lt.last_use);
   loom__free(lt.physical);
   return s;
+}
+
+bool loom__value_streamed(const loom_graph *g, int32_t v) {
+  if (v < 0 || v >= g->n_values || g->values[v].op >= 0) return false;
+  const loom_type *t = &g->values[v].type;
+  int32_t readers = 0;
+  for (int32_t o = 0; o < g->n_ops; o++) {
+    const loom__op *op = &g->ops[o];
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      if (op->inputs[i] != v) continue;
+      if (!op->loop || op->loop->rules[i].axis < 0) return false;
+      for (int32_t d = 0; d < op->loop->rules[i].axis; d++)
+        if (t->dims[d] != 1) return false;
+      readers++;
+    }
+  }
+  for (int32_t k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return false;
+  return readers > 0;
+}
+
+loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, loom_estimate *out) {
+  if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_estimate: out is NULL");
+  memset(out, 0, sizeof *out);
+  loom_status s = loom_graph_verify(g);
+  if (s) return s;
+  bool *streamed = NULL;
+  for (int32_t p = 0; p < g->n_params; p++) {
+    if (!loom__value_streamed(g, g->params[p])) continue;
+    if (!streamed && !(streamed = loom__calloc((size_t)g->n_values, sizeof *streamed)))
+      return loom__oom("an estimate");
+    streamed[g->params[p]] = true;
+  }
+  s = estimate_free(g, schedule, streamed, out);
+  loom__free(streamed);
+  return s;
+}
+
+bool loom__loop_result_in_place(const loom__op *op, int32_t j) {
+  const loom__loop *l = op->loop;
+  const loom_graph *b = l->body;
+  if (l->combines[j].combine != LOOM_COMBINE_CONCAT) return false;
+  int32_t v = b->outputs[j];
+  if (b->values[v].op < 0) return false;
+  for (int32_t k = 0; k < b->n_outputs; k++)
+    if (k != j && b->outputs[k] == v) return false;
+  const loom__op *producer = &b->ops[b->values[v].op];
+  /* views and fills own nothing; every other op's results own their storage */
+  loom__op_class cls = loom__op_info_of(producer->kind)->cls;
+  if (producer->kind == LOOM_OP_FILL ||
+      (cls == LOOM_CLASS_LAYOUT && producer->kind != LOOM_OP_CONCAT && producer->kind != LOOM_OP_TILE)) {
+    /* a reshape of contiguous data, a transpose, broadcast or slice may be a view */
+    return false;
+  }
+  const loom_type *t = &b->values[v].type;
+  for (int32_t d = 0; d < l->combines[j].axis; d++)
+    if (t->dims[d] != 1) return false;
+  return true;
+}
+
+int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
+  const loom__loop *l = op->loop;
+  const loom_graph *b = l->body;
+  bool *free_base = loom__calloc((size_t)LOOM_MAX(b->n_values, 1), sizeof *free_base);
+  if (!free_base) return INT64_MAX / 4; /* cannot know: cannot fit */
+  for (int32_t p = 0; p < b->n_params; p++) free_base[b->params[p]] = true;
+  for (int32_t j = 0; j < op->n_outputs; j++)
+    if (loom__loop_result_in_place(op, j)) free_base[b->outputs[j]] = true;
+  loom_estimate e;
+  int64_t total = estimate_free(b, NULL, free_base, &e) ? INT64_MAX / 4 : e.peak_bytes;
+  loom_estimate_deinit(&e);
+  loom__free(free_base);
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int64_t bytes = 0;
+    if (l->rules[i].axis >= 0 && loom__value_streamed(g, op->inputs[i]))
+      loom_type_bytes(&b->values[b->params[i]].type, &bytes);
+    total += bytes;
+  }
+  for (int32_t j = 0; j + 1 < op->n_outputs; j++) {
+    if (l->combines[j].combine != LOOM_COMBINE_TOPK) continue;
+    int64_t vb = 0, ib = 0;
+    loom_type_bytes(&g->values[op->outputs[j]].type, &vb);
+    loom_type_bytes(&g->values[op->outputs[j + 1]].type, &ib);
+    total += 3 * (vb + ib);
+  }
+  return total;
 }
 
 void loom_estimate_deinit(loom_estimate *e) {

@@ -84,6 +84,7 @@ void loom_graph_destroy(loom_graph *g) {
   for (int32_t i = 0; i < g->n_ops; i++) {
     loom__free(g->ops[i].inputs);
     loom__free(g->ops[i].const_data);
+    loom__loop_free(g->ops[i].loop);
   }
   loom__free(g->name_slots);
   loom__free(g->values);
@@ -188,7 +189,7 @@ static loom_status check_attrs(loom_op op, const loom_attrs *attrs) {
   return LOOM_OK;
 }
 
-static loom_status append_op(loom_graph *g, loom_op op, const loom_value *inputs, int32_t n_inputs,
+loom_status loom__graph_append(loom_graph *g, loom_op op, const loom_value *inputs, int32_t n_inputs,
                              const loom_attrs *attrs, const loom_type *types, int32_t n_results,
                              const void *const_data, loom_value *outs, int32_t n_outs) {
   if (loom__grow((void **)&g->ops, &g->cap_ops, g->n_ops + 1, sizeof *g->ops)) return LOOM_ERR_OUT_OF_MEMORY;
@@ -246,6 +247,8 @@ loom_status loom_graph_add(loom_graph *g, loom_op op, const loom_value *inputs, 
     s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_add: unknown op %d", (int)op);
   else if (g->returned)
     s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: the graph has already returned", info->name);
+  else if (op == LOOM_OP_LOOP)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loop: has a body; add it with loom_graph_add_loop");
   else if (n_inputs < 0 || (n_inputs > 0 && !inputs))
     s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad operand list", info->name);
   if (!s) s = check_inputs(g, op, inputs, n_inputs);
@@ -267,7 +270,7 @@ loom_status loom_graph_add(loom_graph *g, loom_op op, const loom_value *inputs, 
                     info->name, loom_type_format(result_type, want, sizeof want),
                     loom_type_format(&types[0], got, sizeof got));
   }
-  if (!s) s = append_op(g, op, inputs, n_inputs, attrs, types, info->n_results, const_data, outs, n_outs);
+  if (!s) s = loom__graph_append(g, op, inputs, n_inputs, attrs, types, info->n_results, const_data, outs, n_outs);
   if (s) return loom__graph_fail(g, s);
   return LOOM_OK;
 }
@@ -405,6 +408,8 @@ loom_status loom_graph_clone(const loom_graph *g, loom_graph **out) {
     c->ops[i] = *o;
     c->ops[i].inputs = NULL;
     c->ops[i].const_data = NULL;
+    c->ops[i].loop = NULL;
+    if (o->loop && !(c->ops[i].loop = loom__loop_clone(o->loop))) goto oom;
     if (o->n_inputs) {
       if (!(c->ops[i].inputs = loom__malloc(sizeof(int32_t) * (size_t)o->n_inputs))) goto oom;
       memcpy(c->ops[i].inputs, o->inputs, sizeof(int32_t) * (size_t)o->n_inputs);

@@ -26,6 +26,7 @@ typedef enum loom__op_class {
   LOOM_CLASS_DOT,
   LOOM_CLASS_CONV,
   LOOM_CLASS_FOURIER,
+  LOOM_CLASS_LOOP, /* a body run over pieces (loop.c) */
 } loom__op_class;
 
 typedef struct loom__op_info {
@@ -47,12 +48,21 @@ typedef struct loom__value {
   char *name;     /* owned; NULL until named (printed as v<id>) */
 } loom__value;
 
+/* A loop op's own part (graph.h "loops"): one rule per operand, one combine per result. */
+typedef struct loom__loop {
+  loom_graph *body; /* owned */
+  int64_t n, piece;
+  loom_loop_input *rules;     /* per operand, owned */
+  loom_loop_output *combines; /* per result, owned */
+} loom__loop;
+
 typedef struct loom__op {
   loom_op kind;
   int32_t n_inputs;
   int32_t *inputs; /* value ids, owned */
   int32_t n_outputs;
-  int32_t outputs[2];
+  int32_t outputs[LOOM_LOOP_MAX_RESULTS];
+  loom__loop *loop; /* loops only, owned */
   loom_attrs attrs;
   void *const_data; /* constant's contents (dense, C order), owned */
   int64_t const_bytes;
@@ -87,6 +97,11 @@ static inline bool loom__value_ok(const loom_graph *g, loom_value v) {
   return v.id >= 0 && v.id < g->n_values;
 }
 
+/* Appends op with its checked operands and inferred result types (no checks here). */
+loom_status loom__graph_append(loom_graph *g, loom_op op, const loom_value *inputs, int32_t n_inputs,
+                               const loom_attrs *attrs, const loom_type *types, int32_t n_results,
+                               const void *const_data, loom_value *outs, int32_t n_outs);
+
 /* Records the graph's sticky error (the first one wins) from the thread's last message. */
 loom_status loom__graph_fail(loom_graph *g, loom_status status);
 
@@ -109,6 +124,26 @@ bool loom__axis_normalize(int64_t axis, int32_t rank, int32_t *out_axis);
 /* The name of a value for messages and printing: its name, or "v<id>". Returns buf or the
  * stored name. */
 const char *loom__value_label(const loom_graph *g, int32_t id, char *buf, size_t size);
+
+/* ---- loops (loop.c) ---- */
+
+/* Frees a loop's part (accepts NULL). */
+void loom__loop_free(loom__loop *loop);
+/* A deep copy of a loop's part. NULL when out of memory. */
+loom__loop *loom__loop_clone(const loom__loop *loop);
+/* The trip count: pieces of the loop. */
+int64_t loom__loop_trips(const loom__loop *loop);
+
+/* The axis along which each value of a body depends on the piece's length: the sliced axis
+ * of each parameter (rules[p].axis, -1 for a whole one) carried through the ops; -1 for a value
+ * that does not depend on it. axis_of has body->n_values entries. Errors: INVALID_ARGUMENT
+ * naming the body op that cannot take a piece of another length (a slice, pad or source along
+ * the piece's axis). */
+loom_status loom__loop_piece_axes(const loom_graph *body, const loom_loop_input *rules, int32_t *axis_of);
+
+/* The body retyped for a piece of `len` elements (the last, shorter piece): the same ops on
+ * parameters `len` long along their sliced axes. The caller destroys *out. */
+loom_status loom__loop_body_for(const loom__loop *loop, int64_t len, loom_graph **out);
 
 /* Layout of every value: which values are views of another value's storage, and the element
  * strides through which the view reads it. The estimator and the runtime both read this, so

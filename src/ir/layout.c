@@ -50,6 +50,8 @@ int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op) {
     case LOOM_CLASS_FOURIER:
       factor = 2;
       break;
+    case LOOM_CLASS_LOOP:
+      return loom__loop_scratch_bytes(g, op);
     default:
       return 0;
   }

@@ -65,14 +65,18 @@ loom_status loom__rebuild_copy(loom__rebuild *rb, int32_t op_index) {
                          loom__value_label(rb->src, op->inputs[i], buf, sizeof buf), loom_op_name(op->kind));
     }
   }
-  loom_value outs[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
+  loom_value outs[LOOM_LOOP_MAX_RESULTS];
+  for (int32_t r = 0; r < LOOM_LOOP_MAX_RESULTS; r++) outs[r] = LOOM_VALUE_NONE;
   const loom_type *type =
       loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE ? &rb->src->values[op->outputs[0]].type : NULL;
   int32_t saved_line = rb->dst->cur_line, saved_col = rb->dst->cur_col;
   rb->dst->cur_line = op->line;
   rb->dst->cur_col = op->col;
-  loom_status s = loom_graph_add(rb->dst, op->kind, in, op->n_inputs, &op->attrs, type, op->const_data, outs,
-                                 op->n_outputs);
+  const loom__loop *l = op->loop;
+  loom_status s = l ? loom_graph_add_loop(rb->dst, l->n, l->piece, l->body, in, l->rules, op->n_inputs,
+                                          l->combines, op->n_outputs, outs)
+                    : loom_graph_add(rb->dst, op->kind, in, op->n_inputs, &op->attrs, type, op->const_data,
+                                     outs, op->n_outputs);
   rb->dst->cur_line = saved_line;
   rb->dst->cur_col = saved_col;
   if (in != ins) loom__free(in);

@@ -26,4 +26,21 @@ void loom__view_broadcast_to(const loom__view *in, const loom_type *shape, loom_
  * output, conv 2x, fourier 2x, reductions, argmax/argmin and topk 1x, others 0). */
 int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op);
 
+/* A loop's scratch (estimate.c): what one piece holds at its peak (its body's peak, counting
+ * neither the operands it reads in place nor the results it writes into their slots), the
+ * slices of streamed operands, and what merging a piece's candidates needs (topk: the
+ * candidates of the pieces so far and of this one, and the merged best). */
+int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op);
+
+/* Whether a piece's result j of loop op is written straight into its slot of the loop's
+ * result: a concat result the body computes into storage of its own (not a view, not a
+ * parameter, not returned twice) whose slot is contiguous (every axis before the concat axis
+ * has length 1). Otherwise the executor copies it in. */
+bool loom__loop_result_in_place(const loom__op *op, int32_t j);
+
+/* Whether graph input (parameter) value v is streamed: read only by loops, each slicing it
+ * along an axis whose slice is contiguous (every axis before it has length 1), so no runner
+ * holds it whole: each piece's slice is brought in when the piece runs. */
+bool loom__value_streamed(const loom_graph *g, int32_t v);
+
 #endif

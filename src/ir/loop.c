@@ -1,0 +1,414 @@
+/* Loops (docs/ir-loops.md): a body graph run over pieces of one axis.
+ *
+ * The body is typed for a full piece. Which of its values depend on the piece's length, and
+ * along which axis, follows from the parameters' sliced axes through each op
+ * (loom__loop_piece_axes); that one map is what checks a loop (a CONCAT result varies with
+ * the piece along its axis, every other result not at all) and what retypes the body for the
+ * last, shorter piece (loom__loop_body_for): the same ops on shorter parameters, with the
+ * piece's length put into the `shape` of the reshapes and broadcasts that carry it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static const char *const combine_names[LOOM_COMBINE_COUNT] = {
+    [LOOM_COMBINE_CONCAT] = "concat", [LOOM_COMBINE_SUM] = "sum",   [LOOM_COMBINE_PROD] = "prod",
+    [LOOM_COMBINE_MAX] = "max",       [LOOM_COMBINE_MIN] = "min",   [LOOM_COMBINE_ARGMAX] = "argmax",
+    [LOOM_COMBINE_ARGMIN] = "argmin", [LOOM_COMBINE_TOPK] = "topk", [LOOM_COMBINE_INDEX] = "index",
+};
+
+const char *loom_combine_name(loom_combine c) {
+  return ((int)c >= 0 && c < LOOM_COMBINE_COUNT) ? combine_names[c] : "?";
+}
+
+void loom__loop_free(loom__loop *loop) {
+  if (!loop) return;
+  loom_graph_destroy(loop->body);
+  loom__free(loop->rules);
+  loom__free(loop->combines);
+  loom__free(loop);
+}
+
+static loom__loop *loop_make(const loom_graph *body, int64_t n, int64_t piece, const loom_loop_input *rules,
+                             int32_t n_rules, const loom_loop_output *combines, int32_t n_combines) {
+  loom__loop *l = loom__calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->n = n;
+  l->piece = piece;
+  l->rules = loom__malloc(sizeof *rules * (size_t)LOOM_MAX(n_rules, 1));
+  l->combines = loom__malloc(sizeof *combines * (size_t)LOOM_MAX(n_combines, 1));
+  if (!l->rules || !l->combines || loom_graph_clone(body, &l->body)) {
+    loom__loop_free(l);
+    return NULL;
+  }
+  if (n_rules) memcpy(l->rules, rules, sizeof *rules * (size_t)n_rules);
+  if (n_combines) memcpy(l->combines, combines, sizeof *combines * (size_t)n_combines);
+  return l;
+}
+
+loom__loop *loom__loop_clone(const loom__loop *l) {
+  return loop_make(l->body, l->n, l->piece, l->rules, l->body->n_params, l->combines, l->body->n_outputs);
+}
+
+int64_t loom__loop_trips(const loom__loop *l) {
+  return (l->n + l->piece - 1) / l->piece;
+}
+
+/* ---- which values depend on the piece --------------------------------------------------- */
+
+static loom_status piece_fail(const loom_graph *b, const loom__op *op, const char *why) {
+  char buf[32];
+  return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loop body: %s '%s' %s", loom_op_name(op->kind),
+                     loom__value_label(b, op->outputs[0], buf, sizeof buf), why);
+}
+
+static bool in_axes(const loom_attrs *a, int32_t j, int32_t rank) {
+  for (int32_t k = 0; k < a->axes.count; k++) {
+    int32_t ax;
+    if (loom__axis_normalize(a->axes.v[k], rank, &ax) && ax == j) return true;
+  }
+  return false;
+}
+
+/* Where the piece's axis of operand i (its axis `ai`) lands in op's results: an axis, -1 when
+ * the op removes it (a reduction over it, dot's k), -2 when the op cannot take another length
+ * there. */
+static int32_t forward_axis(const loom_graph *b, const loom__op *op, int32_t i, int32_t ai) {
+  const loom_type *in = &b->values[op->inputs[i]].type, *out = &b->values[op->outputs[0]].type;
+  const loom_attrs *a = &op->attrs;
+  int32_t shift = out->rank - in->rank, axis = 0;
+  switch (loom__op_info_of(op->kind)->cls) {
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_LOGIC:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
+      return ai + shift;
+    case LOOM_CLASS_REDUCE: {
+      if (in_axes(a, ai, in->rank)) return -1;
+      if (a->keepdims) return ai;
+      int32_t before = 0;
+      for (int32_t j = 0; j < ai; j++) before += in_axes(a, j, in->rank);
+      return ai - before;
+    }
+    case LOOM_CLASS_ARGREDUCE:
+    case LOOM_CLASS_TOPK:
+      if (!loom__axis_normalize(a->axis, in->rank, &axis)) return -2;
+      if (axis == ai) return -1; /* the piece is what it reduces: local indices */
+      return op->kind == LOOM_OP_TOPK ? ai : (ai < axis ? ai : ai - 1);
+    case LOOM_CLASS_FOURIER:
+      if (!loom__axis_normalize(a->axis, in->rank, &axis)) return -2;
+      return axis == ai ? -2 : ai;
+    case LOOM_CLASS_DOT: {
+      const loom_type *other = &b->values[op->inputs[1 - i]].type;
+      if (in->rank == 1) return -1; /* a vector's only axis is contracted */
+      if ((i == 0 && ai == in->rank - 1) || (i == 1 && ai == in->rank - 2)) return -1;
+      if (i == 0 && ai == in->rank - 2) return out->rank - (other->rank == 1 ? 1 : 2);
+      if (i == 1 && ai == in->rank - 1) return out->rank - 1;
+      return ai + shift;
+    }
+    case LOOM_CLASS_CONV:
+      return (i == 0 && ai == 0) ? 0 : -2;
+    case LOOM_CLASS_LAYOUT:
+      switch (op->kind) {
+        case LOOM_OP_TRANSPOSE:
+          for (int32_t k = 0; k < out->rank; k++)
+            if (a->perm.v[k] == ai) return k;
+          return -2;
+        case LOOM_OP_BROADCAST:
+          return ai + shift;
+        case LOOM_OP_RESHAPE: {
+          int64_t before_in = 1, before_out = 1;
+          for (int32_t j = 0; j < ai; j++) before_in *= in->dims[j];
+          for (int32_t k = 0; k < out->rank; k++) {
+            if (before_out == before_in && out->dims[k] == in->dims[ai]) return k;
+            before_out *= out->dims[k];
+            if (before_out > before_in) break;
+          }
+          return -2;
+        }
+        case LOOM_OP_CONCAT:
+          if (!loom__axis_normalize(a->axis, in->rank, &axis)) return -2;
+          return axis == ai ? -2 : ai;
+        case LOOM_OP_SLICE: {
+          int64_t step = (a->set & LOOM_ATTR_STEP) ? a->step.v[ai] : 1;
+          bool all = a->start.v[ai] == 0 && a->stop.v[ai] >= in->dims[ai] && step == 1;
+          return all ? ai : -2;
+        }
+        case LOOM_OP_TILE:
+          return a->reps.v[ai] == 1 ? ai : -2;
+        default:
+          return -2;
+      }
+    default:
+      return -2;
+  }
+}
+
+loom_status loom__loop_piece_axes(const loom_graph *b, const loom_loop_input *rules, int32_t *axis_of) {
+  for (int32_t v = 0; v < b->n_values; v++) axis_of[v] = -1;
+  for (int32_t p = 0; p < b->n_params; p++) axis_of[b->params[p]] = rules[p].axis;
+  for (int32_t o = 0; o < b->n_ops; o++) {
+    const loom__op *op = &b->ops[o];
+    int32_t ax = -1;
+    bool any = false;
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      int32_t ai = axis_of[op->inputs[i]];
+      if (ai < 0) continue;
+      if (op->kind == LOOM_OP_LOOP)
+        return piece_fail(b, op, "(a loop) reads a value that varies with the outer loop's piece");
+      int32_t fa = forward_axis(b, op, i, ai);
+      if (fa == -2) return piece_fail(b, op, "cannot take a piece of another length along the loop's axis");
+      if (any && fa != ax) return piece_fail(b, op, "reads the loop's piece along axes that do not line up");
+      ax = fa;
+      any = true;
+    }
+    for (int32_t r = 0; r < op->n_outputs; r++) {
+      int32_t rank = b->values[op->outputs[r]].type.rank;
+      /* topk's and argmax's partners keep the axis they share (values and indices) */
+      axis_of[op->outputs[r]] = ax < rank ? ax : -1;
+    }
+  }
+  return LOOM_OK;
+}
+
+/* ---- the body for a shorter piece --------------------------------------------------------- */
+
+loom_status loom__loop_body_for(const loom__loop *l, int64_t len, loom_graph **out) {
+  const loom_graph *b = l->body;
+  *out = NULL;
+  int32_t *axis_of = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_values, 1));
+  int32_t *map = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_values, 1));
+  loom_graph *g = NULL;
+  loom_status s = (!axis_of || !map) ? loom__oom("a loop's last piece") : LOOM_OK;
+  if (!s) s = loom__loop_piece_axes(b, l->rules, axis_of);
+  if (!s) s = loom_graph_create(b->name, &g);
+  for (int32_t p = 0; !s && p < b->n_params; p++) {
+    int32_t v = b->params[p];
+    loom_type t = b->values[v].type;
+    if (l->rules[p].axis >= 0) t.dims[l->rules[p].axis] = len;
+    loom_value nv = loom_graph_param(g, b->values[v].name, &t);
+    if (nv.id < 0) s = g->error ? g->error : LOOM_ERR_INVALID_ARGUMENT;
+    map[v] = nv.id;
+  }
+  loom_value ins[64], outs[LOOM_LOOP_MAX_RESULTS];
+  for (int32_t o = 0; !s && o < b->n_ops; o++) {
+    const loom__op *op = &b->ops[o];
+    if (op->n_inputs > 64) {
+      s = loom__error(LOOM_ERR_UNSUPPORTED, "loop body: %s has more than 64 operands",
+                      loom_op_name(op->kind));
+      break;
+    }
+    for (int32_t i = 0; i < op->n_inputs; i++) ins[i] = (loom_value){map[op->inputs[i]]};
+    g->cur_line = op->line;
+    g->cur_col = op->col;
+    if (op->kind == LOOM_OP_LOOP) {
+      const loom__loop *in = op->loop;
+      s = loom_graph_add_loop(g, in->n, in->piece, in->body, ins, in->rules, op->n_inputs, in->combines,
+                              op->n_outputs, outs);
+    } else {
+      loom_attrs attrs = op->attrs;
+      int32_t ax = axis_of[op->outputs[0]];
+      if ((op->kind == LOOM_OP_RESHAPE || op->kind == LOOM_OP_BROADCAST) && ax >= 0 &&
+          attrs.shape.v[ax] != -1)
+        attrs.shape.v[ax] = len;
+      const loom_type *rt =
+          loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE ? &b->values[op->outputs[0]].type : NULL;
+      s = loom_graph_add(g, op->kind, ins, op->n_inputs, &attrs, rt, op->const_data, outs, op->n_outputs);
+    }
+    for (int32_t r = 0; !s && r < op->n_outputs; r++) {
+      map[op->outputs[r]] = outs[r].id;
+      const char *name = b->values[op->outputs[r]].name;
+      if (name) s = loom_value_set_name(g, outs[r], name);
+    }
+  }
+  loom_value rets[LOOM_LOOP_MAX_RESULTS];
+  for (int32_t k = 0; !s && k < b->n_outputs && k < LOOM_LOOP_MAX_RESULTS; k++)
+    rets[k] = (loom_value){map[b->outputs[k]]};
+  if (!s) s = loom_graph_return(g, rets, b->n_outputs);
+  if (s) {
+    loom__error_prefix("the loop's last piece of %lld: ", (long long)len);
+    loom_graph_destroy(g);
+  } else {
+    *out = g;
+  }
+  loom__free(axis_of);
+  loom__free(map);
+  return s;
+}
+
+/* ---- the builder ---------------------------------------------------------------------------- */
+
+static loom_status bad(const char *fmt, ...) LOOM_PRINTF(1, 2);
+static loom_status bad(const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loop: %s", msg);
+}
+
+static loom_status check_operands(const loom_graph *g, int64_t n, int64_t piece, const loom_graph *body,
+                                  const loom_value *operands, const loom_loop_input *rules,
+                                  int32_t n_operands) {
+  if (body->n_params != n_operands)
+    return bad("the body takes %d parameter%s, the loop has %d operand%s", (int)body->n_params,
+               body->n_params == 1 ? "" : "s", (int)n_operands, n_operands == 1 ? "" : "s");
+  for (int32_t i = 0; i < n_operands; i++) {
+    if (!loom__value_ok(g, operands[i]))
+      return bad("operand %d is not a value of graph '%s'", (int)i + 1, g->name);
+    loom_type t = g->values[operands[i].id].type;
+    const loom_loop_input *r = &rules[i];
+    char lab[32], a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX];
+    const char *name = loom__value_label(g, operands[i].id, lab, sizeof lab);
+    if (r->axis < -1 || r->axis >= t.rank)
+      return bad("operand '%s' (%s): axis %d is out of range", name, loom_type_format(&t, a, sizeof a),
+                 (int)r->axis);
+    if (r->axis < 0 && r->offset != 0) return bad("operand '%s' is passed whole but has an offset", name);
+    if (r->axis >= 0) {
+      if (r->offset < 0 || r->offset > t.dims[r->axis] || n > t.dims[r->axis] - r->offset)
+        return bad("operand '%s' (%s): axis %d holds %lld elements, fewer than offset %lld + n %lld", name,
+                   loom_type_format(&t, a, sizeof a), (int)r->axis, (long long)t.dims[r->axis],
+                   (long long)r->offset, (long long)n);
+      t.dims[r->axis] = piece;
+    }
+    const loom_type *pt = &body->values[body->params[i]].type;
+    if (!loom_type_equal(pt, &t))
+      return bad("operand '%s': the body's parameter %d is %s, a piece of it is %s", name, (int)i + 1,
+                 loom_type_format(pt, a, sizeof a), loom_type_format(&t, b, sizeof b));
+  }
+  return LOOM_OK;
+}
+
+static bool pair_head(loom_combine c) {
+  return c == LOOM_COMBINE_ARGMAX || c == LOOM_COMBINE_ARGMIN || c == LOOM_COMBINE_TOPK;
+}
+
+/* Checks combine j against the body's result and writes the loop's result type. */
+static loom_status check_result(const loom_graph *body, const int32_t *axis_of, int64_t n, int64_t piece,
+                                const loom_loop_output *c, int32_t j, int32_t n_outputs, loom_type *out) {
+  int32_t v = body->outputs[j];
+  const loom_type *t = &body->values[v].type;
+  char a[LOOM_TYPE_STRING_MAX];
+  const char *cn = loom_combine_name(c[j].combine);
+  *out = *t;
+  if ((int)c[j].combine < 0 || c[j].combine >= LOOM_COMBINE_COUNT)
+    return bad("result %d: unknown combine %d", (int)j + 1, (int)c[j].combine);
+  if (c[j].combine == LOOM_COMBINE_CONCAT) {
+    if (c[j].axis < 0 || c[j].axis >= t->rank)
+      return bad("result %d (%s): concat axis %d is out of range", (int)j + 1,
+                 loom_type_format(t, a, sizeof a), (int)c[j].axis);
+    if (axis_of[v] != c[j].axis || t->dims[c[j].axis] != piece)
+      return bad("result %d (%s): concat along axis %d needs a result that holds the piece there", (int)j + 1,
+                 loom_type_format(t, a, sizeof a), (int)c[j].axis);
+    out->dims[c[j].axis] = n;
+    return LOOM_OK;
+  }
+  if (axis_of[v] >= 0)
+    return bad("result %d (%s) varies with the piece along axis %d: only concat combines such a result",
+               (int)j + 1, loom_type_format(t, a, sizeof a), (int)axis_of[v]);
+  bool is_complex = t->dtype == LOOM_C64 || t->dtype == LOOM_C128;
+  switch (c[j].combine) {
+    case LOOM_COMBINE_SUM:
+    case LOOM_COMBINE_PROD:
+      if (t->dtype == LOOM_BOOL) return bad("result %d: %s of bool", (int)j + 1, cn);
+      return LOOM_OK;
+    case LOOM_COMBINE_MAX:
+    case LOOM_COMBINE_MIN:
+      if (is_complex || t->dtype == LOOM_BOOL)
+        return bad("result %d: %s of %s", (int)j + 1, cn, loom_dtype_name(t->dtype));
+      return LOOM_OK;
+    case LOOM_COMBINE_INDEX:
+      if (j == 0 || !pair_head(c[j - 1].combine))
+        return bad("result %d: index follows an argmax, argmin or topk result", (int)j + 1);
+      if (t->dtype != LOOM_I64)
+        return bad("result %d: indices are i64, got %s", (int)j + 1, loom_type_format(t, a, sizeof a));
+      {
+        const loom_type *head = &body->values[body->outputs[j - 1]].type;
+        bool same = head->rank == t->rank;
+        for (int32_t d = 0; same && d < t->rank; d++) same = head->dims[d] == t->dims[d];
+        if (!same)
+          return bad("result %d: its indices do not have the shape of result %d", (int)j + 1, (int)j);
+      }
+      return LOOM_OK;
+    default: /* argmax argmin topk */
+      if (j + 1 >= n_outputs || c[j + 1].combine != LOOM_COMBINE_INDEX)
+        return bad("result %d: %s needs the next result to be its indices (combine index)", (int)j + 1, cn);
+      if (is_complex || t->dtype == LOOM_BOOL)
+        return bad("result %d: %s of %s", (int)j + 1, cn, loom_dtype_name(t->dtype));
+      if (c[j].combine == LOOM_COMBINE_TOPK) {
+        if (c[j].axis < 0 || c[j].axis >= t->rank || c[j].k < 1 || t->dims[c[j].axis] != c[j].k)
+          return bad("result %d (%s): topk needs k >= 1 candidates along an axis of it (k %lld, axis %d)",
+                     (int)j + 1, loom_type_format(t, a, sizeof a), (long long)c[j].k, (int)c[j].axis);
+        int64_t last = n % piece ? n % piece : piece;
+        if (last < c[j].k)
+          return bad("result %d: topk of %lld needs pieces of at least that many; the last piece has %lld",
+                     (int)j + 1, (long long)c[j].k, (long long)last);
+      }
+      return LOOM_OK;
+  }
+}
+
+loom_status loom_graph_add_loop(loom_graph *g, int64_t n, int64_t piece, const loom_graph *body,
+                                const loom_value *operands, const loom_loop_input *rules, int32_t n_operands,
+                                const loom_loop_output *combines, int32_t n_outputs, loom_value *outs) {
+  for (int32_t i = 0; outs && i < n_outputs; i++) outs[i] = LOOM_VALUE_NONE;
+  if (!g) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_add_loop: graph is NULL");
+  if (g->error) return g->error;
+  loom_status s = LOOM_OK;
+  if (g->returned)
+    s = bad("the graph has already returned");
+  else if (!body || (n_operands > 0 && (!operands || !rules)) || n_operands < 0 || n_outputs < 1 || !combines)
+    s = bad("missing body, operands, rules or combines");
+  else if (n_outputs > LOOM_LOOP_MAX_RESULTS)
+    s = bad("%d results, at most %d", (int)n_outputs, LOOM_LOOP_MAX_RESULTS);
+  else if (n < 1 || piece < 1 || piece > n)
+    s = bad("n %lld in pieces of %lld: needs 1 <= piece <= n", (long long)n, (long long)piece);
+  else if ((s = loom_graph_verify(body)))
+    loom__error_prefix("loop body: ");
+  else if (body->n_outputs != n_outputs)
+    s = bad("the body returns %d value%s, the loop combines %d", (int)body->n_outputs,
+            body->n_outputs == 1 ? "" : "s", (int)n_outputs);
+  if (!s) s = check_operands(g, n, piece, body, operands, rules, n_operands);
+  int32_t *axis_of = NULL;
+  loom_type types[LOOM_LOOP_MAX_RESULTS];
+  if (!s && !(axis_of = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(body->n_values, 1))))
+    s = loom__oom("a loop");
+  if (!s) s = loom__loop_piece_axes(body, rules, axis_of);
+  for (int32_t j = 0; !s && j < n_outputs; j++)
+    s = check_result(body, axis_of, n, piece, combines, j, n_outputs, &types[j]);
+  loom__free(axis_of);
+  loom__loop *l = NULL;
+  if (!s && !(l = loop_make(body, n, piece, rules, n_operands, combines, n_outputs))) s = loom__oom("a loop");
+  if (!s && n % piece) { /* the last piece must build too */
+    loom_graph *tail = NULL;
+    s = loom__loop_body_for(l, n % piece, &tail);
+    loom_graph_destroy(tail);
+  }
+  if (!s) {
+    loom_value tmp[LOOM_LOOP_MAX_RESULTS];
+    s = loom__graph_append(g, LOOM_OP_LOOP, operands, n_operands, NULL, types, n_outputs, NULL,
+                           outs ? outs : tmp, n_outputs);
+    if (!s) {
+      g->ops[g->n_ops - 1].loop = l;
+      l = NULL;
+    }
+  }
+  loom__loop_free(l);
+  return s ? loom__graph_fail(g, s) : LOOM_OK;
+}
+
+loom_status loom_graph_loop_get(const loom_graph *g, int32_t index, const loom_graph **out_body,
+                                int64_t *out_n, int64_t *out_piece) {
+  if (!g || index < 0 || index >= g->n_ops || !g->ops[index].loop)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_loop_get: op %d is not a loop", (int)index);
+  const loom__loop *l = g->ops[index].loop;
+  if (out_body) *out_body = l->body;
+  if (out_n) *out_n = l->n;
+  if (out_piece) *out_piece = l->piece;
+  return LOOM_OK;
+}
