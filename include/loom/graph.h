@@ -232,6 +232,12 @@ LOOM_API loom_status loom_graph_add_loop(loom_graph *graph, int64_t n, int64_t p
  * figures; any out pointer may be NULL. Errors: INVALID_ARGUMENT (not a loop, bad index). */
 LOOM_API loom_status loom_graph_loop_get(const loom_graph *graph, int32_t index, const loom_graph **out_body,
                                          int64_t *out_n, int64_t *out_piece);
+/* The rule of operand k and the combine of result k of loop op `index`. Errors:
+ * INVALID_ARGUMENT (not a loop, k out of range, NULL out). */
+LOOM_API loom_status loom_graph_loop_input_rule(const loom_graph *graph, int32_t index, int32_t k,
+                                                loom_loop_input *out_rule);
+LOOM_API loom_status loom_graph_loop_output_combine(const loom_graph *graph, int32_t index, int32_t k,
+                                                    loom_loop_output *out_combine);
 
 /* Marks the graph's outputs, in order. May be called once. */
 LOOM_API loom_status loom_graph_return(loom_graph *graph, const loom_value *values, int32_t n);

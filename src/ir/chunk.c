@@ -14,18 +14,25 @@
  * way (two reductions of one intermediate, two heads of one score matrix): that op joins the
  * region as a further sink, so each piece is computed once and read by every sink, and no
  * whole copy of the value is ever made.
- * The piece size is the largest for which the estimator says the rewritten graph fits, so
- * the promise is checked by the same model the executor's meter follows.
+ * The region becomes one loop op (docs/ir-loops.md) whose body is the region for one piece:
+ * values read from outside are its operands, sliced along their axis or passed whole (a graph
+ * input read only that way is streamed, never held whole); parallel results are written in
+ * place into their slots, reduced ones combined as the pieces come (topk and argmax/argmin
+ * merged by candidates). The graph's size and the time to make it do not depend on the number
+ * of pieces. The piece size is the largest for which the estimator says the rewritten graph
+ * fits, so the promise is checked by the same model the executor's meter follows.
  */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "ir/passes.h"
+#include "ir/view.h"
 
 enum { AX_UNSET = -2, AX_WHOLE = -1, AX_FAIL = -3 };
-enum { MAX_PIECES = 1 << 17, MAX_ROUNDS = 16 };
+enum { MAX_ROUNDS = 16 };
 
-/* Pieces emitted since the process started, probes included (loom__chunk_pieces_emitted). */
+/* Loop bodies emitted since the process started, the search's included
+ * (loom__chunk_pieces_emitted). */
 static _Atomic int64_t pieces_emitted;
 
 int64_t loom__chunk_pieces_emitted(void) {
@@ -49,7 +56,6 @@ typedef struct region {
   bool *downstream;     /* per op: reads a region result, so runs after the pieces */
   int32_t *uses;        /* per value */
   int32_t *region_uses; /* per value: reads by region ops */
-  bool probe;           /* emit only the first three pieces: a quick estimate of a piece size */
   int64_t min_piece;    /* topk merged across pieces needs pieces of at least k */
 } region;
 
@@ -339,240 +345,220 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
   return mark_downstream(r) ? LOOM_OK : LOOM_ERR_UNSUPPORTED;
 }
 
-/* ---- emitting the chunked graph ------------------------------------------------------ */
+/* ---- emitting the loop ------------------------------------------------------------------ */
 
-typedef struct piece {
-  int64_t lo, hi;
-  int32_t *local; /* per src value: its piece in dst, valid when stamp matches */
-  int32_t *stamp;
-  int32_t id;
-} piece;
+/* The body under construction: the region's ops for one piece of c, its parameters one per
+ * (outside value, axis it is read along). */
+typedef struct body_build {
+  const region *r;
+  loom_graph *body;
+  int64_t c;
+  int32_t *local;  /* per src value: its body value, -1 when not there */
+  int32_t *pvalue; /* per body parameter: the src value it reads */
+  loom_loop_input *rules;
+  int32_t n_params;
+  loom_value rets[LOOM_LOOP_MAX_RESULTS];
+  loom_loop_output combines[LOOM_LOOP_MAX_RESULTS];
+  int32_t n_rets;
+} body_build;
 
-static loom_value slice_along(loom_graph *dst, loom_value whole, int32_t axis, int64_t lo, int64_t hi) {
-  const loom_type *t = loom_value_type(dst, whole);
-  if (!t) return LOOM_VALUE_NONE;
-  int64_t start[LOOM_MAX_RANK] = {0}, stop[LOOM_MAX_RANK];
-  for (int32_t i = 0; i < t->rank; i++) stop[i] = t->dims[i];
-  start[axis] = lo;
-  stop[axis] = hi;
-  return loom_slice(dst, whole, t->rank, start, stop, NULL);
+/* The body parameter for outside value v read along ax (AX_WHOLE: whole): registered by the
+ * first pass over the region (make), found by the second. Parameters come before ops. */
+static int32_t body_param_index(body_build *bb, int32_t v, int32_t ax, bool make) {
+  int32_t axis = ax >= 0 ? ax : -1;
+  for (int32_t p = 0; p < bb->n_params; p++)
+    if (bb->pvalue[p] == v && bb->rules[p].axis == axis) return p;
+  if (!make) return -1;
+  bb->pvalue[bb->n_params] = v;
+  bb->rules[bb->n_params] = (loom_loop_input){axis, 0};
+  return bb->n_params++;
 }
 
-static loom_value piece_operand(const region *r, loom__rebuild *rb, piece *pc, int32_t o, int32_t i) {
-  int32_t v = r->g->ops[o].inputs[i];
-  int32_t producer = r->g->values[v].op;
-  if (producer >= 0 && r->in_region[producer]) return (loom_value){pc->local[v]};
-  loom_value whole = loom__rebuild_get(rb, v);
-  int32_t ax = operand_axis(r, o, i);
-  return ax >= 0 ? slice_along(rb->dst, whole, ax, pc->lo, pc->hi) : whole;
+static void body_params_make(body_build *bb) {
+  for (int32_t p = 0; p < bb->n_params; p++) {
+    int32_t v = bb->pvalue[p];
+    loom_type t = bb->r->g->values[v].type;
+    if (bb->rules[p].axis >= 0) t.dims[bb->rules[p].axis] = bb->c;
+    /* Unnamed values print as v<id>: a parameter named after one could clash with a body value. */
+    char name[40], buf[32];
+    const char *label = loom__value_label(bb->r->g, v, buf, sizeof buf);
+    if (bb->r->g->values[v].name && loom_graph_find(bb->body, label).id < 0)
+      snprintf(name, sizeof name, "%s", label);
+    else
+      snprintf(name, sizeof name, "in%d", (int)p);
+    loom_graph_param(bb->body, name, &t);
+  }
 }
 
-static loom_status emit_piece_op(const region *r, loom__rebuild *rb, piece *pc, int32_t o) {
+static loom_value body_param(body_build *bb, int32_t v, int32_t ax) {
+  return loom_graph_param_at(bb->body, body_param_index(bb, v, ax, false));
+}
+
+static loom_value body_operand(body_build *bb, int32_t o, int32_t i) {
+  const region *r = bb->r;
+  int32_t v = r->g->ops[o].inputs[i], producer = r->g->values[v].op;
+  if (producer >= 0 && r->in_region[producer]) return (loom_value){bb->local[v]};
+  return body_param(bb, v, operand_axis(r, o, i));
+}
+
+static loom_status body_op(body_build *bb, int32_t o) {
+  const region *r = bb->r;
   const loom__op *op = &r->g->ops[o];
   loom_value ins[16];
   if (op->n_inputs > 16)
     return loom__error(LOOM_ERR_UNSUPPORTED, "chunk: %s has too many operands", loom_op_name(op->kind));
-  for (int32_t i = 0; i < op->n_inputs; i++) ins[i] = piece_operand(r, rb, pc, o, i);
+  for (int32_t i = 0; i < op->n_inputs; i++) ins[i] = body_operand(bb, o, i);
   loom_attrs attrs = op->attrs;
   loom_op kind = op->kind;
   int32_t ax = r->out_axis[o];
   if ((kind == LOOM_OP_RESHAPE || kind == LOOM_OP_BROADCAST) && ax >= 0 && attrs.shape.v[ax] != -1)
-    attrs.shape.v[ax] = pc->hi - pc->lo;
+    attrs.shape.v[ax] = bb->c;
   if (r->mode == MODE_REDUCED && is_sink(r, o) && kind == LOOM_OP_REDUCE_MEAN) kind = LOOM_OP_REDUCE_SUM;
   loom_value outs[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
-  loom_status s = loom_graph_add(rb->dst, kind, ins, op->n_inputs, &attrs, NULL, NULL, outs, op->n_outputs);
-  if (s) return s;
-  for (int32_t k = 0; k < op->n_outputs; k++) {
-    pc->local[op->outputs[k]] = outs[k].id;
-    pc->stamp[op->outputs[k]] = pc->id;
-  }
+  loom_status s = loom_graph_add(bb->body, kind, ins, op->n_inputs, &attrs, NULL, NULL, outs, op->n_outputs);
+  for (int32_t k = 0; !s && k < op->n_outputs; k++) bb->local[op->outputs[k]] = outs[k].id;
+  return s;
+}
+
+static loom_status body_result(body_build *bb, loom_value v, loom_loop_output combine) {
+  if (bb->n_rets == LOOM_LOOP_MAX_RESULTS)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "chunk: a region with more than %d results",
+                       LOOM_LOOP_MAX_RESULTS);
+  bb->rets[bb->n_rets] = v;
+  bb->combines[bb->n_rets++] = combine;
   return LOOM_OK;
 }
 
-static loom_value combine(loom_graph *dst, loom_op reduce, loom_value acc, loom_value part) {
-  if (acc.id < 0) return part;
-  loom_op op = reduce == LOOM_OP_REDUCE_PROD  ? LOOM_OP_MUL
-               : reduce == LOOM_OP_REDUCE_MAX ? LOOM_OP_MAXIMUM
-               : reduce == LOOM_OP_REDUCE_MIN ? LOOM_OP_MINIMUM
-                                              : LOOM_OP_ADD;
-  return loom_binary(dst, op, acc, part);
-}
-
-static loom_value scalar_i64(loom_graph *dst, int64_t v) {
-  return loom_scalar_f64(dst, LOOM_I64, (double)v);
-}
-
-/* x[..., pos[..., j]] along the last axis, from IR ops alone: a one-hot mask of the positions
- * selects, and a sum gathers (small: the candidates of a topk merge). */
-static loom_value gather_last(loom_graph *dst, loom_value x, loom_value pos) {
-  const loom_type *xt = loom_value_type(dst, x), *pt = loom_value_type(dst, pos);
-  if (!xt || !pt) return LOOM_VALUE_NONE;
-  int32_t r = xt->rank;
-  int64_t xs[LOOM_MAX_RANK], ps[LOOM_MAX_RANK], m = xt->dims[r - 1];
-  for (int32_t i = 0; i < r - 1; i++) xs[i] = ps[i] = xt->dims[i];
-  xs[r - 1] = 1, xs[r] = m;
-  ps[r - 1] = pt->dims[r - 1], ps[r] = 1;
-  loom_type it;
-  if (r + 1 > LOOM_MAX_RANK || loom_type_make(LOOM_I64, 1, &m, &it)) return LOOM_VALUE_NONE;
-  loom_value mask = loom_binary(dst, LOOM_OP_EQ, loom_reshape(dst, pos, r + 1, ps), loom_iota(dst, &it, 0));
-  loom_value picked = loom_select(dst, mask, loom_reshape(dst, x, r + 1, xs), scalar_i64(dst, 0));
-  int64_t last = r;
-  return loom_reduce(dst, LOOM_OP_REDUCE_SUM, picked, 1, &last, false);
-}
-
-/* Folds one piece of an argmax/argmin into acc = (index, value): the piece wins when its best
- * is strictly better, or NaN where acc's is not (NaN counts as largest, the first NaN wins). */
-static void merge_arg(loom_graph *dst, loom_op kind, loom_value idx, loom_value val, loom_value *acc) {
-  if (acc[0].id < 0) {
-    acc[0] = idx, acc[1] = val;
-    return;
-  }
-  loom_value better = loom_binary(dst, kind == LOOM_OP_ARGMAX ? LOOM_OP_GT : LOOM_OP_LT, val, acc[1]);
-  loom_value nan_first = loom_binary(dst, LOOM_OP_AND, loom_binary(dst, LOOM_OP_NE, val, val),
-                                     loom_binary(dst, LOOM_OP_EQ, acc[1], acc[1]));
-  loom_value take = loom_binary(dst, LOOM_OP_OR, better, nan_first);
-  acc[0] = loom_select(dst, take, idx, acc[0]);
-  acc[1] = loom_select(dst, take, val, acc[1]);
-}
-
-/* Folds one piece of a topk into acc = (values, indices): the candidates so far then the
- * piece's, in that order, so ties keep the lower index. */
-static void merge_topk(loom_graph *dst, const loom__op *sink, int32_t axis, loom_value vals, loom_value idx,
-                       loom_value *acc) {
-  if (acc[0].id < 0) {
-    acc[0] = vals, acc[1] = idx;
-    return;
-  }
-  loom_value cv = loom_concat(dst, (loom_value[]){acc[0], vals}, 2, axis);
-  loom_value ci = loom_concat(dst, (loom_value[]){acc[1], idx}, 2, axis);
-  loom_value nv, pos;
-  loom_topk(dst, cv, sink->attrs.k, axis, sink->attrs.largest, &nv, &pos);
-  acc[0] = nv;
-  acc[1] = gather_last(dst, ci, pos);
-}
-
-/* Folds the results of sink o for one piece into acc (reduced mode). */
-static void merge_piece(const region *r, loom__rebuild *rb, piece *pc, int32_t o, loom_value *acc) {
+/* The body's results for sink o: concatenated (parallel), or combined across pieces. */
+static loom_status sink_results(body_build *bb, int32_t o) {
+  const region *r = bb->r;
   const loom__op *sink = &r->g->ops[o];
   int32_t axis = r->sink_axis[o];
-  loom_graph *dst = rb->dst;
-  loom_value part = {pc->local[sink->outputs[0]]};
-  if (sink->kind == LOOM_OP_TOPK) {
-    loom_value idx =
-        loom_binary(dst, LOOM_OP_ADD, (loom_value){pc->local[sink->outputs[1]]}, scalar_i64(dst, pc->lo));
-    merge_topk(dst, sink, axis, part, idx, acc);
-  } else if (sink->kind == LOOM_OP_ARGMAX || sink->kind == LOOM_OP_ARGMIN) {
-    loom_value idx = loom_binary(dst, LOOM_OP_ADD, part, scalar_i64(dst, pc->lo));
-    loom_value in = piece_operand(r, rb, pc, o, 0);
-    int64_t ax = axis;
-    loom_value val = loom_reduce(dst, sink->kind == LOOM_OP_ARGMAX ? LOOM_OP_REDUCE_MAX : LOOM_OP_REDUCE_MIN,
-                                 in, 1, &ax, false);
-    merge_arg(dst, sink->kind, idx, val, acc);
-  } else {
-    acc[0] = combine(dst, sink->kind == LOOM_OP_DOT ? LOOM_OP_REDUCE_SUM : sink->kind, acc[0], part);
+  loom_value first = {bb->local[sink->outputs[0]]};
+  if (r->mode == MODE_PARALLEL) {
+    loom_status s = LOOM_OK;
+    for (int32_t k = 0; !s && k < sink->n_outputs; k++)
+      s = body_result(bb, (loom_value){bb->local[sink->outputs[k]]},
+                      (loom_loop_output){LOOM_COMBINE_CONCAT, axis, 0, false});
+    return s;
+  }
+  loom_loop_output index = {LOOM_COMBINE_INDEX, 0, 0, false};
+  switch (sink->kind) {
+    case LOOM_OP_TOPK: {
+      loom_status s = body_result(
+          bb, first, (loom_loop_output){LOOM_COMBINE_TOPK, axis, sink->attrs.k, sink->attrs.largest});
+      return s ? s : body_result(bb, (loom_value){bb->local[sink->outputs[1]]}, index);
+    }
+    case LOOM_OP_ARGMAX:
+    case LOOM_OP_ARGMIN: {
+      bool max = sink->kind == LOOM_OP_ARGMAX;
+      int64_t ax = axis;
+      loom_value best = loom_reduce(bb->body, max ? LOOM_OP_REDUCE_MAX : LOOM_OP_REDUCE_MIN,
+                                    body_operand(bb, o, 0), 1, &ax, false);
+      loom_status s = body_result(
+          bb, best, (loom_loop_output){max ? LOOM_COMBINE_ARGMAX : LOOM_COMBINE_ARGMIN, 0, 0, false});
+      return s ? s : body_result(bb, first, index);
+    }
+    case LOOM_OP_REDUCE_PROD:
+      return body_result(bb, first, (loom_loop_output){LOOM_COMBINE_PROD, 0, 0, false});
+    case LOOM_OP_REDUCE_MAX:
+      return body_result(bb, first, (loom_loop_output){LOOM_COMBINE_MAX, 0, 0, false});
+    case LOOM_OP_REDUCE_MIN:
+      return body_result(bb, first, (loom_loop_output){LOOM_COMBINE_MIN, 0, 0, false});
+    default: /* reduce_sum, reduce_mean (scaled after the loop), dot over k */
+      return body_result(bb, first, (loom_loop_output){LOOM_COMBINE_SUM, 0, 0, false});
   }
 }
 
-/* Emits every piece; the results of sink j go to parts[(2 j + k) stride + piece] (parallel)
- * or into acc[2 j], acc[2 j + 1] (reduced). */
-static loom_status emit_pieces(const region *r, loom__rebuild *rb, int64_t c, loom_value *parts,
-                               int64_t stride, loom_value *acc) {
+static void body_build_free(body_build *bb) {
+  loom_graph_destroy(bb->body);
+  loom__free(bb->local);
+  loom__free(bb->pvalue);
+  loom__free(bb->rules);
+}
+
+/* The body for one piece of c: every region op up to the last sink, and the sinks' results. */
+static loom_status build_body(const region *r, int64_t c, body_build *bb) {
   const loom_graph *g = r->g;
-  piece pc = {0};
-  pc.local = loom__malloc(sizeof(int32_t) * (size_t)g->n_values);
-  pc.stamp = loom__calloc((size_t)g->n_values, sizeof(int32_t));
-  loom_status s = (!pc.local || !pc.stamp) ? loom__oom("chunk pieces") : LOOM_OK;
+  memset(bb, 0, sizeof *bb);
+  bb->r = r;
+  bb->c = c;
+  size_t nv = (size_t)LOOM_MAX(g->n_values, 1);
+  bb->local = loom__malloc(sizeof(int32_t) * nv);
+  /* at most one parameter per (value, read): a value is read whole or along one axis per use */
+  int32_t uses = 0;
+  for (int32_t o = 0; o < g->n_ops; o++) uses += r->in_region[o] ? g->ops[o].n_inputs : 0;
+  bb->pvalue = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(uses, 1));
+  bb->rules = loom__malloc(sizeof(loom_loop_input) * (size_t)LOOM_MAX(uses, 1));
+  if (!bb->local || !bb->pvalue || !bb->rules) return loom__oom("a chunk's loop body");
+  for (size_t v = 0; v < nv; v++) bb->local[v] = -1;
+  loom_status s = loom_graph_create("piece", &bb->body);
   int32_t last = r->sinks[r->n_sinks - 1];
-  int32_t n = 0;
-  int64_t end = r->probe ? LOOM_MIN(r->extent, 3 * c) : r->extent;
-  for (int64_t lo = 0; !s && lo < end; lo = pc.hi, n++) {
-    pc.lo = lo;
-    pc.hi = LOOM_MIN(lo + c, r->extent);
-    if (r->extent - pc.hi < r->min_piece) pc.hi = r->extent; /* no last piece shorter than k */
-    pc.id = n + 1;
-    atomic_fetch_add(&pieces_emitted, 1);
-    for (int32_t o = 0; !s && o <= last; o++)
-      if (r->in_region[o]) s = emit_piece_op(r, rb, &pc, o);
-    for (int32_t j = 0; !s && j < r->n_sinks; j++) {
-      const loom__op *sink = &g->ops[r->sinks[j]];
-      if (r->mode == MODE_PARALLEL) {
-        for (int32_t k = 0; k < sink->n_outputs; k++)
-          parts[(2 * j + k) * stride + n] = (loom_value){pc.local[sink->outputs[k]]};
-      } else {
-        merge_piece(r, rb, &pc, r->sinks[j], &acc[2 * j]);
-        if (acc[2 * j].id < 0)
-          s = rb->dst->error ? rb->dst->error : loom__error(LOOM_ERR_INTERNAL, "chunk: merge failed");
-      }
+  for (int32_t o = 0; o <= last; o++) {
+    if (!r->in_region[o]) continue;
+    for (int32_t i = 0; i < g->ops[o].n_inputs; i++) {
+      int32_t v = g->ops[o].inputs[i], producer = g->values[v].op;
+      if (producer < 0 || !r->in_region[producer]) body_param_index(bb, v, operand_axis(r, o, i), true);
     }
   }
-  loom__free(pc.local);
-  loom__free(pc.stamp);
-  return s ? s : rb->dst->error;
+  if (!s) body_params_make(bb);
+  for (int32_t o = 0; !s && o <= last; o++)
+    if (r->in_region[o]) s = body_op(bb, o);
+  for (int32_t j = 0; !s && j < r->n_sinks; j++) s = sink_results(bb, r->sinks[j]);
+  if (!s) s = loom_graph_return(bb->body, bb->rets, bb->n_rets);
+  if (!s) s = bb->body->error;
+  return s;
 }
 
-/* Maps the results of sink o to the joined pieces: parts[k stride + piece] (parallel) or
- * acc[0], acc[1] (reduced). */
-static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t o, int32_t n_pieces,
-                               int64_t covered, loom_value *parts, loom_value *acc) {
-  int64_t stride = n_pieces + 1;
+/* Maps sink o's results to the loop's results from `*next` on (a mean is scaled here). */
+static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t o, const loom_value *outs,
+                               int32_t *next) {
   const loom__op *sink = &r->g->ops[o];
-  int32_t axis = r->sink_axis[o];
-  if (r->mode == MODE_REDUCED) {
-    if (sink->kind == LOOM_OP_REDUCE_MEAN) {
-      loom_dtype dt = r->g->values[sink->outputs[0]].type.dtype;
-      acc[0] =
-          loom_binary(rb->dst, LOOM_OP_MUL, acc[0], loom_scalar_f64(rb->dst, dt, 1.0 / (double)r->extent));
-    }
-    loom__rebuild_set(rb, sink->outputs[0], acc[0]);
-    if (sink->kind == LOOM_OP_TOPK) loom__rebuild_set(rb, sink->outputs[1], acc[1]);
+  if (r->mode == MODE_PARALLEL || sink->kind == LOOM_OP_TOPK) {
+    for (int32_t k = 0; k < sink->n_outputs; k++) loom__rebuild_set(rb, sink->outputs[k], outs[(*next)++]);
     return rb->dst->error;
   }
-  for (int32_t k = 0; k < sink->n_outputs; k++) {
-    loom_value *p = &parts[k * stride];
-    int32_t n = n_pieces;
-    if (r->probe && covered < r->extent) {
-      /* A probe emits the first pieces only; a fill (a view, no bytes) stands for the rest so
-       * what follows the sink sees the shape it expects. */
-      loom_type rest = r->g->values[sink->outputs[k]].type;
-      rest.dims[axis] = r->extent - covered;
-      p[n++] = loom_fill(rb->dst, &rest, 0.0);
-    }
-    loom_value joined = n == 1 ? p[0] : loom_concat(rb->dst, p, n, axis);
-    loom__rebuild_set(rb, sink->outputs[k], joined);
+  if (sink->kind == LOOM_OP_ARGMAX || sink->kind == LOOM_OP_ARGMIN) {
+    loom__rebuild_set(rb, sink->outputs[0], outs[*next + 1]); /* the values' partner: indices */
+    *next += 2;
+    return rb->dst->error;
   }
+  loom_value v = outs[(*next)++];
+  if (sink->kind == LOOM_OP_REDUCE_MEAN) {
+    loom_dtype dt = r->g->values[sink->outputs[0]].type.dtype;
+    v = loom_binary(rb->dst, LOOM_OP_MUL, v, loom_scalar_f64(rb->dst, dt, 1.0 / (double)r->extent));
+  }
+  loom__rebuild_set(rb, sink->outputs[0], v);
   return rb->dst->error;
 }
 
-/* The graph with the region computed in pieces of c along the axis. */
-static loom_status emit_chunked(const region *r, int64_t c, loom_graph **out) {
+/* The graph with the region run as one loop in pieces of c. */
+static loom_status emit_loop(const region *r, int64_t c, loom_graph **out) {
   const loom_graph *g = r->g;
   *out = NULL;
-  int64_t n_pieces = (r->extent + c - 1) / c;
-  if (r->probe && n_pieces > 3) n_pieces = 3;
-  if (n_pieces > MAX_PIECES)
-    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "chunk: more than %d pieces", MAX_PIECES);
-  loom_value *parts = NULL, *acc = loom__malloc(sizeof(loom_value) * 2 * (size_t)r->n_sinks);
-  if (acc && r->mode == MODE_PARALLEL)
-    parts = loom__malloc(sizeof(loom_value) * 2 * (size_t)r->n_sinks * (size_t)(n_pieces + 1));
-  if (!acc || (r->mode == MODE_PARALLEL && !parts)) {
-    loom__free(acc);
-    return loom__oom("chunk pieces");
-  }
-  for (int32_t j = 0; j < 2 * r->n_sinks; j++) acc[j] = LOOM_VALUE_NONE;
+  atomic_fetch_add(&pieces_emitted, 1);
+  body_build bb;
+  loom_status s = build_body(r, c, &bb);
   loom__rebuild rb;
-  loom_status s = loom__rebuild_init(&rb, g);
+  bool rb_ok = false;
+  if (!s) s = loom__rebuild_init(&rb, g);
+  rb_ok = s == LOOM_OK;
   for (int32_t o = 0; !s && o < g->n_ops; o++)
     if (!r->in_region[o] && !r->downstream[o]) s = loom__rebuild_copy(&rb, o);
-  if (!s) s = emit_pieces(r, &rb, c, parts, n_pieces + 1, acc);
-  for (int32_t j = 0; !s && j < r->n_sinks; j++)
-    s = finish_sink(r, &rb, r->sinks[j], (int32_t)n_pieces, LOOM_MIN(r->extent, n_pieces * c),
-                    parts ? &parts[2 * j * (n_pieces + 1)] : NULL, &acc[2 * j]);
+  loom_value operands[256], outs[LOOM_LOOP_MAX_RESULTS];
+  if (!s && bb.n_params > 256)
+    s = loom__error(LOOM_ERR_UNSUPPORTED, "chunk: a region reading more than 256 values");
+  for (int32_t p = 0; !s && p < bb.n_params; p++) operands[p] = loom__rebuild_get(&rb, bb.pvalue[p]);
+  if (!s)
+    s = loom_graph_add_loop(rb.dst, r->extent, c, bb.body, operands, bb.rules, bb.n_params, bb.combines,
+                            bb.n_rets, outs);
+  int32_t next = 0;
+  for (int32_t j = 0; !s && j < r->n_sinks; j++) s = finish_sink(r, &rb, r->sinks[j], outs, &next);
   for (int32_t o = 0; !s && o < g->n_ops; o++)
     if (r->downstream[o]) s = loom__rebuild_copy(&rb, o);
   if (!s) s = loom__rebuild_finish(&rb, out);
-  loom__rebuild_deinit(&rb);
-  loom__free(parts);
-  loom__free(acc);
+  if (rb_ok) loom__rebuild_deinit(&rb);
+  body_build_free(&bb);
   return s;
 }
 
@@ -586,13 +572,10 @@ static loom_status peak_of(const loom_graph *g, int64_t *out) {
   return s;
 }
 
-/* The estimated peak of the region cut in pieces of c; probe: from its first three pieces,
- * which hold as much at once as any later piece does, less the results gathered so far. */
-static loom_status piece_peak(region *r, int64_t c, bool probe, loom_graph **keep, int64_t *peak) {
+/* The estimated peak of the graph with the region looped in pieces of c. */
+static loom_status loop_peak(const region *r, int64_t c, loom_graph **keep, int64_t *peak) {
   loom_graph *cand = NULL;
-  r->probe = probe;
-  loom_status s = emit_chunked(r, c, &cand);
-  r->probe = false;
+  loom_status s = emit_loop(r, c, &cand);
   if (!s) s = peak_of(cand, peak);
   if (!s && keep)
     *keep = cand;
@@ -601,66 +584,56 @@ static loom_status piece_peak(region *r, int64_t c, bool probe, loom_graph **kee
   return s;
 }
 
-/* What the search for a cut has found: `least` is the smallest need it saw over the limit
- * (a whole chunked graph's peak, else a probe's, which that graph cannot go under), for the
- * refusal's message. */
+/* What the search for a cut has found: `least` is the smallest need it saw over the limit,
+ * for the refusal's message. */
 typedef struct chunk_search {
   int64_t limit;
   int64_t least;
 } chunk_search;
 
-/* Fewest elements a piece may have: k for a topk merge, and no more than MAX_PIECES pieces. */
-static int64_t smallest_piece(const region *r) {
-  return LOOM_MAX(r->min_piece, (r->extent + MAX_PIECES - 1) / MAX_PIECES);
+/* Whether a last piece of c is allowed: a topk merged across pieces needs pieces of k. */
+static bool tail_ok(const region *r, int64_t c) {
+  int64_t tail = r->extent % c;
+  return tail == 0 || tail >= r->min_piece;
 }
 
-/* The largest c in [lo, extent) (to within 1/16) whose probe fits the limit; 0 when none
- * does. A probe's peak grows with c, so the lengths that fit are a prefix: halved from half the
- * extent until one fits, then bisected. Probes cost three pieces whatever c is. */
-static loom_status probe_search(region *r, int64_t lo, chunk_search *cs, int64_t *out_c) {
-  int64_t fits = 0, fails = r->extent, peak;
-  *out_c = 0;
-  for (int64_t c = LOOM_MAX(r->extent / 2, lo); fails - fits > LOOM_MAX(1, fits / 16);) {
-    loom_status s = piece_peak(r, c, true, NULL, &peak);
-    if (s) return s;
+/* The largest piece c < extent for which the looped graph fits the limit. The graph's size does
+ * not depend on c, so each try costs one small rebuild and estimate: a bisection (a piece's
+ * need grows with c). The pieces found are then evened out (the same trip count, the last
+ * piece as long as the others where it can be), so no piece is needlessly short. */
+static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int64_t *out_c) {
+  int64_t lo = r->min_piece, hi = r->extent - 1, peak;
+  if (hi < lo) return LOOM_ERR_UNSUPPORTED;
+  loom_status s = loop_peak(r, lo, NULL, &peak);
+  if (s) return s;
+  if (peak > cs->limit) {
+    cs->least = LOOM_MIN(cs->least, peak);
+    return LOOM_ERR_UNSUPPORTED;
+  }
+  int64_t fits = lo, fails = hi + 1;
+  if ((s = loop_peak(r, hi, NULL, &peak))) return s;
+  if (peak <= cs->limit) fits = hi;
+  while (fails - fits > 1) {
+    int64_t c = fits + (fails - fits) / 2;
+    if ((s = loop_peak(r, c, NULL, &peak))) return s;
     if (peak <= cs->limit)
       fits = c;
     else
-      fails = c, cs->least = LOOM_MIN(cs->least, peak);
-    if (fits == 0 && c <= lo) break;
-    c = fits == 0 ? LOOM_MAX(c / 2, lo) : (fits + fails) / 2;
+      fails = c;
   }
-  *out_c = fits;
+  int64_t trips = (r->extent + fits - 1) / fits, even = (r->extent + trips - 1) / trips;
+  int64_t c = tail_ok(r, even) ? even : fits;
+  while (c > lo && !tail_ok(r, c)) c--;
+  if (!tail_ok(r, c)) return LOOM_ERR_UNSUPPORTED;
+  if ((s = loop_peak(r, c, out, &peak))) return s;
+  if (peak > cs->limit) { /* the need was not monotone in c after all */
+    cs->least = LOOM_MIN(cs->least, peak);
+    loom_graph_destroy(*out);
+    *out = NULL;
+    return LOOM_ERR_UNSUPPORTED;
+  }
+  *out_c = c;
   return LOOM_OK;
-}
-
-/* The largest piece length c < extent for which the chunked graph fits the limit: searched on
- * probes, then checked on the whole rewritten graph, shrinking c by a quarter while the
- * results gathered from every piece still pass the limit. The part of the need that shrinks
- * with the pieces is at most linear in c, so the steps left can take off at most three times
- * what the last step did: when even four times that leaves the need over the limit (what is
- * held beside the pieces passes it alone), the cut is given up after a few rebuilds instead of
- * one per length down to the smallest (issue 16: 30 s and 2 GB for a refusal). */
-static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int64_t *out_c) {
-  int64_t lo = smallest_piece(r), c = 0, before = -1;
-  if (r->extent / 2 < lo) return LOOM_ERR_UNSUPPORTED;
-  loom_status s = probe_search(r, lo, cs, &c);
-  while (!s && c > 0) {
-    loom_graph *cand = NULL;
-    int64_t whole;
-    if ((s = piece_peak(r, c, false, &cand, &whole))) break;
-    if (whole <= cs->limit) {
-      *out = cand;
-      *out_c = c;
-      return LOOM_OK;
-    }
-    loom_graph_destroy(cand);
-    cs->least = LOOM_MIN(cs->least, whole);
-    if (c == lo || (before >= 0 && whole - 4 * (before - whole) > cs->limit)) break;
-    before = whole;
-    c = LOOM_MAX(c * 3 / 4, lo);
-  }
-  return s ? s : LOOM_ERR_UNSUPPORTED;
 }
 
 /* Ops worth trying as sinks: the peak op and what follows it, small results first. */
@@ -768,13 +741,17 @@ static loom_status too_big(const loom_graph *g, const loom_estimate *e, const ch
                      loom__format_bytes(cs->limit, lim, sizeof lim));
 }
 
-static loom_status check_inputs_fit(const loom_graph *g, int64_t limit) {
+/* An input held whole (read by an op that is not a loop slicing it) that passes the limit
+ * alone: the clearest refusal, naming it. */
+static loom_status input_too_big(const loom_graph *g, int64_t limit) {
   for (int32_t p = 0; p < g->n_params; p++) {
     int64_t bytes;
     loom_type_bytes(&g->values[g->params[p]].type, &bytes);
-    if (bytes > limit) {
+    if (bytes > limit && !loom__value_streamed(g, g->params[p])) {
       char name[32], need[32], lim[32];
-      return loom__error(LOOM_ERR_OUT_OF_MEMORY, "input '%s' holds %s, more than the limit of %s",
+      return loom__error(LOOM_ERR_OUT_OF_MEMORY,
+                         "input '%s' holds %s, more than the limit of %s, and is read whole (by an op "
+                         "that cannot take it in pieces)",
                          loom__value_label(g, g->params[p], name, sizeof name),
                          loom__format_bytes_vs(bytes, limit, need, sizeof need),
                          loom__format_bytes_vs(limit, bytes, lim, sizeof lim));
@@ -793,10 +770,6 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     *out = s ? NULL : cur;
     return s;
   }
-  if ((s = check_inputs_fit(g, limit))) {
-    loom_graph_destroy(cur);
-    return s;
-  }
   for (int32_t round = 0; round < MAX_ROUNDS; round++) {
     loom_estimate e;
     if ((s = loom_graph_estimate(cur, NULL, &e))) break;
@@ -809,7 +782,7 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     loom_graph *next = NULL;
     chunk_search cs = {limit, INT64_MAX};
     s = chunk_round(cur, e.steps[e.peak_step].op, &cs, &next, detail, sizeof detail);
-    if (s == LOOM_ERR_UNSUPPORTED) s = too_big(cur, &e, &cs);
+    if (s == LOOM_ERR_UNSUPPORTED && !(s = input_too_big(cur, limit))) s = too_big(cur, &e, &cs);
     int64_t before = e.peak_bytes, after = 0;
     loom_estimate_deinit(&e);
     if (s) break;

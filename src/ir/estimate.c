@@ -169,27 +169,50 @@ bool loom__value_streamed(const loom_graph *g, int32_t v) {
   return readers > 0;
 }
 
+/* Whether result j of loop op has a contiguous slot in the loop's result. */
+static bool slot_contiguous(const loom_graph *g, const loom__op *op, int32_t j) {
+  const loom__loop *l = op->loop;
+  if (l->combines[j].combine != LOOM_COMBINE_CONCAT) return false;
+  const loom_type *t = &g->values[op->outputs[j]].type;
+  for (int32_t d = 0; d < l->combines[j].axis; d++)
+    if (t->dims[d] != 1) return false;
+  return true;
+}
+
+bool loom__value_streamed_out(const loom_graph *g, int32_t v) {
+  if (v < 0 || v >= g->n_values || g->values[v].op < 0) return false;
+  const loom__op *op = &g->ops[g->values[v].op];
+  if (!op->loop || !slot_contiguous(g, op, g->values[v].result)) return false;
+  bool returned = false;
+  for (int32_t k = 0; k < g->n_outputs; k++) returned |= g->outputs[k] == v;
+  if (!returned) return false;
+  for (int32_t o = 0; o < g->n_ops; o++)
+    for (int32_t i = 0; i < g->ops[o].n_inputs; i++)
+      if (g->ops[o].inputs[i] == v) return false;
+  return true;
+}
+
 loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, loom_estimate *out) {
   if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_estimate: out is NULL");
   memset(out, 0, sizeof *out);
   loom_status s = loom_graph_verify(g);
   if (s) return s;
   bool *streamed = NULL;
-  for (int32_t p = 0; p < g->n_params; p++) {
-    if (!loom__value_streamed(g, g->params[p])) continue;
+  for (int32_t v = 0; v < g->n_values; v++) {
+    if (!loom__value_streamed(g, v) && !loom__value_streamed_out(g, v)) continue;
     if (!streamed && !(streamed = loom__calloc((size_t)g->n_values, sizeof *streamed)))
       return loom__oom("an estimate");
-    streamed[g->params[p]] = true;
+    streamed[v] = true;
   }
   s = estimate_free(g, schedule, streamed, out);
   loom__free(streamed);
   return s;
 }
 
-bool loom__loop_result_in_place(const loom__op *op, int32_t j) {
+bool loom__loop_result_in_place(const loom_graph *g, const loom__op *op, int32_t j) {
   const loom__loop *l = op->loop;
   const loom_graph *b = l->body;
-  if (l->combines[j].combine != LOOM_COMBINE_CONCAT) return false;
+  if (!slot_contiguous(g, op, j) || loom__value_streamed_out(g, op->outputs[j])) return false;
   int32_t v = b->outputs[j];
   if (b->values[v].op < 0) return false;
   for (int32_t k = 0; k < b->n_outputs; k++)
@@ -202,9 +225,6 @@ bool loom__loop_result_in_place(const loom__op *op, int32_t j) {
     /* a reshape of contiguous data, a transpose, broadcast or slice may be a view */
     return false;
   }
-  const loom_type *t = &b->values[v].type;
-  for (int32_t d = 0; d < l->combines[j].axis; d++)
-    if (t->dims[d] != 1) return false;
   return true;
 }
 
@@ -215,7 +235,7 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
   if (!free_base) return INT64_MAX / 4; /* cannot know: cannot fit */
   for (int32_t p = 0; p < b->n_params; p++) free_base[b->params[p]] = true;
   for (int32_t j = 0; j < op->n_outputs; j++)
-    if (loom__loop_result_in_place(op, j)) free_base[b->outputs[j]] = true;
+    if (loom__loop_result_in_place(g, op, j)) free_base[b->outputs[j]] = true;
   loom_estimate e;
   int64_t total = estimate_free(b, NULL, free_base, &e) ? INT64_MAX / 4 : e.peak_bytes;
   loom_estimate_deinit(&e);

@@ -412,3 +412,22 @@ loom_status loom_graph_loop_get(const loom_graph *g, int32_t index, const loom_g
   if (out_piece) *out_piece = l->piece;
   return LOOM_OK;
 }
+
+loom_status loom_graph_loop_input_rule(const loom_graph *g, int32_t index, int32_t k, loom_loop_input *out) {
+  if (!g || index < 0 || index >= g->n_ops || !g->ops[index].loop || k < 0 || k >= g->ops[index].n_inputs ||
+      !out)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loom_graph_loop_input_rule: no operand %d of a loop at op %d", (int)k, (int)index);
+  *out = g->ops[index].loop->rules[k];
+  return LOOM_OK;
+}
+
+loom_status loom_graph_loop_output_combine(const loom_graph *g, int32_t index, int32_t k,
+                                           loom_loop_output *out) {
+  if (!g || index < 0 || index >= g->n_ops || !g->ops[index].loop || k < 0 || k >= g->ops[index].n_outputs ||
+      !out)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loom_graph_loop_output_combine: no result %d of a loop at op %d", (int)k, (int)index);
+  *out = g->ops[index].loop->combines[k];
+  return LOOM_OK;
+}

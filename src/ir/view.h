@@ -35,12 +35,19 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op);
 /* Whether a piece's result j of loop op is written straight into its slot of the loop's
  * result: a concat result the body computes into storage of its own (not a view, not a
  * parameter, not returned twice) whose slot is contiguous (every axis before the concat axis
- * has length 1). Otherwise the executor copies it in. */
-bool loom__loop_result_in_place(const loom__op *op, int32_t j);
+ * has length 1), unless that result is streamed out (loom__value_streamed_out). Otherwise the
+ * executor copies it in. */
+bool loom__loop_result_in_place(const loom_graph *g, const loom__op *op, int32_t j);
 
 /* Whether graph input (parameter) value v is streamed: read only by loops, each slicing it
  * along an axis whose slice is contiguous (every axis before it has length 1), so no runner
  * holds it whole: each piece's slice is brought in when the piece runs. */
 bool loom__value_streamed(const loom_graph *g, int32_t v);
+
+/* Whether graph output v is streamed out: a loop's concat result with a contiguous slot that
+ * the graph only returns (no op reads it), so no runner holds it whole: each piece's result is
+ * copied out to the caller's output when the piece is done (on host memory, written straight
+ * into it), and only one piece's result is held. */
+bool loom__value_streamed_out(const loom_graph *g, int32_t v);
 
 #endif

@@ -211,7 +211,11 @@ static int make_runners(const options *o, state *st) {
  * --runners names that is not here is a usage error naming the ids there are; one that only
  * LOOM_MEM_LIMIT names is left out with a note (loom_runners_check_devices). */
 static int check_devices(const options *o, state *st) {
-  if (st->n_runners == 0) return 0;
+  /* cpu0 is always there: a plan for it alone needs no device discovery, which loads every
+   * OpenCL driver (PoCL's LLVM alone is tens of megabytes of resident memory). */
+  bool cpu_only = true;
+  for (int32_t i = 0; i < st->n_runners; i++) cpu_only &= strcmp(st->runners[i].device, "cpu0") == 0;
+  if (st->n_runners == 0 || cpu_only) return 0;
   loom_context *ctx = NULL;
   if (loom_context_create(NULL, &ctx)) return fail(EXIT_FAIL, "creating a context: %s", loom_last_error());
   bool from_env = !o->runners_text && !o->limit_text;
@@ -311,6 +315,39 @@ static void print_table(const loom_graph *g, const loom_estimate *e) {
   if (e->peak_step >= shown) print_row(g, e, e->peak_step);
 }
 
+/* One line per loop: its pieces, the operands it slices, its body's ops. */
+static void print_loops(const loom_graph *g) {
+  for (int32_t o = 0; o < loom_graph_op_count(g); o++) {
+    const loom_graph *body;
+    int64_t n, piece;
+    if (op_kind(g, o) != LOOM_OP_LOOP || loom_graph_loop_get(g, o, &body, &n, &piece)) continue;
+    char res[64], line[512];
+    int64_t trips = (n + piece - 1) / piece, last = n - (trips - 1) * piece;
+    int len = snprintf(line, sizeof line, "  loop %s: %lld pieces of %lld", op_results(g, o, res, sizeof res),
+                       (long long)trips, (long long)piece);
+    if (last != piece)
+      len += snprintf(line + len, sizeof line - (size_t)len, " (the last %lld)", (long long)last);
+    loom_op_info info;
+    loom_graph_op_info_get(g, o, &info);
+    const char *sep = ", slicing ";
+    for (int32_t k = 0; k < info.n_inputs && len < (int)sizeof line; k++) {
+      loom_loop_input rule;
+      char label[32];
+      if (loom_graph_loop_input_rule(g, o, k, &rule) || rule.axis < 0) continue;
+      len += snprintf(line + len, sizeof line - (size_t)len, "%s%s axis %d", sep,
+                      loom_value_label(g, loom_graph_op_input(g, o, k), label, sizeof label), (int)rule.axis);
+      sep = ", ";
+    }
+    int32_t n_body = loom_graph_op_count(body);
+    if (len < (int)sizeof line)
+      len += snprintf(line + len, sizeof line - (size_t)len, "; body of %d op%s:", (int)n_body,
+                      n_body == 1 ? "" : "s");
+    for (int32_t b = 0; b < n_body && len < (int)sizeof line; b++)
+      len += snprintf(line + len, sizeof line - (size_t)len, " %s", loom_op_name(op_kind(body, b)));
+    printf("%s\n", line);
+  }
+}
+
 static void print_estimate(const char *title, const loom_graph *g, const loom_estimate *e) {
   char buf[32];
   printf("%s: %d ops\n", title, (int)e->n_steps);
@@ -329,6 +366,7 @@ static void print_estimate(const char *title, const loom_graph *g, const loom_es
   }
   printf("\n\n");
   print_table(g, e);
+  print_loops(g);
   printf("\n");
 }
 
