@@ -78,7 +78,14 @@ static int32_t map_broadcast(const loom_type *in, const loom_type *out, int32_t 
 
 static int32_t map_dot(const loom_type *in, const loom_type *other, const loom_type *out, int32_t ax,
                        int32_t i) {
-  if (in->rank < 2 || other->rank < 2) return AX_FAIL;
+  if (in->rank < 2 && other->rank < 2) return AX_FAIL;
+  if (in->rank < 2) return AX_WHOLE; /* a vector's only axis is contracted */
+  if (other->rank < 2) {
+    /* matrix . vector: the matrix's rows (or vector . matrix: its columns), and batch axes as
+     * they are, since the vector's axis is gone from the result */
+    if (ax == out->rank - 1) return i == 0 ? in->rank - 2 : in->rank - 1;
+    return ax;
+  }
   if (ax == out->rank - 2) return i == 0 ? in->rank - 2 : AX_WHOLE;
   if (ax == out->rank - 1) return i == 1 ? in->rank - 1 : AX_WHOLE;
   int32_t j = ax - (out->rank - in->rank);
@@ -584,17 +591,79 @@ static loom_status loop_peak(const region *r, int64_t c, loom_graph **keep, int6
   return s;
 }
 
+/* The estimated peak of the new loop's own step in the graph looped in pieces of c (the
+ * other steps may still pass the limit: later rounds cut them). */
+static loom_status loop_step_peak(const region *r, int64_t c, int64_t *peak) {
+  loom_graph *cand = NULL;
+  loom_status s = emit_loop(r, c, &cand);
+  loom_estimate e;
+  if (!s) s = loom_graph_estimate(cand, NULL, &e);
+  *peak = 0;
+  for (int32_t p = 0; !s && p < e.n_steps; p++) {
+    const loom__op *op = &cand->ops[e.steps[p].op];
+    /* the loop this cut made: over the region's extent in pieces of c (an older loop that
+     * looks the same only makes the figure more careful) */
+    if (op->loop && op->loop->n == r->extent && op->loop->piece == c)
+      *peak = LOOM_MAX(*peak, e.steps[p].peak);
+  }
+  if (!s) loom_estimate_deinit(&e);
+  loom_graph_destroy(cand);
+  return s;
+}
+
 /* What the search for a cut has found: `least` is the smallest need it saw over the limit,
  * for the refusal's message. */
 typedef struct chunk_search {
   int64_t limit;
   int64_t least;
+  /* A cut that does not fit alone but lowers the graph's peak (below `current`): taken when
+   * no cut fits, so a later round can cut what is left (two inputs each larger than the
+   * limit, read by two ops: each is streamed by a loop of its own). */
+  int64_t current;
+  loom_graph *fallback;
+  int64_t fallback_peak, fallback_c;
+  bool fallback_new; /* best_piece just set it: try_cut writes its detail */
+  char fallback_detail[256];
 } chunk_search;
 
 /* Whether a last piece of c is allowed: a topk merged across pieces needs pieces of k. */
 static bool tail_ok(const region *r, int64_t c) {
   int64_t tail = r->extent % c;
   return tail == 0 || tail >= r->min_piece;
+}
+
+/* The smallest piece does not fit, but the cut lowers the graph's peak to `low`: keeps it as
+ * the round's fallback when it lowers it most, with the largest piece that stays within a
+ * quarter of the limit above `low` (later rounds cut the rest in what is left). Returns
+ * UNSUPPORTED: no cut that fits. */
+static loom_status lowers_peak(region *r, chunk_search *cs, int64_t lo, int64_t low) {
+  if (low >= cs->current || (cs->fallback && low >= cs->fallback_peak)) return LOOM_ERR_UNSUPPORTED;
+  int64_t fits = lo, fails = r->extent, peak;
+  while (fails - fits > 1) {
+    int64_t c = fits + (fails - fits) / 2;
+    loom_status s = loop_step_peak(r, c, &peak);
+    if (s) return s;
+    if (peak <= cs->limit)
+      fits = c;
+    else
+      fails = c;
+  }
+  int64_t trips = (r->extent + fits - 1) / fits, even = (r->extent + trips - 1) / trips;
+  if (tail_ok(r, even)) fits = even;
+  while (fits > lo && !tail_ok(r, fits)) fits--;
+  loom_graph *cand = NULL;
+  loom_status s = loop_peak(r, fits, &cand, &peak);
+  if (s) return s;
+  if (peak >= cs->current) {
+    loom_graph_destroy(cand);
+    return LOOM_ERR_UNSUPPORTED;
+  }
+  loom_graph_destroy(cs->fallback);
+  cs->fallback = cand;
+  cs->fallback_peak = low;
+  cs->fallback_c = fits;
+  cs->fallback_new = true;
+  return LOOM_ERR_UNSUPPORTED;
 }
 
 /* The largest piece c < extent for which the looped graph fits the limit. The graph's size does
@@ -608,7 +677,7 @@ static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int
   if (s) return s;
   if (peak > cs->limit) {
     cs->least = LOOM_MIN(cs->least, peak);
-    return LOOM_ERR_UNSUPPORTED;
+    return lowers_peak(r, cs, lo, peak);
   }
   int64_t fits = lo, fails = hi + 1;
   if ((s = loop_peak(r, hi, NULL, &peak))) return s;
@@ -664,6 +733,21 @@ static int32_t collect_sinks(const loom_graph *g, int32_t peak_op, int32_t *sink
   return n;
 }
 
+/* The report's line for a cut. */
+static void describe_cut(const loom_graph *g, const region *r, int32_t sink, chunk_mode mode, int32_t axis,
+                         int64_t c, char *detail, size_t detail_size) {
+  char buf[32], more[48] = "";
+  int32_t n_ops = 0;
+  for (int32_t o = 0; o < g->n_ops; o++) n_ops += r->in_region[o];
+  if (r->n_sinks > 1)
+    snprintf(more, sizeof more, " (with %d more sink%s)", (int)(r->n_sinks - 1), r->n_sinks > 2 ? "s" : "");
+  snprintf(detail, detail_size,
+           "%s '%s'%s and the %d ops before it, along %s axis %d, in %lld pieces of %lld (one loop)",
+           loom_op_name(g->ops[sink].kind), loom__value_label(g, g->ops[sink].outputs[0], buf, sizeof buf),
+           more, (int)(n_ops - r->n_sinks), mode == MODE_PARALLEL ? "its result's" : "the reduced", (int)axis,
+           (long long)((r->extent + c - 1) / c), (long long)c);
+}
+
 /* Tries one (sink, mode, axis); LOOM_ERR_UNSUPPORTED when that cut does not fit. */
 static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, int32_t axis, chunk_search *cs,
                            loom_graph **out, char *detail, size_t detail_size) {
@@ -679,20 +763,15 @@ static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, i
     if (!s && r.extent < 2) s = LOOM_ERR_UNSUPPORTED;
     if (!s) s = best_piece(&r, cs, out, &c);
     if (!s) break;
+    if (cs->fallback_new) {
+      cs->fallback_new = false;
+      describe_cut(g, &r, sink, mode, axis, cs->fallback_c, cs->fallback_detail, sizeof cs->fallback_detail);
+    }
     region_free(&r);
     if (alone) return s; /* the second attempt would build the same region */
   }
   if (s) return s;
-  char buf[32], more[48] = "";
-  int32_t n_ops = 0;
-  for (int32_t o = 0; o < g->n_ops; o++) n_ops += r.in_region[o];
-  if (r.n_sinks > 1)
-    snprintf(more, sizeof more, " (with %d more sink%s)", (int)(r.n_sinks - 1), r.n_sinks > 2 ? "s" : "");
-  snprintf(detail, detail_size,
-           "%s '%s'%s and the %d ops before it, along %s axis %d, in %lld pieces of %lld",
-           loom_op_name(g->ops[sink].kind), loom__value_label(g, g->ops[sink].outputs[0], buf, sizeof buf),
-           more, (int)(n_ops - r.n_sinks), mode == MODE_PARALLEL ? "its result's" : "the reduced", (int)axis,
-           (long long)((r.extent + c - 1) / c), (long long)c);
+  describe_cut(g, &r, sink, mode, axis, c, detail, detail_size);
   region_free(&r);
   return s;
 }
@@ -780,8 +859,15 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     }
     char detail[256];
     loom_graph *next = NULL;
-    chunk_search cs = {limit, INT64_MAX};
+    chunk_search cs = {.limit = limit, .least = INT64_MAX, .current = e.peak_bytes};
     s = chunk_round(cur, e.steps[e.peak_step].op, &cs, &next, detail, sizeof detail);
+    if (s == LOOM_ERR_UNSUPPORTED && cs.fallback) {
+      next = cs.fallback;
+      cs.fallback = NULL;
+      snprintf(detail, sizeof detail, "%s", cs.fallback_detail);
+      s = LOOM_OK;
+    }
+    loom_graph_destroy(cs.fallback);
     if (s == LOOM_ERR_UNSUPPORTED && !(s = input_too_big(cur, limit))) s = too_big(cur, &e, &cs);
     int64_t before = e.peak_bytes, after = 0;
     loom_estimate_deinit(&e);

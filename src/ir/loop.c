@@ -108,7 +108,7 @@ static int32_t forward_axis(const loom_graph *b, const loom__op *op, int32_t i, 
       if ((i == 0 && ai == in->rank - 1) || (i == 1 && ai == in->rank - 2)) return -1;
       if (i == 0 && ai == in->rank - 2) return out->rank - (other->rank == 1 ? 1 : 2);
       if (i == 1 && ai == in->rank - 1) return out->rank - 1;
-      return ai + shift;
+      return other->rank == 1 ? ai : ai + shift; /* batch axes; a vector adds none */
     }
     case LOOM_CLASS_CONV:
       return (i == 0 && ai == 0) ? 0 : -2;

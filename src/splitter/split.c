@@ -480,7 +480,13 @@ static loom_status chunk_graph(splitter *sp, char *why, size_t why_size) {
 
 static loom_status split_by_memory(splitter *sp) {
   loom_status s = splitter_load(sp);
-  if (!s) s = check_inputs(&sp->si, sp->largest);
+  /* An input larger than every limit may still be streamed once its readers are chunked into
+   * loops: chunk first, and refuse only an input that stays held whole. */
+  if (!s && check_inputs(&sp->si, sp->largest)) {
+    char why[512] = "";
+    (void)chunk_graph(sp, why, sizeof why); /* on failure the input's own message says more */
+    s = check_inputs(&sp->si, sp->largest);
+  }
   for (int round = 0; !s; round++) {
     int32_t stuck, first;
     int64_t need;
