@@ -43,6 +43,22 @@ extern "C" {
  * - LOOM_ERR_OUT_OF_MEMORY. */
 LOOM_API loom_status loom_tensor_load_npy(const char *path, loom_tensor *out);
 
+/* A .npy file mapped into memory (loom_tensor_map_npy). */
+typedef struct loom_npy_map loom_npy_map;
+
+/* Maps the .npy file at `path` read-only and points out->data at its data, reading nothing
+ * but the header: the pages are read when a run touches them (a graph input streamed by a
+ * loop reads each piece's slice as the piece runs), so a file larger than host memory can be
+ * an input. out->data belongs to *out_map: release both with loom_npy_unmap, never with
+ * loom_tensor_deinit; the file must not shrink while mapped. Header checks and errors as
+ * loom_tensor_load_npy, plus UNSUPPORTED for a file that is not a regular file (a pipe: load
+ * it instead) or whose data is not aligned for its dtype, and IO when mmap fails. bool
+ * values are taken as stored (NumPy writes 0 or 1). */
+LOOM_API loom_status loom_tensor_map_npy(const char *path, loom_tensor *out, loom_npy_map **out_map);
+
+/* Unmaps a file mapped by loom_tensor_map_npy; the tensor's data is gone. Accepts NULL. */
+LOOM_API void loom_npy_unmap(loom_npy_map *map);
+
 /* Writes `tensor` to `path` as a .npy file (format 1.0, header padded with spaces to a
  * multiple of 64 bytes and ending in '\n', little-endian, C order), replacing any file
  * there. The data goes to a temporary file in the same directory that is renamed over

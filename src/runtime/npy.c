@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -381,6 +382,69 @@ loom_status loom_tensor_load_npy(const char *path, loom_tensor *out) {
   out->type = type;
   out->data = data;
   return LOOM_OK;
+}
+
+/* ---- mapping ---------------------------------------------------------------------------- */
+
+struct loom_npy_map {
+  void *base;
+  size_t length;
+};
+
+loom_status loom_tensor_map_npy(const char *path, loom_tensor *out, loom_npy_map **out_map) {
+  if (!out || !out_map) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_map_npy: out is NULL");
+  memset(out, 0, sizeof *out);
+  *out_map = NULL;
+  if (!path) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_map_npy: path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f) return loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+  npy_header h;
+  int64_t data_offset = 0, bytes = 0;
+  loom_type type;
+  struct stat st;
+  loom_status s = read_header(f, path, &h, &data_offset);
+  if (!s) s = header_type(path, &h, &type);
+  if (!s) s = loom_type_bytes(&type, &bytes);
+  if (!s && (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)))
+    s = loom__error(LOOM_ERR_UNSUPPORTED, "%s: not a regular file, cannot be mapped", path);
+  if (!s && st.st_size - data_offset < bytes)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: expected %lld data bytes, found %lld", path,
+                    (long long)bytes, (long long)LOOM_MAX(st.st_size - data_offset, 0));
+  /* Elements are read in place: the data must start on an element boundary (NumPy pads its
+   * header to 64 bytes, so it always does). */
+  if (!s && data_offset % loom_dtype_size(type.dtype) != 0)
+    s = loom__error(LOOM_ERR_UNSUPPORTED, "%s: data at offset %lld is not aligned for %s", path,
+                    (long long)data_offset, loom_dtype_name(type.dtype));
+  if (!s && (uint64_t)st.st_size > SIZE_MAX) s = loom__oom("mapping a .npy file");
+  loom_npy_map *m = NULL;
+  if (!s && !(m = loom__calloc(1, sizeof *m))) s = loom__oom("mapping a .npy file");
+  if (!s && st.st_size > 0) {
+    m->length = (size_t)st.st_size;
+    m->base = mmap(NULL, m->length, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+    if (m->base == MAP_FAILED) {
+      m->base = NULL;
+      s = loom__error(errno == ENOMEM ? LOOM_ERR_OUT_OF_MEMORY : LOOM_ERR_IO, "%s: mmap: %s", path,
+                      strerror(errno));
+    } else {
+      /* pieces are read front to back: let the kernel read ahead and drop what was read */
+      (void)madvise(m->base, m->length, MADV_SEQUENTIAL);
+    }
+  }
+  fclose(f);
+  if (s) {
+    loom_npy_unmap(m);
+    return s;
+  }
+  out->type = type;
+  out->data = bytes > 0 ? (char *)m->base + data_offset : NULL;
+  *out_map = m;
+  return LOOM_OK;
+}
+
+void loom_npy_unmap(loom_npy_map *map) {
+  if (!map) return;
+  if (map->base) munmap(map->base, map->length);
+  loom__free(map);
 }
 
 /* ---- writing -------------------------------------------------------------------------- */

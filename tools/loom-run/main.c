@@ -25,6 +25,7 @@ typedef struct run_state {
   loom_graph *graph;
   int32_t n_params, n_outputs;
   loom_tensor *inputs;  /* n_params */
+  loom_npy_map **maps;  /* n_params: the --in file an input is mapped from, or NULL */
   loom_tensor *outputs; /* n_outputs */
   char **out_names;     /* n_outputs file stems, owned */
   char **created_dirs;  /* directories this run made, outermost first */
@@ -42,7 +43,13 @@ typedef struct run_state {
 } run_state;
 
 static void run_state_free(run_state *st) {
-  for (int32_t i = 0; st->inputs && i < st->n_params; i++) loom_tensor_deinit(&st->inputs[i]);
+  for (int32_t i = 0; st->inputs && i < st->n_params; i++) {
+    if (st->maps && st->maps[i])
+      loom_npy_unmap(st->maps[i]); /* the tensor's data is the mapping's */
+    else
+      loom_tensor_deinit(&st->inputs[i]);
+  }
+  free(st->maps);
   for (int32_t i = 0; st->outputs && i < st->n_outputs; i++) loom_tensor_deinit(&st->outputs[i]);
   for (int32_t i = 0; st->out_names && i < st->n_outputs; i++) free(st->out_names[i]);
   for (int32_t i = 0; i < st->n_created; i++) free(st->created_dirs[i]);
@@ -111,7 +118,13 @@ static int load_input(run_state *st, const run_input *in, int32_t p) {
   char where[512];
   snprintf(where, sizeof where, "--in %s=%s", in->name, in->path);
   loom_tensor *t = &st->inputs[p];
-  if (loom_tensor_load_npy(in->path, t)) return run_fail_loom(where);
+  /* Mapped, not read: a streamed input's pages are read piece by piece as its loop runs, so a
+   * file larger than host memory works; what cannot be mapped (a pipe) is read whole. */
+  if (!st->maps && !(st->maps = calloc((size_t)st->n_params, sizeof *st->maps)))
+    return run_fail(EXIT_RUN, "%s: out of memory", where);
+  loom_status ms = loom_tensor_map_npy(in->path, t, &st->maps[p]);
+  if (ms == LOOM_ERR_UNSUPPORTED && loom_tensor_load_npy(in->path, t) == LOOM_OK) ms = LOOM_OK;
+  if (ms) return run_fail_loom(where);
   const loom_type *want = loom_value_type(st->graph, loom_graph_param_at(st->graph, p));
   if (loom_type_equal(&t->type, want)) return 0;
   char have_s[LOOM_TYPE_STRING_MAX], want_s[LOOM_TYPE_STRING_MAX];
