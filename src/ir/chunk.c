@@ -579,8 +579,18 @@ static loom_status peak_of(const loom_graph *g, int64_t *out) {
   return s;
 }
 
+static bool tail_ok(const region *r, int64_t c);
+
+/* c, or the nearest shorter piece whose last piece is long enough (a topk merged across
+ * pieces needs k in each). */
+static int64_t valid_piece(const region *r, int64_t c) {
+  while (c > r->min_piece && !tail_ok(r, c)) c--;
+  return c;
+}
+
 /* The estimated peak of the graph with the region looped in pieces of c. */
 static loom_status loop_peak(const region *r, int64_t c, loom_graph **keep, int64_t *peak) {
+  c = valid_piece(r, c);
   loom_graph *cand = NULL;
   loom_status s = emit_loop(r, c, &cand);
   if (!s) s = peak_of(cand, peak);
@@ -594,6 +604,7 @@ static loom_status loop_peak(const region *r, int64_t c, loom_graph **keep, int6
 /* The estimated peak of the new loop's own step in the graph looped in pieces of c (the
  * other steps may still pass the limit: later rounds cut them). */
 static loom_status loop_step_peak(const region *r, int64_t c, int64_t *peak) {
+  c = valid_piece(r, c);
   loom_graph *cand = NULL;
   loom_status s = emit_loop(r, c, &cand);
   loom_estimate e;
