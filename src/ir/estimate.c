@@ -198,11 +198,20 @@ loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, lo
   loom_status s = loom_graph_verify(g);
   if (s) return s;
   bool *streamed = NULL;
-  for (int32_t v = 0; v < g->n_values; v++) {
-    if (!loom__value_streamed(g, v) && !loom__value_streamed_out(g, v)) continue;
-    if (!streamed && !(streamed = loom__calloc((size_t)g->n_values, sizeof *streamed)))
-      return loom__oom("an estimate");
-    streamed[v] = true;
+  bool loops = false;
+  for (int32_t o = 0; o < g->n_ops && !loops; o++) loops = g->ops[o].loop != NULL;
+  /* Only a loop's operands and results can be streamed: a graph without loops (most, and the
+   * largest) needs no scan. */
+  for (int32_t o = 0; loops && o < g->n_ops; o++) {
+    const loom__op *op = &g->ops[o];
+    if (!op->loop) continue;
+    for (int32_t k = 0; k < op->n_inputs + op->n_outputs; k++) {
+      int32_t v = k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
+      if (!loom__value_streamed(g, v) && !loom__value_streamed_out(g, v)) continue;
+      if (!streamed && !(streamed = loom__calloc((size_t)g->n_values, sizeof *streamed)))
+        return loom__oom("an estimate");
+      streamed[v] = true;
+    }
   }
   s = estimate_free(g, schedule, streamed, out);
   loom__free(streamed);

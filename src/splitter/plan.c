@@ -104,10 +104,16 @@ loom_status loom__split_info_init(loom__split_info *si, const loom_graph *g) {
     for (int32_t v = 0; v < g->n_values; v++) {
       loom_type_bytes(&g->values[v].type, &si->bytes[v]); /* checked by the builder */
       si->physical[v] = si->layouts[v].owns ? si->bytes[v] : 0;
-      /* Streamed in or out piece by piece by the loops that read or make it: a stage holds
-       * only a piece of it, which its loop's scratch counts (and each stage graph that has
-       * the loop streams it the same way). */
-      if (loom__value_streamed(g, v) || loom__value_streamed_out(g, v)) si->bytes[v] = si->physical[v] = 0;
+    }
+    /* Streamed in or out piece by piece by the loops that read or make it: a stage holds only
+     * a piece of it, which its loop's scratch counts (each stage graph that has the loop
+     * streams it the same way). */
+    for (int32_t o = 0; o < g->n_ops; o++) {
+      const loom__op *op = &g->ops[o];
+      for (int32_t k = 0; op->loop && k < op->n_inputs + op->n_outputs; k++) {
+        int32_t v = k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
+        if (loom__value_streamed(g, v) || loom__value_streamed_out(g, v)) si->bytes[v] = si->physical[v] = 0;
+      }
     }
     for (int32_t i = 0; i < g->n_outputs; i++) si->is_output[g->outputs[i]] = true;
     for (int32_t o = 0; o < g->n_ops; o++) si->scratch[o] = loom__op_scratch_bytes(g, &g->ops[o]);
