@@ -369,15 +369,36 @@ typedef struct body_build {
   int32_t n_rets;
 } body_build;
 
+/* A slice along the loop's axis (step 1, whole on every other axis) is the loop's offset into
+ * what it slices: the loop reads the sliced value itself from that offset, so a stencil's
+ * shifted reads (x[1:] - x[:-1]) stream the input instead of holding it whole for the views. */
+static void see_through_slices(const loom_graph *g, int32_t *v, int32_t axis, int64_t *offset) {
+  for (;;) {
+    int32_t p = g->values[*v].op;
+    if (p < 0 || g->ops[p].kind != LOOM_OP_SLICE) return;
+    const loom__op *op = &g->ops[p];
+    const loom_type *in = &g->values[op->inputs[0]].type;
+    for (int32_t d = 0; d < in->rank; d++) {
+      int64_t step = (op->attrs.set & LOOM_ATTR_STEP) ? op->attrs.step.v[d] : 1;
+      int64_t start = op->attrs.start.v[d], stop = LOOM_MIN(op->attrs.stop.v[d], in->dims[d]);
+      if (step != 1 || start < 0 || (d != axis && (start != 0 || stop != in->dims[d]))) return;
+    }
+    *offset += op->attrs.start.v[axis];
+    *v = op->inputs[0];
+  }
+}
+
 /* The body parameter for outside value v read along ax (AX_WHOLE: whole): registered by the
  * first pass over the region (make), found by the second. Parameters come before ops. */
 static int32_t body_param_index(body_build *bb, int32_t v, int32_t ax, bool make) {
   int32_t axis = ax >= 0 ? ax : -1;
+  int64_t offset = 0;
+  if (axis >= 0) see_through_slices(bb->r->g, &v, axis, &offset);
   for (int32_t p = 0; p < bb->n_params; p++)
-    if (bb->pvalue[p] == v && bb->rules[p].axis == axis) return p;
+    if (bb->pvalue[p] == v && bb->rules[p].axis == axis && bb->rules[p].offset == offset) return p;
   if (!make) return -1;
   bb->pvalue[bb->n_params] = v;
-  bb->rules[bb->n_params] = (loom_loop_input){axis, 0};
+  bb->rules[bb->n_params] = (loom_loop_input){axis, offset};
   return bb->n_params++;
 }
 

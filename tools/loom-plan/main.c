@@ -336,6 +336,8 @@ static void print_loops(const loom_graph *g) {
       if (loom_graph_loop_input_rule(g, o, k, &rule) || rule.axis < 0) continue;
       len += snprintf(line + len, sizeof line - (size_t)len, "%s%s axis %d", sep,
                       loom_value_label(g, loom_graph_op_input(g, o, k), label, sizeof label), (int)rule.axis);
+      if (rule.offset && len < (int)sizeof line)
+        len += snprintf(line + len, sizeof line - (size_t)len, " from %lld", (long long)rule.offset);
       sep = ", ";
     }
     int32_t n_body = loom_graph_op_count(body);
