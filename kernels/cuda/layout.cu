@@ -63,9 +63,25 @@ __global__ void zero_k(E *dst, lm_copy m) {
   }
 }
 
+/* The indices of a loop's merged candidates (loom__merge_index_fn): in place over pos. */
+__global__ void merge_index_k(int64_t *pos, const int64_t *acc, const int64_t *piece, int64_t total, int64_t k,
+                              int64_t inner, int64_t lo) {
+  GRID_LOOP(e, total) {
+    int64_t row = e / (k * inner) * k * inner + e % inner, p = pos[e];
+    pos[e] = p < k ? acc[row + p * inner] : piece[row + (p - k) * inner] + lo;
+  }
+}
+
 }  // namespace lc
 
 using namespace lc;
+
+extern "C" cudaError_t loom__cu_merge_index(cudaStream_t stream, int64_t *pos, const int64_t *acc,
+                                            const int64_t *piece, int64_t total, int64_t k, int64_t inner,
+                                            int64_t lo) {
+  merge_index_k<<<blocks_for(total), kThreads, 0, stream>>>(pos, acc, piece, total, k, inner, lo);
+  return launched();
+}
 
 #define LAUNCH_COPY(N) \
   copy_k<elem<N>::t>   \

@@ -75,3 +75,14 @@ DEF_SELECT(16, ulong2)
   }
 DEF_ZERO(4, uint)
 DEF_ZERO(8, ulong)
+
+/* The indices of a loop's merged candidates (backend.h, loom__merge_index_fn): in place over
+ * pos, rows [outer, k, inner]; p < k picks acc's index, else piece's at p - k plus lo. */
+__kernel void merge_index(__global long *pos, long pos_off, __global const long *acc, long acc_off,
+                          __global const long *piece, long piece_off, long total, long k, long inner,
+                          long lo) {
+  for (long e = get_global_id(0); e < total; e += get_global_size(0)) {
+    long row = e / (k * inner) * k * inner + e % inner, p = pos[pos_off + e];
+    pos[pos_off + e] = p < k ? acc[acc_off + row + p * inner] : piece[piece_off + row + (p - k) * inner] + lo;
+  }
+}

@@ -55,6 +55,23 @@ typedef struct loom__op_call {
 struct loom__device;
 struct loom_mem_manager;
 
+/* A strided copy on a device: dims[0..rank) elements of `elem` bytes from buffer src (element
+ * offset src_off, element strides src_strides) to buffer dst (dst_off, dst_strides; NULL:
+ * dense), enqueued on the device's queue. */
+typedef loom_status (*loom__strided_copy_fn)(void *dev, int64_t elem, int32_t rank, const int64_t *dims,
+                                             void *dst, int64_t dst_off, const int64_t *dst_strides,
+                                             void *src, int64_t src_off, const int64_t *src_strides);
+
+/* The index half of a loop's merge of candidates (runtime/exec.c): over `total` i64 elements
+ * of pos (element offset pos_off), seen as rows [outer, k, inner] in C order, each element
+ * holds p, a position among 2k candidates along the middle axis: the k of acc then the k of
+ * piece (both dense i64 of pos's shape, at element offsets acc_off and piece_off). It is
+ * replaced in place by the candidate's index: acc's for p < k, else piece's at p - k plus lo.
+ * Enqueued on the device's queue. */
+typedef loom_status (*loom__merge_index_fn)(void *dev, int64_t total, int64_t k, int64_t inner, void *pos,
+                                            int64_t pos_off, void *acc, int64_t acc_off, void *piece,
+                                            int64_t piece_off, int64_t lo);
+
 /* A compute backend: a static const table (DESIGN.md "Backends"). `dev` is the state open()
  * made for one device of a context (NULL for cpu, which needs none). The executor keeps the
  * order of operations: each device runs what it is given in order (one in-order queue), and
@@ -74,6 +91,10 @@ struct loom_mem_manager;
  * - run_op: enqueues one op (loom__op_call); errors of the op's own checks are returned at
  *   once, errors of the device may surface at the next synchronize (or at an HMM read).
  * - synchronize: waits until everything enqueued is done; returns the first device error.
+ * - copy, merge_index: what the executor's loops need besides ops (a piece's result copied
+ *   into its slot of the loop's result, the indices of merged topk and argmax candidates),
+ *   enqueued in order with the ops, thread-safe as run_op is. Optional: a backend without
+ *   them runs no loop (the executor says so).
  * host_memory: buffers are host pointers the host reads and writes directly (cpu): the
  * executor then reads inputs and constants in place instead of copying them in. */
 typedef struct loom__backend {
@@ -84,6 +105,8 @@ typedef struct loom__backend {
   void (*close)(void *dev);
   loom_status (*run_op)(void *dev, const loom__op_call *call);
   loom_status (*synchronize)(void *dev);
+  loom__strided_copy_fn copy;
+  loom__merge_index_fn merge_index;
 } loom__backend;
 
 /* The cpu backend (cpu_backend.c): host memory, loom__cpu_run_op. */
@@ -93,12 +116,6 @@ extern const loom__backend loom__opencl_backend;
 /* The cuda backend (backends/cuda/cuda_backend.c), when built with the CUDA toolkit. */
 extern const loom__backend loom__cuda_backend;
 
-/* A strided copy on a device: dims[0..rank) elements of `elem` bytes from buffer src (element
- * offset src_off, element strides src_strides) to buffer dst (dst_off, dst_strides; NULL:
- * dense), enqueued on the device's queue. */
-typedef loom_status (*loom__strided_copy_fn)(void *dev, int64_t elem, int32_t rank, const int64_t *dims,
-                                             void *dst, int64_t dst_off, const int64_t *dst_strides,
-                                             void *src, int64_t src_off, const int64_t *src_strides);
 /* The element strides that read dview `in` broadcast to `shape` (NumPy rules: 0 on broadcast
  * dimensions) into st; false when the shapes do not broadcast. */
 bool loom__dview_broadcast_strides(const loom__dview *in, const loom_type *shape, int64_t *st);

@@ -237,30 +237,74 @@ bool loom__loop_result_in_place(const loom_graph *g, const loom__op *op, int32_t
   return true;
 }
 
+/* What the body still holds when its last op has run: its returned values' storage, less
+ * what is held elsewhere (free_base). The executor keeps it through the piece's combines. */
+static int64_t held_at_end(const loom_graph *b, const loom__layout *layouts, const bool *free_base) {
+  int64_t held = 0;
+  for (int32_t k = 0; k < b->n_outputs; k++) {
+    int32_t base = layouts[b->outputs[k]].base;
+    bool seen = false;
+    for (int32_t j = 0; j < k && !seen; j++) seen = layouts[b->outputs[j]].base == base;
+    int64_t bytes = 0;
+    if (!seen && layouts[base].owns && !free_base[base]) loom_type_bytes(&b->values[base].type, &bytes);
+    held += bytes;
+  }
+  return held;
+}
+
+/* The temporaries of merging pair j, j + 1 of loop op (the executor's steps, exec.c):
+ * - argmax/argmin over E elements: two bool masks (E each), then the winning mask (E) beside
+ *   the pieces it picks as i64 (8E); a piece whose indices are not dense is copied dense (8E)
+ *   once the mask is gone: 9E, or 16E with the copy;
+ * - topk of values (vb bytes) and indices (ib): the candidates side by side (2 vb), the merged
+ *   topk's positions (ib) and its scratch (vb + ib); then the positions (ib) beside a dense
+ *   copy of the piece's indices where they are not dense (ib): 3 vb + 2 ib. */
+static int64_t merge_bytes(const loom_graph *g, const loom__op *op, int32_t j,
+                           const loom__layout *body_layouts) {
+  const loom_graph *b = op->loop->body;
+  int64_t vb = 0, ib = 0;
+  loom_type_bytes(&g->values[op->outputs[j]].type, &vb);
+  loom_type_bytes(&g->values[op->outputs[j + 1]].type, &ib);
+  if (op->loop->combines[j].combine == LOOM_COMBINE_TOPK) return 3 * vb + 2 * ib;
+  int64_t e = ib / 8;
+  int32_t idx = b->outputs[j + 1];
+  bool dense = loom__layout_contiguous(&body_layouts[idx], &b->values[idx].type);
+  return dense ? 9 * e : 16 * e;
+}
+
 int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
   const loom__loop *l = op->loop;
   const loom_graph *b = l->body;
-  bool *free_base = loom__calloc((size_t)LOOM_MAX(b->n_values, 1), sizeof *free_base);
-  if (!free_base) return INT64_MAX / 4; /* cannot know: cannot fit */
+  size_t nv = (size_t)LOOM_MAX(b->n_values, 1);
+  bool *free_base = loom__calloc(nv, sizeof *free_base);
+  loom__layout *layouts = loom__malloc(nv * sizeof *layouts);
+  if (!free_base || !layouts || loom__graph_layouts(b, layouts)) {
+    loom__free(free_base);
+    loom__free(layouts);
+    return INT64_MAX / 4; /* cannot know: cannot fit */
+  }
   for (int32_t p = 0; p < b->n_params; p++) free_base[b->params[p]] = true;
   for (int32_t j = 0; j < op->n_outputs; j++)
     if (loom__loop_result_in_place(g, op, j)) free_base[b->outputs[j]] = true;
   loom_estimate e;
   int64_t total = estimate_free(b, NULL, free_base, &e) ? INT64_MAX / 4 : e.peak_bytes;
   loom_estimate_deinit(&e);
+  /* After the body the piece's results are combined one pair at a time, beside what the body
+   * returned. */
+  int64_t merge = 0;
+  for (int32_t j = 0; j + 1 < op->n_outputs; j++) {
+    loom_combine c = l->combines[j].combine;
+    if (c == LOOM_COMBINE_TOPK || c == LOOM_COMBINE_ARGMAX || c == LOOM_COMBINE_ARGMIN)
+      merge = LOOM_MAX(merge, merge_bytes(g, op, j, layouts));
+  }
+  if (merge > 0) total = LOOM_MAX(total, held_at_end(b, layouts, free_base) + merge);
   loom__free(free_base);
+  loom__free(layouts);
   for (int32_t i = 0; i < op->n_inputs; i++) {
     int64_t bytes = 0;
     if (l->rules[i].axis >= 0 && loom__value_streamed(g, op->inputs[i]))
       loom_type_bytes(&b->values[b->params[i]].type, &bytes);
     total += bytes;
-  }
-  for (int32_t j = 0; j + 1 < op->n_outputs; j++) {
-    if (l->combines[j].combine != LOOM_COMBINE_TOPK) continue;
-    int64_t vb = 0, ib = 0;
-    loom_type_bytes(&g->values[op->outputs[j]].type, &vb);
-    loom_type_bytes(&g->values[op->outputs[j + 1]].type, &ib);
-    total += 3 * (vb + ib);
   }
   return total;
 }

@@ -161,6 +161,10 @@ typedef struct loom__layout {
  * owns storage. */
 loom_status loom__graph_layouts(const loom_graph *g, loom__layout *layouts);
 
+/* As loom__graph_layouts, with the parameters' layouts already in layouts (a loop's body
+ * reads its operands where they are, through their own strides). */
+loom_status loom__graph_layouts_given(const loom_graph *g, loom__layout *layouts);
+
 /* True when layout describes dense C-order storage for type. */
 bool loom__layout_contiguous(const loom__layout *l, const loom_type *type);
 

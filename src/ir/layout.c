@@ -114,6 +114,10 @@ static bool view_layout(const loom_graph *g, const loom__op *op, const loom__lay
 loom_status loom__graph_layouts(const loom_graph *g, loom__layout *layouts) {
   for (int32_t p = 0; p < g->n_params; p++)
     owned(&layouts[g->params[p]], g->params[p], &g->values[g->params[p]].type);
+  return loom__graph_layouts_given(g, layouts);
+}
+
+loom_status loom__graph_layouts_given(const loom_graph *g, loom__layout *layouts) {
   for (int32_t i = 0; i < g->n_ops; i++) {
     const loom__op *op = &g->ops[i];
     int32_t out = op->outputs[0];

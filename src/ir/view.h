@@ -26,10 +26,12 @@ void loom__view_broadcast_to(const loom__view *in, const loom_type *shape, loom_
  * output, conv 2x, fourier 2x, reductions, argmax/argmin and topk 1x, others 0). */
 int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op);
 
-/* A loop's scratch (estimate.c): what one piece holds at its peak (its body's peak, counting
- * neither the operands it reads in place nor the results it writes into their slots), the
- * slices of streamed operands, and what merging a piece's candidates needs (topk: the
- * candidates of the pieces so far and of this one, and the merged best). */
+/* A loop's scratch (estimate.c): what one piece holds at its peak, as the executor runs it
+ * (runtime/exec.c): the slices of streamed operands, held through the piece, plus the larger
+ * of its body's peak (counting neither the operands it reads in place nor the results it
+ * writes into their slots) and, once the body has run, what it returned beside the
+ * temporaries of the largest argmax/argmin or topk merge (the executor merges one pair at a
+ * time; the other combines need none). */
 int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op);
 
 /* Whether a piece's result j of loop op is written straight into its slot of the loop's

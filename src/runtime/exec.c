@@ -45,7 +45,17 @@ typedef struct temp_slot {
   bool used;
 } temp_slot;
 
-/* The state of one execution. Storage is per base value (see loom__layout). */
+/* Host memory and graphs a queued write may still read from: freed once the run has
+ * synchronized (a loop's body state goes before its run does). */
+typedef struct deferred {
+  struct deferred *next;
+  void *host;
+  loom_graph *graph;
+} deferred;
+
+/* The state of one execution. Storage is per base value (see loom__layout). A loop's body runs
+ * in a state of its own (nested), on the run's meter, device and memory, whose parameters and
+ * in-place results are bound to storage the loop owns. */
 typedef struct exec_state {
   const loom_graph *g;
   const loom__backend *be;
@@ -65,7 +75,16 @@ typedef struct exec_state {
   temp_slot temps[TEMP_SLOTS];
   loom__meter *meter;
   loom_buffer *const *input_buffers; /* exec options' */
+  const loom_tensor *inputs;         /* the host inputs (a loop streams slices of them) */
+  /* Nested states only (NULL or false at the top): */
+  bool nested;
+  int64_t *base_off;       /* per base value: element offset of its storage in data[] */
+  uint8_t *bound;          /* per value: storage bound by the loop, never allocated here */
+  struct exec_state *root; /* the run's top state (itself at the top) */
+  deferred *deferred;      /* the top state's: freed after the run synchronized */
 } exec_state;
+
+static loom_status run_loop(exec_state *st, const loom__op *op);
 
 /* Ends the executor's access to a block, leaving the buffer allocated. The work that used it
  * was queued on the HMM's queue for the node, which orders whatever the HMM does next. */
@@ -204,7 +223,7 @@ static void view_of(const exec_state *st, int32_t id, loom__dview *v) {
   v->type = st->g->values[id].type;
   memcpy(v->strides, l->strides, sizeof v->strides);
   v->buffer = st->data[l->base];
-  v->offset = l->offset;
+  v->offset = l->offset + (st->base_off ? st->base_off[l->base] : 0);
   if (st->fill_slot && st->fill_slot[l->base] >= 0) {
     v->buffer = st->fills.ptr;
     v->offset = (int64_t)st->fill_slot[l->base] * 16 / loom_dtype_size(v->type.dtype);
@@ -234,7 +253,7 @@ static loom_status alloc_outputs(exec_state *st, const loom__op *op) {
       if (!st->fill_slot) st->data[id] = st->scalars[id]; /* devices: set up front (fills_init) */
       continue;
     }
-    if (!l->owns) continue;
+    if (!l->owns || (st->bound && st->bound[id])) continue;
     if (op->kind == LOOM_OP_CONSTANT) {
       if (!st->be->host_memory) { /* written in from the graph */
         loom_status s = take_written(st, id, op->const_bytes, op->const_data);
@@ -290,6 +309,7 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
   if (s) return s;
   if (op->kind == LOOM_OP_FILL || op->kind == LOOM_OP_CONSTANT) return LOOM_OK;
   if (!st->layouts[op->outputs[0]].owns) return LOOM_OK; /* a view: nothing to compute */
+  if (op->loop) return run_loop(st, op);
   loom__dview in_views[8], out_views[2];
   loom__dview *ins = op->n_inputs <= 8 ? in_views : loom__malloc(sizeof(loom__dview) * (size_t)op->n_inputs);
   if (!ins) return loom__oom("operand views");
@@ -434,6 +454,7 @@ static loom_status export_value(exec_state *st, int32_t id, loom_tensor *out) {
 }
 
 static loom_status bind_inputs(exec_state *st, const loom_tensor *inputs) {
+  st->inputs = inputs;
   for (int32_t p = 0; p < st->g->n_params; p++) {
     int32_t id = st->g->params[p];
     if (st->last_use[id] < 0) continue; /* nobody reads it: never held */
@@ -441,16 +462,19 @@ static loom_status bind_inputs(exec_state *st, const loom_tensor *inputs) {
     loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
     if (s) return s;
     /* Inputs count as held from the start to their last use: read in place on cpu0,
-     * written into a device, or read from the caller's buffer where the HMM puts it. */
+     * written into a device, or read from the caller's buffer where the HMM puts it. A
+     * streamed input is not held: the loops reading it count each piece's slice
+     * (run_loop), read in place where it is reachable, else written in piece by piece. */
+    bool streamed = loom__value_streamed(st->g, id);
     if (st->input_buffers && st->input_buffers[p]) {
-      if ((s = take_borrowed(st, id, bytes, st->input_buffers[p]))) return s;
+      if ((s = take_borrowed(st, id, streamed ? 0 : bytes, st->input_buffers[p]))) return s;
       continue;
     }
     if (!st->be->host_memory) {
-      if ((s = take_written(st, id, bytes, inputs[p].data))) return s;
+      if (!streamed && (s = take_written(st, id, bytes, inputs[p].data))) return s;
       continue;
     }
-    if ((s = take(st, id, bytes))) return s;
+    if ((s = take(st, id, streamed ? 0 : bytes))) return s;
     st->data[id] = inputs[p].data;
   }
   return LOOM_OK;
@@ -482,6 +506,7 @@ static loom_status exec_state_init(exec_state *st, const loom_graph *g, const lo
                                    loom__meter *meter) {
   memset(st, 0, sizeof *st);
   st->g = g;
+  st->root = st;
   st->be = dev->backend;
   st->dev = dev->dev;
   st->mem = dev->memory;
@@ -508,8 +533,26 @@ static loom_status exec_state_init(exec_state *st, const loom_graph *g, const lo
   return s;
 }
 
+/* Keeps host memory (or a graph holding constants) that queued writes may still read until
+ * the run has synchronized; without the memory to note it, waits for the device now. */
+static void defer_free(exec_state *st, void *host, loom_graph *graph) {
+  if (!host && !graph) return;
+  deferred *d = st->be->host_memory ? NULL : loom__malloc(sizeof *d);
+  if (!d) {
+    if (!st->be->host_memory) (void)st->be->synchronize(st->dev);
+    loom__free(host);
+    loom_graph_destroy(graph);
+    return;
+  }
+  d->host = host;
+  d->graph = graph;
+  d->next = st->root->deferred;
+  st->root->deferred = d;
+}
+
 /* Gives back everything the run still holds, then the node's pool: what the run cached there
- * does not outlive it (as the executor's own cache did not before the HMM). */
+ * does not outlive it (as the executor's own cache did not before the HMM). A nested state
+ * leaves the pool to its run, and its fill scalars' host copy to the run's end. */
 static void exec_state_deinit(exec_state *st) {
   if (st->data && st->bytes && st->blocks) /* a partial init leaves some NULL */
     for (int32_t v = 0; v < st->g->n_values; v++)
@@ -517,7 +560,20 @@ static void exec_state_deinit(exec_state *st) {
   for (int32_t i = 0; i < TEMP_SLOTS; i++)
     if (st->temps[i].used) block_give(st, &st->temps[i].b, st->temps[i].bytes);
   block_drop(&st->fills);
-  if (st->mem) loom_mem_trim(st->mem, st->node);
+  if (st->nested) {
+    defer_free(st, st->fill_host, NULL);
+    st->fill_host = NULL;
+  }
+  while (st->deferred) {
+    deferred *d = st->deferred;
+    st->deferred = d->next;
+    loom__free(d->host);
+    loom_graph_destroy(d->graph);
+    loom__free(d);
+  }
+  loom__free(st->base_off);
+  loom__free(st->bound);
+  if (st->mem && !st->nested) loom_mem_trim(st->mem, st->node);
   loom__free(st->layouts);
   loom__free(st->data);
   loom__free(st->bytes);
@@ -528,16 +584,27 @@ static void exec_state_deinit(exec_state *st) {
   loom__free(st->fill_host);
 }
 
-static loom_status run_schedule(exec_state *st, const int32_t *order, const loom_tensor *inputs) {
+/* Names the op that failed: its line where the graph was parsed; in a loop's body also the
+ * op and its result. */
+static void op_error_prefix(const exec_state *st, const loom__op *op) {
+  if (!st->nested) {
+    if (op->line > 0) loom__error_prefix("line %d: ", (int)op->line);
+    return;
+  }
+  char label[32], line[32] = "";
+  if (op->line > 0) snprintf(line, sizeof line, " (line %d)", (int)op->line);
+  loom__error_prefix("%s '%s'%s: ", loom_op_name(op->kind),
+                     loom__value_label(st->g, op->outputs[0], label, sizeof label), line);
+}
+
+/* Runs the ops in order, freeing each base after its last reader. */
+static loom_status run_ops(exec_state *st, const int32_t *order) {
   const loom_graph *g = st->g;
-  compute_last_use(st, order);
-  loom_status bound = bind_inputs(st, inputs);
-  if (bound) return bound;
   for (int32_t pos = 0; pos < g->n_ops; pos++) {
     const loom__op *op = &g->ops[order[pos]];
     loom_status s = run_one(st, op);
     if (s) {
-      if (op->line > 0) loom__error_prefix("line %d: ", (int)op->line);
+      op_error_prefix(st, op);
       return s;
     }
     for (int32_t i = 0; i < op->n_inputs; i++) {
@@ -550,6 +617,456 @@ static loom_status run_schedule(exec_state *st, const int32_t *order, const loom
     }
   }
   return LOOM_OK;
+}
+
+static loom_status run_schedule(exec_state *st, const int32_t *order, const loom_tensor *inputs) {
+  compute_last_use(st, order);
+  loom_status s = bind_inputs(st, inputs);
+  return s ? s : run_ops(st, order);
+}
+
+/* ---- loops ------------------------------------------------------------------------------------
+ *
+ * A loop op runs its body once per piece, through the executor itself: a nested state per body
+ * (the full piece's, and the last shorter piece's), made once per run of the loop and reset
+ * after each piece, on the run's meter, device and memory. What it holds follows the estimate
+ * (ir/estimate.c, loom__loop_scratch_bytes) step for step:
+ * - the body's parameters read the operands where they are (views: nothing counted), but the
+ *   slices of a streamed operand count their bytes for the whole piece: read in place where its
+ *   storage is reachable (host memory, a caller's buffer, an outer loop's operand), else
+ *   written into a buffer of the device from the caller's host tensor;
+ * - a concat result the body computes into storage of its own is computed straight into its
+ *   slot of the loop's result (loom__loop_result_in_place); the others are copied there;
+ * - the other results of piece 0 are copied into the loop's results, which then accumulate:
+ *   sum, prod, max and min by the binary op in place; argmax/argmin and topk pairs by the ops
+ *   of a small merge graph built once per run, and the backend's merge_index for the indices.
+ * Each merge allocates its temporaries through the meter as any op does. */
+
+/* The merge graph of a loop: ops of the IR whose types and attributes the backends read;
+ * the executor runs them on views it makes. */
+typedef struct loop_merge {
+  loom_graph *g;
+  int32_t first[LOOM_LOOP_MAX_RESULTS]; /* result j's first op in g */
+} loop_merge;
+
+typedef struct loop_body {
+  exec_state st;
+  loom_graph *tail; /* the last piece's body (loom__loop_body_for); NULL for full pieces */
+  int32_t *order;   /* the body's ops in graph order, as the estimate takes them */
+  bool ready;
+} loop_body;
+
+typedef struct loop_run {
+  exec_state *outer;
+  const loom__op *op;
+  const loom__loop *l;
+  int64_t trips;
+  loom__dview *operands; /* the outer views of the operands */
+  bool *streamed;        /* per operand: a streamed graph input (loom__value_streamed) */
+  loom__dview results[LOOM_LOOP_MAX_RESULTS];
+  loop_body body[2]; /* full pieces, the last shorter piece */
+  loop_merge merge;
+} loop_run;
+
+static int64_t elements_of(const loom_type *t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->rank; d++) n *= t->dims[d];
+  return n;
+}
+
+static bool dview_dense(const loom__dview *v) {
+  int64_t dense[LOOM_MAX_RANK];
+  loom__view_dense_strides(&v->type, dense);
+  for (int32_t d = 0; d < v->type.rank; d++)
+    if (v->type.dims[d] > 1 && v->strides[d] != dense[d]) return false;
+  return true;
+}
+
+/* A dense view of type t at the start of block b. */
+static loom__dview block_view(const block *b, const loom_type *t) {
+  loom__dview v;
+  memset(&v, 0, sizeof v);
+  v.type = *t;
+  v.buffer = b->ptr;
+  loom__view_dense_strides(t, v.strides);
+  return v;
+}
+
+/* Copies view src into view dst (same dims) through the backend, in order with the ops. */
+static loom_status view_copy(exec_state *st, const loom__dview *dst, const loom__dview *src) {
+  if (elements_of(&src->type) == 0) return LOOM_OK;
+  static const int64_t one = 1;
+  int32_t rank = src->type.rank;
+  bool scalar = rank == 0; /* a copy walks at least one dimension */
+  return st->be->copy(st->dev, loom_dtype_size(src->type.dtype), scalar ? 1 : rank,
+                      scalar ? &one : src->type.dims, dst->buffer, dst->offset, scalar ? &one : dst->strides,
+                      src->buffer, src->offset, scalar ? &one : src->strides);
+}
+
+/* Runs op of graph g (the merge graph) on the views given, with its scratch from the meter. */
+static loom_status view_run(exec_state *st, const loom_graph *g, const loom__op *op, const loom__dview *in,
+                            const loom__dview *out) {
+  int64_t scratch_bytes = loom__op_scratch_bytes(g, op);
+  block scratch = {0};
+  if (scratch_bytes > 0) {
+    loom_status s = block_take(st, scratch_bytes, "the temporaries of a loop's merge", NULL, &scratch);
+    if (s) return s;
+  }
+  loom__op_call call = {
+      .g = g, .op = op, .in = in, .out = out, .scratch = scratch.ptr, .scratch_bytes = scratch_bytes};
+  loom_status s = st->be->run_op(st->dev, &call);
+  if (scratch_bytes > 0) block_give(st, &scratch, scratch_bytes);
+  return s;
+}
+
+/* ---- the merge graph ---- */
+
+static void merge_ops(loom_graph *g, const loom_loop_output *c, loom_value a, loom_value b) {
+  switch (c->combine) {
+    case LOOM_COMBINE_SUM:
+    case LOOM_COMBINE_PROD:
+    case LOOM_COMBINE_MAX:
+    case LOOM_COMBINE_MIN: {
+      static const loom_op kinds[] = {[LOOM_COMBINE_SUM] = LOOM_OP_ADD,
+                                      [LOOM_COMBINE_PROD] = LOOM_OP_MUL,
+                                      [LOOM_COMBINE_MAX] = LOOM_OP_MAXIMUM,
+                                      [LOOM_COMBINE_MIN] = LOOM_OP_MINIMUM};
+      loom_binary(g, kinds[c->combine], a, b);
+      return;
+    }
+    case LOOM_COMBINE_ARGMAX:
+    case LOOM_COMBINE_ARGMIN: {
+      /* a = acc, b = piece: the piece wins where it is strictly better, or NaN where acc is
+       * not: not (b <= a) (not b >= a for argmin), and a == a. */
+      loom_value worse = loom_binary(g, c->combine == LOOM_COMBINE_ARGMAX ? LOOM_OP_LE : LOOM_OP_GE, b, a);
+      loom_value better = loom_unary(g, LOOM_OP_NOT, worse);
+      loom_value wins = loom_binary(g, LOOM_OP_AND, better, loom_binary(g, LOOM_OP_EQ, a, a));
+      loom_select(g, wins, b, a);
+      loom_cast(g, wins, LOOM_I64);
+      return;
+    }
+    case LOOM_COMBINE_TOPK: {
+      loom_value both[2] = {a, b}, vals, idx;
+      loom_topk(g, loom_concat(g, both, 2, c->axis), c->k, c->axis, c->largest, &vals, &idx);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/* The merge ops of every combined result (none for concat and index results). */
+static loom_status merge_build(loop_run *lr) {
+  const loom__op *op = lr->op;
+  const loom_graph *g = lr->outer->g;
+  loom_value a[LOOM_LOOP_MAX_RESULTS], b[LOOM_LOOP_MAX_RESULTS];
+  loom_status s = loom_graph_create("loop_merge", &lr->merge.g);
+  if (s) return s;
+  loom_graph *m = lr->merge.g;
+  for (int32_t j = 0; j < op->n_outputs; j++) { /* parameters come before ops */
+    const loom_type *t = &g->values[op->outputs[j]].type;
+    a[j] = loom_graph_param(m, NULL, t);
+    b[j] = loom_graph_param(m, NULL, t);
+  }
+  for (int32_t j = 0; j < op->n_outputs; j++) {
+    lr->merge.first[j] = m->n_ops;
+    merge_ops(m, &lr->l->combines[j], a[j], b[j]);
+  }
+  if (m->error) {
+    loom__error_prefix("a loop's merge: ");
+    return m->error;
+  }
+  return LOOM_OK;
+}
+
+/* ---- the bodies ---- */
+
+/* The state for body g: parameters laid out as the operands are (their strides), held through
+ * the piece (the estimate counts a streamed slice so), in-place results bound. */
+static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
+  exec_state *o = lr->outer;
+  loom__exec_device dev = {.backend = o->be, .dev = o->dev, .memory = o->mem, .node = o->node};
+  loom_status s = exec_state_init(&b->st, g, &dev, o->meter);
+  exec_state *st = &b->st;
+  st->nested = true;
+  st->root = o->root;
+  b->ready = true; /* deinit from here on */
+  if (s) return s;
+  st->fill_bytes += o->fill_bytes; /* the node holds both */
+  size_t n = (size_t)LOOM_MAX(g->n_values, 1);
+  st->base_off = loom__calloc(n, sizeof *st->base_off);
+  st->bound = loom__calloc(n, sizeof *st->bound);
+  b->order = loom__malloc(sizeof *b->order * (size_t)LOOM_MAX(g->n_ops, 1));
+  if (!st->base_off || !st->bound || !b->order) return loom__oom("a loop's body state");
+  for (int32_t p = 0; p < g->n_params; p++) {
+    loom__layout *l = &st->layouts[g->params[p]];
+    memcpy(l->strides, lr->operands[p].strides, sizeof l->strides);
+  }
+  if ((s = loom__graph_layouts_given(g, st->layouts))) return s;
+  for (int32_t i = 0; i < g->n_ops; i++) b->order[i] = i;
+  compute_last_use(st, b->order);
+  for (int32_t p = 0; p < g->n_params; p++) st->last_use[g->params[p]] = INT32_MAX;
+  for (int32_t j = 0; j < lr->op->n_outputs; j++)
+    if (loom__loop_result_in_place(lr->op, j)) st->bound[g->outputs[j]] = 1;
+  return LOOM_OK;
+}
+
+static void body_deinit(loop_run *lr, loop_body *b) {
+  if (b->ready) exec_state_deinit(&b->st);
+  defer_free(lr->outer, NULL, b->tail); /* its constants may still be read by queued writes */
+  loom__free(b->order);
+  memset(b, 0, sizeof *b);
+}
+
+/* The body for a piece of len elements, made on first use. */
+static loom_status body_for(loop_run *lr, int64_t len, loop_body **out) {
+  loop_body *b = &lr->body[len == lr->l->piece ? 0 : 1];
+  *out = b;
+  if (b->ready) return LOOM_OK;
+  if (b == &lr->body[1]) {
+    loom_status s = loom__loop_body_for(lr->l, len, &b->tail);
+    if (s) return s;
+  }
+  return body_init(lr, b, b->tail ? b->tail : lr->l->body);
+}
+
+/* Parameter p's slice of a streamed operand, at element offset off of the operand's storage:
+ * counted for the piece, read in place where that storage is reachable, else written in from
+ * the caller's host tensor (dense: the slice of a C-order tensor along an axis with only
+ * length-1 axes before it is one run of bytes). */
+static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t off) {
+  int32_t id = st->g->params[p];
+  const loom__dview *ov = &lr->operands[p];
+  int64_t bytes;
+  loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
+  if (s) return s;
+  const exec_state *o = lr->outer;
+  if (ov->buffer || st->be->host_memory || !o->inputs) { /* !inputs: an empty outer slice */
+    if ((s = take(st, id, bytes))) return s;
+    st->data[id] = ov->buffer;
+    st->base_off[id] = off;
+    return LOOM_OK;
+  }
+  const loom_tensor *in = &o->inputs[o->g->values[lr->op->inputs[p]].result];
+  const char *src = (const char *)in->data + off * loom_dtype_size(in->type.dtype);
+  st->base_off[id] = 0;
+  return take_written(st, id, bytes, src);
+}
+
+/* Binds the body's parameters and in-place results to piece [lo, lo + len). */
+static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t lo) {
+  const loom_graph *g = st->g;
+  for (int32_t p = 0; p < g->n_params; p++) {
+    const loom_loop_input *r = &lr->l->rules[p];
+    const loom__dview *ov = &lr->operands[p];
+    int64_t off = ov->offset + (r->axis >= 0 ? (r->offset + lo) * ov->strides[r->axis] : 0);
+    if (lr->streamed[p]) {
+      loom_status s = bring_slice(lr, st, p, off);
+      if (s) return s;
+      continue;
+    }
+    st->data[g->params[p]] = ov->buffer;
+    st->base_off[g->params[p]] = off;
+  }
+  for (int32_t j = 0; j < g->n_outputs; j++) {
+    int32_t v = g->outputs[j];
+    if (!st->bound[v]) continue;
+    const loom__dview *res = &lr->results[j];
+    st->data[v] = res->buffer;
+    st->base_off[v] = res->offset + lo * res->strides[lr->l->combines[j].axis];
+  }
+  return LOOM_OK;
+}
+
+/* Gives back everything the piece held. */
+static void piece_reset(exec_state *st) {
+  for (int32_t v = 0; v < st->g->n_values; v++)
+    if (st->data[v] || st->bytes[v] || st->blocks[v].buffer) release(st, v);
+}
+
+/* ---- the results ---- */
+
+/* pos (i64 positions among 2k candidates, rows [outer, k, inner]) becomes the candidates'
+ * indices: acc's, or the piece's plus lo; then acc = pos. A piece whose indices are not dense
+ * is copied dense first. */
+static loom_status merge_indices(exec_state *st, const loom__dview *acc, const loom__dview *piece, block *pos,
+                                 int64_t k, int64_t inner, int64_t lo) {
+  loom__dview pv = block_view(pos, &acc->type), dense = *piece;
+  block copy = {0};
+  int64_t bytes = elements_of(&acc->type) * 8;
+  bool copied = !dview_dense(piece);
+  loom_status s = copied ? block_take(st, bytes, "the temporaries of a loop's merge", NULL, &copy) : LOOM_OK;
+  if (s) return s;
+  if (copied) {
+    dense = block_view(&copy, &piece->type);
+    s = view_copy(st, &dense, piece);
+  }
+  if (!s)
+    s = st->be->merge_index(st->dev, elements_of(&acc->type), k, inner, pv.buffer, 0, acc->buffer,
+                            acc->offset, dense.buffer, dense.offset, lo);
+  if (copied) block_give(st, &copy, bytes);
+  if (!s) s = view_copy(st, acc, &pv);
+  return s;
+}
+
+/* argmax/argmin: values V and indices I (the loop's results) against the piece's v and li. */
+static loom_status merge_arg(loop_run *lr, exec_state *st, int32_t j, int64_t lo) {
+  const loom_graph *m = lr->merge.g;
+  const loom__op *ops = &m->ops[lr->merge.first[j]]; /* worse, better, eq, wins, select, cast */
+  const loom__dview *V = &lr->results[j], *I = &lr->results[j + 1];
+  loom__dview v, li;
+  view_of(st, st->g->outputs[j], &v);
+  view_of(st, st->g->outputs[j + 1], &li);
+  int64_t e = elements_of(&V->type);
+  loom_type mask_t = V->type, idx_t = I->type;
+  mask_t.dtype = LOOM_BOOL;
+  block wins = {0}, eq = {0}, pos = {0};
+  const char *what = "the temporaries of a loop's merge";
+  loom_status s = block_take(st, e, what, NULL, &wins);
+  if (s) return s;
+  loom__dview w = block_view(&wins, &mask_t);
+  s = view_run(st, m, &ops[0], (loom__dview[]){v, *V}, &w);
+  if (!s) s = view_run(st, m, &ops[1], &w, &w);
+  if (!s && !(s = block_take(st, e, what, NULL, &eq))) {
+    loom__dview q = block_view(&eq, &mask_t);
+    s = view_run(st, m, &ops[2], (loom__dview[]){*V, *V}, &q);
+    if (!s) s = view_run(st, m, &ops[3], (loom__dview[]){w, q}, &w);
+    block_give(st, &eq, e);
+  }
+  if (!s) s = view_run(st, m, &ops[4], (loom__dview[]){w, v, *V}, V);
+  bool posed = false;
+  if (!s && !(s = block_take(st, 8 * e, what, NULL, &pos))) {
+    posed = true;
+    loom__dview pv = block_view(&pos, &idx_t);
+    s = view_run(st, m, &ops[5], &w, &pv);
+  }
+  block_give(st, &wins, e);
+  if (!s) s = merge_indices(st, I, &li, &pos, 1, 1, lo);
+  if (posed) block_give(st, &pos, 8 * e);
+  return s;
+}
+
+/* topk: the candidates so far then the piece's, side by side along the axis; the best k of
+ * them (ties keep the earlier) go straight into the loop's values. */
+static loom_status merge_topk(loop_run *lr, exec_state *st, int32_t j, int64_t lo) {
+  const loom_graph *m = lr->merge.g;
+  const loom__op *ops = &m->ops[lr->merge.first[j]]; /* concat, topk */
+  const loom_loop_output *c = &lr->l->combines[j];
+  const loom__dview *V = &lr->results[j], *I = &lr->results[j + 1];
+  loom__dview v, li;
+  view_of(st, st->g->outputs[j], &v);
+  view_of(st, st->g->outputs[j + 1], &li);
+  const loom_type *cat_t = &m->values[ops[0].outputs[0]].type;
+  int64_t cat_bytes = 0, pos_bytes = elements_of(&I->type) * 8, inner = 1;
+  loom_type_bytes(cat_t, &cat_bytes);
+  for (int32_t d = c->axis + 1; d < I->type.rank; d++) inner *= I->type.dims[d];
+  const char *what = "the temporaries of a loop's merge";
+  block cat = {0}, pos = {0};
+  loom_status s = block_take(st, cat_bytes, what, NULL, &cat);
+  if (s) return s;
+  loom__dview cv = block_view(&cat, cat_t);
+  s = view_run(st, m, &ops[0], (loom__dview[]){*V, v}, &cv);
+  bool posed = false;
+  if (!s && !(s = block_take(st, pos_bytes, what, NULL, &pos))) {
+    posed = true;
+    loom__dview outs[2] = {*V, block_view(&pos, &I->type)};
+    s = view_run(st, m, &ops[1], &cv, outs);
+  }
+  block_give(st, &cat, cat_bytes);
+  if (!s) s = merge_indices(st, I, &li, &pos, c->k, inner, lo);
+  if (posed) block_give(st, &pos, pos_bytes);
+  return s;
+}
+
+/* Piece i's result j (and j + 1 for a pair) into the loop's results. */
+static loom_status piece_result(loop_run *lr, exec_state *st, int32_t j, int64_t i, int64_t lo) {
+  const loom_loop_output *c = &lr->l->combines[j];
+  const loom__dview *res = &lr->results[j];
+  loom__dview v;
+  view_of(st, st->g->outputs[j], &v);
+  bool pair = c->combine == LOOM_COMBINE_ARGMAX || c->combine == LOOM_COMBINE_ARGMIN ||
+              c->combine == LOOM_COMBINE_TOPK;
+  if (c->combine == LOOM_COMBINE_INDEX || elements_of(&res->type) == 0) return LOOM_OK;
+  if (c->combine == LOOM_COMBINE_CONCAT) {
+    if (st->bound[st->g->outputs[j]]) return LOOM_OK; /* computed in place */
+    loom__dview slot = *res;
+    slot.type = v.type;
+    slot.offset += lo * res->strides[c->axis];
+    return view_copy(st, &slot, &v);
+  }
+  if (i == 0) { /* the first piece's results are the accumulators */
+    loom_status s = view_copy(st, res, &v);
+    if (s || !pair) return s;
+    view_of(st, st->g->outputs[j + 1], &v);
+    return view_copy(st, &lr->results[j + 1], &v); /* lo is 0: its indices are global */
+  }
+  if (c->combine == LOOM_COMBINE_TOPK) return merge_topk(lr, st, j, lo);
+  if (pair) return merge_arg(lr, st, j, lo);
+  const loom__op *bin = &lr->merge.g->ops[lr->merge.first[j]];
+  return view_run(st, lr->merge.g, bin, (loom__dview[]){*res, v}, res);
+}
+
+/* ---- the run ---- */
+
+static loom_status piece_run(loop_run *lr, int64_t i) {
+  int64_t lo = i * lr->l->piece, len = LOOM_MIN(lr->l->piece, lr->l->n - lo);
+  loop_body *b;
+  loom_status s = body_for(lr, len, &b);
+  if (s) return s;
+  exec_state *st = &b->st;
+  s = piece_bind(lr, st, lo);
+  if (!s) s = run_ops(st, b->order);
+  for (int32_t j = 0; !s && j < lr->op->n_outputs; j++) s = piece_result(lr, st, j, i, lo);
+  piece_reset(st);
+  return s;
+}
+
+static loom_status loop_setup(loop_run *lr, exec_state *st, const loom__op *op) {
+  memset(lr, 0, sizeof *lr);
+  lr->outer = st;
+  lr->op = op;
+  lr->l = op->loop;
+  lr->trips = loom__loop_trips(op->loop);
+  size_t n = (size_t)LOOM_MAX(op->n_inputs, 1);
+  lr->operands = loom__calloc(n, sizeof *lr->operands);
+  lr->streamed = loom__calloc(n, sizeof *lr->streamed);
+  if (!lr->operands || !lr->streamed) return loom__oom("a loop's state");
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    view_of(st, op->inputs[i], &lr->operands[i]);
+    lr->streamed[i] = op->loop->rules[i].axis >= 0 && loom__value_streamed(st->g, op->inputs[i]);
+  }
+  for (int32_t j = 0; j < op->n_outputs; j++) view_of(st, op->outputs[j], &lr->results[j]);
+  bool merges = false;
+  for (int32_t j = 0; j < op->n_outputs; j++)
+    merges |=
+        lr->l->combines[j].combine != LOOM_COMBINE_CONCAT && lr->l->combines[j].combine != LOOM_COMBINE_INDEX;
+  return merges ? merge_build(lr) : LOOM_OK;
+}
+
+static void loop_teardown(loop_run *lr) {
+  body_deinit(lr, &lr->body[0]);
+  body_deinit(lr, &lr->body[1]);
+  loom_graph_destroy(lr->merge.g);
+  loom__free(lr->operands);
+  loom__free(lr->streamed);
+}
+
+static loom_status run_loop(exec_state *st, const loom__op *op) {
+  if (!st->be->copy || !st->be->merge_index)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "loop: the %s backend runs no loops (no copy or merge_index)",
+                       st->be->name);
+  loop_run lr;
+  loom_status s = loop_setup(&lr, st, op);
+  int64_t i = 0;
+  for (; !s && i < lr.trips; i++) s = piece_run(&lr, i);
+  if (s && i > 0) {
+    int64_t lo = (i - 1) * lr.l->piece;
+    loom__error_prefix("piece %lld of %lld [%lld, %lld): ", (long long)i, (long long)lr.trips, (long long)lo,
+                       (long long)LOOM_MIN(lo + lr.l->piece, lr.l->n));
+  }
+  if (s) loom__error_prefix("loop over %lld in pieces of %lld: ", (long long)lr.l->n, (long long)lr.l->piece);
+  loop_teardown(&lr);
+  return s;
 }
 
 /* Waits for the device; on a failed run the first error's message is kept. */

@@ -3,7 +3,7 @@
  * synchronize. */
 #include <string.h>
 
-#include "backends/backend.h"
+#include "backends/cpu/cpu_kernels.h"
 
 void loom__dview_to_host(const loom__dview *in, loom__view *out) {
   memset(out, 0, sizeof *out);
@@ -32,9 +32,44 @@ static loom_status cpu_synchronize(void *dev) {
   return LOOM_OK;
 }
 
+static loom_status cpu_copy(void *dev, int64_t elem, int32_t rank, const int64_t *dims, void *dst,
+                            int64_t dst_off, const int64_t *dst_strides, void *src, int64_t src_off,
+                            const int64_t *src_strides) {
+  (void)dev;
+  if (rank < 0 || rank > 2 * LOOM_MAX_RANK ||
+      (elem != 1 && elem != 2 && elem != 4 && elem != 8 && elem != 16))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: copy of rank %d, %lld-byte elements", (int)rank,
+                       (long long)elem);
+  for (int32_t d = 0; d < rank; d++)
+    if (dims[d] == 0) return LOOM_OK;
+  loom__cpu_strided_copy(elem, rank, dims, (char *)dst + dst_off * elem, dst_strides,
+                         (const char *)src + src_off * elem, src_strides);
+  return LOOM_OK;
+}
+
+/* Rows of the merge are short (2k candidates): threads only pay off over many of them. */
+#define MERGE_PARALLEL_MIN 65536
+
+static loom_status cpu_merge_index(void *dev, int64_t total, int64_t k, int64_t inner, void *pos,
+                                   int64_t pos_off, void *acc, int64_t acc_off, void *piece,
+                                   int64_t piece_off, int64_t lo) {
+  (void)dev;
+  if (total <= 0) return LOOM_OK;
+  int64_t *p = (int64_t *)pos + pos_off;
+  const int64_t *a = (const int64_t *)acc + acc_off, *b = (const int64_t *)piece + piece_off;
+#pragma omp parallel for schedule(static) if (total > MERGE_PARALLEL_MIN)
+  for (int64_t e = 0; e < total; e++) {
+    int64_t row = e / (k * inner) * k * inner + e % inner, q = p[e];
+    p[e] = q < k ? a[row + q * inner] : b[row + (q - k) * inner] + lo;
+  }
+  return LOOM_OK;
+}
+
 const loom__backend loom__cpu_backend = {
     .name = "cpu",
     .host_memory = true,
     .run_op = cpu_run,
     .synchronize = cpu_synchronize,
+    .copy = cpu_copy,
+    .merge_index = cpu_merge_index,
 };

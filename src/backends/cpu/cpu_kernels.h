@@ -12,6 +12,10 @@ loom_status loom__cpu_elementwise(const loom_graph *g, const loom__op *op, const
 /* reshape transpose broadcast slice concat tile, materialized densely (cpu_layout.c) */
 loom_status loom__cpu_layout(const loom_graph *g, const loom__op *op, const loom__view *in,
                              const loom__view *out);
+/* Copies the iteration space dims (rank up to 2 LOOM_MAX_RANK) of esize-byte elements from
+ * src to dst through element strides (NULL: dense), on OpenMP threads (cpu_layout.c). */
+void loom__cpu_strided_copy(int64_t esize, int32_t rank, const int64_t *dims, void *dst,
+                            const int64_t *dst_strides, const void *src, const int64_t *src_strides);
 /* reduce_*, argmax, argmin, topk (cpu_reduce.c) */
 loom_status loom__cpu_reduce(const loom_graph *g, const loom__op *op, const loom__view *in,
                              const loom__view *out, void *scratch, int64_t scratch_bytes);

@@ -146,6 +146,11 @@ static void strided_copy(int64_t esize, int32_t rank, const int64_t *dims, void 
   }
 }
 
+void loom__cpu_strided_copy(int64_t esize, int32_t rank, const int64_t *dims, void *dst,
+                            const int64_t *dst_strides, const void *src, const int64_t *src_strides) {
+  strided_copy(esize, rank, dims, dst, dst_strides, src, src_strides);
+}
+
 static loom_status bad(const loom__op *op, const loom__view *in, const loom__view *out, const char *why) {
   char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX];
   return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: %s to %s: %s", loom_op_name(op->kind),

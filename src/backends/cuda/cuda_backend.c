@@ -107,6 +107,40 @@ static loom_status cu_run_op(void *dev, const loom__op_call *c) {
   return loom__dispatch(&launchers, d, d->id, &d->lock, c);
 }
 
+/* ---- what loops need besides ops ---------------------------------------------------------- */
+
+static loom_status cu_strided_copy(void *dev, int64_t elem, int32_t rank, const int64_t *dims, void *dst,
+                                   int64_t dst_off, const int64_t *dst_strides, void *src, int64_t src_off,
+                                   const int64_t *src_strides) {
+  loom__cu_device *d = dev;
+  if (rank < 0 || rank > LM_COPY_RANK)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: a copy of rank %d (at most %d)", d->id, (int)rank,
+                       LM_COPY_RANK);
+  pthread_mutex_lock(&d->lock);
+  loom_status s = loom__cu_enter(d);
+  if (!s)
+    s = loom__cu_copy_strided(d, elem, rank, dims, dst, dst_off, dst_strides, src, src_off, src_strides);
+  pthread_mutex_unlock(&d->lock);
+  return s;
+}
+
+static loom_status cu_merge_index(void *dev, int64_t total, int64_t k, int64_t inner, void *pos,
+                                  int64_t pos_off, void *acc, int64_t acc_off, void *piece, int64_t piece_off,
+                                  int64_t lo) {
+  loom__cu_device *d = dev;
+  if (total <= 0) return LOOM_OK;
+  pthread_mutex_lock(&d->lock);
+  loom_status s = loom__cu_enter(d);
+  if (!s)
+    s = loom__cu_check(
+        d,
+        loom__cu_merge_index(d->stream, (int64_t *)pos + pos_off, (const int64_t *)acc + acc_off,
+                             (const int64_t *)piece + piece_off, total, k, inner, lo),
+        "the merge_index kernel");
+  pthread_mutex_unlock(&d->lock);
+  return s;
+}
+
 const loom__backend loom__cuda_backend = {
     .name = "cuda",
     .host_memory = false,
@@ -114,4 +148,6 @@ const loom__backend loom__cuda_backend = {
     .close = cu_close,
     .run_op = cu_run_op,
     .synchronize = cu_synchronize,
+    .copy = cu_strided_copy,
+    .merge_index = cu_merge_index,
 };

@@ -37,6 +37,9 @@ cudaError_t loom__cu_select(cudaStream_t stream, int64_t esize, void *out, const
 cudaError_t loom__cu_copy(cudaStream_t stream, int64_t esize, void *dst, const void *src, const lm_copy *m);
 /* Element sizes 4 and 8 (lm_copy's dst side). */
 cudaError_t loom__cu_zero(cudaStream_t stream, int64_t esize, void *dst, const lm_copy *m);
+/* A loop's merged candidates' indices (backend.h, loom__merge_index_fn), offsets applied. */
+cudaError_t loom__cu_merge_index(cudaStream_t stream, int64_t *pos, const int64_t *acc, const int64_t *piece,
+                                 int64_t total, int64_t k, int64_t inner, int64_t lo);
 /* group: one block per output (long reductions), else one thread per output. */
 cudaError_t loom__cu_reduce(cudaStream_t stream, int dt, const void *in, void *out, const lm_reduce *m,
                             int kind, int group);

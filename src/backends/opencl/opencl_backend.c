@@ -199,6 +199,44 @@ static loom_status cl_run_op(void *dev, const loom__op_call *c) {
   return loom__dispatch(&launchers, d, d->id, &d->lock, c);
 }
 
+/* ---- what loops need besides ops ---------------------------------------------------------- */
+
+static loom_status cl_strided_copy(void *dev, int64_t elem, int32_t rank, const int64_t *dims, void *dst,
+                                   int64_t dst_off, const int64_t *dst_strides, void *src, int64_t src_off,
+                                   const int64_t *src_strides) {
+  loom__cl_device *d = dev;
+  if (rank < 0 || rank > LM_COPY_RANK)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: a copy of rank %d (at most %d)", d->id, (int)rank,
+                       LM_COPY_RANK);
+  pthread_mutex_lock(&d->lock);
+  loom_status s = loom__cl_copy(d, elem, rank, dims, (cl_mem)dst, dst_off, dst_strides, (cl_mem)src, src_off,
+                                src_strides);
+  pthread_mutex_unlock(&d->lock);
+  return s;
+}
+
+static loom_status cl_merge_index(void *dev, int64_t total, int64_t k, int64_t inner, void *pos,
+                                  int64_t pos_off, void *acc, int64_t acc_off, void *piece, int64_t piece_off,
+                                  int64_t lo) {
+  loom__cl_device *d = dev;
+  if (total <= 0) return LOOM_OK;
+  pthread_mutex_lock(&d->lock);
+  loom__cl_kernel *kern;
+  loom_status s = loom__cl_kernel_get(d, LOOM__CL_PROG_LAYOUT, "merge_index", &kern);
+  if (s == LOOM_ERR_UNSUPPORTED) s = loom__error(LOOM_ERR_INTERNAL, "%s: no merge_index kernel", d->id);
+  if (!s) {
+    cl_mem p = pos, a = acc, b = piece;
+    cl_long args_v[] = {pos_off, acc_off, piece_off, total, k, inner, lo};
+    loom__cl_arg args[] = {LOOM__CL_ARG(p),         LOOM__CL_ARG(args_v[0]), LOOM__CL_ARG(a),
+                           LOOM__CL_ARG(args_v[1]), LOOM__CL_ARG(b),         LOOM__CL_ARG(args_v[2]),
+                           LOOM__CL_ARG(args_v[3]), LOOM__CL_ARG(args_v[4]), LOOM__CL_ARG(args_v[5]),
+                           LOOM__CL_ARG(args_v[6])};
+    s = loom__cl_launch(d, kern, args, 10, total, d->is_cpu ? 1 : 64);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return s;
+}
+
 const loom__backend loom__opencl_backend = {
     .name = "opencl",
     .host_memory = false,
@@ -206,4 +244,6 @@ const loom__backend loom__opencl_backend = {
     .close = cl_close,
     .run_op = cl_run_op,
     .synchronize = cl_synchronize,
+    .copy = cl_strided_copy,
+    .merge_index = cl_merge_index,
 };
