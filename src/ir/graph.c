@@ -190,8 +190,8 @@ static loom_status check_attrs(loom_op op, const loom_attrs *attrs) {
 }
 
 loom_status loom__graph_append(loom_graph *g, loom_op op, const loom_value *inputs, int32_t n_inputs,
-                             const loom_attrs *attrs, const loom_type *types, int32_t n_results,
-                             const void *const_data, loom_value *outs, int32_t n_outs) {
+                               const loom_attrs *attrs, const loom_type *types, int32_t n_results,
+                               const void *const_data, loom_value *outs, int32_t n_outs) {
   if (loom__grow((void **)&g->ops, &g->cap_ops, g->n_ops + 1, sizeof *g->ops)) return LOOM_ERR_OUT_OF_MEMORY;
   if (loom__grow((void **)&g->values, &g->cap_values, g->n_values + n_results, sizeof *g->values))
     return LOOM_ERR_OUT_OF_MEMORY;
@@ -270,7 +270,8 @@ loom_status loom_graph_add(loom_graph *g, loom_op op, const loom_value *inputs, 
                     info->name, loom_type_format(result_type, want, sizeof want),
                     loom_type_format(&types[0], got, sizeof got));
   }
-  if (!s) s = loom__graph_append(g, op, inputs, n_inputs, attrs, types, info->n_results, const_data, outs, n_outs);
+  if (!s)
+    s = loom__graph_append(g, op, inputs, n_inputs, attrs, types, info->n_results, const_data, outs, n_outs);
   if (s) return loom__graph_fail(g, s);
   return LOOM_OK;
 }
@@ -403,12 +404,14 @@ loom_status loom_graph_clone(const loom_graph *g, loom_graph **out) {
     c->values[i].name = NULL;
     if (g->values[i].name && !(c->values[i].name = loom__strdup(g->values[i].name))) goto oom;
   }
-  for (int32_t i = 0; i < g->n_ops; i++, c->n_ops++) {
+  for (int32_t i = 0; i < g->n_ops; i++) {
     const loom__op *o = &g->ops[i];
     c->ops[i] = *o;
     c->ops[i].inputs = NULL;
     c->ops[i].const_data = NULL;
     c->ops[i].loop = NULL;
+    /* Counted before its parts are copied, so that a failure part way frees those copied. */
+    c->n_ops++;
     if (o->loop && !(c->ops[i].loop = loom__loop_clone(o->loop))) goto oom;
     if (o->n_inputs) {
       if (!(c->ops[i].inputs = loom__malloc(sizeof(int32_t) * (size_t)o->n_inputs))) goto oom;

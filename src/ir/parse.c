@@ -7,6 +7,9 @@
  *   file      = "graph" NAME "(" [param ("," param)*] ")" "{" statement* return "}"
  *   param     = NAME ":" type
  *   statement = NAME ("," NAME)* "=" OP [data] NAME* (KEY "=" value)* [":" type ("," type)*]
+ *             | NAME ("," NAME)* "=" "loop" KEY "=" INT KEY "=" INT "{" in* statement* out+ "}"
+ *   in        = "in" NAME "=" NAME (KEY "=" INT)*                  (axis, offset)
+ *   out       = "out" NAME COMBINE (KEY "=" value)*                (axis, k, largest)
  *   return    = "return" NAME ("," NAME)*
  *   type      = DTYPE "[" [INT ("," INT)*] "]"
  *   value     = INT | FLOAT | true | false | DTYPE | "[" [INT ("," INT)*] "]"
@@ -14,15 +17,21 @@
  *   number    = INT | FLOAT | inf | -inf | nan | true | false
  *
  * Where IR.md leaves room, this file decides:
- * - A statement ends at the end of its line, at ';' or at the '}' closing the graph. Inside
- *   (..) and [..], and after a ',' in a list of names, newlines are free. Without line ends
- *   `k=1` followed by `y = ...` could not be told apart, since an attribute is NAME=VALUE.
+ * - A statement ends at the end of its line, at ';' or at the '}' closing the graph (or a
+ *   loop's body). Inside (..) and [..], and after a ',' in a list of names, newlines are free.
+ *   Without line ends `k=1` followed by `y = ...` could not be told apart, since an attribute
+ *   is NAME=VALUE.
  * - A multi-result op (topk) takes either one annotation, which must equal its first result's
  *   type (as loom_graph_add checks it), or one per result: `: f32[4,2], i64[4,2]`. The printer
  *   writes none for it.
  * - Columns count bytes from 1. Outside comments the text is ASCII; comments may hold any
  *   UTF-8. A NUL byte or invalid UTF-8 anywhere fails before parsing starts, at that byte, so
  *   a binary file gets one clear message. A leading UTF-8 byte order mark is skipped.
+ * - Loops (docs/ir-loops.md): `in`, `out` and a loop's `n` and `piece` are keywords only where
+ *   a loop reads them; a value may still be named in, out or loop. A body is a graph of its own
+ *   (named "body"): it sees only its own names, outer values entering through its `in` lines,
+ *   and its names end with it. Its lines are separated as a graph's are (line ends or ';').
+ *   Bodies nest at most LIR_MAX_LOOP_DEPTH deep. A loop takes no `: TYPE`.
  * - Constants: a scalar is written bare (`constant 2 : f32[]`) or as a one-element list; c64
  *   and c128 take N real parts or 2N numbers interleaved re,im; bool takes true/false/0/1;
  *   integer dtypes take integral numbers in their range; a finite number that overflows its
@@ -30,8 +39,9 @@
  *
  * Every error is one line, "FILE:LINE:COL: error: MESSAGE", LOOM_ERR_INVALID_ARGUMENT, with
  * the place of the offending token; errors from the builder are placed at the op's name (or at
- * the annotation, for a declared type that differs from the inferred one); running out of memory
- * is OUT_OF_MEMORY. On any error the partial graph is freed.
+ * the annotation, for a declared type that differs from the inferred one; a loop's at `loop`,
+ * once its body is read); running out of memory is OUT_OF_MEMORY. On any error the partial
+ * graph is freed.
  *
  * loom_graph_load: a missing file is NOT_FOUND, other read failures (a directory, say) IO, both
  * "PATH: strerror"; a file over 1 GiB is INVALID_ARGUMENT, refused before it is read.
@@ -52,11 +62,29 @@
 
 /* loom_graph_load refuses larger files: .lir is meant to be written and read by people. */
 #define LIR_MAX_FILE_BYTES ((int64_t)1 << 30)
-/* Result names in one statement; ops give at most 2, the rest is for a clear message. */
-#define LIR_MAX_NAMES 8
+/* Result names in one statement: as many as a loop gives (a plain op gives at most 2). */
+#define LIR_MAX_NAMES LOOM_LOOP_MAX_RESULTS
+/* Loops nested deeper are refused: no writer (person or rewrite) nests them so far, and the
+ * parser reads a body by recursion, which hostile input must not drive through the stack. */
+#define LIR_MAX_LOOP_DEPTH 32
 
 typedef loom__token token;
 typedef loom__lex_state lex_state;
+
+/* A defined name, by its place in the text. loom_graph_find is a linear scan; looking names
+ * up through it would make parsing quadratic in the number of statements. */
+typedef struct name_entry {
+  size_t start, len;
+  int32_t id; /* -1: empty slot */
+} name_entry;
+
+/* One graph's names: the file's graph, or a loop's body, which sees only its own. */
+typedef struct scope {
+  loom_graph *g;
+  name_entry *names;
+  int32_t cap_names, n_names;
+  const struct scope *up; /* the scope around this one (a body's enclosing graph), or NULL */
+} scope;
 
 typedef struct parser {
   loom__lexer lx;
@@ -66,16 +94,12 @@ typedef struct parser {
   int32_t cap_operands;
   char *name; /* scratch: the NUL-terminated copy of a name */
   int32_t cap_name;
+  /* The current scope (the graph being built and its names), as struct scope holds it. */
   struct name_entry *names; /* the names defined so far, an open-addressing hash table */
   int32_t cap_names, n_names;
+  const struct scope *up;
+  int32_t loop_depth; /* bodies open around the current token */
 } parser;
-
-/* A defined name, by its place in the text. loom_graph_find is a linear scan; looking names
- * up through it would make parsing quadratic in the number of statements. */
-typedef struct name_entry {
-  size_t start, len;
-  int32_t id; /* -1: empty slot */
-} name_entry;
 
 #define TRY(expr)                \
   do {                           \
@@ -169,12 +193,21 @@ static loom_status name_add(parser *p, const token *t, int32_t id) {
   return LOOM_OK;
 }
 
+static int32_t scope_find(const parser *p, const scope *sc, const token *t) {
+  return sc->cap_names ? name_slot(p, sc->names, sc->cap_names, t)->id : -1;
+}
+
 /* The value a name refers to; "'q' is not defined" otherwise. */
 static loom_status lookup(parser *p, const token *t, loom_value *out) {
   DESC_BUF;
   out->id = name_find(p, t);
-  if (out->id < 0) return FAIL(t, "%s is not defined", DESC(t));
-  return LOOM_OK;
+  if (out->id >= 0) return LOOM_OK;
+  for (const scope *sc = p->up; sc; sc = sc->up)
+    if (scope_find(p, sc, t) >= 0)
+      return FAIL(
+          t, "%s is not defined in the loop's body (a value from outside enters it through an 'in' line)",
+          DESC(t));
+  return FAIL(t, "%s is not defined", DESC(t));
 }
 
 static loom_status check_undefined(parser *p, const token *t) {
@@ -615,7 +648,8 @@ static loom_status parse_op(parser *p, stmt *st) {
   if (!loom_op_parse(p->lx.text + t->start, t->len, &st->op)) return FAIL(t, "unknown op %s", DESC(t));
   st->op_tok = *t;
   st->info = loom__op_info_of(st->op);
-  if (st->n_names != st->info->n_results)
+  /* A loop's count is its body's 'out' lines, checked once the body is read. */
+  if (st->op != LOOM_OP_LOOP && st->n_names != st->info->n_results)
     return FAIL(&st->names[0], "%s gives %d result%s, but %d name%s given", st->info->name,
                 (int)st->info->n_results, st->info->n_results == 1 ? "" : "s", (int)st->n_names,
                 st->n_names == 1 ? " is" : "s are");
@@ -661,6 +695,18 @@ static loom_status expect_statement_end(parser *p) {
   return FAIL(t, "expected the end of the statement, found %s", DESC(t));
 }
 
+/* Gives the statement's results its names. */
+static loom_status name_results(parser *p, const stmt *st, const loom_value *outs) {
+  for (int32_t r = 0; r < st->n_names; r++) {
+    const char *name;
+    TRY(tok_name(p, &st->names[r], &name));
+    loom_status s = loom_value_set_name(p->g, outs[r], name);
+    if (s) return loom__lex_locate(&p->lx, &st->names[r], s);
+    TRY(name_add(p, &st->names[r], outs[r].id));
+  }
+  return LOOM_OK;
+}
+
 /* Adds the parsed statement to the graph and names its results. */
 static loom_status build_statement(parser *p, stmt *st) {
   const loom__op_info *info = st->info;
@@ -693,20 +739,17 @@ static loom_status build_statement(parser *p, stmt *st) {
                   loom_type_format(inferred, got, sizeof got));
     }
   }
-  for (int32_t r = 0; r < st->n_names; r++) {
-    const char *name;
-    TRY(tok_name(p, &st->names[r], &name));
-    if ((s = loom_value_set_name(p->g, outs[r], name))) return loom__lex_locate(&p->lx, &st->names[r], s);
-    TRY(name_add(p, &st->names[r], outs[r].id));
-  }
-  return LOOM_OK;
+  return name_results(p, st, outs);
 }
+
+static loom_status parse_loop(parser *p, stmt *st);
 
 static loom_status parse_statement(parser *p) {
   stmt st;
   memset(&st, 0, sizeof st);
   TRY(parse_names(p, &st));
   TRY(parse_op(p, &st));
+  if (st.op == LOOM_OP_LOOP) return parse_loop(p, &st);
   if (st.op == LOOM_OP_CONSTANT) {
     st.data_state = p->lx.st;
     st.data_tok = p->tok;
@@ -739,6 +782,333 @@ static loom_status parse_return(parser *p) {
   return s ? loom__lex_locate(&p->lx, &ret, s) : LOOM_OK;
 }
 
+/* What a line is, from its first two tokens. A value may be named return, in or out: then
+ * an '=' or ',' follows the name. */
+typedef enum line_kind { LINE_STATEMENT, LINE_RETURN, LINE_IN, LINE_OUT } line_kind;
+
+static line_kind line_kind_of(const parser *p, const token *t, const token *after) {
+  if (loom__tok_punct(after, '=') || loom__tok_punct(after, ',')) return LINE_STATEMENT;
+  if (loom__tok_word(&p->lx, t, "return")) return LINE_RETURN;
+  if (after->kind == LOOM_TOK_IDENT && loom__tok_word(&p->lx, t, "in")) return LINE_IN;
+  if (after->kind == LOOM_TOK_IDENT && loom__tok_word(&p->lx, t, "out")) return LINE_OUT;
+  return LINE_STATEMENT;
+}
+
+/* ---- loops (docs/ir-loops.md) ----------------------------------------------------------- */
+
+/* Makes *other the parser's current scope, and the current one *other. */
+static void scope_swap(parser *p, scope *other) {
+  scope cur = {p->g, p->names, p->cap_names, p->n_names, p->up};
+  p->g = other->g;
+  p->names = other->names;
+  p->cap_names = other->cap_names;
+  p->n_names = other->n_names;
+  p->up = other->up;
+  *other = cur;
+}
+
+/* A loop being read: its figures and what its 'in' and 'out' lines gave. */
+typedef struct loop_parts {
+  token loop_tok;
+  int64_t n, piece;
+  loom_value *operands; /* the outer values, one per 'in' line */
+  loom_loop_input *rules;
+  int32_t n_in, cap_operands, cap_rules;
+  loom_value outs[LOOM_LOOP_MAX_RESULTS]; /* the body's values, one per 'out' line */
+  loom_loop_output combines[LOOM_LOOP_MAX_RESULTS];
+  int32_t n_out;
+} loop_parts;
+
+/* An integer attribute's value (the current token); negative values are refused, since a
+ * loop's figures and axes count from 0. */
+static loom_status loop_int(parser *p, const char *context, const char *key, int64_t *out) {
+  DESC_BUF;
+  token *t = &p->tok;
+  if (t->kind != LOOM_TOK_INT)
+    return FAIL(t, "%s: attribute '%s' takes an integer, found %s", context, key, DESC(t));
+  TRY(loom__tok_i64(&p->lx, t, out));
+  if (*out < 0) return FAIL(t, "%s: %s=%lld is negative", context, key, (long long)*out);
+  return next(p);
+}
+
+/* "n" "=" INT "piece" "=" INT "{", in either order; the '{' is consumed. */
+static loom_status parse_loop_header(parser *p, loop_parts *lp) {
+  DESC_BUF;
+  bool have[2] = {false, false}; /* n, piece */
+  token after;
+  while (p->tok.kind == LOOM_TOK_IDENT) {
+    token key = p->tok;
+    TRY(peek(p, &after));
+    if (!loom__tok_punct(&after, '='))
+      return FAIL(&key, "loop: takes no operands, found %s (the body's 'in' lines name what it reads)",
+                  DESC(&key));
+    int which = loom__tok_word(&p->lx, &key, "n") ? 0 : loom__tok_word(&p->lx, &key, "piece") ? 1 : -1;
+    if (which < 0) return FAIL(&key, "loop: unknown attribute %s (a loop takes n=N piece=P)", DESC(&key));
+    const char *name = which ? "piece" : "n";
+    if (have[which]) return FAIL(&key, "attribute '%s' is given twice", name);
+    TRY(next(p)); /* the key */
+    TRY(next(p)); /* '=' */
+    TRY(loop_int(p, "loop", name, which ? &lp->piece : &lp->n));
+    have[which] = true;
+  }
+  token *t = &p->tok;
+  if (loom__tok_punct(t, ':'))
+    return FAIL(t, "loop: takes no ': TYPE' annotation (its results' types follow from its body)");
+  if (!loom__tok_punct(t, '{')) return FAIL(t, "expected '{' to open the loop's body, found %s", DESC(t));
+  if (!have[0] || !have[1])
+    return FAIL(&lp->loop_tok, "loop: needs %s",
+                !have[0] ? "n=N, the length it runs over" : "piece=P, the length of a piece");
+  return next(p);
+}
+
+/* Reads the optional axis=A offset=O of an 'in' line reading `src` (of type t). */
+static loom_status parse_in_rule(parser *p, const token *src, const loom_type *t, loom_loop_input *rule) {
+  DESC_BUF;
+  bool have[2] = {false, false}; /* axis, offset */
+  token offset_key = {0};
+  token after;
+  while (p->tok.kind == LOOM_TOK_IDENT) {
+    token key = p->tok;
+    TRY(peek(p, &after));
+    if (!loom__tok_punct(&after, '=')) break; /* expect_statement_end names it */
+    int which = loom__tok_word(&p->lx, &key, "axis") ? 0 : loom__tok_word(&p->lx, &key, "offset") ? 1 : -1;
+    if (which < 0) return FAIL(&key, "in: unknown attribute %s (in takes axis=A and offset=O)", DESC(&key));
+    const char *name = which ? "offset" : "axis";
+    if (have[which]) return FAIL(&key, "attribute '%s' is given twice", name);
+    TRY(next(p));
+    TRY(next(p));
+    token value = p->tok;
+    int64_t v;
+    TRY(loop_int(p, "in", name, &v));
+    if (which == 0 && v >= t->rank) {
+      char tb[LOOM_TYPE_STRING_MAX];
+      return FAIL(&value, "in: axis %lld is out of range for %s (%s)", (long long)v, DESC(src),
+                  loom_type_format(t, tb, sizeof tb));
+    }
+    if (which == 0) rule->axis = (int32_t)v;
+    if (which == 1) {
+      rule->offset = v;
+      offset_key = key;
+    }
+    have[which] = true;
+  }
+  if (have[1] && !have[0])
+    return FAIL(&offset_key, "in: offset=O needs axis=A (a value passed whole has no offset)");
+  return LOOM_OK;
+}
+
+/* "in" NAME "=" OUTER [axis=A] [offset=O]: the body's next parameter, which reads OUTER, a name
+ * of the enclosing graph `outer`: sliced along axis (a full piece long there), or whole. */
+static loom_status parse_in(parser *p, const scope *outer, loop_parts *lp) {
+  DESC_BUF;
+  TRY(next(p)); /* 'in' */
+  token name = p->tok;
+  TRY(check_undefined(p, &name));
+  TRY(next(p));
+  if (!loom__tok_punct(&p->tok, '='))
+    return FAIL(&p->tok, "in: expected '=' after %s, found %s", DESC(&name), DESC2(&p->tok));
+  TRY(next(p));
+  token src = p->tok;
+  if (src.kind != LOOM_TOK_IDENT)
+    return FAIL(&src, "expected the name of a value outside the loop, found %s", DESC(&src));
+  int32_t id = scope_find(p, outer, &src);
+  if (id < 0) return FAIL(&src, "%s is not defined outside the loop", DESC(&src));
+  TRY(next(p));
+  loom_type t = outer->g->values[id].type;
+  loom_loop_input rule = {-1, 0};
+  TRY(parse_in_rule(p, &src, &t, &rule));
+  TRY(expect_statement_end(p));
+  if (rule.axis >= 0) t.dims[rule.axis] = lp->piece;
+  const char *cname;
+  TRY(tok_name(p, &name, &cname));
+  loom_value v = loom_graph_param(p->g, cname, &t);
+  if (v.id < 0) return loom__lex_locate(&p->lx, &name, p->g->error ? p->g->error : LOOM_ERR_INVALID_ARGUMENT);
+  TRY(name_add(p, &name, v.id));
+  if (loom__grow((void **)&lp->operands, &lp->cap_operands, lp->n_in + 1, sizeof *lp->operands) ||
+      loom__grow((void **)&lp->rules, &lp->cap_rules, lp->n_in + 1, sizeof *lp->rules))
+    return LOOM_ERR_OUT_OF_MEMORY;
+  lp->operands[lp->n_in] = (loom_value){id};
+  lp->rules[lp->n_in++] = rule;
+  return LOOM_OK;
+}
+
+/* The attributes a combine takes and needs (LOOM_ATTR_AXIS, _K, _LARGEST bits). */
+static void combine_attrs(loom_combine c, uint32_t *allowed, uint32_t *required) {
+  *allowed = *required = 0;
+  if (c == LOOM_COMBINE_CONCAT) *allowed = *required = LOOM_ATTR_AXIS;
+  if (c == LOOM_COMBINE_TOPK) {
+    *allowed = LOOM_ATTR_AXIS | LOOM_ATTR_K | LOOM_ATTR_LARGEST;
+    *required = LOOM_ATTR_AXIS | LOOM_ATTR_K;
+  }
+}
+
+/* axis=A k=K largest=B after a combine, as `out` (of combine c, named by token ct) takes them. */
+static loom_status parse_combine_attrs(parser *p, const token *ct, loom_loop_output *out) {
+  DESC_BUF;
+  const char *cn = loom_combine_name(out->combine);
+  uint32_t allowed, required, seen = 0;
+  combine_attrs(out->combine, &allowed, &required);
+  token after;
+  while (p->tok.kind == LOOM_TOK_IDENT) {
+    token key = p->tok;
+    TRY(peek(p, &after));
+    if (!loom__tok_punct(&after, '=')) break; /* expect_statement_end names it */
+    uint32_t bit = loom__tok_word(&p->lx, &key, "axis")      ? LOOM_ATTR_AXIS
+                   : loom__tok_word(&p->lx, &key, "k")       ? LOOM_ATTR_K
+                   : loom__tok_word(&p->lx, &key, "largest") ? LOOM_ATTR_LARGEST
+                                                             : 0;
+    if (!(allowed & bit)) return FAIL(&key, "out: combine '%s' takes no attribute %s", cn, DESC(&key));
+    const char *name = bit == LOOM_ATTR_AXIS ? "axis" : bit == LOOM_ATTR_K ? "k" : "largest";
+    if (seen & bit) return FAIL(&key, "attribute '%s' is given twice", name);
+    seen |= bit;
+    TRY(next(p));
+    TRY(next(p));
+    token *t = &p->tok;
+    if (bit == LOOM_ATTR_LARGEST) {
+      out->largest = loom__tok_word(&p->lx, t, "true");
+      if (!out->largest && !loom__tok_word(&p->lx, t, "false"))
+        return FAIL(t, "out: attribute 'largest' takes true or false, found %s", DESC(t));
+      TRY(next(p));
+    } else if (bit == LOOM_ATTR_K) {
+      TRY(loop_int(p, "out", name, &out->k));
+    } else {
+      token value = *t;
+      int64_t axis;
+      TRY(loop_int(p, "out", name, &axis));
+      if (axis >= LOOM_MAX_RANK)
+        return FAIL(&value, "out: axis=%lld is out of range (a tensor has at most %d axes)", (long long)axis,
+                    LOOM_MAX_RANK);
+      out->axis = (int32_t)axis;
+    }
+  }
+  if (required & ~seen)
+    return FAIL(ct, "out: combine '%s' needs %s", cn, (required & ~seen & LOOM_ATTR_AXIS) ? "axis=A" : "k=K");
+  return LOOM_OK;
+}
+
+/* "out" NAME COMBINE [attributes]: the loop's next result, the body's value NAME. */
+static loom_status parse_out(parser *p, loop_parts *lp) {
+  DESC_BUF;
+  token out_tok = p->tok;
+  if (lp->n_out == LOOM_LOOP_MAX_RESULTS)
+    return FAIL(&out_tok, "a loop gives at most %d results", LOOM_LOOP_MAX_RESULTS);
+  TRY(next(p)); /* 'out' */
+  token name = p->tok;
+  loom_value v;
+  TRY(lookup(p, &name, &v));
+  TRY(next(p));
+  token ct = p->tok;
+  if (ct.kind != LOOM_TOK_IDENT)
+    return FAIL(&ct,
+                "out: expected how the pieces of %s combine (concat, sum, prod, max, min, argmax, argmin, "
+                "topk or index), found %s",
+                DESC(&name), DESC2(&ct));
+  int c = 0;
+  while (c < LOOM_COMBINE_COUNT && !loom__tok_word(&p->lx, &ct, loom_combine_name((loom_combine)c))) c++;
+  if (c == LOOM_COMBINE_COUNT)
+    return FAIL(&ct, "unknown combine %s (concat, sum, prod, max, min, argmax, argmin, topk or index)",
+                DESC(&ct));
+  TRY(next(p));
+  /* Fields a combine does not use stay 0 (graph.h); topk's largest defaults as topk's does. */
+  loom_loop_output out = {(loom_combine)c, 0, 0, c == LOOM_COMBINE_TOPK};
+  TRY(parse_combine_attrs(p, &ct, &out));
+  TRY(expect_statement_end(p));
+  lp->outs[lp->n_out] = v;
+  lp->combines[lp->n_out++] = out;
+  return LOOM_OK;
+}
+
+/* The body's lines up to its closing '}', which stays the current token: 'in' lines, then
+ * statements, then 'out' lines. `outer` holds the enclosing graph's names. */
+static loom_status parse_loop_lines(parser *p, const scope *outer, loop_parts *lp) {
+  DESC_BUF;
+  enum { INS, STATEMENTS, OUTS } part = INS;
+  for (;;) {
+    TRY(skip_newlines(p, true));
+    token *t = &p->tok;
+    if (loom__tok_punct(t, '}')) {
+      if (lp->n_out == 0)
+        return FAIL(t, "the loop's body has no 'out' line: a loop gives at least one result");
+      return LOOM_OK;
+    }
+    if (t->kind == LOOM_TOK_EOF)
+      return FAIL(t, "end of input before the '}' closing the loop at %d:%d", (int)lp->loop_tok.line,
+                  (int)lp->loop_tok.col);
+    token after;
+    TRY(peek(p, &after));
+    switch (line_kind_of(p, t, &after)) {
+      case LINE_IN:
+        if (part != INS)
+          return FAIL(t, "'in' after the body's %s: a loop's body starts with its 'in' lines",
+                      part == OUTS ? "'out' lines" : "statements");
+        TRY(parse_in(p, outer, lp));
+        break;
+      case LINE_OUT:
+        part = OUTS;
+        TRY(parse_out(p, lp));
+        break;
+      case LINE_RETURN:
+        return FAIL(t, "'return' in a loop's body: the body gives its results with 'out' lines");
+      case LINE_STATEMENT:
+        if (part == OUTS) return FAIL(t, "%s after the 'out' lines: they end the loop's body", DESC(t));
+        part = STATEMENTS;
+        TRY(parse_statement(p));
+        break;
+    }
+  }
+}
+
+/* After the body: the '}', the count of names, then the loop built on the enclosing graph. */
+static loom_status finish_loop(parser *p, const stmt *st, const loop_parts *lp, const loom_graph *body) {
+  DESC_BUF;
+  TRY(next(p)); /* '}' */
+  if (loom__tok_punct(&p->tok, ':'))
+    return FAIL(&p->tok, "loop: takes no ': TYPE' annotation (its results' types follow from its body)");
+  TRY(expect_statement_end(p));
+  if (st->n_names != lp->n_out)
+    return FAIL(&st->names[0], "loop gives %d result%s (its 'out' lines), but %d name%s given",
+                (int)lp->n_out, lp->n_out == 1 ? "" : "s", (int)st->n_names,
+                st->n_names == 1 ? " is" : "s are");
+  loom_value outs[LOOM_LOOP_MAX_RESULTS];
+  p->g->cur_line = lp->loop_tok.line;
+  p->g->cur_col = lp->loop_tok.col;
+  loom_status s = loom_graph_add_loop(p->g, lp->n, lp->piece, body, lp->operands, lp->rules, lp->n_in,
+                                      lp->combines, lp->n_out, outs);
+  if (s) return loom__lex_locate(&p->lx, &lp->loop_tok, s);
+  return name_results(p, st, outs);
+}
+
+/* NAMES "=" "loop" n=N piece=P "{" in* statement* out+ "}", the current token being the one
+ * after "loop". The body is a graph of its own (named "body"), read with its own names; the
+ * loop is built from it by loom_graph_add_loop, which copies it. */
+static loom_status parse_loop(parser *p, stmt *st) {
+  DESC_BUF;
+  if (p->loop_depth == LIR_MAX_LOOP_DEPTH)
+    return FAIL(&st->op_tok, "loops nest more than %d deep", LIR_MAX_LOOP_DEPTH);
+  loop_parts lp;
+  memset(&lp, 0, sizeof lp);
+  lp.loop_tok = st->op_tok;
+  TRY(parse_loop_header(p, &lp));
+  scope other = {0};
+  loom_status s = loom_graph_create("body", &other.g);
+  if (s) return s;
+  scope_swap(p, &other); /* `other` is now the enclosing graph's scope */
+  p->up = &other;
+  p->loop_depth++;
+  s = parse_loop_lines(p, &other, &lp);
+  if (!s && (s = loom_graph_return(p->g, lp.outs, lp.n_out))) loom__lex_locate(&p->lx, &p->tok, s);
+  p->loop_depth--;
+  scope_swap(p, &other); /* and the body's again */
+  if (!s) s = finish_loop(p, st, &lp, other.g);
+  loom_graph_destroy(other.g);
+  loom__free(other.names);
+  loom__free(lp.operands);
+  loom__free(lp.rules);
+  return s;
+}
+
+/* ---- the graph -------------------------------------------------------------------------- */
+
 /* Statements up to the closing '}', which stays the current token. */
 static loom_status parse_body(parser *p) {
   DESC_BUF;
@@ -753,11 +1123,17 @@ static loom_status parse_body(parser *p) {
     if (p->g->returned) return FAIL(t, "%s after the return: 'return' is the last statement", DESC(t));
     token after;
     TRY(peek(p, &after));
-    /* A value may be named "return": then an '=' or ',' follows. */
-    if (loom__tok_word(&p->lx, t, "return") && !loom__tok_punct(&after, '=') && !loom__tok_punct(&after, ','))
-      TRY(parse_return(p));
-    else
-      TRY(parse_statement(p));
+    switch (line_kind_of(p, t, &after)) {
+      case LINE_RETURN:
+        TRY(parse_return(p));
+        break;
+      case LINE_IN:
+      case LINE_OUT:
+        return FAIL(t, "%s outside a loop's body: only a body has 'in' and 'out' lines", DESC(t));
+      case LINE_STATEMENT:
+        TRY(parse_statement(p));
+        break;
+    }
   }
 }
 

@@ -4,6 +4,11 @@
  *
  *   graph NAME(p: TYPE, q: TYPE) {
  *     NAMES = OP [DATA] OPERANDS ATTRIBUTES : TYPE
+ *     NAMES = loop n=N piece=P {
+ *       in NAME = OUTER [axis=A] [offset=O]
+ *       NAMES = OP ...
+ *       out NAME COMBINE [axis=A] [k=K largest=B]
+ *     }
  *     return a, b
  *   }
  *
@@ -12,7 +17,12 @@
  * - Attributes: only those set, in one fixed order that follows IR.md's examples (k axis n
  *   largest axes keepdims to value shape perm start stop step reps stride padding dilation
  *   groups), so IR.md's statements print back as IR.md writes them.
- * - Every single-result statement ends in ': TYPE'. topk, the one multi-result op, has none:
+ * - A loop (docs/ir-loops.md) prints as a block, its body two spaces deeper: one `in` line per
+ *   parameter (axis only for a sliced operand, offset only where not 0), the body's ops, one
+ *   `out` line per result (concat with its axis; topk with axis, k and largest), and no
+ *   ': TYPE'. The body's values are labelled in the body's own graph (v<id> counts its values),
+ *   which is the scope the parser reads them in.
+ * - Every other single-result statement ends in ': TYPE'. topk, the one multi-result op, has none:
  *   its results have different types and IR.md's grammar has room for one; its types follow
  *   from the operand anyway. (The parser also accepts one type, for the first result, or one
  *   per result.)
@@ -317,13 +327,56 @@ static void put_constant(sink *s, const loom__op *o, const loom_type *t) {
   put(s, "]");
 }
 
-static void put_op(sink *s, const loom_graph *g, const loom__op *o) {
-  put(s, "  ");
+static void put_ops(sink *s, const loom_graph *g, int32_t indent);
+
+static void put_indent(sink *s, int32_t indent) {
+  put(s, "%*s", (int)indent, "");
+}
+
+/* A loop's header, its body one level deeper, and the closing brace (docs/ir-loops.md). The
+ * body's names are its own graph's: `in` lines name the outer value each parameter reads. */
+static void put_loop(sink *s, const loom_graph *g, const loom__op *o, int32_t indent) {
+  const loom__loop *l = o->loop;
+  const loom_graph *b = l->body;
+  put(s, " n=%lld piece=%lld {\n", (long long)l->n, (long long)l->piece);
+  for (int32_t i = 0; i < o->n_inputs && i < b->n_params; i++) {
+    put_indent(s, indent + 2);
+    put(s, "in ");
+    put_label(s, b, b->params[i]);
+    put(s, " = ");
+    put_label(s, g, o->inputs[i]);
+    if (l->rules[i].axis >= 0) put(s, " axis=%d", (int)l->rules[i].axis);
+    if (l->rules[i].offset != 0) put(s, " offset=%lld", (long long)l->rules[i].offset);
+    put(s, "\n");
+  }
+  put_ops(s, b, indent + 2);
+  for (int32_t j = 0; j < o->n_outputs && j < b->n_outputs; j++) {
+    const loom_loop_output *c = &l->combines[j];
+    put_indent(s, indent + 2);
+    put(s, "out ");
+    put_label(s, b, b->outputs[j]);
+    put(s, " %s", loom_combine_name(c->combine));
+    if (c->combine == LOOM_COMBINE_CONCAT) put(s, " axis=%d", (int)c->axis);
+    if (c->combine == LOOM_COMBINE_TOPK)
+      put(s, " axis=%d k=%lld largest=%s", (int)c->axis, (long long)c->k, c->largest ? "true" : "false");
+    put(s, "\n");
+  }
+  put_indent(s, indent);
+  put(s, "}");
+}
+
+static void put_op(sink *s, const loom_graph *g, const loom__op *o, int32_t indent) {
+  put_indent(s, indent);
   for (int32_t r = 0; r < o->n_outputs; r++) {
     if (r) put(s, ", ");
     put_label(s, g, o->outputs[r]);
   }
   put(s, " = %s", loom_op_name(o->kind));
+  if (o->loop) {
+    put_loop(s, g, o, indent);
+    put(s, "\n");
+    return;
+  }
   const loom_type *t0 = &g->values[o->outputs[0]].type;
   if (o->kind == LOOM_OP_CONSTANT) put_constant(s, o, t0);
   for (int32_t i = 0; i < o->n_inputs; i++) {
@@ -338,6 +391,10 @@ static void put_op(sink *s, const loom_graph *g, const loom__op *o) {
   put(s, "\n");
 }
 
+static void put_ops(sink *s, const loom_graph *g, int32_t indent) {
+  for (int32_t i = 0; i < g->n_ops && !s->failed; i++) put_op(s, g, &g->ops[i], indent);
+}
+
 static void put_graph(sink *s, const loom_graph *g) {
   put(s, "graph %s(", g->name);
   for (int32_t i = 0; i < g->n_params; i++) {
@@ -347,7 +404,7 @@ static void put_graph(sink *s, const loom_graph *g) {
     put_type(s, &g->values[g->params[i]].type);
   }
   put(s, ") {\n");
-  for (int32_t i = 0; i < g->n_ops && !s->failed; i++) put_op(s, g, &g->ops[i]);
+  put_ops(s, g, 2);
   /* A graph still being built has no return yet; it prints without one. */
   if (g->returned) {
     put(s, "  return ");

@@ -1,5 +1,5 @@
 /* Loops in the IR (graph.h "loops"): the builder's checks, result types and the retyped last
- * piece. Running loops is tested in tests/runtime; .lir loops in test_parse.c. */
+ * piece. Running loops is tested in tests/runtime; .lir loops in test_loop_text.c. */
 #include <string.h>
 
 #include "harness.h"

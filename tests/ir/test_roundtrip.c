@@ -23,6 +23,23 @@ static const char *lir_path(const char *name) {
   return buf;
 }
 
+static const char *graph_diff(const loom_graph *a, const loom_graph *b, char *buf, size_t size);
+
+/* Whether two loop ops differ in their figures, rules, combines or bodies. */
+static bool loop_diff(const loom__op *x, const loom__op *y) {
+  const loom__loop *p = x->loop, *q = y->loop;
+  if (p->n != q->n || p->piece != q->piece) return true;
+  for (int32_t k = 0; k < x->n_inputs; k++)
+    if (p->rules[k].axis != q->rules[k].axis || p->rules[k].offset != q->rules[k].offset) return true;
+  for (int32_t k = 0; k < x->n_outputs; k++) {
+    const loom_loop_output *c = &p->combines[k], *d = &q->combines[k];
+    if (c->combine != d->combine || c->axis != d->axis || c->k != d->k || c->largest != d->largest)
+      return true;
+  }
+  char buf[64];
+  return graph_diff(p->body, q->body, buf, sizeof buf) != NULL;
+}
+
 /* Why two graphs differ, or NULL when they are the same graph. NaN constants compare by bits. */
 static const char *graph_diff(const loom_graph *a, const loom_graph *b, char *buf, size_t size) {
   if (strcmp(a->name, b->name) != 0) return "graph names";
@@ -54,6 +71,8 @@ static const char *graph_diff(const loom_graph *a, const loom_graph *b, char *bu
       return buf;
     if (x->const_bytes != y->const_bytes) return buf;
     if (x->const_bytes && memcmp(x->const_data, y->const_data, (size_t)x->const_bytes) != 0) return buf;
+    if (!x->loop != !y->loop) return buf;
+    if (x->loop && loop_diff(x, y)) return buf;
   }
   return NULL;
 }
