@@ -807,7 +807,7 @@ static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
   compute_last_use(st, b->order);
   for (int32_t p = 0; p < g->n_params; p++) st->last_use[g->params[p]] = INT32_MAX;
   for (int32_t j = 0; j < lr->op->n_outputs; j++)
-    if (loom__loop_result_in_place(lr->op, j)) st->bound[g->outputs[j]] = 1;
+    if (loom__loop_result_in_place(lr->outer->g, lr->op, j)) st->bound[g->outputs[j]] = 1;
   return LOOM_OK;
 }
 
