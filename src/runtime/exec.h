@@ -29,6 +29,17 @@
  * written in), so the estimator's numbers hold on every device. Fill scalars (at most 16
  * bytes each) sit in one small device buffer outside the meter, as their host copies do on
  * cpu0.
+ *
+ * A loop op (graph.h "loops") runs its body once per piece through this same executor, in a
+ * nested state made once per run of the loop, on the run's meter, device and memory: the body
+ * reads its operands where they are, writes concat results straight into their slots of the
+ * loop's results where the estimator says so (loom__loop_result_in_place), and the other
+ * results are combined across pieces by ops the backend runs (and its copy and merge_index
+ * entries, backend.h). A graph input only loops read, each slicing it contiguously
+ * (loom__value_streamed), is not held by the run: each piece counts its slice while it runs,
+ * read in place where the input is reachable (host memory on cpu0, a caller's buffer) and
+ * written into a device buffer of the slice's bytes otherwise. What a piece holds is what
+ * loom__loop_scratch_bytes estimates, so a loop's measured peak is its estimate too.
  */
 #ifndef LOOM_EXEC_H
 #define LOOM_EXEC_H
@@ -85,7 +96,9 @@ typedef struct loom__exec_options {
  * every byte held and enforces its limit; the device's memory node enforces its own (an
  * allocation the node cannot make room for is OUT_OF_MEMORY naming the node). On failure
  * every output is released, and every device buffer. Errors name the op's line where the
- * graph was parsed; INVALID_ARGUMENT without a device. */
+ * graph was parsed, and inside a loop the piece ("loop over N in pieces of P: piece i of T
+ * [lo, hi): ") and the body op; INVALID_ARGUMENT without a device; UNSUPPORTED for a loop on
+ * a backend without copy and merge_index. */
 loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, const loom_tensor *inputs,
                           loom_tensor *outputs, loom__meter *meter);
 
