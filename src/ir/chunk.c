@@ -605,7 +605,10 @@ static bool tail_ok(const region *r, int64_t c);
 /* c, or the nearest shorter piece whose last piece is long enough (a topk merged across
  * pieces needs k in each). */
 static int64_t valid_piece(const region *r, int64_t c) {
-  while (c > r->min_piece && !tail_ok(r, c)) c--;
+  for (int64_t d = c; d >= r->min_piece; d--)
+    if (tail_ok(r, d)) return d;
+  for (int64_t d = c + 1; d < r->extent; d++) /* 11 in pieces of 5 for a top 5: pieces of 6 */
+    if (tail_ok(r, d)) return d;
   return c;
 }
 
@@ -681,8 +684,7 @@ static loom_status lowers_peak(region *r, chunk_search *cs, int64_t lo, int64_t 
       fails = c;
   }
   int64_t trips = (r->extent + fits - 1) / fits, even = (r->extent + trips - 1) / trips;
-  if (tail_ok(r, even)) fits = even;
-  while (fits > lo && !tail_ok(r, fits)) fits--;
+  fits = valid_piece(r, tail_ok(r, even) ? even : fits);
   loom_graph *cand = NULL;
   loom_status s = loop_peak(r, fits, &cand, &peak);
   if (s) return s;
@@ -723,8 +725,7 @@ static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int
       fails = c;
   }
   int64_t trips = (r->extent + fits - 1) / fits, even = (r->extent + trips - 1) / trips;
-  int64_t c = tail_ok(r, even) ? even : fits;
-  while (c > lo && !tail_ok(r, c)) c--;
+  int64_t c = valid_piece(r, tail_ok(r, even) ? even : fits);
   if (!tail_ok(r, c)) return LOOM_ERR_UNSUPPORTED;
   if ((s = loop_peak(r, c, out, &peak))) return s;
   if (peak > cs->limit) { /* the need was not monotone in c after all */
