@@ -179,10 +179,27 @@ static bool slot_contiguous(const loom_graph *g, const loom__op *op, int32_t j) 
   return true;
 }
 
+/* Whether the body computes result j of loop op into storage of its own (not a view, not a
+ * parameter, not returned twice): dense, so it can be written into a slot or read out. */
+static bool body_result_owns(const loom__op *op, int32_t j) {
+  const loom_graph *b = op->loop->body;
+  int32_t v = b->outputs[j];
+  if (b->values[v].op < 0) return false;
+  for (int32_t k = 0; k < b->n_outputs; k++)
+    if (k != j && b->outputs[k] == v) return false;
+  const loom__op *producer = &b->ops[b->values[v].op];
+  /* views and fills own nothing; a reshape of contiguous data, a transpose, broadcast or
+   * slice may be a view, so none of them counts (a concat or tile always copies) */
+  loom__op_class cls = loom__op_info_of(producer->kind)->cls;
+  return producer->kind != LOOM_OP_FILL &&
+         (cls != LOOM_CLASS_LAYOUT || producer->kind == LOOM_OP_CONCAT || producer->kind == LOOM_OP_TILE);
+}
+
 bool loom__value_streamed_out(const loom_graph *g, int32_t v) {
   if (v < 0 || v >= g->n_values || g->values[v].op < 0) return false;
   const loom__op *op = &g->ops[g->values[v].op];
-  if (!op->loop || !slot_contiguous(g, op, g->values[v].result)) return false;
+  int32_t j = g->values[v].result;
+  if (!op->loop || !slot_contiguous(g, op, j) || !body_result_owns(op, j)) return false;
   bool returned = false;
   for (int32_t k = 0; k < g->n_outputs; k++) returned |= g->outputs[k] == v;
   if (!returned) return false;
@@ -219,22 +236,7 @@ loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, lo
 }
 
 bool loom__loop_result_in_place(const loom_graph *g, const loom__op *op, int32_t j) {
-  const loom__loop *l = op->loop;
-  const loom_graph *b = l->body;
-  if (!slot_contiguous(g, op, j) || loom__value_streamed_out(g, op->outputs[j])) return false;
-  int32_t v = b->outputs[j];
-  if (b->values[v].op < 0) return false;
-  for (int32_t k = 0; k < b->n_outputs; k++)
-    if (k != j && b->outputs[k] == v) return false;
-  const loom__op *producer = &b->ops[b->values[v].op];
-  /* views and fills own nothing; every other op's results own their storage */
-  loom__op_class cls = loom__op_info_of(producer->kind)->cls;
-  if (producer->kind == LOOM_OP_FILL ||
-      (cls == LOOM_CLASS_LAYOUT && producer->kind != LOOM_OP_CONCAT && producer->kind != LOOM_OP_TILE)) {
-    /* a reshape of contiguous data, a transpose, broadcast or slice may be a view */
-    return false;
-  }
-  return true;
+  return slot_contiguous(g, op, j) && body_result_owns(op, j) && !loom__value_streamed_out(g, op->outputs[j]);
 }
 
 /* What the body still holds when its last op has run: its returned values' storage, less

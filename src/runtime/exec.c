@@ -76,6 +76,7 @@ typedef struct exec_state {
   loom__meter *meter;
   loom_buffer *const *input_buffers; /* exec options' */
   const loom_tensor *inputs;         /* the host inputs (a loop streams slices of them) */
+  loom_tensor *outputs;              /* the caller's outputs (a loop streams pieces into them) */
   /* Nested states only (NULL or false at the top): */
   bool nested;
   int64_t *base_off;       /* per base value: element offset of its storage in data[] */
@@ -978,6 +979,36 @@ static loom_status merge_topk(loop_run *lr, exec_state *st, int32_t j, int64_t l
   return s;
 }
 
+/* A result the top graph only returns is streamed out (loom__value_streamed_out): the run
+ * never holds it whole, and each piece's result, computed into a buffer of its own (dense),
+ * is read out into its slot of the caller's output tensor when the piece is done. */
+static bool streams_out(const loop_run *lr, int32_t j) {
+  return !lr->outer->nested && lr->outer->outputs && loom__value_streamed_out(lr->outer->g, lr->op->outputs[j]);
+}
+
+static loom_status stream_out(loop_run *lr, exec_state *st, int32_t j, int64_t lo) {
+  const loom_graph *g = lr->outer->g;
+  int32_t v = lr->op->outputs[j], k = 0;
+  while (g->outputs[k] != v) k++; /* returned: loom__value_streamed_out checked it */
+  const loom_type *whole = &g->values[v].type;
+  int32_t axis = lr->l->combines[j].axis;
+  int64_t es = loom_dtype_size(whole->dtype), row = 1;
+  for (int32_t d = axis + 1; d < whole->rank; d++) row *= whole->dims[d];
+  loom__dview pv;
+  int32_t id = st->g->outputs[j];
+  view_of(st, id, &pv);
+  int64_t bytes = elements_of(&pv.type) * es;
+  if (bytes == 0) return LOOM_OK;
+  char *dst = (char *)lr->outer->outputs[k].data + lo * row * es;
+  if (st->be->host_memory) {
+    memcpy(dst, (const char *)pv.buffer + pv.offset * es, (size_t)bytes);
+    return LOOM_OK;
+  }
+  block *b = &st->blocks[st->layouts[id].base];
+  loom_status s = block_end_access(b);
+  return s ? s : loom_buffer_read(b->buffer, pv.offset * es, dst, bytes);
+}
+
 /* Piece i's result j (and j + 1 for a pair) into the loop's results. */
 static loom_status piece_result(loop_run *lr, exec_state *st, int32_t j, int64_t i, int64_t lo) {
   const loom_loop_output *c = &lr->l->combines[j];
@@ -989,6 +1020,7 @@ static loom_status piece_result(loop_run *lr, exec_state *st, int32_t j, int64_t
   if (c->combine == LOOM_COMBINE_INDEX || elements_of(&res->type) == 0) return LOOM_OK;
   if (c->combine == LOOM_COMBINE_CONCAT) {
     if (st->bound[st->g->outputs[j]]) return LOOM_OK; /* computed in place */
+    if (streams_out(lr, j)) return stream_out(lr, st, j, lo);
     loom__dview slot = *res;
     slot.type = v.type;
     slot.offset += lo * res->strides[c->axis];
@@ -1080,6 +1112,33 @@ static loom_status finish(exec_state *st, loom_status s) {
   return s;
 }
 
+/* For output i of the top graph: the first output index returning the same value when that
+ * value is streamed out by its loop, else -1. */
+static int32_t streamed_first(const exec_state *st, int32_t i) {
+  const loom_graph *g = st->g;
+  if (!st->bound || !st->bound[g->outputs[i]]) return -1;
+  int32_t k = 0;
+  while (g->outputs[k] != g->outputs[i]) k++;
+  return k;
+}
+
+/* The outputs streamed out by loops: the caller's host tensors made now (the caller's memory,
+ * not the run's: the meter does not count them), their values bound so no op allocates them. */
+static loom_status stream_outputs_init(exec_state *st, loom_tensor *outputs) {
+  const loom_graph *g = st->g;
+  st->outputs = outputs;
+  for (int32_t i = 0; i < g->n_outputs; i++) {
+    int32_t v = g->outputs[i];
+    if (!loom__value_streamed_out(g, v) || (st->bound && st->bound[v])) continue;
+    if (!st->bound && !(st->bound = loom__calloc((size_t)g->n_values, sizeof *st->bound)))
+      return loom__oom("the run's streamed outputs");
+    loom_status s = loom_tensor_init(&outputs[i], &g->values[v].type);
+    if (s) return s;
+    st->bound[v] = 1;
+  }
+  return LOOM_OK;
+}
+
 loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, const loom_tensor *inputs,
                           loom_tensor *outputs, loom__meter *meter) {
   exec_state st;
@@ -1095,10 +1154,21 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
       s = loom__oom("a schedule");
     for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = i;
   }
+  if (!s) s = stream_outputs_init(&st, outputs);
   if (!s) s = run_schedule(&st, order ? order : opts->schedule, inputs);
-  for (int32_t i = 0; !s && i < g->n_outputs; i++)
+  for (int32_t i = 0; !s && i < g->n_outputs; i++) {
+    int32_t first = streamed_first(&st, i);
+    if (first == i) continue; /* its loop wrote it piece by piece */
+    if (first >= 0) {
+      s = loom_tensor_init(&outputs[i], &outputs[first].type);
+      int64_t bytes = 0;
+      loom_type_bytes(&outputs[i].type, &bytes);
+      if (!s && bytes) memcpy(outputs[i].data, outputs[first].data, (size_t)bytes);
+      continue;
+    }
     if (!(opts->output_buffers && hand_out(&st, g->outputs[i], &outputs[i], &opts->output_buffers[i])))
       s = export_value(&st, g->outputs[i], &outputs[i]);
+  }
   s = finish(&st, s);
   if (s)
     for (int32_t i = 0; i < g->n_outputs; i++) {
