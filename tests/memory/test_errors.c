@@ -37,7 +37,7 @@ TEST(fft_over_the_limit_is_out_of_memory_everywhere) {
   ASSERT_TRUE(plan == NULL);
   printf("    optimize_for_runners + split_by_memory: %s\n", loom_last_error());
   ASSERT_CONTAINS(loom_last_error(), FFT_NEED);
-  ASSERT_CONTAINS(loom_last_error(), "the largest limit is 4194304 B"); /* bytes: the need is that close */
+  ASSERT_CONTAINS(loom_last_error(), "4.00 MiB");
   loom_graph_destroy(opt);
   opt = NULL;
   loom_rewrite_report_deinit(&report);
