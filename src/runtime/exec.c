@@ -983,7 +983,8 @@ static loom_status merge_topk(loop_run *lr, exec_state *st, int32_t j, int64_t l
  * never holds it whole, and each piece's result, computed into a buffer of its own (dense),
  * is read out into its slot of the caller's output tensor when the piece is done. */
 static bool streams_out(const loop_run *lr, int32_t j) {
-  return !lr->outer->nested && lr->outer->outputs && loom__value_streamed_out(lr->outer->g, lr->op->outputs[j]);
+  return !lr->outer->nested && lr->outer->outputs &&
+         loom__value_streamed_out(lr->outer->g, lr->op->outputs[j]);
 }
 
 static loom_status stream_out(loop_run *lr, exec_state *st, int32_t j, int64_t lo) {

@@ -448,10 +448,11 @@ TEST(loops_errors_name_the_piece_and_the_body_op) {
   ASSERT_OK(gt_inputs(ref, 1, in));
   loom_estimate e;
   ASSERT_OK(loom_graph_estimate(g, NULL, &e));
-  /* the body's product is the peak: a byte less fails it in the first piece */
+  /* the body's last op is the peak (its result, streamed out, is held for the piece): a byte
+   * less fails it in the first piece */
   ASSERT_EQ(gt_run(g, NULL, in, got, e.peak_bytes - 1, NULL), LOOM_ERR_OUT_OF_MEMORY);
   ASSERT_CONTAINS(loom_last_error(),
-                  "loop over 10 in pieces of 4: piece 1 of 3 [0, 4): mul 'y' (line 2): value 'y' needs");
+                  "loop over 10 in pieces of 4: piece 1 of 3 [0, 4): add 'z' (line 3): value 'z' needs");
   loom_estimate_deinit(&e);
   gt_tensors_free(in, 2);
   loom_graph_destroy(g);
