@@ -158,7 +158,15 @@ bool loom__value_streamed(const loom_graph *g, int32_t v) {
     const loom__op *op = &g->ops[o];
     for (int32_t i = 0; i < op->n_inputs; i++) {
       if (op->inputs[i] != v) continue;
-      if (!op->loop || op->loop->rules[i].axis < 0) return false;
+      if (!op->loop) return false;
+      if (op->loop->rules[i].axis < 0) {
+        /* passed whole to a body that streams it itself: a loop in the body slices it (a
+         * dot's rows outside, its k inside: both operands streamed) */
+        const loom_graph *b = op->loop->body;
+        if (!loom__value_streamed(b, b->params[i])) return false;
+        readers++;
+        continue;
+      }
       for (int32_t d = 0; d < op->loop->rules[i].axis; d++)
         if (t->dims[d] != 1) return false;
       readers++;

@@ -42,8 +42,9 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op);
 bool loom__loop_result_in_place(const loom_graph *g, const loom__op *op, int32_t j);
 
 /* Whether graph input (parameter) value v is streamed: read only by loops, each slicing it
- * along an axis whose slice is contiguous (every axis before it has length 1), so no runner
- * holds it whole: each piece's slice is brought in when the piece runs. */
+ * along an axis whose slice is contiguous (every axis before it has length 1), or passing it
+ * whole to a body that streams it (its parameter streamed there, recursively), so no runner
+ * holds it whole: each piece's slice is brought in when the innermost piece runs. */
 bool loom__value_streamed(const loom_graph *g, int32_t v);
 
 /* Whether graph output v is streamed out: a loop's concat result with a contiguous slot that
