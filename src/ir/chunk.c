@@ -57,6 +57,10 @@ typedef struct region {
   int32_t *uses;        /* per value */
   int32_t *region_uses; /* per value: reads by region ops */
   int64_t min_piece;    /* topk merged across pieces needs pieces of at least k */
+  /* A region inside a loop's body (g is that body): each candidate body is put back into a
+   * copy of `outer` at loop op `outer_op`, and measured there. NULL at the top. */
+  const loom_graph *outer;
+  int32_t outer_op;
 } region;
 
 static int64_t norm_axis(int64_t axis, int32_t rank) {
@@ -612,11 +616,36 @@ static int64_t valid_piece(const region *r, int64_t c) {
   return c;
 }
 
+/* `outer` with the body of loop op o replaced by `body` (taken over). */
+static loom_status with_body(const loom_graph *outer, int32_t o, loom_graph *body, loom_graph **out) {
+  loom_status s = loom_graph_clone(outer, out);
+  if (s) {
+    loom_graph_destroy(body);
+    return s;
+  }
+  loom__loop *l = (*out)->ops[o].loop;
+  loom_graph_destroy(l->body);
+  l->body = body;
+  return LOOM_OK;
+}
+
+/* The graph to measure for pieces of c: the region looped, put back into its outer graph when
+ * it lies in a loop's body. */
+static loom_status emit_candidate(const region *r, int64_t c, loom_graph **out) {
+  loom_graph *looped = NULL;
+  loom_status s = emit_loop(r, c, &looped);
+  if (s || !r->outer) {
+    *out = looped;
+    return s;
+  }
+  return with_body(r->outer, r->outer_op, looped, out);
+}
+
 /* The estimated peak of the graph with the region looped in pieces of c. */
 static loom_status loop_peak(const region *r, int64_t c, loom_graph **keep, int64_t *peak) {
   c = valid_piece(r, c);
   loom_graph *cand = NULL;
-  loom_status s = emit_loop(r, c, &cand);
+  loom_status s = emit_candidate(r, c, &cand);
   if (!s) s = peak_of(cand, peak);
   if (!s && keep)
     *keep = cand;
@@ -630,16 +659,17 @@ static loom_status loop_peak(const region *r, int64_t c, loom_graph **keep, int6
 static loom_status loop_step_peak(const region *r, int64_t c, int64_t *peak) {
   c = valid_piece(r, c);
   loom_graph *cand = NULL;
-  loom_status s = emit_loop(r, c, &cand);
+  loom_status s = emit_candidate(r, c, &cand);
   loom_estimate e;
   if (!s) s = loom_graph_estimate(cand, NULL, &e);
   *peak = 0;
   for (int32_t p = 0; !s && p < e.n_steps; p++) {
     const loom__op *op = &cand->ops[e.steps[p].op];
     /* the loop this cut made: over the region's extent in pieces of c (an older loop that
-     * looks the same only makes the figure more careful) */
-    if (op->loop && op->loop->n == r->extent && op->loop->piece == c)
-      *peak = LOOM_MAX(*peak, e.steps[p].peak);
+     * looks the same only makes the figure more careful), or the loop whose body holds it */
+    bool mine = r->outer ? e.steps[p].op == r->outer_op
+                         : op->loop && op->loop->n == r->extent && op->loop->piece == c;
+    if (mine) *peak = LOOM_MAX(*peak, e.steps[p].peak);
   }
   if (!s) loom_estimate_deinit(&e);
   loom_graph_destroy(cand);
@@ -659,6 +689,8 @@ typedef struct chunk_search {
   int64_t fallback_peak, fallback_c;
   bool fallback_new; /* best_piece just set it: try_cut writes its detail */
   char fallback_detail[256];
+  /* The cut found has an inner loop in its body (nested_fit): what that inner cut is. */
+  char nested_detail[200];
 } chunk_search;
 
 /* Whether a last piece of c is allowed: a topk merged across pieces needs pieces of k. */
@@ -700,6 +732,104 @@ static loom_status lowers_peak(region *r, chunk_search *cs, int64_t lo, int64_t 
   return LOOM_ERR_UNSUPPORTED;
 }
 
+static loom_status nested_round(const loom_graph *g, int32_t o, chunk_search *cs, loom_graph **out,
+                                char *detail, size_t detail_size);
+
+/* The region's loop at pieces of c, then a region of its body cut into an inner loop so the
+ * whole fits (an input the outer loop passes whole streamed by the inner one): *out is that
+ * graph, or NULL with UNSUPPORTED when no inner cut fits. */
+static loom_status nested_try(const region *r, int64_t c, int64_t limit, loom_graph **out, char *detail,
+                              size_t detail_size) {
+  *out = NULL;
+  c = valid_piece(r, c);
+  loom_graph *cand = NULL;
+  loom_status s = emit_loop(r, c, &cand);
+  if (s) return s;
+  int32_t o = -1;
+  for (int32_t i = 0; i < cand->n_ops; i++)
+    if (cand->ops[i].loop && cand->ops[i].loop->n == r->extent && cand->ops[i].loop->piece == c) o = i;
+  int64_t peak = 0;
+  if (o >= 0 && !(s = peak_of(cand, &peak))) {
+    chunk_search inner = {.limit = limit, .least = INT64_MAX, .current = peak};
+    s = nested_round(cand, o, &inner, out, detail, detail_size);
+    loom_graph_destroy(inner.fallback);
+  }
+  loom_graph_destroy(cand);
+  if (o < 0) return LOOM_ERR_UNSUPPORTED;
+  return s;
+}
+
+/* The piece of the inner loop in the body of g's loop over n in pieces of c (1 if none). */
+static int64_t inner_piece(const loom_graph *g, int64_t n, int64_t c) {
+  for (int32_t i = 0; g && i < g->n_ops; i++) {
+    const loom__loop *l = g->ops[i].loop;
+    if (!l || l->n != n || l->piece != c) continue;
+    for (int32_t j = 0; j < l->body->n_ops; j++)
+      if (l->body->ops[j].loop) return l->body->ops[j].loop->piece;
+  }
+  return 1;
+}
+
+/* When even the smallest piece does not fit because the body reads an input whole: the largest
+ * outer piece for which an inner cut of the body fits (a dot under a sixteenth of its need:
+ * rows of a outside, k inside, so neither a nor b is held whole). Each try is a small search of
+ * its own; the outer pieces that fit are a prefix, so a bisection finds the largest. */
+static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int64_t *out_c) {
+  int64_t lo = r->min_piece, hi = r->extent - 1;
+  char detail[200];
+  loom_graph *best = NULL;
+  loom_status s = nested_try(r, lo, cs->limit, &best, cs->nested_detail, sizeof cs->nested_detail);
+  if (s) return s;
+  int64_t fits = lo, fails = hi + 1;
+  while (fails - fits > 1) {
+    int64_t c = fits + (fails - fits) / 2;
+    loom_graph *g = NULL;
+    s = nested_try(r, c, cs->limit, &g, detail, sizeof detail);
+    if (s && s != LOOM_ERR_UNSUPPORTED && s != LOOM_ERR_OUT_OF_MEMORY) break;
+    if (!s) {
+      loom_graph_destroy(best);
+      best = g;
+      fits = c;
+      snprintf(cs->nested_detail, sizeof cs->nested_detail, "%s", detail);
+    } else {
+      fails = c;
+    }
+    s = LOOM_OK;
+  }
+  if (s) {
+    loom_graph_destroy(best);
+    return s;
+  }
+  /* The largest outer piece leaves the inner loop the least room: a dot's inner pieces of 2
+   * along k run at a fraction of the speed. Shorter outer pieces are tried too, and the one
+   * whose inner piece times outer piece (the tile an inner piece computes) is largest wins. */
+  int64_t best_c = fits, best_area = fits * inner_piece(best, r->extent, fits);
+  for (int64_t c = fits / 2; c >= lo && s == LOOM_OK; c /= 2) {
+    loom_graph *g = NULL;
+    loom_status t = nested_try(r, c, cs->limit, &g, detail, sizeof detail);
+    if (t == LOOM_ERR_UNSUPPORTED || t == LOOM_ERR_OUT_OF_MEMORY) break;
+    if ((s = t)) break;
+    int64_t area = c * inner_piece(g, r->extent, valid_piece(r, c));
+    if (area > best_area) {
+      loom_graph_destroy(best);
+      best = g;
+      best_c = c;
+      best_area = area;
+      snprintf(cs->nested_detail, sizeof cs->nested_detail, "%s", detail);
+    } else {
+      loom_graph_destroy(g);
+    }
+    if (c == lo) break;
+  }
+  if (s) {
+    loom_graph_destroy(best);
+    return s;
+  }
+  *out = best;
+  *out_c = valid_piece(r, best_c);
+  return LOOM_OK;
+}
+
 /* The largest piece c < extent for which the looped graph fits the limit. The graph's size does
  * not depend on c, so each try costs one small rebuild and estimate: a bisection (a piece's
  * need grows with c). The pieces found are then evened out (the same trip count, the last
@@ -711,6 +841,11 @@ static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int
   if (s) return s;
   if (peak > cs->limit) {
     cs->least = LOOM_MIN(cs->least, peak);
+    if (!r->outer) {
+      s = nested_fit(r, cs, out, out_c);
+      if (s != LOOM_ERR_UNSUPPORTED && s != LOOM_ERR_OUT_OF_MEMORY) return s;
+      cs->nested_detail[0] = '\0';
+    }
     return lowers_peak(r, cs, lo, peak);
   }
   int64_t fits = lo, fails = hi + 1;
@@ -782,8 +917,9 @@ static void describe_cut(const loom_graph *g, const region *r, int32_t sink, chu
 }
 
 /* Tries one (sink, mode, axis); LOOM_ERR_UNSUPPORTED when that cut does not fit. */
-static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, int32_t axis, chunk_search *cs,
-                           loom_graph **out, char *detail, size_t detail_size) {
+static loom_status try_cut(const loom_graph *g, const loom_graph *outer, int32_t outer_op, int32_t sink,
+                           chunk_mode mode, int32_t axis, chunk_search *cs, loom_graph **out, char *detail,
+                           size_t detail_size) {
   region r;
   int64_t c = 0;
   loom_status s = LOOM_ERR_UNSUPPORTED;
@@ -792,6 +928,8 @@ static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, i
    * big together), the first sink alone. */
   for (int attempt = 0; attempt < 2 && s == LOOM_ERR_UNSUPPORTED; attempt++) {
     s = region_build(&r, g, sink, mode, axis, attempt == 0);
+    r.outer = outer;
+    r.outer_op = outer_op;
     bool alone = s == LOOM_OK && r.n_sinks == 1;
     if (!s && r.extent < 2) s = LOOM_ERR_UNSUPPORTED;
     if (!s) s = best_piece(&r, cs, out, &c);
@@ -805,30 +943,60 @@ static loom_status try_cut(const loom_graph *g, int32_t sink, chunk_mode mode, i
   }
   if (s) return s;
   describe_cut(g, &r, sink, mode, axis, c, detail, detail_size);
+  if (cs->nested_detail[0]) {
+    size_t used = strlen(detail);
+    snprintf(detail + used, detail_size - used, "; %s", cs->nested_detail);
+  }
   region_free(&r);
   return s;
 }
 
 /* One round: cuts the region around the peak op so the graph's peak drops. */
-static loom_status chunk_round(const loom_graph *g, int32_t peak_op, chunk_search *cs, loom_graph **out,
-                               char *detail, size_t detail_size) {
+static loom_status chunk_round(const loom_graph *g, const loom_graph *outer, int32_t outer_op,
+                               int32_t peak_op, chunk_search *cs, loom_graph **out, char *detail,
+                               size_t detail_size) {
   int32_t sinks[64];
   int32_t n = collect_sinks(g, peak_op, sinks, 64);
   for (int32_t k = 0; k < n; k++) {
     const loom__op *op = &g->ops[sinks[k]];
     const loom_type *rt = &g->values[op->outputs[0]].type;
     for (int32_t ax = 0; ax < rt->rank; ax++) {
-      loom_status s = try_cut(g, sinks[k], MODE_PARALLEL, ax, cs, out, detail, detail_size);
+      loom_status s = try_cut(g, outer, outer_op, sinks[k], MODE_PARALLEL, ax, cs, out, detail, detail_size);
       if (s != LOOM_ERR_UNSUPPORTED) return s;
     }
     const loom_type *it = &g->values[op->inputs[0]].type;
     for (int32_t ax = 0; ax < it->rank; ax++) {
       if (!reduced_by(op, ax, it->rank)) continue;
-      loom_status s = try_cut(g, sinks[k], MODE_REDUCED, ax, cs, out, detail, detail_size);
+      loom_status s = try_cut(g, outer, outer_op, sinks[k], MODE_REDUCED, ax, cs, out, detail, detail_size);
       if (s != LOOM_ERR_UNSUPPORTED) return s;
     }
   }
   return LOOM_ERR_UNSUPPORTED;
+}
+
+/* When the op at the peak is a loop whose one piece passes the limit: cuts a region of its
+ * body into an inner loop (a dot's rows outside, its k inside), each candidate measured in the
+ * whole graph, where an input the outer loop passes whole and the inner one slices is
+ * streamed. */
+static loom_status nested_round(const loom_graph *g, int32_t o, chunk_search *cs, loom_graph **out,
+                                char *detail, size_t detail_size) {
+  const loom_graph *body = g->ops[o].loop->body;
+  loom_estimate e;
+  loom_status s = loom_graph_estimate(body, NULL, &e);
+  if (s) return s;
+  int32_t peak_op = e.peak_step >= 0 ? e.steps[e.peak_step].op : -1;
+  loom_estimate_deinit(&e);
+  if (peak_op < 0) return LOOM_ERR_UNSUPPORTED;
+  char inner[200];
+  s = chunk_round(body, g, o, peak_op, cs, out, inner, sizeof inner);
+  char buf[32];
+  const char *name = loom__value_label(g, g->ops[o].outputs[0], buf, sizeof buf);
+  if (!s) snprintf(detail, detail_size, "inside loop '%s': %s", name, inner);
+  if (cs->fallback && strncmp(cs->fallback_detail, "inside", 6) != 0) {
+    snprintf(inner, sizeof inner, "%.199s", cs->fallback_detail);
+    snprintf(cs->fallback_detail, sizeof cs->fallback_detail, "inside loop '%s': %s", name, inner);
+  }
+  return s;
 }
 
 /* The refusal: the peak op's need, and the least any cut of it left the graph needing. */
@@ -893,7 +1061,10 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     char detail[256];
     loom_graph *next = NULL;
     chunk_search cs = {.limit = limit, .least = INT64_MAX, .current = e.peak_bytes};
-    s = chunk_round(cur, e.steps[e.peak_step].op, &cs, &next, detail, sizeof detail);
+    int32_t peak_op = e.steps[e.peak_step].op;
+    s = chunk_round(cur, NULL, 0, peak_op, &cs, &next, detail, sizeof detail);
+    if (s == LOOM_ERR_UNSUPPORTED && !cs.fallback && cur->ops[peak_op].loop)
+      s = nested_round(cur, peak_op, &cs, &next, detail, sizeof detail);
     if (s == LOOM_ERR_UNSUPPORTED && cs.fallback) {
       next = cs.fallback;
       cs.fallback = NULL;

@@ -148,18 +148,55 @@ static int32_t forward_axis(const loom_graph *b, const loom__op *op, int32_t i, 
   }
 }
 
-loom_status loom__loop_piece_axes(const loom_graph *b, const loom_loop_input *rules, int32_t *axis_of) {
+static loom_status piece_axes(const loom_graph *b, const int32_t *param_axis, int32_t *axis_of);
+
+/* A loop in a body reading values that vary with the outer piece: the axes its results vary
+ * along, from its own body's map with its parameters varying where its operands do. An
+ * operand it slices along the outer piece's own axis cannot be. */
+static loom_status inner_loop_axes(const loom_graph *b, const loom__op *op, const int32_t *axis_of,
+                                   int32_t *out_axis) {
+  const loom__loop *in = op->loop;
+  const loom_graph *ib = in->body;
+  int32_t *param_axis = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(op->n_inputs, 1));
+  int32_t *inner = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(ib->n_values, 1));
+  loom_status s = (!param_axis || !inner) ? loom__oom("a loop's piece axes") : LOOM_OK;
+  for (int32_t i = 0; !s && i < op->n_inputs; i++) {
+    param_axis[i] = axis_of[op->inputs[i]];
+    if (param_axis[i] >= 0 && param_axis[i] == in->rules[i].axis)
+      s = piece_fail(b, op, "(a loop) slices the outer loop's piece along the outer loop's axis");
+  }
+  if (!s) s = piece_axes(ib, param_axis, inner);
+  for (int32_t j = 0; !s && j < op->n_outputs; j++) {
+    int32_t ax = inner[ib->outputs[j]];
+    if (ax >= 0 && in->combines[j].combine == LOOM_COMBINE_CONCAT && in->combines[j].axis == ax)
+      s = piece_fail(b, op, "(a loop) concatenates along the outer loop's axis");
+    out_axis[j] = ax;
+  }
+  loom__free(param_axis);
+  loom__free(inner);
+  return s;
+}
+
+static loom_status piece_axes(const loom_graph *b, const int32_t *param_axis, int32_t *axis_of) {
   for (int32_t v = 0; v < b->n_values; v++) axis_of[v] = -1;
-  for (int32_t p = 0; p < b->n_params; p++) axis_of[b->params[p]] = rules[p].axis;
+  for (int32_t p = 0; p < b->n_params; p++) axis_of[b->params[p]] = param_axis[p];
   for (int32_t o = 0; o < b->n_ops; o++) {
     const loom__op *op = &b->ops[o];
+    if (op->loop) {
+      bool varies = false;
+      for (int32_t i = 0; i < op->n_inputs; i++) varies |= axis_of[op->inputs[i]] >= 0;
+      if (!varies) continue; /* its results keep -1 */
+      int32_t out_axis[LOOM_LOOP_MAX_RESULTS];
+      loom_status s = inner_loop_axes(b, op, axis_of, out_axis);
+      if (s) return s;
+      for (int32_t j = 0; j < op->n_outputs; j++) axis_of[op->outputs[j]] = out_axis[j];
+      continue;
+    }
     int32_t ax = -1;
     bool any = false;
     for (int32_t i = 0; i < op->n_inputs; i++) {
       int32_t ai = axis_of[op->inputs[i]];
       if (ai < 0) continue;
-      if (op->kind == LOOM_OP_LOOP)
-        return piece_fail(b, op, "(a loop) reads a value that varies with the outer loop's piece");
       int32_t fa = forward_axis(b, op, i, ai);
       if (fa == -2) return piece_fail(b, op, "cannot take a piece of another length along the loop's axis");
       if (any && fa != ax) return piece_fail(b, op, "reads the loop's piece along axes that do not line up");
@@ -175,21 +212,30 @@ loom_status loom__loop_piece_axes(const loom_graph *b, const loom_loop_input *ru
   return LOOM_OK;
 }
 
+loom_status loom__loop_piece_axes(const loom_graph *b, const loom_loop_input *rules, int32_t *axis_of) {
+  int32_t *param_axis = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_params, 1));
+  if (!param_axis) return loom__oom("a loop's piece axes");
+  for (int32_t p = 0; p < b->n_params; p++) param_axis[p] = rules[p].axis;
+  loom_status s = piece_axes(b, param_axis, axis_of);
+  loom__free(param_axis);
+  return s;
+}
+
 /* ---- the body for a shorter piece --------------------------------------------------------- */
 
-loom_status loom__loop_body_for(const loom__loop *l, int64_t len, loom_graph **out) {
-  const loom_graph *b = l->body;
+/* Body b retyped for parameters `len` long along param_axis[p] (-1: unchanged). */
+static loom_status retype(const loom_graph *b, const int32_t *param_axis, int64_t len, loom_graph **out) {
   *out = NULL;
   int32_t *axis_of = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_values, 1));
   int32_t *map = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_values, 1));
   loom_graph *g = NULL;
   loom_status s = (!axis_of || !map) ? loom__oom("a loop's last piece") : LOOM_OK;
-  if (!s) s = loom__loop_piece_axes(b, l->rules, axis_of);
+  if (!s) s = piece_axes(b, param_axis, axis_of);
   if (!s) s = loom_graph_create(b->name, &g);
   for (int32_t p = 0; !s && p < b->n_params; p++) {
     int32_t v = b->params[p];
     loom_type t = b->values[v].type;
-    if (l->rules[p].axis >= 0) t.dims[l->rules[p].axis] = len;
+    if (param_axis[p] >= 0) t.dims[param_axis[p]] = len;
     loom_value nv = loom_graph_param(g, b->values[v].name, &t);
     if (nv.id < 0) s = g->error ? g->error : LOOM_ERR_INVALID_ARGUMENT;
     map[v] = nv.id;
@@ -206,9 +252,17 @@ loom_status loom__loop_body_for(const loom__loop *l, int64_t len, loom_graph **o
     g->cur_line = op->line;
     g->cur_col = op->col;
     if (op->kind == LOOM_OP_LOOP) {
+      /* an inner loop whose operands vary with the piece gets its body retyped the same way */
       const loom__loop *in = op->loop;
-      s = loom_graph_add_loop(g, in->n, in->piece, in->body, ins, in->rules, op->n_inputs, in->combines,
-                              op->n_outputs, outs);
+      int32_t inner_axis[64];
+      bool varies = false;
+      for (int32_t i = 0; i < op->n_inputs; i++) varies |= (inner_axis[i] = axis_of[op->inputs[i]]) >= 0;
+      loom_graph *inner = NULL;
+      if (varies) s = retype(in->body, inner_axis, len, &inner);
+      if (!s)
+        s = loom_graph_add_loop(g, in->n, in->piece, inner ? inner : in->body, ins, in->rules, op->n_inputs,
+                                in->combines, op->n_outputs, outs);
+      loom_graph_destroy(inner);
     } else {
       loom_attrs attrs = op->attrs;
       int32_t ax = axis_of[op->outputs[0]];
@@ -229,14 +283,23 @@ loom_status loom__loop_body_for(const loom__loop *l, int64_t len, loom_graph **o
   for (int32_t k = 0; !s && k < b->n_outputs && k < LOOM_LOOP_MAX_RESULTS; k++)
     rets[k] = (loom_value){map[b->outputs[k]]};
   if (!s) s = loom_graph_return(g, rets, b->n_outputs);
-  if (s) {
-    loom__error_prefix("the loop's last piece of %lld: ", (long long)len);
+  if (s)
     loom_graph_destroy(g);
-  } else {
+  else
     *out = g;
-  }
   loom__free(axis_of);
   loom__free(map);
+  return s;
+}
+
+loom_status loom__loop_body_for(const loom__loop *l, int64_t len, loom_graph **out) {
+  const loom_graph *b = l->body;
+  int32_t *param_axis = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_params, 1));
+  if (!param_axis) return loom__oom("a loop's last piece");
+  for (int32_t p = 0; p < b->n_params; p++) param_axis[p] = l->rules[p].axis;
+  loom_status s = retype(b, param_axis, len, out);
+  loom__free(param_axis);
+  if (s) loom__error_prefix("the loop's last piece of %lld: ", (long long)len);
   return s;
 }
 
