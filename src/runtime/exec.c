@@ -67,6 +67,24 @@ typedef struct exec_state {
   loom_buffer *const *input_buffers; /* exec options' */
 } exec_state;
 
+/* What an allocation is for, as messages name it: `what`, or value id's label where what is
+ * NULL. Labels are written only into messages, when a take fails: formatting one for every
+ * value cost more than running a small op (loom-bench overhead). */
+static const char *what_of(const exec_state *st, int32_t id, const char *what, char *buf, size_t size) {
+  if (what) return what;
+  char tmp[32];
+  snprintf(buf, size, "value '%s'", loom__value_label(st->g, id, tmp, sizeof tmp));
+  return buf;
+}
+
+/* loom__meter_take for value id (what NULL) or `what`. */
+static loom_status meter_take(exec_state *st, int64_t bytes, int32_t id, const char *what) {
+  char buf[96];
+  const loom__meter *m = st->meter;
+  bool fits = m->limit <= 0 || bytes <= m->limit - m->in_use;
+  return loom__meter_take(st->meter, bytes, fits ? "" : what_of(st, id, what, buf, sizeof buf));
+}
+
 /* Ends the executor's access to a block, leaving the buffer allocated. The work that used it
  * was queued on the HMM's queue for the node, which orders whatever the HMM does next. */
 static loom_status block_end_access(block *b) {
@@ -113,17 +131,20 @@ static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, b
   return LOOM_OK;
 }
 
-/* Counts `bytes` for `what` and allocates them (filled from src unless it is NULL). Zero
- * bytes on a device take no buffer (devices refuse empty allocations): out->ptr is NULL. */
-static loom_status block_take(exec_state *st, int64_t bytes, const char *what, const void *src, block *out) {
+/* Counts `bytes` for value id (what NULL) or `what` and allocates them (filled from src
+ * unless it is NULL). Zero bytes on a device take no buffer (devices refuse empty
+ * allocations): out->ptr is NULL. */
+static loom_status block_take(exec_state *st, int64_t bytes, int32_t id, const char *what, const void *src,
+                              block *out) {
   memset(out, 0, sizeof *out);
-  loom_status s = loom__meter_take(st->meter, bytes, what);
+  loom_status s = meter_take(st, bytes, id, what);
   if (s || (bytes == 0 && !st->be->host_memory)) return s;
   fit_pool(st, bytes);
   s = block_alloc(st, bytes, src, out);
   if (s) {
+    char buf[96];
     loom__meter_give(st->meter, bytes);
-    loom__error_prefix("%s: ", what);
+    loom__error_prefix("%s: ", what_of(st, id, what, buf, sizeof buf));
   }
   return s;
 }
@@ -134,16 +155,9 @@ static void block_give(exec_state *st, block *b, int64_t bytes) {
   fit_pool(st, -1);
 }
 
-static void value_label(const exec_state *st, int32_t id, char *buf, size_t size) {
-  char tmp[32];
-  snprintf(buf, size, "value '%s'", loom__value_label(st->g, id, tmp, sizeof tmp));
-}
-
 /* Counts host storage read in place (cpu0's inputs and constants). */
 static loom_status take(exec_state *st, int32_t id, int64_t bytes) {
-  char what[96];
-  value_label(st, id, what, sizeof what);
-  loom_status s = loom__meter_take(st->meter, bytes, what);
+  loom_status s = meter_take(st, bytes, id, NULL);
   if (s) return s;
   st->bytes[id] = bytes;
   return LOOM_OK;
@@ -151,9 +165,7 @@ static loom_status take(exec_state *st, int32_t id, int64_t bytes) {
 
 /* Device storage for value id, written from host memory at src (an input or a constant). */
 static loom_status take_written(exec_state *st, int32_t id, int64_t bytes, const void *src) {
-  char what[96];
-  value_label(st, id, what, sizeof what);
-  loom_status s = block_take(st, bytes, what, src, &st->blocks[id]);
+  loom_status s = block_take(st, bytes, id, NULL, src, &st->blocks[id]);
   if (s) return s;
   st->bytes[id] = bytes;
   st->data[id] = st->blocks[id].ptr;
@@ -164,7 +176,7 @@ static loom_status take_written(exec_state *st, int32_t id, int64_t bytes, const
  * for reading, the HMM bringing it there; counted as an input written in would be. */
 static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom_buffer *buffer) {
   char what[96];
-  value_label(st, id, what, sizeof what);
+  what_of(st, id, NULL, what, sizeof what);
   loom_buffer_info info;
   loom_status s = loom_buffer_get_info(buffer, &info);
   if (!s && info.bytes < bytes)
@@ -247,10 +259,8 @@ static loom_status alloc_outputs(exec_state *st, const loom__op *op) {
       continue;
     }
     int64_t bytes;
-    char what[96];
-    value_label(st, id, what, sizeof what);
     loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
-    if (!s) s = block_take(st, bytes, what, NULL, &st->blocks[id]);
+    if (!s) s = block_take(st, bytes, id, NULL, NULL, &st->blocks[id]);
     if (s) return s;
     st->bytes[id] = bytes;
     st->data[id] = st->blocks[id].ptr;
@@ -264,7 +274,7 @@ static loom_status temp_take(void *ctx, int64_t bytes, void **out_buffer) {
   for (int32_t i = 0; i < TEMP_SLOTS; i++) {
     temp_slot *t = &st->temps[i];
     if (t->used) continue;
-    loom_status s = block_take(st, bytes, "the temporaries of a library call", NULL, &t->b);
+    loom_status s = block_take(st, bytes, -1, "the temporaries of a library call", NULL, &t->b);
     if (s) return s;
     t->bytes = bytes;
     t->used = true;
@@ -301,7 +311,7 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
   if (scratch_bytes > 0) {
     char what[128];
     snprintf(what, sizeof what, "the temporaries of %s", loom_op_name(op->kind));
-    s = block_take(st, scratch_bytes, what, NULL, &scratch);
+    s = block_take(st, scratch_bytes, -1, what, NULL, &scratch);
     scratched = s == LOOM_OK;
   }
   if (!s) {
