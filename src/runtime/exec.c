@@ -496,6 +496,28 @@ static loom_status fills_init(exec_state *st) {
   return s;
 }
 
+/* The per-value arrays, carved from one allocation (st->layouts is its start): six per run
+ * cost more than a small graph's ops (loom-bench overhead). Each array starts 16-byte
+ * aligned, as a fill's scalar of any dtype is read in place. */
+static loom_status state_arrays(exec_state *st, size_t n) {
+  size_t sizes[6] = {n * sizeof *st->layouts, n * sizeof *st->data,     n * sizeof *st->bytes,
+                     n * sizeof *st->blocks,  n * sizeof *st->last_use, n * sizeof *st->scalars};
+  size_t at[6], total = 0;
+  for (int32_t i = 0; i < 6; i++) {
+    at[i] = total;
+    total += (sizes[i] + 15) & ~(size_t)15;
+  }
+  char *p = loom__calloc(1, total);
+  if (!p) return loom__oom("executor state");
+  st->layouts = (loom__layout *)(void *)p;
+  st->data = (void **)(void *)(p + at[1]);
+  st->bytes = (int64_t *)(void *)(p + at[2]);
+  st->blocks = (block *)(void *)(p + at[3]);
+  st->last_use = (int32_t *)(void *)(p + at[4]);
+  st->scalars = (uint8_t(*)[16])(void *)(p + at[5]);
+  return LOOM_OK;
+}
+
 static loom_status exec_state_init(exec_state *st, const loom_graph *g, const loom__exec_device *dev,
                                    loom__meter *meter) {
   memset(st, 0, sizeof *st);
@@ -505,16 +527,9 @@ static loom_status exec_state_init(exec_state *st, const loom_graph *g, const lo
   st->mem = dev->memory;
   st->node = dev->node;
   st->meter = meter;
-  size_t n = (size_t)(g->n_values ? g->n_values : 1);
-  st->layouts = loom__calloc(n, sizeof *st->layouts);
-  st->data = loom__calloc(n, sizeof *st->data);
-  st->bytes = loom__calloc(n, sizeof *st->bytes);
-  st->blocks = loom__calloc(n, sizeof *st->blocks);
-  st->last_use = loom__calloc(n, sizeof *st->last_use);
-  st->scalars = loom__calloc(n, sizeof *st->scalars);
-  if (!st->layouts || !st->data || !st->bytes || !st->blocks || !st->last_use || !st->scalars)
-    return loom__oom("executor state");
-  loom_status s = loom__graph_layouts(g, st->layouts);
+  loom_status s = state_arrays(st, (size_t)(g->n_values ? g->n_values : 1));
+  if (s) return s;
+  s = loom__graph_layouts(g, st->layouts);
   if (!s) {
     for (int32_t v = 0; v < g->n_values; v++)
       if (g->values[v].op >= 0 && g->ops[g->values[v].op].kind == LOOM_OP_FILL) {
@@ -529,19 +544,14 @@ static loom_status exec_state_init(exec_state *st, const loom_graph *g, const lo
 /* Gives back everything the run still holds, then the node's pool: what the run cached there
  * does not outlive it (as the executor's own cache did not before the HMM). */
 static void exec_state_deinit(exec_state *st) {
-  if (st->data && st->bytes && st->blocks) /* a partial init leaves some NULL */
+  if (st->layouts) /* a failed init leaves the arrays NULL */
     for (int32_t v = 0; v < st->g->n_values; v++)
       if (st->data[v] || st->bytes[v] || st->blocks[v].buffer) release(st, v);
   for (int32_t i = 0; i < TEMP_SLOTS; i++)
     if (st->temps[i].used) block_give(st, &st->temps[i].b, st->temps[i].bytes);
   block_drop(&st->fills);
   if (st->mem) loom_mem_trim(st->mem, st->node);
-  loom__free(st->layouts);
-  loom__free(st->data);
-  loom__free(st->bytes);
-  loom__free(st->blocks);
-  loom__free(st->last_use);
-  loom__free(st->scalars);
+  loom__free(st->layouts); /* and the other per-value arrays (state_arrays) */
   loom__free(st->fill_slot);
   loom__free(st->fill_host);
 }
