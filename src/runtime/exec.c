@@ -224,12 +224,13 @@ static void view_of(const exec_state *st, int32_t id, loom__dview *v) {
   }
 }
 
-/* Schedule positions of each base's last reader; graph outputs live to the end. */
+/* Schedule positions of each base's last reader; graph outputs live to the end. `order` NULL
+ * is the graph's own order (as in run_schedule). */
 static void compute_last_use(exec_state *st, const int32_t *order) {
   const loom_graph *g = st->g;
   for (int32_t v = 0; v < g->n_values; v++) st->last_use[v] = -1;
   for (int32_t pos = 0; pos < g->n_ops; pos++) {
-    const loom__op *op = &g->ops[order[pos]];
+    const loom__op *op = &g->ops[order ? order[pos] : pos];
     for (int32_t r = 0; r < op->n_outputs; r++) {
       int32_t b = st->layouts[op->outputs[r]].base;
       if (st->last_use[b] < pos) st->last_use[b] = pos;
@@ -556,13 +557,14 @@ static void exec_state_deinit(exec_state *st) {
   loom__free(st->fill_host);
 }
 
+/* Runs g's ops in `order` (NULL: the graph's own order, without an array made for it). */
 static loom_status run_schedule(exec_state *st, const int32_t *order, const loom_tensor *inputs) {
   const loom_graph *g = st->g;
   compute_last_use(st, order);
   loom_status bound = bind_inputs(st, inputs);
   if (bound) return bound;
   for (int32_t pos = 0; pos < g->n_ops; pos++) {
-    const loom__op *op = &g->ops[order[pos]];
+    const loom__op *op = &g->ops[order ? order[pos] : pos];
     loom_status s = run_one(st, op);
     if (s) {
       if (op->line > 0) loom__error_prefix("line %d: ", (int)op->line);
@@ -594,19 +596,13 @@ static loom_status finish(exec_state *st, loom_status s) {
 loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, const loom_tensor *inputs,
                           loom_tensor *outputs, loom__meter *meter) {
   exec_state st;
-  int32_t *order = NULL;
   for (int32_t i = 0; i < g->n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   if (!opts || !opts->device || !opts->device->memory)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__execute: no device (loom__context_exec_device)");
   for (int32_t i = 0; opts->output_buffers && i < g->n_outputs; i++) opts->output_buffers[i] = NULL;
   loom_status s = exec_state_init(&st, g, opts->device, meter);
   st.input_buffers = opts->input_buffers;
-  if (!s && !opts->schedule) {
-    if (!(order = loom__malloc(sizeof(int32_t) * (size_t)(g->n_ops ? g->n_ops : 1))))
-      s = loom__oom("a schedule");
-    for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = i;
-  }
-  if (!s) s = run_schedule(&st, order ? order : opts->schedule, inputs);
+  if (!s) s = run_schedule(&st, opts->schedule, inputs);
   for (int32_t i = 0; !s && i < g->n_outputs; i++)
     if (!(opts->output_buffers && hand_out(&st, g->outputs[i], &outputs[i], &opts->output_buffers[i])))
       s = export_value(&st, g->outputs[i], &outputs[i]);
@@ -620,7 +616,6 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
       }
     }
   exec_state_deinit(&st);
-  loom__free(order);
   return s;
 }
 
