@@ -297,6 +297,13 @@ static void temp_give(void *ctx, void *buffer, int64_t bytes) {
   }
 }
 
+/* "the temporaries of dot", per op kind: written once here, not per op run. */
+static const char *const scratch_what[LOOM_OP_COUNT] = {
+#define LOOM_X(e, name) [LOOM_OP_##e] = "the temporaries of " name,
+    LOOM_OP_MAP(LOOM_X)
+#undef LOOM_X
+};
+
 static loom_status run_one(exec_state *st, const loom__op *op) {
   loom_status s = alloc_outputs(st, op);
   if (s) return s;
@@ -311,9 +318,7 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
   block scratch = {0};
   bool scratched = false;
   if (scratch_bytes > 0) {
-    char what[128];
-    snprintf(what, sizeof what, "the temporaries of %s", loom_op_name(op->kind));
-    s = block_take(st, scratch_bytes, -1, what, NULL, &scratch);
+    s = block_take(st, scratch_bytes, -1, scratch_what[op->kind], NULL, &scratch);
     scratched = s == LOOM_OK;
   }
   if (!s) {
