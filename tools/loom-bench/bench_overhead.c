@@ -14,6 +14,7 @@
  * Each figure is the best of --repeats timed runs after a warm-up run, and each run's result
  * is checked against a reference computed here, so a fast wrong executor shows as a failure.
  * Goals (issue 13): under 1 us per op on cpu0, under 2 us per piece. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,7 +217,7 @@ static int random_inputs(loom_tensor *in, int32_t n, int64_t size) {
 /* ---- one device --------------------------------------------------------------------------------- */
 
 typedef struct device_figures {
-  double per_op, per_run, per_piece; /* seconds; < 0: not measured */
+  double per_op, per_run, per_piece; /* seconds; NaN: not measured (per piece may be < 0: noise) */
   char loop_note[512];               /* why the loop did not run, or "" */
   bool failed;
 } device_figures;
@@ -327,7 +328,7 @@ static void python_figures(const overhead_args *a, double *numpy, double *torch,
 /* ---- the devices -------------------------------------------------------------------------------- */
 
 static void print_us(double seconds) {
-  if (seconds < 0)
+  if (isnan(seconds))
     printf(" %12s", "-");
   else
     printf(" %9.2f us", seconds * 1e6);
@@ -336,7 +337,7 @@ static void print_us(double seconds) {
 /* Measures and prints one device's row; 1 when a figure failed. */
 static int bench_device(loom_context *ctx, const char *id, const overhead_args *a, char *notes,
                         size_t notes_size) {
-  device_figures f = {.per_op = -1, .per_run = -1, .per_piece = -1};
+  device_figures f = {.per_op = NAN, .per_run = NAN, .per_piece = NAN};
   chain_figures(ctx, id, a, &f);
   if (a->loop_n > 0) loop_figures(ctx, id, a, &f);
   printf("%-8s", id);
