@@ -225,3 +225,65 @@ add_test(NAME loom-bench.knn_small
 set_tests_properties(loom-bench.knn_small PROPERTIES
   FAIL_REGULAR_EXPRESSION "DIFFER|did not run"
   ENVIRONMENT "${LOOM_TEST_ENV}")
+
+# ---- loom-bench overhead and dot (issue 13): their command lines, and small runs whose results
+# (and, for dot, measured peaks against the limits) the tool checks; their timings are not.
+# loom_bench_test(NAME [RC code] ARGS a b ... [STDOUT_REGEX r] [STDERR_REGEX r])
+function(loom_bench_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 T "" "RC;STDOUT_REGEX;STDERR_REGEX" "ARGS")
+  if(NOT DEFINED T_RC)
+    set(T_RC 0)
+  endif()
+  string(REPLACE ";" "|" joined "${T_ARGS}")
+  set(defs -DTOOL=$<TARGET_FILE:loom-bench> -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/bench.${name}
+    -DEXPECT_RC=${T_RC} "-DARGS=${joined}")
+  foreach(key STDOUT_REGEX STDERR_REGEX)
+    if(DEFINED T_${key})
+      list(APPEND defs "-D${key}=${T_${key}}")
+    endif()
+  endforeach()
+  add_test(NAME loom-bench.${name} COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/run_tool.cmake)
+  set_tests_properties(loom-bench.${name} PROPERTIES TIMEOUT 120 ENVIRONMENT "${LOOM_TEST_ENV}")
+endfunction()
+
+loom_bench_test(overhead_help ARGS overhead --help
+  STDOUT_REGEX "^usage: loom-bench overhead \\[--ops N\\] \\[--size E\\]" STDERR_REGEX "^$")
+loom_bench_test(overhead_bad_ops RC 2 ARGS overhead --ops 0
+  STDERR_REGEX "^loom-bench overhead: --ops '0': want a count from 1 to 1000000\n$")
+loom_bench_test(overhead_bad_size RC 2 ARGS overhead --size 16x
+  STDERR_REGEX "^loom-bench overhead: --size '16x': want elements from 1 to 2\\^24\n$")
+loom_bench_test(overhead_missing_value RC 2 ARGS overhead --repeats
+  STDERR_REGEX "^loom-bench overhead: unknown option or missing value after '--repeats'\nusage: loom-bench overhead")
+loom_bench_test(overhead_unknown_option RC 2 ARGS overhead --bogus 1
+  STDERR_REGEX "^loom-bench overhead: unknown option '--bogus'\nusage: loom-bench overhead")
+loom_bench_test(overhead_one_piece RC 2 ARGS overhead --loop-n 16 --piece 16
+  STDERR_REGEX "^loom-bench overhead: --piece 16 leaves fewer than 2 pieces of --loop-n 16\n$")
+loom_bench_test(overhead_python_twice RC 2 ARGS overhead --python python3 --no-python
+  STDERR_REGEX "^loom-bench overhead: give --python or --no-python, not both\n$")
+loom_bench_test(overhead_missing_device RC 2 ARGS overhead --devices ocl9
+  STDERR_REGEX "^loom-bench overhead: --devices ocl9: [^\n]*no device ocl9")
+# A small chain on cpu0 (its result checked by the tool), no loop; a missing interpreter is a note.
+loom_bench_test(overhead_small ARGS overhead --ops 50 --loop-n 0 --repeats 1 --devices cpu0
+  --python ${CMAKE_CURRENT_BINARY_DIR}/no-such-python
+  STDOUT_REGEX "\ncpu0 +[0-9.]+ us +[0-9.]+ us +-\n.*\nNumPy: not measured \\(no python3 with numpy: [^\n]*no-such-python\\)\n"
+  STDERR_REGEX "^$")
+
+loom_bench_test(dot_help ARGS dot --help STDOUT_REGEX "^usage: loom-bench dot \\[--dots LIST\\] \\[--fractions LIST\\]"
+  STDERR_REGEX "^$")
+loom_bench_test(dot_bad_dtype RC 2 ARGS dot --dots f16:10x10x10
+  STDERR_REGEX "^loom-bench dot: --dots: 'f16:10x10x10': want DTYPE:MxKxN with DTYPE f32 or f64 and sizes from 1 to 1000000, as f64:1000x1200x1100\n$")
+loom_bench_test(dot_bad_sizes RC 2 ARGS dot --dots f64:8x8x8,f64:10x10
+  STDERR_REGEX "^loom-bench dot: --dots: 'f64:10x10': want DTYPE:MxKxN")
+loom_bench_test(dot_bad_fraction RC 2 ARGS dot --fractions 0.5,1.5
+  STDERR_REGEX "^loom-bench dot: --fractions: '1\\.5': want a fraction of the naive peak in \\(0, 1\\], as 0\\.5\n$")
+loom_bench_test(dot_bad_repeats RC 2 ARGS dot --repeats 0
+  STDERR_REGEX "^loom-bench dot: --repeats '0': want a count from 1 to 1000\n$")
+loom_bench_test(dot_unknown_option RC 2 ARGS dot --limit 1MiB
+  STDERR_REGEX "^loom-bench dot: unknown option '--limit'\nusage: loom-bench dot")
+loom_bench_test(dot_missing_device RC 2 ARGS dot --device ocl9
+  STDERR_REGEX "^loom-bench dot: --device ocl9: [^\n]*no device ocl9")
+# Small dots under 0.9 of their naive peak: the tool fails unless each result equals the
+# unconstrained run's and the measured peaks stay at or under the limit.
+loom_bench_test(dot_small ARGS dot --dots f64:40x50x60,f32:64x32x48 --fractions 0.9 --repeats 1
+  STDOUT_REGEX "dot f64\\[40,50\\] x f64\\[50,60\\] on cpu0: naive peak [0-9.]+ KiB[^\n]*\n[^\n]*\nunconstrained +none +1 +1 [^\n]* reference\n1\\.11x +[0-9.]+ KiB [^\n]* equal \\([^\n]*\n\ndot f32\\[64,32\\]"
+  STDERR_REGEX "^$")

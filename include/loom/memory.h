@@ -274,7 +274,8 @@ LOOM_API loom_status loom_mem_set_limit(loom_mem_manager *m, int32_t node, int64
  * OUT_OF_MEMORY (as loom_mem_set_limit). */
 LOOM_API loom_status loom_mem_set_limits(loom_mem_manager *m, const char *spec);
 
-/* Frees every cached allocation of a node's pool (node -1: every node). Thread safety: any
+/* Frees every cached allocation of a node's pool (node -1: every node), and the records of
+ * freed buffers the manager keeps in host memory for the next allocations. Thread safety: any
  * thread. Errors: INVALID_ARGUMENT (NULL manager, node out of range). */
 LOOM_API loom_status loom_mem_trim(loom_mem_manager *m, int32_t node);
 

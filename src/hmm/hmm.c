@@ -202,6 +202,7 @@ void loom_mem_manager_destroy(loom_mem_manager *m) {
     loom__hmm_pool_trim(m, n);
     if (n->backend && n->backend->node_deinit) n->backend->node_deinit(n);
   }
+  loom__hmm_spares_free(m);
   loom__hmm_unlock(m);
   loom__hmm_trace_deinit(&m->trace);
   loom__free(m->nodes);
@@ -378,6 +379,7 @@ loom_status loom_mem_trim(loom_mem_manager *m, int32_t node) {
   loom__hmm_lock(m);
   for (int32_t i = 0; i < m->node_count; i++)
     if (node == -1 || node == i) loom__hmm_pool_trim(m, &m->nodes[i]);
+  loom__hmm_spares_free(m); /* host memory of no node, kept for reuse as the pool is */
   loom__hmm_unlock(m);
   return LOOM_OK;
 }

@@ -154,12 +154,18 @@ struct loom_mem_manager {
   loom__hmm_node *nodes;
   int32_t node_count;
   loom_buffer *buffers; /* every live buffer */
+  /* Records of freed buffers kept for the next allocations (hmm_buffer.c), linked by next;
+   * they hold no memory of any node. loom_mem_trim and destroy free them. */
+  loom_buffer *spares;
+  int32_t spare_count;
   uint64_t next_id, tick, evict_pass;
   double t0;
   loom__hmm_trace trace;
 };
 
 void loom__hmm_lock(const loom_mem_manager *m);
+/* Frees the records of freed buffers the manager keeps for reuse; the lock is held. */
+void loom__hmm_spares_free(loom_mem_manager *m);
 void loom__hmm_unlock(const loom_mem_manager *m);
 /* The next tick of the manager's clock (LRU order). */
 uint64_t loom__hmm_tick(loom_mem_manager *m);

@@ -76,6 +76,50 @@ static void unlink_buffer(loom_mem_manager *m, loom_buffer *b) {
   b->prev = b->next = NULL;
 }
 
+/* A freed buffer's record is kept for the next allocation, up to SPARE_MAX of them: a calloc
+ * and a free per buffer were a sixth of a small op's cost in the executor, which allocates a
+ * buffer per value (loom-bench overhead). Records hold no memory of any node, so neither the
+ * limits nor the stats count them; loom_mem_trim gives them back. */
+enum { SPARE_MAX = 32 };
+
+static size_t record_size(const loom_mem_manager *m) {
+  return sizeof(loom_buffer) + (size_t)m->node_count * sizeof(loom__hmm_copy);
+}
+
+/* A zeroed record, a spare or a new one (NULL: out of memory). Called and returns with the
+ * lock held; it is let go while a new record is allocated. */
+static loom_buffer *record_take(loom_mem_manager *m) {
+  loom_buffer *b = m->spares;
+  if (b) {
+    m->spares = b->next;
+    m->spare_count--;
+    memset(b, 0, record_size(m));
+    return b;
+  }
+  loom__hmm_unlock(m);
+  b = loom__calloc(1, record_size(m));
+  loom__hmm_lock(m);
+  return b;
+}
+
+/* Keeps a record of a freed buffer (lock held); false when the caller must free it. */
+static bool record_keep(loom_mem_manager *m, loom_buffer *b) {
+  if (m->spare_count >= SPARE_MAX) return false;
+  b->next = m->spares;
+  m->spares = b;
+  m->spare_count++;
+  return true;
+}
+
+void loom__hmm_spares_free(loom_mem_manager *m) {
+  while (m->spares) {
+    loom_buffer *b = m->spares;
+    m->spares = b->next;
+    loom__free(b);
+  }
+  m->spare_count = 0;
+}
+
 static void apply_default_advice(const loom_mem_manager *m, loom_buffer *b) {
   if (m->advice == LOOM_MEM_ADVISE_READ_MOSTLY) b->read_mostly = true;
   if (m->advice == LOOM_MEM_ADVISE_PREFERRED_LOCATION) b->preferred = b->node;
@@ -89,8 +133,12 @@ loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype 
   if (!m) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_allocate: manager is NULL");
   loom_status s = check_allocate(m, bytes, dtype, node, flags);
   if (s != LOOM_OK) return s;
-  loom_buffer *b = loom__calloc(1, sizeof *b + (size_t)m->node_count * sizeof b->copy[0]);
-  if (!b) return loom__oom("a buffer");
+  loom__hmm_lock(m);
+  loom_buffer *b = record_take(m);
+  if (!b) {
+    loom__hmm_unlock(m);
+    return loom__oom("a buffer");
+  }
   b->m = m;
   b->bytes = bytes;
   b->dtype = dtype;
@@ -99,7 +147,6 @@ loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype 
   b->preferred = -1;
   b->read_mostly = flags & LOOM_MEM_READ_MOSTLY;
   b->pins = flags & LOOM_MEM_PINNED ? 1 : 0;
-  loom__hmm_lock(m);
   b->mode = m->mode;
   b->id = ++m->next_id;
   apply_default_advice(m, b);
@@ -108,10 +155,11 @@ loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype 
     b->copy[node].state = LOOM_MEM_OWNER;
     link_buffer(m, b);
   }
+  bool kept = s != LOOM_OK && record_keep(m, b);
   loom__hmm_unlock(m);
   if (s != LOOM_OK) {
     loom__error_prefix("loom_buffer_allocate: ");
-    loom__free(b);
+    if (!kept) loom__free(b);
     return s;
   }
   *out_buffer = b;
@@ -138,8 +186,9 @@ void loom_buffer_free(loom_buffer *b) {
     loom__hmm_copy_drop(m, b, i, true);
   }
   unlink_buffer(m, b);
+  bool kept = record_keep(m, b);
   loom__hmm_unlock(m);
-  loom__free(b);
+  if (!kept) loom__free(b);
 }
 
 /* ---- host access ---------------------------------------------------------------------------- */

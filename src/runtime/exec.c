@@ -87,6 +87,24 @@ typedef struct exec_state {
 
 static loom_status run_loop(exec_state *st, const loom__op *op);
 
+/* What an allocation is for, as messages name it: `what`, or value id's label where what is
+ * NULL. Labels are written only into messages, when a take fails: formatting one for every
+ * value cost more than running a small op (loom-bench overhead). */
+static const char *what_of(const exec_state *st, int32_t id, const char *what, char *buf, size_t size) {
+  if (what) return what;
+  char tmp[32];
+  snprintf(buf, size, "value '%s'", loom__value_label(st->g, id, tmp, sizeof tmp));
+  return buf;
+}
+
+/* loom__meter_take for value id (what NULL) or `what`. */
+static loom_status meter_take(exec_state *st, int64_t bytes, int32_t id, const char *what) {
+  char buf[96];
+  const loom__meter *m = st->meter;
+  bool fits = m->limit <= 0 || bytes <= m->limit - m->in_use;
+  return loom__meter_take(st->meter, bytes, fits ? "" : what_of(st, id, what, buf, sizeof buf));
+}
+
 /* Ends the executor's access to a block, leaving the buffer allocated. The work that used it
  * was queued on the HMM's queue for the node, which orders whatever the HMM does next. */
 static loom_status block_end_access(block *b) {
@@ -133,17 +151,20 @@ static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, b
   return LOOM_OK;
 }
 
-/* Counts `bytes` for `what` and allocates them (filled from src unless it is NULL). Zero
- * bytes on a device take no buffer (devices refuse empty allocations): out->ptr is NULL. */
-static loom_status block_take(exec_state *st, int64_t bytes, const char *what, const void *src, block *out) {
+/* Counts `bytes` for value id (what NULL) or `what` and allocates them (filled from src
+ * unless it is NULL). Zero bytes on a device take no buffer (devices refuse empty
+ * allocations): out->ptr is NULL. */
+static loom_status block_take(exec_state *st, int64_t bytes, int32_t id, const char *what, const void *src,
+                              block *out) {
   memset(out, 0, sizeof *out);
-  loom_status s = loom__meter_take(st->meter, bytes, what);
+  loom_status s = meter_take(st, bytes, id, what);
   if (s || (bytes == 0 && !st->be->host_memory)) return s;
   fit_pool(st, bytes);
   s = block_alloc(st, bytes, src, out);
   if (s) {
+    char buf[96];
     loom__meter_give(st->meter, bytes);
-    loom__error_prefix("%s: ", what);
+    loom__error_prefix("%s: ", what_of(st, id, what, buf, sizeof buf));
   }
   return s;
 }
@@ -154,16 +175,9 @@ static void block_give(exec_state *st, block *b, int64_t bytes) {
   fit_pool(st, -1);
 }
 
-static void value_label(const exec_state *st, int32_t id, char *buf, size_t size) {
-  char tmp[32];
-  snprintf(buf, size, "value '%s'", loom__value_label(st->g, id, tmp, sizeof tmp));
-}
-
 /* Counts host storage read in place (cpu0's inputs and constants). */
 static loom_status take(exec_state *st, int32_t id, int64_t bytes) {
-  char what[96];
-  value_label(st, id, what, sizeof what);
-  loom_status s = loom__meter_take(st->meter, bytes, what);
+  loom_status s = meter_take(st, bytes, id, NULL);
   if (s) return s;
   st->bytes[id] = bytes;
   return LOOM_OK;
@@ -171,9 +185,7 @@ static loom_status take(exec_state *st, int32_t id, int64_t bytes) {
 
 /* Device storage for value id, written from host memory at src (an input or a constant). */
 static loom_status take_written(exec_state *st, int32_t id, int64_t bytes, const void *src) {
-  char what[96];
-  value_label(st, id, what, sizeof what);
-  loom_status s = block_take(st, bytes, what, src, &st->blocks[id]);
+  loom_status s = block_take(st, bytes, id, NULL, src, &st->blocks[id]);
   if (s) return s;
   st->bytes[id] = bytes;
   st->data[id] = st->blocks[id].ptr;
@@ -184,7 +196,7 @@ static loom_status take_written(exec_state *st, int32_t id, int64_t bytes, const
  * for reading, the HMM bringing it there; counted as an input written in would be. */
 static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom_buffer *buffer) {
   char what[96];
-  value_label(st, id, what, sizeof what);
+  what_of(st, id, NULL, what, sizeof what);
   loom_buffer_info info;
   loom_status s = loom_buffer_get_info(buffer, &info);
   if (!s && info.bytes < bytes)
@@ -220,7 +232,8 @@ static void release(exec_state *st, int32_t base) {
  * a device its slot of the fill buffer. */
 static void view_of(const exec_state *st, int32_t id, loom__dview *v) {
   const loom__layout *l = &st->layouts[id];
-  memset(v, 0, sizeof *v);
+  /* Every field is set (the struct has no padding), so no memset: a `rep stos` of its 152
+   * bytes was a tenth of a small op's cost (loom-bench overhead). */
   v->type = st->g->values[id].type;
   memcpy(v->strides, l->strides, sizeof v->strides);
   v->buffer = st->data[l->base];
@@ -231,12 +244,13 @@ static void view_of(const exec_state *st, int32_t id, loom__dview *v) {
   }
 }
 
-/* Schedule positions of each base's last reader; graph outputs live to the end. */
+/* Schedule positions of each base's last reader; graph outputs live to the end. `order` NULL
+ * is the graph's own order (as in run_schedule). */
 static void compute_last_use(exec_state *st, const int32_t *order) {
   const loom_graph *g = st->g;
   for (int32_t v = 0; v < g->n_values; v++) st->last_use[v] = -1;
   for (int32_t pos = 0; pos < g->n_ops; pos++) {
-    const loom__op *op = &g->ops[order[pos]];
+    const loom__op *op = &g->ops[order ? order[pos] : pos];
     for (int32_t r = 0; r < op->n_outputs; r++) {
       int32_t b = st->layouts[op->outputs[r]].base;
       if (st->last_use[b] < pos) st->last_use[b] = pos;
@@ -267,10 +281,8 @@ static loom_status alloc_outputs(exec_state *st, const loom__op *op) {
       continue;
     }
     int64_t bytes;
-    char what[96];
-    value_label(st, id, what, sizeof what);
     loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
-    if (!s) s = block_take(st, bytes, what, NULL, &st->blocks[id]);
+    if (!s) s = block_take(st, bytes, id, NULL, NULL, &st->blocks[id]);
     if (s) return s;
     st->bytes[id] = bytes;
     st->data[id] = st->blocks[id].ptr;
@@ -284,7 +296,7 @@ static loom_status temp_take(void *ctx, int64_t bytes, void **out_buffer) {
   for (int32_t i = 0; i < TEMP_SLOTS; i++) {
     temp_slot *t = &st->temps[i];
     if (t->used) continue;
-    loom_status s = block_take(st, bytes, "the temporaries of a library call", NULL, &t->b);
+    loom_status s = block_take(st, bytes, -1, "the temporaries of a library call", NULL, &t->b);
     if (s) return s;
     t->bytes = bytes;
     t->used = true;
@@ -305,6 +317,13 @@ static void temp_give(void *ctx, void *buffer, int64_t bytes) {
   }
 }
 
+/* "the temporaries of dot", per op kind: written once here, not per op run. */
+static const char *const scratch_what[LOOM_OP_COUNT] = {
+#define LOOM_X(e, name) [LOOM_OP_##e] = "the temporaries of " name,
+    LOOM_OP_MAP(LOOM_X)
+#undef LOOM_X
+};
+
 static loom_status run_one(exec_state *st, const loom__op *op) {
   loom_status s = alloc_outputs(st, op);
   if (s) return s;
@@ -320,9 +339,7 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
   block scratch = {0};
   bool scratched = false;
   if (scratch_bytes > 0) {
-    char what[128];
-    snprintf(what, sizeof what, "the temporaries of %s", loom_op_name(op->kind));
-    s = block_take(st, scratch_bytes, what, NULL, &scratch);
+    s = block_take(st, scratch_bytes, -1, scratch_what[op->kind], NULL, &scratch);
     scratched = s == LOOM_OK;
   }
   if (!s) {
@@ -449,6 +466,13 @@ static loom_status export_value(exec_state *st, int32_t id, loom_tensor *out) {
       v.offset = 0;
     }
     loom__dview_to_host(&v, &hv);
+    int64_t bytes = 0;
+    if (loom__layout_contiguous(&st->layouts[id], &v.type) && loom_type_bytes(&v.type, &bytes) == LOOM_OK) {
+      /* A contiguous result is one memcpy: the layout kernel's general copy costs a tenth of a
+       * small graph's run (loom-bench overhead). */
+      if (bytes > 0) memcpy(out->data, hv.data, (size_t)bytes);
+      return LOOM_OK;
+    }
     return host_copy(st, id, &hv, out);
   }
   return download_value(st, id, &v, out);
@@ -503,6 +527,28 @@ static loom_status fills_init(exec_state *st) {
   return s;
 }
 
+/* The per-value arrays, carved from one allocation (st->layouts is its start): six per run
+ * cost more than a small graph's ops (loom-bench overhead). Each array starts 16-byte
+ * aligned, as a fill's scalar of any dtype is read in place. */
+static loom_status state_arrays(exec_state *st, size_t n) {
+  size_t sizes[6] = {n * sizeof *st->layouts, n * sizeof *st->data,     n * sizeof *st->bytes,
+                     n * sizeof *st->blocks,  n * sizeof *st->last_use, n * sizeof *st->scalars};
+  size_t at[6], total = 0;
+  for (int32_t i = 0; i < 6; i++) {
+    at[i] = total;
+    total += (sizes[i] + 15) & ~(size_t)15;
+  }
+  char *p = loom__calloc(1, total);
+  if (!p) return loom__oom("executor state");
+  st->layouts = (loom__layout *)(void *)p;
+  st->data = (void **)(void *)(p + at[1]);
+  st->bytes = (int64_t *)(void *)(p + at[2]);
+  st->blocks = (block *)(void *)(p + at[3]);
+  st->last_use = (int32_t *)(void *)(p + at[4]);
+  st->scalars = (uint8_t(*)[16])(void *)(p + at[5]);
+  return LOOM_OK;
+}
+
 static loom_status exec_state_init(exec_state *st, const loom_graph *g, const loom__exec_device *dev,
                                    loom__meter *meter) {
   memset(st, 0, sizeof *st);
@@ -513,16 +559,9 @@ static loom_status exec_state_init(exec_state *st, const loom_graph *g, const lo
   st->mem = dev->memory;
   st->node = dev->node;
   st->meter = meter;
-  size_t n = (size_t)(g->n_values ? g->n_values : 1);
-  st->layouts = loom__calloc(n, sizeof *st->layouts);
-  st->data = loom__calloc(n, sizeof *st->data);
-  st->bytes = loom__calloc(n, sizeof *st->bytes);
-  st->blocks = loom__calloc(n, sizeof *st->blocks);
-  st->last_use = loom__calloc(n, sizeof *st->last_use);
-  st->scalars = loom__calloc(n, sizeof *st->scalars);
-  if (!st->layouts || !st->data || !st->bytes || !st->blocks || !st->last_use || !st->scalars)
-    return loom__oom("executor state");
-  loom_status s = loom__graph_layouts(g, st->layouts);
+  loom_status s = state_arrays(st, (size_t)(g->n_values ? g->n_values : 1));
+  if (s) return s;
+  s = loom__graph_layouts(g, st->layouts);
   if (!s) {
     for (int32_t v = 0; v < g->n_values; v++)
       if (g->values[v].op >= 0 && g->ops[g->values[v].op].kind == LOOM_OP_FILL) {
@@ -555,7 +594,7 @@ static void defer_free(exec_state *st, void *host, loom_graph *graph) {
  * does not outlive it (as the executor's own cache did not before the HMM). A nested state
  * leaves the pool to its run, and its fill scalars' host copy to the run's end. */
 static void exec_state_deinit(exec_state *st) {
-  if (st->data && st->bytes && st->blocks) /* a partial init leaves some NULL */
+  if (st->layouts) /* a failed init leaves the arrays NULL */
     for (int32_t v = 0; v < st->g->n_values; v++)
       if (st->data[v] || st->bytes[v] || st->blocks[v].buffer) release(st, v);
   for (int32_t i = 0; i < TEMP_SLOTS; i++)
@@ -575,12 +614,7 @@ static void exec_state_deinit(exec_state *st) {
   loom__free(st->base_off);
   loom__free(st->bound);
   if (st->mem && !st->nested) loom_mem_trim(st->mem, st->node);
-  loom__free(st->layouts);
-  loom__free(st->data);
-  loom__free(st->bytes);
-  loom__free(st->blocks);
-  loom__free(st->last_use);
-  loom__free(st->scalars);
+  loom__free(st->layouts); /* and the other per-value arrays (state_arrays) */
   loom__free(st->fill_slot);
   loom__free(st->fill_host);
 }
@@ -602,7 +636,7 @@ static void op_error_prefix(const exec_state *st, const loom__op *op) {
 static loom_status run_ops(exec_state *st, const int32_t *order) {
   const loom_graph *g = st->g;
   for (int32_t pos = 0; pos < g->n_ops; pos++) {
-    const loom__op *op = &g->ops[order[pos]];
+    const loom__op *op = &g->ops[order ? order[pos] : pos];
     loom_status s = run_one(st, op);
     if (s) {
       op_error_prefix(st, op);
@@ -710,7 +744,7 @@ static loom_status view_run(exec_state *st, const loom_graph *g, const loom__op 
   int64_t scratch_bytes = loom__op_scratch_bytes(g, op);
   block scratch = {0};
   if (scratch_bytes > 0) {
-    loom_status s = block_take(st, scratch_bytes, "the temporaries of a loop's merge", NULL, &scratch);
+    loom_status s = block_take(st, scratch_bytes, -1, "the temporaries of a loop's merge", NULL, &scratch);
     if (s) return s;
   }
   loom__op_call call = {
@@ -896,7 +930,8 @@ static loom_status merge_indices(exec_state *st, const loom__dview *acc, const l
   block copy = {0};
   int64_t bytes = elements_of(&acc->type) * 8;
   bool copied = !dview_dense(piece);
-  loom_status s = copied ? block_take(st, bytes, "the temporaries of a loop's merge", NULL, &copy) : LOOM_OK;
+  loom_status s =
+      copied ? block_take(st, bytes, -1, "the temporaries of a loop's merge", NULL, &copy) : LOOM_OK;
   if (s) return s;
   if (copied) {
     dense = block_view(&copy, &piece->type);
@@ -923,12 +958,12 @@ static loom_status merge_arg(loop_run *lr, exec_state *st, int32_t j, int64_t lo
   mask_t.dtype = LOOM_BOOL;
   block wins = {0}, eq = {0}, pos = {0};
   const char *what = "the temporaries of a loop's merge";
-  loom_status s = block_take(st, e, what, NULL, &wins);
+  loom_status s = block_take(st, e, -1, what, NULL, &wins);
   if (s) return s;
   loom__dview w = block_view(&wins, &mask_t);
   s = view_run(st, m, &ops[0], (loom__dview[]){v, *V}, &w);
   if (!s) s = view_run(st, m, &ops[1], &w, &w);
-  if (!s && !(s = block_take(st, e, what, NULL, &eq))) {
+  if (!s && !(s = block_take(st, e, -1, what, NULL, &eq))) {
     loom__dview q = block_view(&eq, &mask_t);
     s = view_run(st, m, &ops[2], (loom__dview[]){*V, *V}, &q);
     if (!s) s = view_run(st, m, &ops[3], (loom__dview[]){w, q}, &w);
@@ -936,7 +971,7 @@ static loom_status merge_arg(loop_run *lr, exec_state *st, int32_t j, int64_t lo
   }
   if (!s) s = view_run(st, m, &ops[4], (loom__dview[]){w, v, *V}, V);
   bool posed = false;
-  if (!s && !(s = block_take(st, 8 * e, what, NULL, &pos))) {
+  if (!s && !(s = block_take(st, 8 * e, -1, what, NULL, &pos))) {
     posed = true;
     loom__dview pv = block_view(&pos, &idx_t);
     s = view_run(st, m, &ops[5], &w, &pv);
@@ -963,12 +998,12 @@ static loom_status merge_topk(loop_run *lr, exec_state *st, int32_t j, int64_t l
   for (int32_t d = c->axis + 1; d < I->type.rank; d++) inner *= I->type.dims[d];
   const char *what = "the temporaries of a loop's merge";
   block cat = {0}, pos = {0};
-  loom_status s = block_take(st, cat_bytes, what, NULL, &cat);
+  loom_status s = block_take(st, cat_bytes, -1, what, NULL, &cat);
   if (s) return s;
   loom__dview cv = block_view(&cat, cat_t);
   s = view_run(st, m, &ops[0], (loom__dview[]){*V, v}, &cv);
   bool posed = false;
-  if (!s && !(s = block_take(st, pos_bytes, what, NULL, &pos))) {
+  if (!s && !(s = block_take(st, pos_bytes, -1, what, NULL, &pos))) {
     posed = true;
     loom__dview outs[2] = {*V, block_view(&pos, &I->type)};
     s = view_run(st, m, &ops[1], &cv, outs);
@@ -1143,20 +1178,14 @@ static loom_status stream_outputs_init(exec_state *st, loom_tensor *outputs) {
 loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, const loom_tensor *inputs,
                           loom_tensor *outputs, loom__meter *meter) {
   exec_state st;
-  int32_t *order = NULL;
   for (int32_t i = 0; i < g->n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   if (!opts || !opts->device || !opts->device->memory)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__execute: no device (loom__context_exec_device)");
   for (int32_t i = 0; opts->output_buffers && i < g->n_outputs; i++) opts->output_buffers[i] = NULL;
   loom_status s = exec_state_init(&st, g, opts->device, meter);
   st.input_buffers = opts->input_buffers;
-  if (!s && !opts->schedule) {
-    if (!(order = loom__malloc(sizeof(int32_t) * (size_t)(g->n_ops ? g->n_ops : 1))))
-      s = loom__oom("a schedule");
-    for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = i;
-  }
   if (!s) s = stream_outputs_init(&st, outputs);
-  if (!s) s = run_schedule(&st, order ? order : opts->schedule, inputs);
+  if (!s) s = run_schedule(&st, opts->schedule, inputs);
   for (int32_t i = 0; !s && i < g->n_outputs; i++) {
     int32_t first = streamed_first(&st, i);
     if (first == i) continue; /* its loop wrote it piece by piece */
@@ -1180,7 +1209,6 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
       }
     }
   exec_state_deinit(&st);
-  loom__free(order);
   return s;
 }
 

@@ -198,11 +198,13 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   stats->estimated_peak_bytes = st.estimated_peak;
   stats->limit_bytes = st.limit;
   if (!st.graph) return LOOM_OK;
-  loom_tensor *ins = loom__calloc((size_t)LOOM_MAX(st.n_inputs, 1), sizeof *ins);
-  loom_tensor *outs = loom__calloc((size_t)LOOM_MAX(st.n_outputs, 1), sizeof *outs);
-  loom_buffer **in_bufs = loom__calloc((size_t)LOOM_MAX(st.n_inputs, 1), sizeof *in_bufs);
-  loom_buffer **out_bufs = loom__calloc((size_t)LOOM_MAX(st.n_outputs, 1), sizeof *out_bufs);
-  if (!ins || !outs || !in_bufs || !out_bufs) s = loom__oom("a stage's inputs and outputs");
+  /* The stage's tensors and buffer slots in one allocation (tensors first, for alignment). */
+  size_t n_in = (size_t)LOOM_MAX(st.n_inputs, 1), n_out = (size_t)LOOM_MAX(st.n_outputs, 1);
+  loom_tensor *ins = loom__calloc(1, (n_in + n_out) * (sizeof(loom_tensor) + sizeof(loom_buffer *)));
+  loom_tensor *outs = ins ? ins + n_in : NULL;
+  loom_buffer **in_bufs = ins ? (loom_buffer **)(void *)(outs + n_out) : NULL;
+  loom_buffer **out_bufs = ins ? in_bufs + n_in : NULL;
+  if (!ins) s = loom__oom("a stage's inputs and outputs");
   if (!s) s = gather_inputs(r, &st, index, ins, in_bufs);
   loom__meter meter = {0};
   meter.limit = st.limit;
@@ -243,10 +245,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   /* Inputs whose last reader was this stage. */
   for (int32_t k = 0; !s && k < st.n_inputs; k++)
     if (r->vals[st.inputs[k]].last_stage == index) release_value(&r->vals[st.inputs[k]]);
-  loom__free(ins);
-  loom__free(outs);
-  loom__free(in_bufs);
-  loom__free(out_bufs);
+  loom__free(ins); /* and outs, in_bufs, out_bufs */
   return s;
 }
 

@@ -16,8 +16,13 @@ static const mode modes[] = {
     {"cuda", loom_bench_cuda,
      "SGEMM 8192^3 and a 2^24-point FFT through Loom vs cuBLAS and cuFFT, and host <-> device "
      "bandwidth (explicit copies vs managed memory), per CUDA device"},
+    {"dot", loom_bench_dot,
+     "a dot under limits of 0.8, 1/2, 1/4, 1/16 of its naive peak vs unconstrained: time ratios, measured "
+     "peaks"},
     {"hmm", loom_bench_hmm, "host <-> device bandwidth: explicit copies, SVM access, plain memcpy"},
     {"knn", loom_bench_knn, "kNN rewritten unchunked vs chunked under limits: time ratios, measured peaks"},
+    {"overhead", loom_bench_overhead,
+     "the executor's cost per op, per run and per loop piece on cpu0 and OpenCL devices, beside NumPy"},
     {"opencl", loom_bench_opencl,
      "SGEMM 2048^3 and a 2^20-point FFT through Loom vs CLBlast and clFFT, per OpenCL device"},
 };

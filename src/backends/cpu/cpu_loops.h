@@ -147,11 +147,18 @@ static inline int64_t loom__cpu_nest_offset(const loom__cpu_nest *L, int32_t k, 
   return off;
 }
 
-/* Runs fn over [0, L->total) in blocks, on OpenMP threads when there is more than one. */
+/* Runs fn over [0, L->total) in blocks, on OpenMP threads when there is more than one. One
+ * block runs here without entering the parallel region: libgomp starts and ends a team even
+ * under a false `if` clause (futex calls included), which cost more than a small op itself
+ * (loom-bench overhead). */
 typedef void (*loom__cpu_block_fn)(const loom__cpu_nest *L, int64_t lo, int64_t hi);
 
 static inline void loom__cpu_nest_run(const loom__cpu_nest *L, loom__cpu_block_fn fn) {
   int64_t total = L->total, blocks = (total + LOOM_CPU_BLOCK - 1) / LOOM_CPU_BLOCK;
+  if (blocks <= 1) {
+    if (blocks == 1) fn(L, 0, total);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (blocks > 1)
   for (int64_t b = 0; b < blocks; b++) {
     int64_t lo = b * LOOM_CPU_BLOCK, hi = lo + LOOM_CPU_BLOCK;
