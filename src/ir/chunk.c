@@ -416,8 +416,10 @@ static void body_params_make(body_build *bb) {
     const char *label = loom__value_label(bb->r->g, v, buf, sizeof buf);
     if (bb->r->g->values[v].name && loom_graph_find(bb->body, label).id < 0)
       snprintf(name, sizeof name, "%s", label);
-    else
-      snprintf(name, sizeof name, "in%d", (int)p);
+    else /* the first free in<k>: a body cut again may already hold that name */
+      for (int32_t k = p;
+           snprintf(name, sizeof name, "in%d", (int)k), loom_graph_find(bb->body, name).id >= 0;)
+        k++;
     loom_graph_param(bb->body, name, &t);
   }
 }
