@@ -416,8 +416,10 @@ static void body_params_make(body_build *bb) {
     const char *label = loom__value_label(bb->r->g, v, buf, sizeof buf);
     if (bb->r->g->values[v].name && loom_graph_find(bb->body, label).id < 0)
       snprintf(name, sizeof name, "%s", label);
-    else
-      snprintf(name, sizeof name, "in%d", (int)p);
+    else /* the first free in<k>: a body cut again may already hold that name */
+      for (int32_t k = p;
+           snprintf(name, sizeof name, "in%d", (int)k), loom_graph_find(bb->body, name).id >= 0;)
+        k++;
     loom_graph_param(bb->body, name, &t);
   }
 }
@@ -613,7 +615,7 @@ static int64_t valid_piece(const region *r, int64_t c) {
     if (tail_ok(r, d)) return d;
   for (int64_t d = c + 1; d < r->extent; d++) /* 11 in pieces of 5 for a top 5: pieces of 6 */
     if (tail_ok(r, d)) return d;
-  return c;
+  return -1; /* none: 3 in pieces for a top 2 */
 }
 
 /* `outer` with the body of loop op o replaced by `body` (taken over). */
@@ -644,6 +646,7 @@ static loom_status emit_candidate(const region *r, int64_t c, loom_graph **out) 
 /* The estimated peak of the graph with the region looped in pieces of c. */
 static loom_status loop_peak(const region *r, int64_t c, loom_graph **keep, int64_t *peak) {
   c = valid_piece(r, c);
+  if (c < 0) return LOOM_ERR_UNSUPPORTED;
   loom_graph *cand = NULL;
   loom_status s = emit_candidate(r, c, &cand);
   if (!s) s = peak_of(cand, peak);
@@ -658,6 +661,7 @@ static loom_status loop_peak(const region *r, int64_t c, loom_graph **keep, int6
  * other steps may still pass the limit: later rounds cut them). */
 static loom_status loop_step_peak(const region *r, int64_t c, int64_t *peak) {
   c = valid_piece(r, c);
+  if (c < 0) return LOOM_ERR_UNSUPPORTED;
   loom_graph *cand = NULL;
   loom_status s = emit_candidate(r, c, &cand);
   loom_estimate e;
@@ -717,6 +721,7 @@ static loom_status lowers_peak(region *r, chunk_search *cs, int64_t lo, int64_t 
   }
   int64_t trips = (r->extent + fits - 1) / fits, even = (r->extent + trips - 1) / trips;
   fits = valid_piece(r, tail_ok(r, even) ? even : fits);
+  if (fits < 0) return LOOM_ERR_UNSUPPORTED;
   loom_graph *cand = NULL;
   loom_status s = loop_peak(r, fits, &cand, &peak);
   if (s) return s;
@@ -742,6 +747,7 @@ static loom_status nested_try(const region *r, int64_t c, int64_t limit, loom_gr
                               size_t detail_size) {
   *out = NULL;
   c = valid_piece(r, c);
+  if (c < 0) return LOOM_ERR_UNSUPPORTED;
   loom_graph *cand = NULL;
   loom_status s = emit_loop(r, c, &cand);
   if (s) return s;
@@ -809,7 +815,7 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
     loom_status t = nested_try(r, c, cs->limit, &g, detail, sizeof detail);
     if (t == LOOM_ERR_UNSUPPORTED || t == LOOM_ERR_OUT_OF_MEMORY) break;
     if ((s = t)) break;
-    int64_t area = c * inner_piece(g, r->extent, valid_piece(r, c));
+    int64_t area = c * inner_piece(g, r->extent, valid_piece(r, c)); /* c valid: nested_try made g */
     if (area > best_area) {
       loom_graph_destroy(best);
       best = g;
@@ -861,7 +867,7 @@ static loom_status best_piece(region *r, chunk_search *cs, loom_graph **out, int
   }
   int64_t trips = (r->extent + fits - 1) / fits, even = (r->extent + trips - 1) / trips;
   int64_t c = valid_piece(r, tail_ok(r, even) ? even : fits);
-  if (!tail_ok(r, c)) return LOOM_ERR_UNSUPPORTED;
+  if (c < 0) return LOOM_ERR_UNSUPPORTED;
   if ((s = loop_peak(r, c, out, &peak))) return s;
   if (peak > cs->limit) { /* the need was not monotone in c after all */
     cs->least = LOOM_MIN(cs->least, peak);
