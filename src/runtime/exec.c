@@ -802,14 +802,16 @@ static const loom_tensor *host_source(const exec_state *o, int32_t v) {
 /* A parameter the loop passes whole keeps the host tensor behind its operand, level after
  * level: an inner loop that streams it writes each slice in from there. The tensor is whole
  * and the parameter's strides its dense ones (body_init copies the operand's, and an input's
- * are dense), so an element offset into the parameter is one into the tensor. */
+ * are dense), so an element offset into the parameter is one into the tensor. On host memory
+ * every slice is read in place: nothing to keep. */
 static loom_status pass_inputs(loop_run *lr, exec_state *st) {
   const loom_graph *g = st->g;
-  st->passed = loom__calloc((size_t)LOOM_MAX(g->n_params, 1), sizeof *st->passed);
-  if (!st->passed) return loom__oom("a loop's body state");
-  for (int32_t p = 0; p < g->n_params; p++) {
+  for (int32_t p = 0; p < g->n_params && !st->be->host_memory; p++) {
     const loom_tensor *t = lr->l->rules[p].axis < 0 ? host_source(lr->outer, lr->op->inputs[p]) : NULL;
-    if (t) st->passed[p] = *t;
+    if (!t) continue;
+    if (!st->passed && !(st->passed = loom__calloc((size_t)g->n_params, sizeof *st->passed)))
+      return loom__oom("a loop's body state");
+    st->passed[p] = *t;
   }
   st->inputs = st->passed;
   return LOOM_OK;
@@ -878,7 +880,7 @@ static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t 
   if (s) return s;
   const loom_tensor *in =
       ov->buffer || st->be->host_memory ? NULL : host_source(lr->outer, lr->op->inputs[p]);
-  if (!in) { /* without a buffer or a host tensor the operand is empty */
+  if (!in) { /* in place; without a buffer or a host tensor behind it the operand is empty */
     if ((s = take(st, id, bytes))) return s;
     st->data[id] = ov->buffer;
     st->base_off[id] = off;
