@@ -75,10 +75,13 @@ typedef struct exec_state {
   temp_slot temps[TEMP_SLOTS];
   loom__meter *meter;
   loom_buffer *const *input_buffers; /* exec options' */
-  const loom_tensor *inputs;         /* the host inputs (a loop streams slices of them) */
-  loom_tensor *outputs;              /* the caller's outputs (a loop streams pieces into them) */
+  /* Per parameter, the caller's host tensor a loop streams slices of: at the top the inputs;
+   * in a body, `passed` (data NULL for a parameter no host tensor stands behind). */
+  const loom_tensor *inputs;
+  loom_tensor *outputs; /* the caller's outputs (a loop streams pieces into them) */
   /* Nested states only (NULL or false at the top): */
   bool nested;
+  loom_tensor *passed;     /* per parameter: the host input its loop passed through whole */
   int64_t *base_off;       /* per base value: element offset of its storage in data[] */
   uint8_t *bound;          /* per value: storage bound by the loop, never allocated here */
   struct exec_state *root; /* the run's top state (itself at the top) */
@@ -613,6 +616,7 @@ static void exec_state_deinit(exec_state *st) {
   }
   loom__free(st->base_off);
   loom__free(st->bound);
+  loom__free(st->passed);
   if (st->mem && !st->nested) loom_mem_trim(st->mem, st->node);
   loom__free(st->layouts); /* and the other per-value arrays (state_arrays) */
   loom__free(st->fill_slot);
@@ -669,7 +673,9 @@ static loom_status run_schedule(exec_state *st, const int32_t *order, const loom
  * - the body's parameters read the operands where they are (views: nothing counted), but the
  *   slices of a streamed operand count their bytes for the whole piece: read in place where its
  *   storage is reachable (host memory, a caller's buffer, an outer loop's operand), else
- *   written into a buffer of the device from the caller's host tensor;
+ *   written into a buffer of the device from the caller's host tensor; an input an outer loop
+ *   passes whole to a body that streams it is not held at all, and the body's state keeps the
+ *   host tensor behind it (pass_inputs), so the inner loop writes its slices from there;
  * - a concat result the body computes into storage of its own is computed straight into its
  *   slot of the loop's result (loom__loop_result_in_place); the others are copied there;
  * - the other results of piece 0 are copied into the loop's results, which then accumulate:
@@ -816,6 +822,35 @@ static loom_status merge_build(loop_run *lr) {
 
 /* ---- the bodies ---- */
 
+/* The caller's host tensor behind value v of state o, where it is a parameter the run does not
+ * hold in a buffer of its own and one stands behind it: at the top a streamed input given as a
+ * host tensor (not as a buffer), in a body a parameter its loop passed through whole from such
+ * an input. NULL otherwise. */
+static const loom_tensor *host_source(const exec_state *o, int32_t v) {
+  if (!o->inputs || o->g->values[v].op >= 0) return NULL;
+  int32_t p = o->g->values[v].result;
+  if (o->input_buffers && o->input_buffers[p]) return NULL;
+  return o->inputs[p].data ? &o->inputs[p] : NULL;
+}
+
+/* A parameter the loop passes whole keeps the host tensor behind its operand, level after
+ * level: an inner loop that streams it writes each slice in from there. The tensor is whole
+ * and the parameter's strides its dense ones (body_init copies the operand's, and an input's
+ * are dense), so an element offset into the parameter is one into the tensor. On host memory
+ * every slice is read in place: nothing to keep. */
+static loom_status pass_inputs(loop_run *lr, exec_state *st) {
+  const loom_graph *g = st->g;
+  for (int32_t p = 0; p < g->n_params && !st->be->host_memory; p++) {
+    const loom_tensor *t = lr->l->rules[p].axis < 0 ? host_source(lr->outer, lr->op->inputs[p]) : NULL;
+    if (!t) continue;
+    if (!st->passed && !(st->passed = loom__calloc((size_t)g->n_params, sizeof *st->passed)))
+      return loom__oom("a loop's body state");
+    st->passed[p] = *t;
+  }
+  st->inputs = st->passed;
+  return LOOM_OK;
+}
+
 /* The state for body g: parameters laid out as the operands are (their strides), held through
  * the piece (the estimate counts a streamed slice so), in-place results bound. */
 static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
@@ -837,7 +872,7 @@ static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
     loom__layout *l = &st->layouts[g->params[p]];
     memcpy(l->strides, lr->operands[p].strides, sizeof l->strides);
   }
-  if ((s = loom__graph_layouts_given(g, st->layouts))) return s;
+  if ((s = loom__graph_layouts_given(g, st->layouts)) || (s = pass_inputs(lr, st))) return s;
   for (int32_t i = 0; i < g->n_ops; i++) b->order[i] = i;
   compute_last_use(st, b->order);
   for (int32_t p = 0; p < g->n_params; p++) st->last_use[g->params[p]] = INT32_MAX;
@@ -866,23 +901,33 @@ static loom_status body_for(loop_run *lr, int64_t len, loop_body **out) {
 }
 
 /* Parameter p's slice of a streamed operand, at element offset off of the operand's storage:
- * counted for the piece, read in place where that storage is reachable, else written in from
- * the caller's host tensor (dense: the slice of a C-order tensor along an axis with only
- * length-1 axes before it is one run of bytes). */
+ * counted for the piece, read in place where that storage is reachable (host memory, a
+ * caller's buffer, an outer loop's slice), else written in from the caller's host tensor behind
+ * the operand (host_source: a streamed input, maybe passed through whole by outer loops). The
+ * slice is one run of that tensor's bytes: it is C-order and whole, and a streamed slice's
+ * axes before the sliced one have length 1 (loom__value_streamed). */
 static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t off) {
   int32_t id = st->g->params[p];
   const loom__dview *ov = &lr->operands[p];
   int64_t bytes;
   loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
   if (s) return s;
-  const exec_state *o = lr->outer;
-  if (ov->buffer || st->be->host_memory || !o->inputs) { /* !inputs: an empty outer slice */
+  const loom_tensor *in =
+      ov->buffer || st->be->host_memory ? NULL : host_source(lr->outer, lr->op->inputs[p]);
+  if (!in) { /* in place; without a buffer or a host tensor behind it the operand is empty */
     if ((s = take(st, id, bytes))) return s;
     st->data[id] = ov->buffer;
     st->base_off[id] = off;
     return LOOM_OK;
   }
-  const loom_tensor *in = &o->inputs[o->g->values[lr->op->inputs[p]].result];
+  loom__dview slice = *ov;
+  slice.type = st->g->values[id].type;
+  if (!dview_dense(&slice)) {
+    char what[96];
+    value_label(st, id, what, sizeof what);
+    return loom__error(LOOM_ERR_INTERNAL, "%s: a streamed slice that is not one run of the caller's tensor",
+                       what);
+  }
   const char *src = (const char *)in->data + off * loom_dtype_size(in->type.dtype);
   st->base_off[id] = 0;
   return take_written(st, id, bytes, src);

@@ -35,11 +35,14 @@
  * reads its operands where they are, writes concat results straight into their slots of the
  * loop's results where the estimator says so (loom__loop_result_in_place), and the other
  * results are combined across pieces by ops the backend runs (and its copy and merge_index
- * entries, backend.h). A graph input only loops read, each slicing it contiguously
- * (loom__value_streamed), is not held by the run: each piece counts its slice while it runs,
- * read in place where the input is reachable (host memory on cpu0, a caller's buffer) and
- * written into a device buffer of the slice's bytes otherwise. What a piece holds is what
- * loom__loop_scratch_bytes estimates, so a loop's measured peak is its estimate too.
+ * entries, backend.h). A graph input only loops read, each slicing it contiguously or passing
+ * it whole to a body whose own loops stream it (loom__value_streamed: a dot's rows outside, its
+ * k inside), is not held by the run, at any level: each innermost piece counts its slice while
+ * it runs, read in place where the input is reachable (host memory on cpu0, a caller's buffer)
+ * and written into a device buffer of the slice's bytes otherwise, from the caller's host
+ * tensor, which every body the input is passed through whole keeps for its parameter. What a
+ * piece holds is what loom__loop_scratch_bytes estimates, so a loop's measured peak is its
+ * estimate too.
  */
 #ifndef LOOM_EXEC_H
 #define LOOM_EXEC_H
