@@ -923,10 +923,9 @@ static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t 
   loom__dview slice = *ov;
   slice.type = st->g->values[id].type;
   if (!dview_dense(&slice)) {
-    char what[96];
-    value_label(st, id, what, sizeof what);
+    char buf[96];
     return loom__error(LOOM_ERR_INTERNAL, "%s: a streamed slice that is not one run of the caller's tensor",
-                       what);
+                       what_of(st, id, NULL, buf, sizeof buf));
   }
   const char *src = (const char *)in->data + off * loom_dtype_size(in->type.dtype);
   st->base_off[id] = 0;
