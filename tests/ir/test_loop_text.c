@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "ir/ir.h"
 #include "loom/testing.h"
+#include "round_trip.h"
 
 static loom_graph *parse_str(const char *text) {
   loom_graph *g = NULL;
@@ -27,83 +28,6 @@ static loom_graph *parse_str(const char *text) {
 /* A loop over a's 4 rows in pieces of 2 (the loop token at 2:7), its body `lines` from line 3. */
 #define L1(lines) "graph g(a: f32[4,3], b: f32[3]) {\n  r = loop n=4 piece=2 {\n" lines "  }\n  return r\n}\n"
 
-/* Why two graphs differ (loops compared through their bodies), or NULL when they are equal. */
-static const char *graph_diff(const loom_graph *a, const loom_graph *b, char *buf, size_t size) {
-  if (a->n_values != b->n_values || a->n_ops != b->n_ops || a->n_params != b->n_params ||
-      a->n_outputs != b->n_outputs)
-    return "counts";
-  for (int32_t i = 0; i < a->n_outputs; i++)
-    if (a->outputs[i] != b->outputs[i]) return "outputs";
-  for (int32_t i = 0; i < a->n_values; i++) {
-    char la[32], lb[32];
-    if (!loom_type_equal(&a->values[i].type, &b->values[i].type) ||
-        strcmp(loom__value_label(a, i, la, sizeof la), loom__value_label(b, i, lb, sizeof lb)) != 0) {
-      snprintf(buf, size, "value %d of graph '%s'", (int)i, a->name);
-      return buf;
-    }
-  }
-  for (int32_t i = 0; i < a->n_ops; i++) {
-    const loom__op *x = &a->ops[i], *y = &b->ops[i];
-    snprintf(buf, size, "op %d (%s) of graph '%s'", (int)i, loom_op_name(x->kind), a->name);
-    if (x->kind != y->kind || x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs ||
-        x->attrs.set != y->attrs.set || !x->loop != !y->loop)
-      return buf;
-    for (int32_t k = 0; k < x->n_inputs; k++)
-      if (x->inputs[k] != y->inputs[k]) return buf;
-    if (!x->loop) continue;
-    const loom__loop *p = x->loop, *q = y->loop;
-    if (p->n != q->n || p->piece != q->piece) return buf;
-    for (int32_t k = 0; k < x->n_inputs; k++)
-      if (p->rules[k].axis != q->rules[k].axis || p->rules[k].offset != q->rules[k].offset) return buf;
-    for (int32_t k = 0; k < x->n_outputs; k++) {
-      const loom_loop_output *c = &p->combines[k], *d = &q->combines[k];
-      if (c->combine != d->combine || c->axis != d->axis || c->k != d->k || c->largest != d->largest)
-        return buf;
-    }
-    const char *why = graph_diff(p->body, q->body, buf, size);
-    if (why) return why;
-  }
-  return NULL;
-}
-
-/* print, parse, print: equal prints and equal graphs. Returns the print (caller frees). */
-static char *round_trip(const loom_graph *g, char *why, size_t size) {
-  char *t1 = NULL, *t2 = NULL;
-  loom_graph *g2 = NULL;
-  why[0] = '\0';
-  if (loom_graph_to_string(g, &t1)) {
-    snprintf(why, size, "print: %s", loom_last_error());
-  } else if (loom_graph_parse(t1, strlen(t1), "printed.lir", &g2)) {
-    snprintf(why, size, "re-parse: %s\n%s", loom_last_error(), t1);
-  } else if (loom_graph_to_string(g2, &t2)) {
-    snprintf(why, size, "second print: %s", loom_last_error());
-  } else if (strcmp(t1, t2) != 0) {
-    snprintf(why, size, "prints differ:\n%s---\n%s", t1, t2);
-  } else {
-    char buf[96];
-    const char *d = graph_diff(g, g2, buf, sizeof buf);
-    if (d) snprintf(why, size, "re-parsed graph differs in %s", d);
-  }
-  free(t2);
-  loom_graph_destroy(g2);
-  if (why[0]) {
-    free(t1);
-    return NULL;
-  }
-  return t1;
-}
-
-#define ASSERT_ROUND_TRIP(g, out_text)                            \
-  do {                                                            \
-    char why_[8192];                                              \
-    *(out_text) = round_trip((g), why_, sizeof why_);             \
-    if (!*(out_text)) {                                           \
-      loom_test_fail(__FILE__, __LINE__, "round trip: %s", why_); \
-      return;                                                     \
-    }                                                             \
-  } while (0)
-
-/* Canonical text parses, prints back byte for byte, and round-trips. */
 #define ASSERT_CANONICAL(text)                            \
   do {                                                    \
     loom_graph *gc_ = parse_str(text);                    \
