@@ -1059,10 +1059,17 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
   for (int32_t round = 0; round < MAX_ROUNDS; round++) {
     loom_estimate e;
     if ((s = loom_graph_estimate(cur, NULL, &e))) break;
-    if (e.peak_bytes <= limit || e.peak_step < 0) {
+    if (e.peak_bytes <= limit) {
       loom_estimate_deinit(&e);
       *out = cur;
       return LOOM_OK;
+    }
+    if (e.peak_step < 0) { /* no op to cut: the inputs alone (returned as they are) pass it */
+      loom_estimate_deinit(&e);
+      if (!(s = input_too_big(cur, limit)))
+        s = loom__error(LOOM_ERR_OUT_OF_MEMORY,
+                        "chunk: the graph's inputs pass the limit and it has no op to cut");
+      break;
     }
     char detail[256];
     loom_graph *next = NULL;
