@@ -287,3 +287,6 @@ loom_bench_test(dot_missing_device RC 2 ARGS dot --device ocl9
 loom_bench_test(dot_small ARGS dot --dots f64:40x50x60,f32:64x32x48 --fractions 0.9 --repeats 1
   STDOUT_REGEX "dot f64\\[40,50\\] x f64\\[50,60\\] on cpu0: naive peak [0-9.]+ KiB[^\n]*\n[^\n]*\nunconstrained +none +1 +1 [^\n]* reference\n1\\.11x +[0-9.]+ KiB [^\n]* equal \\([^\n]*\n\ndot f32\\[64,32\\]"
   STDERR_REGEX "^$")
+# The per-piece figure of a loop (issue 13): the loop runs and its row has three figures.
+loom_bench_test(overhead_loop ARGS overhead --ops 10 --loop-n 64 --piece 16 --repeats 1 --devices cpu0 --no-python
+  STDOUT_REGEX "\ncpu0 +[0-9.]+ us +[0-9.]+ us +-?[0-9.]+ us\n" STDERR_REGEX "^$")
