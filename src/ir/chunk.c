@@ -67,12 +67,6 @@ static int64_t norm_axis(int64_t axis, int32_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-static bool reduces_axis(const loom_attrs *a, int32_t j, int32_t rank) {
-  for (int32_t k = 0; k < a->axes.count; k++)
-    if (norm_axis(a->axes.v[k], rank) == j) return true;
-  return false;
-}
-
 /* Input axis j of an operand broadcast to `out`, for output axis ax. */
 static int32_t map_broadcast(const loom_type *in, const loom_type *out, int32_t ax) {
   int32_t j = ax - (out->rank - in->rank);
@@ -126,7 +120,7 @@ static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int
     case LOOM_CLASS_REDUCE: {
       if (a->keepdims) return ax;
       for (int32_t j = 0, seen = -1; j < in->rank; j++)
-        if (!reduces_axis(a, j, in->rank) && ++seen == ax) return j;
+        if (!loom__axes_contain(a, j, in->rank) && ++seen == ax) return j;
       return AX_FAIL;
     }
     case LOOM_CLASS_ARGREDUCE:
@@ -219,7 +213,7 @@ static bool reduced_by(const loom__op *op, int32_t ax, int32_t rank) {
     case LOOM_OP_REDUCE_MAX:
     case LOOM_OP_REDUCE_MIN:
     case LOOM_OP_REDUCE_MEAN:
-      return reduces_axis(&op->attrs, ax, rank);
+      return loom__axes_contain(&op->attrs, ax, rank);
     case LOOM_OP_ARGMAX:
     case LOOM_OP_ARGMIN:
     case LOOM_OP_TOPK:

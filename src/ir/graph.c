@@ -439,3 +439,11 @@ oom:
   loom_graph_destroy(c);
   return loom__oom("cloning a graph");
 }
+
+bool loom__axes_contain(const loom_attrs *a, int32_t j, int32_t rank) {
+  for (int32_t k = 0; k < a->axes.count; k++) {
+    int32_t ax;
+    if (loom__axis_normalize(a->axes.v[k], rank, &ax) && ax == j) return true;
+  }
+  return false;
+}

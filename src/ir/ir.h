@@ -121,6 +121,10 @@ bool loom__broadcast_shapes(const loom_type *a, const loom_type *b, loom_type *o
  * (transpose's perm is not normalized: it must be a permutation of 0..rank-1.) */
 bool loom__axis_normalize(int64_t axis, int32_t rank, int32_t *out_axis);
 
+/* Whether a reduction's `axes` attribute names axis j of an operand of `rank` (entries
+ * normalized as loom__axis_normalize does). */
+bool loom__axes_contain(const loom_attrs *attrs, int32_t j, int32_t rank);
+
 /* The name of a value for messages and printing: its name, or "v<id>". Returns buf or the
  * stored name. */
 const char *loom__value_label(const loom_graph *g, int32_t id, char *buf, size_t size);

@@ -64,14 +64,6 @@ static loom_status piece_fail(const loom_graph *b, const loom__op *op, const cha
                      loom__value_label(b, op->outputs[0], buf, sizeof buf), why);
 }
 
-static bool in_axes(const loom_attrs *a, int32_t j, int32_t rank) {
-  for (int32_t k = 0; k < a->axes.count; k++) {
-    int32_t ax;
-    if (loom__axis_normalize(a->axes.v[k], rank, &ax) && ax == j) return true;
-  }
-  return false;
-}
-
 /* Where the piece's axis of operand i (its axis `ai`) lands in op's results: an axis, -1 when
  * the op removes it (a reduction over it, dot's k), -2 when the op cannot take another length
  * there. */
@@ -88,10 +80,10 @@ static int32_t forward_axis(const loom_graph *b, const loom__op *op, int32_t i, 
     case LOOM_CLASS_CAST:
       return ai + shift;
     case LOOM_CLASS_REDUCE: {
-      if (in_axes(a, ai, in->rank)) return -1;
+      if (loom__axes_contain(a, ai, in->rank)) return -1;
       if (a->keepdims) return ai;
       int32_t before = 0;
-      for (int32_t j = 0; j < ai; j++) before += in_axes(a, j, in->rank);
+      for (int32_t j = 0; j < ai; j++) before += loom__axes_contain(a, j, in->rank);
       return ai - before;
     }
     case LOOM_CLASS_ARGREDUCE:

@@ -705,7 +705,8 @@ typedef struct loop_run {
   loom__dview *operands; /* the outer views of the operands */
   bool *streamed;        /* per operand: a streamed graph input (loom__value_streamed) */
   loom__dview results[LOOM_LOOP_MAX_RESULTS];
-  loop_body body[2]; /* full pieces, the last shorter piece */
+  bool streams_out[LOOM_LOOP_MAX_RESULTS]; /* per result: streamed out (stream_out) */
+  loop_body body[2];                       /* full pieces, the last shorter piece */
   loop_merge merge;
 } loop_run;
 
@@ -1061,7 +1062,7 @@ static loom_status merge_topk(loop_run *lr, exec_state *st, int32_t j, int64_t l
 /* A result the top graph only returns is streamed out (loom__value_streamed_out): the run
  * never holds it whole, and each piece's result, computed into a buffer of its own (dense),
  * is read out into its slot of the caller's output tensor when the piece is done. */
-static bool streams_out(const loop_run *lr, int32_t j) {
+static bool streams_out(const loop_run *lr, int32_t j) { /* decided once, in loop_setup */
   return !lr->outer->nested && lr->outer->outputs &&
          loom__value_streamed_out(lr->outer->g, lr->op->outputs[j]);
 }
@@ -1100,7 +1101,7 @@ static loom_status piece_result(loop_run *lr, exec_state *st, int32_t j, int64_t
   if (c->combine == LOOM_COMBINE_INDEX || elements_of(&res->type) == 0) return LOOM_OK;
   if (c->combine == LOOM_COMBINE_CONCAT) {
     if (st->bound[st->g->outputs[j]]) return LOOM_OK; /* computed in place */
-    if (streams_out(lr, j)) return stream_out(lr, st, j, lo);
+    if (lr->streams_out[j]) return stream_out(lr, st, j, lo);
     loom__dview slot = *res;
     slot.type = v.type;
     slot.offset += lo * res->strides[c->axis];
@@ -1148,6 +1149,8 @@ static loom_status loop_setup(loop_run *lr, exec_state *st, const loom__op *op) 
     lr->streamed[i] = op->loop->rules[i].axis >= 0 && loom__value_streamed(st->g, op->inputs[i]);
   }
   for (int32_t j = 0; j < op->n_outputs; j++) view_of(st, op->outputs[j], &lr->results[j]);
+  /* a scan of the graph's ops: done once per loop run, not once per piece */
+  for (int32_t j = 0; j < op->n_outputs; j++) lr->streams_out[j] = streams_out(lr, j);
   bool merges = false;
   for (int32_t j = 0; j < op->n_outputs; j++)
     merges |=
