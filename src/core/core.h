@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "loom/status.h"
+#include "loom/tensor.h"
 
 #if defined(__GNUC__)
 #define LOOM_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -29,6 +30,10 @@ void *loom__realloc(void *ptr, size_t size);
 void loom__free(void *ptr);
 char *loom__strdup(const char *s);
 char *loom__strndup(const char *s, size_t n);
+/* As loom_tensor_init, without zeroing the data: for a caller that writes every byte at once
+ * (a run's result, a copy), so the pages are touched once, by the writer. */
+loom_status loom__tensor_init_unzeroed(loom_tensor *out, const loom_type *type);
+
 /* 64-byte aligned storage for tensor data; free with loom__aligned_free. */
 void *loom__aligned_alloc(size_t size);
 void loom__aligned_free(void *ptr);

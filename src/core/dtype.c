@@ -110,7 +110,7 @@ char *loom_type_format(const loom_type *t, char *buf, size_t size) {
   return buf;
 }
 
-loom_status loom_tensor_init(loom_tensor *out, const loom_type *type) {
+static loom_status tensor_alloc(loom_tensor *out, const loom_type *type, bool zero) {
   if (!out || !type) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_init: NULL argument");
   memset(out, 0, sizeof *out);
   int64_t bytes;
@@ -123,9 +123,17 @@ loom_status loom_tensor_init(loom_tensor *out, const loom_type *type) {
     return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory: %lld bytes for a %s tensor", (long long)bytes,
                        loom_type_format(type, buf, sizeof buf));
   }
-  memset(data, 0, (size_t)bytes);
+  if (zero) memset(data, 0, (size_t)bytes);
   out->data = data;
   return LOOM_OK;
+}
+
+loom_status loom_tensor_init(loom_tensor *out, const loom_type *type) {
+  return tensor_alloc(out, type, true);
+}
+
+loom_status loom__tensor_init_unzeroed(loom_tensor *out, const loom_type *type) {
+  return tensor_alloc(out, type, false);
 }
 
 void loom_tensor_deinit(loom_tensor *t) {

@@ -320,6 +320,14 @@ loom_status loom__hmm_create(const loom__devices *devices, const loom_mem_manage
  * follows anyway. Takes the manager's lock. Errors: as loom_buffer_release. */
 loom_status loom__buffer_release_queued(loom_buffer *b, const loom_mem_handle *handle);
 
+/* Frees buffer b as loom_buffer_free does but hands its host memory to the caller instead of
+ * freeing it: *out_ptr then holds b's data, owned by the caller (free it with
+ * loom__aligned_free; a run's result becomes a loom_tensor so, with no copy). Only where b's
+ * one copy is a host allocation from loom__aligned_alloc (not NUMA-bound) of at least `bytes`,
+ * with no access or map outstanding; otherwise returns false and b is unchanged. The node
+ * counts the memory as freed. Takes the manager's lock. */
+bool loom__buffer_take_host(loom_buffer *b, int64_t bytes, void **out_ptr);
+
 /* Writes host memory at src into the buffer as loom_buffer_write does (into its most recently
  * used valid copy, the allocation node's for a new buffer, every other copy invalidated), but
  * queued on that node's in-order queue without waiting where its backend can (forget): the

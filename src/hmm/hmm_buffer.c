@@ -191,6 +191,34 @@ void loom_buffer_free(loom_buffer *b) {
   if (!kept) loom__free(b);
 }
 
+bool loom__buffer_take_host(loom_buffer *b, int64_t bytes, void **out_ptr) {
+  *out_ptr = NULL;
+  if (!b) return false;
+  loom_mem_manager *m = b->m;
+  loom__hmm_lock(m);
+  loom__hmm_settle(m, b);
+  int32_t holder = -1, copies = 0;
+  for (int32_t i = 0; i < m->node_count; i++)
+    if (b->copy[i].alloc.storage != LOOM_MEM_STORAGE_NONE) holder = i, copies++;
+  loom__hmm_copy *c = holder >= 0 ? &b->copy[holder] : NULL;
+  if (copies != 1 || b->maps || c->in_use || c->event ||
+      m->nodes[holder].backend != &loom__hmm_host_backend || c->alloc.storage != LOOM_MEM_STORAGE_HOST ||
+      c->alloc.bound || c->alloc.bytes < bytes) {
+    loom__hmm_unlock(m);
+    return false;
+  }
+  loom__hmm_trace_instant(m, "free", holder, b, c->alloc.bytes);
+  loom__hmm_count_free(&m->nodes[holder], c->alloc.bytes, false);
+  *out_ptr = c->alloc.ptr;
+  memset(&c->alloc, 0, sizeof c->alloc); /* the drop below then frees nothing */
+  loom__hmm_copy_drop(m, b, holder, false);
+  unlink_buffer(m, b);
+  bool kept = record_keep(m, b);
+  loom__hmm_unlock(m);
+  if (!kept) loom__free(b);
+  return true;
+}
+
 /* ---- host access ---------------------------------------------------------------------------- */
 
 loom_status loom_buffer_map(loom_buffer *b, uint32_t access, void **out_ptr) {

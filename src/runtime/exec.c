@@ -455,9 +455,33 @@ static bool hand_out(exec_state *st, int32_t id, loom_tensor *out, loom_buffer *
   return true;
 }
 
+/* On host memory, a returned value that owns its whole buffer becomes the caller's tensor: the
+ * buffer's memory is handed over (loom__buffer_take_host), not copied. The meter keeps
+ * counting it until the run ends, as it would a value copied out. False when it must be
+ * copied. */
+static bool take_host(exec_state *st, int32_t id, loom_tensor *out) {
+  const loom__layout *l = &st->layouts[id];
+  block *b = &st->blocks[l->base];
+  int64_t bytes = 0;
+  loom_type_bytes(&st->g->values[id].type, &bytes);
+  if (!st->be->host_memory || !b->buffer || b->borrowed || l->base != id || l->offset != 0 ||
+      !loom__layout_contiguous(l, &st->g->values[id].type) || bytes != st->bytes[id] || bytes == 0)
+    return false;
+  int32_t readers = 0;
+  for (int32_t j = 0; j < st->g->n_outputs; j++) readers += st->layouts[st->g->outputs[j]].base == id;
+  void *ptr = NULL;
+  if (readers != 1 || block_end_access(b) != LOOM_OK) return false;
+  if (!loom__buffer_take_host(b->buffer, bytes, &ptr)) return false; /* copied: host memory stays put */
+  memset(b, 0, sizeof *b);
+  memset(out, 0, sizeof *out);
+  out->type = st->g->values[id].type;
+  out->data = ptr;
+  return true;
+}
+
 /* Copies value id into a new dense host tensor. */
 static loom_status export_value(exec_state *st, int32_t id, loom_tensor *out) {
-  loom_status s = loom_tensor_init(out, &st->g->values[id].type);
+  loom_status s = loom__tensor_init_unzeroed(out, &st->g->values[id].type);
   if (s) return s;
   loom__dview v;
   view_of(st, id, &v);
@@ -1243,7 +1267,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
       if (!s && bytes) memcpy(outputs[i].data, outputs[first].data, (size_t)bytes);
       continue;
     }
-    if (!(opts->output_buffers && hand_out(&st, g->outputs[i], &outputs[i], &opts->output_buffers[i])))
+    if (!(opts->output_buffers && hand_out(&st, g->outputs[i], &outputs[i], &opts->output_buffers[i])) &&
+        !take_host(&st, g->outputs[i], &outputs[i]))
       s = export_value(&st, g->outputs[i], &outputs[i]);
   }
   s = finish(&st, s);

@@ -250,7 +250,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
 }
 
 static loom_status copy_tensor(const loom_tensor *src, loom_tensor *dst) {
-  loom_status s = loom_tensor_init(dst, &src->type);
+  loom_status s = loom__tensor_init_unzeroed(dst, &src->type);
   int64_t bytes = 0;
   if (!s) s = loom_type_bytes(&src->type, &bytes);
   if (!s && bytes > 0) memcpy(dst->data, src->data, (size_t)bytes);
@@ -271,7 +271,7 @@ static loom_status deliver_outputs(plan_run *r, loom_tensor *outputs, int32_t n_
       s = copy_tensor(&outputs[twin], &outputs[i]);
     } else if (h->buffer) { /* read back from where its stage left it */
       int64_t bytes = 0;
-      s = loom_tensor_init(&outputs[i], &h->t.type);
+      s = loom__tensor_init_unzeroed(&outputs[i], &h->t.type);
       if (!s) s = loom_type_bytes(&h->t.type, &bytes);
       if (!s) s = loom_buffer_read(h->buffer, 0, outputs[i].data, bytes);
       if (!s) release_value(h);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "hmm/hmm.h" /* loom__buffer_take_host */
 #include "hmm_test.h"
 #include "runtime/context.h" /* loom__context_memory_release */
 
@@ -554,6 +555,41 @@ TEST(hmm_stats_and_trace_json) {
   ASSERT_TRUE(valid);
   ASSERT_TRUE(has);
   ASSERT_OK(loom_mem_trace_enable(m, false));
+  loom_mem_manager_destroy(m);
+  loom_context_destroy(ctx);
+}
+
+/* A run's result on cpu0 becomes the caller's tensor without a copy: the buffer's host memory is
+ * handed over, the node counts it freed, and a buffer that is in use or has another copy is
+ * refused unchanged. */
+TEST(hmm_take_host_memory) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(hmm_test_context(&ctx));
+  loom_mem_manager *m = NULL;
+  ASSERT_OK(loom_mem_manager_create(ctx, NULL, &m));
+  const int64_t n = 4096;
+  loom_buffer *b = NULL;
+  ASSERT_OK(loom_buffer_allocate(m, n, LOOM_U8, 0, 0, &b));
+  ASSERT_OK(hmm_map_fill(b, n, 3));
+  void *p = NULL, *taken = NULL;
+  ASSERT_OK(loom_buffer_map(b, LOOM_ACCESS_READ, &p));
+  ASSERT_TRUE(!loom__buffer_take_host(b, n, &taken)); /* mapped: refused */
+  ASSERT_TRUE(taken == NULL);
+  ASSERT_OK(loom_buffer_unmap(b, p));
+  ASSERT_TRUE(!loom__buffer_take_host(b, n + 1, &taken)); /* smaller than asked: refused */
+  ASSERT_EQ(hmm_buffer_mismatch(b, n, 3), -1);            /* and unchanged */
+  loom_mem_node_stats st;
+  ASSERT_OK(loom_mem_stats(m, 0, &st));
+  ASSERT_TRUE(st.live_bytes >= n);
+  ASSERT_TRUE(loom__buffer_take_host(b, n, &taken));
+  ASSERT_TRUE(taken != NULL);
+  uint8_t want[4096];
+  hmm_fill(want, sizeof want, 3);
+  ASSERT_EQ(memcmp(taken, want, sizeof want), 0);
+  ASSERT_OK(loom_mem_stats(m, 0, &st));
+  ASSERT_EQ(st.live_bytes, 0);
+  ASSERT_EQ(st.cached_bytes, 0); /* not pooled: the caller owns it */
+  loom__aligned_free(taken);
   loom_mem_manager_destroy(m);
   loom_context_destroy(ctx);
 }
