@@ -290,3 +290,8 @@ loom_bench_test(dot_small ARGS dot --dots f64:40x50x60,f32:64x32x48 --fractions 
 # The per-piece figure of a loop (issue 13): the loop runs and its row has three figures.
 loom_bench_test(overhead_loop ARGS overhead --ops 10 --loop-n 64 --piece 16 --repeats 1 --devices cpu0 --no-python
   STDOUT_REGEX "\ncpu0 +[0-9.]+ us +[0-9.]+ us +-?[0-9.]+ us\n" STDERR_REGEX "^$")
+# The cpu backend against OpenBLAS and FFTW (issue 14): every row has both times and a ratio.
+loom_bench_test(cpu_small ARGS cpu --n 64 --fft 4x64 --reps 1
+  STDOUT_REGEX "sgemm 64\\^3, first in a process +[0-9.]+ +[0-9.]+ +[0-9.]+ [^\n]*\nsgemm 64\\^3, best of 1 +[0-9.]+ +[0-9.]+ +[0-9.]+ [^\n]*\nfft 4x64 c64, best of 1 +[0-9.]+ +[0-9.]+ +[0-9.]+"
+  STDERR_REGEX "^$")
+loom_bench_test(cpu_bad_fft ARGS cpu --fft 4y64 RC 2 STDERR_REGEX "usage: loom-bench cpu")

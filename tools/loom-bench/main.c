@@ -13,6 +13,8 @@ typedef struct mode {
 } mode;
 
 static const mode modes[] = {
+    {"cpu", loom_bench_cpu,
+     "SGEMM (first call in a process and later) and a batched FFT through Loom vs OpenBLAS and FFTW on cpu0"},
     {"cuda", loom_bench_cuda,
      "SGEMM 8192^3 and a 2^24-point FFT through Loom vs cuBLAS and cuFFT, and host <-> device "
      "bandwidth (explicit copies vs managed memory), per CUDA device"},
