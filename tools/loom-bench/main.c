@@ -22,6 +22,9 @@ static const mode modes[] = {
      "a dot under limits of 0.8, 1/2, 1/4, 1/16 of its naive peak vs unconstrained: time ratios, measured "
      "peaks"},
     {"hmm", loom_bench_hmm, "host <-> device bandwidth: explicit copies, SVM access, plain memcpy"},
+    {"kmv", loom_bench_kmv,
+     "Gaussian kernel matrix-vector product, fused vs unfused under a limit: times, peaks, share of the "
+     "device's dot rate"},
     {"knn", loom_bench_knn, "kNN rewritten unchunked vs chunked under limits: time ratios, measured peaks"},
     {"overhead", loom_bench_overhead,
      "the executor's cost per op, per run and per loop piece on cpu0 and OpenCL devices, beside NumPy"},

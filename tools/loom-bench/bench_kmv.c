@@ -1,0 +1,315 @@
+/* loom-bench kmv: the Gaussian kernel matrix-vector product (issue 14)
+ *
+ *     a_i = sum_j exp(-|x_i - y_j|^2 / 2) b_j,   x, y: N points in d dimensions, f32
+ *
+ * written as a user writes it in .lir (broadcast difference, square, sum over d, exp, times b,
+ * sum over j), planned for one runner under a limit as loom-run plans it
+ * (loom_graph_optimize_for_runners, then loom_plan_split_by_memory), and run through
+ * loom_plan_run twice per N: with every rewrite ("fused") and with `--no-rewrite fuse`
+ * ("unfused"). Printed per run: the best time, the unfused / fused time ratio, the peak the
+ * run's meter measured and the device memory node's peak (the memory manager's stats), the
+ * arithmetic rate and its fraction of the machine's practical peak (the rate of an
+ * unconstrained f32 dot of 2048^3 through the same device's BLAS, measured first), and the
+ * largest relative difference from a float64 reference over sampled rows.
+ *
+ * Flops per pair are counted as KeOps counts them: 3d for the squared distance (d subs,
+ * d muls, d adds), then the scale, the exp, the product with b and the sum: 3d + 4.
+ *
+ * Each run has a context of its own, so the node's peak is that run's alone. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "loom/loom.h"
+
+enum { MAX_SIZES = 8, SAMPLE_ROWS = 64 };
+
+typedef struct kmv_args {
+  int64_t sizes[MAX_SIZES];
+  int32_t n_sizes;
+  int64_t d;
+  int64_t limit;
+  int64_t unfused_max; /* larger N run fused only: unfused takes minutes */
+  int32_t repeats;
+  const char *device;
+} kmv_args;
+
+static int usage(FILE *f, int rc) {
+  fputs(
+      "usage: loom-bench kmv [--n LIST] [--d D] [--limit BYTES] [--device ID] [--repeats R]\n"
+      "                      [--unfused-max N]\n"
+      "  --n LIST         point counts N, comma-separated (default 10000,100000)\n"
+      "  --d D            dimensions (default 3)\n"
+      "  --limit BYTES    the runner's memory limit (default 64MiB)\n"
+      "  --device ID      the runner's device (default cpu0)\n"
+      "  --repeats R      timed runs after one warm-up; the best is kept (default 3)\n"
+      "  --unfused-max N  run the unfused graph only up to N points (default 100000)\n"
+      "  Prints fused and unfused times, their ratio (goal: fused >= 10x faster on cpu0,\n"
+      "  >= 5x on an OpenCL device), measured peaks, GFLOP/s and the fraction of the\n"
+      "  device's dot rate, and the error against a float64 reference.\n",
+      f);
+  return rc;
+}
+
+static long long whole(const char *v) {
+  char *end = NULL;
+  long long x = strtoll(v, &end, 10);
+  return end != v && *end == '\0' && x > 0 ? x : -1;
+}
+
+static int parse_args(int argc, char **argv, kmv_args *a) {
+  *a = (kmv_args){{10000, 100000}, 2, 3, 64 << 20, 100000, 3, "cpu0"};
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(f, "--help")) return usage(stdout, -1);
+    if (!v) return usage(stderr, 2);
+    i++;
+    if (!strcmp(f, "--n")) {
+      a->n_sizes = 0;
+      for (const char *t = v; *t && a->n_sizes < MAX_SIZES;) {
+        char *end = NULL;
+        long long n = strtoll(t, &end, 10);
+        if (end == t || n < 1 || (*end && *end != ',')) return usage(stderr, 2);
+        a->sizes[a->n_sizes++] = n;
+        t = *end ? end + 1 : end;
+      }
+    } else if (!strcmp(f, "--d")) {
+      a->d = whole(v);
+    } else if (!strcmp(f, "--limit")) {
+      if (loom_bytes_parse(v, &a->limit)) {
+        fprintf(stderr, "loom-bench kmv: --limit: %s\n", loom_last_error());
+        return 2;
+      }
+    } else if (!strcmp(f, "--device")) {
+      a->device = v;
+    } else if (!strcmp(f, "--repeats")) {
+      a->repeats = (int32_t)whole(v);
+    } else if (!strcmp(f, "--unfused-max")) {
+      a->unfused_max = whole(v);
+    } else {
+      return usage(stderr, 2);
+    }
+  }
+  if (a->d < 1 || a->d > 64 || a->repeats < 1 || a->repeats > 100 || a->limit <= 0 || a->unfused_max < 1)
+    return usage(stderr, 2);
+  return 0;
+}
+
+static loom_graph *parse(const char *text) {
+  loom_graph *g = NULL;
+  if (loom_graph_parse(text, strlen(text), "kmv.lir", &g))
+    fprintf(stderr, "loom-bench kmv: %s\n", loom_last_error());
+  return g;
+}
+
+static loom_graph *kmv_graph(int64_t n, int64_t d) {
+  char text[1024];
+  long long N = (long long)n, D = (long long)d;
+  snprintf(text, sizeof text,
+           "graph kmv(x: f32[%lld,%lld], y: f32[%lld,%lld], b: f32[%lld]) {\n"
+           "  xe = reshape x shape=[%lld,1,%lld]\n"
+           "  ye = reshape y shape=[1,%lld,%lld]\n"
+           "  diff = sub xe ye\n"
+           "  sq = mul diff diff\n"
+           "  d2 = reduce_sum sq axes=[2]\n"
+           "  h = constant -0.5 : f32[]\n"
+           "  e = mul d2 h\n"
+           "  k = exp e\n"
+           "  be = reshape b shape=[1,%lld]\n"
+           "  kb = mul k be\n"
+           "  a = reduce_sum kb axes=[1]\n"
+           "  return a\n}\n",
+           N, D, N, D, N, N, D, N, D, N);
+  return parse(text);
+}
+
+typedef struct run_result {
+  bool ok;
+  char why[512];
+  double best_seconds;
+  int64_t meter_peak, node_peak;
+  loom_tensor out;
+} run_result;
+
+static int64_t node_peak(loom_context *ctx, const char *device) {
+  loom_mem_manager *m = NULL;
+  int32_t index, node;
+  loom_mem_node_stats st;
+  if (loom_context_memory(ctx, &m) || loom_context_find_device(ctx, device, &index) ||
+      loom_mem_device_node(m, index, &node) || loom_mem_stats(m, node, &st))
+    return -1;
+  return st.peak_in_use;
+}
+
+/* Plans g for one runner (limit 0: the device's own memory, no chunking) with the rewrites in
+ * `disabled` off, then runs it: a warm-up and `repeats` timed runs. */
+static void run(const kmv_args *a, const loom_graph *g, const loom_tensor *in, int32_t n_in, int64_t limit,
+                const char *disabled, int32_t repeats, run_result *r) {
+  memset(r, 0, sizeof *r);
+  loom_context *ctx = NULL;
+  loom_graph *opt = NULL;
+  loom_plan *plan = NULL;
+  loom_context_options co;
+  loom_context_options_init(&co);
+  co.devices = a->device;
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  const char *off[2];
+  int32_t n_off = 0;
+  if (disabled) off[n_off++] = disabled;
+  if (limit == 0) off[n_off++] = "chunk";
+  o.disabled = off;
+  o.n_disabled = n_off;
+  loom_status s = loom_context_create(&co, &ctx);
+  loom_runner runner = {"", limit};
+  snprintf(runner.device, sizeof runner.device, "%s", a->device);
+  if (!s && limit == 0) {
+    loom_device_info info;
+    int32_t index;
+    s = loom_context_find_device(ctx, a->device, &index);
+    if (!s) s = loom_context_device_info(ctx, index, &info);
+    runner.limit = info.memory_bytes;
+  }
+  if (!s)
+    s = limit == 0 ? loom_graph_optimize(g, &o, &opt, NULL)
+                   : loom_graph_optimize_for_runners(g, &runner, 1, &o, &opt, NULL, NULL, 0);
+  if (!s) s = loom_plan_split_by_memory(opt, &runner, 1, &plan);
+  for (int32_t rep = 0; !s && rep <= repeats; rep++) {
+    loom_plan_stats stats = {0};
+    loom_tensor out;
+    double t = bench_now();
+    s = loom_plan_run(ctx, plan, in, n_in, &out, 1, &stats);
+    t = bench_now() - t;
+    if (!s && stats.peak_bytes > r->meter_peak) r->meter_peak = stats.peak_bytes;
+    loom_plan_stats_deinit(&stats);
+    if (s) break;
+    if (rep == 0)
+      r->out = out;
+    else
+      loom_tensor_deinit(&out);
+    if ((rep > 0 || repeats == 0) && (r->best_seconds == 0 || t < r->best_seconds)) r->best_seconds = t;
+  }
+  if (s) {
+    snprintf(r->why, sizeof r->why, "%s", loom_last_error());
+    loom_tensor_deinit(&r->out);
+  } else {
+    r->node_peak = node_peak(ctx, a->device);
+    r->ok = true;
+  }
+  loom_plan_destroy(plan);
+  loom_graph_destroy(opt);
+  loom_context_destroy(ctx);
+}
+
+/* The device's practical peak: GFLOP/s of an unconstrained f32 dot of 2048^3 (its BLAS). */
+static double dot_rate(const kmv_args *a) {
+  loom_graph *g = parse(
+      "graph peak(p: f32[2048,2048], q: f32[2048,2048]) {\n"
+      "  r = dot p q\n  return r\n}\n");
+  if (!g) return 0;
+  loom_tensor in[2] = {0};
+  double rate = 0;
+  bool ok = true;
+  for (int32_t p = 0; p < 2 && ok; p++)
+    ok = !loom_tensor_init(&in[p], loom_value_type(g, loom_graph_param_at(g, p))) &&
+         !loom_tensor_fill_random(&in[p], 7, (uint64_t)p);
+  run_result r;
+  if (ok) run(a, g, in, 2, 0, NULL, 3, &r);
+  if (ok && r.ok) rate = 2.0 * 2048 * 2048 * 2048 / r.best_seconds / 1e9;
+  if (ok && !r.ok) fprintf(stderr, "loom-bench kmv: the reference dot: %s\n", r.why);
+  if (ok && r.ok) loom_tensor_deinit(&r.out);
+  loom_tensor_deinit(&in[0]);
+  loom_tensor_deinit(&in[1]);
+  loom_graph_destroy(g);
+  return rate;
+}
+
+/* max over sampled rows of |a_i - ref_i| / max |ref|, the reference in float64. */
+static double reference_diff(const loom_tensor *in, const loom_tensor *out, int64_t n, int64_t d) {
+  const float *x = in[0].data, *y = in[1].data, *b = in[2].data, *got = out->data;
+  double diff = 0, mag = 0;
+  for (int64_t s = 0; s < SAMPLE_ROWS && s < n; s++) {
+    int64_t i = n <= SAMPLE_ROWS ? s : s * (n - 1) / (SAMPLE_ROWS - 1);
+    double sum = 0;
+    for (int64_t j = 0; j < n; j++) {
+      double d2 = 0;
+      for (int64_t c = 0; c < d; c++) {
+        double t = (double)x[i * d + c] - (double)y[j * d + c];
+        d2 += t * t;
+      }
+      sum += exp(-0.5 * d2) * (double)b[j];
+    }
+    double e = fabs((double)got[i] - sum);
+    if (!(e <= diff)) diff = e; /* NaN counts */
+    if (fabs(sum) > mag) mag = fabs(sum);
+  }
+  return mag > 0 ? diff / mag : diff;
+}
+
+static void print_row(int64_t n, const char *variant, const run_result *r, double ratio, double flops,
+                      double peak_rate, double err) {
+  char meter[32], node[32];
+  if (!r->ok) {
+    printf("%-9lld %-8s did not run: %s\n", (long long)n, variant, r->why);
+    return;
+  }
+  double rate = flops / r->best_seconds / 1e9;
+  char ratio_text[16] = "-";
+  if (ratio > 0) snprintf(ratio_text, sizeof ratio_text, "%.1fx", ratio);
+  printf("%-9lld %-8s %10.3f %8s %12s %12s %9.1f %8.1f%% %10.1e\n", (long long)n, variant, r->best_seconds,
+         ratio_text, loom_bytes_format(r->meter_peak, meter, sizeof meter),
+         r->node_peak < 0 ? "?" : loom_bytes_format(r->node_peak, node, sizeof node), rate,
+         peak_rate > 0 ? 100.0 * rate / peak_rate : 0.0, err);
+}
+
+int loom_bench_kmv(int argc, char **argv) {
+  kmv_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  char lim[32];
+  double peak_rate = dot_rate(&a);
+  printf("kernel matrix-vector product on %s, d = %lld, f32, limit %s; best of %d runs\n", a.device,
+         (long long)a.d, loom_bytes_format(a.limit, lim, sizeof lim), (int)a.repeats);
+  printf("device's practical peak (f32 dot 2048^3, unconstrained): %.1f GFLOP/s\n", peak_rate);
+  printf("%-9s %-8s %10s %8s %12s %12s %9s %9s %10s\n", "N", "variant", "seconds", "speedup", "meter peak",
+         "node peak", "GFLOP/s", "of peak", "rel error");
+  rc = 0;
+  for (int32_t s = 0; s < a.n_sizes; s++) {
+    int64_t n = a.sizes[s];
+    loom_graph *g = kmv_graph(n, a.d);
+    loom_tensor in[3] = {0};
+    bool ok = g != NULL;
+    for (int32_t p = 0; p < 3 && ok; p++) {
+      ok = !loom_tensor_init(&in[p], loom_value_type(g, loom_graph_param_at(g, p))) &&
+           !loom_tensor_fill_random(&in[p], 1, (uint64_t)p);
+      if (!ok) fprintf(stderr, "loom-bench kmv: inputs: %s\n", loom_last_error());
+    }
+    if (!ok) {
+      rc = 1;
+    } else {
+      double flops = (double)n * (double)n * (double)(3 * a.d + 4);
+      run_result fused, unfused;
+      run(&a, g, in, 3, a.limit, NULL, n > a.unfused_max ? 1 : a.repeats, &fused);
+      bool with_unfused = n <= a.unfused_max;
+      if (with_unfused) run(&a, g, in, 3, a.limit, "fuse", n >= 100000 ? 1 : a.repeats, &unfused);
+      double fe = fused.ok ? reference_diff(in, &fused.out, n, a.d) : NAN;
+      double ratio = fused.ok && with_unfused && unfused.ok ? unfused.best_seconds / fused.best_seconds : 0;
+      print_row(n, "fused", &fused, ratio, flops, peak_rate, fe);
+      if (with_unfused)
+        print_row(n, "unfused", &unfused, 0, flops, peak_rate,
+                  unfused.ok ? reference_diff(in, &unfused.out, n, a.d) : NAN);
+      bool bad = !fused.ok || !(fe <= 1e-4) || fused.meter_peak > a.limit || fused.node_peak > a.limit ||
+                 (with_unfused && !unfused.ok);
+      if (bad)
+        printf("  FAILED: a run failed, passed the limit, or differs from the reference by over 1e-4\n");
+      rc |= bad;
+      loom_tensor_deinit(&fused.out);
+      if (with_unfused) loom_tensor_deinit(&unfused.out);
+    }
+    for (int32_t p = 0; p < 3; p++) loom_tensor_deinit(&in[p]);
+    loom_graph_destroy(g);
+  }
+  return rc;
+}
