@@ -22,12 +22,17 @@ typedef struct knn_args {
   int32_t repeats;
   int64_t limits[8];
   int32_t n_limits;
+  bool l1;                 /* --metric l1: sum of |x - y| instead of the squared distance */
+  const char *disabled[4]; /* --no-rewrite NAME, repeatable */
+  int32_t n_disabled;
 } knn_args;
 
 static int usage(FILE *f, int rc) {
   fputs(
       "usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
-      "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB\n"
+      "                      [--metric l2|l1] [--no-rewrite NAME]...\n"
+      "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB, l2\n"
+      "  --no-rewrite NAME turns a rewrite off in every run (e.g. fuse, to compare)\n"
       "  The unchunked run holds several n x m f32 arrays (18.6 GiB at the defaults' size);\n"
       "  when that passes 90% of the memory available, it is skipped and the chunked runs\n"
       "  are compared with the largest limit's run instead.\n",
@@ -43,7 +48,7 @@ static long long whole(const char *v) {
 }
 
 static int parse_args(int argc, char **argv, knn_args *a) {
-  *a = (knn_args){50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3};
+  *a = (knn_args){50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3, false, {NULL}, 0};
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(f, "--help")) return usage(stdout, -1);
@@ -59,6 +64,10 @@ static int parse_args(int argc, char **argv, knn_args *a) {
       a->k = whole(v);
     else if (!strcmp(f, "--repeats"))
       a->repeats = (int32_t)min64(whole(v), 1000);
+    else if (!strcmp(f, "--metric") && (!strcmp(v, "l1") || !strcmp(v, "l2")))
+      a->l1 = !strcmp(v, "l1");
+    else if (!strcmp(f, "--no-rewrite") && a->n_disabled < 3)
+      a->disabled[a->n_disabled++] = v;
     else if (!strcmp(f, "--limits")) {
       char *copy = strdup(v), *save = NULL;
       a->n_limits = 0;
@@ -81,10 +90,11 @@ static loom_graph *knn_graph(const knn_args *a) {
   snprintf(text, sizeof text,
            "graph knn(x: f32[%lld,%lld], y: f32[%lld,%lld]) {\n"
            "  xe = reshape x shape=[%lld,1,%lld]\n  ye = reshape y shape=[1,%lld,%lld]\n"
-           "  diff = sub xe ye\n  sq = mul diff diff\n  d2 = reduce_sum sq axes=[2]\n"
+           "  diff = sub xe ye\n  sq = %s diff%s\n  d2 = reduce_sum sq axes=[2]\n"
            "  val, idx = topk d2 k=%lld axis=1 largest=false\n  return val, idx\n}\n",
            (long long)a->n, (long long)a->d, (long long)a->m, (long long)a->d, (long long)a->n,
-           (long long)a->d, (long long)a->m, (long long)a->d, (long long)a->k);
+           (long long)a->d, (long long)a->m, (long long)a->d, a->l1 ? "abs" : "mul", a->l1 ? "" : " diff",
+           (long long)a->k);
   loom_graph *g = NULL;
   if (loom_graph_parse(text, strlen(text), "knn.lir", &g))
     fprintf(stderr, "loom-bench knn: %s\n", loom_last_error());
@@ -100,16 +110,21 @@ typedef struct result {
 } result;
 
 /* One configuration: limit 0 runs the rewritten graph whole, else chunked and split. */
-static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor *in, int64_t limit,
-                       int32_t repeats, result *r) {
+static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor *in, const knn_args *a,
+                       int64_t limit, result *r) {
+  int32_t repeats = a->repeats;
   memset(r, 0, sizeof *r);
   loom_optimize_options o;
   loom_optimize_options_init(&o);
   o.limit = limit;
   loom_graph *opt = NULL;
   loom_plan *plan = NULL;
-  static const char *no_chunk[] = {"chunk"};
-  if (limit == 0) o.disabled = no_chunk, o.n_disabled = 1;
+  const char *off[5];
+  int32_t n_off = 0;
+  for (int32_t i = 0; i < a->n_disabled; i++) off[n_off++] = a->disabled[i];
+  if (limit == 0) off[n_off++] = "chunk";
+  o.disabled = off;
+  o.n_disabled = n_off;
   /* Unchunked still runs under the memory this machine has free, so a graph too big for it
    * is refused by the allocator's meter instead of being killed by the kernel. */
   int64_t avail = (int64_t)sysconf(_SC_AVPHYS_PAGES) * (int64_t)sysconf(_SC_PAGESIZE);
@@ -172,14 +187,16 @@ int loom_bench_knn(int argc, char **argv) {
       return 1;
     }
   }
-  printf("kNN on cpu0: n = %lld, m = %lld, d = %lld, k = %lld; best of %d runs\n", (long long)a.n,
-         (long long)a.m, (long long)a.d, (long long)a.k, (int)a.repeats);
+  printf("kNN (%s) on cpu0: n = %lld, m = %lld, d = %lld, k = %lld; best of %d runs", a.l1 ? "L1" : "L2",
+         (long long)a.n, (long long)a.m, (long long)a.d, (long long)a.k, (int)a.repeats);
+  for (int32_t i = 0; i < a.n_disabled; i++) printf("%s --no-rewrite %s", i ? "," : ";", a.disabled[i]);
+  printf("\n");
   printf("%-12s %8s %10s %16s %16s %9s %s\n", "limit", "stages", "seconds", "estimated peak", "measured peak",
          "time x", "neighbours");
   result whole, chunked[8];
-  run_config(ctx, g, in, 0, a.repeats, &whole);
+  run_config(ctx, g, in, &a, 0, &whole);
   const result *ref = whole.ok ? &whole : NULL;
-  for (int32_t i = 0; i < a.n_limits; i++) run_config(ctx, g, in, a.limits[i], a.repeats, &chunked[i]);
+  for (int32_t i = 0; i < a.n_limits; i++) run_config(ctx, g, in, &a, a.limits[i], &chunked[i]);
   if (!ref)
     for (int32_t i = a.n_limits - 1; i >= 0 && !ref; i--)
       if (chunked[i].ok) ref = &chunked[i];
