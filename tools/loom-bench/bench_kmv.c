@@ -15,7 +15,7 @@
  * Flops per pair are counted as KeOps counts them: 3d for the squared distance (d subs,
  * d muls, d adds), then the scale, the exp, the product with b and the sum: 3d + 4.
  *
- * Each run has a context of its own, so the node's peak is that run's alone. */
+ * Each run has a context of its own (bench_plan_run), so the node's peak is that run's alone. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,84 +125,6 @@ static loom_graph *kmv_graph(int64_t n, int64_t d) {
   return parse(text);
 }
 
-typedef struct run_result {
-  bool ok;
-  char why[512];
-  double best_seconds;
-  int64_t meter_peak, node_peak;
-  loom_tensor out;
-} run_result;
-
-static int64_t node_peak(loom_context *ctx, const char *device) {
-  loom_mem_manager *m = NULL;
-  int32_t index, node;
-  loom_mem_node_stats st;
-  if (loom_context_memory(ctx, &m) || loom_context_find_device(ctx, device, &index) ||
-      loom_mem_device_node(m, index, &node) || loom_mem_stats(m, node, &st))
-    return -1;
-  return st.peak_in_use;
-}
-
-/* Plans g for one runner (limit 0: the device's own memory, no chunking) with the rewrites in
- * `disabled` off, then runs it: a warm-up and `repeats` timed runs. */
-static void run(const kmv_args *a, const loom_graph *g, const loom_tensor *in, int32_t n_in, int64_t limit,
-                const char *disabled, int32_t repeats, run_result *r) {
-  memset(r, 0, sizeof *r);
-  loom_context *ctx = NULL;
-  loom_graph *opt = NULL;
-  loom_plan *plan = NULL;
-  loom_context_options co;
-  loom_context_options_init(&co);
-  co.devices = a->device;
-  loom_optimize_options o;
-  loom_optimize_options_init(&o);
-  const char *off[2];
-  int32_t n_off = 0;
-  if (disabled) off[n_off++] = disabled;
-  if (limit == 0) off[n_off++] = "chunk";
-  o.disabled = off;
-  o.n_disabled = n_off;
-  loom_status s = loom_context_create(&co, &ctx);
-  loom_runner runner = {"", limit};
-  snprintf(runner.device, sizeof runner.device, "%s", a->device);
-  if (!s && limit == 0) {
-    loom_device_info info;
-    int32_t index;
-    s = loom_context_find_device(ctx, a->device, &index);
-    if (!s) s = loom_context_device_info(ctx, index, &info);
-    runner.limit = info.memory_bytes;
-  }
-  if (!s)
-    s = limit == 0 ? loom_graph_optimize(g, &o, &opt, NULL)
-                   : loom_graph_optimize_for_runners(g, &runner, 1, &o, &opt, NULL, NULL, 0);
-  if (!s) s = loom_plan_split_by_memory(opt, &runner, 1, &plan);
-  for (int32_t rep = 0; !s && rep <= repeats; rep++) {
-    loom_plan_stats stats = {0};
-    loom_tensor out;
-    double t = bench_now();
-    s = loom_plan_run(ctx, plan, in, n_in, &out, 1, &stats);
-    t = bench_now() - t;
-    if (!s && stats.peak_bytes > r->meter_peak) r->meter_peak = stats.peak_bytes;
-    loom_plan_stats_deinit(&stats);
-    if (s) break;
-    if (rep == 0)
-      r->out = out;
-    else
-      loom_tensor_deinit(&out);
-    if ((rep > 0 || repeats == 0) && (r->best_seconds == 0 || t < r->best_seconds)) r->best_seconds = t;
-  }
-  if (s) {
-    snprintf(r->why, sizeof r->why, "%s", loom_last_error());
-    loom_tensor_deinit(&r->out);
-  } else {
-    r->node_peak = node_peak(ctx, a->device);
-    r->ok = true;
-  }
-  loom_plan_destroy(plan);
-  loom_graph_destroy(opt);
-  loom_context_destroy(ctx);
-}
-
 /* The device's practical peak: GFLOP/s of an unconstrained f32 dot of 2048^3 (its BLAS). */
 static double dot_rate(const kmv_args *a) {
   loom_graph *g = parse(
@@ -215,8 +137,8 @@ static double dot_rate(const kmv_args *a) {
   for (int32_t p = 0; p < 2 && ok; p++)
     ok = !loom_tensor_init(&in[p], loom_value_type(g, loom_graph_param_at(g, p))) &&
          !loom_tensor_fill_random(&in[p], 7, (uint64_t)p);
-  run_result r;
-  if (ok) run(a, g, in, 2, 0, NULL, 3, &r);
+  bench_run r;
+  if (ok) bench_plan_run(a->device, g, in, 2, 0, NULL, 0, 3, &r);
   if (ok && r.ok) rate = 2.0 * 2048 * 2048 * 2048 / r.best_seconds / 1e9;
   if (ok && !r.ok) fprintf(stderr, "loom-bench kmv: the reference dot: %s\n", r.why);
   if (ok && r.ok) loom_tensor_deinit(&r.out);
@@ -248,7 +170,7 @@ static double reference_diff(const loom_tensor *in, const loom_tensor *out, int6
   return mag > 0 ? diff / mag : diff;
 }
 
-static void print_row(int64_t n, const char *variant, const run_result *r, double ratio, double flops,
+static void print_row(int64_t n, const char *variant, const bench_run *r, double ratio, double flops,
                       double peak_rate, double err) {
   char meter[32], node[32];
   if (!r->ok) {
@@ -275,6 +197,7 @@ int loom_bench_kmv(int argc, char **argv) {
   printf("device's practical peak (f32 dot 2048^3, unconstrained): %.1f GFLOP/s\n", peak_rate);
   printf("%-9s %-8s %10s %8s %12s %12s %9s %9s %10s\n", "N", "variant", "seconds", "speedup", "meter peak",
          "node peak", "GFLOP/s", "of peak", "rel error");
+  static const char *const no_fuse[] = {"fuse"};
   rc = 0;
   for (int32_t s = 0; s < a.n_sizes; s++) {
     int64_t n = a.sizes[s];
@@ -290,10 +213,11 @@ int loom_bench_kmv(int argc, char **argv) {
       rc = 1;
     } else {
       double flops = (double)n * (double)n * (double)(3 * a.d + 4);
-      run_result fused, unfused;
-      run(&a, g, in, 3, a.limit, NULL, n > a.unfused_max ? 1 : a.repeats, &fused);
+      bench_run fused, unfused;
+      bench_plan_run(a.device, g, in, 3, a.limit, NULL, 0, n > a.unfused_max ? 0 : a.repeats, &fused);
       bool with_unfused = n <= a.unfused_max;
-      if (with_unfused) run(&a, g, in, 3, a.limit, "fuse", n >= 100000 ? 1 : a.repeats, &unfused);
+      if (with_unfused)
+        bench_plan_run(a.device, g, in, 3, a.limit, no_fuse, 1, n >= 100000 ? 0 : a.repeats, &unfused);
       double fe = fused.ok ? reference_diff(in, &fused.out, n, a.d) : NAN;
       double ratio = fused.ok && with_unfused && unfused.ok ? unfused.best_seconds / fused.best_seconds : 0;
       print_row(n, "fused", &fused, ratio, flops, peak_rate, fe);

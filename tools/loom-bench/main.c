@@ -13,6 +13,8 @@ typedef struct mode {
 } mode;
 
 static const mode modes[] = {
+    {"attention", loom_bench_attention,
+     "softmax attention with an n x n score matrix under a limit, fused and unfused, vs unconstrained"},
     {"cpu", loom_bench_cpu,
      "SGEMM (first call in a process and later) and a batched FFT through Loom vs OpenBLAS and FFTW on cpu0"},
     {"cuda", loom_bench_cuda,
@@ -41,7 +43,7 @@ double bench_now(void) {
 static void usage(FILE *out) {
   fputs("usage: loom-bench MODE [options]   (loom-bench MODE --help for a mode's options)\n\nmodes:\n", out);
   for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-    fprintf(out, "  %-8s %s\n", modes[i].name, modes[i].what);
+    fprintf(out, "  %-10s %s\n", modes[i].name, modes[i].what);
 }
 
 int main(int argc, char **argv) {
