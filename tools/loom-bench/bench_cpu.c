@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "loom/loom.h"
 
 typedef struct cpu_args {
   int64_t n;          /* sgemm size */
@@ -87,7 +86,8 @@ static int side_open(loom_side *L, const char *text) {
   loom_context_options co;
   loom_context_options_init(&co);
   co.devices = "cpu0";
-  if (loom_graph_parse(text, strlen(text), "cpu", &L->g) || loom_context_create(&co, &L->ctx)) {
+  if (!(L->g = bench_parse(text, "cpu"))) return 1;
+  if (loom_context_create(&co, &L->ctx)) {
     fprintf(stderr, "loom-bench cpu: %s\n", loom_last_error());
     side_close(L);
     return 1;
