@@ -671,9 +671,11 @@ static loom_status run_schedule(exec_state *st, const int32_t *order, const loom
  * after each piece, on the run's meter, device and memory. What it holds follows the estimate
  * (ir/estimate.c, loom__loop_scratch_bytes) step for step:
  * - the body's parameters read the operands where they are (views: nothing counted), but the
- *   slices of a streamed operand count their bytes for the whole piece: read in place where its
- *   storage is reachable (host memory, a caller's buffer, an outer loop's operand), else
- *   written into a buffer of the device from the caller's host tensor; an input an outer loop
+ *   slices of a streamed operand count their bytes for the loop's whole run, two slices where
+ *   it has more than one piece (slice_slots): read in place where its storage is reachable
+ *   (host memory, a caller's buffer, an outer loop's operand), else written into two buffers of
+ *   the device in turn from the caller's host tensor, the next piece's while a piece computes
+ *   (double buffering); an input an outer loop
  *   passes whole to a body that streams it is not held at all, and the body's state keeps the
  *   host tensor behind it (pass_inputs), so the inner loop writes its slices from there;
  * - a concat result the body computes into storage of its own is computed straight into its
