@@ -151,6 +151,9 @@ struct loom_mem_manager {
   int32_t threshold;
   loom_mem_advice advice;
   int64_t pool_max; /* 0: half the limit; < 0: no pool */
+  /* LOOM_WRITE_AHEAD=0 when the manager was made: loom__buffer_write_ahead is a queued write on
+   * the node's own queue, for comparison (loom-run timings with and without the overlap). */
+  bool no_write_ahead;
   loom__hmm_node *nodes;
   int32_t node_count;
   loom_buffer *buffers; /* every live buffer */
@@ -329,7 +332,8 @@ loom_status loom__buffer_release_queued(loom_buffer *b, const loom_mem_handle *h
 loom_status loom__buffer_write_queued(loom_buffer *b, int64_t offset, const void *src, int64_t bytes);
 
 /* Writes host memory at src into the buffer as loom__buffer_write_queued does, but where its
- * node's backend has a transfer queue (write_ahead) the copy runs there, beside the work
+ * node's backend has a transfer queue (write_ahead; unless LOOM_WRITE_AHEAD=0 was set when
+ * the manager was made) the copy runs there, beside the work
  * queued on the node's queue after this call: it waits only for the work queued there
  * before (which may still read the buffer's old contents). The copy stays pending on the
  * buffer until loom__buffer_join orders the node's queue behind it; anything else the HMM

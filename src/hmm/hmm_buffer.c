@@ -304,7 +304,7 @@ static loom_status write_locked(loom_buffer *b, int64_t offset, const void *src,
   loom__hmm_node *n = &m->nodes[t];
   double start = loom__now();
   void *event = NULL;
-  if (mode == WRITE_AHEAD && n->backend->write_ahead && n->backend->join) {
+  if (mode == WRITE_AHEAD && n->backend->write_ahead && n->backend->join && !m->no_write_ahead) {
     /* left pending on the copy: loom__buffer_join, or settle, takes it */
     s = n->backend->write_ahead(n, &b->copy[t].alloc, offset, src, bytes, &event);
     b->copy[t].event = s == LOOM_OK ? event : NULL;
