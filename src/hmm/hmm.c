@@ -176,6 +176,8 @@ loom_status loom__hmm_create(const loom__devices *devices, const loom_mem_manage
   m->threshold = opts->migration_threshold;
   m->advice = opts->advice;
   m->pool_max = opts->pool_max_bytes;
+  const char *ahead = getenv("LOOM_WRITE_AHEAD");
+  m->no_write_ahead = ahead && strcmp(ahead, "0") == 0;
   m->t0 = loom__now();
   m->trace.on = opts->trace;
   s = make_nodes(m);

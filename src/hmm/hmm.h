@@ -151,6 +151,9 @@ struct loom_mem_manager {
   int32_t threshold;
   loom_mem_advice advice;
   int64_t pool_max; /* 0: half the limit; < 0: no pool */
+  /* LOOM_WRITE_AHEAD=0 when the manager was made: loom__buffer_write_ahead is a queued write on
+   * the node's own queue, for comparison (loom-run timings with and without the overlap). */
+  bool no_write_ahead;
   loom__hmm_node *nodes;
   int32_t node_count;
   loom_buffer *buffers; /* every live buffer */
@@ -335,6 +338,22 @@ bool loom__buffer_take_host(loom_buffer *b, int64_t bytes, void **out_ptr);
  * there after this call sees the data. Elsewhere it is loom_buffer_write. Takes the lock.
  * Errors: as loom_buffer_write. */
 loom_status loom__buffer_write_queued(loom_buffer *b, int64_t offset, const void *src, int64_t bytes);
+
+/* Writes host memory at src into the buffer as loom__buffer_write_queued does, but where its
+ * node's backend has a transfer queue (write_ahead; unless LOOM_WRITE_AHEAD=0 was set when
+ * the manager was made) the copy runs there, beside the work
+ * queued on the node's queue after this call: it waits only for the work queued there
+ * before (which may still read the buffer's old contents). The copy stays pending on the
+ * buffer until loom__buffer_join orders the node's queue behind it; anything else the HMM
+ * does with the buffer meanwhile (a read, an access, a free) waits for it on the host. The
+ * buffer must not be in use (acquired). The caller keeps src unchanged and alive until it
+ * synchronizes the node. Takes the lock. Errors: as loom_buffer_write. */
+loom_status loom__buffer_write_ahead(loom_buffer *b, int64_t offset, const void *src, int64_t bytes);
+
+/* Orders the work queued on the node's queue after this call behind the buffer's pending
+ * loom__buffer_write_ahead, the host waiting for nothing; nothing to do when none is
+ * pending. Takes the lock. Errors: the backend's (the copy has then been waited for). */
+loom_status loom__buffer_join(loom_buffer *b);
 
 /* Releases the oldest cached allocations of a node's pool until it caches at most `max_cached`
  * bytes (none when max_cached <= 0), not counting and keeping one allocation of exactly

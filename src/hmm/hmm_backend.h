@@ -78,6 +78,18 @@ typedef struct loom__hmm_backend {
    * ahead of the node's later work. Without it, a queued write (loom__buffer_write_queued)
    * is a blocking one. */
   void (*forget)(loom__hmm_node *node, void *event);
+  /* Optional, with join: host memory -> the allocation at offset on a second queue of the
+   * node's device (a transfer queue), so that the copy overlaps the node's queue: it starts
+   * once the work queued there so far is done (which may still read the allocation) and
+   * waits for nothing queued there later. *out_event is the copy, for `join` (or `wait`);
+   * src stays unchanged and alive until then. Without the hook, loom__buffer_write_ahead is
+   * loom__buffer_write_queued. */
+  loom_status (*write_ahead)(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, const void *src,
+                             int64_t bytes, void **out_event);
+  /* Optional, with write_ahead: the node's queue waits for `event` (from write_ahead) before
+   * the work queued on it after this call, the host waiting for nothing; releases the event
+   * (having waited for it on the host where the queue could not be told to). */
+  loom_status (*join)(loom__hmm_node *node, void *event);
   /* Optional: passes a buffer's advice on to the device for a managed allocation
    * (cudaMemAdvise). Advice is a hint: nothing fails. */
   void (*advise)(loom__hmm_node *node, const loom__hmm_alloc *a, const loom__hmm_advice *advice);

@@ -315,8 +315,10 @@ static int32_t write_target(const loom_buffer *b) {
 
 /* loom_buffer_write and its queued form: into the copy writes go to, which becomes the only
  * valid one. */
-static loom_status write_locked(loom_buffer *b, int64_t offset, const void *src, int64_t bytes, bool queued,
-                                const char *what) {
+typedef enum write_mode { WRITE_BLOCKING, WRITE_QUEUED, WRITE_AHEAD } write_mode;
+
+static loom_status write_locked(loom_buffer *b, int64_t offset, const void *src, int64_t bytes,
+                                write_mode mode, const char *what) {
   loom_mem_manager *m = b->m;
   loom__hmm_settle(m, b);
   int32_t t = write_target(b);
@@ -330,9 +332,15 @@ static loom_status write_locked(loom_buffer *b, int64_t offset, const void *src,
   loom__hmm_node *n = &m->nodes[t];
   double start = loom__now();
   void *event = NULL;
-  queued = queued && n->backend->forget;
-  s = n->backend->write(n, &b->copy[t].alloc, offset, src, bytes, queued ? &event : NULL);
-  if (event) n->backend->forget(n, event);
+  if (mode == WRITE_AHEAD && n->backend->write_ahead && n->backend->join && !m->no_write_ahead) {
+    /* left pending on the copy: loom__buffer_join, or settle, takes it */
+    s = n->backend->write_ahead(n, &b->copy[t].alloc, offset, src, bytes, &event);
+    b->copy[t].event = s == LOOM_OK ? event : NULL;
+  } else {
+    bool queued = mode != WRITE_BLOCKING && n->backend->forget;
+    s = n->backend->write(n, &b->copy[t].alloc, offset, src, bytes, queued ? &event : NULL);
+    if (event) n->backend->forget(n, event);
+  }
   if (s != LOOM_OK) return s;
   if (n->kind == LOOM_MEMORY_DEVICE) n->stats.bytes_in += bytes;
   loom__hmm_trace_span(m, "write", t, -1, b, bytes, start);
@@ -341,23 +349,45 @@ static loom_status write_locked(loom_buffer *b, int64_t offset, const void *src,
   return LOOM_OK;
 }
 
-static loom_status write_entry(loom_buffer *b, int64_t offset, const void *src, int64_t bytes, bool queued,
-                               const char *what) {
+static loom_status write_entry(loom_buffer *b, int64_t offset, const void *src, int64_t bytes,
+                               write_mode mode, const char *what) {
   if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: buffer is NULL", what);
   loom_status s = check_range(b, offset, src, bytes, what);
   if (s != LOOM_OK || bytes == 0) return s;
   loom__hmm_lock(b->m);
-  s = write_locked(b, offset, src, bytes, queued, what);
+  s = write_locked(b, offset, src, bytes, mode, what);
   loom__hmm_unlock(b->m);
   return s;
 }
 
 loom_status loom_buffer_write(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
-  return write_entry(b, offset, src, bytes, false, "loom_buffer_write");
+  return write_entry(b, offset, src, bytes, WRITE_BLOCKING, "loom_buffer_write");
 }
 
 loom_status loom__buffer_write_queued(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
-  return write_entry(b, offset, src, bytes, true, "loom__buffer_write_queued");
+  return write_entry(b, offset, src, bytes, WRITE_QUEUED, "loom__buffer_write_queued");
+}
+
+loom_status loom__buffer_write_ahead(loom_buffer *b, int64_t offset, const void *src, int64_t bytes) {
+  return write_entry(b, offset, src, bytes, WRITE_AHEAD, "loom__buffer_write_ahead");
+}
+
+loom_status loom__buffer_join(loom_buffer *b) {
+  if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom__buffer_join: buffer is NULL");
+  loom_mem_manager *m = b->m;
+  loom_status s = LOOM_OK;
+  loom__hmm_lock(m);
+  for (int32_t i = 0; i < m->node_count; i++) {
+    loom__hmm_copy *c = &b->copy[i];
+    if (!c->event) continue;
+    loom__hmm_node *n = &m->nodes[i];
+    loom_status j = n->backend->join ? n->backend->join(n, c->event) : LOOM_OK;
+    if (!n->backend->join) n->backend->wait(n, c->event);
+    c->event = NULL;
+    if (j != LOOM_OK && s == LOOM_OK) s = j;
+  }
+  loom__hmm_unlock(m);
+  return s;
 }
 
 /* ---- device access ---------------------------------------------------------------------------- */

@@ -695,9 +695,11 @@ static loom_status run_schedule(exec_state *st, const int32_t *order, const loom
  * after each piece, on the run's meter, device and memory. What it holds follows the estimate
  * (ir/estimate.c, loom__loop_scratch_bytes) step for step:
  * - the body's parameters read the operands where they are (views: nothing counted), but the
- *   slices of a streamed operand count their bytes for the whole piece: read in place where its
- *   storage is reachable (host memory, a caller's buffer, an outer loop's operand), else
- *   written into a buffer of the device from the caller's host tensor; an input an outer loop
+ *   slices of a streamed operand count their bytes for the loop's whole run, two slices where
+ *   it has more than one piece (slice_slots): read in place where its storage is reachable
+ *   (host memory, a caller's buffer, an outer loop's operand), else written into two buffers of
+ *   the device in turn from the caller's host tensor, the next piece's while a piece computes
+ *   (double buffering); an input an outer loop
  *   passes whole to a body that streams it is not held at all, and the body's state keeps the
  *   host tensor behind it (pass_inputs), so the inner loop writes its slices from there;
  * - a concat result the body computes into storage of its own is computed straight into its
@@ -721,6 +723,20 @@ typedef struct loop_body {
   bool ready;
 } loop_body;
 
+/* A streamed operand's slices, held for the whole run of the loop: the meter counts one
+ * full piece's slice, two where the loop has more than one piece (loom__loop_scratch_bytes:
+ * the next piece's slice is brought in while a piece runs). Where the slices are written from
+ * the caller's host tensor (`from`), they go into two device buffers in turn: piece i + 1's
+ * is written ahead (loom__buffer_write_ahead, on the device's transfer queue) while piece i's
+ * kernels run, and joined to the device's queue when piece i + 1 begins. Elsewhere (host
+ * memory, a caller's buffer, an outer loop's slice) they are read in place and only counted. */
+typedef struct slice_slots {
+  block b[2];              /* the device buffers of the written slices */
+  int64_t slice;           /* one full piece's slice, in bytes */
+  int64_t counted;         /* what the meter counts for them: slice, or 2 slice */
+  const loom_tensor *from; /* the caller's host tensor written from; NULL: read in place */
+} slice_slots;
+
 typedef struct loop_run {
   exec_state *outer;
   const loom__op *op;
@@ -728,6 +744,7 @@ typedef struct loop_run {
   int64_t trips;
   loom__dview *operands; /* the outer views of the operands */
   bool *streamed;        /* per operand: a streamed graph input (loom__value_streamed) */
+  slice_slots *slots;    /* per operand: its slices where it is streamed */
   loom__dview results[LOOM_LOOP_MAX_RESULTS];
   bool streams_out[LOOM_LOOP_MAX_RESULTS]; /* per result: streamed out (stream_out) */
   loop_body body[2];                       /* full pieces, the last shorter piece */
@@ -925,51 +942,127 @@ static loom_status body_for(loop_run *lr, int64_t len, loop_body **out) {
   return body_init(lr, b, b->tail ? b->tail : lr->l->body);
 }
 
-/* Parameter p's slice of a streamed operand, at element offset off of the operand's storage:
- * counted for the piece, read in place where that storage is reachable (host memory, a
- * caller's buffer, an outer loop's slice), else written in from the caller's host tensor behind
- * the operand (host_source: a streamed input, maybe passed through whole by outer loops). The
- * slice is one run of that tensor's bytes: it is C-order and whole, and a streamed slice's
- * axes before the sliced one have length 1 (loom__value_streamed). */
-static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t off) {
-  int32_t id = st->g->params[p];
+/* Element offset of piece [lo, ...)'s slice of operand p in the operand's storage. */
+static int64_t slice_offset(const loop_run *lr, int32_t p, int64_t lo) {
+  const loom_loop_input *r = &lr->l->rules[p];
   const loom__dview *ov = &lr->operands[p];
-  int64_t bytes;
-  loom_status s = loom_type_bytes(&st->g->values[id].type, &bytes);
-  if (s) return s;
-  const loom_tensor *in =
-      ov->buffer || st->be->host_memory ? NULL : host_source(lr->outer, lr->op->inputs[p]);
-  if (!in) { /* in place; without a buffer or a host tensor behind it the operand is empty */
-    if ((s = take(st, id, bytes))) return s;
-    st->data[id] = ov->buffer;
-    st->base_off[id] = off;
-    return LOOM_OK;
-  }
-  loom__dview slice = *ov;
-  slice.type = st->g->values[id].type;
-  if (!dview_dense(&slice)) {
-    char buf[96];
-    return loom__error(LOOM_ERR_INTERNAL, "%s: a streamed slice that is not one run of the caller's tensor",
-                       what_of(st, id, NULL, buf, sizeof buf));
-  }
-  const char *src = (const char *)in->data + off * loom_dtype_size(in->type.dtype);
-  st->base_off[id] = 0;
-  return take_written(st, id, bytes, src);
+  return ov->offset + (r->axis >= 0 ? (r->offset + lo) * ov->strides[r->axis] : 0);
 }
 
-/* Binds the body's parameters and in-place results to piece [lo, lo + len). */
-static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t lo) {
+/* Writes piece i's slice of operand p into its buffer (slot i % 2), from the caller's host
+ * tensor: ahead, beside the kernels queued so far (the buffer's last readers, piece i - 2,
+ * are among them). The slice is one run of that tensor's bytes: it is C-order and whole, and a
+ * streamed slice's axes before the sliced one have length 1 (loom__value_streamed). */
+static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
+  slice_slots *sl = &lr->slots[p];
+  block *b = &sl->b[i % 2];
+  int64_t lo = i * lr->l->piece, len = LOOM_MIN(lr->l->piece, lr->l->n - lo);
+  int64_t bytes = sl->slice / lr->l->piece * len; /* the slice is linear in its axis' length */
+  loom__dview slice = lr->operands[p];
+  slice.type = lr->l->body->values[lr->l->body->params[p]].type;
+  if (!dview_dense(&slice))
+    return loom__error(LOOM_ERR_INTERNAL,
+                       "parameter %d: a streamed slice that is not one run of the caller's tensor",
+                       (int)p + 1);
+  loom_status s = block_end_access(b); /* its readers are queued: the write goes behind them */
+  if (s || bytes == 0) return s;
+  const char *src =
+      (const char *)sl->from->data + slice_offset(lr, p, lo) * loom_dtype_size(sl->from->type.dtype);
+  return loom__buffer_write_ahead(b->buffer, 0, src, bytes);
+}
+
+/* "the two streamed slices of value 'x' (double buffered)", for messages. */
+static void slots_what(const loop_run *lr, int32_t p, int32_t count, char *buf, size_t size) {
+  char tmp[32];
+  const char *label = loom__value_label(lr->outer->g, lr->op->inputs[p], tmp, sizeof tmp);
+  if (count > 1)
+    snprintf(buf, size, "the two streamed slices of value '%s' (double buffered)", label);
+  else
+    snprintf(buf, size, "the streamed slice of value '%s'", label);
+}
+
+/* The slices of the streamed operands for the run of the loop: counted (what the estimate
+ * says), their buffers taken where they are written in, and piece 0's written. A buffer the
+ * estimate promised but the device refuses fails the loop, naming it. */
+static loom_status slots_init(loop_run *lr) {
+  exec_state *o = lr->outer;
+  const loom_graph *b = lr->l->body;
+  for (int32_t p = 0; p < lr->op->n_inputs; p++) {
+    if (!lr->streamed[p]) continue;
+    slice_slots *sl = &lr->slots[p];
+    loom_status s = loom_type_bytes(&b->values[b->params[p]].type, &sl->slice);
+    if (s) return s;
+    int32_t count = lr->trips > 1 ? 2 : 1;
+    char what[96] = "";
+    bool fits = o->meter->limit <= 0 || count * sl->slice <= o->meter->limit - o->meter->in_use;
+    if (!fits) slots_what(lr, p, count, what, sizeof what); /* labels only for messages */
+    if ((s = loom__meter_take(o->meter, count * sl->slice, what))) return s;
+    sl->counted = count * sl->slice;
+    sl->from = lr->operands[p].buffer || o->be->host_memory ? NULL : host_source(o, lr->op->inputs[p]);
+    if (!sl->from || sl->slice == 0) {
+      sl->from = NULL;
+      continue;
+    }
+    for (int32_t k = 0; k < count; k++) {
+      fit_pool(o, sl->slice);
+      s = loom_buffer_allocate(o->mem, sl->slice, LOOM_U8, o->node, EXEC_ALLOC_FLAGS, &sl->b[k].buffer);
+      if (s) {
+        sl->b[k].buffer = NULL;
+        slots_what(lr, p, count, what, sizeof what);
+        loom__error_prefix("%s, its %s buffer (the estimate counts it): ", what, k ? "second" : "first");
+        return s;
+      }
+    }
+    if ((s = slice_write(lr, p, 0))) return s;
+  }
+  return LOOM_OK;
+}
+
+static void slots_deinit(loop_run *lr) {
+  for (int32_t p = 0; lr->slots && p < lr->op->n_inputs; p++) {
+    slice_slots *sl = &lr->slots[p];
+    for (int32_t k = 0; k < 2; k++)
+      if (sl->b[k].buffer) block_drop(&sl->b[k]); /* a pending write is waited for (settle) */
+    loom__meter_give(lr->outer->meter, sl->counted);
+    memset(sl, 0, sizeof *sl);
+  }
+  fit_pool(lr->outer, -1);
+}
+
+/* Parameter p's slice for piece i: read in place at element offset off of the operand's
+ * storage where it is reachable (host memory, a caller's buffer, an outer loop's slice;
+ * without a buffer or a host tensor behind it the operand is empty), else its buffer, whose
+ * write the device's queue now waits for; then piece i + 1's slice is written ahead into the
+ * other buffer, beside piece i's kernels (queued after this). The slots hold the counts. */
+static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t i, int64_t off) {
+  int32_t id = st->g->params[p];
+  slice_slots *sl = &lr->slots[p];
+  st->base_off[id] = sl->from ? 0 : off;
+  if (!sl->from) {
+    st->data[id] = lr->operands[p].buffer;
+    return LOOM_OK;
+  }
+  block *b = &sl->b[i % 2];
+  loom_status s = loom__buffer_join(b->buffer);
+  if (!s) s = loom_buffer_acquire(b->buffer, st->node, LOOM_ACCESS_READ, &b->handle);
+  if (s) return s;
+  b->acquired = true;
+  b->ptr = b->handle.object ? b->handle.object : b->handle.ptr;
+  st->data[id] = b->ptr;
+  return i + 1 < lr->trips ? slice_write(lr, p, i + 1) : LOOM_OK;
+}
+
+/* Binds the body's parameters and in-place results to piece i, [lo, lo + len). */
+static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t i, int64_t lo) {
   const loom_graph *g = st->g;
   for (int32_t p = 0; p < g->n_params; p++) {
-    const loom_loop_input *r = &lr->l->rules[p];
-    const loom__dview *ov = &lr->operands[p];
-    int64_t off = ov->offset + (r->axis >= 0 ? (r->offset + lo) * ov->strides[r->axis] : 0);
+    int64_t off = slice_offset(lr, p, lo);
     if (lr->streamed[p]) {
-      loom_status s = bring_slice(lr, st, p, off);
+      loom_status s = bring_slice(lr, st, p, i, off);
       if (s) return s;
       continue;
     }
-    st->data[g->params[p]] = ov->buffer;
+    st->data[g->params[p]] = lr->operands[p].buffer;
     st->base_off[g->params[p]] = off;
   }
   for (int32_t j = 0; j < g->n_outputs; j++) {
@@ -1151,7 +1244,7 @@ static loom_status piece_run(loop_run *lr, int64_t i) {
   loom_status s = body_for(lr, len, &b);
   if (s) return s;
   exec_state *st = &b->st;
-  s = piece_bind(lr, st, lo);
+  s = piece_bind(lr, st, i, lo);
   if (!s) s = run_ops(st, b->order);
   for (int32_t j = 0; !s && j < lr->op->n_outputs; j++) s = piece_result(lr, st, j, i, lo);
   piece_reset(st);
@@ -1167,7 +1260,8 @@ static loom_status loop_setup(loop_run *lr, exec_state *st, const loom__op *op) 
   size_t n = (size_t)LOOM_MAX(op->n_inputs, 1);
   lr->operands = loom__calloc(n, sizeof *lr->operands);
   lr->streamed = loom__calloc(n, sizeof *lr->streamed);
-  if (!lr->operands || !lr->streamed) return loom__oom("a loop's state");
+  lr->slots = loom__calloc(n, sizeof *lr->slots);
+  if (!lr->operands || !lr->streamed || !lr->slots) return loom__oom("a loop's state");
   for (int32_t i = 0; i < op->n_inputs; i++) {
     view_of(st, op->inputs[i], &lr->operands[i]);
     lr->streamed[i] = op->loop->rules[i].axis >= 0 && loom__value_streamed(st->g, op->inputs[i]);
@@ -1179,12 +1273,15 @@ static loom_status loop_setup(loop_run *lr, exec_state *st, const loom__op *op) 
   for (int32_t j = 0; j < op->n_outputs; j++)
     merges |=
         lr->l->combines[j].combine != LOOM_COMBINE_CONCAT && lr->l->combines[j].combine != LOOM_COMBINE_INDEX;
-  return merges ? merge_build(lr) : LOOM_OK;
+  loom_status s = merges ? merge_build(lr) : LOOM_OK;
+  return s ? s : slots_init(lr);
 }
 
 static void loop_teardown(loop_run *lr) {
   body_deinit(lr, &lr->body[0]);
   body_deinit(lr, &lr->body[1]);
+  slots_deinit(lr);
+  loom__free(lr->slots);
   loom_graph_destroy(lr->merge.g);
   loom__free(lr->operands);
   loom__free(lr->streamed);

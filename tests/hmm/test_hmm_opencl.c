@@ -267,6 +267,60 @@ TEST(hmm_opencl_svm_fine_every_call) {
   every_call(LOOM_MEM_SVM_FINE, LOOM_MEM_STORAGE_SVM_FINE);
 }
 
+/* loom__buffer_write_ahead and loom__buffer_join for one storage: the write goes on ocl0's
+ * transfer queue behind the kernel queued before it (which reads and writes the buffer) and the
+ * kernel queued after the join sees it: seed 2's bytes plus one, not plus two (the write ran
+ * first) nor plus zero (the second kernel ran first). A pending write is waited for by a
+ * read, and by a free; writing ahead into a buffer in use is refused, naming it. */
+static void write_ahead_round(uint32_t flags) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(hmm_test_context(&ctx));
+  loom_mem_manager *m = NULL;
+  loom_mem_manager_options o;
+  hmm_test_options(&o, LOOM_MEM_MODE_MANUAL, LOOM_MEM_POLICY_NONE);
+  ASSERT_OK(loom_mem_manager_create(ctx, &o, &m));
+  if (!hmm_need_opencl(m, 1)) goto done;
+  const int32_t ocl0 = hmm_node(m, "ocl0");
+  const int64_t n = 4 * 1000 * 1000;
+  uint8_t *one = malloc((size_t)n), *two = malloc((size_t)n);
+  ASSERT_TRUE(one && two);
+  hmm_fill(one, n, 1);
+  hmm_fill(two, n, 2);
+  loom_buffer *b = NULL;
+  ASSERT_OK(loom_buffer_allocate(m, n, LOOM_U8, ocl0, flags, &b));
+  ASSERT_OK(loom__buffer_join(b)); /* nothing pending: nothing to do */
+  ASSERT_OK(loom_buffer_write(b, 0, one, n));
+  loom_mem_handle h;
+  ASSERT_OK(loom_buffer_acquire(b, ocl0, LOOM_ACCESS_READ | LOOM_ACCESS_WRITE, &h));
+  ASSERT_EQ(loom__buffer_write_ahead(b, 0, two, n), LOOM_ERR_UNAVAILABLE);
+  ASSERT_CONTAINS(loom_last_error(), "loom__buffer_write_ahead: buffer");
+  ASSERT_CONTAINS(loom_last_error(), "is in use on ocl0");
+  ASSERT_OK(run_inc(m, &h));
+  ASSERT_OK(loom__buffer_release_queued(b, &h));
+  ASSERT_OK(loom__buffer_write_ahead(b, 0, two, n));
+  ASSERT_EQ(state_on(b, ocl0), LOOM_MEM_OWNER);
+  ASSERT_OK(loom__buffer_join(b));
+  ASSERT_OK(loom_buffer_acquire(b, ocl0, LOOM_ACCESS_READ | LOOM_ACCESS_WRITE, &h));
+  ASSERT_OK(run_inc(m, &h));
+  ASSERT_TRUE(device_matches(m, &h, 2, 1));
+  ASSERT_OK(loom_buffer_release(b, &h));
+  /* left pending: a read waits for it; a free too */
+  ASSERT_OK(loom__buffer_write_ahead(b, 0, one, n));
+  ASSERT_EQ(hmm_buffer_mismatch(b, n, 1), -1);
+  ASSERT_OK(loom__buffer_write_ahead(b, 0, two, n));
+  loom_buffer_free(b);
+  free(one);
+  free(two);
+done:
+  loom_mem_manager_destroy(m);
+  loom_context_destroy(ctx);
+}
+
+TEST(hmm_opencl_write_ahead) {
+  write_ahead_round(LOOM_MEM_DEVICE_LOCAL);
+  write_ahead_round(LOOM_MEM_SVM_COARSE);
+}
+
 TEST(hmm_opencl_modes) {
   loom_context *ctx = NULL;
   ASSERT_OK(hmm_test_context(&ctx));

@@ -6,6 +6,7 @@
  * op), their bodies and the references parsed from .lir. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpu_util.h"
 #include "loom/memory.h"
@@ -423,6 +424,110 @@ TEST(loops_stream_from_a_device_buffer) {
       loom_buffer_allocate(devs[0]->memory, 1024 * KIB, LOOM_F32, devs[0]->node, LOOM_MEM_DEVICE_LOCAL, &b));
   check_stream(devs[0], b);
   loom_buffer_free(b);
+}
+
+/* Double buffering on OpenCL: ocl0 of a context of its own (its memory node's counters are
+ * this run's), the input four times the limit written in slice by slice, each next slice
+ * ahead on the device's transfer queue while the piece before it computes. Results equal the
+ * unlooped run on cpu0; the meter's peak equals the estimate, which counts two slices (16
+ * pieces: the next one is in flight), and is under the limit; the node's own peak (its pool
+ * included) is too, and each slice crossed to the device exactly once. */
+TEST(loops_stream_double_buffered_on_opencl) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
+  loom_context *ctx = NULL;
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  const loom__exec_device *dev = NULL;
+  ASSERT_OK(loom__context_exec_device(ctx, "ocl0", &dev));
+  loom_graph *ref = NULL, *g = stream_graph(&ref);
+  ASSERT_TRUE(g != NULL);
+  loom_tensor in, want[2], got[2];
+  ASSERT_OK(gt_inputs(ref, 5, &in));
+  ASSERT_OK(gt_run(ref, NULL, &in, want, 0, NULL));
+  const int64_t limit = 256 * KIB, slice = 256 * 64 * 4;
+  loom_estimate e, one;
+  ASSERT_OK(loom_graph_estimate(g, NULL, &e));
+  /* the same loop in one piece holds one slice (of the whole input): nothing to bring ahead */
+  loom_graph *body = gt_parse("%s", stream_body), *whole = NULL;
+  ASSERT_TRUE(body != NULL);
+  {
+    loom_loop_input rule = {0, 0};
+    loom_loop_output comb[2] = {CAT(0), COMB(SUM)};
+    loom_graph *b1 = gt_parse(
+        "graph body(xs: f32[4096,64]) {\n sq = mul xs xs\n r = reduce_sum sq axes=[1]\n"
+        " c = reduce_sum xs axes=[0]\n return r, c\n}");
+    ASSERT_TRUE(b1 != NULL);
+    whole = loop_graph(ref, b1, 4096, 4096, &rule, comb, 2);
+    loom_graph_destroy(b1);
+  }
+  ASSERT_TRUE(whole != NULL);
+  ASSERT_OK(loom_graph_estimate(whole, NULL, &one));
+  /* the loop's c (256 B; r is streamed out, never held whole), the slices, then the body's
+   * peak at r: the square of the slice, r's piece (1 KiB) and the reduction's scratch (1 KiB) */
+  ASSERT_EQ(e.peak_bytes, 256 + 2 * slice + slice + 2 * KIB);
+  ASSERT_EQ(one.peak_bytes, 256 + 16 * slice + 16 * slice + 32 * KIB);
+  ASSERT_TRUE(e.peak_bytes <= limit);
+  loom__meter m = {.limit = limit};
+  loom__exec_options opts = {.device = dev};
+  loom_status s = loom__execute(g, &opts, &in, got, &m);
+  if (s) loom_test_fail(__FILE__, __LINE__, "on ocl0: %s", loom_last_error());
+  loom_mem_manager *mem = NULL;
+  int32_t node = -1;
+  loom_mem_node_stats st;
+  ASSERT_OK(loom_context_memory(ctx, &mem));
+  ASSERT_OK(loom_mem_node_find(mem, "ocl0", &node));
+  ASSERT_OK(loom_mem_stats(mem, node, &st));
+  if (!s) {
+    ASSERT_EQ(m.in_use, 0);
+    ASSERT_EQ(m.peak, e.peak_bytes);
+    if (st.peak_in_use > limit)
+      loom_test_fail(__FILE__, __LINE__, "ocl0's node held %lld bytes at its peak, over the %lld limit",
+                     (long long)st.peak_in_use, (long long)limit);
+    ASSERT_EQ(st.bytes_in, 16 * slice);
+    for (int32_t i = 0; i < 2; i++) {
+      char msg[512];
+      if (!gt_close(&want[i], &got[i], 1e-4, 1e-4, msg, sizeof msg))
+        loom_test_fail(__FILE__, __LINE__, "result %d: %s", (int)i, msg);
+    }
+    gt_tensors_free(got, 2);
+  }
+  loom_estimate_deinit(&e);
+  loom_estimate_deinit(&one);
+  gt_tensors_free(want, 2);
+  gt_tensors_free(&in, 1);
+  loom_graph_destroy(whole);
+  loom_graph_destroy(body);
+  loom_graph_destroy(g);
+  loom_graph_destroy(ref);
+  loom_context_destroy(ctx);
+}
+
+/* The second slice buffer the estimate promised, refused by the device: the loop fails naming
+ * it, and nothing is left held (the sweep checks for leaks, gt_run the meter). Every other
+ * allocation of the run failing in turn fails it cleanly too. */
+TEST(loops_stream_second_buffer_refused_on_opencl) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
+  loom_graph *ref = NULL, *g = stream_graph(&ref);
+  ASSERT_TRUE(g != NULL);
+  loom_tensor in, got[2];
+  ASSERT_OK(gt_inputs(ref, 3, &in));
+  ASSERT_OK(gt_run(g, devs[0], &in, got, 256 * KIB, NULL)); /* the device's caches */
+  gt_tensors_free(got, 2);
+  bool named = false;
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 100000) {
+    loom_status s = SWEEP_RUN(&sw, gt_run(g, devs[0], &in, got, 256 * KIB, NULL));
+    if (!s) gt_tensors_free(got, 2);
+    if (s && strstr(loom_last_error(),
+                    "loop over 4096 in pieces of 256: the two streamed slices of value 'x' "
+                    "(double buffered), its second buffer (the estimate counts it): "))
+      named = true;
+  }
+  ASSERT_TRUE(named);
+  gt_tensors_free(&in, 1);
+  loom_graph_destroy(g);
+  loom_graph_destroy(ref);
 }
 
 /* Without streaming the same input cannot be held under the limit. */

@@ -17,9 +17,9 @@ typedef struct dot_shape {
 
 /* 13 row pieces (the last of 4), 5 k pieces (the last of 44). */
 static const dot_shape big = {0, 100, 300, 64, 8, 64};
-/* Four matrices of 4 row pieces (the last of 3), 10 k pieces (the last of 12): one matrix of a
- * is held (a loop slices it contiguously), under the size of b. */
-static const dot_shape big_batch = {4, 24, 300, 64, 7, 32};
+/* Eight matrices of 3 row pieces (the last of 2), 10 k pieces (the last of 24): two matrices of
+ * a are held (a loop slices it contiguously, double buffered), under the size of b. */
+static const dot_shape big_batch = {8, 12, 600, 64, 5, 64};
 /* For the allocation sweep: pieces of 5, 5, 2 rows and 4, 4, 2 of k. */
 static const dot_shape tiny = {0, 12, 10, 3, 5, 4};
 static const dot_shape tiny_batch = {2, 12, 10, 3, 5, 4};

@@ -5,7 +5,10 @@
  * Each device node gets one stream (cudaStreamNonBlocking), made on the node's first use: the
  * HMM's copies go on it, and the cuda compute backend enqueues its kernels on the same stream
  * (loom__hmm_cuda_stream), so kernels and copies run in the order they were issued without a
- * wait between them, as the opencl backend does with the HMM's queue.
+ * wait between them, as the opencl backend does with the HMM's queue. A write ahead (a loop's
+ * next slice) goes on a second stream behind an event of the first, which waits for it only
+ * where the work that reads it begins (cu_write_ahead, cu_join): the copy overlaps the kernels
+ * queued between the two.
  *
  * Managed memory is Loom's "one allocation visible everywhere" on CUDA (the HMM treats it as it
  * treats fine-grained SVM): the host reaches it once the stream's work is done; moves are
@@ -39,7 +42,11 @@ typedef struct cu_node {
   int ordinal;
   bool concurrent;     /* concurrentManagedAccess: prefetch and advice act */
   cudaStream_t stream; /* NULL until first use */
-  int staging;         /* 0 unknown, 1 on, -1 off (LOOM_CUDA_STAGING=0, or cudaMallocHost failed) */
+  /* A second stream for write_ahead, made on its first use; NULL before, or when refused
+   * (no_transfer: write_ahead then writes on `stream`). */
+  cudaStream_t transfer;
+  bool no_transfer;
+  int staging; /* 0 unknown, 1 on, -1 off (LOOM_CUDA_STAGING=0, or cudaMallocHost failed) */
   void *stage[2];
   cudaEvent_t staged[2]; /* the last device copy out of or into each staging buffer */
 } cu_node;
@@ -67,6 +74,10 @@ static void cu_node_deinit(loom__hmm_node *node) {
   cu_node *c = loom__hmm_node_state(node);
   if (!c) return;
   if (c->stream && cudaSetDevice(c->ordinal) == cudaSuccess) {
+    if (c->transfer) {
+      cudaStreamSynchronize(c->transfer);
+      cudaStreamDestroy(c->transfer);
+    }
     cudaStreamSynchronize(c->stream);
     cudaStreamDestroy(c->stream);
     for (int i = 0; i < 2; i++) {
@@ -237,6 +248,56 @@ static loom_status cu_write(loom__hmm_node *node, const loom__hmm_alloc *a, int6
   return LOOM_OK;
 }
 
+/* On the transfer stream behind an event of the node's stream: the copy waits for the
+ * kernels queued so far (earlier readers of the allocation) and for nothing queued after, so
+ * it runs on a copy engine beside them. No staging buffers (they serve one copy at a time):
+ * from pageable memory the driver stages it, from pinned memory it is a plain DMA. */
+static loom_status cu_write_ahead(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset,
+                                  const void *src, int64_t bytes, void **out_event) {
+  cu_node *c = loom__hmm_node_state(node);
+  *out_event = NULL;
+  loom_status s = enter(node);
+  if (s) return s;
+  if (!c->transfer && !c->no_transfer) {
+    if (cudaStreamCreateWithFlags(&c->transfer, cudaStreamNonBlocking) != cudaSuccess) c->transfer = NULL;
+    c->no_transfer = c->transfer == NULL;
+    cudaGetLastError();
+  }
+  if (!c->transfer) return cu_write(node, a, offset, src, bytes, out_event); /* on the node's stream */
+  cudaEvent_t ready = NULL, done = NULL;
+  s = node_status(node, cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+  if (!s) s = node_status(node, cudaEventRecord(ready, c->stream), "cudaEventRecord");
+  if (!s) s = node_status(node, cudaStreamWaitEvent(c->transfer, ready, 0), "cudaStreamWaitEvent");
+  if (!s)
+    s = node_status(
+        node,
+        cudaMemcpyAsync((char *)a->ptr + offset, src, (size_t)bytes, cudaMemcpyHostToDevice, c->transfer),
+        "cudaMemcpyAsync (host to device)");
+  if (!s) s = node_status(node, cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  if (!s) s = node_status(node, cudaEventRecord(done, c->transfer), "cudaEventRecord");
+  if (ready) cudaEventDestroy(ready); /* the stream's wait keeps what it needs */
+  if (s) {
+    if (done) cudaEventDestroy(done);
+    cudaStreamSynchronize(c->transfer); /* nothing may touch src or a before the copy is done */
+    cudaGetLastError();
+    return s;
+  }
+  *out_event = done;
+  return LOOM_OK;
+}
+
+/* The node's stream waits for a write_ahead's event; where it cannot be told to, the host
+ * waits for the copy instead. */
+static loom_status cu_join(loom__hmm_node *node, void *event) {
+  cu_node *c = loom__hmm_node_state(node);
+  cudaEvent_t ev = (cudaEvent_t)event;
+  loom_status s = enter(node);
+  if (!s) s = node_status(node, cudaStreamWaitEvent(c->stream, ev, 0), "cudaStreamWaitEvent");
+  if (s) s = node_status(node, cudaEventSynchronize(ev), "cudaEventSynchronize");
+  cudaEventDestroy(ev);
+  return s;
+}
+
 static loom_status cu_read(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset, void *dst,
                            int64_t bytes) {
   cu_node *c = loom__hmm_node_state(node);
@@ -365,6 +426,8 @@ const loom__hmm_backend loom__hmm_cuda_backend = {
     .migrate = cu_migrate,
     .wait = cu_wait,
     .finish = cu_finish,
+    .write_ahead = cu_write_ahead,
+    .join = cu_join,
     .advise = cu_advise,
     .queue = cu_queue,
 };

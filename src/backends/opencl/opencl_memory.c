@@ -8,7 +8,10 @@
  * through the same context and queue (loom__hmm_opencl_queue), and a buffer moves from one
  * device of the platform to another without the host: the copy is enqueued on the receiving
  * device's queue behind an event of the sending one (cl_copy). Copies to and from the host
- * are clEnqueueRead/WriteBuffer and clEnqueueSVMMemcpy; SVM pages move with
+ * are clEnqueueRead/WriteBuffer and clEnqueueSVMMemcpy; a write ahead (a loop's next slice)
+ * goes on a second in-order queue of the node, behind a marker of the first, and the first
+ * waits for it at a barrier only where the work that reads it begins (cl_write_ahead,
+ * cl_join), so the copy runs beside the kernels queued between the two; SVM pages move with
  * clEnqueueSVMMigrateMem on OpenCL 2.1+ devices only (it is not in 2.0).
  *
  * Every hook runs under the manager's lock, which this file never takes (hmm/hmm_backend.h).
@@ -29,6 +32,10 @@ typedef struct cl_node {
   bool svm_migrate;   /* clEnqueueSVMMigrateMem works (OpenCL 2.1 and SVM) */
   cl_context context; /* NULL until the first allocation; one reference per node */
   cl_command_queue queue;
+  /* A second in-order queue for write_ahead, made on its first use; NULL before, or when the
+   * device refused it (write_ahead then writes on `queue`). */
+  cl_command_queue transfer;
+  bool no_transfer; /* the device refused it: not asked again */
 } cl_node;
 
 /* "OpenCL 3.0 PoCL ..." -> 3, 0; 1.0 when it does not parse. */
@@ -66,6 +73,10 @@ static loom_status cl_node_init(loom__hmm_node *node) {
 static void cl_node_deinit(loom__hmm_node *node) {
   cl_node *c = loom__hmm_node_state(node);
   if (!c) return;
+  if (c->transfer) {
+    clFinish(c->transfer);
+    clReleaseCommandQueue(c->transfer);
+  }
   if (c->queue) {
     clFinish(c->queue);
     clReleaseCommandQueue(c->queue);
@@ -127,6 +138,16 @@ static loom_status ensure_context(loom__hmm_node *node) {
   return LOOM_OK;
 }
 
+/* An in-order queue of the node's device in its context. */
+static cl_command_queue make_queue(cl_node *c, cl_int *err) {
+  if (at_least(c, 2, 0)) return clCreateCommandQueueWithProperties(c->context, c->device, NULL, err);
+    /* OpenCL 1.x devices have only the 1.2 call, deprecated in the 2.0 headers. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  return clCreateCommandQueue(c->context, c->device, 0, err);
+#pragma GCC diagnostic pop
+}
+
 /* Makes the node's context and queue on first use. */
 static loom_status ensure_queue(loom__hmm_node *node) {
   cl_node *c = loom__hmm_node_state(node);
@@ -134,15 +155,7 @@ static loom_status ensure_queue(loom__hmm_node *node) {
   loom_status st = ensure_context(node);
   if (st != LOOM_OK) return st;
   cl_int err = CL_SUCCESS;
-  if (at_least(c, 2, 0)) {
-    c->queue = clCreateCommandQueueWithProperties(c->context, c->device, NULL, &err);
-  } else {
-    /* OpenCL 1.x devices have only the 1.2 call, deprecated in the 2.0 headers. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    c->queue = clCreateCommandQueue(c->context, c->device, 0, &err);
-#pragma GCC diagnostic pop
-  }
+  c->queue = make_queue(c, &err);
   if (err != CL_SUCCESS) {
     c->queue = NULL;
     loom_status s = loom__cl_status(err, "clCreateCommandQueue");
@@ -228,6 +241,72 @@ static loom_status cl_write(loom__hmm_node *node, const loom__hmm_alloc *a, int6
     err = clFlush(c->queue); /* start it now: the point is to overlap */
     *out_event = ev;
   }
+  return loom__cl_status(err, call);
+}
+
+/* The transfer queue, made on first use: NULL where the device has no markers with wait
+ * lists (before OpenCL 1.2) or refuses a second queue. */
+static cl_command_queue transfer_queue(cl_node *c) {
+  if (c->transfer || c->no_transfer) return c->transfer;
+  cl_int err = CL_SUCCESS;
+  c->transfer = at_least(c, 1, 2) ? make_queue(c, &err) : NULL;
+  if (err != CL_SUCCESS) c->transfer = NULL;
+  c->no_transfer = c->transfer == NULL;
+  return c->transfer;
+}
+
+/* On the transfer queue behind a marker of the node's queue: the copy waits for the kernels
+ * queued so far (earlier readers of the allocation) and for nothing queued after, so it runs
+ * beside them (on PoCL's pthread device another worker thread does the memcpy; on a GPU the
+ * copy engine). Both queues are flushed: the marker and the copy start now. */
+static loom_status cl_write_ahead(loom__hmm_node *node, const loom__hmm_alloc *a, int64_t offset,
+                                  const void *src, int64_t bytes, void **out_event) {
+  cl_node *c = loom__hmm_node_state(node);
+  *out_event = NULL;
+  loom_status s = ensure_queue(node);
+  if (s != LOOM_OK) return s;
+  cl_command_queue t = transfer_queue(c);
+  if (!t) return cl_write(node, a, offset, src, bytes, out_event); /* on the node's queue */
+  cl_event ready = NULL, done = NULL;
+  const char *call = "clEnqueueMarkerWithWaitList";
+  cl_int err = clEnqueueMarkerWithWaitList(c->queue, 0, NULL, &ready);
+  if (err == CL_SUCCESS) {
+    call = "clFlush";
+    err = clFlush(c->queue);
+  }
+  if (err == CL_SUCCESS && a->storage == LOOM_MEM_STORAGE_CL_BUFFER) {
+    call = "clEnqueueWriteBuffer";
+    err = clEnqueueWriteBuffer(t, (cl_mem)a->cl_mem, CL_FALSE, (size_t)offset, (size_t)bytes, src, 1, &ready,
+                               &done);
+  } else if (err == CL_SUCCESS) {
+    call = "clEnqueueSVMMemcpy";
+    err = clEnqueueSVMMemcpy(t, CL_FALSE, (char *)a->ptr + offset, src, (size_t)bytes, 1, &ready, &done);
+  }
+  if (err == CL_SUCCESS) {
+    call = "clFlush";
+    err = clFlush(t);
+  }
+  if (ready) clReleaseEvent(ready);
+  if (err != CL_SUCCESS && done) {
+    clWaitForEvents(1, &done); /* enqueued but not flushed: nothing may touch src or a first */
+    clReleaseEvent(done);
+    done = NULL;
+  }
+  *out_event = done;
+  return loom__cl_status(err, call);
+}
+
+/* The node's queue waits for a write_ahead's event: a barrier with it in its wait list
+ * (OpenCL 1.2). Where the queue cannot be told to, the host waits for the copy instead, which
+ * orders it as well. */
+static loom_status cl_join(loom__hmm_node *node, void *event) {
+  cl_node *c = loom__hmm_node_state(node);
+  cl_event ev = event;
+  cl_int err =
+      at_least(c, 1, 2) ? clEnqueueBarrierWithWaitList(c->queue, 1, &ev, NULL) : CL_INVALID_OPERATION;
+  const char *call = "clWaitForEvents";
+  if (err != CL_SUCCESS) err = clWaitForEvents(1, &ev);
+  clReleaseEvent(ev);
   return loom__cl_status(err, call);
 }
 
@@ -375,6 +454,8 @@ const loom__hmm_backend loom__hmm_opencl_backend = {
     .finish = cl_finish,
     .copy = cl_copy,
     .forget = cl_forget,
+    .write_ahead = cl_write_ahead,
+    .join = cl_join,
     .queue = cl_queue,
 };
 
