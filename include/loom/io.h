@@ -155,8 +155,9 @@ LOOM_API loom_status loom_safetensors_load(const loom_safetensors *st, int32_t i
 /* Writes tensors[i] under names[i], i < n, to `path` as a .safetensors file: the header
  * lists the tensors sorted by name (strcmp, as the Python library's sorted keys), compact
  * JSON padded with spaces so that the data starts on a multiple of 8 bytes; the data follows
- * in the same order, back to back. Written to a temporary file beside `path` and renamed over
- * it once complete: a failure leaves nothing behind. Tensors are only read.
+ * back to back, largest element size first and then by name (as the Rust library lays it
+ * out), so that every tensor is aligned for its dtype and can be mapped. Written to a temporary file beside
+ * `path` and renamed over it once complete: a failure leaves nothing behind. Tensors are only read.
  *
  * Errors: INVALID_ARGUMENT (NULL arguments with n > 0, n < 0, an empty or duplicate name,
  * the reserved name "__metadata__", an invalid type, NULL data for a non-empty tensor),

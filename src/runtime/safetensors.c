@@ -662,7 +662,7 @@ loom_status loom_safetensors_map(const loom_safetensors *st, int32_t i, loom_ten
   if (s) return s;
   const st_entry *e = &st->entries[i];
   int64_t at = st->data_start + e->begin; /* the mapping starts on a page: file offset = alignment */
-  if (at % loom_dtype_size(e->type.dtype) != 0)
+  if (e->end > e->begin && at % loom_dtype_size(e->type.dtype) != 0)
     return loom__error(
         LOOM_ERR_UNSUPPORTED,
         "%s: tensor '%s': its data at file offset %lld is not aligned for %s (load it instead)", st->path,
@@ -806,7 +806,22 @@ loom_status loom_safetensors_save(const char *path, const char *const *names, co
   if (!order) return loom__oom("saving a safetensors file");
   loom_status s = save_check(path, names, tensors, n, order);
   sbuf h = {0};
+  /* The data goes largest element first (then by name), as the Rust library lays it out:
+   * every tensor then starts on a multiple of its element size and can be mapped. */
+  int32_t *layout = s ? NULL : loom__malloc(sizeof *layout * (size_t)(n + 1));
+  int64_t *begin = s ? NULL : loom__malloc(sizeof *begin * (size_t)(n + 1));
+  if (!s && (!layout || !begin)) s = loom__oom("saving a safetensors file");
+  int32_t m = 0;
+  for (int64_t size = 16; !s && size >= 1; size /= 2)
+    for (int32_t k = 0; k < n; k++)
+      if (loom_dtype_size(tensors[order[k]].type.dtype) == size) layout[m++] = order[k];
   int64_t offset = 0;
+  for (int32_t k = 0; !s && k < n; k++) {
+    int64_t bytes = 0;
+    (void)loom_type_bytes(&tensors[layout[k]].type, &bytes);
+    begin[layout[k]] = offset;
+    offset += bytes;
+  }
   sb_put(&h, "{", 1);
   for (int32_t k = 0; !s && k < n; k++) {
     const loom_tensor *t = &tensors[order[k]];
@@ -817,8 +832,8 @@ loom_status loom_safetensors_save(const char *path, const char *const *names, co
     sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", loom_dtype_safetensors_name(t->type.dtype));
     for (int32_t d = 0; d < t->type.rank; d++)
       sb_printf(&h, d ? ",%lld" : "%lld", (long long)t->type.dims[d]);
-    sb_printf(&h, "],\"data_offsets\":[%lld,%lld]}", (long long)offset, (long long)(offset + bytes));
-    offset += bytes;
+    sb_printf(&h, "],\"data_offsets\":[%lld,%lld]}", (long long)begin[order[k]],
+              (long long)(begin[order[k]] + bytes));
   }
   sb_put(&h, "}", 1);
   /* The data starts on 8 bytes, as the Python library writes it: spaces pad the header. */
@@ -833,8 +848,8 @@ loom_status loom_safetensors_save(const char *path, const char *const *names, co
     bool ok = write_all(fd, len8, 8) && write_all(fd, h.p, h.n);
     for (int32_t k = 0; ok && k < n; k++) {
       int64_t bytes = 0;
-      (void)loom_type_bytes(&tensors[order[k]].type, &bytes);
-      ok = bytes == 0 || write_all(fd, tensors[order[k]].data, (size_t)bytes);
+      (void)loom_type_bytes(&tensors[layout[k]].type, &bytes);
+      ok = bytes == 0 || write_all(fd, tensors[layout[k]].data, (size_t)bytes);
     }
     int err = errno;
     if (close(fd) != 0 && ok) { /* NFS and full disks may report only at close */
@@ -850,6 +865,8 @@ loom_status loom_safetensors_save(const char *path, const char *const *names, co
   }
   loom__free(temp);
   loom__free(h.p);
+  loom__free(layout);
+  loom__free(begin);
   loom__free(order);
   return s;
 }
