@@ -149,8 +149,11 @@ static loom_status jstring(jreader *r, char **out) {
   if (r->p >= r->end || *r->p != '"') return jfail(r, "expected a string");
   r->p++;
   const char *start = r->p;
-  /* Unescaping never lengthens: "\uXXXX" (6 bytes) gives at most 3, a pair (12) gives 4. */
-  char *buf = out ? loom__malloc((size_t)(r->end - start) + 1) : NULL;
+  /* Sized by the escaped text up to the closing quote: unescaping never lengthens ("\uXXXX",
+   * 6 bytes, gives at most 3; a pair, 12, gives 4). */
+  const char *q = start;
+  while (q < r->end && *q != '"') q += *q == '\\' && q + 1 < r->end ? 2 : 1;
+  char *buf = out ? loom__malloc((size_t)(q - start) + 1) : NULL;
   if (out && !buf) return loom__oom("a safetensors header string");
   size_t n = 0;
   loom_status s = LOOM_OK;
