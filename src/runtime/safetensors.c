@@ -537,7 +537,7 @@ static loom_status parse_header(loom_safetensors *st, const char *text, size_t l
   }
   jspace(&r);
   if (r.p != r.end) return jfail(&r, "text after the closing '}'");
-  qsort(st->entries, (size_t)st->n, sizeof *st->entries, entry_cmp);
+  if (st->n > 1) qsort(st->entries, (size_t)st->n, sizeof *st->entries, entry_cmp);
   return LOOM_OK;
 }
 
@@ -631,7 +631,7 @@ const loom_type *loom_safetensors_type(const loom_safetensors *st, int32_t i) {
 }
 
 int32_t loom_safetensors_find(const loom_safetensors *st, const char *name) {
-  if (!st || !name) return -1;
+  if (!st || !name || st->n == 0) return -1;
   st_entry key = {.name = (char *)name};
   const st_entry *e = bsearch(&key, st->entries, (size_t)st->n, sizeof *st->entries, entry_cmp);
   return e ? (int32_t)(e - st->entries) : -1;
