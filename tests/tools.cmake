@@ -83,7 +83,7 @@ loom_tool_test(no_rewrite_unknown RC 1 ARGS ${small} --random 1 --no-rewrite bog
 loom_tool_test(missing_value RC 2 ARGS ${small} --in
   STDERR_REGEX "loom-run: option '--in' needs a value")
 loom_tool_test(bad_in_spec RC 2 ARGS ${small} --in x.npy
-  STDERR_REGEX "loom-run: --in takes NAME=FILE\\.npy, not 'x\\.npy'")
+  STDERR_REGEX "loom-run: --in takes NAME=FILE\\.npy or NAME=FILE\\.safetensors\\[:TENSOR\\], not 'x\\.npy'")
 loom_tool_test(bad_seed RC 2 ARGS ${small} --random 1x
   STDERR_REGEX "loom-run: --random takes an integer")
 loom_tool_test(bad_print RC 2 ARGS ${small} --random 1 --print -3
@@ -100,7 +100,7 @@ loom_tool_test(parse_error RC 1 ARGS ${LOOM_TOOL_DATA}/bad_syntax.lir --random 1
 loom_tool_test(unknown_parameter RC 2 FIXTURES ARGS ${small} --in x=@WORK@/x.npy --in z=@WORK@/y.npy
   STDERR_REGEX "graph 'small' has no parameter 'z' \\(its parameters: x, y\\)")
 loom_tool_test(missing_input RC 2 FIXTURES ARGS ${small} --in x=@WORK@/x.npy --out-dir @WORK@/out
-  STDERR_REGEX "loom-run: missing inputs: y \\(give --in NAME=FILE\\.npy, or --random SEED\\)" NO_FILES_IN out)
+  STDERR_REGEX "loom-run: missing inputs: y \\(give --in NAME=FILE\\.npy, --in-all FILE\\.safetensors, or --random SEED\\)" NO_FILES_IN out)
 loom_tool_test(input_twice RC 2 FIXTURES ARGS ${small} --in x=@WORK@/x.npy --in x=@WORK@/y.npy
   STDERR_REGEX "parameter 'x' is given twice")
 
@@ -147,6 +147,59 @@ loom_tool_test(random_and_print FIXTURES ARGS ${small} --random 1 --print 2 --ou
   STDOUT_REGEX "val +f32\\[4,2\\].*\n    \\[0\\] [0-9.e-]+ [0-9.e-]+\n    \\[1\\] .*\n    \\.\\.\\. 2 more rows"
   EXPECT_FILES out/val.npy out/idx.npy out/x.npy out/val_1.npy EQUAL out/x.npy=x.npy)
 loom_tool_test(summary_only ARGS ${small} --random 7 STDOUT_REGEX "small: ran on cpu0" STDOUT_NOT_REGEX "-> [^ ]*\\.npy")
+
+# ---- .safetensors (issue 17) ----------------------------------------------------------------
+# tests/tools/data/small.safetensors (x, a u8 "flag", y stored misaligned after it) and the same
+# x and y as .npy were written by tests/data/safetensors/make_fixtures.py (standard-library
+# Python, independent of Loom). Every parameter from the file by name (x mapped, y copied), every
+# output into one .safetensors file by its name: equal to the run over the .npy files.
+set(st_small ${LOOM_TOOL_DATA}/small.safetensors)
+set(st_ref_args ${small} --in x=${LOOM_TOOL_DATA}/small_x.npy --in y=${LOOM_TOOL_DATA}/small_y.npy --out-dir @WORK@/ref)
+loom_tool_test(safetensors_in_all_and_out ARGS ${small} --in-all ${st_small} --out @WORK@/out/o.safetensors
+  MKDIRS out REF_ARGS ${st_ref_args}
+  STDOUT_REGEX "val +f32\\[4,2\\]  -> [^\n]*out/o\\.safetensors:val\n.*val_1 +f32\\[4,2\\]  -> [^\n]*:val_1\n"
+  EXPECT_FILES out/o.safetensors ONLY_FILES_IN out
+  EQUAL out/o.safetensors:val=ref/val.npy out/o.safetensors:idx=ref/idx.npy out/o.safetensors:x=ref/x.npy
+  out/o.safetensors:val_1=ref/val_1.npy)
+# --in NAME=FILE.safetensors:TENSOR, and NAME=FILE.safetensors for the tensor called NAME.
+loom_tool_test(safetensors_in_tensor ARGS ${small} --in x=${st_small}:x --in y=${st_small} --out-dir @WORK@/out
+  REF_ARGS ${st_ref_args} EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy out/x.npy=ref/x.npy)
+# --in wins over --in-all (x from the helper's x.npy, y from the file).
+loom_tool_test(safetensors_in_overrides_in_all FIXTURES ARGS ${small} --in-all ${st_small} --in x=@WORK@/x.npy
+  --out @WORK@/o.safetensors EQUAL o.safetensors:x=x.npy)
+# A file written by --out read back by --in-all, by the same names (x returned as is).
+loom_tool_test(safetensors_out_of_loom_read_back FIXTURES ARGS ${small} --in-all @WORK@/x_only.safetensors
+  --in y=@WORK@/y.npy --out @WORK@/o.safetensors EQUAL o.safetensors:x=x.npy)
+loom_tool_test(safetensors_in_all_missing_parameter RC 2 FIXTURES ARGS ${small} --in-all @WORK@/x_only.safetensors
+  --out @WORK@/out/o.safetensors MKDIRS out
+  STDERR_REGEX "^loom-run: missing inputs: y \\(in no --in-all file; give --in NAME=FILE, or --random SEED\\)\n$"
+  NO_FILES_IN out)
+loom_tool_test(safetensors_no_such_tensor RC 1 ARGS ${small} --in x=${st_small}:w --in y=${st_small}
+  STDERR_REGEX "^loom-run: --in x=[^ ]*small\\.safetensors:w: [^ ]*small\\.safetensors has no tensor 'w' \\(its tensors: flag, x, y\\)\n$")
+loom_tool_test(safetensors_wrong_shape RC 1 ARGS ${small} --in x=${st_small}:y --in y=${st_small}
+  STDERR_REGEX "^loom-run: --in x=[^ ]*small\\.safetensors:y: shape \\[5,3\\] does not match parameter x: f32\\[4,3\\]\n$")
+loom_tool_test(safetensors_wrong_dtype RC 1 ARGS ${small} --in x=${st_small}:flag --in-all ${st_small}
+  STDERR_REGEX "^loom-run: --in x=[^ ]*:flag: type u8\\[2\\] does not match parameter x: f32\\[4,3\\]\n$")
+loom_tool_test(safetensors_malformed RC 1 FIXTURES ARGS ${small} --in-all @WORK@/bad_length.safetensors --out @WORK@/out/o.safetensors
+  MKDIRS out STDERR_REGEX "^loom-run: --in-all [^ ]*bad_length\\.safetensors: [^ ]*bad_length\\.safetensors: header length 1000 runs past the end of the file \\(2 bytes after the length\\)\n$"
+  NO_FILES_IN out)
+loom_tool_test(safetensors_missing_file RC 1 ARGS ${small} --in-all @WORK@/nope.safetensors
+  STDERR_REGEX "^loom-run: --in-all [^ ]*nope\\.safetensors: [^ ]*nope\\.safetensors: No such file or directory\n$")
+loom_tool_test(safetensors_in_all_not_safetensors RC 2 ARGS ${small} --in-all x.npy
+  STDERR_REGEX "^loom-run: --in-all takes a FILE\\.safetensors, not 'x\\.npy'\n$")
+loom_tool_test(safetensors_out_not_safetensors RC 2 ARGS ${small} --random 1 --out out.npy
+  STDERR_REGEX "^loom-run: --out takes a FILE\\.safetensors, not 'out\\.npy'")
+loom_tool_test(safetensors_empty_tensor_name RC 2 ARGS ${small} --in x=${st_small}: --in-all ${st_small}
+  STDERR_REGEX "^loom-run: --in x=[^ ]*small\\.safetensors:: no tensor name after ':'\n$")
+# An --out that cannot be written fails the run, and nothing else is written either.
+loom_tool_test(safetensors_out_unwritable RC 1 ARGS ${small} --random 1 --out @WORK@/nodir/o.safetensors
+  --out-dir @WORK@/out STDERR_REGEX "^loom-run: --out: [^ ]*nodir/o\\.safetensors" NO_FILES_IN out)
+# --out and --out-dir together: both written, the same values.
+loom_tool_test(safetensors_out_and_out_dir ARGS ${small} --random 1 --out @WORK@/o.safetensors --out-dir @WORK@/out
+  EQUAL o.safetensors:val=out/val.npy o.safetensors:idx=out/idx.npy)
+# A c128 output has no safetensors dtype: refused before the run.
+loom_tool_test(safetensors_out_c128 RC 1 ARGS ${LOOM_TOOL_DATA}/c128_out.lir --random 1 --out @WORK@/out/o.safetensors MKDIRS out
+  STDERR_REGEX "^loom-run: output y is c128, which \\.safetensors cannot hold" NO_FILES_IN out)
 
 # ---- the examples and kNN against brute force ---------------------------------------------
 foreach(example kernel_mv dot_chain spectrum conv_small)

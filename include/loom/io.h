@@ -1,4 +1,4 @@
-/* Tensors in files: NumPy's .npy format.
+/* Tensors in files: NumPy's .npy format, and .safetensors (below).
  *
  * Loom reads and writes the .npy format of NumPy (format versions 1.0, 2.0 and 3.0 read;
  * 1.0 written), little-endian and C order, for every IR dtype that NumPy has:
@@ -82,6 +82,92 @@ LOOM_API loom_status loom_tensors_save_npy(const char *const *paths, const loom_
  * .npy has none (bf16) or dtype is out of range: a caller can refuse such a value before
  * computing it. The string is static. */
 LOOM_API const char *loom_dtype_npy_descr(loom_dtype dtype);
+
+/* ---- .safetensors files --------------------------------------------------------------------
+ *
+ * The format of huggingface/safetensors: an 8-byte little-endian header length, a JSON header
+ * naming each tensor's dtype, shape and data_offsets [begin, end) (bytes from the start of the
+ * data section that follows the header), and an optional "__metadata__" object of strings.
+ * Dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL C64 (f64 ... bool c64 in Loom); any other
+ * (U16, F8_E4M3, ...) is refused, naming it.
+ *
+ * A file is opened lazily: loom_safetensors_open maps the file read-only and reads and checks
+ * the header only; a tensor's bytes are read when something touches them. A mapped tensor
+ * streamed by a loop (docs/ir-loops.md) is read piece by piece, and each piece's pages are
+ * dropped from the process again once the piece is done, so a run over a file larger than
+ * memory keeps a resident set near one piece's size. The file must not change while open.
+ *
+ * Thread safety: a handle may be queried and mapped from several threads at once; open,
+ * close and save may run concurrently on different handles and paths. */
+
+/* An open .safetensors file (loom_safetensors_open). */
+typedef struct loom_safetensors loom_safetensors;
+
+/* Opens the .safetensors file at `path` and checks its header; *out is NULL on failure.
+ * Every message starts with the path and names the field or tensor at fault.
+ *
+ * Checked: the header length (past the end of the file, or over 100 MB: an error), the JSON
+ * (complete JSON; unknown keys in a tensor's object are skipped, as the Python library does),
+ * each tensor's dtype, shape (at most LOOM_MAX_RANK dimensions, each an integer that fits
+ * int64, their product's bytes too), data_offsets (two integers, end >= begin, inside the
+ * data section, end - begin equal to the shape's bytes), names given once, and tensors that
+ * overlap in the data section (empty ones aside). Gaps between tensors are allowed.
+ *
+ * Errors: IO (cannot open or map), UNSUPPORTED (not a regular file; a dtype Loom lacks),
+ * INVALID_ARGUMENT (everything malformed), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_safetensors_open(const char *path, loom_safetensors **out);
+
+/* Unmaps the file; tensors mapped from it are gone. Accepts NULL. */
+LOOM_API void loom_safetensors_close(loom_safetensors *st);
+
+/* The number of tensors (0 for NULL). Tensors are indexed 0..count-1 in order of name
+ * (strcmp), whatever their order in the file. */
+LOOM_API int32_t loom_safetensors_count(const loom_safetensors *st);
+/* Tensor i's name, or NULL when i is out of range. Valid until close. */
+LOOM_API const char *loom_safetensors_name(const loom_safetensors *st, int32_t i);
+/* Tensor i's type (dtype and shape), or NULL when i is out of range. Valid until close. */
+LOOM_API const loom_type *loom_safetensors_type(const loom_safetensors *st, int32_t i);
+/* The index of the tensor called `name`, or -1. */
+LOOM_API int32_t loom_safetensors_find(const loom_safetensors *st, const char *name);
+/* The path the file was opened from. */
+LOOM_API const char *loom_safetensors_path(const loom_safetensors *st);
+/* The number of "__metadata__" entries, and the value of one by key (NULL when absent). */
+LOOM_API int32_t loom_safetensors_metadata_count(const loom_safetensors *st);
+LOOM_API const char *loom_safetensors_metadata(const loom_safetensors *st, const char *key);
+
+/* Points *out at tensor i's bytes in the mapping, copying nothing: out->data belongs to the
+ * handle (valid until loom_safetensors_close; never loom_tensor_deinit it) and is read-only.
+ * bool values are taken as stored (writers store 0 or 1).
+ *
+ * Alignment: safetensors does not align tensors to their dtype (the Python library writes
+ * the data section 8-aligned and tensors back to back, sorted so that most are aligned, but
+ * a file may hold an f32 at an odd offset). Loom's kernels read elements in place, so a
+ * tensor whose file offset is not a multiple of its element size is refused with
+ * UNSUPPORTED: load it (loom_safetensors_load), as loom-run does.
+ *
+ * Errors: INVALID_ARGUMENT (NULL, i out of range), UNSUPPORTED (misaligned). */
+LOOM_API loom_status loom_safetensors_map(const loom_safetensors *st, int32_t i, loom_tensor *out);
+
+/* Copies tensor i into fresh storage *out (the caller's, freed with loom_tensor_deinit);
+ * bools become 0 or 1. Errors: INVALID_ARGUMENT, OUT_OF_MEMORY. */
+LOOM_API loom_status loom_safetensors_load(const loom_safetensors *st, int32_t i, loom_tensor *out);
+
+/* Writes tensors[i] under names[i], i < n, to `path` as a .safetensors file: the header
+ * lists the tensors sorted by name (strcmp, as the Python library's sorted keys), compact
+ * JSON padded with spaces so that the data starts on a multiple of 8 bytes; the data follows
+ * back to back, largest element size first and then by name (as the Rust library lays it
+ * out), so that every tensor is aligned for its dtype and can be mapped. Written to a temporary file beside
+ * `path` and renamed over it once complete: a failure leaves nothing behind. Tensors are only read.
+ *
+ * Errors: INVALID_ARGUMENT (NULL arguments with n > 0, n < 0, an empty or duplicate name,
+ * the reserved name "__metadata__", an invalid type, NULL data for a non-empty tensor),
+ * UNSUPPORTED (a dtype with no safetensors name: c128), IO, OUT_OF_MEMORY. */
+LOOM_API loom_status loom_safetensors_save(const char *path, const char *const *names,
+                                           const loom_tensor *tensors, int32_t n);
+
+/* The safetensors dtype name of `dtype` ("F32", "BOOL"), or NULL when it has none (c128) or
+ * dtype is out of range. The string is static. */
+LOOM_API const char *loom_dtype_safetensors_name(loom_dtype dtype);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 
 #include "hmm/hmm.h"
 #include "runtime/exec.h"
+#include "runtime/mapped.h"
 
 /* How the executor allocates: plain device memory (a cl_mem on OpenCL, which kernels take as
  * it is; host memory on a host node) of exactly the size asked, so the node counts what the
@@ -1075,6 +1076,26 @@ static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t i, int64_t l
   return LOOM_OK;
 }
 
+/* Once a piece is done, the slices it streamed from a file mapping (a mapped .npy or
+ * .safetensors input) leave the process's resident set again (loom__mapped_release), so a
+ * file larger than memory streams through in about one piece's pages. Other memory is left
+ * alone: the registry knows which is which. */
+static void release_streamed(loop_run *lr, exec_state *st, int64_t lo) {
+  const loom_graph *g = st->g;
+  for (int32_t p = 0; p < g->n_params; p++) {
+    if (!lr->streamed[p]) continue;
+    const loom_loop_input *r = &lr->l->rules[p];
+    const loom__dview *ov = &lr->operands[p];
+    int64_t off = ov->offset + (r->axis >= 0 ? (r->offset + lo) * ov->strides[r->axis] : 0), bytes;
+    const loom_tensor *in =
+        ov->buffer || st->be->host_memory ? NULL : host_source(lr->outer, lr->op->inputs[p]);
+    const char *base = in ? in->data : st->be->host_memory ? ov->buffer : NULL;
+    if (!base || loom_type_bytes(&g->values[g->params[p]].type, &bytes)) continue;
+    int64_t size = loom_dtype_size(g->values[g->params[p]].type.dtype);
+    loom__mapped_release(base + off * size, (size_t)bytes);
+  }
+}
+
 /* Gives back everything the piece held. */
 static void piece_reset(exec_state *st) {
   for (int32_t v = 0; v < st->g->n_values; v++)
@@ -1247,6 +1268,7 @@ static loom_status piece_run(loop_run *lr, int64_t i) {
   s = piece_bind(lr, st, i, lo);
   if (!s) s = run_ops(st, b->order);
   for (int32_t j = 0; !s && j < lr->op->n_outputs; j++) s = piece_result(lr, st, j, i, lo);
+  if (!s) release_streamed(lr, st, lo);
   piece_reset(st);
   return s;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/mapped.h"
 #include "runtime/npy.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -428,6 +429,7 @@ loom_status loom_tensor_map_npy(const char *path, loom_tensor *out, loom_npy_map
     } else {
       /* pieces are read front to back: let the kernel read ahead and drop what was read */
       (void)madvise(m->base, m->length, MADV_SEQUENTIAL);
+      (void)loom__mapped_add(m->base, m->length); /* loops drop the pages they streamed */
     }
   }
   fclose(f);
@@ -443,7 +445,10 @@ loom_status loom_tensor_map_npy(const char *path, loom_tensor *out, loom_npy_map
 
 void loom_npy_unmap(loom_npy_map *map) {
   if (!map) return;
-  if (map->base) munmap(map->base, map->length);
+  if (map->base) {
+    loom__mapped_remove(map->base);
+    munmap(map->base, map->length);
+  }
   loom__free(map);
 }
 

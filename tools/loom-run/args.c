@@ -8,7 +8,9 @@
 
 void run_print_usage(FILE *f) {
   fputs(
-      "usage: loom-run FILE.lir [--in NAME=FILE.npy ...] [--random SEED] [--out-dir DIR]\n"
+      "usage: loom-run FILE.lir [--in NAME=FILE.npy ...] [--in NAME=FILE.safetensors[:TENSOR] ...]\n"
+      "                [--in-all FILE.safetensors ...] [--random SEED] [--out-dir DIR]\n"
+      "                [--out FILE.safetensors]\n"
       "                [--runners SPEC | --limit BYTES] [--no-rewrite NAME ...]\n"
       "                [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
       "\n"
@@ -18,13 +20,26 @@ void run_print_usage(FILE *f) {
       "\n"
       "  --in NAME=FILE.npy  the value of parameter NAME, a NumPy .npy file whose dtype and\n"
       "                      shape equal the parameter's (little-endian, C order)\n"
-      "  --random SEED       fill every parameter not given by --in with seeded values:\n"
-      "                      floats and complex parts uniform in [0,1), integers uniform in\n"
-      "                      [0,100), bools 0 or 1; the same SEED gives the same values on\n"
-      "                      every machine (SEED: an integer 0..2^64-1)\n"
+      "  --in NAME=FILE.safetensors:TENSOR\n"
+      "                      the value of NAME, tensor TENSOR of a .safetensors file (TENSOR\n"
+      "                      left out: the one called NAME)\n"
+      "  --in-all FILE.safetensors\n"
+      "                      every parameter not given by --in takes the tensor of the same\n"
+      "                      name in FILE (repeatable: the first file that has it wins)\n"
+      "                      Input files are memory-mapped, not read: a parameter a loop\n"
+      "                      streams is read piece by piece, each piece's pages dropped again\n"
+      "                      once done, so an input larger than memory works. A tensor stored\n"
+      "                      misaligned for its dtype is copied, a .npy pipe read whole.\n"
+      "  --random SEED       fill every parameter not given by --in or --in-all with seeded\n"
+      "                      values: floats and complex parts uniform in [0,1), integers\n"
+      "                      uniform in [0,100), bools 0 or 1; the same SEED gives the same\n"
+      "                      values on every machine (SEED: an integer 0..2^64-1)\n"
       "  --out-dir DIR       write each returned value to DIR/NAME.npy, NAME being its name\n"
       "                      in `return` (a repeated name gets _1, _2, ...); DIR is created\n"
       "                      if missing. Either every file is written or none is.\n"
+      "  --out FILE.safetensors\n"
+      "                      write every returned value to one .safetensors file, each under\n"
+      "                      its name in `return` (repeats get _1, _2, ...)\n"
       "  --runners SPEC      runners as DEVICE:BYTES,... (\"cpu0:64MiB,cpu0:32MiB\"; a device\n"
       "                      may repeat): the graph is chunked to fit the smallest limit and\n"
       "                      split into stages, each run under its runner's limit\n"
@@ -93,8 +108,13 @@ int run_fail_loom(const char *context) {
 }
 
 void run_options_free(run_options *opts) {
-  for (int32_t i = 0; i < opts->n_inputs; i++) free(opts->inputs[i].name);
+  for (int32_t i = 0; i < opts->n_inputs; i++) {
+    free(opts->inputs[i].name);
+    free(opts->inputs[i].path);
+    free(opts->inputs[i].tensor);
+  }
   free(opts->inputs);
+  free(opts->in_all);
   free(opts->no_rewrite);
   memset(opts, 0, sizeof *opts);
 }
@@ -111,10 +131,34 @@ bad:
   return run_fail(EXIT_USAGE, "%s takes an integer from 0 to 18446744073709551615, not '%s'", flag, text);
 }
 
+/* True when `path` ends in ".safetensors". */
+static bool is_safetensors(const char *path, size_t len) {
+  static const char ext[] = ".safetensors";
+  return len >= sizeof ext - 1 && memcmp(path + len - (sizeof ext - 1), ext, sizeof ext - 1) == 0;
+}
+
+/* Splits FILE.safetensors:TENSOR (the last ".safetensors:" ends the file name); FILE.npy and
+ * FILE.safetensors stay whole, the latter's tensor being the parameter's name. */
+static int split_file(run_input *in, const char *file) {
+  const char *colon = NULL;
+  for (const char *p = strstr(file, ".safetensors:"); p; p = strstr(p + 1, ".safetensors:"))
+    colon = p + strlen(".safetensors");
+  size_t len = colon ? (size_t)(colon - file) : strlen(file);
+  bool st = colon || is_safetensors(file, len);
+  if (colon && colon[1] == '\0')
+    return run_fail(EXIT_USAGE, "--in %s=%s: no tensor name after ':'", in->name, file);
+  in->path = malloc(len + 1);
+  in->tensor = st ? strdup(colon ? colon + 1 : in->name) : NULL;
+  if (!in->path || (st && !in->tensor)) return run_fail(EXIT_RUN, "out of memory");
+  memcpy(in->path, file, len);
+  in->path[len] = '\0';
+  return 0;
+}
+
 static int add_input(run_options *opts, const char *spec) {
   const char *eq = strchr(spec, '=');
   if (!eq || eq == spec || eq[1] == '\0')
-    return run_fail(EXIT_USAGE, "--in takes NAME=FILE.npy, not '%s'", spec);
+    return run_fail(EXIT_USAGE, "--in takes NAME=FILE.npy or NAME=FILE.safetensors[:TENSOR], not '%s'", spec);
   size_t n = (size_t)(eq - spec);
   for (int32_t i = 0; i < opts->n_inputs; i++)
     if (strlen(opts->inputs[i].name) == n && memcmp(opts->inputs[i].name, spec, n) == 0)
@@ -123,15 +167,16 @@ static int add_input(run_options *opts, const char *spec) {
   if (!name) return run_fail(EXIT_RUN, "out of memory");
   memcpy(name, spec, n);
   name[n] = '\0';
-  opts->inputs[opts->n_inputs].name = name;
-  opts->inputs[opts->n_inputs].path = eq + 1;
-  opts->n_inputs++;
-  return 0;
+  run_input *in = &opts->inputs[opts->n_inputs++];
+  in->name = name;
+  in->spec = eq + 1;
+  return split_file(in, eq + 1);
 }
 
 static bool takes_value(const char *flag) {
-  static const char *with_value[] = {"--in",    "--random",     "--out-dir",    "--print", "--runners",
-                                     "--limit", "--no-rewrite", "--stats-json", "--trace"};
+  static const char *with_value[] = {"--in",         "--in-all",     "--random",  "--out-dir",
+                                     "--out",        "--print",      "--runners", "--limit",
+                                     "--no-rewrite", "--stats-json", "--trace"};
   for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
     if (strcmp(flag, with_value[i]) == 0) return true;
   return false;
@@ -146,6 +191,20 @@ static int parse_option(run_options *opts, const char *flag, const char *value) 
   if (!takes_value(flag)) return run_fail(EXIT_USAGE, "unknown option '%s' (see loom-run --help)", flag);
   if (!value) return run_fail(EXIT_USAGE, "option '%s' needs a value (see loom-run --help)", flag);
   if (strcmp(flag, "--in") == 0) return add_input(opts, value);
+  if (strcmp(flag, "--in-all") == 0) {
+    if (!is_safetensors(value, strlen(value)))
+      return run_fail(EXIT_USAGE, "--in-all takes a FILE.safetensors, not '%s'", value);
+    opts->in_all[opts->n_in_all++] = value;
+    return 0;
+  }
+  if (strcmp(flag, "--out") == 0) {
+    if (opts->out_st) return run_fail(EXIT_USAGE, "--out is given twice");
+    if (!is_safetensors(value, strlen(value)))
+      return run_fail(EXIT_USAGE,
+                      "--out takes a FILE.safetensors, not '%s' (--out-dir DIR writes .npy files)", value);
+    opts->out_st = value;
+    return 0;
+  }
   if (strcmp(flag, "--random") == 0) {
     opts->random = true;
     return parse_u64(flag, value, &opts->seed);
@@ -181,7 +240,8 @@ int run_parse_args(int argc, char **argv, run_options *opts) {
   opts->print_rows = -1;
   opts->inputs = calloc((size_t)argc, sizeof *opts->inputs);
   opts->no_rewrite = calloc((size_t)argc, sizeof *opts->no_rewrite);
-  if (!opts->inputs || !opts->no_rewrite) return run_fail(EXIT_RUN, "out of memory");
+  opts->in_all = calloc((size_t)argc, sizeof *opts->in_all);
+  if (!opts->inputs || !opts->no_rewrite || !opts->in_all) return run_fail(EXIT_RUN, "out of memory");
   bool options_done = false;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];

@@ -12,10 +12,12 @@
  * is wrong (an unknown option, a missing value, an --in naming no parameter, missing inputs). */
 enum { EXIT_RUN = 1, EXIT_USAGE = 2 };
 
-/* One --in NAME=FILE. */
+/* One --in NAME=FILE.npy or NAME=FILE.safetensors[:TENSOR]. */
 typedef struct run_input {
-  char *name; /* owned */
-  const char *path;
+  char *name;       /* owned */
+  const char *spec; /* FILE as given, for messages */
+  char *path;       /* owned: the file (FILE less ":TENSOR") */
+  char *tensor;     /* owned: the tensor in a .safetensors file (TENSOR, else NAME); NULL for .npy */
 } run_input;
 
 typedef struct run_options {
@@ -24,7 +26,10 @@ typedef struct run_options {
   int32_t n_inputs;
   bool random;
   uint64_t seed;
+  const char **in_all; /* --in-all FILE.safetensors ... */
+  int32_t n_in_all;
   const char *out_dir;     /* NULL: write nothing */
+  const char *out_st;      /* --out FILE.safetensors, or NULL */
   int64_t print_rows;      /* -1: --print not given */
   const char *runners;     /* --runners SPEC, or NULL */
   const char *limit;       /* --limit BYTES, or NULL */

@@ -1,5 +1,6 @@
-/* loom-run: runs a .lir graph on NumPy .npy inputs (or seeded random ones) and writes its
- * outputs as .npy files. See run_print_usage (args.c) for the command line.
+/* loom-run: runs a .lir graph on NumPy .npy and .safetensors inputs (or seeded random ones)
+ * and writes its outputs as .npy files or one .safetensors file. See run_print_usage (args.c) for the command
+ * line.
  *
  * Nothing is written unless everything succeeded: outputs go to temporary files beside
  * their final names and are renamed only once all of them are complete, --stats-json and
@@ -24,8 +25,11 @@
 typedef struct run_state {
   loom_graph *graph;
   int32_t n_params, n_outputs;
-  loom_tensor *inputs;  /* n_params */
-  loom_npy_map **maps;  /* n_params: the --in file an input is mapped from, or NULL */
+  loom_tensor *inputs;      /* n_params */
+  loom_npy_map **maps;      /* n_params: the --in file an input is mapped from, or NULL */
+  bool *views;              /* n_params: the input is a view of an open .safetensors file */
+  loom_safetensors **files; /* the .safetensors files opened, n_files */
+  int32_t n_files;
   loom_tensor *outputs; /* n_outputs */
   char **out_names;     /* n_outputs file stems, owned */
   char **created_dirs;  /* directories this run made, outermost first */
@@ -40,16 +44,20 @@ typedef struct run_state {
   loom_context *ctx; /* the run's, kept for its memory manager's counters and trace */
   bool wrote_stats;  /* --stats-json written (removed again if a later step fails) */
   bool wrote_trace;  /* --trace written (likewise) */
+  bool wrote_st;     /* --out written (likewise) */
 } run_state;
 
 static void run_state_free(run_state *st) {
   for (int32_t i = 0; st->inputs && i < st->n_params; i++) {
     if (st->maps && st->maps[i])
-      loom_npy_unmap(st->maps[i]); /* the tensor's data is the mapping's */
-    else
+      loom_npy_unmap(st->maps[i]);         /* the tensor's data is the mapping's */
+    else if (!(st->views && st->views[i])) /* a view's data is its file's */
       loom_tensor_deinit(&st->inputs[i]);
   }
   free(st->maps);
+  free(st->views);
+  for (int32_t i = 0; i < st->n_files; i++) loom_safetensors_close(st->files[i]);
+  free(st->files);
   for (int32_t i = 0; st->outputs && i < st->n_outputs; i++) loom_tensor_deinit(&st->outputs[i]);
   for (int32_t i = 0; st->out_names && i < st->n_outputs; i++) free(st->out_names[i]);
   for (int32_t i = 0; i < st->n_created; i++) free(st->created_dirs[i]);
@@ -87,6 +95,51 @@ static int32_t find_param(const loom_graph *g, const char *name) {
   return -1;
 }
 
+/* The open .safetensors file at `path`, opened now if it is not yet (the header only). */
+static int open_file(run_state *st, const char *path, const char *flag, loom_safetensors **out) {
+  for (int32_t i = 0; i < st->n_files; i++) {
+    if (strcmp(loom_safetensors_path(st->files[i]), path) == 0) {
+      *out = st->files[i];
+      return 0;
+    }
+  }
+  loom_safetensors **grown = realloc(st->files, sizeof *grown * (size_t)(st->n_files + 1));
+  if (!grown) return run_fail(EXIT_RUN, "out of memory");
+  st->files = grown;
+  if (loom_safetensors_open(path, &st->files[st->n_files])) return run_fail_loom(flag);
+  *out = st->files[st->n_files++];
+  return 0;
+}
+
+/* Opens every --in-all file and every .safetensors --in file, so that what they hold is known
+ * before the inputs are checked. */
+static int open_files(run_state *st, const run_options *opts) {
+  loom_safetensors *f;
+  char where[512];
+  for (int32_t i = 0; i < opts->n_in_all; i++) {
+    snprintf(where, sizeof where, "--in-all %s", opts->in_all[i]);
+    int rc = open_file(st, opts->in_all[i], where, &f);
+    if (rc) return rc;
+  }
+  for (int32_t i = 0; i < opts->n_inputs; i++) {
+    if (!opts->inputs[i].tensor) continue;
+    snprintf(where, sizeof where, "--in %s=%s", opts->inputs[i].name, opts->inputs[i].spec);
+    int rc = open_file(st, opts->inputs[i].path, where, &f);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* The first --in-all file holding a tensor called `name`, or NULL. */
+static loom_safetensors *in_all_file(const run_state *st, const run_options *opts, const char *name) {
+  for (int32_t i = 0; i < opts->n_in_all; i++)
+    for (int32_t k = 0; k < st->n_files; k++)
+      if (strcmp(loom_safetensors_path(st->files[k]), opts->in_all[i]) == 0 &&
+          loom_safetensors_find(st->files[k], name) >= 0)
+        return st->files[k];
+  return NULL;
+}
+
 /* Command-line checks against the graph: every --in names a parameter, and every parameter
  * has a value unless --random fills it. */
 static int check_input_names(const run_state *st, const run_options *opts) {
@@ -95,7 +148,7 @@ static int check_input_names(const run_state *st, const run_options *opts) {
     if (find_param(st->graph, opts->inputs[i].name) < 0) {
       param_list(st->graph, list, sizeof list);
       return run_fail(EXIT_USAGE, "--in %s=%s: graph '%s' has no parameter '%s' (its parameters: %s)",
-                      opts->inputs[i].name, opts->inputs[i].path, loom_graph_name(st->graph),
+                      opts->inputs[i].name, opts->inputs[i].spec, loom_graph_name(st->graph),
                       opts->inputs[i].name, list);
     }
   }
@@ -106,25 +159,50 @@ static int check_input_names(const run_state *st, const run_options *opts) {
     bool given = false;
     for (int32_t i = 0; i < opts->n_inputs; i++)
       given |= strcmp(opts->inputs[i].name, param_name(st->graph, p)) == 0;
+    given |= in_all_file(st, opts, param_name(st->graph, p)) != NULL;
     if (!given && n < sizeof list)
       n += (size_t)snprintf(list + n, sizeof list - n, n ? ", %s" : "%s", param_name(st->graph, p));
   }
-  if (n) return run_fail(EXIT_USAGE, "missing inputs: %s (give --in NAME=FILE.npy, or --random SEED)", list);
+  if (n && opts->n_in_all)
+    return run_fail(EXIT_USAGE,
+                    "missing inputs: %s (in no --in-all file; give --in NAME=FILE, or --random SEED)", list);
+  if (n)
+    return run_fail(
+        EXIT_USAGE,
+        "missing inputs: %s (give --in NAME=FILE.npy, --in-all FILE.safetensors, or --random SEED)", list);
   return 0;
 }
 
-/* Loads one --in file and checks it against its parameter's type. */
-static int load_input(run_state *st, const run_input *in, int32_t p) {
-  char where[512];
-  snprintf(where, sizeof where, "--in %s=%s", in->name, in->path);
-  loom_tensor *t = &st->inputs[p];
-  /* Mapped, not read: a streamed input's pages are read piece by piece as its loop runs, so a
-   * file larger than host memory works; what cannot be mapped (a pipe) is read whole. */
-  if (!st->maps && !(st->maps = calloc((size_t)st->n_params, sizeof *st->maps)))
+/* "a, b, c": the tensors of a file, for messages. */
+static void tensor_list(const loom_safetensors *f, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < loom_safetensors_count(f) && n < size; i++)
+    n += (size_t)snprintf(buf + n, size - n, i ? ", %s" : "%s", loom_safetensors_name(f, i));
+  if (loom_safetensors_count(f) == 0) snprintf(buf, size, "none");
+}
+
+/* Tensor `tensor` of an open .safetensors file as input p: a view of the mapping, or a copy
+ * where the tensor is stored misaligned for its dtype. */
+static int take_tensor(run_state *st, loom_safetensors *f, const char *tensor, int32_t p, const char *where) {
+  int32_t k = loom_safetensors_find(f, tensor);
+  if (k < 0) {
+    char list[1024];
+    tensor_list(f, list, sizeof list);
+    return run_fail(EXIT_RUN, "%s: %s has no tensor '%s' (its tensors: %s)", where, loom_safetensors_path(f),
+                    tensor, list);
+  }
+  if (!st->views && !(st->views = calloc((size_t)st->n_params, sizeof *st->views)))
     return run_fail(EXIT_RUN, "%s: out of memory", where);
-  loom_status ms = loom_tensor_map_npy(in->path, t, &st->maps[p]);
-  if (ms == LOOM_ERR_UNSUPPORTED && loom_tensor_load_npy(in->path, t) == LOOM_OK) ms = LOOM_OK;
-  if (ms) return run_fail_loom(where);
+  loom_status s = loom_safetensors_map(f, k, &st->inputs[p]);
+  st->views[p] = s == LOOM_OK;
+  if (s == LOOM_ERR_UNSUPPORTED) s = loom_safetensors_load(f, k, &st->inputs[p]);
+  return s ? run_fail_loom(where) : 0;
+}
+
+/* Checks input p against its parameter's type; `where` names the flag it came from. */
+static int check_input_type(run_state *st, const char *name, int32_t p, const char *where) {
+  const loom_tensor *t = &st->inputs[p];
   const loom_type *want = loom_value_type(st->graph, loom_graph_param_at(st->graph, p));
   if (loom_type_equal(&t->type, want)) return 0;
   char have_s[LOOM_TYPE_STRING_MAX], want_s[LOOM_TYPE_STRING_MAX];
@@ -135,21 +213,59 @@ static int load_input(run_state *st, const run_input *in, int32_t p) {
   same_dtype.dtype = want->dtype;
   if (t->type.dtype != want->dtype && loom_type_equal(&same_dtype, want))
     return run_fail(EXIT_RUN, "%s: dtype %s does not match parameter %s: %s", where,
-                    loom_dtype_name(t->type.dtype), in->name, want_s);
+                    loom_dtype_name(t->type.dtype), name, want_s);
   if (t->type.dtype == want->dtype)
-    return run_fail(EXIT_RUN, "%s: shape %s does not match parameter %s: %s", where, shape, in->name, want_s);
-  return run_fail(EXIT_RUN, "%s: type %s does not match parameter %s: %s", where, have_s, in->name, want_s);
+    return run_fail(EXIT_RUN, "%s: shape %s does not match parameter %s: %s", where, shape, name, want_s);
+  return run_fail(EXIT_RUN, "%s: type %s does not match parameter %s: %s", where, have_s, name, want_s);
 }
 
-/* The inputs: the --in files, then seeded random values for the rest. Called once the plan
- * is made, so that a graph whose plan is refused allocates no input (an f32[1<<40] parameter
+/* Loads one --in file and checks it against its parameter's type. */
+static int load_input(run_state *st, const run_input *in, int32_t p) {
+  char where[512];
+  snprintf(where, sizeof where, "--in %s=%s", in->name, in->spec);
+  if (in->tensor) {
+    loom_safetensors *f = NULL;
+    int rc = open_file(st, in->path, where, &f);
+    if (!rc) rc = take_tensor(st, f, in->tensor, p, where);
+    return rc ? rc : check_input_type(st, in->name, p, where);
+  }
+  loom_tensor *t = &st->inputs[p];
+  /* Mapped, not read: a streamed input's pages are read piece by piece as its loop runs, so a
+   * file larger than host memory works; what cannot be mapped (a pipe) is read whole. */
+  if (!st->maps && !(st->maps = calloc((size_t)st->n_params, sizeof *st->maps)))
+    return run_fail(EXIT_RUN, "%s: out of memory", where);
+  loom_status ms = loom_tensor_map_npy(in->path, t, &st->maps[p]);
+  if (ms == LOOM_ERR_UNSUPPORTED && loom_tensor_load_npy(in->path, t) == LOOM_OK) ms = LOOM_OK;
+  if (ms) return run_fail_loom(where);
+  return check_input_type(st, in->name, p, where);
+}
+
+/* True when --in names parameter p (--in wins over --in-all). */
+static bool given(const run_state *st, const run_options *opts, int32_t p) {
+  for (int32_t i = 0; i < opts->n_inputs; i++)
+    if (strcmp(opts->inputs[i].name, param_name(st->graph, p)) == 0) return true;
+  return false;
+}
+
+/* The inputs: the --in files, the --in-all files' tensors, then seeded random values for the rest. Called
+ * once the plan is made, so that a graph whose plan is refused allocates no input (an f32[1<<40] parameter
  * under --limit 1MiB is refused at once, not after building 4 TiB of random values). */
 static int bind_inputs(run_state *st, const run_options *opts) {
   int rc = 0;
   for (int32_t i = 0; i < opts->n_inputs; i++)
     if ((rc = load_input(st, &opts->inputs[i], find_param(st->graph, opts->inputs[i].name)))) return rc;
   for (int32_t p = 0; p < st->n_params; p++) {
-    if (st->inputs[p].data) continue;
+    if (given(st, opts, p)) continue;
+    loom_safetensors *f = in_all_file(st, opts, param_name(st->graph, p));
+    if (!f) continue;
+    char where[512];
+    snprintf(where, sizeof where, "--in-all %s", loom_safetensors_path(f));
+    if ((rc = take_tensor(st, f, param_name(st->graph, p), p, where)) ||
+        (rc = check_input_type(st, param_name(st->graph, p), p, where)))
+      return rc;
+  }
+  for (int32_t p = 0; p < st->n_params; p++) {
+    if (given(st, opts, p) || in_all_file(st, opts, param_name(st->graph, p)) || st->inputs[p].data) continue;
     const loom_type *type = loom_value_type(st->graph, loom_graph_param_at(st->graph, p));
     if (loom_tensor_init(&st->inputs[p], type) ||
         loom_tensor_fill_random(&st->inputs[p], opts->seed, (uint64_t)p))
@@ -189,6 +305,26 @@ static int check_saveable_outputs(const run_state *st) {
                       "(cast %s to=f32) to write it",
                       st->out_names[i], loom_dtype_name(type->dtype), st->out_names[i]);
   }
+  return 0;
+}
+
+/* Likewise for --out FILE.safetensors (c128 has no safetensors dtype). */
+static int check_safetensors_outputs(const run_state *st) {
+  for (int32_t i = 0; i < st->n_outputs; i++) {
+    const loom_type *type = loom_value_type(st->graph, loom_graph_output_at(st->graph, i));
+    if (!loom_dtype_safetensors_name(type->dtype))
+      return run_fail(EXIT_RUN,
+                      "output %s is %s, which .safetensors cannot hold; cast it in the graph to write it",
+                      st->out_names[i], loom_dtype_name(type->dtype));
+  }
+  return 0;
+}
+
+/* --out FILE.safetensors: every output under its name (written whole or not at all). */
+static int write_safetensors(run_state *st, const char *path) {
+  if (loom_safetensors_save(path, (const char *const *)st->out_names, st->outputs, st->n_outputs))
+    return run_fail_loom("--out");
+  st->wrote_st = true;
   return 0;
 }
 
@@ -483,6 +619,7 @@ static void print_summary(const run_state *st, const run_options *opts) {
     loom_type_format(&st->outputs[i].type, type, sizeof type);
     printf("  %-12s %s", st->out_names[i], type);
     if (opts->out_dir) printf("  -> %s/%s.npy", opts->out_dir, st->out_names[i]);
+    if (opts->out_st) printf("  -> %s:%s", opts->out_st, st->out_names[i]);
     putchar('\n');
     if (opts->print_rows > 0) run_print_rows(stdout, &st->outputs[i], opts->print_rows);
   }
@@ -496,9 +633,11 @@ static int prepare(run_state *st, const run_options *opts) {
   st->outputs = calloc((size_t)st->n_outputs + 1, sizeof *st->outputs);
   st->out_names = calloc((size_t)st->n_outputs + 1, sizeof *st->out_names);
   if (!st->inputs || !st->outputs || !st->out_names) return run_fail(EXIT_RUN, "out of memory");
-  int rc = check_input_names(st, opts);
+  int rc = open_files(st, opts);
+  if (!rc) rc = check_input_names(st, opts);
   if (!rc) rc = name_outputs(st);
   if (!rc && opts->out_dir) rc = check_saveable_outputs(st);
+  if (!rc && opts->out_st) rc = check_safetensors_outputs(st);
   if (!rc) rc = plan(st, opts);
   if (!rc) rc = bind_inputs(st, opts);
   if (!rc && opts->out_dir) rc = make_out_dir(st, opts->out_dir);
@@ -515,10 +654,12 @@ int main(int argc, char **argv) {
     if (!rc) rc = execute(&st, &opts);
     if (!rc && opts.stats_json) rc = write_stats_json(&st, opts.stats_json);
     if (!rc && opts.trace) rc = write_trace(&st, opts.trace);
+    if (!rc && opts.out_st) rc = write_safetensors(&st, opts.out_st);
     if (!rc && opts.out_dir) rc = write_outputs(&st, opts.out_dir);
     if (!rc) print_summary(&st, &opts);
     if (rc && st.wrote_stats) unlink(opts.stats_json);
     if (rc && st.wrote_trace) unlink(opts.trace);
+    if (rc && st.wrote_st) unlink(opts.out_st);
     if (rc) remove_created_dirs(&st);
   }
   run_state_free(&st);

@@ -8,7 +8,8 @@
  *       examples/knn.lir, against brute force in float64; with --seed the inputs are
  *       regenerated from GRAPH.lir's parameters as loom-run --random SEED made them
  *   loom-tool-helper npy-equal A.npy B.npy
- *       exit 0 when both files hold the same type and bytes
+ *       exit 0 when both files hold the same type and bytes (either may be
+ *       FILE.safetensors:TENSOR, here and in npy-close)
  *   loom-tool-helper npy-close A.npy B.npy [RTOL [ATOL]]
  *       exit 0 when both hold the same type and every element of B is within ATOL + RTOL |a| of
  *       A's (floats and complex parts; NaN matches NaN), integers and bool exactly; the defaults
@@ -39,6 +40,21 @@ static int save(const char *dir, const char *name, loom_dtype dtype, int64_t row
   if (loom_type_make(dtype, 2, dims, &type) || loom_tensor_init(&t, &type)) return fail(name);
   loom__tensor_fill_random(&t, seed, 0);
   int rc = loom_tensor_save_npy(path, &t) ? fail(path) : 0;
+  loom_tensor_deinit(&t);
+  return rc;
+}
+
+/* A .safetensors file holding one f32 tensor `name` (rows x cols, seeded as save's). */
+static int save_st(const char *dir, const char *file, const char *name, int64_t rows, int64_t cols,
+                   uint64_t seed) {
+  char path[1024];
+  int64_t dims[2] = {rows, cols};
+  loom_type type;
+  loom_tensor t;
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  if (loom_type_make(LOOM_F32, 2, dims, &type) || loom_tensor_init(&t, &type)) return fail(file);
+  loom__tensor_fill_random(&t, seed, 0);
+  int rc = loom_safetensors_save(path, &name, &t, 1) ? fail(path) : 0;
   loom_tensor_deinit(&t);
   return rc;
 }
@@ -79,11 +95,27 @@ static int write_fixtures(const char *dir) {
   rc |= write_npy_raw(dir, "x_bad_header.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4 3), }\n",
                       48);
   rc |= write_raw(dir, "x_bad_magic.npy", "not a numpy file at all", 23);
+  rc |= save_st(dir, "x_only.safetensors", "x", 4, 3, 1);
+  /* a header length (1000) past the end of the file */
+  rc |= write_raw(dir, "bad_length.safetensors", "\xe8\x03\0\0\0\0\0\0{}", 10);
   return rc;
 }
 
+/* A .npy file, or FILE.safetensors:TENSOR. */
 static int load(const char *path, loom_tensor *t) {
-  return loom_tensor_load_npy(path, t) ? fail(path) : 0;
+  const char *colon = strstr(path, ".safetensors:");
+  if (!colon) return loom_tensor_load_npy(path, t) ? fail(path) : 0;
+  char file[1024];
+  snprintf(file, sizeof file, "%.*s", (int)(colon - path + strlen(".safetensors")), path);
+  const char *name = colon + strlen(".safetensors:");
+  loom_safetensors *st = NULL;
+  if (loom_safetensors_open(file, &st)) return fail(file);
+  int32_t i = loom_safetensors_find(st, name);
+  int rc = i < 0 ? (fprintf(stderr, "loom-tool-helper: %s has no tensor '%s'\n", file, name), 1)
+           : loom_safetensors_load(st, i, t) ? fail(path)
+                                             : 0;
+  loom_safetensors_close(st);
+  return rc;
 }
 
 /* The kNN graph's inputs as loom-run --random SEED made them: each parameter of the graph

@@ -1,0 +1,875 @@
+/* .safetensors files (huggingface/safetensors): the lazy reader and the writer.
+ *
+ * The format: an 8-byte little-endian unsigned header length N, N bytes of UTF-8 JSON (an
+ * object; trailing spaces allowed), then the data section. The object maps each tensor's name
+ * to {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, offsets in bytes from
+ * the start of the data section; the optional key "__metadata__" maps to an object of strings.
+ *
+ * The project has a JSON writer only, so the header is read by the small JSON reader below:
+ * complete JSON (strings with every escape, numbers, nested values, which are skipped where a
+ * key is not one of ours), because a header is untrusted input.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "loom/io.h"
+#include "runtime/mapped.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "loom's safetensors reader and writer assume a little-endian host"
+#endif
+
+/* The Rust library refuses headers over 100 MB; so does Loom (a corrupt length would
+ * otherwise have us read gigabytes of "JSON"). */
+#define ST_MAX_HEADER ((uint64_t)100000000)
+#define ST_MAX_DEPTH 64
+
+/* ---- dtypes -------------------------------------------------------------------------- */
+
+static const struct {
+  loom_dtype dtype;
+  const char *name;
+} st_dtypes[] = {
+    {LOOM_F64, "F64"}, {LOOM_F32, "F32"},   {LOOM_F16, "F16"}, {LOOM_BF16, "BF16"},
+    {LOOM_I64, "I64"}, {LOOM_I32, "I32"},   {LOOM_I16, "I16"}, {LOOM_I8, "I8"},
+    {LOOM_U8, "U8"},   {LOOM_BOOL, "BOOL"}, {LOOM_C64, "C64"},
+};
+
+const char *loom_dtype_safetensors_name(loom_dtype dtype) {
+  for (int32_t i = 0; i < LOOM_ARRAY_SIZE(st_dtypes); i++)
+    if (st_dtypes[i].dtype == dtype) return st_dtypes[i].name;
+  return NULL;
+}
+
+/* ---- the handle ------------------------------------------------------------------------ */
+
+typedef struct st_entry {
+  char *name;
+  loom_type type;
+  int64_t begin, end; /* in the data section */
+} st_entry;
+
+struct loom_safetensors {
+  char *path;
+  void *base; /* the whole file, PROT_READ; NULL for an empty mapping */
+  size_t length;
+  int64_t data_start; /* 8 + header length */
+  st_entry *entries;  /* sorted by name */
+  int32_t n, cap;
+  char **meta; /* __metadata__: key, value, key, value, ... */
+  int32_t n_meta, cap_meta;
+};
+
+/* ---- the JSON reader -------------------------------------------------------------------- */
+
+typedef struct jreader {
+  const char *path;
+  const char *text, *p, *end;
+} jreader;
+
+static loom_status jfail(const jreader *r, const char *fmt, ...) LOOM_PRINTF(2, 3);
+static loom_status jfail(const jreader *r, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad safetensors header: %s (at byte %lld of the header)",
+                     r->path, what, (long long)(r->p - r->text));
+}
+
+static void jspace(jreader *r) {
+  while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r')) r->p++;
+}
+
+static bool jeat(jreader *r, char c) {
+  jspace(r);
+  if (r->p < r->end && *r->p == c) {
+    r->p++;
+    return true;
+  }
+  return false;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static bool read_u16hex(jreader *r, unsigned *out) {
+  if (r->end - r->p < 4) return false;
+  unsigned v = 0;
+  for (int i = 0; i < 4; i++) {
+    int h = hexval(r->p[i]);
+    if (h < 0) return false;
+    v = v << 4 | (unsigned)h;
+  }
+  r->p += 4;
+  *out = v;
+  return true;
+}
+
+static size_t put_utf8(char *o, unsigned cp) {
+  if (cp < 0x80) {
+    o[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    o[0] = (char)(0xC0 | cp >> 6);
+    o[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    o[0] = (char)(0xE0 | cp >> 12);
+    o[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+    o[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  o[0] = (char)(0xF0 | cp >> 18);
+  o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+  o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+  o[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* A JSON string, unescaped into fresh storage (*out, NUL-terminated; a "\u0000" in it is
+ * refused: names are C strings). With out NULL the string is only checked and skipped. */
+static loom_status jstring(jreader *r, char **out) {
+  jspace(r);
+  if (r->p >= r->end || *r->p != '"') return jfail(r, "expected a string");
+  r->p++;
+  const char *start = r->p;
+  /* Sized by the escaped text up to the closing quote: unescaping never lengthens ("\uXXXX",
+   * 6 bytes, gives at most 3; a pair, 12, gives 4). */
+  const char *q = start;
+  while (q < r->end && *q != '"') q += *q == '\\' && q + 1 < r->end ? 2 : 1;
+  char *buf = out ? loom__malloc((size_t)(q - start) + 1) : NULL;
+  if (out && !buf) return loom__oom("a safetensors header string");
+  size_t n = 0;
+  loom_status s = LOOM_OK;
+  for (;;) {
+    if (r->p >= r->end) {
+      s = jfail(r, "unterminated string");
+      break;
+    }
+    unsigned char c = (unsigned char)*r->p;
+    if (c == '"') {
+      r->p++;
+      break;
+    }
+    if (c < 0x20) {
+      s = jfail(r, "control character in a string");
+      break;
+    }
+    if (c != '\\') {
+      if (buf) buf[n] = (char)c;
+      n++;
+      r->p++;
+      continue;
+    }
+    r->p++;
+    char e = r->p < r->end ? *r->p++ : '\0';
+    const char *simple = strchr("\"\\/bfnrt", e);
+    if (e && simple) {
+      if (buf) buf[n] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
+      n++;
+      continue;
+    }
+    unsigned cp;
+    if (e != 'u' || !read_u16hex(r, &cp)) {
+      s = jfail(r, "bad escape in a string");
+      break;
+    }
+    if (cp >= 0xD800 && cp < 0xDC00) { /* a surrogate pair */
+      unsigned lo;
+      if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' || (r->p += 2, !read_u16hex(r, &lo)) ||
+          lo < 0xDC00 || lo > 0xDFFF) {
+        s = jfail(r, "unpaired surrogate in a string");
+        break;
+      }
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    } else if (cp >= 0xDC00 && cp < 0xE000) {
+      s = jfail(r, "unpaired surrogate in a string");
+      break;
+    }
+    if (cp == 0 && buf) {
+      s = jfail(r, "NUL character in a name");
+      break;
+    }
+    char tmp[4];
+    size_t k = put_utf8(tmp, cp);
+    if (buf) memcpy(buf + n, tmp, k);
+    n += k;
+  }
+  if (s) {
+    loom__free(buf);
+    return s;
+  }
+  if (buf) {
+    buf[n] = '\0';
+    *out = buf;
+  }
+  return LOOM_OK;
+}
+
+/* A JSON number, checked and skipped. */
+static loom_status jnumber_skip(jreader *r) {
+  const char *q = r->p;
+  if (q < r->end && *q == '-') q++;
+  if (q >= r->end || *q < '0' || *q > '9') return jfail(r, "expected a value");
+  if (*q == '0')
+    q++;
+  else
+    while (q < r->end && *q >= '0' && *q <= '9') q++;
+  if (q < r->end && *q == '.') {
+    q++;
+    if (q >= r->end || *q < '0' || *q > '9') return jfail(r, "bad number");
+    while (q < r->end && *q >= '0' && *q <= '9') q++;
+  }
+  if (q < r->end && (*q == 'e' || *q == 'E')) {
+    q++;
+    if (q < r->end && (*q == '+' || *q == '-')) q++;
+    if (q >= r->end || *q < '0' || *q > '9') return jfail(r, "bad number");
+    while (q < r->end && *q >= '0' && *q <= '9') q++;
+  }
+  r->p = q;
+  return LOOM_OK;
+}
+
+/* Any JSON value, checked and skipped (keys Loom does not use). */
+static loom_status jskip(jreader *r, int depth) {
+  if (depth > ST_MAX_DEPTH) return jfail(r, "nested more than %d deep", ST_MAX_DEPTH);
+  jspace(r);
+  if (r->p >= r->end) return jfail(r, "expected a value");
+  char c = *r->p;
+  loom_status s;
+  if (c == '"') return jstring(r, NULL);
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    r->p++;
+    if (jeat(r, close)) return LOOM_OK;
+    for (;;) {
+      if (c == '{') {
+        if ((s = jstring(r, NULL))) return s;
+        if (!jeat(r, ':')) return jfail(r, "expected ':'");
+      }
+      if ((s = jskip(r, depth + 1))) return s;
+      if (jeat(r, close)) return LOOM_OK;
+      if (!jeat(r, ',')) return jfail(r, "expected ',' or '%c'", close);
+    }
+  }
+  static const char *words[] = {"true", "false", "null"};
+  for (int i = 0; i < 3; i++) {
+    size_t len = strlen(words[i]);
+    if ((size_t)(r->end - r->p) >= len && memcmp(r->p, words[i], len) == 0) {
+      r->p += len;
+      return LOOM_OK;
+    }
+  }
+  return jnumber_skip(r);
+}
+
+/* A non-negative integer that fits int64 (shapes and offsets). `what` names it in errors. */
+static loom_status juint(jreader *r, const char *what, int64_t *out) {
+  jspace(r);
+  const char *start = r->p;
+  if (r->p < r->end && *r->p == '-') return jfail(r, "%s is negative", what);
+  if (r->p >= r->end || *r->p < '0' || *r->p > '9') return jfail(r, "%s is not an integer", what);
+  int64_t v = 0;
+  bool overflow = false;
+  while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
+    if (!loom__mul_i64(v, 10, &v) || !loom__add_i64(v, *r->p - '0', &v)) overflow = true;
+    r->p++;
+  }
+  if (r->p < r->end && (*r->p == '.' || *r->p == 'e' || *r->p == 'E'))
+    return jfail(r, "%s is not an integer", what);
+  if (overflow)
+    return jfail(r, "%s %.*s does not fit in int64", what, (int)LOOM_MIN(r->p - start, 40), start);
+  *out = v;
+  return LOOM_OK;
+}
+
+/* ---- the header ------------------------------------------------------------------------ */
+
+static loom_status add_meta(loom_safetensors *st, char *key, char *value) {
+  if (st->n_meta == st->cap_meta) {
+    int32_t cap = st->cap_meta ? st->cap_meta * 2 : 8;
+    char **grown = loom__realloc(st->meta, sizeof *grown * 2 * (size_t)cap);
+    if (!grown) return loom__oom("safetensors metadata");
+    st->meta = grown;
+    st->cap_meta = cap;
+  }
+  st->meta[2 * st->n_meta] = key;
+  st->meta[2 * st->n_meta + 1] = value;
+  st->n_meta++;
+  return LOOM_OK;
+}
+
+static loom_status parse_metadata(jreader *r, loom_safetensors *st) {
+  jspace(r);
+  if (r->p < r->end && r->p[0] == 'n' && r->end - r->p >= 4 && memcmp(r->p, "null", 4) == 0) {
+    r->p += 4; /* the Python library writes no key rather than null, but reads both */
+    return LOOM_OK;
+  }
+  if (!jeat(r, '{')) return jfail(r, "'__metadata__' is not an object of strings");
+  if (jeat(r, '}')) return LOOM_OK;
+  for (;;) {
+    char *key = NULL, *value = NULL;
+    loom_status s = jstring(r, &key);
+    if (!s && !jeat(r, ':')) s = jfail(r, "expected ':'");
+    jspace(r);
+    if (!s && (r->p >= r->end || *r->p != '"'))
+      s = jfail(r, "'__metadata__' value of '%s' is not a string", key);
+    if (!s) s = jstring(r, &value);
+    if (!s) s = add_meta(st, key, value);
+    if (s) {
+      loom__free(key);
+      loom__free(value);
+      return s;
+    }
+    if (jeat(r, '}')) return LOOM_OK;
+    if (!jeat(r, ',')) return jfail(r, "expected ',' or '}' in '__metadata__'");
+  }
+}
+
+static loom_status dtype_of(jreader *r, const char *name, const char *text, loom_dtype *out) {
+  for (int32_t i = 0; i < LOOM_ARRAY_SIZE(st_dtypes); i++) {
+    if (strcmp(st_dtypes[i].name, text) == 0) {
+      *out = st_dtypes[i].dtype;
+      return LOOM_OK;
+    }
+  }
+  return loom__error(LOOM_ERR_UNSUPPORTED,
+                     "%s: tensor '%s': dtype '%s' has no Loom equivalent (supported: F64 F32 F16 BF16 "
+                     "I64 I32 I16 I8 U8 BOOL C64)",
+                     r->path, name, text);
+}
+
+/* One tensor's object: {"dtype": ..., "shape": [...], "data_offsets": [b, e]}, keys in any
+ * order; other keys are skipped, as the Python library does. */
+static loom_status parse_tensor(jreader *r, const char *name, st_entry *e) {
+  if (!jeat(r, '{')) return jfail(r, "tensor '%s' is not an object", name);
+  char *dtype = NULL;
+  int64_t dims[LOOM_MAX_RANK];
+  int32_t rank = -1;
+  bool have_offsets = false;
+  loom_status s = LOOM_OK;
+  bool first = true;
+  while (!s && !jeat(r, '}')) {
+    if (!first && !jeat(r, ',')) {
+      s = jfail(r, "expected ',' or '}' in tensor '%s'", name);
+      break;
+    }
+    first = false;
+    char *key = NULL;
+    if ((s = jstring(r, &key))) break;
+    if (!jeat(r, ':')) {
+      s = jfail(r, "expected ':'");
+    } else if (strcmp(key, "dtype") == 0) {
+      jspace(r);
+      if (dtype)
+        s = jfail(r, "tensor '%s': 'dtype' given twice", name);
+      else if (r->p >= r->end || *r->p != '"')
+        s = jfail(r, "tensor '%s': 'dtype' is not a string", name);
+      else
+        s = jstring(r, &dtype);
+    } else if (strcmp(key, "shape") == 0) {
+      if (rank >= 0)
+        s = jfail(r, "tensor '%s': 'shape' given twice", name);
+      else if (!jeat(r, '['))
+        s = jfail(r, "tensor '%s': 'shape' is not an array", name);
+      rank = 0;
+      if (!s && !jeat(r, ']')) {
+        for (;;) {
+          char what[300];
+          snprintf(what, sizeof what, "tensor '%s': a 'shape' dimension", name);
+          if (rank == LOOM_MAX_RANK) {
+            s = jfail(r, "tensor '%s': 'shape' has more than %d dimensions, Loom's most", name,
+                      LOOM_MAX_RANK);
+            break;
+          }
+          if ((s = juint(r, what, &dims[rank]))) break;
+          rank++;
+          if (jeat(r, ']')) break;
+          if (!jeat(r, ',')) {
+            s = jfail(r, "tensor '%s': expected ',' or ']' in 'shape'", name);
+            break;
+          }
+        }
+      }
+    } else if (strcmp(key, "data_offsets") == 0) {
+      char what[300];
+      snprintf(what, sizeof what, "tensor '%s': a 'data_offsets' entry", name);
+      if (have_offsets)
+        s = jfail(r, "tensor '%s': 'data_offsets' given twice", name);
+      else if (!jeat(r, '['))
+        s = jfail(r, "tensor '%s': 'data_offsets' is not an array", name);
+      if (!s) s = juint(r, what, &e->begin);
+      if (!s && !jeat(r, ',')) s = jfail(r, "tensor '%s': 'data_offsets' needs two entries", name);
+      if (!s) s = juint(r, what, &e->end);
+      if (!s && !jeat(r, ']')) s = jfail(r, "tensor '%s': 'data_offsets' needs two entries", name);
+      have_offsets = true;
+    } else {
+      s = jskip(r, 1);
+    }
+    loom__free(key);
+  }
+  if (!s && !dtype) s = jfail(r, "tensor '%s' has no 'dtype'", name);
+  if (!s && rank < 0) s = jfail(r, "tensor '%s' has no 'shape'", name);
+  if (!s && !have_offsets) s = jfail(r, "tensor '%s' has no 'data_offsets'", name);
+  loom_dtype dt = LOOM_F32;
+  if (!s) s = dtype_of(r, name, dtype, &dt);
+  loom__free(dtype);
+  if (s) return s;
+  if ((s = loom_type_make(dt, rank, dims, &e->type))) {
+    loom__error_prefix("%s: tensor '%s': ", r->path, name);
+    return s;
+  }
+  return LOOM_OK;
+}
+
+static int entry_cmp(const void *a, const void *b) {
+  return strcmp(((const st_entry *)a)->name, ((const st_entry *)b)->name);
+}
+
+static int entry_begin_cmp(const void *a, const void *b) {
+  const st_entry *x = *(const st_entry *const *)a, *y = *(const st_entry *const *)b;
+  return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : strcmp(x->name, y->name);
+}
+
+static void type_string(const loom_type *t, char *buf, size_t size) {
+  loom_type_format(t, buf, size);
+}
+
+/* Sizes, bounds and overlaps, once every tensor is read. */
+static loom_status check_layout(loom_safetensors *st, int64_t data_bytes) {
+  for (int32_t i = 0; i < st->n; i++) {
+    const st_entry *e = &st->entries[i];
+    char ty[LOOM_TYPE_STRING_MAX];
+    type_string(&e->type, ty, sizeof ty);
+    if (e->end < e->begin)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                         "%s: tensor '%s': data_offsets [%lld, %lld) end before they begin", st->path,
+                         e->name, (long long)e->begin, (long long)e->end);
+    if (e->end > data_bytes)
+      return loom__error(
+          LOOM_ERR_INVALID_ARGUMENT,
+          "%s: tensor '%s': data_offsets [%lld, %lld) lie outside the data section (%lld bytes)", st->path,
+          e->name, (long long)e->begin, (long long)e->end, (long long)data_bytes);
+    int64_t bytes;
+    if (loom_type_bytes(&e->type, &bytes) != LOOM_OK)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: tensor '%s': %s holds more bytes than int64 counts",
+                         st->path, e->name, ty);
+    if (e->end - e->begin != bytes)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                         "%s: tensor '%s': data_offsets [%lld, %lld) hold %lld bytes, %s needs %lld",
+                         st->path, e->name, (long long)e->begin, (long long)e->end,
+                         (long long)(e->end - e->begin), ty, (long long)bytes);
+    if (i > 0 && strcmp(st->entries[i - 1].name, e->name) == 0)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: tensor '%s' appears twice in the header", st->path,
+                         e->name);
+  }
+  const st_entry **by_begin = loom__malloc(sizeof *by_begin * (size_t)(st->n + 1));
+  if (!by_begin) return loom__oom("checking a safetensors header");
+  int32_t m = 0;
+  for (int32_t i = 0; i < st->n; i++)
+    if (st->entries[i].end > st->entries[i].begin) by_begin[m++] = &st->entries[i];
+  qsort(by_begin, (size_t)m, sizeof *by_begin, entry_begin_cmp);
+  loom_status s = LOOM_OK;
+  for (int32_t i = 1; i < m && !s; i++) {
+    const st_entry *a = by_begin[i - 1], *b = by_begin[i];
+    if (b->begin < a->end)
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                      "%s: tensors '%s' [%lld, %lld) and '%s' [%lld, %lld) overlap in the data section",
+                      st->path, a->name, (long long)a->begin, (long long)a->end, b->name, (long long)b->begin,
+                      (long long)b->end);
+  }
+  loom__free(by_begin);
+  return s;
+}
+
+static loom_status parse_header(loom_safetensors *st, const char *text, size_t len) {
+  jreader r = {st->path, text, text, text + len};
+  if (!jeat(&r, '{')) return jfail(&r, "the header is not a JSON object");
+  bool first = true;
+  bool seen_meta = false;
+  while (!jeat(&r, '}')) {
+    if (!first && !jeat(&r, ',')) return jfail(&r, "expected ',' or '}'");
+    first = false;
+    char *name = NULL;
+    loom_status s = jstring(&r, &name);
+    if (s) return s;
+    if (!jeat(&r, ':')) {
+      loom__free(name);
+      return jfail(&r, "expected ':'");
+    }
+    if (strcmp(name, "__metadata__") == 0) {
+      loom__free(name);
+      if (seen_meta) return jfail(&r, "'__metadata__' given twice");
+      seen_meta = true;
+      if ((s = parse_metadata(&r, st))) return s;
+      continue;
+    }
+    if (st->n == st->cap) {
+      int32_t cap = st->cap ? st->cap * 2 : 16;
+      st_entry *grown = loom__realloc(st->entries, sizeof *grown * (size_t)cap);
+      if (!grown) {
+        loom__free(name);
+        return loom__oom("a safetensors header");
+      }
+      st->entries = grown;
+      st->cap = cap;
+    }
+    st_entry *e = &st->entries[st->n++];
+    memset(e, 0, sizeof *e);
+    e->name = name;
+    if ((s = parse_tensor(&r, name, e))) return s;
+  }
+  jspace(&r);
+  if (r.p != r.end) return jfail(&r, "text after the closing '}'");
+  if (st->n > 1) qsort(st->entries, (size_t)st->n, sizeof *st->entries, entry_cmp);
+  return LOOM_OK;
+}
+
+/* ---- opening ----------------------------------------------------------------------------- */
+
+void loom_safetensors_close(loom_safetensors *st) {
+  if (!st) return;
+  if (st->base) {
+    loom__mapped_remove(st->base);
+    munmap(st->base, st->length);
+  }
+  for (int32_t i = 0; i < st->n; i++) loom__free(st->entries[i].name);
+  for (int32_t i = 0; i < 2 * st->n_meta; i++) loom__free(st->meta[i]);
+  loom__free(st->entries);
+  loom__free(st->meta);
+  loom__free(st->path);
+  loom__free(st);
+}
+
+loom_status loom_safetensors_open(const char *path, loom_safetensors **out) {
+  if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_safetensors_open: out is NULL");
+  *out = NULL;
+  if (!path) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_safetensors_open: path is NULL");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+  loom_safetensors *st = loom__calloc(1, sizeof *st);
+  loom_status s = LOOM_OK;
+  struct stat sb;
+  if (!st || !(st->path = loom__strdup(path))) s = loom__oom("opening a safetensors file");
+  if (!s && fstat(fd, &sb) != 0) s = loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+  /* The tensors are handed out as views of one mapping of the file: a pipe cannot be mapped. */
+  if (!s && !S_ISREG(sb.st_mode))
+    s = loom__error(LOOM_ERR_UNSUPPORTED, "%s: not a regular file, cannot be mapped", path);
+  if (!s && sb.st_size < 8)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                    "%s: not a safetensors file: %lld bytes, shorter than the 8-byte header length", path,
+                    (long long)sb.st_size);
+  if (!s && (uint64_t)sb.st_size > SIZE_MAX) s = loom__oom("mapping a safetensors file");
+  if (!s) {
+    st->length = (size_t)sb.st_size;
+    st->base = mmap(NULL, st->length, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (st->base == MAP_FAILED) {
+      st->base = NULL;
+      s = loom__error(errno == ENOMEM ? LOOM_ERR_OUT_OF_MEMORY : LOOM_ERR_IO, "%s: mmap: %s", path,
+                      strerror(errno));
+    } else {
+      (void)loom__mapped_add(st->base, st->length);
+    }
+  }
+  close(fd);
+  uint64_t hlen = 0;
+  if (!s) {
+    const unsigned char *b = st->base;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | b[i];
+    if (hlen > ST_MAX_HEADER)
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                      "%s: header length %llu is implausible (more than %llu bytes): not a safetensors file?",
+                      path, (unsigned long long)hlen, (unsigned long long)ST_MAX_HEADER);
+    else if (hlen > st->length - 8)
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                      "%s: header length %llu runs past the end of the file (%lld bytes after the length)",
+                      path, (unsigned long long)hlen, (long long)(st->length - 8));
+  }
+  if (!s) {
+    st->data_start = 8 + (int64_t)hlen;
+    s = parse_header(st, (const char *)st->base + 8, (size_t)hlen);
+  }
+  if (!s) s = check_layout(st, (int64_t)st->length - st->data_start);
+  if (!s) {
+    /* Tensors are read in order, once each when streamed. */
+    (void)madvise(st->base, st->length, MADV_SEQUENTIAL);
+    *out = st;
+    return LOOM_OK;
+  }
+  loom_safetensors_close(st);
+  return s;
+}
+
+/* ---- queries ------------------------------------------------------------------------------ */
+
+int32_t loom_safetensors_count(const loom_safetensors *st) {
+  return st ? st->n : 0;
+}
+
+const char *loom_safetensors_name(const loom_safetensors *st, int32_t i) {
+  return st && i >= 0 && i < st->n ? st->entries[i].name : NULL;
+}
+
+const loom_type *loom_safetensors_type(const loom_safetensors *st, int32_t i) {
+  return st && i >= 0 && i < st->n ? &st->entries[i].type : NULL;
+}
+
+int32_t loom_safetensors_find(const loom_safetensors *st, const char *name) {
+  if (!st || !name || st->n == 0) return -1;
+  st_entry key = {.name = (char *)name};
+  const st_entry *e = bsearch(&key, st->entries, (size_t)st->n, sizeof *st->entries, entry_cmp);
+  return e ? (int32_t)(e - st->entries) : -1;
+}
+
+const char *loom_safetensors_path(const loom_safetensors *st) {
+  return st ? st->path : NULL;
+}
+
+int32_t loom_safetensors_metadata_count(const loom_safetensors *st) {
+  return st ? st->n_meta : 0;
+}
+
+const char *loom_safetensors_metadata(const loom_safetensors *st, const char *key) {
+  for (int32_t i = 0; st && key && i < st->n_meta; i++)
+    if (strcmp(st->meta[2 * i], key) == 0) return st->meta[2 * i + 1];
+  return NULL;
+}
+
+static loom_status check_index(const loom_safetensors *st, int32_t i, loom_tensor *out, const char *fn) {
+  if (out) memset(out, 0, sizeof *out);
+  if (!st || !out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
+  if (i < 0 || i >= st->n)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s has %d tensors, no tensor %d", fn, st->path,
+                       (int)st->n, (int)i);
+  return LOOM_OK;
+}
+
+loom_status loom_safetensors_map(const loom_safetensors *st, int32_t i, loom_tensor *out) {
+  loom_status s = check_index(st, i, out, "loom_safetensors_map");
+  if (s) return s;
+  const st_entry *e = &st->entries[i];
+  int64_t at = st->data_start + e->begin; /* the mapping starts on a page: file offset = alignment */
+  if (e->end > e->begin && at % loom_dtype_size(e->type.dtype) != 0)
+    return loom__error(
+        LOOM_ERR_UNSUPPORTED,
+        "%s: tensor '%s': its data at file offset %lld is not aligned for %s (load it instead)", st->path,
+        e->name, (long long)at, loom_dtype_name(e->type.dtype));
+  out->type = e->type;
+  out->data = e->end > e->begin ? (char *)st->base + at : NULL;
+  return LOOM_OK;
+}
+
+loom_status loom_safetensors_load(const loom_safetensors *st, int32_t i, loom_tensor *out) {
+  loom_status s = check_index(st, i, out, "loom_safetensors_load");
+  if (s) return s;
+  const st_entry *e = &st->entries[i];
+  if ((s = loom_tensor_init(out, &e->type))) {
+    loom__error_prefix("%s: tensor '%s': ", st->path, e->name);
+    return s;
+  }
+  int64_t bytes = e->end - e->begin;
+  if (bytes > 0) memcpy(out->data, (const char *)st->base + st->data_start + e->begin, (size_t)bytes);
+  if (e->type.dtype == LOOM_BOOL) { /* Loom's bools are 0 or 1 */
+    unsigned char *b = out->data;
+    for (int64_t k = 0; k < bytes; k++) b[k] = b[k] != 0;
+  }
+  return LOOM_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+typedef struct sbuf {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->n + n + 1 > b->cap) {
+    size_t cap = LOOM_MAX(b->cap * 2, b->n + n + 256);
+    char *grown = loom__realloc(b->p, cap);
+    if (!grown) {
+      b->oom = true;
+      return;
+    }
+    b->p = grown;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+}
+
+static void sb_printf(sbuf *b, const char *fmt, ...) LOOM_PRINTF(2, 3);
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  char tmp[128];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  sb_put(b, tmp, (size_t)n);
+}
+
+static void sb_json_string(sbuf *b, const char *s) {
+  sb_put(b, "\"", 1);
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+    if (*c == '"' || *c == '\\') {
+      char esc[2] = {'\\', (char)*c};
+      sb_put(b, esc, 2);
+    } else if (*c < 0x20) {
+      sb_printf(b, "\\u%04x", *c);
+    } else {
+      sb_put(b, (const char *)c, 1);
+    }
+  }
+  sb_put(b, "\"", 1);
+}
+
+static bool write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, LOOM_MIN(n, (size_t)1 << 30));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+/* Sorts pointers into the caller's names array: their distance from its start is the index. */
+static int order_cmp(const void *a, const void *b) {
+  return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
+}
+
+/* Checks the arguments and orders the tensors by name. */
+static loom_status save_check(const char *path, const char *const *names, const loom_tensor *tensors,
+                              int32_t n, int32_t *order) {
+  for (int32_t i = 0; i < n; i++) {
+    if (!names[i] || !names[i][0])
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: tensor %d has no name", path, (int)i);
+    if (strcmp(names[i], "__metadata__") == 0)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: '__metadata__' is reserved, not a tensor name",
+                         path);
+    const loom_tensor *t = &tensors[i];
+    loom_type check;
+    loom_status s = loom_type_make(t->type.dtype, t->type.rank, t->type.dims, &check);
+    if (s) {
+      loom__error_prefix("%s: tensor '%s': ", path, names[i]);
+      return s;
+    }
+    if (!loom_dtype_safetensors_name(t->type.dtype))
+      return loom__error(LOOM_ERR_UNSUPPORTED, "%s: tensor '%s': %s has no safetensors dtype", path, names[i],
+                         loom_dtype_name(t->type.dtype));
+    int64_t bytes;
+    if ((s = loom_type_bytes(&t->type, &bytes))) return s;
+    if (bytes > 0 && !t->data)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: tensor '%s' has no data", path, names[i]);
+  }
+  const char *const **by_name = loom__malloc(sizeof *by_name * (size_t)(n + 1));
+  if (!by_name) return loom__oom("saving a safetensors file");
+  for (int32_t i = 0; i < n; i++) by_name[i] = &names[i];
+  qsort(by_name, (size_t)n, sizeof *by_name, order_cmp);
+  for (int32_t i = 0; i < n; i++) order[i] = (int32_t)(by_name[i] - names);
+  loom__free(by_name);
+  for (int32_t i = 1; i < n; i++)
+    if (strcmp(names[order[i - 1]], names[order[i]]) == 0)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: tensor name '%s' given twice", path,
+                         names[order[i]]);
+  return LOOM_OK;
+}
+
+loom_status loom_safetensors_save(const char *path, const char *const *names, const loom_tensor *tensors,
+                                  int32_t n) {
+  if (!path || n < 0 || (n > 0 && (!names || !tensors)))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_safetensors_save: %s",
+                       !path   ? "path is NULL"
+                       : n < 0 ? "negative count"
+                               : "NULL names or tensors");
+  int32_t *order = loom__malloc(sizeof *order * (size_t)(n + 1));
+  if (!order) return loom__oom("saving a safetensors file");
+  loom_status s = save_check(path, names, tensors, n, order);
+  sbuf h = {0};
+  /* The data goes largest element first (then by name), as the Rust library lays it out:
+   * every tensor then starts on a multiple of its element size and can be mapped. */
+  int32_t *layout = s ? NULL : loom__malloc(sizeof *layout * (size_t)(n + 1));
+  int64_t *begin = s ? NULL : loom__malloc(sizeof *begin * (size_t)(n + 1));
+  if (!s && (!layout || !begin)) s = loom__oom("saving a safetensors file");
+  int32_t m = 0;
+  for (int64_t size = 16; !s && size >= 1; size /= 2)
+    for (int32_t k = 0; k < n; k++)
+      if (loom_dtype_size(tensors[order[k]].type.dtype) == size) layout[m++] = order[k];
+  int64_t offset = 0;
+  for (int32_t k = 0; !s && k < n; k++) {
+    int64_t bytes = 0;
+    (void)loom_type_bytes(&tensors[layout[k]].type, &bytes);
+    begin[layout[k]] = offset;
+    offset += bytes;
+  }
+  sb_put(&h, "{", 1);
+  for (int32_t k = 0; !s && k < n; k++) {
+    const loom_tensor *t = &tensors[order[k]];
+    int64_t bytes = 0;
+    (void)loom_type_bytes(&t->type, &bytes);
+    if (k) sb_put(&h, ",", 1);
+    sb_json_string(&h, names[order[k]]);
+    sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", loom_dtype_safetensors_name(t->type.dtype));
+    for (int32_t d = 0; d < t->type.rank; d++)
+      sb_printf(&h, d ? ",%lld" : "%lld", (long long)t->type.dims[d]);
+    sb_printf(&h, "],\"data_offsets\":[%lld,%lld]}", (long long)begin[order[k]],
+              (long long)(begin[order[k]] + bytes));
+  }
+  sb_put(&h, "}", 1);
+  /* The data starts on 8 bytes, as the Python library writes it: spaces pad the header. */
+  while (!h.oom && (8 + h.n) % 8 != 0) sb_put(&h, " ", 1);
+  if (!s && h.oom) s = loom__oom("a safetensors header");
+  int fd = -1;
+  char *temp = NULL;
+  if (!s) s = loom__file_create_temp(path, &fd, &temp);
+  if (!s) {
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
+    bool ok = write_all(fd, len8, 8) && write_all(fd, h.p, h.n);
+    for (int32_t k = 0; ok && k < n; k++) {
+      int64_t bytes = 0;
+      (void)loom_type_bytes(&tensors[layout[k]].type, &bytes);
+      ok = bytes == 0 || write_all(fd, tensors[layout[k]].data, (size_t)bytes);
+    }
+    int err = errno;
+    if (close(fd) != 0 && ok) { /* NFS and full disks may report only at close */
+      ok = false;
+      err = errno;
+    }
+    if (!ok) {
+      unlink(temp);
+      s = loom__error(LOOM_ERR_IO, "%s: cannot write: %s", path, strerror(err));
+    } else {
+      s = loom__file_commit(temp, path);
+    }
+  }
+  loom__free(temp);
+  loom__free(h.p);
+  loom__free(layout);
+  loom__free(begin);
+  loom__free(order);
+  return s;
+}
