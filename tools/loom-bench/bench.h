@@ -13,6 +13,8 @@ int loom_bench_kmv(int argc, char **argv);
 int loom_bench_opencl(int argc, char **argv);
 int loom_bench_overhead(int argc, char **argv);
 int loom_bench_cuda(int argc, char **argv);
+int loom_bench_suite(int argc, char **argv);
+int loom_bench_compare(int argc, char **argv);
 
 /* ---- bench_run.c: modes that time whole graphs ---- */
 

@@ -289,6 +289,10 @@ int loom_bench_cuda(int argc, char **argv) {
   return gpu_bench_run(&cuda_mode, argc, argv);
 }
 
+const gpu_mode *bench_cuda_gpu_mode(void) {
+  return &cuda_mode;
+}
+
 #else
 
 int loom_bench_cuda(int argc, char **argv) {
@@ -297,6 +301,10 @@ int loom_bench_cuda(int argc, char **argv) {
   fprintf(stderr,
           "loom-bench cuda: this build has no cuda backend (LOOM_CUDA=OFF or no CUDA toolkit found)\n");
   return 1;
+}
+
+const gpu_mode *bench_cuda_gpu_mode(void) {
+  return NULL;
 }
 
 #endif

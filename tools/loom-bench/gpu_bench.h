@@ -73,6 +73,11 @@ typedef struct gpu_mode {
  * line. */
 int gpu_bench_run(const gpu_mode *mode, int argc, char **argv);
 
+/* The OpenCL and CUDA modes' library sides (CLBlast and clFFT, cuBLAS and cuFFT), for the suite
+ * (suite_vendor.c); NULL where this build lacks them. */
+const gpu_mode *bench_opencl_gpu_mode(void);
+const gpu_mode *bench_cuda_gpu_mode(void);
+
 /* Keeps t in *best when it is smaller. */
 static inline void gpu_keep(double *best, double t) {
   if (t < *best) *best = t;

@@ -121,6 +121,10 @@ int loom_bench_opencl(int argc, char **argv) {
   return gpu_bench_run(&opencl_mode, argc, argv);
 }
 
+const gpu_mode *bench_opencl_gpu_mode(void) {
+  return &opencl_mode;
+}
+
 #else
 
 int loom_bench_opencl(int argc, char **argv) {
@@ -128,6 +132,10 @@ int loom_bench_opencl(int argc, char **argv) {
   (void)argv;
   fprintf(stderr, "loom-bench opencl: this build has no OpenCL backend with CLBlast and clFFT\n");
   return 1;
+}
+
+const gpu_mode *bench_opencl_gpu_mode(void) {
+  return NULL;
 }
 
 #endif
