@@ -109,8 +109,9 @@ static int bench_workload(const gpu_mode *mode, const gpu_options *o, loom_conte
     double tl = bench_op_run(ctx, id, &L);
     rc |= tl < 0;
     gpu_keep(i ? &r->loom_s : &warm, tl);
-    rc |= fft ? mode->fft(S, n, L.in[0].data, result, best, best_d)
-              : mode->sgemm(S, n, L.in[0].data, L.in[1].data, result, best, best_d);
+    gpu_fft shape = {1, n, false};
+    rc |= fft ? mode->fft(S, &shape, L.in[0].data, result, best, best_d)
+              : mode->gemm(S, LOOM_F32, n, L.in[0].data, L.in[1].data, result, best, best_d);
   }
   if (r->lib_device_s >= 1e30) r->lib_device_s = 0;
   free(result);

@@ -17,6 +17,7 @@ typedef struct cpu_side {
   int64_t n;
   fftwf_plan plan; /* the FFT cases'; made once, outside the timing */
   size_t out_bytes;
+  bool f64; /* gemm: dgemm rather than sgemm */
 } cpu_side;
 
 static void cpu_close(void *state) {
@@ -26,33 +27,21 @@ static void cpu_close(void *state) {
 }
 
 /* Each call writes into a new result, as Loom's run hands over a new tensor. */
-static double cpu_sgemm(void *state, const bench_op *op, char *why, size_t why_size) {
+static double cpu_gemm(void *state, const bench_op *op, char *why, size_t why_size) {
   cpu_side *s = state;
   int n = (int)s->n;
   double t = bench_now();
-  float *c = malloc(s->out_bytes);
+  void *c = malloc(s->out_bytes);
   if (!c) {
     snprintf(why, why_size, "OpenBLAS side: out of host memory");
     return -1;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, op->in[0].data, n, op->in[1].data, n,
-              0.0f, c, n);
-  t = bench_now() - t;
-  free(c);
-  return t;
-}
-
-static double cpu_dgemm(void *state, const bench_op *op, char *why, size_t why_size) {
-  cpu_side *s = state;
-  int n = (int)s->n;
-  double t = bench_now();
-  double *c = malloc(s->out_bytes);
-  if (!c) {
-    snprintf(why, why_size, "OpenBLAS side: out of host memory");
-    return -1;
-  }
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, op->in[0].data, n, op->in[1].data, n,
-              0.0, c, n);
+  if (s->f64)
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, op->in[0].data, n, op->in[1].data, n,
+                0.0, c, n);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, op->in[0].data, n, op->in[1].data,
+                n, 0.0f, c, n);
   t = bench_now() - t;
   free(c);
   return t;
@@ -106,9 +95,10 @@ static int cpu_open(const suite_case *c, const bench_op *op, bench_vendor *v, ch
   *v = (bench_vendor){.state = s, .close = cpu_close};
   if (gemm) {
     s->n = op->in[0].type.dims[0];
-    s->out_bytes = (size_t)(s->n * s->n) * (strcmp(c->dtype, "f64") ? sizeof(float) : sizeof(double));
+    s->f64 = !strcmp(c->dtype, "f64");
+    s->out_bytes = (size_t)(s->n * s->n) * (s->f64 ? sizeof(double) : sizeof(float));
     v->library = "OpenBLAS";
-    v->run = strcmp(c->dtype, "f64") ? cpu_sgemm : cpu_dgemm;
+    v->run = cpu_gemm;
     return 0;
   }
   v->library = "FFTW";
@@ -130,8 +120,10 @@ void suite_cpu_runtime(char *out, size_t size) {
 typedef struct gpu_side {
   const gpu_mode *mode;
   gpu_lib *lib;
+  loom_dtype dtype; /* gemm */
   int64_t n;
   bool fft;
+  gpu_fft shape; /* fft */
   void *result;
 } gpu_side;
 
@@ -145,9 +137,9 @@ static void gpu_close(void *state) {
 static double gpu_run(void *state, const bench_op *op, char *why, size_t why_size) {
   gpu_side *s = state;
   double best = 1e30, best_device = 1e30;
-  int rc = s->fft
-               ? s->mode->fft(s->lib, s->n, op->in[0].data, s->result, &best, &best_device)
-               : s->mode->sgemm(s->lib, s->n, op->in[0].data, op->in[1].data, s->result, &best, &best_device);
+  int rc = s->fft ? s->mode->fft(s->lib, &s->shape, op->in[0].data, s->result, &best, &best_device)
+                  : s->mode->gemm(s->lib, s->dtype, s->n, op->in[0].data, op->in[1].data, s->result, &best,
+                                  &best_device);
   if (rc) {
     snprintf(why, why_size, "%s side failed: %s", s->mode->lib_names[s->fft], loom_last_error());
     return -1;
@@ -155,19 +147,21 @@ static double gpu_run(void *state, const bench_op *op, char *why, size_t why_siz
   return best;
 }
 
+/* The side's shape from the op's first input; false where the mode's library lacks it. */
+static bool gpu_shape(const gpu_mode *mode, const suite_case *c, const bench_op *op, gpu_side *s) {
+  const loom_type *t = &op->in[0].type;
+  s->dtype = t->dtype;
+  s->n = t->dims[0];
+  s->fft = c->kind == SUITE_FFT || c->kind == SUITE_FFT_BATCH || c->kind == SUITE_RFFT;
+  s->shape =
+      (gpu_fft){c->kind == SUITE_FFT_BATCH ? t->dims[0] : 1, t->dims[t->rank - 1], c->kind == SUITE_RFFT};
+  return s->fft || (c->kind == SUITE_GEMM && (mode->gemm_dtypes & GPU_DTYPE_BIT(t->dtype)));
+}
+
 static int gpu_open(const gpu_mode *mode, const suite_case *c, const suite_device *d, loom_context *ctx,
                     int32_t index, const bench_op *op, bench_vendor *v, char *reason, size_t size) {
-  bool sgemm = c->kind == SUITE_GEMM && !strcmp(c->dtype, "f32"), fft = c->kind == SUITE_FFT;
-  if (!sgemm && !fft) {
-    snprintf(reason, size, "%s",
-             c->kind == SUITE_GEMM ? "the suite's library side has f32 GEMM only so far"
-             : c->kind == SUITE_FFT_BATCH || c->kind == SUITE_RFFT
-                 ? "the suite's library side has a single c2c FFT only so far"
-                 : "");
-    return 1;
-  }
   if (!mode) {
-    snprintf(reason, size, "this build has no %s library side", d->id);
+    snprintf(reason, size, "this build has no library side for %s", d->id);
     return 1;
   }
   if (mode->check && mode->check(d->id)) {
@@ -177,16 +171,21 @@ static int gpu_open(const gpu_mode *mode, const suite_case *c, const suite_devic
   gpu_side *s = calloc(1, sizeof *s);
   if (!s) return 1;
   s->mode = mode;
-  s->fft = fft;
-  s->n = op->in[0].type.dims[0];
-  int64_t bytes = fft ? s->n * 8 : s->n * s->n * 4;
-  s->result = malloc((size_t)bytes);
-  if (!s->result || mode->open(&s->lib, ctx, index, bytes, fft ? 8 : bytes, bytes)) {
-    snprintf(reason, size, "%s could not open: %s", mode->lib_names[fft], loom_last_error());
+  if (!gpu_shape(mode, c, op, s)) {
+    snprintf(reason, size, "%s has no %s GEMM", mode->lib_names[0], c->dtype);
     gpu_close(s);
     return 1;
   }
-  *v = (bench_vendor){.library = mode->lib_names[fft], .state = s, .run = gpu_run, .close = gpu_close};
+  int64_t in = 0, out_len = s->shape.real ? s->shape.len / 2 + 1 : s->shape.len;
+  loom_type_bytes(&op->in[0].type, &in);
+  int64_t out = s->fft ? out_len * s->shape.batch * 8 : in;
+  s->result = malloc((size_t)out);
+  if (!s->result || mode->open(&s->lib, ctx, index, in, s->fft ? 8 : in, out)) {
+    snprintf(reason, size, "%s could not open: %s", mode->lib_names[s->fft], loom_last_error());
+    gpu_close(s);
+    return 1;
+  }
+  *v = (bench_vendor){.library = mode->lib_names[s->fft], .state = s, .run = gpu_run, .close = gpu_close};
   return 0;
 }
 
