@@ -500,10 +500,14 @@ int loom_bench_suite(int argc, char **argv) {
     suite_print_markdown(&r, stdout);
     if (o.json) rc |= suite_write_json(&r, o.json);
     if (o.plot) rc |= suite_write_svg(&r, o.plot);
+    int32_t failed = 0;
     for (int32_t i = 0; i < r.n_devices; i++)
-      for (int32_t k = 0; k < r.devices[i].n_cases; k++)
-        if (r.devices[i].cases[k].error[0]) rc = 1;
-    if (rc == 1) fprintf(stderr, "loom-bench suite: some cases failed (their error is in the table)\n");
+      for (int32_t k = 0; k < r.devices[i].n_cases; k++) failed += r.devices[i].cases[k].error[0] != '\0';
+    if (failed) {
+      fprintf(stderr, "loom-bench suite: %d case%s failed (the error is in the table)\n", (int)failed,
+              failed == 1 ? "" : "s");
+      rc = 1;
+    }
   }
   suite_report_free(&r);
   return rc;

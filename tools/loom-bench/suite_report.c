@@ -246,7 +246,9 @@ static void draw_points(FILE *f, const suite_device *d, const frame *fr) {
     fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#36c\"/>\n", x, y);
     char label[96];
     snprintf(label, sizeof label, "%s %s %s", c->name, c->dtype, c->size);
-    svg_text(f, x + 6, y + 4 - 9 * (k % 2), "start", 9, label);
+    /* labels of points in the right part of the box run leftwards, so they stay inside it */
+    bool right = x > fr->ox + 0.6 * PLOT_W;
+    svg_text(f, right ? x - 6 : x + 6, y + 4 - 9 * (k % 2), right ? "end" : "start", 9, label);
   }
 }
 
