@@ -46,4 +46,8 @@ void bench_plan_run(const char *device, const loom_graph *g, const loom_tensor *
 /* Seconds on a monotonic clock (main.c). */
 double bench_now(void);
 
+/* Whether `id` is one of the comma-separated ids of `list` (--devices); true for a NULL list
+ * (main.c). */
+bool bench_id_listed(const char *list, const char *id);
+
 #endif

@@ -153,18 +153,6 @@ static void json_result(loom__json *j, const char *id, const char *name, const g
 
 /* ---- the devices -------------------------------------------------------------------------------- */
 
-static bool wanted(const gpu_options *o, const char *id) {
-  if (!o->devices) return true;
-  size_t n = strlen(id);
-  for (const char *p = o->devices; p && *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len == n && strncmp(p, id, n) == 0) return true;
-    p = end ? end + 1 : NULL;
-  }
-  return false;
-}
-
 /* The device's id the mode uses: its own when it has the mode's prefix, else such an alias
  * ("ocl0" of a GPU listed as cuda0); false when it has none. */
 static bool mode_id(const gpu_mode *mode, const loom_device_info *d, char *id, size_t size) {
@@ -208,7 +196,9 @@ static int bench_devices(const gpu_mode *mode, const gpu_options *o, loom_contex
     loom_device_info d;
     char id[32];
     if (loom_context_device_info(ctx, i, &d)) return 1;
-    if (!(d.backends & mode->backend) || !mode_id(mode, &d, id, sizeof id) || !wanted(o, id)) continue;
+    if (!(d.backends & mode->backend) || !mode_id(mode, &d, id, sizeof id) ||
+        !bench_id_listed(o->devices, id))
+      continue;
     if (bench_device(mode, o, ctx, i, id, d.name ? d.name : "", j)) return 1;
     (*measured)++;
   }

@@ -45,6 +45,18 @@ double bench_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+bool bench_id_listed(const char *list, const char *id) {
+  if (!list) return true;
+  size_t n = strlen(id);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, id, n) == 0) return true;
+    p = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
 static void usage(FILE *out) {
   fputs("usage: loom-bench MODE [options]   (loom-bench MODE --help for a mode's options)\n\nmodes:\n", out);
   for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)

@@ -109,18 +109,6 @@ static int parse_args(int argc, char **argv, suite_options *o) {
   return 0;
 }
 
-static bool wanted(const char *list, const char *id) {
-  if (!list) return true;
-  size_t n = strlen(id);
-  for (const char *p = list; p && *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len == n && !strncmp(p, id, n)) return true;
-    p = end ? end + 1 : NULL;
-  }
-  return false;
-}
-
 /* ---- the cases ------------------------------------------------------------------------------------ */
 
 static suite_case *add_case(suite_device *d, suite_kind kind, const char *name, const char *dtype) {
@@ -467,7 +455,7 @@ static int run_devices(const suite_options *o, loom_context *ctx, suite_report *
   double host_gbps = host_memcpy_gbps(o);
   for (int32_t i = 0; i < n; i++) {
     loom_device_info info;
-    if (loom_context_device_info(ctx, i, &info) || !wanted(o->devices, info.id)) continue;
+    if (loom_context_device_info(ctx, i, &info) || !bench_id_listed(o->devices, info.id)) continue;
     run_device(o, &r->devices[r->n_devices++], &info, ctx, i, host_gbps);
   }
   if (interactive) fputs("\r\033[K", stderr);
