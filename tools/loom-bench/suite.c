@@ -12,41 +12,51 @@
 
 typedef struct profile {
   const char *name;
-  int64_t gemm[3];
+  int64_t gemm[3]; /* N of each GEMM */
   int32_t fft_log2;
   int64_t batch, batch_len;
   int64_t vec; /* reduce and add */
   int64_t topk_n, topk_k;
-  int64_t conv[6];  /* N, C, H(=W), O, kernel, unused */
+  int64_t conv[5];  /* N, C, H (= W), O, kernel */
   int64_t transfer; /* bytes */
   int32_t reps;
 } profile;
 
 static const profile profiles[] = {
-    {"full",
-     {512, 1024, 2048},
-     20,
-     256,
-     4096,
-     (int64_t)1 << 24,
-     (int64_t)1 << 20,
-     16,
-     {8, 64, 64, 64, 3, 0},
-     (int64_t)64 << 20,
-     5},
-    {"quick",
-     {64, 128, 256},
-     14,
-     64,
-     1024,
-     (int64_t)1 << 20,
-     (int64_t)1 << 16,
-     16,
-     {1, 16, 32, 16, 3, 0},
-     (int64_t)4 << 20,
-     3},
+    {.name = "full",
+     .gemm = {512, 1024, 2048},
+     .fft_log2 = 20,
+     .batch = 256,
+     .batch_len = 4096,
+     .vec = (int64_t)1 << 24,
+     .topk_n = (int64_t)1 << 20,
+     .topk_k = 16,
+     .conv = {8, 64, 64, 64, 3},
+     .transfer = (int64_t)64 << 20,
+     .reps = 5},
+    {.name = "quick",
+     .gemm = {64, 128, 256},
+     .fft_log2 = 14,
+     .batch = 64,
+     .batch_len = 1024,
+     .vec = (int64_t)1 << 20,
+     .topk_n = (int64_t)1 << 16,
+     .topk_k = 16,
+     .conv = {1, 16, 32, 16, 3},
+     .transfer = (int64_t)4 << 20,
+     .reps = 3},
     /* for the tests: every case runs, in well under a second */
-    {"tiny", {8, 16, 32}, 6, 4, 64, 1024, 256, 4, {1, 2, 8, 2, 3, 0}, 64 << 10, 1},
+    {.name = "tiny",
+     .gemm = {8, 16, 32},
+     .fft_log2 = 6,
+     .batch = 4,
+     .batch_len = 64,
+     .vec = 1024,
+     .topk_n = 256,
+     .topk_k = 4,
+     .conv = {1, 2, 8, 2, 3},
+     .transfer = 64 << 10,
+     .reps = 1},
 };
 
 typedef struct suite_options {
