@@ -65,56 +65,35 @@ int bench_measure(loom_context *ctx, const char *id, const bench_op *op, const b
 
 /* ---- transfers ------------------------------------------------------------------------------------ */
 
-typedef struct host_pair {
-  uint8_t *src, *dst;
-} host_pair;
-
-static int host_open(host_pair *h, int64_t bytes, char *why, size_t why_size) {
-  h->src = malloc((size_t)bytes);
-  h->dst = malloc((size_t)bytes);
-  if (!h->src || !h->dst) {
-    free(h->src);
-    free(h->dst);
-    snprintf(why, why_size, "no host memory for two buffers of %lld bytes", (long long)bytes);
-    return 1;
-  }
-  for (int64_t i = 0; i < bytes; i++) h->src[i] = (uint8_t)(i * 131 + 7);
-  memset(h->dst, 0, (size_t)bytes); /* touched, so the first memcpy does not pay page faults */
-  return 0;
-}
-
-static void time_memcpy(const host_pair *h, int64_t bytes, bench_transfer *t) {
+static void time_memcpy(void *dst, const void *src, int64_t bytes, bench_transfer *t) {
   double s = bench_now();
-  memcpy(h->dst, h->src, (size_t)bytes);
+  memcpy(dst, src, (size_t)bytes);
   bench_keep(&t->memcpy_s, bench_now() - s);
 }
 
-static int finish(loom_status s, const host_pair *h, int64_t bytes, const char *what, char *why,
+/* The status as the caller's answer: the message of a failed call, or of bytes that differ. */
+static int finish(loom_status s, const void *src, const void *dst, int64_t bytes, const char *what, char *why,
                   size_t why_size) {
-  if (!s && memcmp(h->src, h->dst, (size_t)bytes) != 0) {
+  if (!s && memcmp(src, dst, (size_t)bytes) != 0) {
     snprintf(why, why_size, "%s: the bytes read back differ", what);
-    s = LOOM_STATUS_INTERNAL;
-  } else if (s) {
-    snprintf(why, why_size, "%s: %s", what, loom_last_error());
+    return 1;
   }
-  free(h->src);
-  free(h->dst);
+  if (s) snprintf(why, why_size, "%s: %s", what, loom_last_error());
   return s != LOOM_OK;
 }
 
-int bench_measure_host_transfers(loom_mem_manager *m, int32_t node, int64_t bytes, int32_t reps,
-                                 bench_transfer *t, char *why, size_t why_size) {
+int bench_measure_host_transfers(loom_mem_manager *m, int32_t node, const void *src, void *dst, int64_t bytes,
+                                 int32_t reps, bench_transfer *t, char *why, size_t why_size) {
   *t = (bench_transfer){0};
-  host_pair h;
-  if (host_open(&h, bytes, why, why_size)) return 1;
   loom_buffer *b = NULL;
   loom_status s = loom_buffer_allocate(m, bytes, LOOM_U8, node, LOOM_MEM_DEVICE_LOCAL, &b);
   for (int32_t r = 0; !s && r <= reps; r++) { /* run 0 warms up */
-    time_memcpy(&h, bytes, t);
+    time_memcpy(dst, src, bytes, t);
+    memset(dst, 0, (size_t)bytes); /* so the check below sees what the read brought */
     double t0 = bench_now();
-    s = loom_buffer_write(b, 0, h.src, bytes);
+    s = loom_buffer_write(b, 0, src, bytes);
     double t1 = bench_now();
-    if (!s) s = loom_buffer_read(b, 0, h.dst, bytes);
+    if (!s) s = loom_buffer_read(b, 0, dst, bytes);
     double t2 = bench_now();
     if (r > 0 && !s) {
       bench_keep(&t->h2d_s, t1 - t0);
@@ -122,14 +101,12 @@ int bench_measure_host_transfers(loom_mem_manager *m, int32_t node, int64_t byte
     }
   }
   loom_buffer_free(b);
-  return finish(s, &h, bytes, "host <-> device", why, why_size);
+  return finish(s, src, dst, bytes, "host <-> device", why, why_size);
 }
 
-int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, int64_t bytes, int32_t reps,
-                                bench_transfer *t, char *why, size_t why_size) {
+int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, const void *src, void *dst,
+                                int64_t bytes, int32_t reps, bench_transfer *t, char *why, size_t why_size) {
   *t = (bench_transfer){0};
-  host_pair h;
-  if (host_open(&h, bytes, why, why_size)) return 1;
   loom_buffer *on_a = NULL;
   /* Migration off while measuring: otherwise the buffer moves to b after a few reads and the
    * later ones copy nothing. */
@@ -137,9 +114,9 @@ int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, int64
   loom_status s = loom_mem_get_options(m, &mo);
   if (!s) s = loom_mem_set_migration_policy(m, LOOM_MEM_POLICY_NONE);
   if (!s) s = loom_buffer_allocate(m, bytes, LOOM_U8, a, LOOM_MEM_DEVICE_LOCAL, &on_a);
-  if (!s) s = loom_buffer_write(on_a, 0, h.src, bytes);
+  if (!s) s = loom_buffer_write(on_a, 0, src, bytes);
   for (int32_t r = 0; !s && r <= reps; r++) {
-    time_memcpy(&h, bytes, t);
+    time_memcpy(dst, src, bytes, t);
     loom_mem_handle mh;
     double t0 = bench_now();
     s = loom_buffer_acquire(on_a, b, LOOM_ACCESS_READ, &mh);
@@ -149,7 +126,8 @@ int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, int64
   loom_mem_set_migration_policy(m, mo.migration);
   /* the copy lands where a move puts it too: check the bytes there */
   if (!s) s = loom_buffer_migrate(on_a, b);
-  if (!s) s = loom_buffer_read(on_a, 0, h.dst, bytes);
+  if (!s) memset(dst, 0, (size_t)bytes);
+  if (!s) s = loom_buffer_read(on_a, 0, dst, bytes);
   loom_buffer_free(on_a);
-  return finish(s, &h, bytes, "device to device", why, why_size);
+  return finish(s, src, dst, bytes, "device to device", why, why_size);
 }

@@ -56,20 +56,21 @@ typedef struct bench_times {
 int bench_measure(loom_context *ctx, const char *id, const bench_op *op, const bench_vendor *v, int32_t reps,
                   bench_times *t, char *why, size_t why_size);
 
-/* Transfers through the memory manager, beside a plain memcpy of the same bytes between two
- * host buffers (run next to each transfer). Best seconds; 1 on failure, or when the bytes read
- * back differ, with the message in why. */
+/* Transfers through the memory manager of `bytes` from the caller's host buffer src (its
+ * contents the data) and back into dst, beside a plain memcpy src -> dst of the same bytes run
+ * next to each transfer: one warm-up, then the best of `reps`. 1 on failure, or when the bytes
+ * read back differ from src, with the message in why. */
 typedef struct bench_transfer {
   double h2d_s, d2h_s, memcpy_s;
 } bench_transfer;
 
-/* loom_buffer_write then loom_buffer_read of `bytes` into a device-local buffer on `node`. */
-int bench_measure_host_transfers(loom_mem_manager *m, int32_t node, int64_t bytes, int32_t reps,
-                                 bench_transfer *t, char *why, size_t why_size);
-/* A buffer on node a acquired for reading on node b (a copy made and dropped each time): its
- * best seconds in t->h2d_s (d2h_s unused). */
-int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, int64_t bytes, int32_t reps,
-                                bench_transfer *t, char *why, size_t why_size);
+/* loom_buffer_write then loom_buffer_read of a device-local buffer on `node`. */
+int bench_measure_host_transfers(loom_mem_manager *m, int32_t node, const void *src, void *dst, int64_t bytes,
+                                 int32_t reps, bench_transfer *t, char *why, size_t why_size);
+/* A buffer on node a acquired for reading on node b (migration off: a copy made and dropped
+ * each time): its best seconds in t->h2d_s (d2h_s unused). */
+int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, const void *src, void *dst,
+                                int64_t bytes, int32_t reps, bench_transfer *t, char *why, size_t why_size);
 
 /* Keeps t in *best when it is smaller (or *best is not set yet: <= 0). */
 static inline void bench_keep(double *best, double t) {
