@@ -1,6 +1,7 @@
 # The test of `loom-bench suite` and `compare` (issue 19): a tiny suite on one device writes JSON
 # and SVG; the JSON is checked against the report's schema (docs/bench.md, "JSON"), the SVG for
-# one roofline per device, and compare of the report with itself lists every case.
+# one roofline per device; compare of the report with itself lists every case at 1.00, and
+# against a changed copy flags what changed.
 #   cmake -DTOOL=loom-bench -DWORK=dir -DDEVICE=cpu0 -P check_bench_suite.cmake
 cmake_minimum_required(VERSION 3.25)
 
@@ -128,4 +129,19 @@ string(REGEX MATCHALL "\n\\| ${DEVICE} \\| [a-z0-9_]+ \\| [a-z0-9]+ \\| [^\n]*\\
 list(LENGTH rows n_rows)
 if(NOT rc EQUAL 0 OR NOT n_rows EQUAL n_cases OR out MATCHES "only in" OR NOT out MATCHES "\n0 regressions beyond 10%\n")
   fail("compare of a report with itself (exit ${rc}, ${n_rows} of ${n_cases} rows at 1.00):\n${out}\n${err}")
+endif()
+
+# ---- compare against a B with the first case gone and the second 1000 s long: the first is
+# listed as only in A, the second as a regression, and --fail-on-regression exits 1 ----
+string(JSON name0 GET "${json}" devices 0 cases 0 name)
+string(JSON name1 GET "${json}" devices 0 cases 1 name)
+string(JSON b REMOVE "${json}" devices 0 cases 0)
+string(JSON b SET "${b}" devices 0 cases 0 seconds 1000)
+file(WRITE ${WORK}/b.json "${b}")
+execute_process(COMMAND "${TOOL}" compare ${WORK}/r.json ${WORK}/b.json --fail-on-regression
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\| - \\| - \\| only in A \\|" OR
+   NOT out MATCHES "\n\\| ${DEVICE} \\| ${name1} \\| [^\n]* \\| 1000000\\.000 ms \\| [0-9.]+ \\| REGRESSION \\|" OR
+   NOT out MATCHES "\n1 regression beyond 10%\n")
+  fail("compare with a changed B (exit ${rc}):\n${out}\n${err}")
 endif()
