@@ -348,3 +348,27 @@ loom_bench_test(cpu_small ARGS cpu --n 64 --fft 4x64 --reps 1
   STDOUT_REGEX "sgemm 64\\^3, first in a process +[0-9.]+ +[0-9.]+ +[0-9.]+ [^\n]*\nsgemm 64\\^3, best of 1 +[0-9.]+ +[0-9.]+ +[0-9.]+ [^\n]*\nfft 4x64 c64, best of 1 +[0-9.]+ +[0-9.]+ +[0-9.]+"
   STDERR_REGEX "^$")
 loom_bench_test(cpu_bad_fft ARGS cpu --fft 4y64 RC 2 STDERR_REGEX "usage: loom-bench cpu")
+
+# ---- loom-bench suite and compare (issue 19): a tiny suite on cpu0, its JSON checked against
+# the report's schema, its SVG and compare of the report with itself; the figures are not.
+add_test(NAME loom-bench.suite_tiny COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-bench>
+  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/bench.suite_tiny -DDEVICE=cpu0
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_bench_suite.cmake)
+set_tests_properties(loom-bench.suite_tiny PROPERTIES TIMEOUT 120 ENVIRONMENT "${LOOM_TEST_ENV}")
+loom_bench_test(suite_help ARGS suite --help
+  STDOUT_REGEX "^usage: loom-bench suite \\[--quick\\] \\[--devices LIST\\] \\[--json FILE\\] \\[--plot FILE.svg\\]"
+  STDERR_REGEX "^$")
+loom_bench_test(suite_unknown_option RC 2 ARGS suite --fast
+  STDERR_REGEX "^loom-bench suite: unknown option '--fast'\nusage: loom-bench suite")
+loom_bench_test(suite_missing_value RC 2 ARGS suite --json
+  STDERR_REGEX "^loom-bench suite: missing value after '--json'\nusage: loom-bench suite")
+loom_bench_test(suite_bad_reps RC 2 ARGS suite --reps 0
+  STDERR_REGEX "^loom-bench suite: --reps '0': want a count from 1 to 1000\n$")
+loom_bench_test(suite_missing_device RC 2 ARGS suite --tiny --devices ocl9
+  STDERR_REGEX "^loom-bench suite: --devices ocl9: no such device here\n$")
+loom_bench_test(compare_one_report RC 2 ARGS compare a.json
+  STDERR_REGEX "^loom-bench compare: want two reports, A.json and B.json\nusage: loom-bench compare")
+loom_bench_test(compare_bad_threshold RC 2 ARGS compare a.json b.json --threshold -1
+  STDERR_REGEX "^loom-bench compare: --threshold '-1': want a fraction from 0 to 100, as 0.1\n$")
+loom_bench_test(compare_missing_file RC 1 ARGS compare @WORK@/none.json @WORK@/none.json
+  STDERR_REGEX "^loom-bench compare: cannot read [^\n]*none.json\n$")

@@ -13,6 +13,8 @@ int loom_bench_kmv(int argc, char **argv);
 int loom_bench_opencl(int argc, char **argv);
 int loom_bench_overhead(int argc, char **argv);
 int loom_bench_cuda(int argc, char **argv);
+int loom_bench_suite(int argc, char **argv);
+int loom_bench_compare(int argc, char **argv);
 
 /* ---- bench_run.c: modes that time whole graphs ---- */
 
@@ -43,5 +45,9 @@ void bench_plan_run(const char *device, const loom_graph *g, const loom_tensor *
 
 /* Seconds on a monotonic clock (main.c). */
 double bench_now(void);
+
+/* Whether `id` is one of the comma-separated ids of `list` (--devices); true for a NULL list
+ * (main.c). */
+bool bench_id_listed(const char *list, const char *id);
 
 #endif

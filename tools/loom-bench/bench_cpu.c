@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "measure.h"
 
 typedef struct cpu_args {
   int64_t n;          /* sgemm size */
@@ -69,16 +70,13 @@ static int parse_args(int argc, char **argv, cpu_args *a) {
 
 typedef struct loom_side {
   loom_context *ctx;
-  loom_graph *g;
-  loom_tensor in[2];
-  int32_t n_in;
+  bench_op op;
 } loom_side;
 
 static void side_close(loom_side *L) {
-  for (int32_t i = 0; i < L->n_in; i++) loom_tensor_deinit(&L->in[i]);
-  loom_graph_destroy(L->g);
+  bench_op_close(&L->op);
   loom_context_destroy(L->ctx);
-  memset(L, 0, sizeof *L);
+  L->ctx = NULL;
 }
 
 static int side_open(loom_side *L, const char *text) {
@@ -86,34 +84,18 @@ static int side_open(loom_side *L, const char *text) {
   loom_context_options co;
   loom_context_options_init(&co);
   co.devices = "cpu0";
-  if (!(L->g = bench_parse(text, "cpu"))) return 1;
-  if (loom_context_create(&co, &L->ctx)) {
+  if (bench_op_open(&L->op, text, 5) || loom_context_create(&co, &L->ctx)) {
     fprintf(stderr, "loom-bench cpu: %s\n", loom_last_error());
     side_close(L);
     return 1;
   }
-  L->n_in = loom_graph_param_count(L->g);
-  for (int32_t p = 0; p < L->n_in; p++)
-    if (loom_tensor_init(&L->in[p], loom_value_type(L->g, loom_graph_param_at(L->g, p))) ||
-        loom_tensor_fill_random(&L->in[p], 5, (uint64_t)p)) {
-      fprintf(stderr, "loom-bench cpu: inputs: %s\n", loom_last_error());
-      side_close(L);
-      return 1;
-    }
   return 0;
 }
 
 /* One run; the result is freed. Seconds, or -1 on failure. */
 static double side_run(loom_side *L) {
-  loom_tensor out;
-  double t = bench_now();
-  loom_status s = loom_graph_run(L->ctx, L->g, L->in, L->n_in, &out, 1, NULL);
-  t = bench_now() - t;
-  if (s) {
-    fprintf(stderr, "loom-bench cpu: %s\n", loom_last_error());
-    return -1;
-  }
-  loom_tensor_deinit(&out);
+  double t = bench_op_run(L->ctx, "cpu0", &L->op);
+  if (t < 0) fprintf(stderr, "loom-bench cpu: %s\n", loom_last_error());
   return t;
 }
 
@@ -153,7 +135,7 @@ static double first_in_child(const cpu_args *a, int which) {
     double t = -1;
     loom_side L;
     if (!side_open(&L, gemm_text(a->n))) {
-      t = which == 0 ? side_run(&L) : blas_sgemm(a->n, L.in[0].data, L.in[1].data);
+      t = which == 0 ? side_run(&L) : blas_sgemm(a->n, L.op.in[0].data, L.op.in[1].data);
       side_close(&L);
     }
     ssize_t w = write(fd[1], &t, sizeof t);
@@ -188,7 +170,7 @@ static int bench_sgemm(const cpu_args *a) {
   if (side_open(&L, gemm_text(a->n))) return 1;
   double best_loom = 1e30, best_lib = 1e30;
   for (int32_t r = 0; r <= a->reps; r++) {
-    double tl = side_run(&L), tb = blas_sgemm(a->n, L.in[0].data, L.in[1].data);
+    double tl = side_run(&L), tb = blas_sgemm(a->n, L.op.in[0].data, L.op.in[1].data);
     if (tl < 0 || tb < 0) {
       side_close(&L);
       return 1;
@@ -211,7 +193,7 @@ static int bench_fft(const cpu_args *a) {
   loom_side L;
   if (side_open(&L, text)) return 1;
   size_t bytes = (size_t)(a->batch * a->len) * sizeof(fftwf_complex);
-  fftwf_complex *x = L.in[0].data, *probe = fftwf_malloc(bytes);
+  fftwf_complex *x = L.op.in[0].data, *probe = fftwf_malloc(bytes);
   if (!probe) {
     side_close(&L);
     return 1;

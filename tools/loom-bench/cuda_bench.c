@@ -72,21 +72,36 @@ static int lib_open(gpu_lib **out, loom_context *ctx, int32_t device, int64_t by
   return 0;
 }
 
-/* Copy A and B in, cublasSgemm (row-major C = A.B as column-major C^T = B^T.A^T), copy C out:
- * the same work as Loom's run; and the gemm alone. */
-static int sgemm_time(gpu_lib *S, int64_t n, const float *a, const float *b, float *c, double *best,
-                      double *best_device) {
+/* cuBLAS's GEMM of `dtype` on the device buffers: row-major C = A.B as column-major
+ * C^T = B^T.A^T; f16 through cublasGemmStridedBatchedEx (a batch of one, f32 accumulation). */
+static bool cublas_gemm(gpu_lib *S, loom_dtype dtype, int n) {
   const loom__cublas_api *api = loom__cublas();
-  size_t bytes = (size_t)(n * n) * sizeof(float);
-  int N = (int)n;
+  const cublasOperation_t N = CUBLAS_OP_N;
   const float one = 1, zero = 0;
+  const double one_d = 1, zero_d = 0;
+  long long nn = (long long)n * n;
+  cublasStatus_t st =
+      dtype == LOOM_F64
+          ? api->cublasDgemm_v2(S->blas, N, N, n, n, n, &one_d, S->b, n, S->a, n, &zero_d, S->c, n)
+      : dtype == LOOM_F16
+          ? api->cublasGemmStridedBatchedEx(S->blas, N, N, n, n, n, &one, S->b, CUDA_R_16F, n, nn, S->a,
+                                            CUDA_R_16F, n, nn, &zero, S->c, CUDA_R_16F, n, nn, 1,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+          : api->cublasSgemm_v2(S->blas, N, N, n, n, n, &one, S->b, n, S->a, n, &zero, S->c, n);
+  return st == CUBLAS_STATUS_SUCCESS;
+}
+
+/* Copy A and B in, the GEMM, copy C out: the same work as Loom's run; and the GEMM alone. */
+static int gemm_time(gpu_lib *S, loom_dtype dtype, int64_t n, const void *a, const void *b, void *c,
+                     double *best, double *best_device) {
+  const loom__cublas_api *api = loom__cublas();
+  size_t bytes = (size_t)(n * n * loom_dtype_size(dtype));
   if (!S->blas && api->cublasCreate_v2(&S->blas) != CUBLAS_STATUS_SUCCESS) return 1;
   double t = bench_now();
   bool ok = cuda_ok(cudaMemcpy(S->a, a, bytes, cudaMemcpyHostToDevice), "cudaMemcpy") &&
             cuda_ok(cudaMemcpy(S->b, b, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
   double d = bench_now();
-  ok = ok && api->cublasSgemm_v2(S->blas, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, S->b, N, S->a, N, &zero,
-                                 S->c, N) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublas_gemm(S, dtype, (int)n);
   ok = ok && cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   d = bench_now() - d;
   ok = ok && cuda_ok(cudaMemcpy(c, S->c, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
@@ -97,25 +112,30 @@ static int sgemm_time(gpu_lib *S, int64_t n, const float *a, const float *b, flo
   return 0;
 }
 
-static int fft_time(gpu_lib *S, int64_t n, const void *x, void *y, double *best, double *best_device) {
+/* A plan of the shape: a batch along the last axis, C2C or R2C. */
+static bool fft_plan(gpu_lib *S, const gpu_fft *f) {
   const loom__cufft_api *api = loom__cufft();
-  size_t bytes = (size_t)n * 8;
-  if (!S->have_plan) {
-    long long len = n;
-    size_t work = 0;
-    if (api->cufftCreate(&S->plan) != CUFFT_SUCCESS) return 1;
-    S->have_plan = true;
-    if (api->cufftMakePlanMany64(S->plan, 1, &len, NULL, 1, len, NULL, 1, len, CUFFT_C2C, 1, &work) !=
-        CUFFT_SUCCESS)
-      return 1;
-  }
+  long long len = f->len, out_len = f->real ? f->len / 2 + 1 : f->len;
+  size_t work = 0;
+  if (api->cufftCreate(&S->plan) != CUFFT_SUCCESS) return false;
+  S->have_plan = true;
+  return api->cufftMakePlanMany64(S->plan, 1, &len, NULL, 1, len, NULL, 1, out_len,
+                                  f->real ? CUFFT_R2C : CUFFT_C2C, f->batch, &work) == CUFFT_SUCCESS;
+}
+
+static int fft_time(gpu_lib *S, const gpu_fft *f, const void *x, void *y, double *best, double *best_device) {
+  const loom__cufft_api *api = loom__cufft();
+  size_t in = (size_t)(f->batch * f->len) * (f->real ? 4 : 8);
+  size_t out = (size_t)(f->batch * (f->real ? f->len / 2 + 1 : f->len)) * 8;
+  if (!S->have_plan && !fft_plan(S, f)) return 1;
   double t = bench_now();
-  bool ok = cuda_ok(cudaMemcpy(S->a, x, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  bool ok = cuda_ok(cudaMemcpy(S->a, x, in, cudaMemcpyHostToDevice), "cudaMemcpy");
   double d = bench_now();
-  ok = ok && api->cufftExecC2C(S->plan, S->a, S->c, CUFFT_FORWARD) == CUFFT_SUCCESS;
+  ok = ok && (f->real ? api->cufftExecR2C(S->plan, S->a, S->c)
+                      : api->cufftExecC2C(S->plan, S->a, S->c, CUFFT_FORWARD)) == CUFFT_SUCCESS;
   ok = ok && cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   d = bench_now() - d;
-  ok = ok && cuda_ok(cudaMemcpy(y, S->c, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  ok = ok && cuda_ok(cudaMemcpy(y, S->c, out, cudaMemcpyDeviceToHost), "cudaMemcpy");
   t = bench_now() - t;
   if (!ok) return 1;
   gpu_keep(best, t);
@@ -278,8 +298,9 @@ static const gpu_mode cuda_mode = {
         "on each CUDA device; prints ratios.",
     .open = lib_open,
     .close = lib_close,
-    .sgemm = sgemm_time,
+    .gemm = gemm_time,
     .fft = fft_time,
+    .gemm_dtypes = GPU_DTYPE_BIT(LOOM_F32) | GPU_DTYPE_BIT(LOOM_F64) | GPU_DTYPE_BIT(LOOM_F16),
     .check = check_libs,
     .extra = bench_bandwidth,
     .why_none = why_none,
@@ -287,6 +308,10 @@ static const gpu_mode cuda_mode = {
 
 int loom_bench_cuda(int argc, char **argv) {
   return gpu_bench_run(&cuda_mode, argc, argv);
+}
+
+const gpu_mode *bench_cuda_gpu_mode(void) {
+  return &cuda_mode;
 }
 
 #else
@@ -297,6 +322,10 @@ int loom_bench_cuda(int argc, char **argv) {
   fprintf(stderr,
           "loom-bench cuda: this build has no cuda backend (LOOM_CUDA=OFF or no CUDA toolkit found)\n");
   return 1;
+}
+
+const gpu_mode *bench_cuda_gpu_mode(void) {
+  return NULL;
 }
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "measure.h"
 
 /* ---- the command line -------------------------------------------------------------------------- */
 
@@ -78,40 +79,6 @@ static int parse_args(const gpu_mode *mode, int argc, char **argv, gpu_options *
   return 0;
 }
 
-/* ---- Loom's side: a one-op graph run on the device ---------------------------------------------- */
-
-typedef struct loom_side {
-  loom_graph *g;
-  loom_tensor in[2], out[1];
-  int32_t n_in;
-} loom_side;
-
-static int loom_prepare(loom_side *L, const char *text) {
-  memset(L, 0, sizeof *L);
-  if (loom_graph_parse(text, strlen(text), "bench.lir", &L->g)) return 1;
-  L->n_in = loom_graph_param_count(L->g);
-  for (int32_t p = 0; p < L->n_in; p++) {
-    if (loom_tensor_init(&L->in[p], loom_value_type(L->g, loom_graph_param_at(L->g, p))) ||
-        loom_tensor_fill_random(&L->in[p], 1, (uint64_t)p))
-      return 1;
-  }
-  return 0;
-}
-
-static void loom_release(loom_side *L) {
-  for (int32_t p = 0; p < L->n_in; p++) loom_tensor_deinit(&L->in[p]);
-  loom_tensor_deinit(&L->out[0]);
-  loom_graph_destroy(L->g);
-}
-
-static int loom_time(loom_side *L, loom_context *ctx, const char *id, double *best) {
-  loom_tensor_deinit(&L->out[0]);
-  double t = bench_now();
-  if (loom_graph_run_on_device(ctx, id, L->g, L->in, L->n_in, L->out, 1, NULL)) return 1;
-  gpu_keep(best, bench_now() - t);
-  return 0;
-}
-
 /* ---- one workload: both sides, alternately ------------------------------------------------------ */
 
 /* sgemm (fft false) or fft on the context's device `device` (id `id`). */
@@ -131,22 +98,25 @@ static int bench_workload(const gpu_mode *mode, const gpu_options *o, loom_conte
                     .lib_s = 1e30,
                     .lib_device_s = 1e30,
                     .flops = fft ? 5.0 * (double)n * o->fft_log2 : 2.0 * (double)n * n * n};
-  loom_side L;
+  bench_op L;
   gpu_lib *S = NULL;
-  int rc = loom_prepare(&L, text) || mode->open(&S, ctx, device, bytes, fft ? 8 : bytes, bytes);
+  int rc = bench_op_open(&L, text, 1) || mode->open(&S, ctx, device, bytes, fft ? 8 : bytes, bytes);
   void *result = rc ? NULL : malloc((size_t)bytes);
   rc |= !result;
   for (int32_t i = 0; !rc && i <= o->reps; i++) { /* run 0 warms up (programs, plans, handles) */
     double warm = 1e30, warm_d = 1e30;
     double *best = i ? &r->lib_s : &warm, *best_d = i ? &r->lib_device_s : &warm_d;
-    rc |= loom_time(&L, ctx, id, i ? &r->loom_s : &warm);
-    rc |= fft ? mode->fft(S, n, L.in[0].data, result, best, best_d)
-              : mode->sgemm(S, n, L.in[0].data, L.in[1].data, result, best, best_d);
+    double tl = bench_op_run(ctx, id, &L);
+    rc |= tl < 0;
+    gpu_keep(i ? &r->loom_s : &warm, tl);
+    gpu_fft shape = {1, n, false};
+    rc |= fft ? mode->fft(S, &shape, L.in[0].data, result, best, best_d)
+              : mode->gemm(S, LOOM_F32, n, L.in[0].data, L.in[1].data, result, best, best_d);
   }
   if (r->lib_device_s >= 1e30) r->lib_device_s = 0;
   free(result);
   if (S) mode->close(S);
-  loom_release(&L);
+  bench_op_close(&L);
   return rc;
 }
 
@@ -182,18 +152,6 @@ static void json_result(loom__json *j, const char *id, const char *name, const g
 }
 
 /* ---- the devices -------------------------------------------------------------------------------- */
-
-static bool wanted(const gpu_options *o, const char *id) {
-  if (!o->devices) return true;
-  size_t n = strlen(id);
-  for (const char *p = o->devices; p && *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len == n && strncmp(p, id, n) == 0) return true;
-    p = end ? end + 1 : NULL;
-  }
-  return false;
-}
 
 /* The device's id the mode uses: its own when it has the mode's prefix, else such an alias
  * ("ocl0" of a GPU listed as cuda0); false when it has none. */
@@ -238,7 +196,9 @@ static int bench_devices(const gpu_mode *mode, const gpu_options *o, loom_contex
     loom_device_info d;
     char id[32];
     if (loom_context_device_info(ctx, i, &d)) return 1;
-    if (!(d.backends & mode->backend) || !mode_id(mode, &d, id, sizeof id) || !wanted(o, id)) continue;
+    if (!(d.backends & mode->backend) || !mode_id(mode, &d, id, sizeof id) ||
+        !bench_id_listed(o->devices, id))
+      continue;
     if (bench_device(mode, o, ctx, i, id, d.name ? d.name : "", j)) return 1;
     (*measured)++;
   }

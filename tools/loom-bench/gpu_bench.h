@@ -36,6 +36,15 @@ typedef struct gpu_result {
   double flops;        /* per run */
 } gpu_result;
 
+/* An FFT's shape: `batch` transforms of `len` points along the last axis, c64 to c64 or (real)
+ * f32 to the len/2 + 1 points of c64 r2c gives. */
+typedef struct gpu_fft {
+  int64_t batch, len;
+  bool real;
+} gpu_fft;
+
+#define GPU_DTYPE_BIT(dtype) (1u << (dtype))
+
 /* The library side of one workload on one device, as a mode opens it. */
 typedef struct gpu_lib gpu_lib;
 
@@ -55,10 +64,13 @@ typedef struct gpu_mode {
               int64_t bytes_c);
   void (*close)(gpu_lib *lib);
   /* One timed run each, end to end; keep the best in *best (and *best_device where the mode
-   * measures device time). 1 on failure. The first call may set up plans and handles. */
-  int (*sgemm)(gpu_lib *lib, int64_t n, const float *a, const float *b, float *c, double *best,
-               double *best_device);
-  int (*fft)(gpu_lib *lib, int64_t n, const void *x, void *y, double *best, double *best_device);
+   * measures device time). 1 on failure. The first call may set up plans and handles; a lib
+   * serves one shape (the suite opens one per case). gemm: C = A.B, N x N x N, row-major, of
+   * `dtype` (one of gemm_dtypes). fft: forward, out of place. */
+  int (*gemm)(gpu_lib *lib, loom_dtype dtype, int64_t n, const void *a, const void *b, void *c, double *best,
+              double *best_device);
+  int (*fft)(gpu_lib *lib, const gpu_fft *shape, const void *x, void *y, double *best, double *best_device);
+  uint32_t gemm_dtypes; /* GPU_DTYPE_BIT(LOOM_F32) | ...: the dtypes gemm takes */
   /* Optional: 1 (with a message) when the mode cannot measure the device (a library missing). */
   int (*check)(const char *id);
   /* Optional: more figures of one device after the workloads (cuda: bandwidth), printed and
@@ -72,6 +84,11 @@ typedef struct gpu_mode {
  * prints (and writes) the figures. Returns the exit code: 0 done, 1 failed, 2 bad command
  * line. */
 int gpu_bench_run(const gpu_mode *mode, int argc, char **argv);
+
+/* The OpenCL and CUDA modes' library sides (CLBlast and clFFT, cuBLAS and cuFFT), for the suite
+ * (suite_vendor.c); NULL where this build lacks them. */
+const gpu_mode *bench_opencl_gpu_mode(void);
+const gpu_mode *bench_cuda_gpu_mode(void);
 
 /* Keeps t in *best when it is smaller. */
 static inline void gpu_keep(double *best, double t) {

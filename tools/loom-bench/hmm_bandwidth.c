@@ -23,6 +23,7 @@
 #include "loom/internal/json.h"
 #include "loom/memory.h"
 #include "loom/plan.h"
+#include "measure.h"
 
 typedef struct options {
   int64_t bytes;
@@ -122,27 +123,18 @@ static bool wanted(const options *o, const char *id) {
   return false;
 }
 
-/* loom_buffer_write / read into an OpenCL buffer. */
+/* loom_buffer_write / read of a device-local buffer: the measurement layer's (measure.h), so
+ * the suite and this mode measure it alike. */
 static loom_status measure_explicit(loom_mem_manager *m, int32_t node, const options *o, uint8_t *src,
                                     uint8_t *dst, path_result *out) {
-  loom_buffer *b = NULL;
-  loom_status s = loom_buffer_allocate(m, o->bytes, LOOM_U8, node, LOOM_MEM_DEVICE_LOCAL, &b);
-  out->h2d = out->d2h = out->memcpy_s = 1e30;
-  for (int r = 0; s == LOOM_OK && r < o->reps; r++) {
-    time_memcpy(dst, src, o->bytes, out);
-    double t = bench_now();
-    s = loom_buffer_write(b, 0, src, o->bytes);
-    double w = bench_now() - t;
-    t = bench_now();
-    if (s == LOOM_OK) s = loom_buffer_read(b, 0, dst, o->bytes);
-    double rd = bench_now() - t;
-    if (w < out->h2d) out->h2d = w;
-    if (rd < out->d2h) out->d2h = rd;
-  }
-  if (s == LOOM_OK && memcmp(src, dst, (size_t)o->bytes) != 0)
-    s = data_differs("explicit copies: the data read back differs");
-  loom_buffer_free(b);
-  return s;
+  static char why[256];
+  bench_transfer t;
+  if (bench_measure_host_transfers(m, node, src, dst, o->bytes, o->reps, &t, why, sizeof why))
+    return data_differs(why);
+  out->h2d = t.h2d_s;
+  out->d2h = t.d2h_s;
+  out->memcpy_s = t.memcpy_s;
+  return LOOM_OK;
 }
 
 /* Map, memcpy, unmap on an SVM buffer. Between runs the device takes the buffer for writing,

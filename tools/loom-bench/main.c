@@ -17,6 +17,8 @@ static const mode modes[] = {
      "softmax attention with an n x n score matrix under a limit, fused and unfused, vs unconstrained"},
     {"cpu", loom_bench_cpu,
      "SGEMM (first call in a process and later) and a batched FFT through Loom vs OpenBLAS and FFTW on cpu0"},
+    {"compare", loom_bench_compare,
+     "two suite reports (--json) side by side: B/A per case, regressions beyond a threshold flagged"},
     {"cuda", loom_bench_cuda,
      "SGEMM 8192^3 and a 2^24-point FFT through Loom vs cuBLAS and cuFFT, and host <-> device "
      "bandwidth (explicit copies vs managed memory), per CUDA device"},
@@ -32,12 +34,27 @@ static const mode modes[] = {
      "the executor's cost per op, per run and per loop piece on cpu0 and OpenCL devices, beside NumPy"},
     {"opencl", loom_bench_opencl,
      "SGEMM 2048^3 and a 2^20-point FFT through Loom vs CLBlast and clFFT, per OpenCL device"},
+    {"suite", loom_bench_suite,
+     "every case on every device (GEMM, FFT, reduce, add, topk, conv, transfers, latency) vs the vendor "
+     "library and the device's peak; Markdown, --json, --plot SVG"},
 };
 
 double bench_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+bool bench_id_listed(const char *list, const char *id) {
+  if (!list) return true;
+  size_t n = strlen(id);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, id, n) == 0) return true;
+    p = end ? end + 1 : NULL;
+  }
+  return false;
 }
 
 static void usage(FILE *out) {

@@ -59,16 +59,26 @@ static int lib_open(gpu_lib **out, loom_context *ctx, int32_t device, int64_t by
   return 0;
 }
 
-/* Upload A and B, CLBlastSgemm, read C: the same work as Loom's run. */
-static int sgemm_time(gpu_lib *S, int64_t n, const float *a, const float *b, float *c, double *best,
-                      double *best_device) {
+/* CLBlast's GEMM of `dtype` on the device buffers (row-major C = A.B). */
+static CLBlastStatusCode clblast_gemm(gpu_lib *S, loom_dtype dtype, size_t n) {
+  const CLBlastLayout L = CLBlastLayoutRowMajor;
+  const CLBlastTranspose T = CLBlastTransposeNo;
+  if (dtype == LOOM_F64)
+    return CLBlastDgemm(L, T, T, n, n, n, 1.0, S->a, 0, n, S->b, 0, n, 0.0, S->c, 0, n, &S->q, NULL);
+  if (dtype == LOOM_F16) /* 0x3c00 is 1.0 in IEEE half */
+    return CLBlastHgemm(L, T, T, n, n, n, 0x3c00, S->a, 0, n, S->b, 0, n, 0, S->c, 0, n, &S->q, NULL);
+  return CLBlastSgemm(L, T, T, n, n, n, 1.0f, S->a, 0, n, S->b, 0, n, 0.0f, S->c, 0, n, &S->q, NULL);
+}
+
+/* Upload A and B, the GEMM, read C: the same work as Loom's run. */
+static int gemm_time(gpu_lib *S, loom_dtype dtype, int64_t n, const void *a, const void *b, void *c,
+                     double *best, double *best_device) {
   (void)best_device; /* OpenCL's side is timed end to end only */
-  size_t bytes = (size_t)(n * n) * sizeof(float), N = (size_t)n;
+  size_t bytes = (size_t)(n * n * loom_dtype_size(dtype));
   double t = bench_now();
   cl_int err = clEnqueueWriteBuffer(S->q, S->a, CL_FALSE, 0, bytes, a, 0, NULL, NULL);
   err |= clEnqueueWriteBuffer(S->q, S->b, CL_FALSE, 0, bytes, b, 0, NULL, NULL);
-  CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, N, N, N,
-                                      1.0f, S->a, 0, N, S->b, 0, N, 0.0f, S->c, 0, N, &S->q, NULL);
+  CLBlastStatusCode st = clblast_gemm(S, dtype, (size_t)n);
   err |= clEnqueueReadBuffer(S->q, S->c, CL_TRUE, 0, bytes, c, 0, NULL, NULL);
   t = bench_now() - t;
   if (err || st != CLBlastSuccess) return 1;
@@ -76,22 +86,28 @@ static int sgemm_time(gpu_lib *S, int64_t n, const float *a, const float *b, flo
   return 0;
 }
 
-static int fft_time(gpu_lib *S, int64_t n, const void *x, void *y, double *best, double *best_device) {
+/* An out-of-place single-precision plan of the shape: a batch along the last axis, c2c or r2c. */
+static int fft_plan(gpu_lib *S, const gpu_fft *f) {
+  size_t len = (size_t)f->len, out_len = f->real ? len / 2 + 1 : len;
+  if (clfftCreateDefaultPlan(&S->plan, S->ctx, CLFFT_1D, &len)) return 1;
+  S->have_plan = true;
+  return clfftSetPlanPrecision(S->plan, CLFFT_SINGLE) ||
+         clfftSetLayout(S->plan, f->real ? CLFFT_REAL : CLFFT_COMPLEX_INTERLEAVED,
+                        f->real ? CLFFT_HERMITIAN_INTERLEAVED : CLFFT_COMPLEX_INTERLEAVED) ||
+         clfftSetResultLocation(S->plan, CLFFT_OUTOFPLACE) ||
+         clfftSetPlanBatchSize(S->plan, (size_t)f->batch) || clfftSetPlanDistance(S->plan, len, out_len) ||
+         clfftBakePlan(S->plan, 1, &S->q, NULL, NULL);
+}
+
+static int fft_time(gpu_lib *S, const gpu_fft *f, const void *x, void *y, double *best, double *best_device) {
   (void)best_device;
-  size_t bytes = (size_t)n * 8;
-  if (!S->have_plan) {
-    size_t len = (size_t)n;
-    if (clfftCreateDefaultPlan(&S->plan, S->ctx, CLFFT_1D, &len) ||
-        clfftSetPlanPrecision(S->plan, CLFFT_SINGLE) ||
-        clfftSetLayout(S->plan, CLFFT_COMPLEX_INTERLEAVED, CLFFT_COMPLEX_INTERLEAVED) ||
-        clfftSetResultLocation(S->plan, CLFFT_OUTOFPLACE) || clfftBakePlan(S->plan, 1, &S->q, NULL, NULL))
-      return 1;
-    S->have_plan = true;
-  }
+  size_t in = (size_t)(f->batch * f->len) * (f->real ? 4 : 8);
+  size_t out = (size_t)(f->batch * (f->real ? f->len / 2 + 1 : f->len)) * 8;
+  if (!S->have_plan && fft_plan(S, f)) return 1;
   double t = bench_now();
-  cl_int err = clEnqueueWriteBuffer(S->q, S->a, CL_FALSE, 0, bytes, x, 0, NULL, NULL);
+  cl_int err = clEnqueueWriteBuffer(S->q, S->a, CL_FALSE, 0, in, x, 0, NULL, NULL);
   clfftStatus st = clfftEnqueueTransform(S->plan, CLFFT_FORWARD, 1, &S->q, 0, NULL, NULL, &S->a, &S->c, NULL);
-  err |= clEnqueueReadBuffer(S->q, S->c, CL_TRUE, 0, bytes, y, 0, NULL, NULL);
+  err |= clEnqueueReadBuffer(S->q, S->c, CL_TRUE, 0, out, y, 0, NULL, NULL);
   t = bench_now() - t;
   if (err || st != CLFFT_SUCCESS) return 1;
   gpu_keep(best, t);
@@ -113,12 +129,17 @@ static const gpu_mode opencl_mode = {
         "on each OpenCL device; prints ratios (library time / Loom time).",
     .open = lib_open,
     .close = lib_close,
-    .sgemm = sgemm_time,
+    .gemm = gemm_time,
     .fft = fft_time,
+    .gemm_dtypes = GPU_DTYPE_BIT(LOOM_F32) | GPU_DTYPE_BIT(LOOM_F64) | GPU_DTYPE_BIT(LOOM_F16),
 };
 
 int loom_bench_opencl(int argc, char **argv) {
   return gpu_bench_run(&opencl_mode, argc, argv);
+}
+
+const gpu_mode *bench_opencl_gpu_mode(void) {
+  return &opencl_mode;
 }
 
 #else
@@ -128,6 +149,10 @@ int loom_bench_opencl(int argc, char **argv) {
   (void)argv;
   fprintf(stderr, "loom-bench opencl: this build has no OpenCL backend with CLBlast and clFFT\n");
   return 1;
+}
+
+const gpu_mode *bench_opencl_gpu_mode(void) {
+  return NULL;
 }
 
 #endif

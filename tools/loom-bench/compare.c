@@ -1,0 +1,198 @@
+/* loom-bench compare A.json B.json: two suite reports (two machines, drivers or Loom versions)
+ * side by side. Each case is keyed by device id, name, dtype and size; B/A is B's time over A's
+ * (above 1: B is slower), a regression when it exceeds 1 + the threshold. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "json_read.h"
+
+typedef struct compare_options {
+  const char *a, *b;
+  double threshold;
+  bool fail_on_regression;
+} compare_options;
+
+static int usage(FILE *f, int rc) {
+  fputs(
+      "usage: loom-bench compare A.json B.json [--threshold X] [--fail-on-regression]\n"
+      "  Every case of two `loom-bench suite --json` reports side by side: Loom's time in each, B/A\n"
+      "  (B's time over A's: above 1, B is slower) and each side's ratio to its vendor library.\n"
+      "  --threshold X         flag a regression where B/A > 1 + X (default 0.1)\n"
+      "  --fail-on-regression  exit 1 when a case regressed (else 0 whatever the figures)\n",
+      f);
+  return rc;
+}
+
+static int parse_args(int argc, char **argv, compare_options *o) {
+  *o = (compare_options){.threshold = 0.1};
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i];
+    if (!strcmp(f, "--help")) return usage(stdout, -1);
+    if (!strcmp(f, "--fail-on-regression")) {
+      o->fail_on_regression = true;
+    } else if (!strcmp(f, "--threshold")) {
+      char *end = NULL;
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      o->threshold = strtod(v, &end);
+      if (!*v || *end || !(o->threshold >= 0 && o->threshold <= 100)) {
+        fprintf(stderr, "loom-bench compare: --threshold '%s': want a fraction from 0 to 100, as 0.1\n", v);
+        return 2;
+      }
+    } else if (f[0] == '-' && f[1] == '-') {
+      fprintf(stderr, "loom-bench compare: unknown option '%s'\n", f);
+      return usage(stderr, 2);
+    } else if (!o->a || !o->b) {
+      *(o->a ? &o->b : &o->a) = f;
+    } else {
+      fprintf(stderr, "loom-bench compare: a third report '%s': compare takes two\n", f);
+      return 2;
+    }
+  }
+  if (!o->b) {
+    fprintf(stderr, "loom-bench compare: want two reports, A.json and B.json\n");
+    return usage(stderr, 2);
+  }
+  return 0;
+}
+
+/* Reads and parses a suite report; 1 (with a message) when it is not one. */
+static int load(const char *path, jr_value *v) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "loom-bench compare: cannot read %s\n", path);
+    return 1;
+  }
+  char *text = NULL;
+  size_t len = 0, cap = 0, got;
+  do {
+    if (len == cap && !(text = realloc(text, cap = cap ? 2 * cap : 65536))) break;
+    got = fread(text + len, 1, cap - len, f);
+    len += got;
+  } while (got > 0);
+  fclose(f);
+  char why[160];
+  int rc = !text || jr_parse(text, len, v, why, sizeof why);
+  free(text);
+  if (rc) {
+    fprintf(stderr, "loom-bench compare: %s: not JSON: %s\n", path, text ? why : "out of memory");
+    return 1;
+  }
+  const jr_value *devices = jr_get(v, "devices");
+  if (strcmp(jr_string(v, "schema"), "loom-bench-suite/1") || !devices || devices->type != JR_ARRAY) {
+    fprintf(stderr, "loom-bench compare: %s: not a loom-bench suite report (no schema loom-bench-suite/1)\n",
+            path);
+    jr_free(v);
+    return 1;
+  }
+  return 0;
+}
+
+/* The case of report r on device `id` with c's name, dtype and size, or NULL. */
+static const jr_value *find_case(const jr_value *r, const char *id, const jr_value *c) {
+  const jr_value *devices = jr_get(r, "devices");
+  for (int32_t i = 0; i < devices->n; i++) {
+    const jr_value *d = &devices->items[i], *cases = jr_get(d, "cases");
+    if (strcmp(jr_string(d, "id"), id) || !cases || cases->type != JR_ARRAY) continue;
+    for (int32_t k = 0; k < cases->n; k++) {
+      const jr_value *x = &cases->items[k];
+      if (!strcmp(jr_string(x, "name"), jr_string(c, "name")) &&
+          !strcmp(jr_string(x, "dtype"), jr_string(c, "dtype")) &&
+          !strcmp(jr_string(x, "size"), jr_string(c, "size")))
+        return x;
+    }
+  }
+  return NULL;
+}
+
+static void print_time(double s) {
+  if (s <= 0)
+    fputs(" - |", stdout);
+  else if (s < 1e-3)
+    printf(" %.1f us |", s * 1e6);
+  else
+    printf(" %.3f ms |", s * 1e3);
+}
+
+static void print_vendor_ratio(const jr_value *c) {
+  double r = c ? jr_number(c, "ratio", -1) : -1;
+  if (r > 0)
+    printf(" %.2f |", r);
+  else
+    fputs(" - |", stdout);
+}
+
+/* One row: a case in both reports, or in one (the other NULL). Returns whether it regressed. */
+static bool print_row(const char *id, const jr_value *a, const jr_value *b, double threshold) {
+  const jr_value *c = a ? a : b;
+  printf("| %s | %s | %s | %s |", id, jr_string(c, "name"), jr_string(c, "dtype"), jr_string(c, "size"));
+  double ta = a ? jr_number(a, "seconds", -1) : -1, tb = b ? jr_number(b, "seconds", -1) : -1;
+  print_time(ta);
+  print_time(tb);
+  bool regressed = false;
+  if (!a || !b) {
+    printf(" - | only in %s |", a ? "A" : "B");
+  } else if (ta <= 0 || tb <= 0) {
+    printf(" - | not measured in %s |", ta <= 0 && tb <= 0 ? "either" : ta <= 0 ? "A" : "B");
+  } else {
+    regressed = tb / ta > 1 + threshold;
+    printf(" %.2f | %s |", tb / ta, regressed ? "REGRESSION" : tb / ta < 1 / (1 + threshold) ? "faster" : "");
+  }
+  print_vendor_ratio(a);
+  print_vendor_ratio(b);
+  putchar('\n');
+  return regressed;
+}
+
+/* Rows of every case of `from`; with `other` absent from the other report only (only_missing). */
+static int32_t rows(const jr_value *from, const jr_value *other, bool from_is_a, bool only_missing,
+                    double threshold) {
+  const jr_value *devices = jr_get(from, "devices");
+  int32_t regressions = 0;
+  for (int32_t i = 0; i < devices->n; i++) {
+    const jr_value *d = &devices->items[i], *cases = jr_get(d, "cases");
+    const char *id = jr_string(d, "id");
+    for (int32_t k = 0; cases && cases->type == JR_ARRAY && k < cases->n; k++) {
+      const jr_value *c = &cases->items[k], *o = find_case(other, id, c);
+      if (only_missing && o) continue;
+      regressions += print_row(id, from_is_a ? c : o, from_is_a ? o : c, threshold);
+    }
+  }
+  return regressions;
+}
+
+static void print_devices(const char *label, const char *path, const jr_value *r) {
+  const jr_value *devices = jr_get(r, "devices");
+  printf("%s: %s (Loom %s, %s sizes)\n", label, path, jr_string(r, "loom_version"), jr_string(r, "profile"));
+  for (int32_t i = 0; i < devices->n; i++)
+    printf("  %s: %s (%s), driver %s\n", jr_string(&devices->items[i], "id"),
+           jr_string(&devices->items[i], "name"), jr_string(&devices->items[i], "vendor"),
+           jr_string(&devices->items[i], "driver"));
+}
+
+int loom_bench_compare(int argc, char **argv) {
+  compare_options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc < 0 ? 0 : rc;
+  jr_value a, b;
+  if (load(o.a, &a)) return 1;
+  if (load(o.b, &b)) {
+    jr_free(&a);
+    return 1;
+  }
+  print_devices("A", o.a, &a);
+  print_devices("B", o.b, &b);
+  printf("\nB/A = B's time / A's time; a regression where it is above %.2f\n\n", 1 + o.threshold);
+  puts(
+      "| device | case | dtype | size | A | B | B/A | | A vs library | B vs library |\n"
+      "|---|---|---|---|---|---|---|---|---|---|");
+  int32_t regressions = rows(&a, &b, true, false, o.threshold);
+  rows(&b, &a, false, true, o.threshold);
+  printf("\n%d regression%s beyond %.0f%%\n", (int)regressions, regressions == 1 ? "" : "s",
+         o.threshold * 100);
+  jr_free(&a);
+  jr_free(&b);
+  return regressions && o.fail_on_regression ? 1 : 0;
+}

@@ -1,0 +1,80 @@
+/* loom-bench's measurement layer: how one case is measured, shared by the modes that compare
+ * Loom with a vendor library (opencl, cuda, suite) and written for the scheduler's performance
+ * models (issue 15: `loom-bench calibrate` is to call these same functions, so calibrate and
+ * suite never disagree on what a case costs).
+ *
+ * A case is a one-op graph (bench_op) run on one device: one warm-up run, then the best of
+ * `reps` timed runs, end to end from host memory to a new host result. Where a vendor library
+ * does the same work (bench_vendor), its side runs alternately with Loom's, so a busy machine
+ * slows both alike; the ratio is vendor time / Loom time (1.00: as fast as the library called
+ * directly). */
+#ifndef LOOM_BENCH_MEASURE_H
+#define LOOM_BENCH_MEASURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loom/loom.h"
+
+enum { BENCH_OP_MAX_IN = 3 };
+
+/* A one-op graph and its random inputs (owned; bench_op_close frees them). */
+typedef struct bench_op {
+  loom_graph *g;
+  loom_tensor in[BENCH_OP_MAX_IN];
+  int32_t n_in, n_out;
+} bench_op;
+
+/* Parses `text` (.lir, at most BENCH_OP_MAX_IN parameters) and fills each parameter with
+ * random values of stream p and seed `seed`. 1 on failure, the message in loom_last_error;
+ * *op is then closed. */
+int bench_op_open(bench_op *op, const char *text, uint64_t seed);
+void bench_op_close(bench_op *op);
+
+/* One run of op on device `id` of ctx into new results (freed here): its seconds, or -1 on
+ * failure (loom_last_error says why). */
+double bench_op_run(loom_context *ctx, const char *id, const bench_op *op);
+
+/* The vendor's side of one case: one call of `run` does the op's work once, end to end from
+ * the op's host inputs into host memory, and returns its seconds (or -1 with a message in
+ * `why`). `state` is the side's own (a plan, a handle, device buffers); close frees it. */
+typedef struct bench_vendor {
+  const char *library; /* "OpenBLAS", "FFTW", "CLBlast", "memcpy" */
+  void *state;
+  double (*run)(void *state, const bench_op *op, char *why, size_t why_size);
+  void (*close)(void *state);
+} bench_vendor;
+
+/* Best seconds of each side; vendor_s is 0 where there was no vendor side. */
+typedef struct bench_times {
+  double loom_s, vendor_s;
+} bench_times;
+
+/* Loom's side of op on `id` and, when v is not NULL, v's side, alternately: one warm-up run of
+ * each, then `reps` timed runs each; the best of each kept in *t. 1 on a failed run, with the
+ * message in why. */
+int bench_measure(loom_context *ctx, const char *id, const bench_op *op, const bench_vendor *v, int32_t reps,
+                  bench_times *t, char *why, size_t why_size);
+
+/* Transfers through the memory manager of `bytes` from the caller's host buffer src (its
+ * contents the data) and back into dst, beside a plain memcpy src -> dst of the same bytes run
+ * next to each transfer: one warm-up, then the best of `reps`. 1 on failure, or when the bytes
+ * read back differ from src, with the message in why. */
+typedef struct bench_transfer {
+  double h2d_s, d2h_s, memcpy_s;
+} bench_transfer;
+
+/* loom_buffer_write then loom_buffer_read of a device-local buffer on `node`. */
+int bench_measure_host_transfers(loom_mem_manager *m, int32_t node, const void *src, void *dst, int64_t bytes,
+                                 int32_t reps, bench_transfer *t, char *why, size_t why_size);
+/* A buffer on node a acquired for reading on node b (migration off: a copy made and dropped
+ * each time): its best seconds in t->h2d_s (d2h_s unused). */
+int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, const void *src, void *dst,
+                                int64_t bytes, int32_t reps, bench_transfer *t, char *why, size_t why_size);
+
+/* Keeps t in *best when it is smaller (or *best is not set yet: <= 0). */
+static inline void bench_keep(double *best, double t) {
+  if (*best <= 0 || t < *best) *best = t;
+}
+
+#endif

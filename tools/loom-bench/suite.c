@@ -1,0 +1,540 @@
+/* loom-bench suite: every case on every device, each beside the vendor library called directly
+ * in the same process and beside the device's peak (issue 19). The measuring is measure.h's,
+ * the vendor sides suite_vendor.c's and the reports suite_report.c's. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "suite.h"
+
+/* ---- sizes ------------------------------------------------------------------------------------- */
+
+typedef struct profile {
+  const char *name;
+  int64_t gemm[3]; /* N of each GEMM */
+  int32_t fft_log2;
+  int64_t batch, batch_len;
+  int64_t vec; /* reduce and add */
+  int64_t topk_n, topk_k;
+  int64_t conv[5];  /* N, C, H (= W), O, kernel */
+  int64_t transfer; /* bytes */
+  int32_t reps;
+} profile;
+
+static const profile profiles[] = {
+    {.name = "full",
+     .gemm = {512, 1024, 2048},
+     .fft_log2 = 20,
+     .batch = 256,
+     .batch_len = 4096,
+     .vec = (int64_t)1 << 24,
+     .topk_n = (int64_t)1 << 20,
+     .topk_k = 16,
+     .conv = {8, 64, 64, 64, 3},
+     .transfer = (int64_t)64 << 20,
+     .reps = 5},
+    {.name = "quick",
+     .gemm = {64, 128, 256},
+     .fft_log2 = 14,
+     .batch = 64,
+     .batch_len = 1024,
+     .vec = (int64_t)1 << 20,
+     .topk_n = (int64_t)1 << 16,
+     .topk_k = 16,
+     .conv = {1, 16, 32, 16, 3},
+     .transfer = (int64_t)4 << 20,
+     .reps = 3},
+    /* for the tests: every case runs, in well under a second */
+    {.name = "tiny",
+     .gemm = {8, 16, 32},
+     .fft_log2 = 6,
+     .batch = 4,
+     .batch_len = 64,
+     .vec = 1024,
+     .topk_n = 256,
+     .topk_k = 4,
+     .conv = {1, 2, 8, 2, 3},
+     .transfer = 64 << 10,
+     .reps = 1},
+};
+
+typedef struct suite_options {
+  const profile *p;
+  const char *devices, *json, *plot;
+  int32_t reps;
+} suite_options;
+
+static int usage(FILE *f, int rc) {
+  fputs(
+      "usage: loom-bench suite [--quick] [--devices LIST] [--json FILE] [--plot FILE.svg] [--reps N]\n"
+      "  Every device found (cpu0, OpenCL, CUDA): GEMM f32/f64 (f16 where the device has it) at three\n"
+      "  sizes, FFT (c2c 1-D, batched, r2c), reduce_sum, an elementwise add, topk, conv, transfers\n"
+      "  (host to device, device to host, device to device) and per-op latency; each beside the vendor\n"
+      "  library called directly (ratio = library time / Loom time) and the device's peak.\n"
+      "  --quick         small sizes, 3 timed runs: about a minute on 2 cores\n"
+      "  --devices LIST  device ids, as cpu0,ocl1 (default: every device)\n"
+      "  --json FILE     also write the report as JSON (docs/bench.md has its schema)\n"
+      "  --plot FILE     also draw a roofline per device and the ratios as SVG\n"
+      "  --reps N        timed runs per case after one warm-up; the best is kept\n"
+      "  --tiny          for the tests: tiny sizes, one timed run (the figures mean nothing)\n",
+      f);
+  return rc;
+}
+
+static int bad(const char *what, const char *v) {
+  fprintf(stderr, "loom-bench suite: %s '%s'\n", what, v);
+  return usage(stderr, 2);
+}
+
+static int parse_args(int argc, char **argv, suite_options *o) {
+  *o = (suite_options){.p = &profiles[0]};
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i];
+    if (!strcmp(f, "--help")) return usage(stdout, -1);
+    if (!strcmp(f, "--quick") || !strcmp(f, "--tiny")) {
+      o->p = &profiles[f[2] == 'q' ? 1 : 2];
+      continue;
+    }
+    const char **dst = !strcmp(f, "--devices") ? &o->devices
+                       : !strcmp(f, "--json")  ? &o->json
+                       : !strcmp(f, "--plot")  ? &o->plot
+                                               : NULL;
+    if (!dst && strcmp(f, "--reps")) return bad("unknown option", f);
+    if (i + 1 >= argc) return bad("missing value after", f);
+    const char *v = argv[++i];
+    if (dst) {
+      *dst = v;
+      continue;
+    }
+    char *end = NULL;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 1 || x > 1000) {
+      fprintf(stderr, "loom-bench suite: --reps '%s': want a count from 1 to 1000\n", v);
+      return 2;
+    }
+    o->reps = (int32_t)x;
+  }
+  if (!o->reps) o->reps = o->p->reps;
+  return 0;
+}
+
+/* ---- the cases ------------------------------------------------------------------------------------ */
+
+static suite_case *add_case(suite_device *d, suite_kind kind, const char *name, const char *dtype) {
+  if (d->n_cases == d->cap_cases) {
+    int32_t cap = d->cap_cases ? 2 * d->cap_cases : 32;
+    suite_case *c = realloc(d->cases, (size_t)cap * sizeof *c);
+    if (!c) return NULL;
+    d->cases = c;
+    d->cap_cases = cap;
+  }
+  suite_case *c = &d->cases[d->n_cases++];
+  memset(c, 0, sizeof *c);
+  c->kind = kind;
+  c->fraction = -1;
+  snprintf(c->name, sizeof c->name, "%s", name);
+  snprintf(c->dtype, sizeof c->dtype, "%s", dtype);
+  return c;
+}
+
+static double log2i(int64_t n) {
+  double l = 0;
+  for (; n > 1; n >>= 1) l += 1;
+  return l;
+}
+
+static int64_t dtype_bytes(const char *dt) {
+  return !strcmp(dt, "f16") ? 2 : !strcmp(dt, "f64") || !strcmp(dt, "c64") ? 8 : !strcmp(dt, "c128") ? 16 : 4;
+}
+
+/* The case's graph text, its size label, flops and bytes. */
+static void case_graph(const suite_options *o, suite_case *c, int64_t n, char *text, size_t size) {
+  const profile *p = o->p;
+  const char *t = c->dtype;
+  double e = (double)dtype_bytes(t);
+  long long N = (long long)n;
+  switch (c->kind) {
+    case SUITE_GEMM:
+      snprintf(text, size, "graph g(a: %s[%lld,%lld], b: %s[%lld,%lld]) { c = dot a b\n return c }", t, N, N,
+               t, N, N);
+      snprintf(c->size, sizeof c->size, "%lldx%lldx%lld", N, N, N);
+      c->flops = 2.0 * (double)n * (double)n * (double)n;
+      c->bytes = 3.0 * (double)n * (double)n * e;
+      break;
+    case SUITE_FFT:
+    case SUITE_RFFT:
+      snprintf(text, size, "graph g(x: %s[%lld]) { y = %s x axis=0\n return y }", t, N,
+               c->kind == SUITE_FFT ? "fft" : "rfft");
+      snprintf(c->size, sizeof c->size, "2^%d", (int)log2i(n));
+      c->flops = (c->kind == SUITE_FFT ? 5.0 : 2.5) * (double)n * log2i(n);
+      c->bytes = c->kind == SUITE_FFT ? 2.0 * (double)n * e : (double)n * e + (double)(n / 2 + 1) * 2 * e;
+      break;
+    case SUITE_FFT_BATCH:
+      snprintf(text, size, "graph g(x: %s[%lld,%lld]) { y = fft x axis=-1\n return y }", t,
+               (long long)p->batch, (long long)p->batch_len);
+      snprintf(c->size, sizeof c->size, "%lldx%lld", (long long)p->batch, (long long)p->batch_len);
+      c->flops = 5.0 * (double)(p->batch * p->batch_len) * log2i(p->batch_len);
+      c->bytes = 2.0 * (double)(p->batch * p->batch_len) * e;
+      break;
+    case SUITE_REDUCE:
+      snprintf(text, size, "graph g(x: %s[%lld]) { s = reduce_sum x axes=[0]\n return s }", t, N);
+      snprintf(c->size, sizeof c->size, "%lld", N);
+      c->flops = (double)n;
+      c->bytes = (double)n * e;
+      break;
+    case SUITE_ADD:
+    case SUITE_LATENCY:
+      snprintf(text, size, "graph g(x: %s[%lld], y: %s[%lld]) { z = add x y\n return z }", t, N, t, N);
+      snprintf(c->size, sizeof c->size, "%lld", N);
+      c->flops = (double)n;
+      c->bytes = 3.0 * (double)n * e;
+      break;
+    case SUITE_TOPK:
+      snprintf(text, size, "graph g(x: %s[%lld]) { v, i = topk x k=%lld axis=0\n return v, i }", t, N,
+               (long long)p->topk_k);
+      snprintf(c->size, sizeof c->size, "%lld k=%lld", N, (long long)p->topk_k);
+      c->flops = (double)n;
+      c->bytes = (double)n * e + (double)p->topk_k * (e + 8);
+      break;
+    case SUITE_CONV: {
+      const int64_t *v = p->conv; /* N, C, H, O, K: padding keeps H */
+      snprintf(text, size,
+               "graph g(x: %s[%lld,%lld,%lld,%lld], w: %s[%lld,%lld,%lld,%lld]) {\n"
+               " y = conv x w stride=[1,1] padding=[%lld,%lld]\n return y }",
+               t, (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[2], t, (long long)v[3],
+               (long long)v[1], (long long)v[4], (long long)v[4], (long long)(v[4] / 2),
+               (long long)(v[4] / 2));
+      snprintf(c->size, sizeof c->size, "%lldx%lldx%lldx%lld *%lldx%lld", (long long)v[0], (long long)v[1],
+               (long long)v[2], (long long)v[2], (long long)v[3], (long long)v[4]);
+      double out = (double)(v[0] * v[3] * v[2] * v[2]);
+      c->flops = 2.0 * out * (double)(v[1] * v[4] * v[4]);
+      c->bytes = ((double)(v[0] * v[1] * v[2] * v[2]) + (double)(v[3] * v[1] * v[4] * v[4]) + out) * e;
+      break;
+    }
+    default:
+      text[0] = '\0';
+  }
+}
+
+/* Rate, fraction of peak and ratio of a measured case. */
+static void case_figures(const suite_device *d, suite_case *c) {
+  bool memory = c->kind == SUITE_REDUCE || c->kind == SUITE_ADD || c->kind == SUITE_TOPK ||
+                c->kind == SUITE_H2D || c->kind == SUITE_D2H || c->kind == SUITE_D2D;
+  if (c->kind == SUITE_LATENCY) {
+    c->rate = c->seconds * 1e6;
+    c->unit = "us";
+  } else if (memory) {
+    c->rate = c->bytes / c->seconds * 1e-9;
+    c->unit = "GB/s";
+    if (d->peak_gbps > 0) c->fraction = c->rate / d->peak_gbps;
+  } else {
+    c->rate = c->flops / c->seconds * 1e-9;
+    c->unit = "GFLOP/s";
+    /* f64 at half the f32 lanes: true of the CPUs the spec peak is computed for */
+    double peak = !strcmp(c->dtype, "f64") || !strcmp(c->dtype, "c128") ? d->peak_gflops / 2 : d->peak_gflops;
+    if (peak > 0) c->fraction = c->rate / peak;
+  }
+  if (c->library_seconds > 0) c->ratio = c->library_seconds / c->seconds;
+}
+
+/* Opens, measures and closes one op case. */
+static void run_op_case(const suite_options *o, suite_device *d, const loom_device_info *info,
+                        loom_context *ctx, int32_t index, suite_case *c, int64_t n) {
+  char text[512];
+  case_graph(o, c, n, text, sizeof text);
+  bench_op op;
+  if (bench_op_open(&op, text, 1)) {
+    snprintf(c->error, sizeof c->error, "graph: %s", loom_last_error());
+    return;
+  }
+  bench_vendor v = {0};
+  bool have = !suite_vendor_open(c, d, info, ctx, index, &op, &v, c->reason, sizeof c->reason);
+  if (have) snprintf(c->library, sizeof c->library, "%s", v.library);
+  bench_times t;
+  int32_t reps = c->kind == SUITE_LATENCY ? 10 * o->reps : o->reps;
+  if (bench_measure(ctx, d->id, &op, have ? &v : NULL, reps, &t, c->error, sizeof c->error) == 0) {
+    c->seconds = t.loom_s;
+    c->library_seconds = t.vendor_s;
+  }
+  if (have && v.close) v.close(v.state);
+  bench_op_close(&op);
+}
+
+/* ---- transfers ----------------------------------------------------------------------------------- */
+
+/* The device's memory node, when it is a device node (cpu0 works in host memory: -1). */
+static int32_t device_node(loom_mem_manager *m, int32_t index) {
+  int32_t node;
+  loom_mem_node_info ni;
+  if (loom_mem_device_node(m, index, &node) || loom_mem_node_info_get(m, node, &ni)) return -1;
+  return ni.kind == LOOM_MEMORY_DEVICE ? node : -1;
+}
+
+static void transfer_case(suite_device *d, suite_kind kind, const char *name, int64_t bytes, const char *to,
+                          double seconds, double memcpy_s, const char *error) {
+  suite_case *c = add_case(d, kind, name, "u8");
+  if (!c) return;
+  snprintf(c->size, sizeof c->size, "%lld KiB%s%s", (long long)(bytes >> 10), to ? " -> " : "", to ? to : "");
+  /* a copy reads and writes each byte, as memcpy does */
+  c->bytes = 2.0 * (double)bytes;
+  snprintf(c->error, sizeof c->error, "%s", error);
+  if (error[0]) return;
+  c->seconds = seconds;
+  c->library_seconds = memcpy_s;
+  snprintf(c->library, sizeof c->library, "memcpy");
+}
+
+/* Host buffers of the transfers, src filled with a pattern and dst touched, so no figure pays
+ * first-touch page faults. 1 when the host has no memory for them. */
+static int host_buffers(int64_t bytes, uint8_t **src, uint8_t **dst) {
+  *src = malloc((size_t)bytes);
+  *dst = malloc((size_t)bytes);
+  if (!*src || !*dst) {
+    free(*src);
+    free(*dst);
+    return 1;
+  }
+  for (int64_t i = 0; i < bytes; i++) (*src)[i] = (uint8_t)(i * 131 + 7);
+  memset(*dst, 0, (size_t)bytes);
+  return 0;
+}
+
+static void run_transfers(const suite_options *o, suite_device *d, loom_context *ctx, int32_t index) {
+  loom_mem_manager *m = NULL;
+  int32_t node;
+  uint8_t *src, *dst;
+  int64_t bytes = o->p->transfer;
+  if (loom_context_memory(ctx, &m) || (node = device_node(m, index)) < 0) return;
+  char why[200] = "no host memory for the transfers' buffers";
+  bench_transfer t = {0};
+  if (host_buffers(bytes, &src, &dst) == 0) {
+    why[0] = '\0';
+    bench_measure_host_transfers(m, node, src, dst, bytes, o->reps, &t, why, sizeof why);
+  }
+  transfer_case(d, SUITE_H2D, "h2d", bytes, NULL, t.h2d_s, t.memcpy_s, why);
+  transfer_case(d, SUITE_D2H, "d2h", bytes, NULL, t.d2h_s, t.memcpy_s, why);
+  for (int32_t j = 0; why[0] == '\0' && j < loom_context_device_count(ctx); j++) {
+    loom_device_info other;
+    int32_t to = j == index ? -1 : device_node(m, j);
+    if (to < 0 || to == node || loom_context_device_info(ctx, j, &other)) continue;
+    char err[200] = "";
+    bench_measure_peer_transfer(m, node, to, src, dst, bytes, o->reps, &t, err, sizeof err);
+    transfer_case(d, SUITE_D2D, "d2d", bytes, other.id, t.h2d_s, t.memcpy_s, err);
+  }
+  if (why[0] == '\0') {
+    free(src);
+    free(dst);
+  }
+}
+
+/* ---- peaks ------------------------------------------------------------------------------------------ */
+
+/* f32 lanes of the host's widest vector unit: cpu0 and CPU OpenCL devices (PoCL) run on it. */
+static int host_lanes(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 16;
+  if (__builtin_cpu_supports("avx")) return 8;
+#endif
+  return 4;
+}
+
+/* The peak from what the device says: clock x units x f32 lanes x 2 (a multiply-add). Lanes
+ * are known for CPUs (the host's vector width) and CUDA devices (per compute capability); an
+ * OpenCL GPU does not say, so its peak is measured afterwards (measured_peaks). */
+static void spec_peak(suite_device *d, const loom_device_info *info) {
+  int lanes = 0;
+  const char *what = "";
+  if (info->kind == LOOM_DEVICE_CPU) {
+    lanes = host_lanes();
+    what = "f32 lanes of the host's vector unit";
+  } else if (info->compute_capability_major > 0) {
+    int cc = 10 * info->compute_capability_major + info->compute_capability_minor;
+    lanes = cc == 70 || cc == 72 || cc == 75 || cc == 80 || cc == 60 ? 64 : 128;
+    what = "FP32 lanes per multiprocessor of its compute capability";
+  }
+  if (lanes == 0 || info->clock_mhz <= 0 || info->compute_units <= 0) return;
+  d->peak_gflops = 2.0 * lanes * (double)info->compute_units * info->clock_mhz * 1e-3;
+  snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "spec: %d MHz x %d units x %d %s x 2",
+           (int)info->clock_mhz, (int)info->compute_units, lanes, what);
+}
+
+/* Peaks the device did not give: the best rate any case reached, either side. Transfers do not
+ * count towards the memory peak: they measure the link (PCIe), not the device's memory. */
+static void measured_peaks(suite_device *d, double host_gbps, bool host_unified) {
+  double flops = 0, gbps = 0;
+  for (int32_t i = 0; i < d->n_cases; i++) {
+    const suite_case *c = &d->cases[i];
+    double best = c->library_seconds > 0 && c->library_seconds < c->seconds ? c->library_seconds : c->seconds;
+    if (c->seconds <= 0 || c->kind == SUITE_LATENCY) continue;
+    /* memcpy beside each transfer is the host's copy rate, as host_gbps is */
+    if (host_unified && c->library_seconds > 0 && (c->kind == SUITE_H2D || c->kind == SUITE_D2H))
+      host_gbps = fmax(host_gbps, c->bytes / c->library_seconds * 1e-9);
+    if (c->kind <= SUITE_FFT_BATCH || c->kind == SUITE_CONV)
+      flops = c->flops / best * 1e-9 > flops ? c->flops / best * 1e-9 : flops;
+    else if ((c->kind == SUITE_REDUCE || c->kind == SUITE_ADD || c->kind == SUITE_TOPK) &&
+             c->bytes / best * 1e-9 > gbps)
+      gbps = c->bytes / best * 1e-9;
+  }
+  if (d->peak_gflops <= 0 && flops > 0) {
+    d->peak_gflops = flops;
+    snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source,
+             "measured: the best GEMM, FFT or conv rate of this run, Loom or library");
+  }
+  if (host_unified && host_gbps >= gbps) gbps = host_gbps;
+  if (gbps > 0) {
+    d->peak_gbps = gbps;
+    snprintf(d->peak_gbps_source, sizeof d->peak_gbps_source, "%s",
+             host_unified && gbps == host_gbps ? "measured: memcpy on the host (read + write)"
+                                               : "measured: the best memory-bound case of this run");
+  }
+}
+
+/* memcpy's GB/s (read + write) of the transfer size on the host. */
+static double host_memcpy_gbps(const suite_options *o) {
+  uint8_t *a = malloc((size_t)o->p->transfer), *b = malloc((size_t)o->p->transfer);
+  double best = 0;
+  if (a && b) {
+    memset(a, 1, (size_t)o->p->transfer);
+    memset(b, 0, (size_t)o->p->transfer);
+    for (int32_t r = 0; r <= 10; r++) { /* cheap, and the reference of every memory figure */
+      double t = bench_now();
+      memcpy(b, a, (size_t)o->p->transfer);
+      if (r > 0) bench_keep(&best, bench_now() - t);
+    }
+  }
+  free(a);
+  free(b);
+  return best > 0 ? 2.0 * (double)o->p->transfer / best * 1e-9 : 0;
+}
+
+/* ---- one device ------------------------------------------------------------------------------------ */
+
+static bool interactive;
+
+static void progress(const suite_device *d, const suite_case *c) {
+  if (!interactive) return;
+  fprintf(stderr, "\r\033[K loom-bench suite: %s  %s %s %s", d->id, c->name, c->dtype, c->size);
+  fflush(stderr);
+}
+
+static void copy_identity(suite_device *d, const loom_device_info *info) {
+  snprintf(d->id, sizeof d->id, "%s", info->id);
+  snprintf(d->vendor, sizeof d->vendor, "%s", info->vendor ? info->vendor : "");
+  snprintf(d->name, sizeof d->name, "%s", info->name ? info->name : "");
+  snprintf(d->driver, sizeof d->driver, "%s", info->driver_version ? info->driver_version : "");
+  if (info->backends == LOOM_BACKEND_CPU)
+    suite_cpu_runtime(d->runtime, sizeof d->runtime);
+  else
+    snprintf(d->runtime, sizeof d->runtime, "%s", info->version ? info->version : "");
+  snprintf(d->kind, sizeof d->kind, "%s",
+           info->kind == LOOM_DEVICE_CPU   ? "cpu"
+           : info->kind == LOOM_DEVICE_GPU ? "gpu"
+                                           : "accelerator");
+  d->compute_units = info->compute_units;
+  d->clock_mhz = info->clock_mhz;
+}
+
+static void run_device(const suite_options *o, suite_device *d, const loom_device_info *info,
+                       loom_context *ctx, int32_t index, double host_gbps) {
+  copy_identity(d, info);
+  spec_peak(d, info);
+  const char *gemm_types[3] = {"f32", info->fp64 ? "f64" : NULL, info->fp16 ? "f16" : NULL};
+  const profile *p = o->p;
+  struct {
+    suite_kind kind;
+    const char *name, *dtype;
+    int64_t n;
+  } ops[] = {
+      {SUITE_FFT, "fft", "c64", (int64_t)1 << p->fft_log2},
+      {SUITE_FFT_BATCH, "fft_batched", "c64", 0},
+      {SUITE_RFFT, "rfft", "f32", (int64_t)1 << p->fft_log2},
+      {SUITE_REDUCE, "reduce_sum", "f32", p->vec},
+      {SUITE_ADD, "add", "f32", p->vec},
+      {SUITE_TOPK, "topk", "f32", p->topk_n},
+      {SUITE_CONV, "conv2d", "f32", 0},
+      {SUITE_LATENCY, "latency", "f32", 1},
+  };
+  for (int t = 0; t < 3; t++)
+    for (int s = 0; gemm_types[t] && s < 3; s++) {
+      suite_case *c = add_case(d, SUITE_GEMM, "gemm", gemm_types[t]);
+      if (!c) return;
+      case_graph(o, c, p->gemm[s], (char[512]){0}, 512);
+      progress(d, c);
+      run_op_case(o, d, info, ctx, index, c, p->gemm[s]);
+    }
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    suite_case *c = add_case(d, ops[i].kind, ops[i].name, ops[i].dtype);
+    if (!c) return;
+    case_graph(o, c, ops[i].n, (char[512]){0}, 512);
+    progress(d, c);
+    run_op_case(o, d, info, ctx, index, c, ops[i].n);
+  }
+  if (interactive) fprintf(stderr, "\r\033[K loom-bench suite: %s  transfers", d->id);
+  run_transfers(o, d, ctx, index);
+  measured_peaks(d, host_gbps, info->host_unified);
+  for (int32_t i = 0; i < d->n_cases; i++)
+    if (d->cases[i].seconds > 0) case_figures(d, &d->cases[i]);
+}
+
+void suite_report_free(suite_report *r) {
+  for (int32_t i = 0; i < r->n_devices; i++) free(r->devices[i].cases);
+  free(r->devices);
+  memset(r, 0, sizeof *r);
+}
+
+/* Every wanted device into r; 2 when --devices names none of them. */
+static int run_devices(const suite_options *o, loom_context *ctx, suite_report *r) {
+  int32_t n = loom_context_device_count(ctx);
+  r->devices = calloc((size_t)(n ? n : 1), sizeof *r->devices);
+  if (!r->devices) return 1;
+  double host_gbps = host_memcpy_gbps(o);
+  for (int32_t i = 0; i < n; i++) {
+    loom_device_info info;
+    if (loom_context_device_info(ctx, i, &info) || !bench_id_listed(o->devices, info.id)) continue;
+    run_device(o, &r->devices[r->n_devices++], &info, ctx, i, host_gbps);
+  }
+  if (interactive) fputs("\r\033[K", stderr);
+  if (r->n_devices == 0) {
+    fprintf(stderr, "loom-bench suite: --devices %s: no such device here\n", o->devices ? o->devices : "");
+    return 2;
+  }
+  return 0;
+}
+
+int loom_bench_suite(int argc, char **argv) {
+  suite_options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc < 0 ? 0 : rc;
+  interactive = isatty(STDERR_FILENO);
+  loom_context *ctx = NULL;
+  if (loom_context_create(NULL, &ctx)) {
+    fprintf(stderr, "loom-bench suite: %s\n", loom_last_error());
+    return 1;
+  }
+  suite_report r = {.reps = o.reps};
+  snprintf(r.loom_version, sizeof r.loom_version, "%d.%d.%d", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR,
+           LOOM_VERSION_PATCH);
+  snprintf(r.profile, sizeof r.profile, "%s", o.p->name);
+  double t0 = bench_now();
+  rc = run_devices(&o, ctx, &r);
+  r.wall_seconds = bench_now() - t0;
+  loom_context_destroy(ctx);
+  if (!rc) {
+    suite_print_markdown(&r, stdout);
+    if (o.json) rc |= suite_write_json(&r, o.json);
+    if (o.plot) rc |= suite_write_svg(&r, o.plot);
+    int32_t failed = 0;
+    for (int32_t i = 0; i < r.n_devices; i++)
+      for (int32_t k = 0; k < r.devices[i].n_cases; k++) failed += r.devices[i].cases[k].error[0] != '\0';
+    if (failed) {
+      fprintf(stderr, "loom-bench suite: %d case%s failed (the error is in the table)\n", (int)failed,
+              failed == 1 ? "" : "s");
+      rc = 1;
+    }
+  }
+  suite_report_free(&r);
+  return rc;
+}
