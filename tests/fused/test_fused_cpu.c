@@ -1,0 +1,515 @@
+/* The cpu evaluator of fused bodies (loom__cpu_fused, FUSION.md) against the same body run
+ * unfused, op by op, through the cpu backend's kernels (loom__cpu_run_op, every value
+ * materialized): random chains of 1 to 12 elementwise ops over random dtypes, broadcasts and
+ * strided operands, ending in each reduction, argmax/argmin, topk or nothing; NaN and infinity
+ * where the unfused ops make them; the Gaussian kernel product's body with its inline dot. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "harness.h"
+
+/* ---- the unfused reference ---------------------------------------------------------------- */
+
+typedef struct tensors {
+  int32_t n;
+  void **data; /* per value of the graph, dense */
+} tensors;
+
+static void tensors_free(tensors *t) {
+  for (int32_t i = 0; i < t->n; i++) free(t->data[i]);
+  free(t->data);
+}
+
+static int64_t elems(const loom_type *t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->rank; d++) n *= t->dims[d];
+  return n;
+}
+
+static loom__view dense_view(const loom_type *t, void *data) {
+  loom__view v;
+  memset(&v, 0, sizeof v);
+  v.type = *t;
+  loom__view_dense_strides(t, v.strides);
+  v.data = data;
+  return v;
+}
+
+/* Runs every op of g on dense buffers; params[] holds the parameters' dense data. */
+static loom_status run_unfused(const loom_graph *g, void *const *params, tensors *vals) {
+  vals->n = g->n_values;
+  vals->data = calloc((size_t)g->n_values, sizeof *vals->data);
+  for (int32_t p = 0; p < g->n_params; p++) {
+    const loom_type *t = &g->values[g->params[p]].type;
+    size_t bytes = (size_t)(elems(t) * loom_dtype_size(t->dtype));
+    vals->data[g->params[p]] = malloc(bytes + 16);
+    memcpy(vals->data[g->params[p]], params[p], bytes);
+  }
+  for (int32_t i = 0; i < g->n_ops; i++) {
+    const loom__op *op = &g->ops[i];
+    loom__view in[4], out[2];
+    for (int32_t k = 0; k < op->n_inputs; k++)
+      in[k] = dense_view(&g->values[op->inputs[k]].type, vals->data[op->inputs[k]]);
+    for (int32_t r = 0; r < op->n_outputs; r++) {
+      const loom_type *t = &g->values[op->outputs[r]].type;
+      vals->data[op->outputs[r]] = malloc((size_t)(elems(t) * loom_dtype_size(t->dtype)) + 16);
+      out[r] = dense_view(t, vals->data[op->outputs[r]]);
+    }
+    int64_t sb = loom__op_scratch_bytes(g, op);
+    void *scratch = sb ? malloc((size_t)sb) : NULL;
+    loom_status s = loom__cpu_run_op(g, op, in, out, scratch, sb);
+    free(scratch);
+    if (s) return s;
+  }
+  return LOOM_OK;
+}
+
+/* ---- random data ---------------------------------------------------------------------------- */
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+static int64_t rint_in(int64_t lo, int64_t hi) { /* [lo, hi] */
+  return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+static double runif(double lo, double hi) {
+  return lo + (hi - lo) * (double)(rnd() >> 11) / 9007199254740992.0;
+}
+
+static double get_elem(loom_dtype dt, const void *p, int64_t i) {
+  switch (dt) {
+    case LOOM_BOOL:
+      return ((const uint8_t *)p)[i];
+    case LOOM_I8:
+      return ((const int8_t *)p)[i];
+    case LOOM_U8:
+      return ((const uint8_t *)p)[i];
+    case LOOM_I16:
+      return ((const int16_t *)p)[i];
+    case LOOM_I32:
+      return ((const int32_t *)p)[i];
+    case LOOM_I64:
+      return (double)((const int64_t *)p)[i];
+    case LOOM_F16:
+      return loom_f16_to_f32(((const uint16_t *)p)[i]);
+    case LOOM_BF16: {
+      uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
+      float f;
+      memcpy(&f, &b, 4);
+      return f;
+    }
+    case LOOM_F32:
+      return ((const float *)p)[i];
+    case LOOM_F64:
+      return ((const double *)p)[i];
+    default:
+      return 0;
+  }
+}
+
+static void set_elem(loom_dtype dt, void *p, int64_t i, double v) {
+  switch (dt) {
+    case LOOM_BOOL:
+      ((uint8_t *)p)[i] = v != 0;
+      break;
+    case LOOM_I8:
+      ((int8_t *)p)[i] = (int8_t)v;
+      break;
+    case LOOM_U8:
+      ((uint8_t *)p)[i] = (uint8_t)v;
+      break;
+    case LOOM_I16:
+      ((int16_t *)p)[i] = (int16_t)v;
+      break;
+    case LOOM_I32:
+      ((int32_t *)p)[i] = (int32_t)v;
+      break;
+    case LOOM_I64:
+      ((int64_t *)p)[i] = (int64_t)v;
+      break;
+    case LOOM_F16:
+      ((uint16_t *)p)[i] = loom_f32_to_f16((float)v);
+      break;
+    case LOOM_BF16:
+      ((uint16_t *)p)[i] = loom_f32_to_bf16((float)v);
+      break;
+    case LOOM_F32:
+      ((float *)p)[i] = (float)v;
+      break;
+    case LOOM_F64:
+      ((double *)p)[i] = v;
+      break;
+    default:
+      break;
+  }
+}
+
+static bool is_float(loom_dtype dt) {
+  return dt == LOOM_F16 || dt == LOOM_BF16 || dt == LOOM_F32 || dt == LOOM_F64;
+}
+
+/* Values in [-2, 2] for floats (a few NaN and inf when `special`), small integers. */
+static void fill_random(loom_dtype dt, void *p, int64_t n, bool special) {
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    if (is_float(dt)) {
+      v = runif(-2, 2);
+      if (special && rnd() % 50 == 0) v = (rnd() & 1) ? NAN : ((rnd() & 1) ? INFINITY : -INFINITY);
+    } else if (dt == LOOM_BOOL) {
+      v = (double)(rnd() & 1);
+    } else if (dt == LOOM_U8) {
+      v = (double)rint_in(0, 9);
+    } else {
+      v = (double)rint_in(-5, 5);
+    }
+    set_elem(dt, p, i, v);
+  }
+}
+
+/* ---- random bodies ---------------------------------------------------------------------------- */
+
+static const loom_dtype chain_dtypes[] = {LOOM_F32, LOOM_F64, LOOM_F32, LOOM_F64, LOOM_I32, LOOM_I8,
+                                          LOOM_U8,  LOOM_I64, LOOM_I16, LOOM_F16, LOOM_BF16};
+#define N_CHAIN_DTYPES ((int)(sizeof chain_dtypes / sizeof chain_dtypes[0]))
+
+static const loom_op float_unary[] = {
+    LOOM_OP_NEG, LOOM_OP_ABS, LOOM_OP_SIGN, LOOM_OP_EXP,     LOOM_OP_LOG,  LOOM_OP_SQRT,  LOOM_OP_RSQRT,
+    LOOM_OP_SIN, LOOM_OP_COS, LOOM_OP_TANH, LOOM_OP_SIGMOID, LOOM_OP_RELU, LOOM_OP_FLOOR, LOOM_OP_CEIL};
+static const loom_op int_unary[] = {LOOM_OP_NEG, LOOM_OP_ABS, LOOM_OP_SIGN, LOOM_OP_RELU};
+static const loom_op arith[] = {LOOM_OP_ADD, LOOM_OP_SUB,     LOOM_OP_MUL,    LOOM_OP_DIV,
+                                LOOM_OP_POW, LOOM_OP_MAXIMUM, LOOM_OP_MINIMUM};
+static const loom_op compares[] = {LOOM_OP_EQ, LOOM_OP_NE, LOOM_OP_LT, LOOM_OP_LE, LOOM_OP_GT, LOOM_OP_GE};
+#define PICK(a) (a[rnd() % (sizeof a / sizeof a[0])])
+
+typedef struct chain {
+  loom_graph *g;
+  int32_t r;
+  int64_t dims[LOOM_MAX_RANK];
+  loom_value vals[64];
+  int32_t n_vals;
+  int32_t n_params;
+  bool special;
+} chain;
+
+/* A shape that broadcasts to S: each axis S's or 1. */
+static loom_type sub_shape(const chain *c, loom_dtype dt, bool full) {
+  loom_type t;
+  int64_t dims[LOOM_MAX_RANK];
+  for (int32_t d = 0; d < c->r; d++) dims[d] = (full || rnd() % 3) ? c->dims[d] : 1;
+  loom_type_make(dt, c->r, dims, &t);
+  return t;
+}
+
+static loom_value add_param(chain *c, loom_dtype dt, bool full) {
+  char name[16];
+  snprintf(name, sizeof name, "p%d", (int)c->n_params++);
+  loom_type t = sub_shape(c, dt, full);
+  loom_value v = loom_graph_param(c->g, name, &t);
+  c->vals[c->n_vals++] = v;
+  return v;
+}
+
+/* A value of dtype dt among those made, or a new parameter or scalar constant. */
+static loom_value operand(chain *c, loom_dtype dt) {
+  loom_value pool[64];
+  int n = 0;
+  for (int i = 0; i < c->n_vals; i++)
+    if (loom_value_type(c->g, c->vals[i])->dtype == dt) pool[n++] = c->vals[i];
+  uint64_t roll = rnd() % 10;
+  if (n && roll < 7) return pool[rnd() % (uint64_t)n];
+  double v = is_float(dt) ? runif(-2, 2) : (double)rint_in(dt == LOOM_U8 ? 0 : -3, 3);
+  if (dt == LOOM_BOOL) v = (double)(rnd() & 1);
+  return loom_scalar_f64(c->g, dt, v);
+}
+
+static loom_value last_of(chain *c, loom_value v) {
+  c->vals[c->n_vals++] = v;
+  return v;
+}
+
+/* One random op on x (whose dtype may change: compare, cast). */
+static loom_value random_op(chain *c, loom_value x) {
+  loom_dtype dt = loom_value_type(c->g, x)->dtype;
+  uint64_t roll = rnd() % 20;
+  if (dt == LOOM_BOOL) {
+    if (roll < 6) return last_of(c, loom_select(c->g, x, operand(c, LOOM_F32), operand(c, LOOM_F32)));
+    if (roll < 10) return last_of(c, loom_cast(c->g, x, chain_dtypes[rnd() % N_CHAIN_DTYPES]));
+    if (roll < 14) return last_of(c, loom_unary(c->g, LOOM_OP_NOT, x));
+    return last_of(c, loom_binary(c->g, (rnd() & 1) ? LOOM_OP_AND : LOOM_OP_OR, x, operand(c, LOOM_BOOL)));
+  }
+  if (roll < 2) return last_of(c, loom_cast(c->g, x, chain_dtypes[rnd() % N_CHAIN_DTYPES]));
+  if (roll < 4) return last_of(c, loom_binary(c->g, PICK(compares), x, operand(c, dt)));
+  if (roll < 10 && dt != LOOM_U8) { /* the IR takes no unary arithmetic of u8 */
+    loom_op op = is_float(dt) ? PICK(float_unary) : PICK(int_unary);
+    return last_of(c, loom_unary(c->g, op, x));
+  }
+  loom_op op = PICK(arith);
+  loom_value y = operand(c, dt);
+  return last_of(c, (rnd() & 1) ? loom_binary(c->g, op, x, y) : loom_binary(c->g, op, y, x));
+}
+
+typedef enum {
+  END_NONE,
+  END_SUM,
+  END_PROD,
+  END_MAX,
+  END_MIN,
+  END_MEAN,
+  END_ARGMAX,
+  END_ARGMIN,
+  END_TOPK,
+  END_COUNT
+} ending;
+static const char *ending_names[] = {"none", "sum", "prod", "max", "min", "mean", "argmax", "argmin", "topk"};
+
+/* Ends the chain: the final op over random axes; returns its outputs. */
+static int32_t finish(chain *c, loom_value x, ending e, loom_value *outs) {
+  loom_dtype xdt = loom_value_type(c->g, x)->dtype;
+  if (xdt == LOOM_BOOL && e != END_NONE) x = loom_cast(c->g, x, LOOM_I32);
+  if (!is_float(xdt) && e == END_MEAN) x = loom_cast(c->g, x, LOOM_F64); /* the IR's mean is of floats */
+  /* The final op's input has S's type: a value that does not cover it is widened. */
+  const loom_type *t = loom_value_type(c->g, x);
+  bool full = t != NULL;
+  for (int32_t d = 0; full && d < c->r; d++) full = t->dims[d] == c->dims[d];
+  if (t && !full && e != END_NONE) {
+    loom_type s;
+    loom_type_make(t->dtype, c->r, c->dims, &s);
+    x = loom_binary(c->g, LOOM_OP_ADD, x, loom_fill(c->g, &s, 0));
+  }
+  int32_t axis = (int32_t)(rnd() % (uint64_t)c->r);
+  switch (e) {
+    case END_NONE:
+      outs[0] = x;
+      return 1;
+    case END_ARGMAX:
+    case END_ARGMIN:
+      outs[0] = loom_argreduce(c->g, e == END_ARGMAX ? LOOM_OP_ARGMAX : LOOM_OP_ARGMIN, x, axis);
+      return 1;
+    case END_TOPK: {
+      int64_t k = rint_in(0, LOOM_MIN(c->dims[axis], 5));
+      loom_topk(c->g, x, k, axis, rnd() & 1, &outs[0], &outs[1]);
+      return 2;
+    }
+    default: {
+      static const loom_op ops[] = {[END_SUM] = LOOM_OP_REDUCE_SUM,
+                                    [END_PROD] = LOOM_OP_REDUCE_PROD,
+                                    [END_MAX] = LOOM_OP_REDUCE_MAX,
+                                    [END_MIN] = LOOM_OP_REDUCE_MIN,
+                                    [END_MEAN] = LOOM_OP_REDUCE_MEAN};
+      int64_t axes[LOOM_MAX_RANK];
+      int32_t n = 0;
+      for (int32_t d = 0; d < c->r; d++)
+        if (rnd() & 1) axes[n++] = d;
+      if (n == 0) axes[n++] = axis;
+      outs[0] = loom_reduce(c->g, ops[e], x, n, axes, rnd() & 1);
+      return 1;
+    }
+  }
+}
+
+/* ---- running both ways and comparing ------------------------------------------------------------ */
+
+/* The operands as the fused evaluator gets them: the dense data, or the same values through
+ * other strides: column-major, or broadcast (stride 0) along an axis where the data is constant
+ * along it. Writes the dense data the reference reads into dense[]. */
+typedef struct operand_data {
+  void *dense, *store;
+  loom__view view;
+} operand_data;
+
+static void make_operand(const loom_type *t, operand_data *o, bool special) {
+  int64_t n = elems(t), es = (int64_t)loom_dtype_size(t->dtype);
+  o->dense = malloc((size_t)(n * es) + 16);
+  fill_random(t->dtype, o->dense, n, special);
+  o->store = NULL;
+  o->view = dense_view(t, o->dense);
+  uint64_t roll = rnd() % 4;
+  int32_t d = t->rank ? (int32_t)(rnd() % (uint64_t)t->rank) : 0;
+  if (roll == 0 && t->rank && t->dims[d] > 1) { /* constant along d: read through stride 0 */
+    int64_t inner = 1;
+    for (int32_t e = d + 1; e < t->rank; e++) inner *= t->dims[e];
+    for (int64_t i = 0; i < n; i++) {
+      int64_t a = i / inner % t->dims[d];
+      if (a) memcpy((char *)o->dense + i * es, (char *)o->dense + (i - a * inner) * es, (size_t)es);
+    }
+    o->view.strides[d] = 0;
+  } else if (roll == 1 && t->rank >= 2) { /* column-major */
+    o->store = malloc((size_t)(n * es) + 16);
+    int64_t s = 1;
+    for (int32_t e = 0; e < t->rank; e++) {
+      o->view.strides[e] = s;
+      s *= t->dims[e];
+    }
+    for (int64_t i = 0; i < n; i++) {
+      int64_t rem = i, off = 0;
+      for (int32_t e = t->rank - 1; e >= 0; e--) {
+        off += rem % t->dims[e] * o->view.strides[e];
+        rem /= t->dims[e];
+      }
+      memcpy((char *)o->store + off * es, (char *)o->dense + i * es, (size_t)es);
+    }
+    o->view.data = o->store;
+  }
+}
+
+static double tol_of(loom_dtype dt) {
+  switch (dt) {
+    case LOOM_F64:
+      return 1e-7;
+    case LOOM_F32:
+      return 2e-3;
+    default:
+      return 3e-2;
+  }
+}
+
+static double max_abs(loom_dtype dt, const void *p, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v = fabs(get_elem(dt, p, i));
+    if (isfinite(v) && v > m) m = v;
+  }
+  return m;
+}
+
+/* Whether fused value a agrees with unfused b: equal for integers, NaN with NaN, infinities
+ * equal, else within the dtype's tolerance of b and of the output's scale. */
+static bool agrees(loom_dtype dt, double a, double b, double scale) {
+  if (!is_float(dt)) return a == b;
+  if (isnan(b) || isnan(a)) return isnan(a) && isnan(b);
+  if (isinf(b) || isinf(a)) return a == b || fabs(a - b) <= tol_of(dt) * fmax(fabs(a), fabs(b));
+  return fabs(a - b) <= tol_of(dt) * (fabs(b) + scale);
+}
+
+/* Runs body both ways on the same operands and compares every output. label names the case. */
+static bool check_body(const loom_graph *body, bool special, const char *label) {
+  int32_t np = body->n_params;
+  operand_data ops[8];
+  void *dense[8];
+  for (int32_t p = 0; p < np; p++) {
+    make_operand(&body->values[body->params[p]].type, &ops[p], special);
+    dense[p] = ops[p].dense;
+  }
+  loom__view in[8], out[2];
+  for (int32_t p = 0; p < np; p++) in[p] = ops[p].view;
+  tensors ref = {0};
+  bool ok = true;
+  loom_status s = run_unfused(body, dense, &ref);
+  if (s) {
+    loom_test_fail(__FILE__, __LINE__, "%s: unfused: %s", label, loom_last_error());
+    ok = false;
+  }
+  void *got[2] = {NULL, NULL};
+  for (int32_t r = 0; ok && r < body->n_outputs; r++) {
+    const loom_type *t = &body->values[body->outputs[r]].type;
+    got[r] = malloc((size_t)(elems(t) * loom_dtype_size(t->dtype)) + 16);
+    out[r] = dense_view(t, got[r]);
+  }
+  if (ok && (s = loom__cpu_fused(body, in, out, NULL, 0))) {
+    loom_test_fail(__FILE__, __LINE__, "%s: fused: %s", label, loom_last_error());
+    ok = false;
+  }
+  const loom__op *fin = &body->ops[body->n_ops - 1];
+  bool by_index = fin->kind == LOOM_OP_ARGMAX || fin->kind == LOOM_OP_ARGMIN || fin->kind == LOOM_OP_TOPK;
+  for (int32_t r = 0; ok && r < body->n_outputs; r++) {
+    const loom_type *t = &body->values[body->outputs[r]].type;
+    const void *want = ref.data[body->outputs[r]];
+    int64_t n = elems(t);
+    double scale = max_abs(t->dtype, want, n);
+    if (fin->n_inputs && loom__op_info_of(fin->kind)->cls == LOOM_CLASS_REDUCE) {
+      const loom_type *st = &body->values[fin->inputs[0]].type;
+      scale = fmax(scale, max_abs(st->dtype, ref.data[fin->inputs[0]], elems(st)));
+    }
+    for (int64_t i = 0; ok && i < n; i++) {
+      double a = get_elem(t->dtype, got[r], i), b = get_elem(t->dtype, want, i);
+      if (by_index && t->dtype == LOOM_I64 && a != b) {
+        /* A float index may differ only between values within the tolerance: the unfused
+         * value at the fused index must match the unfused best. */
+        const loom_type *st = &body->values[fin->inputs[0]].type;
+        if (is_float(st->dtype) && fin->kind != LOOM_OP_TOPK) {
+          int32_t axis;
+          loom__axis_normalize(fin->attrs.axis, st->rank, &axis);
+          int64_t inner = 1;
+          for (int32_t d = axis + 1; d < st->rank; d++) inner *= st->dims[d];
+          int64_t base = i / inner * inner * st->dims[axis] + i % inner;
+          double va = get_elem(st->dtype, ref.data[fin->inputs[0]], base + (int64_t)a * inner);
+          double vb = get_elem(st->dtype, ref.data[fin->inputs[0]], base + (int64_t)b * inner);
+          if (a >= 0 && a < st->dims[axis] && agrees(st->dtype, va, vb, 0)) continue;
+        }
+        if (is_float(st->dtype) && fin->kind == LOOM_OP_TOPK) {
+          double va = get_elem(body->values[body->outputs[0]].type.dtype, got[0], i);
+          double vb = get_elem(body->values[body->outputs[0]].type.dtype, ref.data[body->outputs[0]], i);
+          if (agrees(st->dtype, va, vb, 0)) continue;
+        }
+      }
+      if (!agrees(t->dtype, a, b, scale)) {
+        char *text = NULL;
+        loom_graph_to_string(body, &text);
+        loom_test_fail(__FILE__, __LINE__, "%s: output %d element %lld: fused %.9g, unfused %.9g\n%s", label,
+                       (int)r, (long long)i, a, b, text ? text : "");
+        free(text);
+        ok = false;
+      }
+    }
+  }
+  for (int32_t r = 0; r < 2; r++) free(got[r]);
+  tensors_free(&ref);
+  for (int32_t p = 0; p < np; p++) {
+    free(ops[p].dense);
+    free(ops[p].store);
+  }
+  return ok;
+}
+
+/* One random chain of 1 to 12 ops over a random space, ending in e. */
+static bool random_case(int seed, ending e, bool big) {
+  chain c = {0};
+  char label[64];
+  snprintf(label, sizeof label, "seed %d, %s", seed, ending_names[e]);
+  loom_graph_create("body", &c.g);
+  c.r = (int32_t)rint_in(1, 3);
+  for (int32_t d = 0; d < c.r; d++) c.dims[d] = rint_in(1, 9);
+  /* Past a block's length on the last axis, and a few rows. */
+  if (big) c.dims[c.r - 1] = rint_in(1000, 2600);
+  c.special = rnd() % 3 == 0;
+  loom_dtype dt = chain_dtypes[rnd() % N_CHAIN_DTYPES];
+  /* Parameters come before ops: the chain's own, one of its dtype that broadcasts, two
+   * others for the casts and selects to meet. */
+  loom_value x = add_param(&c, dt, true);
+  add_param(&c, dt, false);
+  add_param(&c, chain_dtypes[rnd() % N_CHAIN_DTYPES], false);
+  add_param(&c, LOOM_F32, false);
+  int n_ops = (int)rint_in(1, 12);
+  for (int i = 0; i < n_ops && c.n_vals < 56 && x.id >= 0; i++) x = random_op(&c, x);
+  if (x.id < 0) {
+    loom_graph_verify(c.g);
+    loom_test_fail(__FILE__, __LINE__, "%s: the body does not build: %s", label, loom_last_error());
+    loom_graph_destroy(c.g);
+    return false;
+  }
+  loom_value outs[2];
+  int32_t n_out = finish(&c, x, e, outs);
+  loom_graph_return(c.g, outs, n_out);
+  bool ok = true;
+  if (loom_graph_verify(c.g)) {
+    loom_test_fail(__FILE__, __LINE__, "%s: the body does not build: %s", label, loom_last_error());
+    ok = false;
+  }
+  if (ok) ok = check_body(c.g, c.special, label);
+  loom_graph_destroy(c.g);
+  return ok;
+}
+
+TEST(fused_cpu_random_chains) {
+  int failures = 0;
+  for (int seed = 1; seed <= 600; seed++) {
+    rng_state = 0x9E3779B97F4A7C15ull * (uint64_t)seed;
+    ending e = (ending)(seed % END_COUNT);
+    if (!random_case(seed, e, seed % 7 == 0) && ++failures == 5) return;
+  }
+}
