@@ -5,6 +5,7 @@
  * where the unfused ops make them; the Gaussian kernel product's body with its inline dot. */
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "harness.h"
@@ -511,5 +512,160 @@ TEST(fused_cpu_random_chains) {
     rng_state = 0x9E3779B97F4A7C15ull * (uint64_t)seed;
     ending e = (ending)(seed % END_COUNT);
     if (!random_case(seed, e, seed % 7 == 0) && ++failures == 5) return;
+  }
+}
+
+/* ---- the Gaussian kernel product ----------------------------------------------------------------
+ * a_i = sum_j exp(-|x_i - y_j|^2 / 2) b_j, as the fusion pass leaves it after the distance
+ * rewrite: |x_i|^2 + |y_j|^2 - 2 x_i.y_j with the dot inline (k = 3). */
+static loom_graph *kmv_body(int64_t n, int64_t m) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "graph kmv(x: f32[%lld,3], y: f32[%lld,3], sx: f32[%lld,1], sy: f32[1,%lld], b: f32[%lld]) {\n"
+           "  yt = transpose y perm=[1,0]\n"
+           "  d = dot x yt\n"
+           "  s = add sx sy\n"
+           "  two = constant 2 : f32[]\n"
+           "  t = mul d two\n"
+           "  d2 = sub s t\n"
+           "  h = constant -0.5 : f32[]\n"
+           "  e = mul d2 h\n"
+           "  k = exp e\n"
+           "  p = mul k b\n"
+           "  a = reduce_sum p axes=[1]\n"
+           "  return a\n"
+           "}\n",
+           (long long)n, (long long)m, (long long)n, (long long)m, (long long)m);
+  loom_graph *g = NULL;
+  if (loom_graph_parse(text, strlen(text), "kmv.lir", &g)) return NULL;
+  return g;
+}
+
+typedef struct kmv_data {
+  int64_t n, m;
+  float *x, *y, *sx, *sy, *b, *a;
+} kmv_data;
+
+static void kmv_make(kmv_data *k, int64_t n, int64_t m) {
+  k->n = n;
+  k->m = m;
+  k->x = malloc(sizeof(float) * (size_t)(n * 3));
+  k->y = malloc(sizeof(float) * (size_t)(m * 3));
+  k->sx = malloc(sizeof(float) * (size_t)n);
+  k->sy = malloc(sizeof(float) * (size_t)m);
+  k->b = malloc(sizeof(float) * (size_t)m);
+  k->a = malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n * 3; i++) k->x[i] = (float)runif(0, 2);
+  for (int64_t i = 0; i < m * 3; i++) k->y[i] = (float)runif(0, 2);
+  for (int64_t i = 0; i < m; i++) k->b[i] = (float)runif(0, 1);
+  for (int64_t i = 0; i < n; i++) k->sx[i] = k->x[3 * i] * k->x[3 * i] + k->x[3 * i + 1] * k->x[3 * i + 1] + k->x[3 * i + 2] * k->x[3 * i + 2];
+  for (int64_t i = 0; i < m; i++) k->sy[i] = k->y[3 * i] * k->y[3 * i] + k->y[3 * i + 1] * k->y[3 * i + 1] + k->y[3 * i + 2] * k->y[3 * i + 2];
+}
+
+static void kmv_free(kmv_data *k) {
+  free(k->x), free(k->y), free(k->sx), free(k->sy), free(k->b), free(k->a);
+}
+
+/* Rows [r0, r0 + body's rows) of the product, fused. */
+static loom_status kmv_fused(const loom_graph *body, kmv_data *k, int64_t r0) {
+  loom__view in[5], out;
+  for (int32_t p = 0; p < 5; p++) in[p] = dense_view(&body->values[body->params[p]].type, NULL);
+  in[0].data = k->x + r0 * 3;
+  in[1].data = k->y;
+  in[2].data = k->sx + r0;
+  in[3].data = k->sy;
+  in[4].data = k->b;
+  out = dense_view(&body->values[body->outputs[0]].type, k->a + r0);
+  return loom__cpu_fused(body, in, &out, NULL, 0);
+}
+
+TEST(fused_cpu_kmv_against_float64) {
+  rng_state = 12345;
+  kmv_data k;
+  kmv_make(&k, 700, 2500);
+  loom_graph *body = kmv_body(k.n, k.m);
+  ASSERT_TRUE(body != NULL);
+  ASSERT_OK(kmv_fused(body, &k, 0));
+  for (int64_t i = 0; i < k.n; i++) {
+    double want = 0;
+    for (int64_t j = 0; j < k.m; j++) {
+      double d2 = 0;
+      for (int t = 0; t < 3; t++) {
+        double diff = (double)k.x[3 * i + t] - (double)k.y[3 * j + t];
+        d2 += diff * diff;
+      }
+      want += exp(-d2 / 2) * (double)k.b[j];
+    }
+    if (!(fabs(k.a[i] - want) <= 1e-4 * fabs(want))) {
+      loom_test_fail(__FILE__, __LINE__, "row %lld: fused %.9g, float64 %.9g", (long long)i, k.a[i], want);
+      break;
+    }
+  }
+  /* and the same body unfused, on the same operands */
+  void *params[5] = {k.x, k.y, k.sx, k.sy, k.b};
+  tensors ref = {0};
+  ASSERT_OK(run_unfused(body, params, &ref));
+  const float *u = ref.data[body->outputs[0]];
+  for (int64_t i = 0; i < k.n; i++)
+    if (!(fabs(k.a[i] - u[i]) <= 1e-5 * fabs(u[i]))) {
+      loom_test_fail(__FILE__, __LINE__, "row %lld: fused %.9g, unfused %.9g", (long long)i, k.a[i], u[i]);
+      break;
+    }
+  tensors_free(&ref);
+  loom_graph_destroy(body);
+  kmv_free(&k);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(getenv("LOOM_FUSED_BENCH_CPU") ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Prints the fused evaluator's time for kmv at N = M = 10,000 and 100,000 (d = 3, f32) beside
+ * the unfused cpu ops on the same rows in chunks of 1,000 (as the chunk rewrite runs them;
+ * at 100,000 on the first chunks only, scaled to all rows). Runs when LOOM_FUSED_BENCH is set:
+ * no assertion on time. */
+TEST(fused_cpu_kmv_timing) {
+  if (!getenv("LOOM_FUSED_BENCH")) {
+    loom_test_skip("set LOOM_FUSED_BENCH=1 to time kmv");
+    return;
+  }
+  const int64_t sizes[] = {10000, 100000};
+  for (int s = 0; s < (getenv("LOOM_FUSED_BENCH_SMALL") ? 1 : 2); s++) {
+    int64_t n = sizes[s], chunk = 1000;
+    rng_state = 777;
+    kmv_data k;
+    kmv_make(&k, n, n);
+    loom_graph *whole = kmv_body(n, n), *piece = kmv_body(chunk, n);
+    ASSERT_TRUE(whole && piece);
+    double best = 1e30;
+    for (int rep = 0; rep < (n > 10000 ? 1 : 3); rep++) {
+      double t0 = now_s();
+      ASSERT_OK(kmv_fused(whole, &k, 0));
+      best = fmin(best, now_s() - t0);
+    }
+    float a0 = k.a[0];
+    /* unfused: every op of the body materialized per chunk of rows */
+    int64_t chunks = n / chunk, timed = n > 10000 ? 3 : chunks;
+    if (strcmp(getenv("LOOM_FUSED_BENCH"), "fused") == 0) { /* the fused evaluator alone (profiling) */
+      printf("    kmv N=%lld: fused %.3f s\n", (long long)n, best);
+      timed = 0;
+    }
+    double t0 = now_s();
+    for (int64_t c = 0; c < timed; c++) {
+      void *params[5] = {k.x + c * chunk * 3, k.y, k.sx + c * chunk, k.sy, k.b};
+      tensors ref = {0};
+      ASSERT_OK(run_unfused(piece, params, &ref));
+      if (c == 0) ASSERT_TRUE(fabs(((float *)ref.data[piece->outputs[0]])[0] - a0) <= 1e-5 * fabs(a0));
+      tensors_free(&ref);
+    }
+    double unfused = (now_s() - t0) * (double)chunks / (double)(timed ? timed : 1);
+    printf("    kmv N=%lld: fused %.3f s (%.2f Gpairs/s), unfused cpu ops %.3f s%s: %.1fx\n", (long long)n, best,
+           (double)n * (double)n / best * 1e-9, unfused, timed < chunks ? " (scaled from 3 chunks)" : "",
+           unfused / best);
+    loom_graph_destroy(whole);
+    loom_graph_destroy(piece);
+    kmv_free(&k);
   }
 }

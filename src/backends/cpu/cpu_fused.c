@@ -36,12 +36,36 @@
 
 #include "backends/cpu/cpu_loops.h"
 
+/* glibc's <math.h> declares libmvec's variants only under -ffast-math, whose finite-math and
+ * reassociation would break NaN propagation and the unfused results: declare them here. The
+ * kernels are cloned per x86-64 level, so each clone calls the variant of its width
+ * (_ZGVeN16v_expf with AVX-512, _ZGVdN8v_expf with AVX2, _ZGVbN4v_expf with SSE2), picked
+ * once at load time. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__GLIBC__)
+#define VECMATH __attribute__((__simd__("notinbranch")))
+VECMATH extern float expf(float);
+VECMATH extern float logf(float);
+VECMATH extern float sinf(float);
+VECMATH extern float cosf(float);
+VECMATH extern float tanhf(float);
+VECMATH extern float powf(float, float);
+VECMATH extern double exp(double);
+VECMATH extern double log(double);
+VECMATH extern double sin(double);
+VECMATH extern double cos(double);
+VECMATH extern double tanh(double);
+VECMATH extern double pow(double, double);
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CLONES
+#endif
+
 /* Block length along the last axis: a dozen f32 buffers of FB elements fill about half of a
  * 32 KiB L1, and FB elements amortize one dispatch per op many times over. */
-#define FB 1024
+#define FB 512
 /* Rows whose blocks are walked together where the last axis is reduced, so a packed operand
  * that depends only on the column (y^T in a kernel product) is packed once for all of them. */
-#define ROW_GROUP 16
+#define ROW_GROUP 64
 #define MAX_K 16
 
 typedef enum { K_F32, K_F64, K_I64 } kind;
@@ -77,6 +101,7 @@ typedef struct plan {
   int32_t r;
   int64_t dims[LOOM_MAX_RANK], M, nb; /* S, its last axis, blocks along it */
   int32_t src;                        /* the value folded into the output */
+  int32_t prod_b; /* >= 0: src is a mul's first operand, this its second, summed as products */
   final_kind fin;
   kind fkind;
   bool reduced[LOOM_MAX_RANK], last_red;
@@ -344,6 +369,24 @@ static loom_status setup_dot(const loom_graph *body, const loom__op *op, plan *P
 static bool run_ew(const plan *P, const loom__op *op, void *o, const void *const *pin, const bool *vin,
                    int64_t n);
 
+/* A sum over the last axis of a product of two blocks (kernel_mv's `dot kt y` after the
+ * pass's rewrite: mul, then reduce_sum) is summed as products in one pass, without storing
+ * the products. Only where the product is read by nothing else. */
+static void fuse_product_sum(const loom_graph *body, plan *P) {
+  P->prod_b = -1;
+  if ((P->fin != F_SUM && P->fin != F_MEAN) || !P->last_red || P->n_ops == 0) return;
+  const loom__op *op = &body->ops[P->ops[P->n_ops - 1]];
+  if (op->kind != LOOM_OP_MUL || op->outputs[0] != P->src) return;
+  loom_dtype dt = P->v[P->src].dtype;
+  if ((dt != LOOM_F32 && dt != LOOM_F64) || !P->v[op->inputs[0]].vec || !P->v[op->inputs[1]].vec) return;
+  for (int32_t i = 0; i + 1 < body->n_ops; i++)
+    for (int32_t k = 0; k < body->ops[i].n_inputs; k++)
+      if (body->ops[i].inputs[k] == P->src) return;
+  P->n_ops--;
+  P->src = op->inputs[0];
+  P->prod_b = op->inputs[1];
+}
+
 /* Classifies every body value; the parameters' views come from the caller's strides. */
 static loom_status build_plan(const loom_graph *body, const loom__view *in, const loom__view *out, plan *P,
                               loom__layout *lay) {
@@ -448,6 +491,7 @@ static loom_status build_plan(const loom_graph *body, const loom__view *in, cons
     P->leaves[P->n_leaves++] = id;
   }
   free(used);
+  fuse_product_sum(body, P);
   fvalue *src = &P->v[P->src];
   if (src->role == R_NONE)
     return loom__error(LOOM_ERR_UNSUPPORTED, "cpu: fused: the body's result is not computed by its ops");
@@ -510,7 +554,7 @@ static inline void *slot(const work *w, int32_t s) {
 /* ---- leaves ---------------------------------------------------------------------------------- */
 
 /* Copies n elements of a leaf at stride s into a buffer of its kind. */
-static void pack(const char *base, loom_dtype dt, int64_t off, int64_t s, int64_t n, void *dst) {
+CLONES static void pack(const char *base, loom_dtype dt, int64_t off, int64_t s, int64_t n, void *dst) {
   switch (dt) {
     case LOOM_F32: {
       const float *x = (const float *)base + off;
@@ -593,18 +637,21 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
         TI x = a_[j];                                                    \
         o_[j] = (EXPR);                                                  \
       }                                                                  \
-    } else {                                                             \
+    } else if (sb) {                                                     \
       TI x = a_[0];                                                      \
       _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {              \
-        TI y = b_[sb ? j : 0];                                           \
+        TI y = b_[j];                                                    \
         o_[j] = (EXPR);                                                  \
       }                                                                  \
+    } else if (n > 0) {                                                  \
+      TI x = a_[0], y = b_[0];                                           \
+      o_[0] = (EXPR);                                                    \
     }                                                                    \
   } while (0)
 
 /* T: float or double; F: the libm suffix (f or nothing). */
 #define DEF_FLOAT_KERNELS(T, F)                                                                          \
-  static bool unary_##T(loom_op op, void *o, const void *a, int64_t n) {                                 \
+  CLONES static bool unary_##T(loom_op op, void *o, const void *a, int64_t n) {                                 \
     switch (op) {                                                                                        \
       case LOOM_OP_NEG:                                                                                  \
         UN_LOOP(T, T, -x);                                                                               \
@@ -655,7 +702,7 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
         return false;                                                                                    \
     }                                                                                                    \
   }                                                                                                      \
-  static bool binary_##T(loom_op op, void *o, const void *a, int sa, const void *b, int sb, int64_t n) { \
+  CLONES static bool binary_##T(loom_op op, void *o, const void *a, int sa, const void *b, int sb, int64_t n) { \
     switch (op) {                                                                                        \
       case LOOM_OP_ADD:                                                                                  \
         BIN_LOOP(T, T, x + y);                                                                           \
@@ -726,7 +773,7 @@ static inline int64_t ipow(int64_t base, int64_t exp) {
 
 /* Integers and bool, held in int64 and wrapped to their dtype afterwards (u8 is never
  * negative there, so the signed forms give its results too). */
-static bool unary_int(loom_op op, loom_dtype dt, void *o, const void *a, int64_t n) {
+CLONES static bool unary_int(loom_op op, loom_dtype dt, void *o, const void *a, int64_t n) {
   bool uns = dt == LOOM_U8;
   switch (op) {
     case LOOM_OP_NEG:
@@ -760,7 +807,7 @@ static bool unary_int(loom_op op, loom_dtype dt, void *o, const void *a, int64_t
   }
 }
 
-static bool binary_int(loom_op op, loom_dtype dt, void *o, const void *a, int sa, const void *b, int sb,
+CLONES static bool binary_int(loom_op op, loom_dtype dt, void *o, const void *a, int sa, const void *b, int sb,
                        int64_t n) {
   bool arith = dt != LOOM_BOOL;
   switch (op) {
@@ -842,7 +889,7 @@ static void int_range(loom_dtype dt, int64_t *lo, int64_t *hi) {
   }
 }
 
-static void cast_block(kind from, loom_dtype to, void *o, const void *a, int64_t n) {
+CLONES static void cast_block(kind from, loom_dtype to, void *o, const void *a, int64_t n) {
   kind tk = kind_of(to);
   if (from == K_F32 && tk == K_F32)
     UN_LOOP(float, float, x);
@@ -872,7 +919,7 @@ static void cast_block(kind from, loom_dtype to, void *o, const void *a, int64_t
   }
 }
 
-static void select_block(kind k, void *o, const int64_t *c, int sc, const void *a, int sa, const void *b,
+CLONES static void select_block(kind k, void *o, const int64_t *c, int sc, const void *a, int sa, const void *b,
                          int sb, int64_t n) {
   if (k == K_F32) {
     float *restrict o_ = o;
@@ -921,6 +968,14 @@ static void normalize_block(loom_dtype dt, void *o, int64_t n) {
     T *restrict o = slot(w, O->slot);                                                 \
     const T *restrict b0 = bp[0];                                                     \
     T a0 = av[0];                                                                     \
+    if (k == 3) { /* points in 3-D: one pass, the roundings of three */               \
+      const T *restrict b1 = bp[1], *restrict b2 = bp[2];                             \
+      T a1 = av[1], a2 = av[2];                                                       \
+      _Pragma("omp simd") for (int64_t j = 0; j < n; j++)                             \
+        o[j] = FMA(a2, b2[j], FMA(a1, b1[j], a0 * b0[j]));                            \
+      w->ptr[io] = o;                                                                 \
+      break;                                                                          \
+    }                                                                                 \
     _Pragma("omp simd") for (int64_t j = 0; j < n; j++) o[j] = a0 * b0[j];            \
     for (int64_t t = 1; t < k; t++) {                                                 \
       const T *restrict bt = bp[t];                                                   \
@@ -930,7 +985,7 @@ static void normalize_block(loom_dtype dt, void *o, int64_t n) {
     w->ptr[io] = o;                                                                   \
   } while (0)
 
-static void dot_block(const plan *P, work *w, const loom__op *op, const int64_t *idx, int64_t n) {
+CLONES static void dot_block(const plan *P, work *w, const loom__op *op, const int64_t *idx, int64_t n) {
   int32_t ia = op->inputs[0], ib = op->inputs[1], io = op->outputs[0];
   const fvalue *A = &P->v[ia], *B = &P->v[ib], *O = &P->v[io];
   int64_t k = P->g->values[ia].type.dims[1];
@@ -1230,9 +1285,7 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
   do {                                                                                              \
     const T *restrict x = (const T *)xp;                                                            \
     if (P->fin == F_SUM || P->fin == F_MEAN) {                                                      \
-      double s = 0;                                                                                 \
-      _Pragma("omp simd reduction(+ : s)") for (int64_t j = 0; j < n; j++) s += x[j];               \
-      L->v.d += s;                                                                                  \
+      L->v.d += y ? sum_prod_##T(x, y, n) : sum_##T(x, n);                                          \
       return;                                                                                       \
     }                                                                                               \
     if (P->fin == F_MAX || P->fin == F_MIN || P->fin == F_ARGMAX || P->fin == F_ARGMIN) {           \
@@ -1265,7 +1318,41 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
     }                                                                                               \
   } while (0)
 
-static void fold_row(const plan *P, lane *L, entry *h, const void *xp, int64_t n, int64_t j0) {
+/* Sums of a block: SUM_LANES independent partial sums (a single accumulator would wait on
+ * the adder's latency at every vector), each of a few dozen terms, added in double at the end;
+ * sum_prod_ adds the products x[j] * y[j], each rounded to T as the unfused mul stores it. */
+#define SUM_LANES 64
+#define DEF_SUMS(T)                                                                               \
+  CLONES static double sum_##T(const T *restrict x, int64_t n) {                                  \
+    T acc[SUM_LANES] = {0};                                                                       \
+    int64_t j = 0;                                                                                \
+    for (; j + SUM_LANES <= n; j += SUM_LANES) {                                                  \
+      _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) acc[l] += x[j + l];                 \
+    }                                                                                             \
+    double s = 0;                                                                                 \
+    for (int l = 0; l < SUM_LANES; l++) s += acc[l];                                              \
+    for (; j < n; j++) s += x[j];                                                                 \
+    return s;                                                                                     \
+  }                                                                                               \
+  CLONES static double sum_prod_##T(const T *restrict x, const T *restrict y, int64_t n) {        \
+    T acc[SUM_LANES] = {0};                                                                       \
+    int64_t j = 0;                                                                                \
+    for (; j + SUM_LANES <= n; j += SUM_LANES) {                                                  \
+      _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) {                                   \
+        T p = x[j + l] * y[j + l];                                                                \
+        acc[l] += p;                                                                              \
+      }                                                                                           \
+    }                                                                                             \
+    double s = 0;                                                                                 \
+    for (int l = 0; l < SUM_LANES; l++) s += acc[l];                                              \
+    for (; j < n; j++) s += (T)(x[j] * y[j]);                                                     \
+    return s;                                                                                     \
+  }
+DEF_SUMS(float)
+DEF_SUMS(double)
+
+CLONES static void fold_row(const plan *P, lane *L, entry *h, const void *xp, const void *y, int64_t n,
+                            int64_t j0) {
   if (P->fkind == K_F32) ROW_REDUCE(float);
   if (P->fkind == K_F64) ROW_REDUCE(double);
   if ((P->fin == F_ARGMAX || P->fin == F_ARGMIN) && P->fkind != K_I64) {
@@ -1275,7 +1362,7 @@ static void fold_row(const plan *P, lane *L, entry *h, const void *xp, int64_t n
 }
 
 /* Element j of the block into lane j; i is the index along the reduced axis. */
-static void fold_cols(const plan *P, state *st, const void *xp, int64_t n, int64_t i) {
+CLONES static void fold_cols(const plan *P, state *st, const void *xp, int64_t n, int64_t i) {
   if (P->fin == F_SUM && P->fkind == K_F32) {
     const float *x = xp;
     for (int64_t j = 0; j < n; j++) st->lanes[j].v.d += x[j];
@@ -1441,7 +1528,8 @@ static void run_units(const plan *P, work *w, state *st, int64_t task, int64_t g
         eval_block(P, w, idx, n);
         int64_t ri = P->fin >= F_ARGMAX ? idx[P->axis] : 0; /* axis is the last one here */
         (void)ri;
-        fold_row(P, &st->lanes[kk], st->heap ? st->heap + kk * P->k : NULL, w->ptr[P->src], n, j0);
+        fold_row(P, &st->lanes[kk], st->heap ? st->heap + kk * P->k : NULL, w->ptr[P->src],
+                 P->prod_b >= 0 ? w->ptr[P->prod_b] : NULL, n, j0);
       }
     }
     return;
