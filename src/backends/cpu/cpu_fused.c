@@ -78,6 +78,12 @@ typedef union scalar {
   int64_t i;
 } scalar;
 
+/* An operand's absorbed scalar op, applied as it is read (see the kernels' TF_A). */
+typedef struct tfm {
+  bool on;
+  double m, a;
+} tfm;
+
 /* One body value as the evaluator sees it. */
 typedef struct fvalue {
   role role;
@@ -88,7 +94,8 @@ typedef struct fvalue {
   /* leaves: the param's data and the element strides over S's axes (0 on broadcast ones) */
   const char *base;
   int64_t strides[LOOM_MAX_RANK];
-  scalar c; /* constants */
+  scalar c;      /* constants */
+  bool absorbed; /* a scalar op its one consumer applies as it reads (absorb_scalar_ops) */
 } fvalue;
 
 typedef struct plan {
@@ -367,7 +374,7 @@ static loom_status setup_dot(const loom_graph *body, const loom__op *op, plan *P
 }
 
 static bool run_ew(const plan *P, const loom__op *op, void *o, const void *const *pin, const bool *vin,
-                   int64_t n);
+                   const tfm *tf, int64_t n);
 
 /* A sum over the last axis of a product of two blocks (kernel_mv's `dot kt y` after the
  * pass's rewrite: mul, then reduce_sum) is summed as products in one pass, without storing
@@ -385,6 +392,43 @@ static void fuse_product_sum(const loom_graph *body, plan *P) {
   P->n_ops--;
   P->src = op->inputs[0];
   P->prod_b = op->inputs[1];
+}
+
+/* A binary op of a block and a scalar (add, sub, mul) or a neg, read by one elementwise op
+ * only, is not stored: its consumer applies it to the block as it reads it (tfm), with the
+ * same rounding. In a kernel product this keeps s = sx + sy, t = 2 d and e = -0.5 d2 out of
+ * memory: of the body's seven passes over a block four remain. */
+static bool absorbable(const loom_graph *body, const plan *P, const loom__op *op) {
+  const fvalue *o = &P->v[op->outputs[0]];
+  if ((o->dtype != LOOM_F32 && o->dtype != LOOM_F64) || !o->vec) return false;
+  if (op->kind == LOOM_OP_NEG) return !P->v[op->inputs[0]].absorbed;
+  if (op->kind != LOOM_OP_ADD && op->kind != LOOM_OP_SUB && op->kind != LOOM_OP_MUL) return false;
+  const fvalue *a = &P->v[op->inputs[0]], *b = &P->v[op->inputs[1]];
+  return a->vec != b->vec && !(a->vec ? a : b)->absorbed;
+}
+
+static void absorb_scalar_ops(const loom_graph *body, plan *P, int32_t *uses) {
+  memset(uses, 0, sizeof *uses * (size_t)body->n_values);
+  for (int32_t i = 0; i < body->n_ops; i++)
+    for (int32_t k = 0; k < body->ops[i].n_inputs; k++) uses[body->ops[i].inputs[k]]++;
+  for (int32_t r = 0; r < body->n_outputs; r++) uses[body->outputs[r]] += 2;
+  uses[P->src] += 2;
+  if (P->prod_b >= 0) uses[P->prod_b] += 2;
+  for (int32_t q = 0; q < P->n_ops; q++) {
+    const loom__op *op = &body->ops[P->ops[q]];
+    int32_t o = op->outputs[0];
+    if (uses[o] != 1 || !absorbable(body, P, op)) continue;
+    for (int32_t c = q + 1; c < P->n_ops; c++) { /* its one reader, if it is one of these */
+      const loom__op *user = &body->ops[P->ops[c]];
+      bool reads = false;
+      for (int32_t k = 0; k < user->n_inputs; k++) reads |= user->inputs[k] == o;
+      if (!reads) continue;
+      loom__op_class cls = loom__op_info_of(user->kind)->cls;
+      if ((cls == LOOM_CLASS_UNARY || cls == LOOM_CLASS_BINARY) && P->v[user->inputs[0]].kind == P->v[o].kind)
+        P->v[o].absorbed = true;
+      break;
+    }
+  }
 }
 
 /* Classifies every body value; the parameters' views come from the caller's strides. */
@@ -468,7 +512,7 @@ static loom_status build_plan(const loom_graph *body, const loom__view *in, cons
     scalar dummy[3] = {{0}};
     const void *pin[3] = {&dummy[0], &dummy[1], &dummy[2]};
     bool vin[3] = {false, false, false};
-    if (!run_ew(P, op, &dummy[0], pin, vin, 0)) return unsupported(body, op, "no kernel for its dtypes");
+    if (!run_ew(P, op, &dummy[0], pin, vin, NULL, 0)) return unsupported(body, op, "no kernel for its dtypes");
     if (fv->vec) fv->slot = P->n_slots++;
     P->ops[P->n_ops++] = i;
   }
@@ -492,6 +536,10 @@ static loom_status build_plan(const loom_graph *body, const loom__view *in, cons
   }
   free(used);
   fuse_product_sum(body, P);
+  int32_t *uses = malloc(sizeof *uses * (size_t)(body->n_values + 1));
+  if (!uses) return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory");
+  absorb_scalar_ops(body, P, uses);
+  free(uses);
   fvalue *src = &P->v[P->src];
   if (src->role == R_NONE)
     return loom__error(LOOM_ERR_UNSUPPORTED, "cpu: fused: the body's result is not computed by its ops");
@@ -514,6 +562,7 @@ typedef struct work {
   char *buf;          /* n_slots buffers of FB 8-byte elements */
   const void **ptr;   /* per value: its block (vec) or its scalar */
   scalar *sc;         /* per value: scalar storage */
+  tfm *tf;            /* per absorbed value: the op its reader applies */
   int64_t *cache_off; /* per value: offset of the block its buffer holds (leaves, dots' packs) */
   int64_t *cache_n;
 } work;
@@ -522,6 +571,7 @@ static void work_free(work *w) {
   loom__aligned_free(w->buf);
   free(w->ptr);
   free(w->sc);
+  free(w->tf);
   free(w->cache_off);
   free(w->cache_n);
 }
@@ -531,9 +581,10 @@ static bool work_init(const plan *P, work *w) {
   w->buf = loom__aligned_alloc((size_t)(P->n_slots + 1) * FB * 8);
   w->ptr = calloc((size_t)nv, sizeof *w->ptr);
   w->sc = calloc((size_t)nv, sizeof *w->sc);
+  w->tf = calloc((size_t)nv, sizeof *w->tf);
   w->cache_off = malloc(sizeof *w->cache_off * (size_t)nv);
   w->cache_n = calloc((size_t)nv, sizeof *w->cache_n);
-  if (!w->buf || !w->ptr || !w->sc || !w->cache_off || !w->cache_n) {
+  if (!w->buf || !w->ptr || !w->sc || !w->tf || !w->cache_off || !w->cache_n) {
     work_free(w);
     return false;
   }
@@ -612,12 +663,28 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
 #define MAX_F(x, y) ((x) != (x) ? (x) : (x) >= (y) ? (x) : (y))
 #define MIN_F(x, y) ((x) != (x) ? (x) : (x) <= (y) ? (x) : (y))
 
+/* An operand's absorbed scalar op (absorb_scalar_ops): x * m + a, exact for each op absorbed
+ * (x + c: m = 1; x - c: a = -c; c - x: m = -1; x * c and -x: a = -0, which adds nothing, not
+ * even to a -0). Kernels without one have ta_/tb_ false and the compiler drops the test from
+ * the loops it unswitches. */
+#define TF_A(x) (ta_ ? (x) * ma_ + aa_ : (x))
+#define TF_B(x) (tb_ ? (x) * mb_ + ab_ : (x))
+#define TF_NONE                                 \
+  const bool ta_ = false, tb_ = false;          \
+  const int64_t ma_ = 0, aa_ = 0, mb_ = 0, ab_ = 0; \
+  (void)ta_, (void)tb_, (void)ma_, (void)aa_, (void)mb_, (void)ab_;
+#define TF_FROM(T, tf)                                              \
+  const bool ta_ = tf && tf[0].on, tb_ = tf && tf[1].on;            \
+  const T ma_ = ta_ ? (T)tf[0].m : 1, aa_ = ta_ ? (T)tf[0].a : 0;   \
+  const T mb_ = tb_ ? (T)tf[1].m : 1, ab_ = tb_ ? (T)tf[1].a : 0;  \
+  (void)mb_, (void)ab_;
+
 #define UN_LOOP(TO, TI, EXPR)                             \
   do {                                                    \
     TO *restrict o_ = (TO *)o;                            \
     const TI *restrict a_ = (const TI *)a;                \
     _Pragma("omp simd") for (int64_t j = 0; j < n; j++) { \
-      TI x = a_[j];                                       \
+      TI x = TF_A(a_[j]);                                 \
       o_[j] = (EXPR);                                     \
     }                                                     \
   } while (0)
@@ -628,19 +695,19 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
     const TI *restrict a_ = (const TI *)a, *restrict b_ = (const TI *)b; \
     if (sa && sb) {                                                      \
       _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {              \
-        TI x = a_[j], y = b_[j];                                         \
+        TI x = TF_A(a_[j]), y = TF_B(b_[j]);                                         \
         o_[j] = (EXPR);                                                  \
       }                                                                  \
     } else if (sa) {                                                     \
       TI y = b_[0];                                                      \
       _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {              \
-        TI x = a_[j];                                                    \
+        TI x = TF_A(a_[j]);                                                    \
         o_[j] = (EXPR);                                                  \
       }                                                                  \
     } else if (sb) {                                                     \
       TI x = a_[0];                                                      \
       _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {              \
-        TI y = b_[j];                                                    \
+        TI y = TF_B(b_[j]);                                                    \
         o_[j] = (EXPR);                                                  \
       }                                                                  \
     } else if (n > 0) {                                                  \
@@ -651,7 +718,8 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
 
 /* T: float or double; F: the libm suffix (f or nothing). */
 #define DEF_FLOAT_KERNELS(T, F)                                                                          \
-  CLONES static bool unary_##T(loom_op op, void *o, const void *a, int64_t n) {                                 \
+  CLONES static bool unary_##T(loom_op op, void *o, const void *a, const tfm *tf, int64_t n) {                  \
+    TF_FROM(T, tf)                                                                                       \
     switch (op) {                                                                                        \
       case LOOM_OP_NEG:                                                                                  \
         UN_LOOP(T, T, -x);                                                                               \
@@ -702,7 +770,9 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
         return false;                                                                                    \
     }                                                                                                    \
   }                                                                                                      \
-  CLONES static bool binary_##T(loom_op op, void *o, const void *a, int sa, const void *b, int sb, int64_t n) { \
+  CLONES static bool binary_##T(loom_op op, void *o, const void *a, int sa, const void *b, int sb,           \
+                                 const tfm *tf, int64_t n) {                                             \
+    TF_FROM(T, tf)                                                                                       \
     switch (op) {                                                                                        \
       case LOOM_OP_ADD:                                                                                  \
         BIN_LOOP(T, T, x + y);                                                                           \
@@ -774,6 +844,7 @@ static inline int64_t ipow(int64_t base, int64_t exp) {
 /* Integers and bool, held in int64 and wrapped to their dtype afterwards (u8 is never
  * negative there, so the signed forms give its results too). */
 CLONES static bool unary_int(loom_op op, loom_dtype dt, void *o, const void *a, int64_t n) {
+  TF_NONE
   bool uns = dt == LOOM_U8;
   switch (op) {
     case LOOM_OP_NEG:
@@ -809,6 +880,7 @@ CLONES static bool unary_int(loom_op op, loom_dtype dt, void *o, const void *a, 
 
 CLONES static bool binary_int(loom_op op, loom_dtype dt, void *o, const void *a, int sa, const void *b, int sb,
                        int64_t n) {
+  TF_NONE
   bool arith = dt != LOOM_BOOL;
   switch (op) {
     case LOOM_OP_ADD:
@@ -890,6 +962,7 @@ static void int_range(loom_dtype dt, int64_t *lo, int64_t *hi) {
 }
 
 CLONES static void cast_block(kind from, loom_dtype to, void *o, const void *a, int64_t n) {
+  TF_NONE
   kind tk = kind_of(to);
   if (from == K_F32 && tk == K_F32)
     UN_LOOP(float, float, x);
@@ -1023,19 +1096,19 @@ CLONES static void dot_block(const plan *P, work *w, const loom__op *op, const i
 
 /* Runs op's kernel over n elements (n == 0 only asks whether the kernel exists). */
 static bool run_ew(const plan *P, const loom__op *op, void *o, const void *const *pin, const bool *vin,
-                   int64_t n) {
+                   const tfm *tf, int64_t n) {
   const fvalue *a = &P->v[op->inputs[0]];
   switch (loom__op_info_of(op->kind)->cls) {
     case LOOM_CLASS_UNARY:
-      if (a->kind == K_F32) return unary_float(op->kind, o, pin[0], n);
-      if (a->kind == K_F64) return unary_double(op->kind, o, pin[0], n);
+      if (a->kind == K_F32) return unary_float(op->kind, o, pin[0], tf, n);
+      if (a->kind == K_F64) return unary_double(op->kind, o, pin[0], tf, n);
       return unary_int(op->kind, a->dtype, o, pin[0], n);
     case LOOM_CLASS_BINARY:
     case LOOM_CLASS_COMPARE:
     case LOOM_CLASS_LOGIC:
       if (P->v[op->inputs[1]].dtype != a->dtype) return false;
-      if (a->kind == K_F32) return binary_float(op->kind, o, pin[0], vin[0], pin[1], vin[1], n);
-      if (a->kind == K_F64) return binary_double(op->kind, o, pin[0], vin[0], pin[1], vin[1], n);
+      if (a->kind == K_F32) return binary_float(op->kind, o, pin[0], vin[0], pin[1], vin[1], tf, n);
+      if (a->kind == K_F64) return binary_double(op->kind, o, pin[0], vin[0], pin[1], vin[1], tf, n);
       return binary_int(op->kind, a->dtype, o, pin[0], vin[0], pin[1], vin[1], n);
     case LOOM_CLASS_SELECT:
       if (a->dtype != LOOM_BOOL || P->v[op->inputs[1]].kind != P->v[op->outputs[0]].kind) return false;
@@ -1047,6 +1120,35 @@ static bool run_ew(const plan *P, const loom__op *op, void *o, const void *const
     default:
       return false;
   }
+}
+
+/* An absorbed op: its block is its operand's, read through x * m + a (tfm). */
+static void absorbed_op(const plan *P, work *w, const loom__op *op) {
+  int32_t io = op->outputs[0], iv = op->inputs[0], is = -1;
+  bool left = true; /* the block is the first operand */
+  if (op->n_inputs == 2) {
+    left = P->v[op->inputs[0]].vec;
+    iv = op->inputs[left ? 0 : 1];
+    is = op->inputs[left ? 1 : 0];
+  }
+  double c = 0;
+  if (is >= 0) c = P->v[io].kind == K_F32 ? (double)w->sc[is].f : w->sc[is].d;
+  if (is >= 0 && w->ptr[is] != &w->sc[is]) /* a scalar read in place (a leaf's element) */
+    c = P->v[io].kind == K_F32 ? (double)*(const float *)w->ptr[is] : *(const double *)w->ptr[is];
+  tfm t = {true, 1, -0.0};
+  switch (op->kind) {
+    case LOOM_OP_NEG: t.m = -1; break;
+    case LOOM_OP_ADD: t.a = c; break;
+    case LOOM_OP_SUB:
+      if (left)
+        t.a = -c;
+      else
+        t.m = -1, t.a = c;
+      break;
+    default: t.m = c; break; /* mul */
+  }
+  w->tf[io] = t;
+  w->ptr[io] = w->ptr[iv];
 }
 
 /* Computes every body value over the block of n elements at S index idx (idx[r-1] the first
@@ -1061,15 +1163,21 @@ static void eval_block(const plan *P, work *w, const int64_t *idx, int64_t n) {
     }
     int32_t io = op->outputs[0];
     const fvalue *O = &P->v[io];
+    if (O->absorbed) {
+      absorbed_op(P, w, op);
+      continue;
+    }
     void *o = O->vec ? slot(w, O->slot) : (void *)&w->sc[io];
     int64_t nn = O->vec ? n : 1;
     const void *pin[3];
     bool vin[3];
+    tfm tf[3] = {{0}};
     for (int32_t i = 0; i < op->n_inputs; i++) {
       pin[i] = w->ptr[op->inputs[i]];
       vin[i] = P->v[op->inputs[i]].vec;
+      if (P->v[op->inputs[i]].absorbed) tf[i] = w->tf[op->inputs[i]];
     }
-    run_ew(P, op, o, pin, vin, nn);
+    run_ew(P, op, o, pin, vin, tf, nn);
     normalize_block(O->dtype, o, nn);
     w->ptr[io] = o;
   }
