@@ -62,7 +62,7 @@ VECMATH extern double pow(double, double);
 
 /* Block length along the last axis: a dozen f32 buffers of FB elements fill about half of a
  * 32 KiB L1, and FB elements amortize one dispatch per op many times over. */
-#define FB 512
+#define FB 1024
 /* Rows whose blocks are walked together where the last axis is reduced, so a packed operand
  * that depends only on the column (y^T in a kernel product) is packed once for all of them. */
 #define ROW_GROUP 64
@@ -1431,14 +1431,21 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
  * sum_prod_ adds the products x[j] * y[j], each rounded to T as the unfused mul stores it. */
 #define SUM_LANES 64
 #define DEF_SUMS(T)                                                                               \
+  /* The lanes added as a tree: a chain of 64 scalar adds would cost more than the block. */      \
+  static inline double fold_lanes_##T(const T *acc) {                                             \
+    T q[16];                                                                                      \
+    for (int l = 0; l < 16; l++) q[l] = (acc[l] + acc[l + 16]) + (acc[l + 32] + acc[l + 48]);     \
+    double s = 0;                                                                                 \
+    _Pragma("omp simd reduction(+ : s)") for (int l = 0; l < 16; l++) s += q[l];                  \
+    return s;                                                                                     \
+  }                                                                                               \
   CLONES static double sum_##T(const T *restrict x, int64_t n) {                                  \
     T acc[SUM_LANES] = {0};                                                                       \
     int64_t j = 0;                                                                                \
     for (; j + SUM_LANES <= n; j += SUM_LANES) {                                                  \
       _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) acc[l] += x[j + l];                 \
     }                                                                                             \
-    double s = 0;                                                                                 \
-    for (int l = 0; l < SUM_LANES; l++) s += acc[l];                                              \
+    double s = fold_lanes_##T(acc);                                                               \
     for (; j < n; j++) s += x[j];                                                                 \
     return s;                                                                                     \
   }                                                                                               \
@@ -1451,8 +1458,7 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
         acc[l] += p;                                                                              \
       }                                                                                           \
     }                                                                                             \
-    double s = 0;                                                                                 \
-    for (int l = 0; l < SUM_LANES; l++) s += acc[l];                                              \
+    double s = fold_lanes_##T(acc);                                                               \
     for (; j < n; j++) s += (T)(x[j] * y[j]);                                                     \
     return s;                                                                                     \
   }
