@@ -109,6 +109,7 @@ typedef struct plan {
   int64_t dims[LOOM_MAX_RANK], M, nb; /* S, its last axis, blocks along it */
   int32_t src;                        /* the value folded into the output */
   int32_t prod_b; /* >= 0: src is a mul's first operand, this its second, summed as products */
+  bool prod_exp;  /* and the first is exp(src) */
   final_kind fin;
   kind fkind;
   bool reduced[LOOM_MAX_RANK], last_red;
@@ -390,8 +391,24 @@ static void fuse_product_sum(const loom_graph *body, plan *P) {
     for (int32_t k = 0; k < body->ops[i].n_inputs; k++)
       if (body->ops[i].inputs[k] == P->src) return;
   P->n_ops--;
-  P->src = op->inputs[0];
-  P->prod_b = op->inputs[1];
+  int32_t a = op->inputs[0], b = op->inputs[1];
+  /* exp(e) * b, the exp read by nothing else (a Gaussian kernel's): the exp is taken in the
+   * same pass too. */
+  const loom__op *e = P->n_ops ? &body->ops[P->ops[P->n_ops - 1]] : NULL;
+  if (e && e->kind == LOOM_OP_EXP && a != b && (e->outputs[0] == a || e->outputs[0] == b) &&
+      P->v[e->inputs[0]].vec && !P->v[e->inputs[0]].absorbed) {
+    int32_t x = e->outputs[0], readers = 0;
+    for (int32_t i = 0; i < body->n_ops; i++)
+      for (int32_t k = 0; k < body->ops[i].n_inputs; k++) readers += body->ops[i].inputs[k] == x;
+    if (readers == 1) {
+      if (x == b) b = a;
+      a = e->inputs[0];
+      P->n_ops--;
+      P->prod_exp = true;
+    }
+  }
+  P->src = a;
+  P->prod_b = b;
 }
 
 /* A binary op of a block and a scalar (add, sub, mul) or a neg, read by one elementwise op
@@ -412,12 +429,16 @@ static void absorb_scalar_ops(const loom_graph *body, plan *P, int32_t *uses) {
   for (int32_t i = 0; i < body->n_ops; i++)
     for (int32_t k = 0; k < body->ops[i].n_inputs; k++) uses[body->ops[i].inputs[k]]++;
   for (int32_t r = 0; r < body->n_outputs; r++) uses[body->outputs[r]] += 2;
-  uses[P->src] += 2;
+  if (!P->prod_exp) uses[P->src] += 2;
   if (P->prod_b >= 0) uses[P->prod_b] += 2;
   for (int32_t q = 0; q < P->n_ops; q++) {
     const loom__op *op = &body->ops[P->ops[q]];
     int32_t o = op->outputs[0];
     if (uses[o] != 1 || !absorbable(body, P, op)) continue;
+    if (P->prod_exp && o == P->src) { /* read by the exp of the product sum */
+      P->v[o].absorbed = true;
+      continue;
+    }
     for (int32_t c = q + 1; c < P->n_ops; c++) { /* its one reader, if it is one of these */
       const loom__op *user = &body->ops[P->ops[c]];
       bool reads = false;
@@ -1393,7 +1414,7 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
   do {                                                                                              \
     const T *restrict x = (const T *)xp;                                                            \
     if (P->fin == F_SUM || P->fin == F_MEAN) {                                                      \
-      L->v.d += y ? sum_prod_##T(x, y, n) : sum_##T(x, n);                                          \
+      L->v.d += P->prod_exp ? sum_exp_prod_##T(x, tf, y, n) : y ? sum_prod_##T(x, y, n) : sum_##T(x, n); \
       return;                                                                                       \
     }                                                                                               \
     if (P->fin == F_MAX || P->fin == F_MIN || P->fin == F_ARGMAX || P->fin == F_ARGMIN) {           \
@@ -1462,11 +1483,36 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
     for (; j < n; j++) s += (T)(x[j] * y[j]);                                                     \
     return s;                                                                                     \
   }
+/* sum of exp(x[j] (transformed by t) ) * y[j]: the exp, the product and the sum of a
+ * Gaussian kernel product in one pass, each rounded to T as the unfused ops store them. */
+#define DEF_SUM_EXP(T, F)                                                                         \
+  CLONES static double sum_exp_prod_##T(const T *restrict x, const tfm *t, const T *restrict y,   \
+                                        int64_t n) {                                              \
+    T acc[SUM_LANES] = {0};                                                                       \
+    const bool ta_ = t && t->on;                                                                  \
+    const T ma_ = ta_ ? (T)t->m : 1, aa_ = ta_ ? (T)t->a : 0;                                     \
+    int64_t j = 0;                                                                                \
+    for (; j + SUM_LANES <= n; j += SUM_LANES) {                                                  \
+      _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) {                                   \
+        T e = exp##F(TF_A(x[j + l]));                                                             \
+        T p = e * y[j + l];                                                                       \
+        acc[l] += p;                                                                              \
+      }                                                                                           \
+    }                                                                                             \
+    double s = fold_lanes_##T(acc);                                                               \
+    for (; j < n; j++) {                                                                          \
+      T e = exp##F(TF_A(x[j]));                                                                   \
+      s += (T)(e * y[j]);                                                                         \
+    }                                                                                             \
+    return s;                                                                                     \
+  }
 DEF_SUMS(float)
 DEF_SUMS(double)
+DEF_SUM_EXP(float, f)
+DEF_SUM_EXP(double, )
 
-CLONES static void fold_row(const plan *P, lane *L, entry *h, const void *xp, const void *y, int64_t n,
-                            int64_t j0) {
+CLONES static void fold_row(const plan *P, lane *L, entry *h, const void *xp, const void *y, const tfm *tf,
+                            int64_t n, int64_t j0) {
   if (P->fkind == K_F32) ROW_REDUCE(float);
   if (P->fkind == K_F64) ROW_REDUCE(double);
   if ((P->fin == F_ARGMAX || P->fin == F_ARGMIN) && P->fkind != K_I64) {
@@ -1643,7 +1689,8 @@ static void run_units(const plan *P, work *w, state *st, int64_t task, int64_t g
         int64_t ri = P->fin >= F_ARGMAX ? idx[P->axis] : 0; /* axis is the last one here */
         (void)ri;
         fold_row(P, &st->lanes[kk], st->heap ? st->heap + kk * P->k : NULL, w->ptr[P->src],
-                 P->prod_b >= 0 ? w->ptr[P->prod_b] : NULL, n, j0);
+                 P->prod_b >= 0 ? w->ptr[P->prod_b] : NULL, P->v[P->src].absorbed ? &w->tf[P->src] : NULL, n,
+                 j0);
       }
     }
     return;
