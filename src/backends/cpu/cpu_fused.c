@@ -1485,21 +1485,25 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
   }
 /* sum of exp(x[j] (transformed by t) ) * y[j]: the exp, the product and the sum of a
  * Gaussian kernel product in one pass, each rounded to T as the unfused ops store them. */
+/* One vector of lanes: the vector ABI's call clobbers every vector register, so more
+ * accumulators would only be spilled around each call to the exp. */
+#define EXP_LANES 16
 #define DEF_SUM_EXP(T, F)                                                                         \
   CLONES static double sum_exp_prod_##T(const T *restrict x, const tfm *t, const T *restrict y,   \
                                         int64_t n) {                                              \
-    T acc[SUM_LANES] = {0};                                                                       \
+    T acc[EXP_LANES] = {0};                                                                       \
     const bool ta_ = t && t->on;                                                                  \
     const T ma_ = ta_ ? (T)t->m : 1, aa_ = ta_ ? (T)t->a : 0;                                     \
     int64_t j = 0;                                                                                \
-    for (; j + SUM_LANES <= n; j += SUM_LANES) {                                                  \
-      _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) {                                   \
+    for (; j + EXP_LANES <= n; j += EXP_LANES) {                                                  \
+      _Pragma("omp simd") for (int l = 0; l < EXP_LANES; l++) {                                   \
         T e = exp##F(TF_A(x[j + l]));                                                             \
         T p = e * y[j + l];                                                                       \
         acc[l] += p;                                                                              \
       }                                                                                           \
     }                                                                                             \
-    double s = fold_lanes_##T(acc);                                                               \
+    double s = 0;                                                                                 \
+    _Pragma("omp simd reduction(+ : s)") for (int l = 0; l < EXP_LANES; l++) s += acc[l];         \
     for (; j < n; j++) {                                                                          \
       T e = exp##F(TF_A(x[j]));                                                                   \
       s += (T)(e * y[j]);                                                                         \
