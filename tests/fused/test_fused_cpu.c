@@ -558,8 +558,12 @@ static void kmv_make(kmv_data *k, int64_t n, int64_t m) {
   for (int64_t i = 0; i < n * 3; i++) k->x[i] = (float)runif(0, 2);
   for (int64_t i = 0; i < m * 3; i++) k->y[i] = (float)runif(0, 2);
   for (int64_t i = 0; i < m; i++) k->b[i] = (float)runif(0, 1);
-  for (int64_t i = 0; i < n; i++) k->sx[i] = k->x[3 * i] * k->x[3 * i] + k->x[3 * i + 1] * k->x[3 * i + 1] + k->x[3 * i + 2] * k->x[3 * i + 2];
-  for (int64_t i = 0; i < m; i++) k->sy[i] = k->y[3 * i] * k->y[3 * i] + k->y[3 * i + 1] * k->y[3 * i + 1] + k->y[3 * i + 2] * k->y[3 * i + 2];
+  for (int64_t i = 0; i < n; i++)
+    k->sx[i] =
+        k->x[3 * i] * k->x[3 * i] + k->x[3 * i + 1] * k->x[3 * i + 1] + k->x[3 * i + 2] * k->x[3 * i + 2];
+  for (int64_t i = 0; i < m; i++)
+    k->sy[i] =
+        k->y[3 * i] * k->y[3 * i] + k->y[3 * i + 1] * k->y[3 * i + 1] + k->y[3 * i + 2] * k->y[3 * i + 2];
 }
 
 static void kmv_free(kmv_data *k) {
@@ -661,11 +665,144 @@ TEST(fused_cpu_kmv_timing) {
       tensors_free(&ref);
     }
     double unfused = (now_s() - t0) * (double)chunks / (double)(timed ? timed : 1);
-    printf("    kmv N=%lld: fused %.3f s (%.2f Gpairs/s), unfused cpu ops %.3f s%s: %.1fx\n", (long long)n, best,
-           (double)n * (double)n / best * 1e-9, unfused, timed < chunks ? " (scaled from 3 chunks)" : "",
-           unfused / best);
+    printf("    kmv N=%lld: fused %.3f s (%.2f Gpairs/s), unfused cpu ops %.3f s%s: %.1fx\n", (long long)n,
+           best, (double)n * (double)n / best * 1e-9, unfused,
+           timed < chunks ? " (scaled from 3 chunks)" : "", unfused / best);
     loom_graph_destroy(whole);
     loom_graph_destroy(piece);
     kmv_free(&k);
   }
+}
+
+/* ---- kNN and argmin over the distance: the dot inline, the final op over j ------------------- */
+static loom_graph *knn_body(int64_t n, int64_t m, const char *final) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "graph knn(x: f32[%lld,3], y: f32[%lld,3], sx: f32[%lld,1], sy: f32[1,%lld]) {\n"
+           "  yt = transpose y perm=[1,0]\n"
+           "  d = dot x yt\n"
+           "  s = add sx sy\n"
+           "  two = constant 2 : f32[]\n"
+           "  t = mul d two\n"
+           "  d2 = sub s t\n"
+           "  %s\n"
+           "}\n",
+           (long long)n, (long long)m, (long long)n, (long long)m, final);
+  loom_graph *g = NULL;
+  if (loom_graph_parse(text, strlen(text), "knn.lir", &g)) return NULL;
+  return g;
+}
+
+TEST(fused_cpu_knn_topk_and_argmin) {
+  static const char *finals[] = {
+      "v, i = topk d2 k=5 axis=1 largest=false\n  return v, i",
+      "i = argmin d2 axis=1\n  return i",
+      "v, i = topk d2 k=3 axis=0 largest=false\n  return v, i", /* the nearest x of every y */
+      "m = reduce_min d2 axes=[0]\n  return m",
+  };
+  for (int f = 0; f < 4; f++) {
+    rng_state = 4242 + (uint64_t)f;
+    loom_graph *body = knn_body(300, 2100, finals[f]);
+    ASSERT_TRUE(body != NULL);
+    bool ok = check_body(body, false, finals[f]);
+    loom_graph_destroy(body);
+    if (!ok) return;
+  }
+}
+
+TEST(fused_cpu_complex_is_unsupported) {
+  const char *text = "graph c(x: c64[4,8]) {\n  y = add x x\n  s = reduce_sum y axes=[1]\n  return s\n}\n";
+  loom_graph *g = NULL;
+  ASSERT_OK(loom_graph_parse(text, strlen(text), "c.lir", &g));
+  float data[64] = {0};
+  loom__view in = dense_view(&g->values[g->params[0]].type, data), out;
+  out = dense_view(&g->values[g->outputs[0]].type, data);
+  ASSERT_STATUS(loom__cpu_fused(g, &in, &out, NULL, 0), LOOM_ERR_UNSUPPORTED);
+  ASSERT_CONTAINS(loom_last_error(), "c64");
+  loom_graph_destroy(g);
+}
+
+/* ---- the vector math's accuracy ------------------------------------------------------------------
+ * Each f32 function as the evaluator runs it (a fused body of that one op, so through libmvec)
+ * against the f64 libm result rounded to f32, in ulps of the f32 result, on 2^20 arguments
+ * spread over its range. glibc documents at most 4 ulp for libmvec's functions: asserted here,
+ * and the measured maximum printed. */
+static double ulps(float got, double want) {
+  float w = (float)want;
+  if (isnan(w) || isnan(got)) return isnan(w) && isnan(got) ? 0 : 1e9;
+  if (isinf(w) || isinf(got)) return w == got ? 0 : 1e9;
+  float up = nextafterf(fabsf(w), INFINITY);
+  double ulp = (double)up - fabs((double)w);
+  return fabs((double)got - want) / ulp;
+}
+
+TEST(fused_cpu_vector_math_ulps) {
+  typedef struct fn {
+    loom_op op;
+    const char *name;
+    double lo, hi;
+  } fn;
+  static const fn fns[] = {
+      {LOOM_OP_EXP, "exp", -87, 88},   {LOOM_OP_LOG, "log", 1e-30, 1e30}, {LOOM_OP_SIN, "sin", -100, 100},
+      {LOOM_OP_COS, "cos", -100, 100}, {LOOM_OP_TANH, "tanh", -10, 10},   {LOOM_OP_SQRT, "sqrt", 0, 1e6},
+      {LOOM_OP_POW, "pow", 0.01, 10},
+  };
+  const int64_t n = 1 << 20;
+  float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
+  float *z = malloc(sizeof(float) * (size_t)n);
+  for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
+    const fn *F = &fns[f];
+    bool log_spread = F->op == LOOM_OP_LOG || F->op == LOOM_OP_SQRT;
+    for (int64_t i = 0; i < n; i++) {
+      double u = (double)i / (double)n;
+      x[i] = (float)(log_spread ? F->lo * pow(F->hi / fmax(F->lo, 1e-30), u) : F->lo + (F->hi - F->lo) * u);
+      y[i] = (float)(-8 + 16 * u * u);
+    }
+    loom_graph *g = NULL;
+    loom_graph_create("f", &g);
+    loom_type t;
+    loom_type_make(LOOM_F32, 1, &n, &t);
+    loom_value a = loom_graph_param(g, "x", &t), b = loom_graph_param(g, "y", &t);
+    loom_value r = F->op == LOOM_OP_POW ? loom_binary(g, F->op, a, b) : loom_unary(g, F->op, a);
+    loom_graph_return(g, &r, 1);
+    loom__view in[2] = {dense_view(&t, x), dense_view(&t, y)}, out = dense_view(&t, z);
+    ASSERT_OK(loom__cpu_fused(g, in, &out, NULL, 0));
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double xd = x[i], want;
+      switch (F->op) {
+        case LOOM_OP_EXP:
+          want = exp(xd);
+          break;
+        case LOOM_OP_LOG:
+          want = log(xd);
+          break;
+        case LOOM_OP_SIN:
+          want = sin(xd);
+          break;
+        case LOOM_OP_COS:
+          want = cos(xd);
+          break;
+        case LOOM_OP_TANH:
+          want = tanh(xd);
+          break;
+        case LOOM_OP_SQRT:
+          want = sqrt(xd);
+          break;
+        default:
+          want = pow(xd, (double)y[i]);
+          break;
+      }
+      /* results below the normal range have fewer bits: not counted */
+      if (fabs(want) < 1.2e-38 && want != 0) continue;
+      worst = fmax(worst, ulps(z[i], want));
+    }
+    printf("    %s: %.2f ulp at most\n", F->name, worst);
+    loom_graph_destroy(g);
+    if (worst > 4) {
+      loom_test_fail(__FILE__, __LINE__, "%s: %.2f ulp, more than libmvec's documented 4", F->name, worst);
+      break;
+    }
+  }
+  free(x), free(y), free(z);
 }

@@ -17,13 +17,17 @@
  * cpu_reduce.c does (floats in double, integers in wrapping uint64), and argmax/argmin/topk
  * keep its order: NaN ranks above every number, ties go to the lower index.
  *
- * Vector math: this file is compiled with -fno-math-errno and OpenMP simd (CMakeLists.txt),
- * so the `omp simd` loops over expf/logf/sinf/cosf/tanhf/powf (and their f64 forms) call
- * glibc's libmvec (_ZGVeN16v_expf and the like on AVX-512, _ZGVdN8v_ on AVX2). glibc
- * documents libmvec's maximum errors as 4 ulp for every function it vectorizes (the "libmvec"
- * column of the manual's "Errors in Math Functions"); measured here against the scalar libm
- * on 2^24 f32 arguments (tests/fused/test_fused_ulps.c prints them): exp 1, log 1, sin 1,
- * cos 1, tanh 2, pow 1 ulp. sqrt is the IEEE instruction (0.5 ulp).
+ * Vector math: glibc's libmvec, through `omp simd` loops over expf/logf/sinf/cosf/tanhf/powf
+ * (and the f64 forms) in kernels cloned per x86-64 level, so the AVX-512 clone calls
+ * _ZGVeN16v_expf, the AVX2 one _ZGVdN8v_expf, the baseline _ZGVbN4v_expf (this file is built
+ * with -O3 -fno-math-errno, CMakeLists.txt; the simd declarations are below). glibc documents
+ * at most 4 ulp for libmvec's functions; measured on 2^20 f32 arguments per function against
+ * the f64 libm result (the fused_cpu_vector_math_ulps test prints them), error against the
+ * exact value: exp 2.6 ulp (-87..88), log 3.7 (1e-30..1e30, the worst near 1), sin 1.8 and
+ * cos 1.9 (-100..100), tanh 1.4 (-10..10), pow 0.6, sqrt 0 (the IEEE instruction). The scalar
+ * libm the unfused kernels call is within 1 ulp, so fused and unfused f32 results of one
+ * transcendental op differ by at most about 4 ulp. SLEEF (Debian's libsleef-dev 3.5) was not
+ * measured: not installed here.
  *
  * Threads: the tasks (groups of rows, or (row, block) pairs where the last axis is kept) run
  * on OpenMP threads, each writing its own outputs. When there are too few tasks to feed the
@@ -533,7 +537,8 @@ static loom_status build_plan(const loom_graph *body, const loom__view *in, cons
     scalar dummy[3] = {{0}};
     const void *pin[3] = {&dummy[0], &dummy[1], &dummy[2]};
     bool vin[3] = {false, false, false};
-    if (!run_ew(P, op, &dummy[0], pin, vin, NULL, 0)) return unsupported(body, op, "no kernel for its dtypes");
+    if (!run_ew(P, op, &dummy[0], pin, vin, NULL, 0))
+      return unsupported(body, op, "no kernel for its dtypes");
     if (fv->vec) fv->slot = P->n_slots++;
     P->ops[P->n_ops++] = i;
   }
@@ -688,16 +693,16 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
  * (x + c: m = 1; x - c: a = -c; c - x: m = -1; x * c and -x: a = -0, which adds nothing, not
  * even to a -0). Kernels without one have ta_/tb_ false and the compiler drops the test from
  * the loops it unswitches. */
-#define TF_A(x) (ta_ ? (x) * ma_ + aa_ : (x))
-#define TF_B(x) (tb_ ? (x) * mb_ + ab_ : (x))
-#define TF_NONE                                 \
-  const bool ta_ = false, tb_ = false;          \
+#define TF_A(x) (ta_ ? (x)*ma_ + aa_ : (x))
+#define TF_B(x) (tb_ ? (x)*mb_ + ab_ : (x))
+#define TF_NONE                                     \
+  const bool ta_ = false, tb_ = false;              \
   const int64_t ma_ = 0, aa_ = 0, mb_ = 0, ab_ = 0; \
   (void)ta_, (void)tb_, (void)ma_, (void)aa_, (void)mb_, (void)ab_;
-#define TF_FROM(T, tf)                                              \
-  const bool ta_ = tf && tf[0].on, tb_ = tf && tf[1].on;            \
-  const T ma_ = ta_ ? (T)tf[0].m : 1, aa_ = ta_ ? (T)tf[0].a : 0;   \
-  const T mb_ = tb_ ? (T)tf[1].m : 1, ab_ = tb_ ? (T)tf[1].a : 0;  \
+#define TF_FROM(T, tf)                                            \
+  const bool ta_ = tf && tf[0].on, tb_ = tf && tf[1].on;          \
+  const T ma_ = ta_ ? (T)tf[0].m : 1, aa_ = ta_ ? (T)tf[0].a : 0; \
+  const T mb_ = tb_ ? (T)tf[1].m : 1, ab_ = tb_ ? (T)tf[1].a : 0; \
   (void)mb_, (void)ab_;
 
 #define UN_LOOP(TO, TI, EXPR)                             \
@@ -716,19 +721,19 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
     const TI *restrict a_ = (const TI *)a, *restrict b_ = (const TI *)b; \
     if (sa && sb) {                                                      \
       _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {              \
-        TI x = TF_A(a_[j]), y = TF_B(b_[j]);                                         \
+        TI x = TF_A(a_[j]), y = TF_B(b_[j]);                             \
         o_[j] = (EXPR);                                                  \
       }                                                                  \
     } else if (sa) {                                                     \
       TI y = b_[0];                                                      \
       _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {              \
-        TI x = TF_A(a_[j]);                                                    \
+        TI x = TF_A(a_[j]);                                              \
         o_[j] = (EXPR);                                                  \
       }                                                                  \
     } else if (sb) {                                                     \
       TI x = a_[0];                                                      \
       _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {              \
-        TI y = TF_B(b_[j]);                                                    \
+        TI y = TF_B(b_[j]);                                              \
         o_[j] = (EXPR);                                                  \
       }                                                                  \
     } else if (n > 0) {                                                  \
@@ -738,105 +743,105 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
   } while (0)
 
 /* T: float or double; F: the libm suffix (f or nothing). */
-#define DEF_FLOAT_KERNELS(T, F)                                                                          \
-  CLONES static bool unary_##T(loom_op op, void *o, const void *a, const tfm *tf, int64_t n) {                  \
-    TF_FROM(T, tf)                                                                                       \
-    switch (op) {                                                                                        \
-      case LOOM_OP_NEG:                                                                                  \
-        UN_LOOP(T, T, -x);                                                                               \
-        return true;                                                                                     \
-      case LOOM_OP_ABS:                                                                                  \
-        UN_LOOP(T, T, fabs##F(x));                                                                       \
-        return true;                                                                                     \
-      case LOOM_OP_SIGN:                                                                                 \
-        UN_LOOP(T, T, SIGN_F(x));                                                                        \
-        return true;                                                                                     \
-      case LOOM_OP_EXP:                                                                                  \
-        UN_LOOP(T, T, exp##F(x));                                                                        \
-        return true;                                                                                     \
-      case LOOM_OP_LOG:                                                                                  \
-        UN_LOOP(T, T, log##F(x));                                                                        \
-        return true;                                                                                     \
-      case LOOM_OP_SQRT:                                                                                 \
-        UN_LOOP(T, T, sqrt##F(x));                                                                       \
-        return true;                                                                                     \
-      case LOOM_OP_RSQRT:                                                                                \
-        UN_LOOP(T, T, (T)1 / sqrt##F(x));                                                                \
-        return true;                                                                                     \
-      case LOOM_OP_SIN:                                                                                  \
-        UN_LOOP(T, T, sin##F(x));                                                                        \
-        return true;                                                                                     \
-      case LOOM_OP_COS:                                                                                  \
-        UN_LOOP(T, T, cos##F(x));                                                                        \
-        return true;                                                                                     \
-      case LOOM_OP_TANH:                                                                                 \
-        UN_LOOP(T, T, tanh##F(x));                                                                       \
-        return true;                                                                                     \
-      case LOOM_OP_SIGMOID:                                                                              \
-        UN_LOOP(T, T, (T)1 / ((T)1 + exp##F(-x)));                                                       \
-        return true;                                                                                     \
-      case LOOM_OP_RELU:                                                                                 \
-        UN_LOOP(T, T, RELU_F(x));                                                                        \
-        return true;                                                                                     \
-      case LOOM_OP_FLOOR:                                                                                \
-        UN_LOOP(T, T, floor##F(x));                                                                      \
-        return true;                                                                                     \
-      case LOOM_OP_CEIL:                                                                                 \
-        UN_LOOP(T, T, ceil##F(x));                                                                       \
-        return true;                                                                                     \
-      case LOOM_OP_SQUARE:                                                                               \
-        UN_LOOP(T, T, x *x);                                                                             \
-        return true;                                                                                     \
-      default:                                                                                           \
-        return false;                                                                                    \
-    }                                                                                                    \
-  }                                                                                                      \
-  CLONES static bool binary_##T(loom_op op, void *o, const void *a, int sa, const void *b, int sb,           \
-                                 const tfm *tf, int64_t n) {                                             \
-    TF_FROM(T, tf)                                                                                       \
-    switch (op) {                                                                                        \
-      case LOOM_OP_ADD:                                                                                  \
-        BIN_LOOP(T, T, x + y);                                                                           \
-        return true;                                                                                     \
-      case LOOM_OP_SUB:                                                                                  \
-        BIN_LOOP(T, T, x - y);                                                                           \
-        return true;                                                                                     \
-      case LOOM_OP_MUL:                                                                                  \
-        BIN_LOOP(T, T, x *y);                                                                            \
-        return true;                                                                                     \
-      case LOOM_OP_DIV:                                                                                  \
-        BIN_LOOP(T, T, x / y);                                                                           \
-        return true;                                                                                     \
-      case LOOM_OP_POW:                                                                                  \
-        BIN_LOOP(T, T, pow##F(x, y));                                                                    \
-        return true;                                                                                     \
-      case LOOM_OP_MAXIMUM:                                                                              \
-        BIN_LOOP(T, T, MAX_F(x, y));                                                                     \
-        return true;                                                                                     \
-      case LOOM_OP_MINIMUM:                                                                              \
-        BIN_LOOP(T, T, MIN_F(x, y));                                                                     \
-        return true;                                                                                     \
-      case LOOM_OP_EQ:                                                                                   \
-        BIN_LOOP(int64_t, T, x == y);                                                                    \
-        return true;                                                                                     \
-      case LOOM_OP_NE:                                                                                   \
-        BIN_LOOP(int64_t, T, x != y);                                                                    \
-        return true;                                                                                     \
-      case LOOM_OP_LT:                                                                                   \
-        BIN_LOOP(int64_t, T, x < y);                                                                     \
-        return true;                                                                                     \
-      case LOOM_OP_LE:                                                                                   \
-        BIN_LOOP(int64_t, T, x <= y);                                                                    \
-        return true;                                                                                     \
-      case LOOM_OP_GT:                                                                                   \
-        BIN_LOOP(int64_t, T, x > y);                                                                     \
-        return true;                                                                                     \
-      case LOOM_OP_GE:                                                                                   \
-        BIN_LOOP(int64_t, T, x >= y);                                                                    \
-        return true;                                                                                     \
-      default:                                                                                           \
-        return false;                                                                                    \
-    }                                                                                                    \
+#define DEF_FLOAT_KERNELS(T, F)                                                                    \
+  CLONES static bool unary_##T(loom_op op, void *o, const void *a, const tfm *tf, int64_t n) {     \
+    TF_FROM(T, tf)                                                                                 \
+    switch (op) {                                                                                  \
+      case LOOM_OP_NEG:                                                                            \
+        UN_LOOP(T, T, -x);                                                                         \
+        return true;                                                                               \
+      case LOOM_OP_ABS:                                                                            \
+        UN_LOOP(T, T, fabs##F(x));                                                                 \
+        return true;                                                                               \
+      case LOOM_OP_SIGN:                                                                           \
+        UN_LOOP(T, T, SIGN_F(x));                                                                  \
+        return true;                                                                               \
+      case LOOM_OP_EXP:                                                                            \
+        UN_LOOP(T, T, exp##F(x));                                                                  \
+        return true;                                                                               \
+      case LOOM_OP_LOG:                                                                            \
+        UN_LOOP(T, T, log##F(x));                                                                  \
+        return true;                                                                               \
+      case LOOM_OP_SQRT:                                                                           \
+        UN_LOOP(T, T, sqrt##F(x));                                                                 \
+        return true;                                                                               \
+      case LOOM_OP_RSQRT:                                                                          \
+        UN_LOOP(T, T, (T)1 / sqrt##F(x));                                                          \
+        return true;                                                                               \
+      case LOOM_OP_SIN:                                                                            \
+        UN_LOOP(T, T, sin##F(x));                                                                  \
+        return true;                                                                               \
+      case LOOM_OP_COS:                                                                            \
+        UN_LOOP(T, T, cos##F(x));                                                                  \
+        return true;                                                                               \
+      case LOOM_OP_TANH:                                                                           \
+        UN_LOOP(T, T, tanh##F(x));                                                                 \
+        return true;                                                                               \
+      case LOOM_OP_SIGMOID:                                                                        \
+        UN_LOOP(T, T, (T)1 / ((T)1 + exp##F(-x)));                                                 \
+        return true;                                                                               \
+      case LOOM_OP_RELU:                                                                           \
+        UN_LOOP(T, T, RELU_F(x));                                                                  \
+        return true;                                                                               \
+      case LOOM_OP_FLOOR:                                                                          \
+        UN_LOOP(T, T, floor##F(x));                                                                \
+        return true;                                                                               \
+      case LOOM_OP_CEIL:                                                                           \
+        UN_LOOP(T, T, ceil##F(x));                                                                 \
+        return true;                                                                               \
+      case LOOM_OP_SQUARE:                                                                         \
+        UN_LOOP(T, T, x *x);                                                                       \
+        return true;                                                                               \
+      default:                                                                                     \
+        return false;                                                                              \
+    }                                                                                              \
+  }                                                                                                \
+  CLONES static bool binary_##T(loom_op op, void *o, const void *a, int sa, const void *b, int sb, \
+                                const tfm *tf, int64_t n) {                                        \
+    TF_FROM(T, tf)                                                                                 \
+    switch (op) {                                                                                  \
+      case LOOM_OP_ADD:                                                                            \
+        BIN_LOOP(T, T, x + y);                                                                     \
+        return true;                                                                               \
+      case LOOM_OP_SUB:                                                                            \
+        BIN_LOOP(T, T, x - y);                                                                     \
+        return true;                                                                               \
+      case LOOM_OP_MUL:                                                                            \
+        BIN_LOOP(T, T, x *y);                                                                      \
+        return true;                                                                               \
+      case LOOM_OP_DIV:                                                                            \
+        BIN_LOOP(T, T, x / y);                                                                     \
+        return true;                                                                               \
+      case LOOM_OP_POW:                                                                            \
+        BIN_LOOP(T, T, pow##F(x, y));                                                              \
+        return true;                                                                               \
+      case LOOM_OP_MAXIMUM:                                                                        \
+        BIN_LOOP(T, T, MAX_F(x, y));                                                               \
+        return true;                                                                               \
+      case LOOM_OP_MINIMUM:                                                                        \
+        BIN_LOOP(T, T, MIN_F(x, y));                                                               \
+        return true;                                                                               \
+      case LOOM_OP_EQ:                                                                             \
+        BIN_LOOP(int64_t, T, x == y);                                                              \
+        return true;                                                                               \
+      case LOOM_OP_NE:                                                                             \
+        BIN_LOOP(int64_t, T, x != y);                                                              \
+        return true;                                                                               \
+      case LOOM_OP_LT:                                                                             \
+        BIN_LOOP(int64_t, T, x < y);                                                               \
+        return true;                                                                               \
+      case LOOM_OP_LE:                                                                             \
+        BIN_LOOP(int64_t, T, x <= y);                                                              \
+        return true;                                                                               \
+      case LOOM_OP_GT:                                                                             \
+        BIN_LOOP(int64_t, T, x > y);                                                               \
+        return true;                                                                               \
+      case LOOM_OP_GE:                                                                             \
+        BIN_LOOP(int64_t, T, x >= y);                                                              \
+        return true;                                                                               \
+      default:                                                                                     \
+        return false;                                                                              \
+    }                                                                                              \
   }
 /* clang-format off */
 DEF_FLOAT_KERNELS(float, f)
@@ -899,8 +904,8 @@ CLONES static bool unary_int(loom_op op, loom_dtype dt, void *o, const void *a, 
   }
 }
 
-CLONES static bool binary_int(loom_op op, loom_dtype dt, void *o, const void *a, int sa, const void *b, int sb,
-                       int64_t n) {
+CLONES static bool binary_int(loom_op op, loom_dtype dt, void *o, const void *a, int sa, const void *b,
+                              int sb, int64_t n) {
   TF_NONE
   bool arith = dt != LOOM_BOOL;
   switch (op) {
@@ -1013,8 +1018,8 @@ CLONES static void cast_block(kind from, loom_dtype to, void *o, const void *a, 
   }
 }
 
-CLONES static void select_block(kind k, void *o, const int64_t *c, int sc, const void *a, int sa, const void *b,
-                         int sb, int64_t n) {
+CLONES static void select_block(kind k, void *o, const int64_t *c, int sc, const void *a, int sa,
+                                const void *b, int sb, int64_t n) {
   if (k == K_F32) {
     float *restrict o_ = o;
     const float *a_ = a, *b_ = b;
@@ -1041,42 +1046,41 @@ static void normalize_block(loom_dtype dt, void *o, int64_t n) {
  * while the block's columns stay the same, across the rows of a group); a's row gives k
  * scalars. Leaves of rank 2 align with S one to one, so a's strides are (row, k) and b's
  * (k, column). */
-#define DOT_BLOCK(T, FMA)                                                             \
-  do {                                                                                \
-    const T *bp[MAX_K];                                                               \
-    T av[MAX_K];                                                                      \
-    bool fresh = w->cache_off[io] != boff || w->cache_n[io] != n;                     \
-    for (int64_t t = 0; t < k; t++) {                                                 \
-      av[t] = (T)load_scalar(A->base, A->dtype, aoff + t * A->strides[1]).KF;         \
-      int64_t off = boff + t * B->strides[0];                                         \
-      if (B->strides[1] == 1 && B->dtype == DT) {                                     \
-        bp[t] = (const T *)B->base + off;                                             \
-        continue;                                                                     \
-      }                                                                               \
-      T *bt = slot(w, O->slot + 1 + (int32_t)t);                                      \
-      if (fresh) pack(B->base, B->dtype, off, B->strides[1], n, bt);                  \
-      bp[t] = bt;                                                                     \
-    }                                                                                 \
-    w->cache_off[io] = boff;                                                          \
-    w->cache_n[io] = n;                                                               \
-    T *restrict o = slot(w, O->slot);                                                 \
-    const T *restrict b0 = bp[0];                                                     \
-    T a0 = av[0];                                                                     \
-    if (k == 3) { /* points in 3-D: one pass, the roundings of three */               \
-      const T *restrict b1 = bp[1], *restrict b2 = bp[2];                             \
-      T a1 = av[1], a2 = av[2];                                                       \
-      _Pragma("omp simd") for (int64_t j = 0; j < n; j++)                             \
-        o[j] = FMA(a2, b2[j], FMA(a1, b1[j], a0 * b0[j]));                            \
-      w->ptr[io] = o;                                                                 \
-      break;                                                                          \
-    }                                                                                 \
-    _Pragma("omp simd") for (int64_t j = 0; j < n; j++) o[j] = a0 * b0[j];            \
-    for (int64_t t = 1; t < k; t++) {                                                 \
-      const T *restrict bt = bp[t];                                                   \
-      T x = av[t];                                                                    \
-      _Pragma("omp simd") for (int64_t j = 0; j < n; j++) o[j] = FMA(x, bt[j], o[j]); \
-    }                                                                                 \
-    w->ptr[io] = o;                                                                   \
+#define DOT_BLOCK(T, FMA)                                                                                    \
+  do {                                                                                                       \
+    const T *bp[MAX_K];                                                                                      \
+    T av[MAX_K];                                                                                             \
+    bool fresh = w->cache_off[io] != boff || w->cache_n[io] != n;                                            \
+    for (int64_t t = 0; t < k; t++) {                                                                        \
+      av[t] = (T)load_scalar(A->base, A->dtype, aoff + t * A->strides[1]).KF;                                \
+      int64_t off = boff + t * B->strides[0];                                                                \
+      if (B->strides[1] == 1 && B->dtype == DT) {                                                            \
+        bp[t] = (const T *)B->base + off;                                                                    \
+        continue;                                                                                            \
+      }                                                                                                      \
+      T *bt = slot(w, O->slot + 1 + (int32_t)t);                                                             \
+      if (fresh) pack(B->base, B->dtype, off, B->strides[1], n, bt);                                         \
+      bp[t] = bt;                                                                                            \
+    }                                                                                                        \
+    w->cache_off[io] = boff;                                                                                 \
+    w->cache_n[io] = n;                                                                                      \
+    T *restrict o = slot(w, O->slot);                                                                        \
+    const T *restrict b0 = bp[0];                                                                            \
+    T a0 = av[0];                                                                                            \
+    if (k == 3) { /* points in 3-D: one pass, the roundings of three */                                      \
+      const T *restrict b1 = bp[1], *restrict b2 = bp[2];                                                    \
+      T a1 = av[1], a2 = av[2];                                                                              \
+      _Pragma("omp simd") for (int64_t j = 0; j < n; j++) o[j] = FMA(a2, b2[j], FMA(a1, b1[j], a0 * b0[j])); \
+      w->ptr[io] = o;                                                                                        \
+      break;                                                                                                 \
+    }                                                                                                        \
+    _Pragma("omp simd") for (int64_t j = 0; j < n; j++) o[j] = a0 * b0[j];                                   \
+    for (int64_t t = 1; t < k; t++) {                                                                        \
+      const T *restrict bt = bp[t];                                                                          \
+      T x = av[t];                                                                                           \
+      _Pragma("omp simd") for (int64_t j = 0; j < n; j++) o[j] = FMA(x, bt[j], o[j]);                        \
+    }                                                                                                        \
+    w->ptr[io] = o;                                                                                          \
   } while (0)
 
 CLONES static void dot_block(const plan *P, work *w, const loom__op *op, const int64_t *idx, int64_t n) {
@@ -1158,15 +1162,21 @@ static void absorbed_op(const plan *P, work *w, const loom__op *op) {
     c = P->v[io].kind == K_F32 ? (double)*(const float *)w->ptr[is] : *(const double *)w->ptr[is];
   tfm t = {true, 1, -0.0};
   switch (op->kind) {
-    case LOOM_OP_NEG: t.m = -1; break;
-    case LOOM_OP_ADD: t.a = c; break;
+    case LOOM_OP_NEG:
+      t.m = -1;
+      break;
+    case LOOM_OP_ADD:
+      t.a = c;
+      break;
     case LOOM_OP_SUB:
       if (left)
         t.a = -c;
       else
         t.m = -1, t.a = c;
       break;
-    default: t.m = c; break; /* mul */
+    default:
+      t.m = c;
+      break; /* mul */
   }
   w->tf[io] = t;
   w->ptr[io] = w->ptr[iv];
@@ -1410,105 +1420,104 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
 
 /* Reduces a block of n values (index j0 + j along the reduced last axis) into one lane: the
  * common float forms as vectorized reductions, the rest element by element. */
-#define ROW_REDUCE(T)                                                                               \
-  do {                                                                                              \
-    const T *restrict x = (const T *)xp;                                                            \
-    if (P->fin == F_SUM || P->fin == F_MEAN) {                                                      \
+#define ROW_REDUCE(T)                                                                                    \
+  do {                                                                                                   \
+    const T *restrict x = (const T *)xp;                                                                 \
+    if (P->fin == F_SUM || P->fin == F_MEAN) {                                                           \
       L->v.d += P->prod_exp ? sum_exp_prod_##T(x, tf, y, n) : y ? sum_prod_##T(x, y, n) : sum_##T(x, n); \
-      return;                                                                                       \
-    }                                                                                               \
-    if (P->fin == F_MAX || P->fin == F_MIN || P->fin == F_ARGMAX || P->fin == F_ARGMIN) {           \
-      bool mx = P->fin == F_MAX || P->fin == F_ARGMAX;                                              \
-      T m = mx ? -INFINITY : INFINITY;                                                              \
-      int nan = 0;                                                                                  \
-      if (mx) {                                                                                     \
-        _Pragma("omp simd reduction(max : m) reduction(| : nan)") for (int64_t j = 0; j < n; j++) { \
-          m = x[j] > m ? x[j] : m;                                                                  \
-          nan |= x[j] != x[j];                                                                      \
-        }                                                                                           \
-      } else {                                                                                      \
-        _Pragma("omp simd reduction(min : m) reduction(| : nan)") for (int64_t j = 0; j < n; j++) { \
-          m = x[j] < m ? x[j] : m;                                                                  \
-          nan |= x[j] != x[j];                                                                      \
-        }                                                                                           \
-      }                                                                                             \
-      scalar v;                                                                                     \
-      v.d = nan ? NAN : (double)m;                                                                  \
-      if (P->fin == F_MAX || P->fin == F_MIN) {                                                     \
-        fold_one(P, L, h, v, 0);                                                                    \
-        return;                                                                                     \
-      }                                                                                             \
-      for (int64_t j = 0; j < n; j++)                                                               \
-        if (nan ? x[j] != x[j] : x[j] == m) {                                                       \
-          fold_one(P, L, h, v, j0 + j);                                                             \
-          return;                                                                                   \
-        }                                                                                           \
-      return; /* only infinities of the wrong sign: the first element decides */                    \
-    }                                                                                               \
+      return;                                                                                            \
+    }                                                                                                    \
+    if (P->fin == F_MAX || P->fin == F_MIN || P->fin == F_ARGMAX || P->fin == F_ARGMIN) {                \
+      bool mx = P->fin == F_MAX || P->fin == F_ARGMAX;                                                   \
+      T m = mx ? -INFINITY : INFINITY;                                                                   \
+      int nan = 0;                                                                                       \
+      if (mx) {                                                                                          \
+        _Pragma("omp simd reduction(max : m) reduction(| : nan)") for (int64_t j = 0; j < n; j++) {      \
+          m = x[j] > m ? x[j] : m;                                                                       \
+          nan |= x[j] != x[j];                                                                           \
+        }                                                                                                \
+      } else {                                                                                           \
+        _Pragma("omp simd reduction(min : m) reduction(| : nan)") for (int64_t j = 0; j < n; j++) {      \
+          m = x[j] < m ? x[j] : m;                                                                       \
+          nan |= x[j] != x[j];                                                                           \
+        }                                                                                                \
+      }                                                                                                  \
+      scalar v;                                                                                          \
+      v.d = nan ? NAN : (double)m;                                                                       \
+      if (P->fin == F_MAX || P->fin == F_MIN) {                                                          \
+        fold_one(P, L, h, v, 0);                                                                         \
+        return;                                                                                          \
+      }                                                                                                  \
+      for (int64_t j = 0; j < n; j++)                                                                    \
+        if (nan ? x[j] != x[j] : x[j] == m) {                                                            \
+          fold_one(P, L, h, v, j0 + j);                                                                  \
+          return;                                                                                        \
+        }                                                                                                \
+      return; /* only infinities of the wrong sign: the first element decides */                         \
+    }                                                                                                    \
   } while (0)
 
 /* Sums of a block: SUM_LANES independent partial sums (a single accumulator would wait on
  * the adder's latency at every vector), each of a few dozen terms, added in double at the end;
  * sum_prod_ adds the products x[j] * y[j], each rounded to T as the unfused mul stores it. */
 #define SUM_LANES 64
-#define DEF_SUMS(T)                                                                               \
-  /* The lanes added as a tree: a chain of 64 scalar adds would cost more than the block. */      \
-  static inline double fold_lanes_##T(const T *acc) {                                             \
-    T q[16];                                                                                      \
-    for (int l = 0; l < 16; l++) q[l] = (acc[l] + acc[l + 16]) + (acc[l + 32] + acc[l + 48]);     \
-    double s = 0;                                                                                 \
-    _Pragma("omp simd reduction(+ : s)") for (int l = 0; l < 16; l++) s += q[l];                  \
-    return s;                                                                                     \
-  }                                                                                               \
-  CLONES static double sum_##T(const T *restrict x, int64_t n) {                                  \
-    T acc[SUM_LANES] = {0};                                                                       \
-    int64_t j = 0;                                                                                \
-    for (; j + SUM_LANES <= n; j += SUM_LANES) {                                                  \
-      _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) acc[l] += x[j + l];                 \
-    }                                                                                             \
-    double s = fold_lanes_##T(acc);                                                               \
-    for (; j < n; j++) s += x[j];                                                                 \
-    return s;                                                                                     \
-  }                                                                                               \
-  CLONES static double sum_prod_##T(const T *restrict x, const T *restrict y, int64_t n) {        \
-    T acc[SUM_LANES] = {0};                                                                       \
-    int64_t j = 0;                                                                                \
-    for (; j + SUM_LANES <= n; j += SUM_LANES) {                                                  \
-      _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) {                                   \
-        T p = x[j + l] * y[j + l];                                                                \
-        acc[l] += p;                                                                              \
-      }                                                                                           \
-    }                                                                                             \
-    double s = fold_lanes_##T(acc);                                                               \
-    for (; j < n; j++) s += (T)(x[j] * y[j]);                                                     \
-    return s;                                                                                     \
+#define DEF_SUMS(T)                                                                           \
+  /* The lanes added as a tree: a chain of 64 scalar adds would cost more than the block. */  \
+  static inline double fold_lanes_##T(const T *acc) {                                         \
+    T q[16];                                                                                  \
+    for (int l = 0; l < 16; l++) q[l] = (acc[l] + acc[l + 16]) + (acc[l + 32] + acc[l + 48]); \
+    double s = 0;                                                                             \
+    _Pragma("omp simd reduction(+ : s)") for (int l = 0; l < 16; l++) s += q[l];              \
+    return s;                                                                                 \
+  }                                                                                           \
+  CLONES static double sum_##T(const T *restrict x, int64_t n) {                              \
+    T acc[SUM_LANES] = {0};                                                                   \
+    int64_t j = 0;                                                                            \
+    for (; j + SUM_LANES <= n; j += SUM_LANES) {                                              \
+      _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) acc[l] += x[j + l];             \
+    }                                                                                         \
+    double s = fold_lanes_##T(acc);                                                           \
+    for (; j < n; j++) s += x[j];                                                             \
+    return s;                                                                                 \
+  }                                                                                           \
+  CLONES static double sum_prod_##T(const T *restrict x, const T *restrict y, int64_t n) {    \
+    T acc[SUM_LANES] = {0};                                                                   \
+    int64_t j = 0;                                                                            \
+    for (; j + SUM_LANES <= n; j += SUM_LANES) {                                              \
+      _Pragma("omp simd") for (int l = 0; l < SUM_LANES; l++) {                               \
+        T p = x[j + l] * y[j + l];                                                            \
+        acc[l] += p;                                                                          \
+      }                                                                                       \
+    }                                                                                         \
+    double s = fold_lanes_##T(acc);                                                           \
+    for (; j < n; j++) s += (T)(x[j] * y[j]);                                                 \
+    return s;                                                                                 \
   }
 /* sum of exp(x[j] (transformed by t) ) * y[j]: the exp, the product and the sum of a
  * Gaussian kernel product in one pass, each rounded to T as the unfused ops store them. */
 /* One vector of lanes: the vector ABI's call clobbers every vector register, so more
  * accumulators would only be spilled around each call to the exp. */
 #define EXP_LANES 16
-#define DEF_SUM_EXP(T, F)                                                                         \
-  CLONES static double sum_exp_prod_##T(const T *restrict x, const tfm *t, const T *restrict y,   \
-                                        int64_t n) {                                              \
-    T acc[EXP_LANES] = {0};                                                                       \
-    const bool ta_ = t && t->on;                                                                  \
-    const T ma_ = ta_ ? (T)t->m : 1, aa_ = ta_ ? (T)t->a : 0;                                     \
-    int64_t j = 0;                                                                                \
-    for (; j + EXP_LANES <= n; j += EXP_LANES) {                                                  \
-      _Pragma("omp simd") for (int l = 0; l < EXP_LANES; l++) {                                   \
-        T e = exp##F(TF_A(x[j + l]));                                                             \
-        T p = e * y[j + l];                                                                       \
-        acc[l] += p;                                                                              \
-      }                                                                                           \
-    }                                                                                             \
-    double s = 0;                                                                                 \
-    _Pragma("omp simd reduction(+ : s)") for (int l = 0; l < EXP_LANES; l++) s += acc[l];         \
-    for (; j < n; j++) {                                                                          \
-      T e = exp##F(TF_A(x[j]));                                                                   \
-      s += (T)(e * y[j]);                                                                         \
-    }                                                                                             \
-    return s;                                                                                     \
+#define DEF_SUM_EXP(T, F)                                                                                    \
+  CLONES static double sum_exp_prod_##T(const T *restrict x, const tfm *t, const T *restrict y, int64_t n) { \
+    T acc[EXP_LANES] = {0};                                                                                  \
+    const bool ta_ = t && t->on;                                                                             \
+    const T ma_ = ta_ ? (T)t->m : 1, aa_ = ta_ ? (T)t->a : 0;                                                \
+    int64_t j = 0;                                                                                           \
+    for (; j + EXP_LANES <= n; j += EXP_LANES) {                                                             \
+      _Pragma("omp simd") for (int l = 0; l < EXP_LANES; l++) {                                              \
+        T e = exp##F(TF_A(x[j + l]));                                                                        \
+        T p = e * y[j + l];                                                                                  \
+        acc[l] += p;                                                                                         \
+      }                                                                                                      \
+    }                                                                                                        \
+    double s = 0;                                                                                            \
+    _Pragma("omp simd reduction(+ : s)") for (int l = 0; l < EXP_LANES; l++) s += acc[l];                    \
+    for (; j < n; j++) {                                                                                     \
+      T e = exp##F(TF_A(x[j]));                                                                              \
+      s += (T)(e * y[j]);                                                                                    \
+    }                                                                                                        \
+    return s;                                                                                                \
   }
 DEF_SUMS(float)
 DEF_SUMS(double)
