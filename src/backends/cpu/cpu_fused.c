@@ -98,8 +98,11 @@ typedef struct fvalue {
   /* leaves: the param's data and the element strides over S's axes (0 on broadcast ones) */
   const char *base;
   int64_t strides[LOOM_MAX_RANK];
-  scalar c;      /* constants */
-  bool absorbed; /* a scalar op its one consumer applies as it reads (absorb_scalar_ops) */
+  scalar c;                 /* constants */
+  bool absorbed;            /* a scalar op its one consumer applies as it reads (absorb_scalar_ops) */
+  int32_t epi_dot, epi_via; /* dot epilogues: this binary op's dot (and the absorbed op
+                               between them), computed in one pass (find_dot_epilogues) */
+  bool in_epilogue;         /* a dot computed by its consumer's epilogue */
 } fvalue;
 
 typedef struct plan {
@@ -428,13 +431,55 @@ static bool absorbable(const loom_graph *body, const plan *P, const loom__op *op
   return a->vec != b->vec && !(a->vec ? a : b)->absorbed;
 }
 
-static void absorb_scalar_ops(const loom_graph *body, plan *P, int32_t *uses) {
+/* How many times each value is read: by the body's ops, twice more when returned or folded by
+ * the final op (so that no rule below takes it as read once). */
+static void count_uses(const loom_graph *body, const plan *P, int32_t *uses) {
   memset(uses, 0, sizeof *uses * (size_t)body->n_values);
   for (int32_t i = 0; i < body->n_ops; i++)
     for (int32_t k = 0; k < body->ops[i].n_inputs; k++) uses[body->ops[i].inputs[k]]++;
   for (int32_t r = 0; r < body->n_outputs; r++) uses[body->outputs[r]] += 2;
   if (!P->prod_exp) uses[P->src] += 2;
   if (P->prod_b >= 0) uses[P->prod_b] += 2;
+}
+
+/* The op of P->ops after position q that reads value v, or NULL. */
+static const loom__op *reader_of(const loom_graph *body, const plan *P, int32_t q, int32_t v) {
+  for (int32_t c = q + 1; c < P->n_ops; c++) {
+    const loom__op *user = &body->ops[P->ops[c]];
+    for (int32_t k = 0; k < user->n_inputs; k++)
+      if (user->inputs[k] == v) return user;
+  }
+  return NULL;
+}
+
+/* An f32 dot with k = 3 read once, by a binary op (through at most one absorbed scalar op),
+ * is computed inside that op's loop: the distances' sx + sy - 2 x.y in one pass, the dot never
+ * stored. */
+static void find_dot_epilogues(const loom_graph *body, plan *P, const int32_t *uses) {
+  for (int32_t id = 0; id < body->n_values; id++) P->v[id].epi_dot = P->v[id].epi_via = -1;
+  for (int32_t q = 0; q < P->n_ops; q++) {
+    const loom__op *op = &body->ops[P->ops[q]];
+    int32_t d = op->outputs[0], via = -1;
+    if (op->kind != LOOM_OP_DOT || !P->v[d].vec || P->v[d].dtype != LOOM_F32 || uses[d] != 1 ||
+        body->values[op->inputs[0]].type.dims[1] != 3)
+      continue;
+    const loom__op *c = reader_of(body, P, q, d);
+    if (c && P->v[c->outputs[0]].absorbed) {
+      via = c->outputs[0];
+      c = uses[via] == 1 ? reader_of(body, P, q, via) : NULL;
+    }
+    if (!c || loom__op_info_of(c->kind)->cls != LOOM_CLASS_BINARY || c->kind == LOOM_OP_POW) continue;
+    fvalue *cv = &P->v[c->outputs[0]];
+    int32_t mine = via >= 0 ? via : d;
+    if (cv->absorbed || !cv->vec || cv->dtype != LOOM_F32 || c->inputs[0] == c->inputs[1]) continue;
+    if (c->inputs[0] != mine && c->inputs[1] != mine) continue;
+    cv->epi_dot = d;
+    cv->epi_via = via;
+    P->v[d].in_epilogue = true;
+  }
+}
+
+static void absorb_scalar_ops(const loom_graph *body, plan *P, const int32_t *uses) {
   for (int32_t q = 0; q < P->n_ops; q++) {
     const loom__op *op = &body->ops[P->ops[q]];
     int32_t o = op->outputs[0];
@@ -564,7 +609,9 @@ static loom_status build_plan(const loom_graph *body, const loom__view *in, cons
   fuse_product_sum(body, P);
   int32_t *uses = malloc(sizeof *uses * (size_t)(body->n_values + 1));
   if (!uses) return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory");
+  count_uses(body, P, uses);
   absorb_scalar_ops(body, P, uses);
+  find_dot_epilogues(body, P, uses);
   free(uses);
   fvalue *src = &P->v[P->src];
   if (src->role == R_NONE)
@@ -1117,6 +1164,100 @@ CLONES static void dot_block(const plan *P, work *w, const loom__op *op, const i
   }
 }
 
+/* An f32 dot's k rows of b for the block (packed once while the columns stay) and a's k
+ * coefficients for the row. */
+static void dot_rows_f32(const plan *P, work *w, const loom__op *op, const int64_t *idx, int64_t n,
+                         const float **bp, float *av) {
+  int32_t ia = op->inputs[0], ib = op->inputs[1], io = op->outputs[0];
+  const fvalue *A = &P->v[ia], *B = &P->v[ib], *O = &P->v[io];
+  int64_t k = P->g->values[ia].type.dims[1];
+  int64_t aoff = idx[0] * A->strides[0], boff = idx[1] * B->strides[1];
+  bool fresh = w->cache_off[io] != boff || w->cache_n[io] != n;
+  for (int64_t t = 0; t < k; t++) {
+    av[t] = load_scalar(A->base, A->dtype, aoff + t * A->strides[1]).f;
+    int64_t off = boff + t * B->strides[0];
+    if (B->strides[1] == 1 && B->dtype == LOOM_F32) {
+      bp[t] = (const float *)B->base + off;
+      continue;
+    }
+    float *bt = slot(w, O->slot + 1 + (int32_t)t);
+    if (fresh) pack(B->base, B->dtype, off, B->strides[1], n, bt);
+    bp[t] = bt;
+  }
+  w->cache_off[io] = boff;
+  w->cache_n[io] = n;
+}
+
+/* o = x OP y where one of x, y is the 3-term dot (through its absorbed op, tdot) and the other
+ * a block or a scalar (through its own, tother), in one loop. */
+#define EPI_LOOPS(EXPR)                                         \
+  do {                                                          \
+    if (ov) {                                                   \
+      _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {     \
+        float d = fmaf(a2, b2[j], fmaf(a1, b1[j], a0 * b0[j])); \
+        d = td ? d * md + ad : d;                               \
+        float u = to ? ou[j] * mo + ao : ou[j];                 \
+        float x = left ? d : u, y = left ? u : d;               \
+        o[j] = (EXPR);                                          \
+      }                                                         \
+    } else {                                                    \
+      const float u = ou[0];                                    \
+      _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {     \
+        float d = fmaf(a2, b2[j], fmaf(a1, b1[j], a0 * b0[j])); \
+        d = td ? d * md + ad : d;                               \
+        float x = left ? d : u, y = left ? u : d;               \
+        o[j] = (EXPR);                                          \
+      }                                                         \
+    }                                                           \
+  } while (0)
+
+CLONES static void dot3_epilogue(loom_op op, float *restrict o, const float *const *bp, const float *av,
+                                 tfm tdot, bool left, const float *restrict ou, bool ov, tfm tother,
+                                 int64_t n) {
+  const float *restrict b0 = bp[0], *restrict b1 = bp[1], *restrict b2 = bp[2];
+  const float a0 = av[0], a1 = av[1], a2 = av[2];
+  const bool td = tdot.on, to = tother.on;
+  const float md = (float)tdot.m, ad = (float)tdot.a, mo = (float)tother.m, ao = (float)tother.a;
+  switch (op) {
+    case LOOM_OP_ADD:
+      EPI_LOOPS(x + y);
+      break;
+    case LOOM_OP_SUB:
+      EPI_LOOPS(x - y);
+      break;
+    case LOOM_OP_MUL:
+      EPI_LOOPS(x * y);
+      break;
+    case LOOM_OP_DIV:
+      EPI_LOOPS(x / y);
+      break;
+    case LOOM_OP_MAXIMUM:
+      EPI_LOOPS(MAX_F(x, y));
+      break;
+    default:
+      EPI_LOOPS(MIN_F(x, y));
+      break;
+  }
+}
+
+/* Binary op c whose one operand is a dot (find_dot_epilogues), over the block. */
+static void dot_epilogue(const plan *P, work *w, const loom__op *c, const int64_t *idx, int64_t n) {
+  const fvalue *cv = &P->v[c->outputs[0]];
+  const loom__op *dot = &P->g->ops[P->g->values[cv->epi_dot].op];
+  int32_t mine = cv->epi_via >= 0 ? cv->epi_via : cv->epi_dot;
+  bool left = c->inputs[0] == mine;
+  int32_t other = c->inputs[left ? 1 : 0];
+  const float *bp[MAX_K];
+  float av[MAX_K];
+  dot_rows_f32(P, w, dot, idx, n, bp, av);
+  tfm none = {false, 1, 0};
+  tfm tdot = cv->epi_via >= 0 ? w->tf[cv->epi_via] : none;
+  tfm tother = P->v[other].absorbed ? w->tf[other] : none;
+  float *o = slot(w, cv->slot);
+  dot3_epilogue(c->kind, o, bp, av, tdot, left, w->ptr[other], P->v[other].vec, tother, n);
+  w->ptr[c->outputs[0]] = o;
+}
+
 /* ---- one block --------------------------------------------------------------------------------- */
 
 /* Runs op's kernel over n elements (n == 0 only asks whether the kernel exists). */
@@ -1188,12 +1329,16 @@ static void eval_block(const plan *P, work *w, const int64_t *idx, int64_t n) {
   load_leaves(P, w, idx, n);
   for (int32_t q = 0; q < P->n_ops; q++) {
     const loom__op *op = &P->g->ops[P->ops[q]];
-    if (op->kind == LOOM_OP_DOT) {
-      dot_block(P, w, op, idx, n);
-      continue;
-    }
     int32_t io = op->outputs[0];
     const fvalue *O = &P->v[io];
+    if (op->kind == LOOM_OP_DOT) {
+      if (!O->in_epilogue) dot_block(P, w, op, idx, n);
+      continue;
+    }
+    if (O->epi_dot >= 0) {
+      dot_epilogue(P, w, op, idx, n);
+      continue;
+    }
     if (O->absorbed) {
       absorbed_op(P, w, op);
       continue;
