@@ -196,15 +196,25 @@ static scalar load_scalar(const char *base, loom_dtype dt, int64_t off) {
   return s;
 }
 
-/* A fill's value in its dtype, as cpu_elementwise.c writes it (integers exactly). */
+/* A fill's value in its dtype, as cpu_elementwise.c writes it: integers exactly (wrapped to
+ * the width) or from a float truncated and saturated, halves rounded to their precision. */
+static int64_t f64_to_int(double v, int64_t lo, int64_t hi);
+static void int_range(loom_dtype dt, int64_t *lo, int64_t *hi);
+static int64_t wrap_int(int64_t x, loom_dtype dt);
+static float round_half(float x, loom_dtype dt);
+
 static scalar fill_scalar(const loom_attrs *a, loom_dtype dt) {
   scalar s = {0};
   kind k = kind_of(dt);
   if (k == K_I64) {
-    double v = a->value;
-    s.i = a->value_is_int ? a->ivalue : (v != v ? 0 : (int64_t)v);
+    int64_t lo, hi;
+    int_range(dt, &lo, &hi);
+    s.i = a->value_is_int   ? wrap_int(a->ivalue, dt)
+          : dt == LOOM_BOOL ? a->value != 0
+                            : f64_to_int(a->value, lo, hi);
   } else if (k == K_F32) {
     s.f = a->value_is_int ? (float)a->ivalue : (float)a->value;
+    if (dt != LOOM_F32) s.f = round_half(s.f, dt);
   } else {
     s.d = a->value_is_int ? (double)a->ivalue : a->value;
   }
@@ -212,7 +222,7 @@ static scalar fill_scalar(const loom_attrs *a, loom_dtype dt) {
 }
 
 /* The value wrapped or rounded to its dtype, as the unfused kernels store it. */
-static inline int64_t wrap_int(int64_t x, loom_dtype dt) {
+static int64_t wrap_int(int64_t x, loom_dtype dt) {
   switch (dt) {
     case LOOM_BOOL:
       return x != 0;
@@ -229,7 +239,7 @@ static inline int64_t wrap_int(int64_t x, loom_dtype dt) {
   }
 }
 
-static inline float round_half(float x, loom_dtype dt) {
+static float round_half(float x, loom_dtype dt) {
   return dt == LOOM_F16 ? loom_f16_to_f32(loom_f32_to_f16(x)) : loom__cpu_bf16_to_f32(loom_f32_to_bf16(x));
 }
 
@@ -1007,7 +1017,7 @@ CLONES static bool binary_int(loom_op op, loom_dtype dt, void *o, const void *a,
 }
 
 /* Truncates toward zero and saturates to [lo, hi]; NaN gives 0 (cpu_elementwise.c's cast). */
-static inline int64_t f64_to_int(double v, int64_t lo, int64_t hi) {
+static int64_t f64_to_int(double v, int64_t lo, int64_t hi) {
   if (v != v) return 0;
   if (v <= (double)lo) return lo;
   if (v >= (double)hi) return hi;
