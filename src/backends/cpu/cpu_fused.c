@@ -26,8 +26,17 @@
  * exact value: exp 2.6 ulp (-87..88), log 3.7 (1e-30..1e30, the worst near 1), sin 1.8 and
  * cos 1.9 (-100..100), tanh 1.4 (-10..10), pow 0.6, sqrt 0 (the IEEE instruction). The scalar
  * libm the unfused kernels call is within 1 ulp, so fused and unfused f32 results of one
- * transcendental op differ by at most about 4 ulp. SLEEF (Debian's libsleef-dev 3.5) was not
- * measured: not installed here.
+ * transcendental op differ by at most about 4 ulp. SLEEF (Debian's libsleef-dev 3.5.1),
+ * measured beside it on this machine (AVX-512, exp * b summed over 1024-element blocks): its
+ * Sleef_expf16_u10 0.32 ns an element, 1.0 ulp, against libmvec's 0.35 ns: 10% on the exp,
+ * about 5% on a kernel product, not worth a dependency. An inlined Cephes expf (no call, so no
+ * spills) was no faster either once NaN and the ranges were handled (measured, not kept).
+ *
+ * Peepholes, each keeping the unfused roundings: a scalar add/sub/mul or a neg read by one
+ * elementwise op is applied as that op reads the block (absorb_scalar_ops); a 3-term f32 dot
+ * read by one binary op is computed in its loop (find_dot_epilogues); a sum over the last
+ * axis of a product of blocks, and of exp(e) * b, is taken in the same pass
+ * (fuse_product_sum). A kernel product's seven ops and reduction take two passes per block.
  *
  * Threads: the tasks (groups of rows, or (row, block) pairs where the last axis is kept) run
  * on OpenMP threads, each writing its own outputs. When there are too few tasks to feed the
