@@ -44,7 +44,7 @@ extern "C" {
   X(ARGMAX, "argmax") X(ARGMIN, "argmin") X(TOPK, "topk")                               \
   X(DOT, "dot") X(CONV, "conv")                                                         \
   X(FFT, "fft") X(IFFT, "ifft") X(RFFT, "rfft") X(IRFFT, "irfft")                       \
-  X(SQUARE, "square") X(LOOP, "loop")
+  X(SQUARE, "square") X(LOOP, "loop") X(FUSED, "fused")
 
 typedef enum loom_op {
 #define LOOM_X(e, name) LOOM_OP_##e,
