@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ir/passes.h"
+#include "ir/view.h"
 
 /* One region: the ops it holds and how its root is computed. */
 typedef struct region {
@@ -26,6 +27,7 @@ typedef struct region {
   int32_t transposed; /* the op of a transpose the matrix-vector root reads through, or -1 */
   loom_type space;
   int32_t n_ops; /* compute ops, the root included */
+  bool use;      /* fused in the graph emit builds */
 } region;
 
 typedef struct fuse_state {
@@ -362,8 +364,8 @@ typedef struct fuse_pass {
 
 static loom_status fuse_graph(const fuse_pass *fp, const loom_graph *g, loom_graph **out, bool *changed);
 
-/* g with its first n regions fused (loops' bodies replaced by bodies[o] where not NULL). */
-static loom_status emit(const fuse_state *fs, int32_t n, loom_graph *const *bodies, loom_graph **out) {
+/* g with the regions marked `use` fused (loops' bodies replaced by bodies[o] where not NULL). */
+static loom_status emit(const fuse_state *fs, loom_graph *const *bodies, loom_graph **out) {
   const loom_graph *g = fs->g;
   loom__rebuild rb;
   loom_status s = loom__rebuild_init(&rb, g);
@@ -375,8 +377,9 @@ static loom_status emit(const fuse_state *fs, int32_t n, loom_graph *const *bodi
   for (int32_t o = 0; !s && o < g->n_ops; o++) {
     int32_t id = fs->owner[o];
     const loom__op *op = &g->ops[o];
-    if (id >= 0 && id < n && fs->regions[id].root != o) continue; /* inside the fused op */
-    if (id >= 0 && id < n) {
+    bool fused = id >= 0 && fs->regions[id].use;
+    if (fused && fs->regions[id].root != o) continue; /* inside the fused op */
+    if (fused) {
       body_build bb = {.fs = fs, .r = &fs->regions[id], .id = id, .map = map, .operands = operands};
       for (int32_t v = 0; v < g->n_values; v++) map[v] = -1;
       s = build_body(&bb);
@@ -454,26 +457,74 @@ static void describe(const fuse_state *fs, const region *r, int32_t id, char *bu
   }
 }
 
-/* Each region applied in turn, reported with the estimated peak it saves. */
-static loom_status report_regions(const fuse_pass *fp, const fuse_state *fs, loom_graph *const *bodies,
+/* What fused op `op` holds while it runs, alone: its operands' storage, its results and its
+ * accumulator. */
+static int64_t fused_need(const loom_graph *g, const loom__op *op) {
+  loom__layout *layouts = loom__malloc(sizeof *layouts * (size_t)LOOM_MAX(g->n_values, 1));
+  bool *seen = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *seen);
+  int64_t need = 0;
+  if (!layouts || !seen || loom__graph_layouts(g, layouts)) {
+    need = INT64_MAX / 4;
+  } else {
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      int32_t b = layouts[op->inputs[i]].base;
+      int64_t bytes = 0;
+      if (seen[b] || !layouts[b].owns) continue;
+      seen[b] = true;
+      loom_type_bytes(&g->values[b].type, &bytes);
+      need += bytes;
+    }
+    for (int32_t r = 0; r < op->n_outputs; r++) {
+      int64_t bytes = 0;
+      loom_type_bytes(&g->values[op->outputs[r]].type, &bytes);
+      need += bytes;
+    }
+    need += loom__op_scratch_bytes(g, op);
+  }
+  loom__free(layouts);
+  loom__free(seen);
+  return need;
+}
+
+/* The largest need of a fused op of g, alone. */
+static int64_t largest_fused_need(const loom_graph *g) {
+  int64_t most = 0;
+  for (int32_t o = 0; o < g->n_ops; o++)
+    if (g->ops[o].fused) most = LOOM_MAX(most, fused_need(g, &g->ops[o]));
+  return most;
+}
+
+/* Each region applied in turn, kept where it does not raise the estimated peak (a fused op
+ * holds all its operands at once, which the ops it replaces may not) nor need more than the
+ * limit on its own (the splitter could then not place it), and reported with what it saves. */
+static loom_status report_regions(const fuse_pass *fp, fuse_state *fs, loom_graph *const *bodies,
                                   bool bodies_changed, loom_graph **out) {
   loom_graph *cur = NULL;
-  loom_status s = bodies_changed ? emit(fs, 0, bodies, &cur) : LOOM_OK;
+  loom_status s = bodies_changed ? emit(fs, bodies, &cur) : LOOM_OK;
   if (s) return s;
   /* what the loops' bodies saved is theirs (reported with them), not the first region's */
   int64_t before = peak_of(cur ? cur : fs->g);
-  for (int32_t i = 1; !s && i <= fs->n_regions; i++) {
+  int64_t limit = fp->opts ? fp->opts->limit : 0;
+  for (int32_t i = 0; !s && i < fs->n_regions; i++) {
+    region *r = &fs->regions[i];
     loom_graph *next = NULL;
-    s = emit(fs, i, bodies, &next);
+    r->use = true;
+    s = emit(fs, bodies, &next);
     if (s) break;
     int64_t after = peak_of(next);
+    if (after > before || (limit > 0 && largest_fused_need(next) > limit)) {
+      r->use = false;
+      loom_graph_destroy(next);
+      continue;
+    }
     char detail[240];
-    describe(fs, &fs->regions[i - 1], i - 1, detail, sizeof detail);
+    describe(fs, r, i, detail, sizeof detail);
     s = loom__report_add(fp->report, "fuse", before - after, "%s%s", fp->where, detail);
     loom_graph_destroy(cur);
     cur = next;
     before = after;
   }
+  if (!s && !cur) s = loom_graph_clone(fs->g, &cur); /* no region kept */
   if (s) {
     loom_graph_destroy(cur);
     return s;
@@ -538,7 +589,7 @@ static loom_status fuse_graph(const fuse_pass *fp, const loom_graph *g, loom_gra
     s = report_regions(fp, &fs, bodies, *changed, out);
     *changed = true;
   } else if (!s) {
-    s = *changed ? emit(&fs, 0, bodies, out) : loom_graph_clone(g, out);
+    s = *changed ? emit(&fs, bodies, out) : loom_graph_clone(g, out);
   }
   for (int32_t o = 0; bodies && o < g->n_ops; o++) loom_graph_destroy(bodies[o]);
   loom__free(bodies);

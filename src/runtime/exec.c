@@ -1193,11 +1193,13 @@ static loom_status run_loop(exec_state *st, const loom__op *op) {
  *
  * A fused op whose backend has no evaluator for it runs its body as a nested graph on the same
  * device, meter and memory, as a loop runs a piece: parameters read the operands where they
- * are, the body's outputs are computed straight into the op's results, and the intermediates
- * are allocated (and metered) as the unfused graph's would be. The fusion pass runs after
- * chunking, whose pieces were sized for the unfused body, so under a limit they fit there. */
+ * are, and the intermediates are allocated (and metered) as the unfused graph's would be. The
+ * op's results are given back first and made by the body's final op, then handed to the op
+ * (a result bound to a loop's slot is written there in place), so the run holds what the
+ * unfused ops would: the fusion pass runs after chunking, whose pieces were sized for them. */
 
-static loom_status fused_bind(exec_state *b, const loom__dview *in, const loom__dview *out) {
+static loom_status fused_bind(exec_state *st, const loom__op *op, exec_state *b, const loom__dview *in,
+                              const loom__dview *out) {
   const loom_graph *g = b->g;
   size_t n = (size_t)LOOM_MAX(g->n_values, 1);
   b->base_off = loom__calloc(n, sizeof *b->base_off);
@@ -1218,11 +1220,29 @@ static loom_status fused_bind(exec_state *b, const loom__dview *in, const loom__
   }
   for (int32_t j = 0; j < g->n_outputs; j++) {
     int32_t v = g->outputs[j]; /* the final op's results or an elementwise value: own storage */
+    if (!(st->bound && st->bound[op->outputs[j]])) {
+      release(st, op->outputs[j]);
+      continue;
+    }
     b->bound[v] = 1;
     b->data[v] = out[j].buffer;
     b->base_off[v] = out[j].offset;
   }
   return LOOM_OK;
+}
+
+/* The body's results become the op's: the blocks move, counted once on the shared meter. */
+static void fused_hand_over(exec_state *st, const loom__op *op, exec_state *b) {
+  for (int32_t j = 0; j < op->n_outputs; j++) {
+    int32_t v = b->g->outputs[j], id = op->outputs[j];
+    if (b->bound[v]) continue;
+    st->blocks[id] = b->blocks[v];
+    st->data[id] = b->data[v];
+    st->bytes[id] = b->bytes[v];
+    memset(&b->blocks[v], 0, sizeof b->blocks[v]);
+    b->data[v] = NULL;
+    b->bytes[v] = 0;
+  }
 }
 
 static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const loom__dview *in,
@@ -1234,9 +1254,10 @@ static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const l
   b.root = st->root;
   if (!s) {
     b.fill_bytes += st->fill_bytes; /* the node holds both */
-    s = fused_bind(&b, in, out);
+    s = fused_bind(st, op, &b, in, out);
   }
   if (!s) s = run_ops(&b, NULL);
+  if (!s) fused_hand_over(st, op, &b);
   if (s) loom__error_prefix("fused (its body op by op): ");
   exec_state_deinit(&b);
   return s;
