@@ -239,6 +239,12 @@ LOOM_API loom_status loom_graph_loop_input_rule(const loom_graph *graph, int32_t
 LOOM_API loom_status loom_graph_loop_output_combine(const loom_graph *graph, int32_t index, int32_t k,
                                                     loom_loop_output *out_combine);
 
+/* The body of fused op `index` (docs/ir-fusion.md: the fusion pass makes fused ops; there is
+ * no builder for them), owned by the graph: its parameters are the op's operands, its outputs
+ * the op's results. Errors: INVALID_ARGUMENT (not a fused op, bad index, NULL out). */
+LOOM_API loom_status loom_graph_fused_get(const loom_graph *graph, int32_t index,
+                                          const loom_graph **out_body);
+
 /* Marks the graph's outputs, in order. May be called once. */
 LOOM_API loom_status loom_graph_return(loom_graph *graph, const loom_value *values, int32_t n);
 

@@ -283,3 +283,11 @@ loom_status loom__graph_add_fused(loom_graph *g, const loom_graph *body, const l
   loom_graph_destroy(copy);
   return s ? loom__graph_fail(g, s) : LOOM_OK;
 }
+
+loom_status loom_graph_fused_get(const loom_graph *g, int32_t index, const loom_graph **out_body) {
+  if (!g || index < 0 || index >= g->n_ops || !g->ops[index].fused || !out_body)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_fused_get: op %d is not a fused op",
+                       (int)index);
+  *out_body = g->ops[index].fused;
+  return LOOM_OK;
+}
