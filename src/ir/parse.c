@@ -98,7 +98,8 @@ typedef struct parser {
   struct name_entry *names; /* the names defined so far, an open-addressing hash table */
   int32_t cap_names, n_names;
   const struct scope *up;
-  int32_t loop_depth; /* bodies open around the current token */
+  int32_t loop_depth;    /* bodies open around the current token */
+  const char *body_what; /* the innermost body's op for messages: "loop" or "fused op" */
 } parser;
 
 #define TRY(expr)                \
@@ -204,9 +205,9 @@ static loom_status lookup(parser *p, const token *t, loom_value *out) {
   if (out->id >= 0) return LOOM_OK;
   for (const scope *sc = p->up; sc; sc = sc->up)
     if (scope_find(p, sc, t) >= 0)
-      return FAIL(
-          t, "%s is not defined in the loop's body (a value from outside enters it through an 'in' line)",
-          DESC(t));
+      return FAIL(t,
+                  "%s is not defined in the %s's body (a value from outside enters it through an 'in' line)",
+                  DESC(t), p->body_what ? p->body_what : "loop");
   return FAIL(t, "%s is not defined", DESC(t));
 }
 
@@ -1127,7 +1128,10 @@ static loom_status parse_loop(parser *p, stmt *st) {
   scope_swap(p, &other); /* `other` is now the enclosing graph's scope */
   p->up = &other;
   p->loop_depth++;
+  const char *outer_what = p->body_what;
+  p->body_what = lp.what;
   s = parse_loop_lines(p, &other, &lp);
+  p->body_what = outer_what;
   if (!s && (s = loom_graph_return(p->g, lp.outs, lp.n_out))) loom__lex_locate(&p->lx, &p->tok, s);
   p->loop_depth--;
   scope_swap(p, &other); /* and the body's again */
