@@ -413,12 +413,13 @@ static loom_status emit(const fuse_state *fs, loom_graph *const *bodies, loom_gr
   return s;
 }
 
-static int64_t peak_of(const loom_graph *g) {
+static loom_status peak_of(const loom_graph *g, int64_t *out) {
   loom_estimate e;
-  if (loom_graph_estimate(g, NULL, &e)) return 0;
-  int64_t p = e.peak_bytes;
+  loom_status s = loom_graph_estimate(g, NULL, &e);
+  if (s) return s;
+  *out = e.peak_bytes;
   loom_estimate_deinit(&e);
-  return p;
+  return LOOM_OK;
 }
 
 /* "fused 'out' (12 ops: mul, neg, exp, ...; inputs x, y; result out f32[400])" */
@@ -459,39 +460,42 @@ static void describe(const fuse_state *fs, const region *r, int32_t id, char *bu
 
 /* What fused op `op` holds while it runs, alone: its operands' storage, its results and its
  * accumulator. */
-static int64_t fused_need(const loom_graph *g, const loom__op *op) {
+static loom_status fused_need(const loom_graph *g, const loom__op *op, int64_t *out) {
   loom__layout *layouts = loom__malloc(sizeof *layouts * (size_t)LOOM_MAX(g->n_values, 1));
   bool *seen = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *seen);
+  loom_status s = (!layouts || !seen) ? loom__oom("the fuse rewrite") : loom__graph_layouts(g, layouts);
   int64_t need = 0;
-  if (!layouts || !seen || loom__graph_layouts(g, layouts)) {
-    need = INT64_MAX / 4;
-  } else {
-    for (int32_t i = 0; i < op->n_inputs; i++) {
-      int32_t b = layouts[op->inputs[i]].base;
-      int64_t bytes = 0;
-      if (seen[b] || !layouts[b].owns) continue;
-      seen[b] = true;
-      loom_type_bytes(&g->values[b].type, &bytes);
-      need += bytes;
-    }
-    for (int32_t r = 0; r < op->n_outputs; r++) {
-      int64_t bytes = 0;
-      loom_type_bytes(&g->values[op->outputs[r]].type, &bytes);
-      need += bytes;
-    }
-    need += loom__op_scratch_bytes(g, op);
+  for (int32_t i = 0; !s && i < op->n_inputs; i++) {
+    int32_t b = layouts[op->inputs[i]].base;
+    int64_t bytes = 0;
+    if (seen[b] || !layouts[b].owns) continue;
+    seen[b] = true;
+    loom_type_bytes(&g->values[b].type, &bytes);
+    need += bytes;
   }
+  for (int32_t r = 0; !s && r < op->n_outputs; r++) {
+    int64_t bytes = 0;
+    loom_type_bytes(&g->values[op->outputs[r]].type, &bytes);
+    need += bytes;
+  }
+  need += loom__op_scratch_bytes(g, op);
+  *out = need;
   loom__free(layouts);
   loom__free(seen);
-  return need;
+  return s;
 }
 
 /* The largest need of a fused op of g, alone. */
-static int64_t largest_fused_need(const loom_graph *g) {
-  int64_t most = 0;
-  for (int32_t o = 0; o < g->n_ops; o++)
-    if (g->ops[o].fused) most = LOOM_MAX(most, fused_need(g, &g->ops[o]));
-  return most;
+static loom_status largest_fused_need(const loom_graph *g, int64_t *out) {
+  *out = 0;
+  for (int32_t o = 0; o < g->n_ops; o++) {
+    int64_t need;
+    if (!g->ops[o].fused) continue;
+    loom_status s = fused_need(g, &g->ops[o], &need);
+    if (s) return s;
+    *out = LOOM_MAX(*out, need);
+  }
+  return LOOM_OK;
 }
 
 /* Each region applied in turn, kept where it does not raise the estimated peak (a fused op
@@ -503,7 +507,11 @@ static loom_status report_regions(const fuse_pass *fp, fuse_state *fs, loom_grap
   loom_status s = bodies_changed ? emit(fs, bodies, &cur) : LOOM_OK;
   if (s) return s;
   /* what the loops' bodies saved is theirs (reported with them), not the first region's */
-  int64_t before = peak_of(cur ? cur : fs->g);
+  int64_t before = 0, after = 0, need = 0;
+  if ((s = peak_of(cur ? cur : fs->g, &before))) {
+    loom_graph_destroy(cur);
+    return s;
+  }
   int64_t limit = fp->opts ? fp->opts->limit : 0;
   for (int32_t i = 0; !s && i < fs->n_regions; i++) {
     region *r = &fs->regions[i];
@@ -511,8 +519,13 @@ static loom_status report_regions(const fuse_pass *fp, fuse_state *fs, loom_grap
     r->use = true;
     s = emit(fs, bodies, &next);
     if (s) break;
-    int64_t after = peak_of(next);
-    if (after > before || (limit > 0 && largest_fused_need(next) > limit)) {
+    s = peak_of(next, &after);
+    if (!s && limit > 0) s = largest_fused_need(next, &need);
+    if (s) {
+      loom_graph_destroy(next);
+      break;
+    }
+    if (after > before || need > limit) {
       r->use = false;
       loom_graph_destroy(next);
       continue;
@@ -581,6 +594,7 @@ static loom_status fuse_graph(const fuse_pass *fp, const loom_graph *g, loom_gra
   *out = NULL;
   *changed = false;
   fuse_state fs;
+  memset(&fs, 0, sizeof fs); /* freed whatever fails first */
   loom_graph **bodies = loom__calloc((size_t)LOOM_MAX(g->n_ops, 1), sizeof *bodies);
   loom_status s = bodies ? fuse_state_init(&fs, g) : loom__oom("the fuse rewrite");
   if (!s) s = fuse_bodies(fp, g, bodies, changed);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ir/passes.h"
+#include "loom/testing.h"
 #include "rw_util.h"
 
 static const loom__op *first_fused(const loom_graph *g) {
@@ -223,5 +224,36 @@ TEST(fuse_round_trips_as_text) {
   free(b);
   loom_graph_destroy(back);
   loom_graph_destroy(f);
+  loom_graph_destroy(g);
+}
+
+TEST(fuse_allocation_failures) {
+  /* the fuse rewrite alone on kernel_mv chunked under a limit: the loop body fused, the norms at
+   * the top. (A sweep through the whole pipeline also fails the chunk rewrite's allocations,
+   * some of which it survives with another cut that the fused loop then refuses to rebuild:
+   * see the report of issue 14.) */
+  loom_graph *g = rw_parse(kmv), *c = NULL;
+  ASSERT_TRUE(g != NULL);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.limit = 160 * 1024;
+  const char *off[] = {"fuse"};
+  o.disabled = off;
+  o.n_disabled = 1;
+  ASSERT_OK(loom_graph_optimize(g, &o, &c, NULL));
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 1000000) {
+    loom_graph *f = NULL;
+    loom_rewrite_report rep = {0};
+    if (SWEEP_RUN(&sw, loom__rewrite_fuse(c, NULL, &f, &rep)) == LOOM_OK) {
+      ASSERT_TRUE(count_fused(f) >= 2);
+    } else {
+      ASSERT_TRUE(f == NULL);
+    }
+    loom_graph_destroy(f);
+    loom_rewrite_report_deinit(&rep);
+  }
+  ASSERT_TRUE(sw.failures > 10);
+  loom_graph_destroy(c);
   loom_graph_destroy(g);
 }
