@@ -44,7 +44,7 @@ extern "C" {
   X(ARGMAX, "argmax") X(ARGMIN, "argmin") X(TOPK, "topk")                               \
   X(DOT, "dot") X(CONV, "conv")                                                         \
   X(FFT, "fft") X(IFFT, "ifft") X(RFFT, "rfft") X(IRFFT, "irfft")                       \
-  X(SQUARE, "square") X(LOOP, "loop")
+  X(SQUARE, "square") X(LOOP, "loop") X(FUSED, "fused")
 
 typedef enum loom_op {
 #define LOOM_X(e, name) LOOM_OP_##e,
@@ -238,6 +238,12 @@ LOOM_API loom_status loom_graph_loop_input_rule(const loom_graph *graph, int32_t
                                                 loom_loop_input *out_rule);
 LOOM_API loom_status loom_graph_loop_output_combine(const loom_graph *graph, int32_t index, int32_t k,
                                                     loom_loop_output *out_combine);
+
+/* The body of fused op `index` (docs/ir-fusion.md: the fusion pass makes fused ops; there is
+ * no builder for them), owned by the graph: its parameters are the op's operands, its outputs
+ * the op's results. Errors: INVALID_ARGUMENT (not a fused op, bad index, NULL out). */
+LOOM_API loom_status loom_graph_fused_get(const loom_graph *graph, int32_t index,
+                                          const loom_graph **out_body);
 
 /* Marks the graph's outputs, in order. May be called once. */
 LOOM_API loom_status loom_graph_return(loom_graph *graph, const loom_value *values, int32_t n);

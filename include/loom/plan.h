@@ -125,10 +125,12 @@ LOOM_API loom_status loom_runners_check_devices(const loom_context *ctx, loom_ru
  *   dot_chain         dot chains in matrix-chain order
  *   sum_broadcast     sums of broadcasts reordered to add small operands first
  *   schedule          the order of independent ops chosen to lower the peak
- *   chunk             ops or chains over the limit computed in pieces (needs a limit) */
+ *   chunk             ops or chains over the limit computed in pieces (needs a limit)
+ *   fuse              elementwise ops and the reduction consuming them as one fused op
+ *                     (docs/ir-fusion.md), in loop bodies too; runs last */
 #define LOOM_REWRITE_NAMES                                                                         \
   "distance", "dot_transpose", "tile_broadcast", "reduce_broadcast", "dot_chain", "sum_broadcast", \
-      "schedule", "chunk"
+      "schedule", "chunk", "fuse"
 
 typedef struct loom_optimize_options {
   const char *const *disabled; /* names of rewrites not to apply */

@@ -25,6 +25,8 @@ loom__family loom__family_of(loom__op_class cls) {
       return LOOM__FAMILY_CONV;
     case LOOM_CLASS_FOURIER:
       return LOOM__FAMILY_FOURIER;
+    case LOOM_CLASS_FUSED:
+      return LOOM__FAMILY_FUSED;
     case LOOM_CLASS_LOOP: /* the executor runs a loop's body; no backend sees the loop */
       break;
   }
@@ -33,6 +35,10 @@ loom__family loom__family_of(loom__op_class cls) {
 
 loom_status loom__no_family(const char *id, const char *op_name) {
   return loom__error(LOOM_ERR_INTERNAL, "%s: %s: no kernel family", id, op_name);
+}
+
+loom_status loom__no_fused(const char *id) {
+  return loom__error(LOOM_ERR_UNSUPPORTED, "%s: fused: no fused evaluator on this backend", id);
 }
 
 bool loom__strides_dense(const loom_type *t, const int64_t *strides) {
@@ -57,7 +63,7 @@ loom_status loom__check_output_dense(const char *id, const char *op_name, int32_
 static loom_status check_call(const char *id, const loom__op_call *c) {
   const loom__op *op = c->op;
   const loom__op_info *info = loom__op_info_of(op->kind);
-  if (!info || op->n_outputs != info->n_results)
+  if (!info || op->n_outputs != loom__op_result_count(op))
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: malformed op", id, loom_op_name(op->kind));
   for (int32_t r = 0; r < op->n_outputs; r++)
     if (!loom__strides_dense(&c->out[r].type, c->out[r].strides))
@@ -73,6 +79,7 @@ loom_status loom__dispatch(const loom__launchers *t, void *dev, const char *id, 
   if (s) return s;
   loom__family f = loom__family_of(loom__op_info_of(c->op->kind)->cls);
   loom__launch_fn launch = f < LOOM__FAMILY_COUNT ? t->family[f] : NULL;
+  if (!launch && f == LOOM__FAMILY_FUSED) return loom__no_fused(id);
   if (!launch) return loom__no_family(id, loom_op_name(c->op->kind));
   if (lock) pthread_mutex_lock(lock);
   s = t->enter ? t->enter(dev) : LOOM_OK;

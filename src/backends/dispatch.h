@@ -22,6 +22,8 @@ typedef enum loom__family {
   LOOM__FAMILY_DOT,
   LOOM__FAMILY_CONV,
   LOOM__FAMILY_FOURIER,
+  LOOM__FAMILY_FUSED, /* a fused op's body (docs/ir-fusion.md); a backend without one returns
+                         UNSUPPORTED and the executor runs the body op by op */
   LOOM__FAMILY_COUNT
 } loom__family;
 
@@ -30,6 +32,10 @@ loom__family loom__family_of(loom__op_class cls);
 
 /* INTERNAL "<id>: <op>: no kernel family": a class the dispatch table does not cover. */
 loom_status loom__no_family(const char *id, const char *op_name);
+
+/* UNSUPPORTED "<id>: fused: no fused evaluator on this backend": the executor then runs the
+ * body op by op (runtime/exec.c). */
+loom_status loom__no_fused(const char *id);
 
 /* True when a view of type t through element strides is dense C order: dimensions of size 1
  * may have any stride, and an empty view is dense whatever its strides. */

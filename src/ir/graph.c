@@ -85,6 +85,7 @@ void loom_graph_destroy(loom_graph *g) {
     loom__free(g->ops[i].inputs);
     loom__free(g->ops[i].const_data);
     loom__loop_free(g->ops[i].loop);
+    loom_graph_destroy(g->ops[i].fused);
   }
   loom__free(g->name_slots);
   loom__free(g->values);
@@ -249,6 +250,9 @@ loom_status loom_graph_add(loom_graph *g, loom_op op, const loom_value *inputs, 
     s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: the graph has already returned", info->name);
   else if (op == LOOM_OP_LOOP)
     s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loop: has a body; add it with loom_graph_add_loop");
+  else if (op == LOOM_OP_FUSED)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                    "fused: has a body; only the fusion pass and the parser make it");
   else if (n_inputs < 0 || (n_inputs > 0 && !inputs))
     s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad operand list", info->name);
   if (!s) s = check_inputs(g, op, inputs, n_inputs);
@@ -410,9 +414,11 @@ loom_status loom_graph_clone(const loom_graph *g, loom_graph **out) {
     c->ops[i].inputs = NULL;
     c->ops[i].const_data = NULL;
     c->ops[i].loop = NULL;
+    c->ops[i].fused = NULL;
     /* Counted before its parts are copied, so that a failure part way frees those copied. */
     c->n_ops++;
     if (o->loop && !(c->ops[i].loop = loom__loop_clone(o->loop))) goto oom;
+    if (o->fused && loom_graph_clone(o->fused, &c->ops[i].fused)) goto oom;
     if (o->n_inputs) {
       if (!(c->ops[i].inputs = loom__malloc(sizeof(int32_t) * (size_t)o->n_inputs))) goto oom;
       memcpy(c->ops[i].inputs, o->inputs, sizeof(int32_t) * (size_t)o->n_inputs);

@@ -631,7 +631,8 @@ static loom_status infer_class(const loom_graph *g, loom_op op, const loom_type 
       return infer_conv(t[0], t[1], attrs, out);
     case LOOM_CLASS_FOURIER:
       return infer_fourier(op, t[0], attrs, out);
-    case LOOM_CLASS_LOOP: /* typed by loom_graph_add_loop from its body */
+    case LOOM_CLASS_LOOP:  /* typed by loom_graph_add_loop from its body */
+    case LOOM_CLASS_FUSED: /* typed by loom__graph_add_fused from its body */
       break;
   }
   return loom__error(LOOM_ERR_INTERNAL, "%s: no type rule", loom_op_name(op));

@@ -26,7 +26,8 @@ typedef enum loom__op_class {
   LOOM_CLASS_DOT,
   LOOM_CLASS_CONV,
   LOOM_CLASS_FOURIER,
-  LOOM_CLASS_LOOP, /* a body run over pieces (loop.c) */
+  LOOM_CLASS_LOOP,  /* a body run over pieces (loop.c) */
+  LOOM_CLASS_FUSED, /* a body run as one kernel (fused.c, docs/ir-fusion.md) */
 } loom__op_class;
 
 typedef struct loom__op_info {
@@ -62,7 +63,8 @@ typedef struct loom__op {
   int32_t *inputs; /* value ids, owned */
   int32_t n_outputs;
   int32_t outputs[LOOM_LOOP_MAX_RESULTS];
-  loom__loop *loop; /* loops only, owned */
+  loom__loop *loop;  /* loops only, owned */
+  loom_graph *fused; /* fused ops only: the body (docs/ir-fusion.md), owned */
   loom_attrs attrs;
   void *const_data; /* constant's contents (dense, C order), owned */
   int64_t const_bytes;
@@ -148,6 +150,40 @@ loom_status loom__loop_piece_axes(const loom_graph *body, const loom_loop_input 
 /* The body retyped for a piece of `len` elements (the last, shorter piece): the same ops on
  * parameters `len` long along their sliced axes. The caller destroys *out. */
 loom_status loom__loop_body_for(const loom__loop *loop, int64_t len, loom_graph **out);
+
+/* ---- fused ops (fused.c, docs/ir-fusion.md) ---- */
+
+/* The largest contracted length of a dot computed inline in a fused body. */
+#define LOOM_FUSE_MAX_K 16
+/* A fused op's results: its final op's (topk: values and indices), or one elementwise value. */
+#define LOOM_FUSE_MAX_RESULTS 2
+
+/* Checks that body has the form the evaluators rely on (docs/ir-fusion.md, "The body"): views
+ * of parameters, scalar constants, elementwise ops and small dots over one space S, then at
+ * most one final reduction, argmax/argmin or topk whose results are the body's outputs.
+ * Errors: INVALID_ARGUMENT "fused body: <op> '<value>': <the rule broken>". */
+loom_status loom__fused_check(const loom_graph *body);
+
+/* The space S of a checked body: the final op's input type, else its output's. */
+const loom_type *loom__fused_space(const loom_graph *body);
+
+/* The final op of a checked body (reduce_*, argmax/argmin, topk), or NULL for an elementwise
+ * body. */
+const loom__op *loom__fused_final(const loom_graph *body);
+
+/* Appends a fused op running `body` (verified, checked by loom__fused_check; the graph copies
+ * it) on operands[0..n): each operand's type must equal its body parameter's. outs gets the
+ * body's outputs' counterparts (body->n_outputs of them). Errors (sticky, as loom_graph_add):
+ * INVALID_ARGUMENT "fused: ..." naming the operand or body op; OUT_OF_MEMORY. */
+loom_status loom__graph_add_fused(loom_graph *g, const loom_graph *body, const loom_value *operands,
+                                  int32_t n, loom_value *outs);
+
+/* The number of results op gives: its kind's, or its body's for a loop or a fused op. */
+static inline int32_t loom__op_result_count(const loom__op *op) {
+  if (op->fused) return op->fused->n_outputs;
+  if (op->loop) return op->loop->body->n_outputs;
+  return loom__op_info_of(op->kind)->n_results;
+}
 
 /* Layout of every value: which values are views of another value's storage, and the element
  * strides through which the view reads it. The estimator and the runtime both read this, so

@@ -52,6 +52,11 @@ int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op) {
       break;
     case LOOM_CLASS_LOOP:
       return loom__loop_scratch_bytes(g, op);
+    case LOOM_CLASS_FUSED:
+      /* The final op's accumulator, as for that op alone; the body's intermediates live in
+       * the evaluator's blocks, not in tensor memory (docs/ir-fusion.md, "Memory"). */
+      factor = loom__fused_final(op->fused) ? 1 : 0;
+      break;
     default:
       return 0;
   }

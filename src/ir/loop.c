@@ -169,17 +169,33 @@ static loom_status inner_loop_axes(const loom_graph *b, const loom__op *op, cons
   return s;
 }
 
+/* A fused op in a body reading values that vary with the piece: its results vary along the
+ * axes its body's outputs do, with its parameters varying where its operands do. */
+static loom_status fused_axes(const loom__op *op, const int32_t *axis_of, int32_t *out_axis) {
+  const loom_graph *fb = op->fused;
+  int32_t *param_axis = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(op->n_inputs, 1));
+  int32_t *inner = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(fb->n_values, 1));
+  loom_status s = (!param_axis || !inner) ? loom__oom("a loop's piece axes") : LOOM_OK;
+  for (int32_t i = 0; !s && i < op->n_inputs; i++) param_axis[i] = axis_of[op->inputs[i]];
+  if (!s) s = piece_axes(fb, param_axis, inner);
+  for (int32_t j = 0; !s && j < op->n_outputs; j++) out_axis[j] = inner[fb->outputs[j]];
+  loom__free(param_axis);
+  loom__free(inner);
+  return s;
+}
+
 static loom_status piece_axes(const loom_graph *b, const int32_t *param_axis, int32_t *axis_of) {
   for (int32_t v = 0; v < b->n_values; v++) axis_of[v] = -1;
   for (int32_t p = 0; p < b->n_params; p++) axis_of[b->params[p]] = param_axis[p];
   for (int32_t o = 0; o < b->n_ops; o++) {
     const loom__op *op = &b->ops[o];
-    if (op->loop) {
+    if (op->loop || op->fused) {
       bool varies = false;
       for (int32_t i = 0; i < op->n_inputs; i++) varies |= axis_of[op->inputs[i]] >= 0;
       if (!varies) continue; /* its results keep -1 */
       int32_t out_axis[LOOM_LOOP_MAX_RESULTS];
-      loom_status s = inner_loop_axes(b, op, axis_of, out_axis);
+      loom_status s =
+          op->loop ? inner_loop_axes(b, op, axis_of, out_axis) : fused_axes(op, axis_of, out_axis);
       if (s) return s;
       for (int32_t j = 0; j < op->n_outputs; j++) axis_of[op->outputs[j]] = out_axis[j];
       continue;
@@ -254,6 +270,15 @@ static loom_status retype(const loom_graph *b, const int32_t *param_axis, int64_
       if (!s)
         s = loom_graph_add_loop(g, in->n, in->piece, inner ? inner : in->body, ins, in->rules, op->n_inputs,
                                 in->combines, op->n_outputs, outs);
+      loom_graph_destroy(inner);
+    } else if (op->kind == LOOM_OP_FUSED) {
+      /* a fused body reading the piece is retyped as the loop's own body is */
+      int32_t inner_axis[64];
+      bool varies = false;
+      for (int32_t i = 0; i < op->n_inputs; i++) varies |= (inner_axis[i] = axis_of[op->inputs[i]]) >= 0;
+      loom_graph *inner = NULL;
+      if (varies) s = retype(op->fused, inner_axis, len, &inner);
+      if (!s) s = loom__graph_add_fused(g, inner ? inner : op->fused, ins, op->n_inputs, outs);
       loom_graph_destroy(inner);
     } else {
       loom_attrs attrs = op->attrs;

@@ -69,6 +69,8 @@ static const loom__op_info op_table[LOOM_OP_COUNT] = {
     [LOOM_OP_IRFFT] = {"irfft", LOOM_CLASS_FOURIER, 1, 1, 1, A(AXIS) | A(N), A(AXIS) | A(N)},
     /* results: as many as the loop combines (loom_graph_add_loop) */
     [LOOM_OP_LOOP] = {"loop", LOOM_CLASS_LOOP, 0, -1, 0, 0, 0},
+    /* results: its body's outputs (loom__graph_add_fused) */
+    [LOOM_OP_FUSED] = {"fused", LOOM_CLASS_FUSED, 0, -1, 0, 0, 0},
 };
 
 const loom__op_info *loom__op_info_of(loom_op op) {

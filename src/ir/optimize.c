@@ -2,11 +2,12 @@
  * graph from the last one (see passes.h):
  *
  *   match (distance, dot_transpose, tile_broadcast, reduce_broadcast)
- *   -> reorder (dot_chain, sum_broadcast) -> schedule -> chunk (only with a limit)
+ *   -> reorder (dot_chain, sum_broadcast) -> schedule -> chunk (only with a limit) -> fuse
  *
  * Matching runs first because it changes what there is to reorder (the distance rewrite
  * leaves a dot and sums of broadcasts); the schedule comes after the forms are fixed; chunking
- * comes last, as it cuts the final ops into pieces sized for the limit.
+ * comes next, as it cuts the final ops into pieces sized for the limit; fusion last, inside
+ * the pieces too, since a fused op needs no more memory than the ops it replaces.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -86,10 +87,11 @@ loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_opt
   if (s) return s;
   bool chunk = opts && opts->limit > 0 && loom__rewrite_enabled(opts, "chunk");
   pass_fn passes[] = {loom__rewrite_match, loom__rewrite_reorder, loom__rewrite_schedule,
-                      chunk ? loom__rewrite_chunk : NULL};
+                      chunk ? loom__rewrite_chunk : NULL, loom__rewrite_fuse};
   int32_t entries_before = report ? report->count : 0;
   loom_graph *cur = NULL;
-  for (int32_t p = 0; !s && p < LOOM_ARRAY_SIZE(passes) && passes[p]; p++) {
+  for (int32_t p = 0; !s && p < LOOM_ARRAY_SIZE(passes); p++) {
+    if (!passes[p]) continue;
     loom_graph *next = NULL;
     s = passes[p](cur ? cur : graph, opts, &next, report);
     loom_graph_destroy(cur);

@@ -98,7 +98,8 @@ typedef struct parser {
   struct name_entry *names; /* the names defined so far, an open-addressing hash table */
   int32_t cap_names, n_names;
   const struct scope *up;
-  int32_t loop_depth; /* bodies open around the current token */
+  int32_t loop_depth;    /* bodies open around the current token */
+  const char *body_what; /* the innermost body's op for messages: "loop" or "fused op" */
 } parser;
 
 #define TRY(expr)                \
@@ -204,9 +205,9 @@ static loom_status lookup(parser *p, const token *t, loom_value *out) {
   if (out->id >= 0) return LOOM_OK;
   for (const scope *sc = p->up; sc; sc = sc->up)
     if (scope_find(p, sc, t) >= 0)
-      return FAIL(
-          t, "%s is not defined in the loop's body (a value from outside enters it through an 'in' line)",
-          DESC(t));
+      return FAIL(t,
+                  "%s is not defined in the %s's body (a value from outside enters it through an 'in' line)",
+                  DESC(t), p->body_what ? p->body_what : "loop");
   return FAIL(t, "%s is not defined", DESC(t));
 }
 
@@ -649,7 +650,7 @@ static loom_status parse_op(parser *p, stmt *st) {
   st->op_tok = *t;
   st->info = loom__op_info_of(st->op);
   /* A loop's count is its body's 'out' lines, checked once the body is read. */
-  if (st->op != LOOM_OP_LOOP && st->n_names != st->info->n_results)
+  if (st->op != LOOM_OP_LOOP && st->op != LOOM_OP_FUSED && st->n_names != st->info->n_results)
     return FAIL(&st->names[0], "%s gives %d result%s, but %d name%s given", st->info->name,
                 (int)st->info->n_results, st->info->n_results == 1 ? "" : "s", (int)st->n_names,
                 st->n_names == 1 ? " is" : "s are");
@@ -749,7 +750,7 @@ static loom_status parse_statement(parser *p) {
   memset(&st, 0, sizeof st);
   TRY(parse_names(p, &st));
   TRY(parse_op(p, &st));
-  if (st.op == LOOM_OP_LOOP) return parse_loop(p, &st);
+  if (st.op == LOOM_OP_LOOP || st.op == LOOM_OP_FUSED) return parse_loop(p, &st);
   if (st.op == LOOM_OP_CONSTANT) {
     st.data_state = p->lx.st;
     st.data_tok = p->tok;
@@ -810,6 +811,8 @@ static void scope_swap(parser *p, scope *other) {
 /* A loop being read: its figures and what its 'in' and 'out' lines gave. */
 typedef struct loop_parts {
   token loop_tok;
+  bool fused;       /* a fused op's block (docs/ir-fusion.md): no attributes, rules or combines */
+  const char *what; /* "loop" or "fused op", for messages */
   int64_t n, piece;
   loom_value *operands; /* the outer values, one per 'in' line */
   loom_loop_input *rules;
@@ -831,9 +834,24 @@ static loom_status loop_int(parser *p, const char *context, const char *key, int
   return next(p);
 }
 
+/* A fused op's header: "{" alone; the '{' is consumed. */
+static loom_status parse_fused_header(parser *p) {
+  DESC_BUF;
+  token *t = &p->tok;
+  if (loom__tok_punct(t, ':'))
+    return FAIL(t, "fused: takes no ': TYPE' annotation (its results' types follow from its body)");
+  if (t->kind == LOOM_TOK_IDENT)
+    return FAIL(t,
+                "fused: takes no operands or attributes, found %s (the body's 'in' lines name what it reads)",
+                DESC(t));
+  if (!loom__tok_punct(t, '{')) return FAIL(t, "expected '{' to open the fused op's body, found %s", DESC(t));
+  return next(p);
+}
+
 /* "n" "=" INT "piece" "=" INT "{", in either order; the '{' is consumed. */
 static loom_status parse_loop_header(parser *p, loop_parts *lp) {
   DESC_BUF;
+  if (lp->fused) return parse_fused_header(p);
   bool have[2] = {false, false}; /* n, piece */
   token after;
   while (p->tok.kind == LOOM_TOK_IDENT) {
@@ -910,12 +928,14 @@ static loom_status parse_in(parser *p, const scope *outer, loop_parts *lp) {
   TRY(next(p));
   token src = p->tok;
   if (src.kind != LOOM_TOK_IDENT)
-    return FAIL(&src, "expected the name of a value outside the loop, found %s", DESC(&src));
+    return FAIL(&src, "expected the name of a value outside the %s, found %s", lp->what, DESC(&src));
   int32_t id = scope_find(p, outer, &src);
-  if (id < 0) return FAIL(&src, "%s is not defined outside the loop", DESC(&src));
+  if (id < 0) return FAIL(&src, "%s is not defined outside the %s", DESC(&src), lp->what);
   TRY(next(p));
   loom_type t = outer->g->values[id].type;
   loom_loop_input rule = {-1, 0};
+  if (lp->fused && p->tok.kind == LOOM_TOK_IDENT)
+    return FAIL(&p->tok, "in: a fused op's 'in' line takes no attributes, found %s", DESC(&p->tok));
   TRY(parse_in_rule(p, &src, &t, &rule));
   TRY(expect_statement_end(p));
   if (rule.axis >= 0) t.dims[rule.axis] = lp->piece;
@@ -990,14 +1010,22 @@ static loom_status parse_combine_attrs(parser *p, const token *ct, loom_loop_out
 static loom_status parse_out(parser *p, loop_parts *lp) {
   DESC_BUF;
   token out_tok = p->tok;
-  if (lp->n_out == LOOM_LOOP_MAX_RESULTS)
-    return FAIL(&out_tok, "a loop gives at most %d results", LOOM_LOOP_MAX_RESULTS);
+  int32_t max_out = lp->fused ? LOOM_FUSE_MAX_RESULTS : LOOM_LOOP_MAX_RESULTS;
+  if (lp->n_out == max_out) return FAIL(&out_tok, "a %s gives at most %d results", lp->what, (int)max_out);
   TRY(next(p)); /* 'out' */
   token name = p->tok;
   loom_value v;
   TRY(lookup(p, &name, &v));
   TRY(next(p));
   token ct = p->tok;
+  if (lp->fused) { /* its results are the body's values as they are: nothing to combine */
+    if (ct.kind == LOOM_TOK_IDENT)
+      return FAIL(&ct, "out: a fused op's 'out' line names one value, found %s after %s", DESC(&ct),
+                  DESC2(&name));
+    TRY(expect_statement_end(p));
+    lp->outs[lp->n_out++] = v;
+    return LOOM_OK;
+  }
   if (ct.kind != LOOM_TOK_IDENT)
     return FAIL(&ct,
                 "out: expected how the pieces of %s combine (concat, sum, prod, max, min, argmax, argmin, "
@@ -1028,19 +1056,19 @@ static loom_status parse_loop_lines(parser *p, const scope *outer, loop_parts *l
     token *t = &p->tok;
     if (loom__tok_punct(t, '}')) {
       if (lp->n_out == 0)
-        return FAIL(t, "the loop's body has no 'out' line: a loop gives at least one result");
+        return FAIL(t, "the %s's body has no 'out' line: a %s gives at least one result", lp->what, lp->what);
       return LOOM_OK;
     }
     if (t->kind == LOOM_TOK_EOF)
-      return FAIL(t, "end of input before the '}' closing the loop at %d:%d", (int)lp->loop_tok.line,
+      return FAIL(t, "end of input before the '}' closing the %s at %d:%d", lp->what, (int)lp->loop_tok.line,
                   (int)lp->loop_tok.col);
     token after;
     TRY(peek(p, &after));
     switch (line_kind_of(p, t, &after)) {
       case LINE_IN:
         if (part != INS)
-          return FAIL(t, "'in' after the body's %s: a loop's body starts with its 'in' lines",
-                      part == OUTS ? "'out' lines" : "statements");
+          return FAIL(t, "'in' after the body's %s: a %s's body starts with its 'in' lines",
+                      part == OUTS ? "'out' lines" : "statements", lp->what);
         TRY(parse_in(p, outer, lp));
         break;
       case LINE_OUT:
@@ -1048,9 +1076,10 @@ static loom_status parse_loop_lines(parser *p, const scope *outer, loop_parts *l
         TRY(parse_out(p, lp));
         break;
       case LINE_RETURN:
-        return FAIL(t, "'return' in a loop's body: the body gives its results with 'out' lines");
+        return FAIL(t, "'return' in a %s's body: the body gives its results with 'out' lines", lp->what);
       case LINE_STATEMENT:
-        if (part == OUTS) return FAIL(t, "%s after the 'out' lines: they end the loop's body", DESC(t));
+        if (part == OUTS)
+          return FAIL(t, "%s after the 'out' lines: they end the %s's body", DESC(t), lp->what);
         part = STATEMENTS;
         TRY(parse_statement(p));
         break;
@@ -1061,19 +1090,21 @@ static loom_status parse_loop_lines(parser *p, const scope *outer, loop_parts *l
 /* After the body: the '}', the count of names, then the loop built on the enclosing graph. */
 static loom_status finish_loop(parser *p, const stmt *st, const loop_parts *lp, const loom_graph *body) {
   DESC_BUF;
+  const char *op = lp->fused ? "fused" : "loop";
   TRY(next(p)); /* '}' */
   if (loom__tok_punct(&p->tok, ':'))
-    return FAIL(&p->tok, "loop: takes no ': TYPE' annotation (its results' types follow from its body)");
+    return FAIL(&p->tok, "%s: takes no ': TYPE' annotation (its results' types follow from its body)", op);
   TRY(expect_statement_end(p));
   if (st->n_names != lp->n_out)
-    return FAIL(&st->names[0], "loop gives %d result%s (its 'out' lines), but %d name%s given",
+    return FAIL(&st->names[0], "%s gives %d result%s (its 'out' lines), but %d name%s given", op,
                 (int)lp->n_out, lp->n_out == 1 ? "" : "s", (int)st->n_names,
                 st->n_names == 1 ? " is" : "s are");
   loom_value outs[LOOM_LOOP_MAX_RESULTS];
   p->g->cur_line = lp->loop_tok.line;
   p->g->cur_col = lp->loop_tok.col;
-  loom_status s = loom_graph_add_loop(p->g, lp->n, lp->piece, body, lp->operands, lp->rules, lp->n_in,
-                                      lp->combines, lp->n_out, outs);
+  loom_status s = lp->fused ? loom__graph_add_fused(p->g, body, lp->operands, lp->n_in, outs)
+                            : loom_graph_add_loop(p->g, lp->n, lp->piece, body, lp->operands, lp->rules,
+                                                  lp->n_in, lp->combines, lp->n_out, outs);
   if (s) return loom__lex_locate(&p->lx, &lp->loop_tok, s);
   return name_results(p, st, outs);
 }
@@ -1088,6 +1119,8 @@ static loom_status parse_loop(parser *p, stmt *st) {
   loop_parts lp;
   memset(&lp, 0, sizeof lp);
   lp.loop_tok = st->op_tok;
+  lp.fused = st->op == LOOM_OP_FUSED;
+  lp.what = lp.fused ? "fused op" : "loop";
   TRY(parse_loop_header(p, &lp));
   scope other = {0};
   loom_status s = loom_graph_create("body", &other.g);
@@ -1095,7 +1128,10 @@ static loom_status parse_loop(parser *p, stmt *st) {
   scope_swap(p, &other); /* `other` is now the enclosing graph's scope */
   p->up = &other;
   p->loop_depth++;
+  const char *outer_what = p->body_what;
+  p->body_what = lp.what;
   s = parse_loop_lines(p, &other, &lp);
+  p->body_what = outer_what;
   if (!s && (s = loom_graph_return(p->g, lp.outs, lp.n_out))) loom__lex_locate(&p->lx, &p->tok, s);
   p->loop_depth--;
   scope_swap(p, &other); /* and the body's again */

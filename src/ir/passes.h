@@ -25,6 +25,10 @@ loom_status loom__rewrite_schedule(const loom_graph *g, const loom_optimize_opti
  * op, its need and the limit when no chunking fits. */
 loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
                                 loom_rewrite_report *report);
+/* fuse (fuse.c): "fuse" — regions of elementwise ops and the reduction consuming them become
+ * one fused op (docs/ir-fusion.md), in the graph and in its loops' bodies. Runs last. */
+loom_status loom__rewrite_fuse(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
+                               loom_rewrite_report *report);
 /* Pieces the chunk rewrite has emitted since the process started, the first pieces of its
  * probes included: what its search for a piece size costs (tests bound it). */
 int64_t loom__chunk_pieces_emitted(void);

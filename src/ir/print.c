@@ -365,6 +365,29 @@ static void put_loop(sink *s, const loom_graph *g, const loom__op *o, int32_t in
   put(s, "}");
 }
 
+/* A fused op's block (docs/ir-fusion.md): a loop's without its attributes, rules and combines. */
+static void put_fused(sink *s, const loom_graph *g, const loom__op *o, int32_t indent) {
+  const loom_graph *b = o->fused;
+  put(s, " {\n");
+  for (int32_t i = 0; i < o->n_inputs && i < b->n_params; i++) {
+    put_indent(s, indent + 2);
+    put(s, "in ");
+    put_label(s, b, b->params[i]);
+    put(s, " = ");
+    put_label(s, g, o->inputs[i]);
+    put(s, "\n");
+  }
+  put_ops(s, b, indent + 2);
+  for (int32_t j = 0; j < b->n_outputs; j++) {
+    put_indent(s, indent + 2);
+    put(s, "out ");
+    put_label(s, b, b->outputs[j]);
+    put(s, "\n");
+  }
+  put_indent(s, indent);
+  put(s, "}");
+}
+
 static void put_op(sink *s, const loom_graph *g, const loom__op *o, int32_t indent) {
   put_indent(s, indent);
   for (int32_t r = 0; r < o->n_outputs; r++) {
@@ -372,8 +395,11 @@ static void put_op(sink *s, const loom_graph *g, const loom__op *o, int32_t inde
     put_label(s, g, o->outputs[r]);
   }
   put(s, " = %s", loom_op_name(o->kind));
-  if (o->loop) {
-    put_loop(s, g, o, indent);
+  if (o->loop || o->fused) {
+    if (o->loop)
+      put_loop(s, g, o, indent);
+    else
+      put_fused(s, g, o, indent);
     put(s, "\n");
     return;
   }

@@ -75,8 +75,9 @@ loom_status loom__rebuild_copy(loom__rebuild *rb, int32_t op_index) {
   const loom__loop *l = op->loop;
   loom_status s = l ? loom_graph_add_loop(rb->dst, l->n, l->piece, l->body, in, l->rules, op->n_inputs,
                                           l->combines, op->n_outputs, outs)
-                    : loom_graph_add(rb->dst, op->kind, in, op->n_inputs, &op->attrs, type, op->const_data,
-                                     outs, op->n_outputs);
+                  : op->fused ? loom__graph_add_fused(rb->dst, op->fused, in, op->n_inputs, outs)
+                              : loom_graph_add(rb->dst, op->kind, in, op->n_inputs, &op->attrs, type,
+                                               op->const_data, outs, op->n_outputs);
   rb->dst->cur_line = saved_line;
   rb->dst->cur_col = saved_col;
   if (in != ins) loom__free(in);

@@ -90,6 +90,8 @@ typedef struct exec_state {
 } exec_state;
 
 static loom_status run_loop(exec_state *st, const loom__op *op);
+static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const loom__dview *in,
+                                     const loom__dview *out);
 
 /* What an allocation is for, as messages name it: `what`, or value id's label where what is
  * NULL. Labels are written only into messages, when a take fails: formatting one for every
@@ -362,6 +364,9 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
     s = st->be->run_op(st->dev, &call);
   }
   if (scratched) block_give(st, &scratch, scratch_bytes);
+  /* A backend without a fused evaluator (or without one for this body) leaves the op to the
+   * executor, which runs its body op by op. */
+  if (s == LOOM_ERR_UNSUPPORTED && op->fused) s = run_fused_unfused(st, op, ins, out_views);
   if (ins != in_views) loom__free(ins);
   return s;
 }
@@ -1324,6 +1329,80 @@ static loom_status run_loop(exec_state *st, const loom__op *op) {
   }
   if (s) loom__error_prefix("loop over %lld in pieces of %lld: ", (long long)lr.l->n, (long long)lr.l->piece);
   loop_teardown(&lr);
+  return s;
+}
+
+/* ---- fused ops, op by op ---------------------------------------------------------------------
+ *
+ * A fused op whose backend has no evaluator for it runs its body as a nested graph on the same
+ * device, meter and memory, as a loop runs a piece: parameters read the operands where they
+ * are, and the intermediates are allocated (and metered) as the unfused graph's would be. The
+ * op's results are given back first and made by the body's final op, then handed to the op
+ * (a result bound to a loop's slot is written there in place), so the run holds what the
+ * unfused ops would: the fusion pass runs after chunking, whose pieces were sized for them. */
+
+static loom_status fused_bind(exec_state *st, const loom__op *op, exec_state *b, const loom__dview *in,
+                              const loom__dview *out) {
+  const loom_graph *g = b->g;
+  size_t n = (size_t)LOOM_MAX(g->n_values, 1);
+  b->base_off = loom__calloc(n, sizeof *b->base_off);
+  b->bound = loom__calloc(n, sizeof *b->bound);
+  if (!b->base_off || !b->bound) return loom__oom("a fused op's body state");
+  for (int32_t p = 0; p < g->n_params; p++) {
+    loom__layout *l = &b->layouts[g->params[p]];
+    memcpy(l->strides, in[p].strides, sizeof l->strides);
+  }
+  loom_status s = loom__graph_layouts_given(g, b->layouts);
+  if (s) return s;
+  compute_last_use(b, NULL);
+  for (int32_t p = 0; p < g->n_params; p++) {
+    int32_t v = g->params[p];
+    b->last_use[v] = INT32_MAX;
+    b->data[v] = in[p].buffer;
+    b->base_off[v] = in[p].offset;
+  }
+  for (int32_t j = 0; j < g->n_outputs; j++) {
+    int32_t v = g->outputs[j]; /* the final op's results or an elementwise value: own storage */
+    if (!(st->bound && st->bound[op->outputs[j]])) {
+      release(st, op->outputs[j]);
+      continue;
+    }
+    b->bound[v] = 1;
+    b->data[v] = out[j].buffer;
+    b->base_off[v] = out[j].offset;
+  }
+  return LOOM_OK;
+}
+
+/* The body's results become the op's: the blocks move, counted once on the shared meter. */
+static void fused_hand_over(exec_state *st, const loom__op *op, exec_state *b) {
+  for (int32_t j = 0; j < op->n_outputs; j++) {
+    int32_t v = b->g->outputs[j], id = op->outputs[j];
+    if (b->bound[v]) continue;
+    st->blocks[id] = b->blocks[v];
+    st->data[id] = b->data[v];
+    st->bytes[id] = b->bytes[v];
+    memset(&b->blocks[v], 0, sizeof b->blocks[v]);
+    b->data[v] = NULL;
+    b->bytes[v] = 0;
+  }
+}
+
+static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const loom__dview *in,
+                                     const loom__dview *out) {
+  loom__exec_device dev = {.backend = st->be, .dev = st->dev, .memory = st->mem, .node = st->node};
+  exec_state b;
+  loom_status s = exec_state_init(&b, op->fused, &dev, st->meter);
+  b.nested = true;
+  b.root = st->root;
+  if (!s) {
+    b.fill_bytes += st->fill_bytes; /* the node holds both */
+    s = fused_bind(st, op, &b, in, out);
+  }
+  if (!s) s = run_ops(&b, NULL);
+  if (!s) fused_hand_over(st, op, &b);
+  if (s) loom__error_prefix("fused (its body op by op): ");
+  exec_state_deinit(&b);
   return s;
 }
 

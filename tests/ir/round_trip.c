@@ -1,4 +1,4 @@
-/* The round trip shared by the printer's and the loops' text tests (round_trip.h). */
+/* The round trip shared by the printer's, the loops' and the fused ops' text tests (round_trip.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +55,9 @@ static const char *diff(const loom_graph *a, const loom_graph *b, bool body, cha
     if (x->const_bytes && memcmp(x->const_data, y->const_data, (size_t)x->const_bytes) != 0) return buf;
     if (!x->loop != !y->loop) return buf;
     if (x->loop && loop_diff(x, y)) return buf;
+    char inner[64];
+    if (!x->fused != !y->fused) return buf;
+    if (x->fused && diff(x->fused, y->fused, true, inner, sizeof inner)) return buf;
   }
   return NULL;
 }

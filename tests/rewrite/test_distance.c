@@ -275,11 +275,11 @@ TEST(distance_disabled_by_name) {
   loom_graph *g = rw_parse(knn_text(300, 400)), *o = NULL;
   loom_rewrite_report rep = {0};
   ASSERT_TRUE(g != NULL);
-  const char *off[] = {"distance"};
+  const char *off[] = {"distance", "fuse"}; /* fuse would hide the sub in a fused body */
   loom_optimize_options opts;
   loom_optimize_options_init(&opts);
   opts.disabled = off;
-  opts.n_disabled = 1;
+  opts.n_disabled = 2;
   ASSERT_OK(loom_graph_optimize(g, &opts, &o, &rep));
   ASSERT_TRUE(rw_entry(&rep, "distance") == NULL);
   ASSERT_EQ(rw_count_ops(o, LOOM_OP_SUB), 1);

@@ -83,11 +83,11 @@ TEST(optimize_disabled_names) {
   loom_graph *g = rw_parse(branches), *o = NULL;
   ASSERT_TRUE(g != NULL);
   loom_rewrite_report rep = {0};
-  const char *off[] = {"schedule"};
+  const char *off[] = {"schedule", "fuse"}; /* fuse would fuse the branches' chains */
   loom_optimize_options opts;
   loom_optimize_options_init(&opts);
   opts.disabled = off;
-  opts.n_disabled = 1;
+  opts.n_disabled = 2;
   ASSERT_OK(loom_graph_optimize(g, &opts, &o, &rep));
   ASSERT_EQ(rep.count, 0);
   ASSERT_EQ(rw_peak(o), rw_peak(g));

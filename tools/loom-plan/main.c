@@ -350,6 +350,51 @@ static void print_loops(const loom_graph *g) {
   }
 }
 
+/* One line per fused op, in loop bodies too: its body's ops, its inputs and results, and what
+ * it saves at its step: the body's peak as separate ops less what the fused op holds (its
+ * inputs, results and accumulator). */
+static void print_fused(const loom_graph *g, const char *where) {
+  for (int32_t o = 0; o < loom_graph_op_count(g); o++) {
+    const loom_graph *body;
+    int64_t n, piece;
+    if (op_kind(g, o) == LOOM_OP_LOOP && !loom_graph_loop_get(g, o, &body, &n, &piece)) {
+      char res[64], inner[96];
+      snprintf(inner, sizeof inner, "%sloop %s: ", where, op_results(g, o, res, sizeof res));
+      print_fused(body, inner);
+      continue;
+    }
+    if (op_kind(g, o) != LOOM_OP_FUSED || loom_graph_fused_get(g, o, &body)) continue;
+    char res[64], line[512], label[32], buf[32];
+    int32_t n_body = loom_graph_op_count(body);
+    int len = snprintf(line, sizeof line, "  %sfused %s: %d op%s:", where, op_results(g, o, res, sizeof res),
+                       (int)n_body, n_body == 1 ? "" : "s");
+    for (int32_t b = 0; b < n_body && len < (int)sizeof line; b++)
+      len += snprintf(line + len, sizeof line - (size_t)len, " %s", loom_op_name(op_kind(body, b)));
+    loom_op_info info;
+    loom_graph_op_info_get(g, o, &info);
+    for (int32_t k = 0; k < info.n_inputs && len < (int)sizeof line; k++)
+      len += snprintf(line + len, sizeof line - (size_t)len, "%s%s", k ? ", " : "; inputs ",
+                      loom_value_label(g, loom_graph_op_input(g, o, k), label, sizeof label));
+    loom_estimate unfused;
+    if (!loom_graph_estimate(body, NULL, &unfused)) {
+      int64_t held = unfused.input_bytes;
+      for (int32_t k = 0; k < info.n_outputs; k++) {
+        int64_t logical = 0, physical = 0;
+        loom_value_bytes(g, loom_graph_op_output(g, o, k), &logical, &physical);
+        held += physical;
+      }
+      /* the final op's accumulator: as it has it unfused, at the body's last step */
+      if (unfused.n_steps > 0) held += unfused.steps[unfused.n_steps - 1].temporary;
+      if (len < (int)sizeof line)
+        len +=
+            snprintf(line + len, sizeof line - (size_t)len, "; saves %s",
+                     fmt_bytes(unfused.peak_bytes > held ? unfused.peak_bytes - held : 0, buf, sizeof buf));
+      loom_estimate_deinit(&unfused);
+    }
+    printf("%s\n", line);
+  }
+}
+
 static void print_estimate(const char *title, const loom_graph *g, const loom_estimate *e) {
   char buf[32];
   printf("%s: %d ops\n", title, (int)e->n_steps);
@@ -369,6 +414,7 @@ static void print_estimate(const char *title, const loom_graph *g, const loom_es
   printf("\n\n");
   print_table(g, e);
   print_loops(g);
+  print_fused(g, "");
   printf("\n");
 }
 
