@@ -20,14 +20,6 @@
 loom_status loom__cpu_run_op(const loom_graph *g, const loom__op *op, const loom__view *inputs,
                              const loom__view *outputs, void *scratch, int64_t scratch_bytes);
 
-/* Runs a fused op's body (op->fused, checked by loom__fused_check: docs/ir-fusion.md) on the
- * host: in[i] is the view of body parameter i, out[j] the dense view of body output j; scratch
- * holds loom__op_scratch_bytes(op) bytes (the final op's accumulator). Returns UNSUPPORTED
- * for a body or dtype it has no path for, naming it: the executor then runs the body op by op.
- * (src/backends/cpu/cpu_fused.c.) */
-loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const loom__view *out,
-                            void *scratch, int64_t scratch_bytes);
-
 /* ---- backends as the executor sees them ------------------------------------------------
  *
  * A device's memory is addressed as (buffer, element offset): OpenCL without SVM has no

@@ -75,12 +75,13 @@ static loom_status run_layout(const loom_graph *g, const loom__op *op, const loo
   return loom__cpu_layout(g, op, in, out);
 }
 
-/* A fused op's body runs in loom__cpu_fused (cpu_fused.c, issue 14), which is not on this branch
- * yet: until it lands the cpu backend has no fused evaluator, and the executor runs the body op
- * by op (runtime/exec.c, run_fused_unfused). */
+/* A fused op's body runs in loom__cpu_fused (cpu_fused.c, docs/ir-fusion.md); a body it has no
+ * path for (complex values) answers UNSUPPORTED and the executor runs it op by op
+ * (runtime/exec.c, run_fused_unfused). */
 static loom_status run_fused(const loom_graph *g, const loom__op *op, const loom__view *in,
                              const loom__view *out, void *scratch, int64_t scratch_bytes) {
-  return loom__no_fused("cpu");
+  (void)g;
+  return loom__cpu_fused(op->fused, in, out, scratch, scratch_bytes);
 }
 
 /* topk shares the reductions' entry (cpu_reduce.c dispatches it to cpu_topk.c). */
