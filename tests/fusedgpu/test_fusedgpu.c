@@ -13,6 +13,7 @@
 
 #include "backends/gpu/fused_codegen.h"
 #include "backends/opencl/opencl_backend.h"
+#include "chains.h"
 #include "gpu_util.h"
 
 /* ---- running a body fused ------------------------------------------------------------------ */
@@ -95,129 +96,6 @@ static loom_status run_fused(const loom__exec_device *xd, const loom_graph *body
 }
 
 /* ---- random chains --------------------------------------------------------------------------- */
-
-static uint64_t next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-enum {
-  F_NONE,
-  F_SUM,
-  F_MAX,
-  F_MIN,
-  F_PROD,
-  F_MEAN,
-  F_ARGMAX,
-  F_ARGMIN,
-  F_TOPK_LARGEST,
-  F_TOPK_SMALLEST,
-  F_COUNT
-};
-static const char *const final_names[] = {"none",         "reduce_sum",   "reduce_max", "reduce_min",
-                                          "reduce_prod",  "reduce_mean",  "argmax",     "argmin",
-                                          "topk largest", "topk smallest"};
-
-#define CA 5
-#define CB 300
-
-/* A chain of n_ops elementwise steps over x [CA,CB], y [1,CB], z [CA,1], w [CB] of dtype dt
- * (and constants), ending in `final`. The same seed gives the same chain. */
-static loom_graph *build_chain(uint64_t seed, loom_dtype dt, int n_ops, int final) {
-  const uint64_t seed0 = seed;
-  loom_graph *g = NULL;
-  if (loom_graph_create("chain", &g)) return NULL;
-  loom_type tx = {dt, 2, {CA, CB}}, ty = {dt, 2, {1, CB}}, tz = {dt, 2, {CA, 1}}, tw = {dt, 1, {CB}};
-  loom_value ps[4] = {loom_graph_param(g, "x", &tx), loom_graph_param(g, "y", &ty),
-                      loom_graph_param(g, "z", &tz), loom_graph_param(g, "w", &tw)};
-  loom_value cur = ps[0];
-  bool fl = dt == LOOM_F32 || dt == LOOM_F64;
-  static const loom_op fun[] = {LOOM_OP_NEG,  LOOM_OP_ABS,  LOOM_OP_TANH,   LOOM_OP_SIGMOID, LOOM_OP_SIN,
-                                LOOM_OP_RELU, LOOM_OP_SQRT, LOOM_OP_SQUARE, LOOM_OP_EXP,     LOOM_OP_FLOOR};
-  static const loom_op iun[] = {LOOM_OP_NEG, LOOM_OP_ABS, LOOM_OP_SQUARE, LOOM_OP_SIGN, LOOM_OP_RELU};
-  static const loom_op bin[] = {LOOM_OP_ADD,     LOOM_OP_SUB,     LOOM_OP_MUL, LOOM_OP_DIV,
-                                LOOM_OP_MAXIMUM, LOOM_OP_MINIMUM, LOOM_OP_POW};
-  static const loom_op cmp[] = {LOOM_OP_LT, LOOM_OP_GE, LOOM_OP_EQ, LOOM_OP_NE};
-  for (int i = 0; i < n_ops; i++) {
-    uint64_t r = next(&seed);
-    loom_value other = ps[next(&seed) % 4];
-    switch (r % 5) {
-      case 0: /* unary */
-        cur = fl ? loom_unary(g, fun[next(&seed) % 10], cur) : loom_unary(g, iun[next(&seed) % 5], cur);
-        break;
-      case 1: { /* binary with a parameter (pow only with a small integer constant) */
-        loom_op op = bin[next(&seed) % (fl ? 7 : 6)];
-        if (op == LOOM_OP_POW) other = loom_scalar_f64(g, dt, 2);
-        cur = loom_binary(g, op, cur, other);
-        break;
-      }
-      case 2: /* binary with a scalar constant */
-        cur = loom_binary(g, bin[next(&seed) % 3], cur, loom_scalar_f64(g, dt, fl ? 0.75 : 3));
-        break;
-      case 3: { /* a comparison choosing between two values */
-        loom_value c = loom_binary(g, cmp[next(&seed) % 4], cur, other);
-        cur = loom_select(g, c, cur, loom_binary(g, LOOM_OP_SUB, other, cur));
-        break;
-      }
-      default: { /* through another dtype and back */
-        static const loom_dtype via[] = {LOOM_I32, LOOM_F32, LOOM_I64, LOOM_F64, LOOM_BOOL, LOOM_I16};
-        loom_dtype to = via[next(&seed) % 6];
-        loom_value c = loom_cast(g, cur, to);
-        if (to == LOOM_F32 || to == LOOM_F64) c = loom_unary(g, LOOM_OP_TANH, c);
-        if (to == LOOM_I32 || to == LOOM_I64) c = loom_binary(g, LOOM_OP_ADD, c, loom_scalar_f64(g, to, 1));
-        cur = loom_cast(g, c, dt);
-        break;
-      }
-    }
-  }
-  /* Every value reaches the space [CA,CB]: an add with x broadcasts what has not. */
-  cur = loom_binary(g, LOOM_OP_ADD, cur, ps[0]);
-  loom_value outs[2];
-  int n_out = 1;
-  int64_t ax1[] = {1}, ax0[] = {0}, ax01[] = {0, 1};
-  switch (final) {
-    case F_NONE:
-      outs[0] = cur;
-      break;
-    case F_SUM:
-      outs[0] = loom_reduce(g, LOOM_OP_REDUCE_SUM, cur, 1, ax1, false);
-      break;
-    case F_MAX:
-      outs[0] = loom_reduce(g, LOOM_OP_REDUCE_MAX, cur, 1, ax0, true);
-      break;
-    case F_MIN:
-      outs[0] = loom_reduce(g, LOOM_OP_REDUCE_MIN, cur, 2, ax01, false);
-      break;
-    case F_PROD:
-      outs[0] = loom_reduce(g, LOOM_OP_REDUCE_PROD, cur, 1, ax0, false);
-      break;
-    case F_MEAN: /* integers have no mean: their sum over every axis instead */
-      outs[0] = fl ? loom_reduce(g, LOOM_OP_REDUCE_MEAN, cur, 1, ax1, false)
-                   : loom_reduce(g, LOOM_OP_REDUCE_SUM, cur, 2, ax01, true);
-      break;
-    case F_ARGMAX:
-      outs[0] = loom_argreduce(g, LOOM_OP_ARGMAX, cur, 1);
-      break;
-    case F_ARGMIN:
-      outs[0] = loom_argreduce(g, LOOM_OP_ARGMIN, cur, -2);
-      break;
-    default:
-      loom_topk(g, cur, final == F_TOPK_LARGEST ? 5 : 3, final == F_TOPK_LARGEST ? 1 : 0,
-                final == F_TOPK_LARGEST, &outs[0], &outs[1]);
-      n_out = 2;
-      break;
-  }
-  loom_graph_return(g, outs, n_out);
-  if (loom_graph_verify(g)) {
-    loom_test_fail(__FILE__, __LINE__, "chain (seed %llu, %s, %d ops): %s", (unsigned long long)seed0,
-                   loom_dtype_name(dt), n_ops, loom_last_error());
-    loom_graph_destroy(g);
-    return NULL;
-  }
-  return g;
-}
 
 /* Runs body fused and unfused on dev and compares every output; false after a failure. */
 static bool fused_matches(const loom__exec_device *dev, const loom_graph *body, const loom_tensor *in,
@@ -403,32 +281,6 @@ TEST(strided_and_broadcast_inputs) {
 
 /* ---- the Gaussian kernel matrix-vector product -------------------------------------------- */
 
-/* a_i = sum_j exp(-0.5 (sx_i + sy_j - 2 x_i . y_j)) b_j over n points in 3-D, as the fusion
- * pass writes it: the dot inline (k = 3), the mat-vec as mul by b broadcast and reduce_sum. */
-static loom_graph *kmv_body(int64_t n) {
-  loom_graph *g = NULL;
-  if (loom_graph_create("kmv", &g)) return NULL;
-  loom_type t3 = {LOOM_F32, 2, {n, 3}}, t1 = {LOOM_F32, 1, {n}};
-  loom_value x = loom_graph_param(g, "x", &t3), y = loom_graph_param(g, "y", &t3),
-             sx = loom_graph_param(g, "sx", &t1), sy = loom_graph_param(g, "sy", &t1),
-             b = loom_graph_param(g, "b", &t1);
-  int64_t col[] = {n, 1}, rowv[] = {1, n}, perm[] = {1, 0}, ax[] = {1};
-  loom_value d = loom_dot(g, x, loom_transpose(g, y, 2, perm));
-  loom_value s = loom_binary(g, LOOM_OP_ADD, loom_reshape(g, sx, 2, col), loom_reshape(g, sy, 2, rowv));
-  loom_value d2 =
-      loom_binary(g, LOOM_OP_SUB, s, loom_binary(g, LOOM_OP_MUL, d, loom_scalar_f64(g, LOOM_F32, 2)));
-  loom_value k =
-      loom_unary(g, LOOM_OP_EXP, loom_binary(g, LOOM_OP_MUL, d2, loom_scalar_f64(g, LOOM_F32, -0.5)));
-  loom_value kb = loom_binary(g, LOOM_OP_MUL, k, loom_reshape(g, b, 2, rowv));
-  loom_value a = loom_reduce(g, LOOM_OP_REDUCE_SUM, kb, 1, ax, false);
-  loom_graph_return(g, &a, 1);
-  if (loom_graph_verify(g)) {
-    loom_graph_destroy(g);
-    return NULL;
-  }
-  return g;
-}
-
 /* Points in [0, 4)^3 (so each row has a few hundred near neighbours), b in [-1, 1). */
 static void kmv_inputs(int64_t n, loom_tensor *in) {
   loom_type t3 = {LOOM_F32, 2, {n, 3}}, t1 = {LOOM_F32, 1, {n}};
@@ -438,13 +290,13 @@ static void kmv_inputs(int64_t n, loom_tensor *in) {
   uint64_t s = 99;
   float *x = in[0].data, *y = in[1].data, *sx = in[2].data, *sy = in[3].data, *b = in[4].data;
   for (int64_t i = 0; i < 3 * n; i++) {
-    x[i] = 4.0f * (float)(next(&s) >> 40) / (float)(1 << 24);
-    y[i] = 4.0f * (float)(next(&s) >> 40) / (float)(1 << 24);
+    x[i] = 4.0f * (float)(fz_next(&s) >> 40) / (float)(1 << 24);
+    y[i] = 4.0f * (float)(fz_next(&s) >> 40) / (float)(1 << 24);
   }
   for (int64_t i = 0; i < n; i++) {
     sx[i] = x[3 * i] * x[3 * i] + x[3 * i + 1] * x[3 * i + 1] + x[3 * i + 2] * x[3 * i + 2];
     sy[i] = y[3 * i] * y[3 * i] + y[3 * i + 1] * y[3 * i + 1] + y[3 * i + 2] * y[3 * i + 2];
-    b[i] = 2.0f * (float)(next(&s) >> 40) / (float)(1 << 24) - 1.0f;
+    b[i] = 2.0f * (float)(fz_next(&s) >> 40) / (float)(1 << 24) - 1.0f;
   }
 }
 
@@ -545,16 +397,21 @@ TEST(bench_kernel_matvec) {
   fz_in fin[5];
   for (int p = 0; p < 5; p++) dense_in(&in[p], &fin[p]);
   const char *lay = getenv("LOOM_FUSEDGPU_LAYOUT");
+  if (getenv("LOOM_FUSEDGPU_NO_FP64")) loom__opencl_testing_disable_fp64(devs[0]->dev); /* float sums */
   loom__cl_fused_testing_layout(lay ? atoi(lay) : 0);
   double best = 1e30;
   for (int rep = 0; rep < 4; rep++) {
-    struct timespec t0, t1;
+    /* The process's CPU time too: on a shared machine it says more than the wall clock. */
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     ASSERT_OK(run_fused(devs[0], g, fin, &got));
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    printf("fused kmv N=%lld on %s: %.3f s%s (a[0] = %.6g)\n", (long long)n, devs[0]->id, sec,
-           rep ? "" : " (first: builds the kernel)", (double)((float *)got.data)[0]);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
+    printf("fused kmv N=%lld on %s: %.3f s wall, %.3f s CPU%s (a[0] = %.6g)\n", (long long)n, devs[0]->id,
+           sec, cpu, rep ? "" : " (first: builds the kernel)", (double)((float *)got.data)[0]);
     if (rep && sec < best) best = sec;
     loom_tensor_deinit(&got);
   }

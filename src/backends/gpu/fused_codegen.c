@@ -855,7 +855,16 @@ static void arg_kind(const gen *G, red_kind *k) {
   snprintf(k->finish, sizeof k->finish, "aux");
 }
 
-static void emit_reduce_kernel(const gen *G, int32_t group, int64_t n_out, int64_t n_red) {
+/* One element's step: the reduced indices of j, the expression, the kind's step. */
+static void emit_step(const gen *G, const red_kind *k, const int32_t *red, int32_t nr, loom_dtype t) {
+  put(G->b, "      fz_i64 r = j;\n");
+  split_index(G, "r", red, nr);
+  put(G->b, "      const %s x = ", ctype(t));
+  eval_call(G);
+  put(G->b, ";\n      %s\n", k->step);
+}
+
+static void emit_reduce_kernel(const gen *G, int32_t group, bool lockstep, int64_t n_out, int64_t n_red) {
   red_kind k;
   if (G->final_kind == FINAL_ARG)
     arg_kind(G, &k);
@@ -882,15 +891,28 @@ static void emit_reduce_kernel(const gen *G, int32_t group, int64_t n_out, int64
   put(b, "    fz_i64 q = o;\n");
   split_index(G, "q", kept, nk);
   put(b, "    %s v;\n    fz_i64 aux;\n    %s\n", k.acc, k.init);
-  if (grp)
-    put(b, "    for (fz_i64 j = lid; j < %" PRId64 "; j += %d) {\n", n_red, (int)group);
-  else
-    put(b, "    for (fz_i64 j = 0; j < %" PRId64 "; j++) {\n", n_red);
-  put(b, "      fz_i64 r = j;\n");
-  split_index(G, "r", red, nr);
-  put(b, "      const %s x = ", ctype(t));
-  eval_call(G);
-  put(b, ";\n      %s\n    }\n", k.step);
+  if (grp && lockstep) {
+    /* Work-items step through the reduced elements together, a barrier after each round: a
+     * driver that runs a group's work-items as a loop (PoCL) makes that loop the innermost
+     * one and vectorizes it, each work-item's accumulator a lane. */
+    int64_t full = n_red / group * group, rem = n_red - full;
+    put(b, "    for (fz_i64 jb = 0; jb < %" PRId64 "; jb += %d) {\n      const fz_i64 j = jb + lid;\n", full,
+        (int)group);
+    emit_step(G, &k, red, nr, t);
+    put(b, "      FZ_BARRIER;\n    }\n");
+    if (rem) {
+      put(b, "    if (lid < %" PRId64 ") {\n      const fz_i64 j = %" PRId64 " + lid;\n", rem, full);
+      emit_step(G, &k, red, nr, t);
+      put(b, "    }\n");
+    }
+  } else {
+    if (grp)
+      put(b, "    for (fz_i64 j = lid; j < %" PRId64 "; j += %d) {\n", n_red, (int)group);
+    else
+      put(b, "    for (fz_i64 j = 0; j < %" PRId64 "; j++) {\n", n_red);
+    emit_step(G, &k, red, nr, t);
+    put(b, "    }\n");
+  }
   const char *store_idx = "r0[ro0 + o]";
   if (grp) {
     put(b, "    fz_lv[lid] = v;\n    fz_la[lid] = aux;\n    FZ_BARRIER;\n");
@@ -972,7 +994,7 @@ static void emit_elementwise_kernel(const gen *G, int64_t total) {
 }
 
 loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loom__fz_target target,
-                              bool fp64, int32_t group, loom__fz_kernel *out) {
+                              bool fp64, int32_t group, bool lockstep, loom__fz_kernel *out) {
   memset(out, 0, sizeof *out);
   sbuf b = {0};
   gen G = {.g = body, .in = in, .target = target, .fp64 = fp64, .b = &b};
@@ -1037,7 +1059,7 @@ loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loo
       out->group = group > 1 ? group : 1;
       out->n_units = n_out;
       out->n_reduced = n_red;
-      emit_reduce_kernel(&G, out->group, n_out, n_red);
+      emit_reduce_kernel(&G, out->group, lockstep, n_out, n_red);
       break;
   }
   if (b.failed) {

@@ -13,6 +13,8 @@
  * Reductions (reduce_*, argmax/argmin) run in one of two ways, chosen by the caller:
  *  - group: one work-group of `group` work-items per output, each reducing a strided share of
  *    the reduced elements in index order, the shares merged by a tree in local memory;
+ *    With `lockstep`, the work-items take the reduced elements a round of `group` at a time
+ *    with a barrier between rounds, which is what a CPU driver vectorizes (PoCL);
  *  - item: one work-item per output, the reduced elements in index order.
  * topk takes one work-item per row, its heap kept in the row's place in the two outputs, as
  * the unfused kernel does. Semantics (wrapping integers, NaN propagation, ties, accumulation
@@ -56,12 +58,12 @@ typedef struct loom__fz_kernel {
 /* Generates the kernel for `body` whose parameter k is read through in[k] (its type and
  * strides; offsets are kernel arguments). `group` > 1 asks for the group layout of
  * reductions with that many work-items (a power of 2), 1 or 0 for the item layout; it is
- * ignored for bodies without a reduction. fp64: the device has doubles (f64 values, and
+ * ignored for bodies without a reduction; lockstep as above. fp64: the device has doubles (f64 values, and
  * float sums accumulated in double). Errors: UNSUPPORTED naming the body's op (or dtype) the
  * generator cannot express (f16/bf16/complex, iota, a view of a computed value, f64 without
  * fp64...), INVALID_ARGUMENT when in[] disagrees with the body's parameters, OUT_OF_MEMORY. */
 loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loom__fz_target target,
-                              bool fp64, int32_t group, loom__fz_kernel *out);
+                              bool fp64, int32_t group, bool lockstep, loom__fz_kernel *out);
 
 /* Frees what loom__fz_generate made (accepts a zeroed kernel). */
 void loom__fz_kernel_free(loom__fz_kernel *k);

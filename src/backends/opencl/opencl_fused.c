@@ -122,7 +122,7 @@ loom_status loom__cl_fused(loom__cl_device *d, const loom_graph *body, const loo
   int32_t group = group_for(d, reduced_count(body));
   for (;;) {
     loom__fz_kernel gk;
-    loom_status s = loom__fz_generate(body, in, LOOM__FZ_OPENCL, d->fp64, group, &gk);
+    loom_status s = loom__fz_generate(body, in, LOOM__FZ_OPENCL, d->fp64, group, d->is_cpu, &gk);
     if (s) {
       loom__error_prefix("%s (%s): ", d->id, d->name);
       return s;
