@@ -28,7 +28,7 @@ static bool compiles(const loom_graph *g, int32_t group, const char *what) {
   loom__dview v[8];
   dense_views(g, v);
   loom__fz_kernel k;
-  loom_status s = loom__fz_generate(g, v, LOOM__FZ_CUDA, true, group, false, &k);
+  loom_status s = loom__fz_generate(g, v, LOOM__FZ_CUDA, true, group, 0, &k);
   if (s) {
     loom_test_fail(__FILE__, __LINE__, "%s: generating: %s: %s", what, loom_status_string(s),
                    loom_last_error());

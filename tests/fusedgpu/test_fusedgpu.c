@@ -152,13 +152,15 @@ TEST(random_chains_match_unfused) {
       ASSERT_TRUE(g != NULL);
       loom_tensor in[4];
       ASSERT_OK(gt_inputs(g, seed, in));
-      for (int layout = 2; layout >= 1; layout--) {
-        if (layout == 1 && (f == F_NONE || f >= F_TOPK_LARGEST)) continue; /* no reduction layout */
+      for (int layout = 3; layout >= 1; layout--) {
+        if (layout != 2 && (f == F_NONE || f >= F_TOPK_LARGEST)) continue; /* no reduction layout */
         loom__cl_fused_testing_layout(layout);
         char what[160];
         snprintf(what, sizeof what, "%s chain of %d ops (seed %llu) ending in %s, %s layout",
                  loom_dtype_name(dts[di]), n_ops, (unsigned long long)seed, final_names[f],
-                 layout == 1 ? "group" : "item");
+                 layout == 1   ? "group"
+                 : layout == 2 ? "item"
+                               : "vector");
         bool ok = fused_matches(dev, g, in, 20, what);
         cases++;
         if (!ok) break;
@@ -178,7 +180,7 @@ TEST(nan_and_infinity_propagate) {
   const loom__exec_device *devs[GT_MAX_DEVICES];
   if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
   for (int f = F_SUM; f < F_COUNT; f++) {
-    for (int layout = 2; layout >= 1; layout--) {
+    for (int layout = 3; layout >= 1; layout--) {
       loom_graph *g = NULL;
       ASSERT_OK(loom_graph_create("nan", &g));
       loom_type tx = {LOOM_F32, 2, {4, 1500}}, tb = {LOOM_F32, 1, {1500}};
@@ -228,8 +230,10 @@ TEST(nan_and_infinity_propagate) {
       loom__cl_fused_testing_layout(layout);
       char what[96];
       snprintf(what, sizeof what, "NaN/inf ending in %s, %s layout", final_names[f],
-               layout == 1 ? "group" : "item");
-      bool ok = layout == 1 && f >= F_TOPK_LARGEST ? true : fused_matches(devs[0], g, in, 20, what);
+               layout == 1   ? "group"
+               : layout == 2 ? "item"
+                             : "vector");
+      bool ok = layout != 2 && f >= F_TOPK_LARGEST ? true : fused_matches(devs[0], g, in, 20, what);
       loom__cl_fused_testing_layout(0);
       gt_tensors_free(in, 2);
       loom_graph_destroy(g);
@@ -308,10 +312,11 @@ TEST(kernel_matvec_small_matches_unfused) {
   ASSERT_TRUE(g != NULL);
   loom_tensor in[5];
   kmv_inputs(1500, in);
-  for (int layout = 2; layout >= 1; layout--) {
+  for (int layout = 3; layout >= 1; layout--) {
     loom__cl_fused_testing_layout(layout);
-    bool ok = fused_matches(devs[0], g, in, 100,
-                            layout == 1 ? "kmv N=1500, group layout" : "kmv N=1500, item layout");
+    static const char *const names[] = {"", "kmv N=1500, group layout", "kmv N=1500, item layout",
+                                        "kmv N=1500, vector layout"};
+    bool ok = fused_matches(devs[0], g, in, 100, names[layout]);
     loom__cl_fused_testing_layout(0);
     if (!ok) break;
   }

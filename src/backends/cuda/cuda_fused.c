@@ -229,7 +229,7 @@ loom_status loom__cu_fused(loom__cu_device *d, const loom_graph *body, const loo
   if (s) return s;
   int32_t group = reduced_count(body) >= FUSED_GROUP_MIN_REDUCED ? FUSED_BLOCK : 1;
   loom__fz_kernel gk;
-  if ((s = loom__fz_generate(body, in, LOOM__FZ_CUDA, true, group, false, &gk))) {
+  if ((s = loom__fz_generate(body, in, LOOM__FZ_CUDA, true, group, 0, &gk))) {
     loom__error_prefix("%s (%s): ", d->id, d->name);
     return s;
   }

@@ -181,8 +181,17 @@ typedef struct gen {
   bool reduced[LOOM_MAX_RANK];
   int64_t topk_k;
   bool largest;
+  int32_t vec;   /* lanes of fz_evalv (0: the scalar fz_eval is being written) */
+  int32_t vaxis; /* the axis the lanes run along */
   sbuf *b;
 } gen;
+
+/* The type of a value as the expression being written holds it: a vector of `vec` lanes in
+ * fz_evalv (floats only), else the scalar. */
+static const char *tname(const gen *G, loom_dtype t) {
+  if (!G->vec) return ctype(t);
+  return t == LOOM_F32 ? "float8" : "double8";
+}
 
 static loom_status unsupported_op(const gen *G, int32_t i, const char *why) {
   const loom__op *op = &G->g->ops[i];
@@ -262,10 +271,52 @@ static void scalar_literal(const gen *G, const loom__op *op, loom_dtype t) {
 }
 
 /* A load of leaf v (a parameter or a view of one, or of a fill) into its variable. */
+/* The lanes of parameter `param` at element offsets off + k * stride (k < vec): one vector
+ * load where they are adjacent, one element broadcast where stride is 0, else gathered. */
+static void emit_lanes(const gen *G, int32_t param, const char *off, int64_t stride, const char *VT) {
+  if (stride == 1) {
+    put(G->b, "vload8(0, p%d + (%s))", (int)param, off);
+  } else if (stride == 0) {
+    put(G->b, "(%s)(p%d[%s])", VT, (int)param, off);
+  } else {
+    put(G->b, "(%s)(", VT);
+    for (int32_t k = 0; k < G->vec; k++)
+      put(G->b, "%sp%d[%s + %" PRId64 "]", k ? ", " : "", (int)param, off, (int64_t)k * stride);
+    put(G->b, ")");
+  }
+}
+
+/* A leaf's load in fz_evalv: its offset at lane 0, its stride along the lanes' axis. */
+static void emit_leaf_lanes(const gen *G, int32_t v, int32_t param) {
+  const loom_type *t = &G->g->values[v].type;
+  const loom__layout *l = &G->lay[v];
+  int32_t d = G->vaxis - (G->rank - t->rank);
+  int64_t stride = d >= 0 && t->dims[d] != 1 ? l->strides[d] : 0;
+  sbuf off = {0}, *saved = G->b;
+  ((gen *)G)->b = &off;
+  leaf_offset(G, v, param);
+  ((gen *)G)->b = saved;
+  emit_lanes(G, param, off.failed || !off.p ? "0" : off.p, stride, tname(G, t->dtype));
+  if (off.failed) saved->failed = true;
+  loom__free(off.p);
+}
+
 static void emit_leaf(const gen *G, int32_t v) {
   int32_t param, fill_op;
   leaf_base(G, v, &param, &fill_op);
   loom_dtype t = G->g->values[v].type.dtype;
+  if (G->vec) {
+    put(G->b, "  const %s v%d = ", tname(G, t), (int)v);
+    if (param < 0) {
+      put(G->b, "(%s)(", tname(G, t));
+      scalar_literal(G, &G->g->ops[fill_op], t);
+      put(G->b, ")");
+    } else {
+      emit_leaf_lanes(G, v, param);
+    }
+    put(G->b, ";\n");
+    return;
+  }
   put(G->b, "  const %s v%d = ", ctype(t), (int)v);
   if (param < 0) {
     scalar_literal(G, &G->g->ops[fill_op], t);
@@ -280,7 +331,7 @@ static void emit_leaf(const gen *G, int32_t v) {
 
 static loom_status emit_unary(const gen *G, int32_t i, int32_t v, int32_t x) {
   loom_dtype t = G->g->values[v].type.dtype;
-  const char *T = ctype(t);
+  const char *T = tname(G, t);
   loom_op k = G->g->ops[i].kind;
   sbuf *b = G->b;
   char f[16];
@@ -388,7 +439,7 @@ static loom_status emit_unary(const gen *G, int32_t i, int32_t v, int32_t x) {
 static loom_status emit_binary(const gen *G, int32_t i, int32_t v, int32_t x, int32_t y) {
   const loom__op *op = &G->g->ops[i];
   loom_dtype t = G->g->values[x].type.dtype;
-  const char *T = ctype(G->g->values[v].type.dtype);
+  const char *T = tname(G, G->g->values[v].type.dtype);
   loom__op_class cls = loom__op_info_of(op->kind)->cls;
   sbuf *b = G->b;
   put(b, "  const %s v%d = ", T, (int)v);
@@ -538,6 +589,26 @@ static loom_status emit_dot(const gen *G, int32_t i, int32_t v) {
   char ra[64] = "0", rc[64] = "0";
   if (ta->dims[0] != 1) snprintf(ra, sizeof ra, "i0 * %" PRId64, la->strides[0]);
   if (tc->dims[1] != 1) snprintf(rc, sizeof rc, "i1 * %" PRId64, lc->strides[1]);
+  if (G->vec) {
+    /* Lanes along S's axis 0 move down a's rows, along axis 1 across c's columns. */
+    const char *VT = tname(G, t);
+    int64_t sa = G->vaxis == 0 && ta->dims[0] != 1 ? la->strides[0] : 0;
+    int64_t sc = G->vaxis == 1 && tc->dims[1] != 1 ? lc->strides[1] : 0;
+    put(b, "  const %s v%d = (%s)(0)", VT, (int)v, VT);
+    for (int64_t q = 0; q < ta->dims[1]; q++) {
+      char oa[160], oc[160];
+      snprintf(oa, sizeof oa, "o%d + %" PRId64 " + %s + %" PRId64, (int)pa, la->offset, ra,
+               q * la->strides[1]);
+      snprintf(oc, sizeof oc, "o%d + %" PRId64 " + %s + %" PRId64, (int)pc, lc->offset, rc,
+               q * lc->strides[0]);
+      put(b, "\n      + ");
+      emit_lanes(G, pa, oa, sa, VT);
+      put(b, " * ");
+      emit_lanes(G, pc, oc, sc, VT);
+    }
+    put(b, ";\n");
+    return LOOM_OK;
+  }
   put(b, "  const %s v%d = (%s)(", T, (int)v, T);
   for (int64_t q = 0; q < ta->dims[1]; q++) {
     put(b, "%s(%s)p%d[o%d + %" PRId64 " + %s + %" PRId64 "] * (%s)p%d[o%d + %" PRId64 " + %s + %" PRId64 "]",
@@ -709,7 +780,7 @@ static loom_status analyse(gen *G) {
 static loom_status emit_eval(const gen *G) {
   const loom_graph *g = G->g;
   loom_dtype t = g->values[G->last].type.dtype;
-  put(G->b, "\nFZ_FN %s fz_eval(", ctype(t));
+  put(G->b, "\nFZ_FN %s fz_eval%s(", tname(G, t), G->vec ? "v" : "");
   param_list(G, true);
   index_list(G, true);
   put(G->b, ") {\n");
@@ -734,9 +805,10 @@ static loom_status emit_eval(const gen *G) {
         for (int32_t d = 0; d < g->values[v].type.rank; d++) n *= g->values[v].type.dims[d];
         if (op->kind == LOOM_OP_IOTA || (op->kind == LOOM_OP_CONSTANT && n != 1))
           return unsupported_op(G, i, "a source other than a scalar constant or a fill");
-        put(G->b, "  const %s v%d = ", ctype(g->values[v].type.dtype), (int)v);
+        put(G->b, "  const %s v%d = (%s)(", tname(G, g->values[v].type.dtype), (int)v,
+            tname(G, g->values[v].type.dtype));
         scalar_literal(G, op, g->values[v].type.dtype);
-        put(G->b, ";\n");
+        put(G->b, ");\n");
         break;
       }
       case LOOM_CLASS_UNARY:
@@ -778,7 +850,7 @@ static void kernel_head(const gen *G) {
 }
 
 static void eval_call(const gen *G) {
-  put(G->b, "fz_eval(");
+  put(G->b, "fz_eval%s(", G->vec ? "v" : "");
   param_list(G, false);
   index_list(G, false);
   put(G->b, ")");
@@ -931,6 +1003,93 @@ static void emit_reduce_kernel(const gen *G, int32_t group, bool lockstep, int64
   put(b, "    (void)aux;\n  }\n}\n");
 }
 
+/* Whether the body's reduction can run with fz_evalv: one reduced axis, a sum, mean,
+ * product, max or min of floats computed by float arithmetic only (no comparison, select or
+ * cast, whose vector forms differ from the scalar ones), for OpenCL C's vector types. */
+static bool vector_ok(const gen *G) {
+  if (G->target != LOOM__FZ_OPENCL || G->final_kind != FINAL_REDUCE) return false;
+  int32_t nr = 0;
+  for (int32_t d = 0; d < G->rank; d++) nr += G->reduced[d];
+  loom_dtype t = G->g->values[G->last].type.dtype;
+  if (nr != 1 || !is_float(t)) return false;
+  for (int32_t v = 0; v < G->g->n_values; v++)
+    if (G->used[v] && G->g->values[v].type.dtype != t) return false;
+  for (int32_t i = 0; i < G->final_op; i++) {
+    const loom__op *op = &G->g->ops[i];
+    if (!G->used[op->outputs[0]]) continue;
+    loom__op_class cls = loom__op_info_of(op->kind)->cls;
+    if (cls != LOOM_CLASS_LAYOUT && cls != LOOM_CLASS_SOURCE && cls != LOOM_CLASS_UNARY &&
+        cls != LOOM_CLASS_BINARY && cls != LOOM_CLASS_DOT)
+      return false;
+  }
+  return true;
+}
+
+/* A work-item per output, the reduced axis walked 8 elements at a time by fz_evalv into 8
+ * lane accumulators (merged in lane order at the end), the rest by fz_eval: what a CPU
+ * driver runs as SIMD code where it would not vectorize the scalar loop (PoCL: a float sum's
+ * order, and exp calls). */
+static void emit_vector_kernel(gen *G, int64_t n_out, int64_t n_red) {
+  red_kind k;
+  reduce_kind(G, &k);
+  const loom__op *op = &G->g->ops[G->final_op];
+  loom_dtype t = G->g->values[G->last].type.dtype;
+  bool f32 = t == LOOM_F32;
+  const char *T = ctype(t), *VT = f32 ? "float8" : "double8", *AV = f32 ? "int8" : "long8";
+  int32_t kept[LOOM_MAX_RANK], nk = 0, a = 0;
+  for (int32_t d = 0; d < G->rank; d++) {
+    if (G->reduced[d])
+      a = d;
+    else
+      kept[nk++] = d;
+  }
+  int64_t full = n_red / 8 * 8;
+  bool sum = op->kind == LOOM_OP_REDUCE_SUM || op->kind == LOOM_OP_REDUCE_MEAN,
+       prod = op->kind == LOOM_OP_REDUCE_PROD;
+  bool wide = strcmp(k.acc, "double") == 0;
+  const char *VA = sum || prod ? (wide ? "double8" : "float8") : VT;
+  const char *conv = (sum || prod) && wide && f32 ? "convert_double8" : "";
+  sbuf *b = G->b;
+  kernel_head(G);
+  put(b, "  for (fz_i64 o = FZ_GID; o < %" PRId64 "; o += FZ_GSIZE) {\n    fz_i64 q = o;\n", n_out);
+  split_index(G, "q", kept, nk);
+  put(b, "    %s v;\n    fz_i64 aux = 0;\n", k.acc);
+  if (sum || prod)
+    put(b, "    %s vv = (%s)(%d);\n", VA, VA, prod ? 1 : 0);
+  else
+    put(b, "    %s vv = (%s)(%s);\n    %s av = (%s)(0);\n", VA, VA,
+        op->kind == LOOM_OP_REDUCE_MAX ? (f32 ? "-FZ_INF_F" : "-FZ_INF_D") : (f32 ? "FZ_INF_F" : "FZ_INF_D"),
+        AV, AV);
+  put(b,
+      "    for (fz_i64 jb = 0; jb < %" PRId64
+      "; jb += 8) {\n      const fz_i64 i%d = jb;\n      const %s x = ",
+      full, (int)a, VT);
+  G->vec = 8;
+  G->vaxis = a;
+  eval_call(G);
+  G->vec = 0;
+  put(b, ";\n");
+  const char *cmp = op->kind == LOOM_OP_REDUCE_MAX ? ">" : "<";
+  if (sum || prod)
+    put(b, "      vv %s= %s(x);\n    }\n", prod ? "*" : "+", conv);
+  else
+    put(b, "      vv = x %s vv ? x : vv;\n      av |= isnan(x);\n    }\n", cmp);
+  put(b, "    v = vv.s0;\n");
+  for (int l = 1; l < 8; l++) {
+    if (sum || prod)
+      put(b, "    v %s= vv.s%d;\n", prod ? "*" : "+", l);
+    else
+      put(b, "    v = vv.s%d %s v ? vv.s%d : v;\n", l, cmp, l);
+  }
+  if (!sum && !prod) put(b, "    aux = any(av) ? 1 : 0;\n");
+  put(b,
+      "    for (fz_i64 j = %" PRId64 "; j < %" PRId64
+      "; j++) {\n      const fz_i64 i%d = j;\n      const %s x = ",
+      full, n_red, (int)a, T);
+  eval_call(G);
+  put(b, ";\n      %s\n    }\n    r0[ro0 + o] = %s;\n  }\n}\n", k.step, k.finish);
+}
+
 /* topk (topk.cl): NaN ranks above every number, ties go to the lower index; the row's heap
  * (worst at the root) lives in the row's place in the outputs, then is sorted best first. */
 static void emit_topk_kernel(const gen *G, int64_t rows, int32_t axis) {
@@ -994,7 +1153,7 @@ static void emit_elementwise_kernel(const gen *G, int64_t total) {
 }
 
 loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loom__fz_target target,
-                              bool fp64, int32_t group, bool lockstep, loom__fz_kernel *out) {
+                              bool fp64, int32_t group, uint32_t flags, loom__fz_kernel *out) {
   memset(out, 0, sizeof *out);
   sbuf b = {0};
   gen G = {.g = body, .in = in, .target = target, .fp64 = fp64, .b = &b};
@@ -1050,6 +1209,20 @@ loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loo
       break;
     }
     default:
+      if ((flags & LOOM__FZ_VECTOR) && vector_ok(&G)) {
+        int32_t a = 0;
+        while (!G.reduced[a]) a++;
+        G.vec = 8;
+        G.vaxis = a;
+        s = emit_eval(&G);
+        G.vec = 0;
+        if (s) goto done;
+        out->shape = LOOM__FZ_ITEM;
+        out->n_units = n_out;
+        out->n_reduced = n_red;
+        emit_vector_kernel(&G, n_out, n_red);
+        break;
+      }
       if (group > 1 && (group & (group - 1))) {
         s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "fused: a group of %d work-items (not a power of 2)",
                         (int)group);
@@ -1059,7 +1232,7 @@ loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loo
       out->group = group > 1 ? group : 1;
       out->n_units = n_out;
       out->n_reduced = n_red;
-      emit_reduce_kernel(&G, out->group, lockstep, n_out, n_red);
+      emit_reduce_kernel(&G, out->group, (flags & LOOM__FZ_LOCKSTEP) != 0, n_out, n_red);
       break;
   }
   if (b.failed) {

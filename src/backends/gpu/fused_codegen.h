@@ -13,9 +13,12 @@
  * Reductions (reduce_*, argmax/argmin) run in one of two ways, chosen by the caller:
  *  - group: one work-group of `group` work-items per output, each reducing a strided share of
  *    the reduced elements in index order, the shares merged by a tree in local memory;
- *    With `lockstep`, the work-items take the reduced elements a round of `group` at a time
+ *    With LOOM__FZ_LOCKSTEP, the work-items take the reduced elements a round of `group` at a time
  *    with a barrier between rounds, which is what a CPU driver vectorizes (PoCL);
- *  - item: one work-item per output, the reduced elements in index order.
+ *  - item: one work-item per output, the reduced elements in index order. With
+ *    LOOM__FZ_VECTOR (OpenCL), a reduction over one axis of a body of float arithmetic only
+ *    takes them 8 at a time in float8/double8 lanes (merged in lane order), which a CPU
+ *    driver runs as SIMD code where it does not vectorize the scalar loop (PoCL).
  * topk takes one work-item per row, its heap kept in the row's place in the two outputs, as
  * the unfused kernel does. Semantics (wrapping integers, NaN propagation, ties, accumulation
  * in double where the device has fp64) are those of kernels/opencl/{elementwise,cast,reduce,
@@ -46,6 +49,12 @@ typedef enum loom__fz_shape {
   LOOM__FZ_ROWS,        /* topk: one work-item per row, grid-stride */
 } loom__fz_shape;
 
+/* Options of loom__fz_generate (bits). */
+enum {
+  LOOM__FZ_LOCKSTEP = 1u << 0, /* group reductions in rounds with a barrier between (below) */
+  LOOM__FZ_VECTOR = 1u << 1,   /* OpenCL: reductions of float arithmetic in 8-lane vectors */
+};
+
 typedef struct loom__fz_kernel {
   char *source; /* owned, NUL-terminated */
   loom__fz_shape shape;
@@ -58,12 +67,12 @@ typedef struct loom__fz_kernel {
 /* Generates the kernel for `body` whose parameter k is read through in[k] (its type and
  * strides; offsets are kernel arguments). `group` > 1 asks for the group layout of
  * reductions with that many work-items (a power of 2), 1 or 0 for the item layout; it is
- * ignored for bodies without a reduction; lockstep as above. fp64: the device has doubles (f64 values, and
- * float sums accumulated in double). Errors: UNSUPPORTED naming the body's op (or dtype) the
+ * ignored for bodies without a reduction; flags are LOOM__FZ_* above. fp64: the device has doubles (f64
+ * values, and float sums accumulated in double). Errors: UNSUPPORTED naming the body's op (or dtype) the
  * generator cannot express (f16/bf16/complex, iota, a view of a computed value, f64 without
  * fp64...), INVALID_ARGUMENT when in[] disagrees with the body's parameters, OUT_OF_MEMORY. */
 loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loom__fz_target target,
-                              bool fp64, int32_t group, bool lockstep, loom__fz_kernel *out);
+                              bool fp64, int32_t group, uint32_t flags, loom__fz_kernel *out);
 
 /* Frees what loom__fz_generate made (accepts a zeroed kernel). */
 void loom__fz_kernel_free(loom__fz_kernel *k);

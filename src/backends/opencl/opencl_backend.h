@@ -131,8 +131,9 @@ loom_status loom__cl_fused(loom__cl_device *d, const loom_graph *body, const loo
                            const loom__dview *out, void *scratch, int64_t scratch_bytes);
 /* Releases the device's fused kernels (cl_close). */
 void loom__cl_fused_release(loom__cl_device *d);
-/* How reductions are laid out, process-wide (tests and measurements): 0 by size and device,
- * 1 a work-group per output, 2 a work-item per output. */
+/* How reductions are laid out, process-wide (tests and measurements): 0 by size and device
+ * (CPU devices: 8-lane vectors where the body allows, else a work-item per output), 1 a
+ * work-group per output, 2 a work-item per output, 3 vectors where the body allows (else 2). */
 void loom__cl_fused_testing_layout(int32_t layout);
 
 /* ---- the libraries (opencl_clblast.c, opencl_clfft.c; none/ when CMake did not find them) --- */

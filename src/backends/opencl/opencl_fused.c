@@ -28,7 +28,7 @@ struct loom__cl_fused_cache {
   int32_t n, cap;
 };
 
-static int32_t testing_layout; /* 0 by size, 1 group, 2 item */
+static int32_t testing_layout; /* 0 by size and device, 1 group, 2 item, 3 vector */
 
 void loom__cl_fused_testing_layout(int32_t layout) {
   testing_layout = layout;
@@ -120,9 +120,12 @@ loom_status loom__cl_fused(loom__cl_device *d, const loom_graph *body, const loo
   (void)scratch; /* intermediates live in registers and local memory: no scratch */
   (void)scratch_bytes;
   int32_t group = group_for(d, reduced_count(body));
+  /* CPU devices: rounds a driver vectorizes across work-items, or explicit vectors. */
+  uint32_t flags = (d->is_cpu ? LOOM__FZ_LOCKSTEP : 0) |
+                   ((testing_layout == 0 && d->is_cpu) || testing_layout == 3 ? LOOM__FZ_VECTOR : 0);
   for (;;) {
     loom__fz_kernel gk;
-    loom_status s = loom__fz_generate(body, in, LOOM__FZ_OPENCL, d->fp64, group, d->is_cpu, &gk);
+    loom_status s = loom__fz_generate(body, in, LOOM__FZ_OPENCL, d->fp64, group, flags, &gk);
     if (s) {
       loom__error_prefix("%s (%s): ", d->id, d->name);
       return s;
