@@ -1,10 +1,11 @@
 /* Fused kernels on OpenCL devices (issue 14, FUSION.md): body graphs built with the public
  * builder, run fused through loom__cl_fused (one generated kernel) and unfused through the
  * executor on the same device, compared within the dtype's tolerance: random chains of 1 to
- * 12 elementwise ops over random dtypes and broadcasts ending in each reduction, both layouts
- * of the reduction; NaN and infinity; inputs read through broadcast and offset views; and the
- * Gaussian kernel matrix-vector product at N = 20,000 against a double-precision reference.
- * LOOM_FUSEDGPU_BENCH=N times the fused kernel mat-vec at N points (no assertion on time). */
+ * 12 elementwise ops over random dtypes and broadcasts ending in each reduction, in every
+ * layout of the reduction (group, item, 8-lane vector); NaN and infinity; inputs read through
+ * broadcast and offset views; and the Gaussian kernel matrix-vector product at N = 20,000
+ * against a double-precision reference. LOOM_FUSEDGPU_BENCH=N times the fused kernel mat-vec
+ * at N points (no assertion on time). */
 #if LOOM_HAVE_OPENCL
 #include <math.h>
 #include <stdlib.h>
