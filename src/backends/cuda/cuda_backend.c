@@ -67,6 +67,7 @@ static void cu_close(void *dev) {
     cudaStreamSynchronize(d->stream);
     loom__cu_fft_release(d);
     loom__cu_blas_release(d);
+    loom__cu_fused_release(d);
   }
   cudaGetLastError();
   pthread_mutex_destroy(&d->lock);

@@ -34,6 +34,7 @@
 #include "backends/gpu/gpu_setup.h"
 
 struct loom__cu_fft_cache;
+struct loom__cu_fused_cache;
 
 typedef struct loom__cu_device {
   char id[16];
@@ -44,6 +45,7 @@ typedef struct loom__cu_device {
   int32_t sm_count;
   pthread_mutex_t lock; /* held by run_op */
   struct loom__cu_fft_cache *fft;
+  struct loom__cu_fused_cache *fused; /* cuda_fused.c: fused ops' kernels by source text */
 } loom__cu_device;
 
 /* ---- errors (cuda_status.c) ------------------------------------------------------------------ */
@@ -79,6 +81,26 @@ loom_status loom__cu_fourier(void *dev, const loom__op_call *c);
 /* Destroys the device's cuBLAS handle and cuFFT plans (the device is current). */
 void loom__cu_blas_release(loom__cu_device *d);
 void loom__cu_fft_release(loom__cu_device *d);
+
+/* ---- fused ops (cuda_fused.c) ------------------------------------------------------------------ */
+
+/* Runs a fused op (FUSION.md) whose body is `body`: in[k] is body parameter k's view, out[r]
+ * body output r's (dense); compiles the generated kernel (backends/gpu/fused_codegen.h) with
+ * NVRTC on first use, keeps it by its source text, and launches it on the device's stream. The
+ * caller holds d->lock (run_op does). The scratch is not used. Errors: UNSUPPORTED where NVRTC
+ * is missing or the generator cannot express the body (naming the op), INTERNAL with NVRTC's
+ * log, CUDA errors naming the call. */
+loom_status loom__cu_fused(loom__cu_device *d, const loom_graph *body, const loom__dview *in,
+                           const loom__dview *out, void *scratch, int64_t scratch_bytes);
+/* Unloads the device's fused kernels (the device is current). */
+void loom__cu_fused_release(loom__cu_device *d);
+/* Whether NVRTC loaded, and why not ("" when it did). */
+bool loom__cu_have_nvrtc(void);
+const char *loom__cu_nvrtc_why(void);
+/* Compiles CUDA source to PTX for compute capability cc (e.g. 90: the newest virtual
+ * architecture NVRTC has at or below it); `label` starts messages. Needs no device (tests
+ * compile generated kernels on machines without a GPU). *out_ptx is the caller's to free. */
+loom_status loom__cu_fused_compile(const char *source, int cc, const char *label, char **out_ptx);
 
 /* ---- the libraries, loaded at run time (cuda_libs.c) ----------------------------------------- */
 

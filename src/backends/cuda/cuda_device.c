@@ -8,6 +8,9 @@
 
 #include "backends/registry.h" /* loom__cuda_discover */
 #include "devices/devices.h"
+#if LOOM_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h" /* loom__cu_have_nvrtc */
+#endif
 
 /* The few driver API types and values used here (cuda.h; the ABI is stable). */
 typedef int CUresult;
@@ -245,10 +248,13 @@ loom_status loom__cuda_discover(loom__device_list *out, loom__notes *notes) {
   char why[128], err[96];
 #if LOOM_HAVE_CUDA
   /* Whether anything can run on what is found below: the build says. */
+  /* Fused ops compile their kernels with NVRTC at run time; without it they run unfused. */
+  bool nvrtc = loom__cu_have_nvrtc();
   loom_status built = loom__notes_add(notes,
                                       "cuda: compute backend built (kernels for %s; cuBLAS and cuFFT "
-                                      "are loaded when a device is first used)",
-                                      LOOM_CUDA_ARCHS);
+                                      "are loaded when a device is first used); fused kernels: %s%s%s",
+                                      LOOM_CUDA_ARCHS, nvrtc ? "yes (NVRTC)" : "no (no NVRTC: ",
+                                      nvrtc ? "" : loom__cu_nvrtc_why(), nvrtc ? "" : ")");
   if (built) return built;
 #else
   loom_status built = loom__notes_add(notes,

@@ -142,6 +142,7 @@ static void cl_close(void *dev) {
   if (!d) return;
   if (d->queue) clFinish(d->queue);
   loom__cl_fft_release(d);
+  loom__cl_fused_release(d);
   loom__cl_programs_release(d);
   if (d->queue) clReleaseCommandQueue(d->queue);
   if (d->libraries) loom__cl_libraries_release();

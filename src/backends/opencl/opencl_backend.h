@@ -44,6 +44,7 @@ typedef struct loom__cl_program {
 } loom__cl_program;
 
 struct loom__cl_fft_cache;
+struct loom__cl_fused_cache;
 
 typedef struct loom__cl_device {
   char id[16];
@@ -63,6 +64,7 @@ typedef struct loom__cl_device {
   pthread_mutex_t lock; /* held by run_op: kernel arguments and program caches */
   loom__cl_program programs[LOOM__CL_PROG_COUNT];
   struct loom__cl_fft_cache *fft;
+  struct loom__cl_fused_cache *fused; /* opencl_fused.c: fused ops' kernels by source text */
 } loom__cl_device;
 
 /* ---- programs and kernels (opencl_program.c) ---------------------------------------------- */
@@ -115,6 +117,24 @@ loom_status loom__cl_conv(void *dev, const loom__op_call *c);
 
 loom_status loom__cl_dot(void *dev, const loom__op_call *c);
 loom_status loom__cl_fourier(void *dev, const loom__op_call *c);
+
+/* ---- fused ops (opencl_fused.c) --------------------------------------------------------- */
+
+/* Runs a fused op (FUSION.md) whose body is `body`: in[k] is body parameter k's view, out[r]
+ * body output r's (dense); enqueues one generated kernel (backends/gpu/fused_codegen.h) on
+ * the device's queue, built on first use through the program cache and kept by its source
+ * text. The caller holds d->lock (run_op does). The scratch is not used: intermediates live
+ * in registers and local memory. Errors: UNSUPPORTED naming the body op or dtype the
+ * generator cannot express (the runtime then runs the body unfused), INTERNAL with the build
+ * log, OpenCL errors naming the call. */
+loom_status loom__cl_fused(loom__cl_device *d, const loom_graph *body, const loom__dview *in,
+                           const loom__dview *out, void *scratch, int64_t scratch_bytes);
+/* Releases the device's fused kernels (cl_close). */
+void loom__cl_fused_release(loom__cl_device *d);
+/* How reductions are laid out, process-wide (tests and measurements): 0 by size and device
+ * (CPU devices: 8-lane vectors where the body allows, else a work-item per output), 1 a
+ * work-group per output, 2 a work-item per output, 3 vectors where the body allows (else 2). */
+void loom__cl_fused_testing_layout(int32_t layout);
 
 /* ---- the libraries (opencl_clblast.c, opencl_clfft.c; none/ when CMake did not find them) --- */
 
