@@ -1,4 +1,4 @@
-/* The cpu evaluator of fused bodies (loom__cpu_fused, FUSION.md) against the same body run
+/* The cpu evaluator of fused bodies (loom__cpu_fused, docs/ir-fusion.md) against the same body run
  * unfused, op by op, through the cpu backend's kernels (loom__cpu_run_op, every value
  * materialized): random chains of 1 to 12 elementwise ops over random dtypes, broadcasts and
  * strided operands, ending in each reduction, argmax/argmin, topk or nothing; NaN and infinity

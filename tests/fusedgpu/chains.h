@@ -1,6 +1,6 @@
 /* Body graphs the fused-kernel tests share (tests/fusedgpu): random elementwise chains ending
  * in each final op, and the Gaussian kernel matrix-vector product, built with the public
- * builder as the fusion pass leaves them (FUSION.md's body form). */
+ * builder as the fusion pass leaves them (docs/ir-fusion.md's body form). */
 #ifndef LOOM_TEST_FUSEDGPU_CHAINS_H
 #define LOOM_TEST_FUSEDGPU_CHAINS_H
 

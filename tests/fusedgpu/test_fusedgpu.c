@@ -1,4 +1,4 @@
-/* Fused kernels on OpenCL devices (issue 14, FUSION.md): body graphs built with the public
+/* Fused kernels on OpenCL devices (issue 14, docs/ir-fusion.md): body graphs built with the public
  * builder, run fused through loom__cl_fused (one generated kernel) and unfused through the
  * executor on the same device, compared within the dtype's tolerance: random chains of 1 to
  * 12 elementwise ops over random dtypes and broadcasts ending in each reduction, in every

@@ -1,4 +1,4 @@
-/* The cpu backend's fused op (FUSION.md): a body graph of views, scalar constants, elementwise
+/* The cpu backend's fused op (docs/ir-fusion.md): a body graph of views, scalar constants, elementwise
  * ops and small dots, ending in at most one reduction, argmax/argmin or topk, evaluated over
  * blocks of the space without ever writing its intermediates to tensor memory.
  *

@@ -28,7 +28,7 @@ loom_status loom__cpu_conv(const loom_graph *g, const loom__op *op, const loom__
 /* fft ifft rfft irfft through FFTW (cpu_fft.c) */
 loom_status loom__cpu_fourier(const loom_graph *g, const loom__op *op, const loom__view *in,
                               const loom__view *out, void *scratch, int64_t scratch_bytes);
-/* A fused op's body (FUSION.md) over its operands' views in[] (strided, broadcast) into dense
+/* A fused op's body (docs/ir-fusion.md) over its operands' views in[] (strided, broadcast) into dense
  * out[] (one per body output), evaluated in blocks of the space's last axis without
  * materializing the body's intermediates (cpu_fused.c). scratch may be NULL: the accumulators
  * are per thread. Errors: UNSUPPORTED naming the body op it does not run (complex values,

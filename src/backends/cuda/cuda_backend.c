@@ -98,6 +98,7 @@ static const loom__launchers launchers = {
             [LOOM__FAMILY_DOT] = loom__cu_dot,
             [LOOM__FAMILY_CONV] = loom__cu_conv_op,
             [LOOM__FAMILY_FOURIER] = loom__cu_fourier,
+            [LOOM__FAMILY_FUSED] = loom__cu_fused_op,
         },
     .enter = cu_enter_dev,
 };

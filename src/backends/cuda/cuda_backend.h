@@ -84,7 +84,7 @@ void loom__cu_fft_release(loom__cu_device *d);
 
 /* ---- fused ops (cuda_fused.c) ------------------------------------------------------------------ */
 
-/* Runs a fused op (FUSION.md) whose body is `body`: in[k] is body parameter k's view, out[r]
+/* Runs a fused op (docs/ir-fusion.md) whose body is `body`: in[k] is body parameter k's view, out[r]
  * body output r's (dense); compiles the generated kernel (backends/gpu/fused_codegen.h) with
  * NVRTC on first use, keeps it by its source text, and launches it on the device's stream. The
  * caller holds d->lock (run_op does). The scratch is not used. Errors: UNSUPPORTED where NVRTC
@@ -92,6 +92,8 @@ void loom__cu_fft_release(loom__cu_device *d);
  * log, CUDA errors naming the call. */
 loom_status loom__cu_fused(loom__cu_device *d, const loom_graph *body, const loom__dview *in,
                            const loom__dview *out, void *scratch, int64_t scratch_bytes);
+/* loom__cu_fused for a fused op as loom__dispatch calls a family's launcher. */
+loom_status loom__cu_fused_op(void *dev, const loom__op_call *c);
 /* Unloads the device's fused kernels (the device is current). */
 void loom__cu_fused_release(loom__cu_device *d);
 /* Whether NVRTC loaded, and why not ("" when it did). */

@@ -1,4 +1,4 @@
-/* Fused ops on CUDA devices (FUSION.md): the body's kernel from the shared generator
+/* Fused ops on CUDA devices (docs/ir-fusion.md): the body's kernel from the shared generator
  * (backends/gpu/fused_codegen.h), compiled at run time to PTX by NVRTC for the device's
  * architecture, loaded with the runtime's library API (cudaLibraryLoadData: the driver JITs the
  * PTX) and kept per device, keyed by the source text; launched on the device's stream.
@@ -265,4 +265,9 @@ loom_status loom__cu_fused(loom__cu_device *d, const loom_graph *body, const loo
   loom__free(offs);
   loom__fz_kernel_free(&gk);
   return s;
+}
+
+/* The fused family's launcher (loom__dispatch holds the device's lock, as loom__cu_fused needs). */
+loom_status loom__cu_fused_op(void *dev, const loom__op_call *c) {
+  return loom__cu_fused(dev, c->op->fused, c->in, c->out, c->scratch, c->scratch_bytes);
 }

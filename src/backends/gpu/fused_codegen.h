@@ -1,4 +1,4 @@
-/* The generator of fused kernels (FUSION.md), shared by the opencl and cuda backends: from a
+/* The generator of fused kernels (docs/ir-fusion.md), shared by the opencl and cuda backends: from a
  * fused op's body graph and the strides of its input views, the C source of one kernel that
  * computes the body's outputs without writing any intermediate to memory.
  *
@@ -30,11 +30,6 @@
 #define LOOM_GPU_FUSED_CODEGEN_H
 
 #include "backends/backend.h"
-
-/* The most terms of a dot computed inline (FUSION.md); the IR's when it defines it. */
-#ifndef LOOM_FUSE_MAX_K
-#define LOOM_FUSE_MAX_K 16
-#endif
 
 typedef enum loom__fz_target {
   LOOM__FZ_OPENCL, /* OpenCL C 1.2 */

@@ -191,6 +191,7 @@ static const loom__launchers launchers = {
             [LOOM__FAMILY_DOT] = loom__cl_dot,
             [LOOM__FAMILY_CONV] = loom__cl_conv,
             [LOOM__FAMILY_FOURIER] = loom__cl_fourier,
+            [LOOM__FAMILY_FUSED] = loom__cl_fused_op,
         },
     .check = check_fp64,
 };

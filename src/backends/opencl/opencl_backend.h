@@ -120,7 +120,7 @@ loom_status loom__cl_fourier(void *dev, const loom__op_call *c);
 
 /* ---- fused ops (opencl_fused.c) --------------------------------------------------------- */
 
-/* Runs a fused op (FUSION.md) whose body is `body`: in[k] is body parameter k's view, out[r]
+/* Runs a fused op (docs/ir-fusion.md) whose body is `body`: in[k] is body parameter k's view, out[r]
  * body output r's (dense); enqueues one generated kernel (backends/gpu/fused_codegen.h) on
  * the device's queue, built on first use through the program cache and kept by its source
  * text. The caller holds d->lock (run_op does). The scratch is not used: intermediates live
@@ -129,6 +129,8 @@ loom_status loom__cl_fourier(void *dev, const loom__op_call *c);
  * log, OpenCL errors naming the call. */
 loom_status loom__cl_fused(loom__cl_device *d, const loom_graph *body, const loom__dview *in,
                            const loom__dview *out, void *scratch, int64_t scratch_bytes);
+/* loom__cl_fused for a fused op as loom__dispatch calls a family's launcher. */
+loom_status loom__cl_fused_op(void *dev, const loom__op_call *c);
 /* Releases the device's fused kernels (cl_close). */
 void loom__cl_fused_release(loom__cl_device *d);
 /* How reductions are laid out, process-wide (tests and measurements): 0 by size and device

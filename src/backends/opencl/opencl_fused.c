@@ -1,4 +1,4 @@
-/* Fused ops on OpenCL devices (FUSION.md): the body's kernel from the shared generator
+/* Fused ops on OpenCL devices (docs/ir-fusion.md): the body's kernel from the shared generator
  * (backends/gpu/fused_codegen.h), built through the program cache (opencl_program.c, keyed by
  * the source text, so a later process loads the binary) and kept per device in memory, keyed
  * by the same text; enqueued on the device's queue like every other kernel. */
@@ -184,4 +184,9 @@ loom_status loom__cl_fused(loom__cl_device *d, const loom_graph *body, const loo
     if (s) loom__error_prefix("%s: the fused op's kernel: ", d->id);
     return s;
   }
+}
+
+/* The fused family's launcher (loom__dispatch holds the device's lock, as loom__cl_fused needs). */
+loom_status loom__cl_fused_op(void *dev, const loom__op_call *c) {
+  return loom__cl_fused(dev, c->op->fused, c->in, c->out, c->scratch, c->scratch_bytes);
 }
