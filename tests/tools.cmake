@@ -372,3 +372,12 @@ loom_bench_test(compare_bad_threshold RC 2 ARGS compare a.json b.json --threshol
   STDERR_REGEX "^loom-bench compare: --threshold '-1': want a fraction from 0 to 100, as 0.1\n$")
 loom_bench_test(compare_missing_file RC 1 ARGS compare @WORK@/none.json @WORK@/none.json
   STDERR_REGEX "^loom-bench compare: cannot read [^\n]*none.json\n$")
+# Issue 14's benchmarks run at tiny sizes: the fused and unfused runs both finish under the limit
+# and within 1e-4 of the float64 reference (kmv), or of the unconstrained run (attention).
+loom_bench_test(kmv_small ARGS kmv --n 300 --repeats 1 --limit 1MiB
+  STDOUT_REGEX "\n300 +fused +[0-9.]+ +[0-9.]+x [^\n]*\n300 +unfused " STDERR_REGEX "^$")
+loom_bench_test(kmv_bad_limit ARGS kmv --limit lots RC 2 STDERR_REGEX "--limit")
+loom_bench_test(attention_small ARGS attention --n 256 --limit 128KiB --repeats 1
+  STDOUT_REGEX "\nunconstrained [^\n]*\nlimit [^\n]*\nlimit, unfused +[0-9.]+ " STDERR_REGEX "^$")
+loom_bench_test(knn_l1_unfused ARGS knn --n 500 --m 600 --limits 256KiB --repeats 1 --metric l1 --no-rewrite fuse
+  STDOUT_REGEX "kNN \\(L1\\)[^\n]*--no-rewrite fuse\n[^\n]*\nunchunked [^\n]* equal\n256.00 KiB [^\n]* equal" STDERR_REGEX "^$")

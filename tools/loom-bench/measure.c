@@ -131,3 +131,33 @@ int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, const
   loom_buffer_free(on_a);
   return finish(s, src, dst, bytes, "device to device", why, why_size);
 }
+
+/* ---- peaks ------------------------------------------------------------------------------------------ */
+
+/* f32 lanes of the host's widest vector unit: cpu0 and CPU OpenCL devices (PoCL) run on it. */
+static int host_lanes(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 16;
+  if (__builtin_cpu_supports("avx")) return 8;
+#endif
+  return 4;
+}
+
+double bench_spec_peak_gflops(const loom_device_info *info, char *source, size_t size) {
+  int lanes = 0;
+  const char *what = "";
+  if (size > 0) source[0] = '\0';
+  if (info->kind == LOOM_DEVICE_CPU) {
+    lanes = host_lanes();
+    what = "f32 lanes of the host's vector unit";
+  } else if (info->compute_capability_major > 0) {
+    int cc = 10 * info->compute_capability_major + info->compute_capability_minor;
+    lanes = cc == 70 || cc == 72 || cc == 75 || cc == 80 || cc == 60 ? 64 : 128;
+    what = "FP32 lanes per multiprocessor of its compute capability";
+  }
+  if (lanes == 0 || info->clock_mhz <= 0 || info->compute_units <= 0) return 0;
+  snprintf(source, size, "spec: %d MHz x %d units x %d %s x 2", (int)info->clock_mhz,
+           (int)info->compute_units, lanes, what);
+  return 2.0 * lanes * (double)info->compute_units * info->clock_mhz * 1e-3;
+}

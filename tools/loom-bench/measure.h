@@ -77,4 +77,10 @@ static inline void bench_keep(double *best, double t) {
   if (*best <= 0 || t < *best) *best = t;
 }
 
+/* The device's f32 peak in GFLOP/s from what it says: clock x compute units x f32 lanes x 2 (a
+ * multiply-add). Lanes are known for CPUs (the host's widest vector unit: cpu0 and CPU OpenCL
+ * devices such as PoCL run on it) and CUDA devices (per compute capability); 0 for others (an
+ * OpenCL GPU does not say). `source` receives how it was computed ("" when 0). */
+double bench_spec_peak_gflops(const loom_device_info *info, char *source, size_t size);
+
 #endif

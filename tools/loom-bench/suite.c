@@ -331,34 +331,10 @@ static void run_transfers(const suite_options *o, suite_device *d, loom_context 
 
 /* ---- peaks ------------------------------------------------------------------------------------------ */
 
-/* f32 lanes of the host's widest vector unit: cpu0 and CPU OpenCL devices (PoCL) run on it. */
-static int host_lanes(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return 16;
-  if (__builtin_cpu_supports("avx")) return 8;
-#endif
-  return 4;
-}
-
-/* The peak from what the device says: clock x units x f32 lanes x 2 (a multiply-add). Lanes
- * are known for CPUs (the host's vector width) and CUDA devices (per compute capability); an
- * OpenCL GPU does not say, so its peak is measured afterwards (measured_peaks). */
+/* The peak from what the device says (bench_spec_peak_gflops); an OpenCL GPU does not say,
+ * so its peak is measured afterwards (measured_peaks). */
 static void spec_peak(suite_device *d, const loom_device_info *info) {
-  int lanes = 0;
-  const char *what = "";
-  if (info->kind == LOOM_DEVICE_CPU) {
-    lanes = host_lanes();
-    what = "f32 lanes of the host's vector unit";
-  } else if (info->compute_capability_major > 0) {
-    int cc = 10 * info->compute_capability_major + info->compute_capability_minor;
-    lanes = cc == 70 || cc == 72 || cc == 75 || cc == 80 || cc == 60 ? 64 : 128;
-    what = "FP32 lanes per multiprocessor of its compute capability";
-  }
-  if (lanes == 0 || info->clock_mhz <= 0 || info->compute_units <= 0) return;
-  d->peak_gflops = 2.0 * lanes * (double)info->compute_units * info->clock_mhz * 1e-3;
-  snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "spec: %d MHz x %d units x %d %s x 2",
-           (int)info->clock_mhz, (int)info->compute_units, lanes, what);
+  d->peak_gflops = bench_spec_peak_gflops(info, d->peak_gflops_source, sizeof d->peak_gflops_source);
 }
 
 /* Peaks the device did not give: the best rate any case reached, either side. Transfers do not
