@@ -186,8 +186,9 @@ typedef struct loom_mem_manager_options {
    * loom accepts everywhere). NULL reads the LOOM_MEM_LIMIT environment variable; "" sets
    * none. A well-formed id of a device or node this context does not have is ignored. */
   const char *limits;
-  /* Most bytes each node's pool keeps cached: 0 for the default (half the node's limit), a
-   * negative value for no pool. */
+  /* Most bytes each node's pool keeps cached: 0 for the default (half the node's limit; while
+   * a plan's stage runs there, its whole runner limit, the stage keeping the pool within what
+   * its own bytes leave free), a negative value for no pool. */
   int64_t pool_max_bytes;
   bool trace; /* record a trace from the start (loom_mem_trace_enable) */
 } loom_mem_manager_options;

@@ -150,7 +150,7 @@ struct loom_mem_manager {
   loom_mem_policy migration, prefetch;
   int32_t threshold;
   loom_mem_advice advice;
-  int64_t pool_max; /* 0: half the limit; < 0: no pool */
+  int64_t pool_max; /* 0: loom__hmm_pool_max's default; < 0: no pool */
   /* LOOM_WRITE_AHEAD=0 when the manager was made: loom__buffer_write_ahead is a queued write on
    * the node's own queue, for comparison (loom-run timings with and without the overlap). */
   bool no_write_ahead;
@@ -285,7 +285,9 @@ void loom__hmm_pool_put(loom_mem_manager *m, loom__hmm_node *n, loom__hmm_alloc 
 /* Frees the oldest cached allocation; false when the pool is empty. */
 bool loom__hmm_pool_release_one(loom_mem_manager *m, loom__hmm_node *n);
 void loom__hmm_pool_trim(loom_mem_manager *m, loom__hmm_node *n);
-/* The most bytes the node's pool may keep. */
+/* The most bytes the node's pool may keep: the manager's pool_max, else half the node's
+ * limit, or all of it while a runner limit is in force (the stage's executor then fits the
+ * pool to its meter, loom__hmm_pool_fit). */
 int64_t loom__hmm_pool_max(const loom_mem_manager *m, const loom__hmm_node *n);
 
 /* ---- stats and trace ------------------------------------------------------------------- */

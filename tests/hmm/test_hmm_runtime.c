@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "hmm_test.h"
+#include "ir/ir.h"
 #include "loom/plan.h"
 
 #define KiB ((int64_t)1 << 10)
@@ -249,5 +250,121 @@ TEST(run_on_opencl_evicts_a_host_programs_buffer) {
   loom_tensor_deinit(&z);
   loom_tensor_deinit(&x);
   loom_graph_destroy(g);
+  loom_context_destroy(ctx);
+}
+
+/* ---- a loop's pieces reuse their buffers ---------------------------------------------------- */
+
+/* kNN of n rows against 4096, chunked under a limit into a loop whose pieces each hold two
+ * buffers of (piece rows) x 4096 floats, most of the limit. */
+static const char *knn_lir =
+    "graph knn(x: f32[%d,3], y: f32[4096,3]) {\n"
+    "  xe       = reshape x shape=[%d,1,3]\n"
+    "  ye       = reshape y shape=[1,4096,3]\n"
+    "  diff     = sub xe ye\n"
+    "  sq       = mul diff diff\n"
+    "  d2       = reduce_sum sq axes=[2]\n"
+    "  val, idx = topk d2 k=4 axis=1 largest=false\n"
+    "  return val, idx\n"
+    "}\n";
+
+/* Whether val and idx hold, per row of x, the 4 smallest squared distances to the rows of y
+ * (computed here in double) and indices of rows at those distances. */
+static bool knn_ok(const float *x, const float *y, int32_t n, const loom_tensor *val,
+                   const loom_tensor *idx) {
+  const float *v = val->data;
+  const int64_t *ix = idx->data;
+  for (int32_t i = 0; i < n; i++) {
+    double best[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+    for (int32_t j = 0; j < 4096; j++) {
+      double d = 0;
+      for (int32_t c = 0; c < 3; c++)
+        d += ((double)x[3 * i + c] - y[3 * j + c]) * ((double)x[3 * i + c] - y[3 * j + c]);
+      for (int32_t s = 0; s < 4; s++)
+        if (d < best[s]) {
+          memmove(best + s + 1, best + s, sizeof(double) * (size_t)(3 - s));
+          best[s] = d;
+          break;
+        }
+    }
+    for (int32_t s = 0; s < 4; s++) {
+      int64_t j = ix[4 * i + s];
+      if (j < 0 || j >= 4096 || fabs(v[4 * i + s] - best[s]) > 1e-4) return false;
+      double d = 0;
+      for (int32_t c = 0; c < 3; c++)
+        d += ((double)x[3 * i + c] - y[3 * j + c]) * ((double)x[3 * i + c] - y[3 * j + c]);
+      if (fabs(d - best[s]) > 1e-4) return false;
+    }
+  }
+  return true;
+}
+
+/* The kNN of n rows run as a plan for cpu0 under `limit`, its results and every peak checked:
+ * *fresh is the node's allocations not served from its pool, *trips the loop's trip count. */
+static void knn_fresh_allocations(loom_context *ctx, loom_mem_manager *m, int32_t host, int32_t n,
+                                  int64_t limit, int64_t *fresh, int64_t *trips) {
+  char text[1024];
+  snprintf(text, sizeof text, knn_lir, n, n);
+  loom_graph *g = parse(text), *opt = NULL;
+  ASSERT_TRUE(g != NULL);
+  loom_runner r = {"cpu0", limit};
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  char note[256];
+  ASSERT_OK(loom_graph_optimize_for_runners(g, &r, 1, &o, &opt, NULL, note, sizeof note));
+  *fresh = *trips = 0;
+  for (int32_t i = 0; i < opt->n_ops; i++)
+    if (opt->ops[i].loop) *trips = loom__loop_trips(opt->ops[i].loop);
+  loom_plan *plan = NULL;
+  ASSERT_OK(loom_plan_split_by_memory(opt, &r, 1, &plan));
+  loom_tensor in[2], out[2];
+  ASSERT_OK(loom_tensor_init(&in[0], loom_value_type(g, loom_graph_param_at(g, 0))));
+  ASSERT_OK(loom_tensor_init(&in[1], loom_value_type(g, loom_graph_param_at(g, 1))));
+  float *x = in[0].data, *y = in[1].data;
+  for (int32_t i = 0; i < 3 * n; i++) x[i] = (float)((i * 37) % 101) / 101.0f;
+  for (int32_t i = 0; i < 3 * 4096; i++) y[i] = (float)((i * 53) % 103) / 103.0f;
+  loom_mem_node_stats before, after;
+  ASSERT_OK(loom_mem_stats(m, host, &before));
+  loom_plan_stats ps = {0};
+  ASSERT_OK(loom_plan_run(ctx, plan, in, 2, out, 2, &ps));
+  ASSERT_OK(loom_mem_stats(m, host, &after));
+  ASSERT_TRUE(knn_ok(x, y, n, &out[0], &out[1]));
+  ASSERT_TRUE(ps.peak_bytes <= limit);
+  ASSERT_TRUE(after.peak_in_use <= limit);
+  ASSERT_TRUE(hmm_within_limits(m));
+  ASSERT_EQ(after.live_bytes, 0);
+  ASSERT_EQ(after.cached_bytes, 0);
+  loom_plan_stats_deinit(&ps);
+  loom_plan_destroy(plan);
+  for (int32_t i = 0; i < 2; i++) {
+    loom_tensor_deinit(&in[i]);
+    loom_tensor_deinit(&out[i]);
+  }
+  loom_graph_destroy(opt);
+  loom_graph_destroy(g);
+  *fresh = (after.allocations - before.allocations) - (after.pool_hits - before.pool_hits);
+}
+
+/* Every piece after the first takes its buffers from the pool, so the allocations the node
+ * makes do not grow with the trip count: four times the rows, about the same fresh allocations
+ * (a few differ: the last, shorter piece's sizes), fewer than the pieces. Before, half the limit
+ * capped the pool and each piece released one of its two large buffers, and every small one,
+ * and allocated them again: 83 for 18 pieces, 366 for 71. */
+TEST(loop_pieces_reuse_their_buffers) {
+  loom_mem_manager *m = NULL;
+  int32_t host = -1;
+  loom_context *ctx = runtime_context(&m, &host);
+  ASSERT_TRUE(ctx != NULL);
+  const int64_t limit = 1 * MiB;
+  int64_t trips1 = 0, trips4 = 0, fresh1 = 0, fresh4 = 0;
+  knn_fresh_allocations(ctx, m, host, 512, limit, &fresh1, &trips1);
+  if (loom_test_failed()) return;
+  knn_fresh_allocations(ctx, m, host, 2048, limit, &fresh4, &trips4);
+  if (loom_test_failed()) return;
+  ASSERT_TRUE(trips1 >= 8);
+  ASSERT_TRUE(trips4 >= 4 * trips1 - 1);
+  if (fresh4 > fresh1 + 4 || fresh4 >= trips4)
+    loom_test_fail(__FILE__, __LINE__, "%lld fresh allocations for %lld pieces, %lld for %lld",
+                   (long long)fresh1, (long long)trips1, (long long)fresh4, (long long)trips4);
   loom_context_destroy(ctx);
 }
