@@ -50,7 +50,7 @@ static int usage(FILE *f, int rc) {
       "  --unfused-max N  run the unfused graph only up to N points (default 100000)\n"
       "  Prints fused and unfused times, their ratio (goal: fused >= 10x faster on cpu0,\n"
       "  >= 5x on an OpenCL device), measured peaks, GFLOP/s and the fraction of the\n"
-      "  device's dot rate, and the error against a float64 reference.\n",
+      "  device's f32 peak, and the error against a float64 reference.\n",
       f);
   return rc;
 }
