@@ -1591,6 +1591,29 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
       L->v.d += P->prod_exp ? sum_exp_prod_##T(x, tf, y, n) : y ? sum_prod_##T(x, y, n) : sum_##T(x, n); \
       return;                                                                                            \
     }                                                                                                    \
+    if (P->fin == F_TOPK && P->k > 0) {                                                                  \
+      /* Once the heap is full, a run of 64 elements none of which can enter it (each worse              \
+       * than the root, or equal: ties need the index) is skipped after one vector compare:              \
+       * in a kNN row almost every run is. Which elements enter is fold_one's alone. */                  \
+      int64_t j = 0;                                                                                     \
+      for (; j < n && L->i < P->k; j++) fold_one(P, L, h, widen(P->fkind, xp, j), j0 + j);               \
+      while (j < n) {                                                                                    \
+        double r = h[0].v.d;                                                                             \
+        int64_t end = n - j > 64 ? j + 64 : n;                                                           \
+        int any = r != r; /* a NaN at the root: every element is offered */                              \
+        const T thr = (T)r;                                                                              \
+        if (!any && P->largest) {                                                                        \
+          _Pragma("omp simd reduction(| : any)") for (int64_t q = j; q < end; q++) any |=                \
+              (x[q] >= thr) | (x[q] != x[q]);                                                            \
+        } else if (!any) {                                                                               \
+          _Pragma("omp simd reduction(| : any)") for (int64_t q = j; q < end; q++) any |= x[q] <= thr;   \
+        }                                                                                                \
+        if (any)                                                                                         \
+          for (int64_t q = j; q < end; q++) fold_one(P, L, h, widen(P->fkind, xp, q), j0 + q);           \
+        j = end;                                                                                         \
+      }                                                                                                  \
+      return;                                                                                            \
+    }                                                                                                    \
     if (P->fin == F_MAX || P->fin == F_MIN || P->fin == F_ARGMAX || P->fin == F_ARGMIN) {                \
       bool mx = P->fin == F_MAX || P->fin == F_ARGMAX;                                                   \
       T m = mx ? -INFINITY : INFINITY;                                                                   \
