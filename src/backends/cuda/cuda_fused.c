@@ -203,22 +203,6 @@ static loom_status fused_kernel(loom__cu_device *d, const loom_graph *body, cons
 #define FUSED_GROUP_MIN_REDUCED 256
 #define FUSED_BLOCK 128
 
-static int64_t reduced_count(const loom_graph *body) {
-  if (body->n_ops == 0) return 1;
-  const loom__op *last = &body->ops[body->n_ops - 1];
-  loom__op_class cls = loom__op_info_of(last->kind)->cls;
-  if (cls != LOOM_CLASS_REDUCE && cls != LOOM_CLASS_ARGREDUCE) return 1;
-  const loom_type *t = &body->values[last->inputs[0]].type;
-  int64_t n = 1;
-  for (int32_t a = 0; a < t->rank; a++) {
-    int32_t ax;
-    bool red = cls == LOOM_CLASS_REDUCE ? loom__axes_contain(&last->attrs, a, t->rank)
-                                        : loom__axis_normalize(last->attrs.axis, t->rank, &ax) && ax == a;
-    if (red) n *= t->dims[a];
-  }
-  return n;
-}
-
 loom_status loom__cu_fused(loom__cu_device *d, const loom_graph *body, const loom__dview *in,
                            const loom__dview *out, void *scratch, int64_t scratch_bytes) {
   (void)scratch; /* intermediates live in registers and shared memory: no scratch */
@@ -227,7 +211,7 @@ loom_status loom__cu_fused(loom__cu_device *d, const loom_graph *body, const loo
     return loom__error(LOOM_ERR_UNSUPPORTED, "%s (%s): fused: no NVRTC (%s)", d->id, d->name, nvrtc_why);
   loom_status s = loom__cu_enter(d);
   if (s) return s;
-  int32_t group = reduced_count(body) >= FUSED_GROUP_MIN_REDUCED ? FUSED_BLOCK : 1;
+  int32_t group = loom__fz_reduced_count(body) >= FUSED_GROUP_MIN_REDUCED ? FUSED_BLOCK : 1;
   loom__fz_kernel gk;
   if ((s = loom__fz_generate(body, in, LOOM__FZ_CUDA, true, group, 0, &gk))) {
     loom__error_prefix("%s (%s): ", d->id, d->name);

@@ -1255,3 +1255,19 @@ void loom__fz_kernel_free(loom__fz_kernel *k) {
   loom__free(k->source);
   memset(k, 0, sizeof *k);
 }
+
+int64_t loom__fz_reduced_count(const loom_graph *body) {
+  if (body->n_ops == 0) return 1;
+  const loom__op *last = &body->ops[body->n_ops - 1];
+  loom__op_class cls = loom__op_info_of(last->kind)->cls;
+  if (cls != LOOM_CLASS_REDUCE && cls != LOOM_CLASS_ARGREDUCE) return 1;
+  const loom_type *t = &body->values[last->inputs[0]].type;
+  int64_t n = 1;
+  for (int32_t a = 0; a < t->rank; a++) {
+    int32_t ax;
+    bool red = cls == LOOM_CLASS_REDUCE ? loom__axes_contain(&last->attrs, a, t->rank)
+                                        : loom__axis_normalize(last->attrs.axis, t->rank, &ax) && ax == a;
+    if (red) n *= t->dims[a];
+  }
+  return n;
+}

@@ -72,4 +72,8 @@ loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loo
 /* Frees what loom__fz_generate made (accepts a zeroed kernel). */
 void loom__fz_kernel_free(loom__fz_kernel *k);
 
+/* Elements each output of the body's final reduction (reduce_*, argmax/argmin) folds; 1 for
+ * other bodies. The launchers pick a work-group (block) per output from it. */
+int64_t loom__fz_reduced_count(const loom_graph *body);
+
 #endif

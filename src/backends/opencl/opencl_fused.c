@@ -99,27 +99,11 @@ static int32_t group_for(const loom__cl_device *d, int64_t n_reduced) {
   return g;
 }
 
-static int64_t reduced_count(const loom_graph *body) {
-  if (body->n_ops == 0) return 1;
-  const loom__op *last = &body->ops[body->n_ops - 1];
-  loom__op_class cls = loom__op_info_of(last->kind)->cls;
-  if (cls != LOOM_CLASS_REDUCE && cls != LOOM_CLASS_ARGREDUCE) return 1;
-  const loom_type *t = &body->values[last->inputs[0]].type;
-  int64_t n = 1;
-  for (int32_t a = 0; a < t->rank; a++) {
-    int32_t ax;
-    bool red = cls == LOOM_CLASS_REDUCE ? loom__axes_contain(&last->attrs, a, t->rank)
-                                        : loom__axis_normalize(last->attrs.axis, t->rank, &ax) && ax == a;
-    if (red) n *= t->dims[a];
-  }
-  return n;
-}
-
 loom_status loom__cl_fused(loom__cl_device *d, const loom_graph *body, const loom__dview *in,
                            const loom__dview *out, void *scratch, int64_t scratch_bytes) {
   (void)scratch; /* intermediates live in registers and local memory: no scratch */
   (void)scratch_bytes;
-  int32_t group = group_for(d, reduced_count(body));
+  int32_t group = group_for(d, loom__fz_reduced_count(body));
   /* CPU devices: rounds a driver vectorizes across work-items, or explicit vectors. */
   uint32_t flags = (d->is_cpu ? LOOM__FZ_LOCKSTEP : 0) |
                    ((testing_layout == 0 && d->is_cpu) || testing_layout == 3 ? LOOM__FZ_VECTOR : 0);
