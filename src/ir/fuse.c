@@ -370,9 +370,13 @@ static loom_status emit(const fuse_state *fs, loom_graph *const *bodies, loom_gr
   loom__rebuild rb;
   loom_status s = loom__rebuild_init(&rb, g);
   if (s) return s;
+  /* A fused op's operands are distinct values; a loop may read one value several times (a
+   * stencil's x at three offsets), so its operands can outnumber the graph's values. */
+  int32_t most = LOOM_MAX(g->n_values, 1);
+  for (int32_t o = 0; o < g->n_ops; o++) most = LOOM_MAX(most, g->ops[o].n_inputs);
   int32_t *map = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(g->n_values, 1));
   int32_t *operands = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(g->n_values, 1));
-  loom_value *ins = loom__malloc(sizeof(loom_value) * (size_t)LOOM_MAX(g->n_values, 1));
+  loom_value *ins = loom__malloc(sizeof(loom_value) * (size_t)most);
   if (!map || !operands || !ins) s = loom__oom("the fuse rewrite");
   for (int32_t o = 0; !s && o < g->n_ops; o++) {
     int32_t id = fs->owner[o];
