@@ -55,7 +55,11 @@
  * (_ZGVeN16v_expf with AVX-512, _ZGVdN8v_expf with AVX2, _ZGVbN4v_expf with SSE2), picked
  * once at load time. */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__GLIBC__)
+#if defined(__clang__) /* clang has no `simd` attribute: its loops call the scalar functions */
+#define VECMATH
+#else
 #define VECMATH __attribute__((__simd__("notinbranch")))
+#endif
 VECMATH extern float expf(float);
 VECMATH extern float logf(float);
 VECMATH extern float sinf(float);
@@ -70,6 +74,19 @@ VECMATH extern double tanh(double);
 VECMATH extern double pow(double, double);
 #define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
+#define CLONES
+#endif
+/* The clones' ifunc resolvers run while the dynamic linker relocates, before ThreadSanitizer
+ * is set up; instrumented, they crash at load. A TSan build keeps one (default) kernel. */
+#if defined(__SANITIZE_THREAD__)
+#define LOOM_NO_CLONES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LOOM_NO_CLONES 1
+#endif
+#endif
+#ifdef LOOM_NO_CLONES
+#undef CLONES
 #define CLONES
 #endif
 
