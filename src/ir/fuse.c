@@ -621,5 +621,20 @@ loom_status loom__rewrite_fuse(const loom_graph *g, const loom_optimize_options 
   if (!loom__rewrite_enabled(opts, "fuse")) return loom_graph_clone(g, out);
   fuse_pass fp = {opts, report, ""};
   bool changed;
-  return fuse_graph(&fp, g, out, &changed);
+  int32_t reported = report ? report->count : 0;
+  loom_status s = fuse_graph(&fp, g, out, &changed);
+  if (s || !changed || !opts || opts->limit <= 0) return s;
+  /* Each region was kept only where it alone did not raise the peak; together they may, past
+   * the limit the graph was chunked to (found by fuzz_lir: chains of adds between FFTs). Then
+   * the whole rewrite is dropped. */
+  int64_t before = 0, after = 0;
+  if ((s = peak_of(g, &before)) || (s = peak_of(*out, &after))) {
+    loom_graph_destroy(*out);
+    *out = NULL;
+    return s;
+  }
+  if (after <= opts->limit || after <= before) return LOOM_OK;
+  loom_graph_destroy(*out);
+  if (report) report->count = reported;
+  return loom_graph_clone(g, out);
 }
