@@ -77,6 +77,9 @@ loom_status loom__file_create_temp(const char *path, int *out_fd, char **out_nam
 /* Renames the temporary file `temp` over `path`; on failure `temp` is removed.
  * Errors: IO naming both paths. */
 loom_status loom__file_commit(const char *temp, const char *path);
+/* Writes all n bytes of buf to fd, in writes of at most 1 GiB, retrying on EINTR. False on a
+ * write error (errno says which). */
+bool loom__file_write_all(int fd, const void *buf, size_t n);
 
 #define LOOM_ARRAY_SIZE(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
 #define LOOM_MIN(a, b) ((a) < (b) ? (a) : (b))

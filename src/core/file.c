@@ -43,3 +43,17 @@ loom_status loom__file_commit(const char *temp, const char *path) {
   unlink(temp);
   return loom__error(LOOM_ERR_IO, "%s: cannot rename %s to it: %s", path, temp, strerror(err));
 }
+
+bool loom__file_write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, LOOM_MIN(n, (size_t)1 << 30));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}

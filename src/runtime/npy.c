@@ -478,20 +478,6 @@ static size_t format_header(const loom_type *type, char *buf, size_t size) {
   return padded;
 }
 
-static bool write_fully(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n > 0) {
-    ssize_t w = write(fd, p, LOOM_MIN(n, (size_t)1 << 30));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
 static loom_status check_saveable(const char *path, const loom_tensor *t, int64_t *out_bytes) {
   if (!path || !t) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_save_npy: NULL argument");
   loom_type check;
@@ -520,7 +506,7 @@ loom_status loom__npy_save_temp(const char *path, const loom_tensor *t, char **o
   int fd = -1;
   char *name = NULL;
   if ((s = loom__file_create_temp(path, &fd, &name))) return s;
-  bool ok = write_fully(fd, header, hlen) && write_fully(fd, t->data, (size_t)bytes);
+  bool ok = loom__file_write_all(fd, header, hlen) && loom__file_write_all(fd, t->data, (size_t)bytes);
   int err = errno;
   if (close(fd) != 0 && ok) { /* NFS and full disks may report only at close */
     ok = false;

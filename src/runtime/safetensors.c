@@ -742,20 +742,6 @@ static void sb_json_string(sbuf *b, const char *s) {
   sb_put(b, "\"", 1);
 }
 
-static bool write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n > 0) {
-    ssize_t w = write(fd, p, LOOM_MIN(n, (size_t)1 << 30));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
 /* Sorts pointers into the caller's names array: their distance from its start is the index. */
 static int order_cmp(const void *a, const void *b) {
   return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
@@ -848,11 +834,11 @@ loom_status loom_safetensors_save(const char *path, const char *const *names, co
   if (!s) {
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
-    bool ok = write_all(fd, len8, 8) && write_all(fd, h.p, h.n);
+    bool ok = loom__file_write_all(fd, len8, 8) && loom__file_write_all(fd, h.p, h.n);
     for (int32_t k = 0; ok && k < n; k++) {
       int64_t bytes = 0;
       (void)loom_type_bytes(&tensors[layout[k]].type, &bytes);
-      ok = bytes == 0 || write_all(fd, tensors[layout[k]].data, (size_t)bytes);
+      ok = bytes == 0 || loom__file_write_all(fd, tensors[layout[k]].data, (size_t)bytes);
     }
     int err = errno;
     if (close(fd) != 0 && ok) { /* NFS and full disks may report only at close */
