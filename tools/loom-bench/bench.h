@@ -32,6 +32,9 @@ typedef struct bench_run {
   loom_tensor out;
 } bench_run;
 
+/* A whole-number flag value of at least lo, or -1 when it does not read as one. */
+long long bench_whole(const char *v, long long lo);
+
 /* Parses .lir text; NULL (and the error printed, prefixed by the mode) when it does not. */
 loom_graph *bench_parse(const char *text, const char *mode);
 

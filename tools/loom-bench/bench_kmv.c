@@ -55,12 +55,6 @@ static int usage(FILE *f, int rc) {
   return rc;
 }
 
-static long long whole(const char *v) {
-  char *end = NULL;
-  long long x = strtoll(v, &end, 10);
-  return end != v && *end == '\0' && x > 0 ? x : -1;
-}
-
 static int parse_args(int argc, char **argv, kmv_args *a) {
   *a = (kmv_args){{10000, 100000}, 2, 3, 64 << 20, 100000, 3, "cpu0"};
   for (int i = 1; i < argc; i++) {
@@ -78,7 +72,7 @@ static int parse_args(int argc, char **argv, kmv_args *a) {
         t = *end ? end + 1 : end;
       }
     } else if (!strcmp(f, "--d")) {
-      a->d = whole(v);
+      a->d = bench_whole(v, 1);
     } else if (!strcmp(f, "--limit")) {
       if (loom_bytes_parse(v, &a->limit)) {
         fprintf(stderr, "loom-bench kmv: --limit: %s\n", loom_last_error());
@@ -87,9 +81,9 @@ static int parse_args(int argc, char **argv, kmv_args *a) {
     } else if (!strcmp(f, "--device")) {
       a->device = v;
     } else if (!strcmp(f, "--repeats")) {
-      a->repeats = (int32_t)whole(v);
+      a->repeats = (int32_t)bench_whole(v, 1);
     } else if (!strcmp(f, "--unfused-max")) {
-      a->unfused_max = whole(v);
+      a->unfused_max = bench_whole(v, 1);
     } else {
       return usage(stderr, 2);
     }

@@ -40,13 +40,6 @@ static int usage(FILE *f, int rc) {
   return rc;
 }
 
-/* A positive integer flag value, or -1. */
-static long long whole(const char *v) {
-  char *end = NULL;
-  long long x = strtoll(v, &end, 10);
-  return end != v && *end == '\0' && x > 0 ? x : -1;
-}
-
 static int parse_args(int argc, char **argv, knn_args *a) {
   *a = (knn_args){50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3, false, {NULL}, 0};
   for (int i = 1; i < argc; i++) {
@@ -55,15 +48,15 @@ static int parse_args(int argc, char **argv, knn_args *a) {
     if (!v) return usage(stderr, 2);
     i++;
     if (!strcmp(f, "--n"))
-      a->n = whole(v);
+      a->n = bench_whole(v, 1);
     else if (!strcmp(f, "--m"))
-      a->m = whole(v);
+      a->m = bench_whole(v, 1);
     else if (!strcmp(f, "--d"))
-      a->d = whole(v);
+      a->d = bench_whole(v, 1);
     else if (!strcmp(f, "--k"))
-      a->k = whole(v);
+      a->k = bench_whole(v, 1);
     else if (!strcmp(f, "--repeats"))
-      a->repeats = (int32_t)min64(whole(v), 1000);
+      a->repeats = (int32_t)min64(bench_whole(v, 1), 1000);
     else if (!strcmp(f, "--metric") && (!strcmp(v, "l1") || !strcmp(v, "l2")))
       a->l1 = !strcmp(v, "l1");
     else if (!strcmp(f, "--no-rewrite") && a->n_disabled < 3)

@@ -50,12 +50,6 @@ static int usage(FILE *f, int rc) {
 }
 
 /* A whole number flag value >= lo, or -1. */
-static long long whole(const char *v, long long lo) {
-  char *end = NULL;
-  long long x = strtoll(v, &end, 10);
-  return end != v && *end == '\0' && x >= lo ? x : -1;
-}
-
 static int bad_value(const char *flag, const char *v, const char *want) {
   fprintf(stderr, "loom-bench overhead: %s '%s': %s\n", flag, v, want);
   return 2;
@@ -64,21 +58,21 @@ static int bad_value(const char *flag, const char *v, const char *want) {
 static int parse_option(const char *f, const char *v, overhead_args *a) {
   long long x;
   if (!strcmp(f, "--ops")) {
-    if ((x = whole(v, 1)) < 0 || x > 1000000) return bad_value(f, v, "want a count from 1 to 1000000");
+    if ((x = bench_whole(v, 1)) < 0 || x > 1000000) return bad_value(f, v, "want a count from 1 to 1000000");
     a->ops = x;
   } else if (!strcmp(f, "--size")) {
-    if ((x = whole(v, 1)) < 0 || x > ((int64_t)1 << 24))
+    if ((x = bench_whole(v, 1)) < 0 || x > ((int64_t)1 << 24))
       return bad_value(f, v, "want elements from 1 to 2^24");
     a->size = x;
   } else if (!strcmp(f, "--loop-n")) {
-    if ((x = whole(v, 0)) < 0 || x > ((int64_t)1 << 30))
+    if ((x = bench_whole(v, 0)) < 0 || x > ((int64_t)1 << 30))
       return bad_value(f, v, "want elements from 0 to 2^30");
     a->loop_n = x;
   } else if (!strcmp(f, "--piece")) {
-    if ((x = whole(v, 1)) < 0) return bad_value(f, v, "want a positive piece size");
+    if ((x = bench_whole(v, 1)) < 0) return bad_value(f, v, "want a positive piece size");
     a->piece = x;
   } else if (!strcmp(f, "--repeats")) {
-    if ((x = whole(v, 1)) < 0 || x > 1000) return bad_value(f, v, "want a count from 1 to 1000");
+    if ((x = bench_whole(v, 1)) < 0 || x > 1000) return bad_value(f, v, "want a count from 1 to 1000");
     a->repeats = (int32_t)x;
   } else if (!strcmp(f, "--devices")) {
     a->devices = v;

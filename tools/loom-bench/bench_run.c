@@ -1,8 +1,15 @@
 /* What the modes that time whole graphs share: parse, plan for one runner, run and measure. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+
+long long bench_whole(const char *v, long long lo) {
+  char *end = NULL;
+  long long x = strtoll(v, &end, 10);
+  return end != v && *end == '\0' && x >= lo ? x : -1;
+}
 
 loom_graph *bench_parse(const char *text, const char *mode) {
   loom_graph *g = NULL;
