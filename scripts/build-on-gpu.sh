@@ -37,8 +37,8 @@ step os 5 sh -c 'grep PRETTY /etc/os-release; gcc --version | head -1; cmake --v
 
 mkdir -p $P && for f in .debs/*.deb; do dpkg -x "$f" $P; done
 L=$P/usr/lib/x86_64-linux-gnu
-# Debian's .pc files say prefix=/usr: point them at the prefix.
-find $P -name '*.pc' -exec sed -i "s#^prefix=/usr\$#prefix=$P/usr#" {} +
+# Debian's .pc files name /usr (prefix=, and OpenBLAS's libdir= and includedir=): point them at the prefix.
+find $P -name "*.pc" -exec sed -i -E "s#^([A-Za-z_]+)=/usr(/|\$)#\1=$P/usr\2#" {} +
 export PKG_CONFIG_PATH=$L/openblas-openmp/pkgconfig:$L/pkgconfig
 export LIBRARY_PATH=$L:$L/openblas-openmp
 export LD_LIBRARY_PATH=$L:$L/openblas-openmp:${LD_LIBRARY_PATH:-}

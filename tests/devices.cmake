@@ -50,18 +50,22 @@ function(loom_info_test case)
 endfunction()
 
 set(no_cuda "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda" "LOOM_FAKE_CUDA_DEVICES=")
-loom_info_test(json ${LOOM_POCL_TWO})
-loom_info_test(text ${LOOM_POCL_TWO})
+# PoCL's two devices are only Loom's where the opencl backend is built.
+if(LOOM_HAVE_OPENCL)
+  loom_info_test(json ${LOOM_POCL_TWO})
+  loom_info_test(text ${LOOM_POCL_TWO})
+  loom_info_test(select_ocl1 ${LOOM_POCL_TWO} "LOOM_DEVICES=ocl1")
+endif()
 loom_info_test(help)
 loom_info_test(bad_flag)
 loom_info_test(bad_selection "LOOM_DEVICES=cpu0,bogus")
-loom_info_test(select_ocl1 ${LOOM_POCL_TWO} "LOOM_DEVICES=ocl1")
-loom_info_test(no_platform "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
+# The cases that expect no GPU hide a real one behind the stand-in driver (${no_cuda}).
+loom_info_test(no_platform ${no_cuda} "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
 add_test(NAME loom_info_broken_icd COMMAND ${CMAKE_COMMAND} -DLOOM_INFO=$<TARGET_FILE:loom-info> -DCASE=no_platform
   -P ${LOOM_DEVICES_DIR}/loom_info_check.cmake)
 set_tests_properties(loom_info_broken_icd PROPERTIES
-  ENVIRONMENT "${LOOM_TEST_ENV};OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-broken" TIMEOUT 120)
-loom_info_test(recorded_topology "HWLOC_XMLFILE=${LOOM_TOPOLOGIES}/2s-2numa-4gpu.xml"
+  ENVIRONMENT "${LOOM_TEST_ENV};${no_cuda};OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-broken" TIMEOUT 120)
+loom_info_test(recorded_topology ${no_cuda} "HWLOC_XMLFILE=${LOOM_TOPOLOGIES}/2s-2numa-4gpu.xml"
   "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
 # The stand-in driver is only read by builds with CUDA discovery (not LOOM_CUDA=OFF).
 if(_loom_cuda_discovery)

@@ -81,6 +81,10 @@ loom_status loom__file_commit(const char *temp, const char *path);
  * write error (errno says which). */
 bool loom__file_write_all(int fd, const void *buf, size_t n);
 
+/* memcpy of n bytes (the ranges must not overlap), spread over the OpenMP threads when n is a
+ * megabyte or more and the caller is not already inside a parallel region. */
+void loom__memcpy_wide(void *dst, const void *src, size_t n);
+
 #define LOOM_ARRAY_SIZE(a) ((int32_t)(sizeof(a) / sizeof((a)[0])))
 #define LOOM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define LOOM_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -129,7 +129,7 @@ TEST(hmm_threads_alloc_map_free) {
   loom_mem_manager *m = NULL;
   loom_mem_manager_options o;
   hmm_test_options(&o, LOOM_MEM_MODE_AUTO, LOOM_MEM_POLICY_ADAPTIVE);
-  o.limits = "host0:96MiB,ocl0:2MiB,ocl1:3MiB";
+  o.limits = "host0:96MiB,ocl0:2MiB,ocl1:3MiB,cuda0:2MiB"; /* the devices this machine has */
   ASSERT_OK(loom_mem_manager_create(ctx, &o, &m));
   ASSERT_OK(loom_mem_trace_enable(m, true)); /* the trace is shared state too */
   const int64_t shared_bytes = 256 * 1024;

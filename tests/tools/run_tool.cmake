@@ -13,6 +13,9 @@
 # ONLY_FILES_IN   a directory under WORK that must hold exactly the EXPECT_FILES under it
 # NO_FILES_IN     a directory under WORK that must hold no file at all (or not exist)
 # EQUAL           '|'-separated A=B pairs of .npy files under WORK that must be equal
+# CLOSE           '|'-separated A=B pairs of .npy files under WORK equal within rtol 1e-5 and
+#                 atol 1e-6: results of sums in another order (another chunking, another
+#                 thread count: OpenBLAS splits a GEMM by cores, the fused evaluator by blocks)
 # KNN_CHECK       OUT_DIR=GRAPH: check OUT_DIR's kNN result against brute force, inputs
 #                 regenerated from GRAPH's parameters with seed 1 (loom-run --random 1)
 # ENV             '|'-separated NAME=VALUE settings of the environment for the tool's run
@@ -136,6 +139,17 @@ foreach(pair ${pairs})
   list(GET ab 0 a)
   list(GET ab 1 b)
   execute_process(COMMAND "${HELPER}" npy-equal "${WORK}/${a}" "${WORK}/${b}" RESULT_VARIABLE erc ERROR_VARIABLE eerr)
+  if(NOT erc EQUAL 0)
+    fail("${a} and ${b} differ: ${eerr}")
+  endif()
+endforeach()
+string(REPLACE "|" ";" pairs "${CLOSE}")
+foreach(pair ${pairs})
+  string(REPLACE "=" ";" ab "${pair}")
+  list(GET ab 0 a)
+  list(GET ab 1 b)
+  execute_process(COMMAND "${HELPER}" npy-close "${WORK}/${a}" "${WORK}/${b}" 1e-5 1e-6
+    RESULT_VARIABLE erc ERROR_VARIABLE eerr)
   if(NOT erc EQUAL 0)
     fail("${a} and ${b} differ: ${eerr}")
   endif()
