@@ -86,6 +86,16 @@ static bool open_device(gpu_kind *k, loom_context *c, const loom__device *d) {
     fprintf(stderr, "%s: %s\n", id, loom_last_error());
     exit(1);
   }
+  /* A GPU that both drivers list is one device, run by its preferred backend (cuda0 "also
+   * ocl0": an H200 with NVIDIA's OpenCL). The OpenCL tests reach into the opencl backend's
+   * device, so such a GPU is theirs only where it runs on OpenCL. */
+  const loom__exec_device *xd = k->devices[k->n_devices];
+  const char *want = k->backend == LOOM_BACKEND_OPENCL ? "opencl" : "cuda";
+  if (!xd->backend || strcmp(xd->backend->name, want) != 0) {
+    snprintf(k->no_device, sizeof k->no_device, "%s runs on the %s backend, not %s (the same GPU as %s)", id,
+             xd->backend ? xd->backend->name : "cpu", want, d->id);
+    return false;
+  }
   return true;
 }
 
