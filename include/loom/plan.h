@@ -136,7 +136,22 @@ typedef struct loom_optimize_options {
   const char *const *disabled; /* names of rewrites not to apply */
   int32_t n_disabled;
   int64_t limit; /* bytes the graph must fit for "chunk"; 0: no chunking */
+  /* Fusion before chunking: where the graph passes the limit, the fuse rewrite is first tried
+   * on the whole graph, and where the fused graph fits, nothing is chunked (one fused op over
+   * the whole space instead of a loop of small pieces: a GPU gets one large kernel). This is
+   * only safe where every fused body runs fused wherever the plan may place it, since a body
+   * run op by op would need its intermediates whole; which bodies do is the backends' to say,
+   * so this callback says it (true: runs fused on every backend). NULL: never taken, chunk
+   * then fuse as before. The runtime's answer is loom_fused_body_runs_everywhere. */
+  bool (*fused_runs)(const loom_graph *body);
 } loom_optimize_options;
+
+/* True when every backend of this build runs the fused body `body` (the body graph of a
+ * LOOM_OP_FUSED op, docs/ir-fusion.md) fused, with its operands dense: the cpu evaluator and
+ * the GPU kernel generator both accept it (f16/bf16 and complex bodies, for instance, run op by
+ * op). Meant for loom_optimize_options.fused_runs; where it answers false, loom_last_error
+ * says why. */
+LOOM_API bool loom_fused_body_runs_everywhere(const loom_graph *body);
 
 LOOM_API void loom_optimize_options_init(loom_optimize_options *opts);
 

@@ -4,6 +4,9 @@
  *   match (distance, dot_transpose, tile_broadcast, reduce_broadcast)
  *   -> reorder (dot_chain, sum_broadcast) -> schedule -> chunk (only with a limit) -> fuse
  *
+ * With loom_optimize_options.fused_runs set, a graph over the limit is fused first, and where
+ * the fused graph fits, chunking is skipped (fuse_instead_of_chunk).
+ *
  * Matching runs first because it changes what there is to reorder (the distance rewrite
  * leaves a dot and sums of broadcasts); the schedule comes after the forms are fixed; chunking
  * comes next, as it cuts the final ops into pieces sized for the limit; fusion last, inside
@@ -78,6 +81,47 @@ static loom_status check_options(const loom_optimize_options *opts) {
 typedef loom_status (*pass_fn)(const loom_graph *, const loom_optimize_options *, loom_graph **,
                                loom_rewrite_report *);
 
+static int64_t peak_of(const loom_graph *g) {
+  loom_estimate e;
+  if (loom_graph_estimate(g, NULL, &e)) return INT64_MAX;
+  int64_t peak = e.peak_bytes;
+  loom_estimate_deinit(&e);
+  return peak;
+}
+
+/* Fusion before chunking (loom_optimize_options.fused_runs): where g passes the limit but its
+ * fused form fits it, and every fused body runs fused everywhere, *out is that fused form with
+ * a chunk entry saying why nothing was cut; else *out is NULL and the report is as it was. */
+static loom_status fuse_instead_of_chunk(const loom_graph *g, const loom_optimize_options *opts,
+                                         loom_graph **out, loom_rewrite_report *report) {
+  *out = NULL;
+  if (!opts->fused_runs || !loom__rewrite_enabled(opts, "fuse")) return LOOM_OK;
+  int64_t before = peak_of(g);
+  if (before <= opts->limit) return LOOM_OK; /* nothing to chunk: the passes run as always */
+  int32_t entries = report ? report->count : 0;
+  loom_graph *fused = NULL;
+  loom_status s = loom__rewrite_fuse(g, opts, &fused, report);
+  bool take = !s && fused;
+  int64_t after = take ? peak_of(fused) : INT64_MAX;
+  take = take && after <= opts->limit;
+  for (int32_t i = 0; take && i < fused->n_ops; i++)
+    take = !fused->ops[i].fused || opts->fused_runs(fused->ops[i].fused);
+  if (take) {
+    char a[32], b[32], l[32];
+    s = loom__report_add(report, "chunk", 0,
+                         "nothing cut: fused, the graph's peak falls from %s to %s, within the limit %s",
+                         loom__format_bytes(before, b, sizeof b), loom__format_bytes(after, a, sizeof a),
+                         loom__format_bytes(opts->limit, l, sizeof l));
+  }
+  if (s || !take) {
+    loom_graph_destroy(fused);
+    if (report) report->count = entries;
+    return s;
+  }
+  *out = fused;
+  return LOOM_OK;
+}
+
 loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_options *opts,
                                 loom_graph **out_graph, loom_rewrite_report *report) {
   if (!out_graph) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize: out_graph is NULL");
@@ -88,12 +132,22 @@ loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_opt
   bool chunk = opts && opts->limit > 0 && loom__rewrite_enabled(opts, "chunk");
   pass_fn passes[] = {loom__rewrite_match, loom__rewrite_reorder, loom__rewrite_schedule,
                       chunk ? loom__rewrite_chunk : NULL, loom__rewrite_fuse};
+  enum { CHUNK_PASS = 3 };
   int32_t entries_before = report ? report->count : 0;
   loom_graph *cur = NULL;
   for (int32_t p = 0; !s && p < LOOM_ARRAY_SIZE(passes); p++) {
     if (!passes[p]) continue;
+    if (p == CHUNK_PASS) {
+      loom_graph *fused = NULL;
+      s = fuse_instead_of_chunk(cur ? cur : graph, opts, &fused, report);
+      if (!s && fused) {
+        loom_graph_destroy(cur);
+        cur = fused;
+        break; /* fused already, and nothing to chunk */
+      }
+    }
     loom_graph *next = NULL;
-    s = passes[p](cur ? cur : graph, opts, &next, report);
+    if (!s) s = passes[p](cur ? cur : graph, opts, &next, report);
     loom_graph_destroy(cur);
     cur = next;
   }

@@ -155,6 +155,105 @@ TEST(fuse_inside_loop_bodies_after_chunk) {
   }
 }
 
+static bool every_body(const loom_graph *body) {
+  (void)body;
+  return true;
+}
+static bool no_body(const loom_graph *body) {
+  (void)body;
+  return false;
+}
+
+static int32_t count_loops(const loom_graph *g) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < g->n_ops; i++) n += g->ops[i].loop != NULL;
+  return n;
+}
+
+/* loom_optimize_options.fused_runs: where the fused graph fits the limit, nothing is chunked;
+ * where a body would run op by op somewhere (the callback says no), or the fused graph does
+ * not fit either, the graph is chunked and then fused as before. */
+TEST(fuse_before_chunk_where_the_fused_graph_fits) {
+  const char *texts[] = {kmv, knn};
+  for (int t = 0; t < 2; t++) {
+    loom_graph *g = rw_parse(texts[t]), *f = NULL, *c = NULL, *r = NULL;
+    ASSERT_TRUE(g != NULL);
+    int64_t limit = 160 * 1024;
+    ASSERT_TRUE(rw_peak(g) > limit);
+    loom_optimize_options o;
+    loom_optimize_options_init(&o);
+    o.limit = limit;
+    o.fused_runs = every_body;
+    loom_rewrite_report rep = {0};
+    ASSERT_OK(loom_graph_optimize(g, &o, &f, &rep));
+    ASSERT_EQ(count_loops(f), 0);
+    ASSERT_TRUE(count_fused(f) >= 1);
+    ASSERT_TRUE(rw_peak(f) <= limit);
+    const loom_rewrite_entry *e = rw_entry(&rep, "chunk");
+    ASSERT_TRUE(e != NULL);
+    ASSERT_CONTAINS(e->detail, "nothing cut: fused, the graph's peak falls from ");
+    ASSERT_CONTAINS(e->detail, "within the limit 160.00 KiB");
+    check_same(f, g);
+    loom_rewrite_report_deinit(&rep);
+    /* a body some backend runs op by op: chunked first, as without the callback */
+    o.fused_runs = no_body;
+    ASSERT_OK(loom_graph_optimize(g, &o, &c, &rep));
+    ASSERT_EQ(count_loops(c), 1);
+    ASSERT_TRUE(strstr(rw_entry(&rep, "chunk")->detail, "nothing cut") == NULL);
+    loom_rewrite_report_deinit(&rep);
+    /* the runtime's answer: these f32 bodies run fused on every backend */
+    o.fused_runs = loom_fused_body_runs_everywhere;
+    ASSERT_OK(loom_graph_optimize(g, &o, &r, NULL));
+    ASSERT_EQ(count_loops(r), 0);
+    for (int32_t i = 0; i < r->n_ops; i++)
+      if (r->ops[i].fused) ASSERT_TRUE(loom_fused_body_runs_everywhere(r->ops[i].fused));
+    loom_graph_destroy(f);
+    loom_graph_destroy(c);
+    loom_graph_destroy(r);
+    loom_graph_destroy(g);
+  }
+}
+
+/* A limit the fused graph does not fit either: chunked, then fused inside the loop. */
+TEST(fuse_before_chunk_falls_back_to_chunking) {
+  loom_graph *g = rw_parse(kmv), *f = NULL;
+  ASSERT_TRUE(g != NULL);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.limit = 24 * 1024; /* the inputs alone are 12.6 KiB, the fused graph needs more */
+  o.fused_runs = every_body;
+  loom_rewrite_report rep = {0};
+  ASSERT_OK(loom_graph_optimize(g, &o, &f, &rep));
+  ASSERT_EQ(count_loops(f), 1);
+  ASSERT_TRUE(rw_peak(f) <= o.limit);
+  check_same(f, g);
+  loom_rewrite_report_deinit(&rep);
+  loom_graph_destroy(f);
+  loom_graph_destroy(g);
+}
+
+/* Complex values are run op by op by the cpu evaluator and the GPU generator: not everywhere. */
+TEST(fused_bodies_with_complex_values_do_not_run_everywhere) {
+  loom_graph *g = rw_parse(
+      "graph g(x: c64[64,32], y: c64[64,32]) {\n  a = mul x x\n  b = add a y\n  m = mul b y\n"
+      "  s = reduce_sum m axes=[1]\n  return s\n}\n");
+  ASSERT_TRUE(g != NULL);
+  loom_graph *f = NULL;
+  ASSERT_OK(optimize(g, 0, true, &f, NULL));
+  int32_t seen = 0;
+  for (int32_t i = 0; i < f->n_ops; i++)
+    if (f->ops[i].fused) {
+      seen++;
+      bool complex = false;
+      for (int32_t v = 0; v < f->ops[i].fused->n_values; v++)
+        complex |= loom_dtype_is_complex(f->ops[i].fused->values[v].type.dtype);
+      ASSERT_EQ(loom_fused_body_runs_everywhere(f->ops[i].fused), !complex);
+    }
+  ASSERT_TRUE(seen >= 1);
+  loom_graph_destroy(f);
+  loom_graph_destroy(g);
+}
+
 TEST(fuse_values_read_outside_stay_outside) {
   /* e is returned, so it stays a value of the graph and an operand of the region after it */
   loom_graph *g = rw_parse(

@@ -191,6 +191,7 @@ static loom_status make_plan(loom_context *ctx, const loom_graph *g, const char 
                              loom_runner *runner, loom_graph **opt, loom_plan **plan) {
   loom_optimize_options o;
   loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   snprintf(runner->device, sizeof runner->device, "%s", device);
   runner->limit = limit > 0 ? limit : unconstrained_limit(ctx, device);
   static const char *const no_chunk[] = {"chunk"};
@@ -323,6 +324,7 @@ static int bench_dot(const dot_args *a, const dot_spec *d) {
   static const char *const no_chunk[] = {"chunk"};
   loom_optimize_options o;
   loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   o.disabled = no_chunk;
   o.n_disabled = 1;
   int rc = !g || loom_graph_optimize(g, &o, &whole, NULL) || loom_graph_estimate(whole, NULL, &e);

@@ -109,6 +109,7 @@ static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor
   memset(r, 0, sizeof *r);
   loom_optimize_options o;
   loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   o.limit = limit;
   loom_graph *opt = NULL;
   loom_plan *plan = NULL;

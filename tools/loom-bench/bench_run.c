@@ -39,6 +39,7 @@ static loom_status make_plan(loom_context *ctx, const char *device, const loom_g
   if (limit == 0) off[n_off++] = "chunk";
   loom_optimize_options o;
   loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   o.disabled = off;
   o.n_disabled = n_off;
   loom_runner runner = {"", limit};

@@ -235,6 +235,7 @@ static int check_devices(const options *o, state *st) {
 static int optimize(options *o, state *st) {
   loom_optimize_options opts;
   loom_optimize_options_init(&opts);
+  opts.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   opts.disabled = o->disabled;
   opts.n_disabled = o->n_disabled;
   loom_status s = loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &opts,

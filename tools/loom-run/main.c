@@ -458,6 +458,7 @@ static int resolve_runners(run_state *st, const run_options *opts) {
 static int optimize(run_state *st, const run_options *opts) {
   loom_optimize_options o;
   loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   o.disabled = opts->no_rewrite;
   o.n_disabled = opts->n_no_rewrite;
   if (loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &o, &st->optimized, &st->report,

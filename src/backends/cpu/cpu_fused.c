@@ -2041,6 +2041,29 @@ static loom_status run_split(const plan *P, int64_t tasks, int64_t group, int nt
                 : LOOM_OK;
 }
 
+loom_status loom__cpu_fused_supported(const loom_graph *body) {
+  if (!body) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: fused: body is NULL");
+  int32_t np = body->n_params, no = body->n_outputs;
+  loom__view *views = calloc((size_t)(np + no) + 1, sizeof *views);
+  loom__layout *lay = malloc(sizeof *lay * (size_t)(body->n_values + 1));
+  if (!views || !lay) {
+    free(views);
+    free(lay);
+    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory");
+  }
+  for (int32_t i = 0; i < np + no; i++) {
+    int32_t v = i < np ? body->params[i] : body->outputs[i - np];
+    views[i].type = body->values[v].type;
+    loom__view_dense_strides(&views[i].type, views[i].strides);
+  }
+  plan P;
+  loom_status s = build_plan(body, views, views + np, &P, lay);
+  plan_free(&P);
+  free(lay);
+  free(views);
+  return s;
+}
+
 loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const loom__view *out,
                             void *scratch, int64_t scratch_bytes) {
   (void)scratch; /* accumulators live per task, in registers and per-thread lanes */

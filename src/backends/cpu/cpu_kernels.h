@@ -38,5 +38,8 @@ loom_status loom__cpu_fourier(const loom_graph *g, const loom__op *op, const loo
  * body is only read. */
 loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const loom__view *out,
                             void *scratch, int64_t scratch_bytes);
+/* Whether loom__cpu_fused runs `body` with dense operands (LOOM_OK), or UNSUPPORTED naming what
+ * it does not run (as loom__cpu_fused would say); OUT_OF_MEMORY. Reads no data. */
+loom_status loom__cpu_fused_supported(const loom_graph *body);
 
 #endif

@@ -1256,6 +1256,21 @@ void loom__fz_kernel_free(loom__fz_kernel *k) {
   memset(k, 0, sizeof *k);
 }
 
+loom_status loom__fz_supported(const loom_graph *body, loom__fz_target target) {
+  if (!body) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "fused: body is NULL");
+  loom__dview *in = loom__calloc((size_t)body->n_params + 1, sizeof *in);
+  if (!in) return loom__oom("a fused body's check");
+  for (int32_t p = 0; p < body->n_params; p++) {
+    in[p].type = body->values[body->params[p]].type;
+    loom__view_dense_strides(&in[p].type, in[p].strides);
+  }
+  loom__fz_kernel k;
+  loom_status s = loom__fz_generate(body, in, target, true, 64, 0, &k);
+  loom__fz_kernel_free(&k);
+  loom__free(in);
+  return s;
+}
+
 int64_t loom__fz_reduced_count(const loom_graph *body) {
   if (body->n_ops == 0) return 1;
   const loom__op *last = &body->ops[body->n_ops - 1];

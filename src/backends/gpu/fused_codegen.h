@@ -69,6 +69,10 @@ typedef struct loom__fz_kernel {
 loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loom__fz_target target,
                               bool fp64, int32_t group, uint32_t flags, loom__fz_kernel *out);
 
+/* Whether loom__fz_generate writes a kernel for `body` with dense operands on a device with
+ * fp64 (LOOM_OK), or UNSUPPORTED naming what it cannot express; OUT_OF_MEMORY. */
+loom_status loom__fz_supported(const loom_graph *body, loom__fz_target target);
+
 /* Frees what loom__fz_generate made (accepts a zeroed kernel). */
 void loom__fz_kernel_free(loom__fz_kernel *k);
 
