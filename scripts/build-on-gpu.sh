@@ -81,6 +81,9 @@ step bench-cuda 60 ./loom-bench cuda --json "$OUT/bench-cuda.json"
 LOOM_CUDA_STAGING=0 step bench-cuda-nostaging 60 ./loom-bench cuda --reps 3
 step bench-kmv 75 ./loom-bench kmv --device cuda0 --n 10000,100000 --unfused-max 10000 --repeats 3
 step bench-kmv-1e6 60 ./loom-bench kmv --device cuda0 --n 1000000 --unfused-max 1 --repeats 1
+# The fused kernel's two layouts for reductions (docs/cuda.md, LOOM_CUDA_FUSED_LAYOUT), forced.
+LOOM_CUDA_FUSED_LAYOUT=group step bench-kmv-group 60 ./loom-bench kmv --device cuda0 --n 100000,1000000 --unfused-max 1 --repeats 1
+LOOM_CUDA_FUSED_LAYOUT=item step bench-kmv-item 60 ./loom-bench kmv --device cuda0 --n 100000,1000000 --unfused-max 1 --repeats 1
 step bench-suite 60 ./loom-bench suite --quick --devices cpu0,cuda0 --json "$OUT/suite.json"
 # Where the time of an end-to-end run on cuda0 goes: the memory manager's trace (copies,
 # allocations, stages) of a large SGEMM and of a small reduction.
