@@ -34,9 +34,9 @@ TEST(hmm_run_buffers_chained_on_cpu0) {
   for (int i = 0; i < 4096; i++) ASSERT_EQ(got[i], want[i]); /* small integers: exact */
 
   /* Counts and buffers are checked against the graph. */
-  loom_buffer *out = b;
-  ASSERT_EQ(loom_graph_run_buffers(ctx, "cpu0", g, &b, 1, &out, 2, NULL), LOOM_ERR_INVALID_ARGUMENT);
-  ASSERT_TRUE(out == NULL);
+  loom_buffer *outs[2] = {b, b}, *out = NULL;
+  ASSERT_EQ(loom_graph_run_buffers(ctx, "cpu0", g, &b, 1, outs, 2, NULL), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(outs[0] == NULL && outs[1] == NULL);
   loom_buffer *small = NULL, *none = NULL;
   ASSERT_OK(loom_buffer_allocate(m, 16, LOOM_F32, host, 0, &small));
   ASSERT_EQ(loom_graph_run_buffers(ctx, "cpu0", g, &small, 1, &out, 1, NULL), LOOM_ERR_INVALID_ARGUMENT);
