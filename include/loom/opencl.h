@@ -22,6 +22,7 @@
 #ifndef LOOM_OPENCL_H
 #define LOOM_OPENCL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -81,6 +82,17 @@ LOOM_API loom_status loom_context_device_cl(const loom_context *ctx, int32_t ind
  * device), UNSUPPORTED (the node already uses another context), OUT_OF_MEMORY. */
 LOOM_API loom_status loom_buffer_wrap_cl_mem(loom_mem_manager *m, int32_t node, cl_mem mem, int64_t bytes,
                                              loom_dtype dtype, loom_buffer **out_buffer);
+
+/* As loom_buffer_wrap_cl_mem, for the caller's shared virtual memory: `svm` from clSVMAlloc
+ * in `context` (which becomes the node's as mem's context does), fine-grained (allocated with
+ * CL_MEM_SVM_FINE_GRAIN_BUFFER) or coarse-grained as `fine_grained` says, `bytes` from svm
+ * (the caller vouches that they are allocated: OpenCL cannot tell). The host reaches the data
+ * through it as Loom's own SVM copies (mapped when coarse-grained). The caller frees svm with
+ * clSVMFree after loom_buffer_free(*out_buffer).
+ * Errors: as loom_buffer_wrap_cl_mem; UNSUPPORTED (the device offers no SVM of that grain). */
+LOOM_API loom_status loom_buffer_wrap_cl_svm(loom_mem_manager *m, int32_t node, cl_context context, void *svm,
+                                             bool fine_grained, int64_t bytes, loom_dtype dtype,
+                                             loom_buffer **out_buffer);
 
 /* Orders Loom's work on OpenCL node `node` after the caller's: every command the memory
  * manager and Loom's runs enqueue for the node after this call (copies, kernels) starts only

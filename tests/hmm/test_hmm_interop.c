@@ -84,6 +84,12 @@ static cl_uint ref_count(cl_mem mem) {
   return n;
 }
 
+static loom_mem_storage storage_of(loom_buffer *b, int32_t node) {
+  loom_buffer_node_info ni;
+  loom_buffer_node_info_get(b, node, &ni);
+  return ni.storage;
+}
+
 /* A manager over the test context's devices with no limits from the environment. */
 static loom_mem_manager *make_manager(loom_context *ctx, int32_t *out_node) {
   loom_mem_manager_options o;
@@ -209,6 +215,50 @@ TEST(hmm_interop_wrap_errors) {
   /* The first manager adopted nothing from the refusals: the caller's context still goes. */
   ASSERT_OK(loom_buffer_wrap_cl_mem(m, node, o.mem, 4096, LOOM_U8, &b));
   loom_buffer_free(b);
+  loom_mem_manager_destroy(m);
+  own_deinit(&o);
+  loom_context_destroy(ctx);
+}
+
+/* The caller's fine-grained SVM: written on the caller's queue, read by the HMM in place,
+ * written by the host through the HMM straight into it. */
+TEST(hmm_interop_wrap_cl_svm) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(hmm_test_context(&ctx));
+  int32_t node = -1;
+  loom_mem_manager *m = make_manager(ctx, &node);
+  ASSERT_TRUE(m != NULL);
+  loom_mem_node_info info;
+  if (!hmm_need_opencl(m, 1) || loom_mem_node_info_get(m, node, &info) ||
+      !(info.storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_FINE))) {
+    if (!loom_test_failed()) loom_test_skip("no fine-grained SVM on ocl0");
+    loom_mem_manager_destroy(m);
+    loom_context_destroy(ctx);
+    return;
+  }
+  const int64_t n = 1 << 16;
+  own_cl o;
+  ASSERT_TRUE(own_init(ctx, m, node, 16, &o));
+  uint8_t *svm = clSVMAlloc(o.context, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, (size_t)n, 0);
+  ASSERT_TRUE(svm != NULL);
+  uint8_t *pattern = malloc((size_t)n);
+  ASSERT_TRUE(pattern != NULL);
+  hmm_fill(pattern, n, 3);
+  ASSERT_EQ(clEnqueueSVMMemcpy(o.queue, CL_FALSE, svm, pattern, (size_t)n, 0, NULL, NULL), CL_SUCCESS);
+  loom_buffer *b = NULL;
+  ASSERT_EQ(loom_buffer_wrap_cl_svm(m, node, o.context, svm, true, n + 1, LOOM_I16, &b),
+            LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(loom_buffer_wrap_cl_svm(m, node, o.context, svm, true, n, LOOM_U8, &b));
+  ASSERT_OK(loom_mem_node_cl_wait(m, node, o.queue));
+  ASSERT_EQ(storage_of(b, node), LOOM_MEM_STORAGE_SVM_FINE);
+  ASSERT_EQ(hmm_buffer_mismatch(b, n, 3), -1);
+  ASSERT_OK(loom_buffer_write(b, 0, pattern + 1, n - 1));
+  ASSERT_OK(loom_mem_node_cl_signal(m, node, o.queue));
+  ASSERT_EQ(clFinish(o.queue), CL_SUCCESS);
+  ASSERT_EQ(memcmp(svm, pattern + 1, (size_t)(n - 1)), 0); /* fine-grained: the host sees it */
+  loom_buffer_free(b);
+  clSVMFree(o.context, svm);
+  free(pattern);
   loom_mem_manager_destroy(m);
   own_deinit(&o);
   loom_context_destroy(ctx);

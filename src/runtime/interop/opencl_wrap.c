@@ -66,6 +66,33 @@ loom_status loom_buffer_wrap_cl_mem(loom_mem_manager *m, int32_t node, cl_mem me
   return s;
 }
 
+loom_status loom_buffer_wrap_cl_svm(loom_mem_manager *m, int32_t node, cl_context context, void *svm,
+                                    bool fine_grained, int64_t bytes, loom_dtype dtype,
+                                    loom_buffer **out_buffer) {
+  const char *fn = "loom_buffer_wrap_cl_svm";
+  if (!out_buffer) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: out_buffer is NULL", fn);
+  *out_buffer = NULL;
+  if (!svm || !context)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, svm ? "context" : "svm");
+  loom_status s = check_cl_node(m, node, fn);
+  if (s != LOOM_OK) return s;
+  loom_mem_storage storage = fine_grained ? LOOM_MEM_STORAGE_SVM_FINE : LOOM_MEM_STORAGE_SVM_COARSE;
+  loom_mem_node_info info;
+  loom_mem_node_info_get(m, node, &info);
+  if (!(info.storages & LOOM_MEM_STORAGE_BIT(storage)))
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: %s offers no %s-grained SVM", fn, info.id,
+                       fine_grained ? "fine" : "coarse");
+  int64_t elem = loom_dtype_size(dtype);
+  if (elem <= 0 || bytes <= 0 || bytes % elem != 0)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %lld bytes is not a whole number of %s elements", fn,
+                       (long long)bytes, loom_dtype_name(dtype));
+  if ((s = adopt(m, node, context, "the context is", fn))) return s;
+  loom__hmm_alloc alloc = {.storage = storage, .bytes = bytes, .ptr = svm};
+  s = loom__buffer_wrap(m, node, bytes, dtype, &alloc, out_buffer);
+  if (s != LOOM_OK) loom__error_prefix("%s: ", fn);
+  return s;
+}
+
 /* The manager's context and queue for the node, after checking that `queue` shares the
  * context (adopting the queue's where the node has none yet). */
 static loom_status node_queue(loom_mem_manager *m, int32_t node, cl_command_queue queue, const char *fn,
