@@ -11,8 +11,8 @@ program project
 
   integer, parameter :: n = 200000
   ! The points are the columns of x: Fortran's x(3, n) is the graph's x: f32[n,3].
-  real(c_float), allocatable, target :: x(:, :), y(:), y_bad(:, :)
-  real(c_float), target :: w(3), s
+  real(c_float), allocatable, target :: x(:, :), y(:), y_bad(:, :), y_whole(:)
+  real(c_float), target :: w(3), s, s_whole
   real(c_double), allocatable :: y_ref(:)
   real(c_double) :: s_ref, y_err, s_err
   type(loom_context) :: ctx
@@ -57,6 +57,14 @@ program project
   ok = y_err <= 1e-5_c_double .and. s_err <= 1e-4_c_double
   ok = ok .and. all(info%stage_peak_bytes <= info%stage_limit_bytes) .and. info%n_stages >= 1
 
+  ! The same graph run whole, with no plan (on cpu0, under LOOM_MEM_LIMIT when set).
+  allocate (y_whole(n))
+  call check(loom_graph_run(ctx, graph, [loom_arg(x), loom_arg(w)], [loom_arg(y_whole), loom_arg(s_whole)]), &
+             'loom_graph_run')
+  print '(a,i0,a,i0,a,es10.2)', 'whole graph (', loom_graph_param_count(graph), ' inputs, ', &
+    loom_graph_output_count(graph), ' outputs): max |y - y_plan| = ', maxval(abs(y_whole - y))
+  ok = ok .and. maxval(abs(y_whole - y_ref)) <= 1e-5_c_double .and. abs(s_whole - s_ref)/s_ref <= 1e-4_c_double
+
   ! Errors come back as statuses with a message: an output array of the wrong shape, and .lir
   ! text that does not parse.
   allocate (y_bad(n, 1))
@@ -77,7 +85,7 @@ program project
   call loom_context_destroy(ctx)
   ! The main program's allocatables live until the end (they are saved): freed here, so that
   ! leak checkers (the sanitizer builds' tests) see nothing left.
-  deallocate (x, y, y_bad, y_ref)
+  deallocate (x, y, y_bad, y_whole, y_ref)
   if (.not. ok) then
     print '(a)', 'FAILED'
     error stop 1
