@@ -22,6 +22,16 @@ if(NOT _loom_fortran STREQUAL "OFF")
   endif()
 endif()
 
+# A sanitized library needs its users linked with its sanitizer's runtime: gfortran would link
+# GCC's beside the clang runtime of a clang build (make check-tsan), and the two refuse to run
+# together.
+if(LOOM_HAVE_FORTRAN AND (LOOM_SANITIZE OR LOOM_TSAN) AND
+   NOT CMAKE_C_COMPILER_ID STREQUAL CMAKE_Fortran_COMPILER_ID)
+  message(STATUS "Loom: the Fortran module is not built: a sanitized ${CMAKE_C_COMPILER_ID} build and "
+    "${CMAKE_Fortran_COMPILER_ID} Fortran's sanitizer runtime do not mix")
+  set(LOOM_HAVE_FORTRAN OFF)
+endif()
+
 if(LOOM_HAVE_FORTRAN)
   set(LOOM_FORTRAN_MODULE_DIR ${CMAKE_CURRENT_BINARY_DIR}/fortran)
   add_library(loom_fortran SHARED src/fortran/loom.f90)

@@ -8,7 +8,7 @@ if(LOOM_HAVE_FORTRAN)
     COMMAND loom_fortran_example ${CMAKE_SOURCE_DIR}/examples/fortran/project.lir cpu0:1MiB)
 else()
   add_test(NAME fortran.example
-    COMMAND sh -c "echo 'no Fortran compiler at configure time (install gfortran)'; exit 77")
+    COMMAND sh -c "echo 'the Fortran module is not built (no Fortran compiler, LOOM_FORTRAN=OFF, or a sanitized clang build)'; exit 77")
 endif()
 set_tests_properties(fortran.example PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
   ENVIRONMENT "${LOOM_TEST_ENV}")
