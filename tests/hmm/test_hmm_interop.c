@@ -50,6 +50,9 @@ TEST(hmm_run_buffers_chained_on_cpu0) {
 }
 
 #if LOOM_HAVE_OPENCL
+#include <pthread.h>
+#include <time.h>
+
 #include "loom/opencl.h"
 
 /* The test's own OpenCL objects on the device of node `node`. */
@@ -169,6 +172,117 @@ TEST(hmm_interop_wrap_cl_mem) {
   ASSERT_EQ(hmm_mismatch(back, n - 16, 9), -1);
   free(pattern);
   free(back);
+  loom_mem_manager_destroy(m);
+  own_deinit(&o);
+  loom_context_destroy(ctx);
+}
+
+typedef struct release_later {
+  cl_event gate;
+} release_later;
+
+/* Opens the gate a little later, from another thread: until then the caller's queue is held. */
+static void *open_gate(void *arg) {
+  release_later *r = arg;
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  clSetUserEventStatus(r->gate, CL_COMPLETE);
+  return NULL;
+}
+
+/* Loom's read waits for the caller's write, which waits for a gate the test opens later: had
+ * the manager's queue not been told to wait, it would read the old contents. */
+TEST(hmm_interop_wait_orders_after_the_callers_queue) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(hmm_test_context(&ctx));
+  int32_t node = -1;
+  loom_mem_manager *m = make_manager(ctx, &node);
+  ASSERT_TRUE(m != NULL);
+  if (!hmm_need_opencl(m, 1)) {
+    loom_mem_manager_destroy(m);
+    loom_context_destroy(ctx);
+    return;
+  }
+  const int64_t n = 1 << 16;
+  own_cl o;
+  ASSERT_TRUE(own_init(ctx, m, node, (size_t)n, &o));
+  uint8_t *old = malloc((size_t)n), *pattern = malloc((size_t)n), *got = malloc((size_t)n);
+  ASSERT_TRUE(old && pattern && got);
+  hmm_fill(old, n, 1);
+  hmm_fill(pattern, n, 2);
+  ASSERT_EQ(clEnqueueWriteBuffer(o.queue, o.mem, CL_TRUE, 0, (size_t)n, old, 0, NULL, NULL), CL_SUCCESS);
+  cl_int err = CL_SUCCESS;
+  release_later r = {clCreateUserEvent(o.context, &err)};
+  ASSERT_EQ(err, CL_SUCCESS);
+  ASSERT_EQ(clEnqueueWriteBuffer(o.queue, o.mem, CL_FALSE, 0, (size_t)n, pattern, 1, &r.gate, NULL),
+            CL_SUCCESS);
+  loom_buffer *b = NULL;
+  ASSERT_OK(loom_buffer_wrap_cl_mem(m, node, o.mem, n, LOOM_U8, &b));
+  ASSERT_OK(loom_mem_node_cl_wait(m, node, o.queue));
+  pthread_t opener;
+  ASSERT_EQ(pthread_create(&opener, NULL, open_gate, &r), 0);
+  loom_status s = loom_buffer_read(b, 0, got, n);
+  pthread_join(opener, NULL);
+  ASSERT_OK(s);
+  ASSERT_EQ(hmm_mismatch(got, n, 2), -1);
+  loom_buffer_free(b);
+  clReleaseEvent(r.gate);
+  free(old);
+  free(pattern);
+  free(got);
+  loom_mem_manager_destroy(m);
+  own_deinit(&o);
+  loom_context_destroy(ctx);
+}
+
+/* The caller's read waits for Loom's queued write, which waits (through a second queue of the
+ * caller's, held by a gate the test opens later) behind the gate: had the caller's queue not
+ * been told to wait, it would read the old contents. */
+TEST(hmm_interop_signal_orders_the_callers_queue_after) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(hmm_test_context(&ctx));
+  int32_t node = -1;
+  loom_mem_manager *m = make_manager(ctx, &node);
+  ASSERT_TRUE(m != NULL);
+  if (!hmm_need_opencl(m, 1)) {
+    loom_mem_manager_destroy(m);
+    loom_context_destroy(ctx);
+    return;
+  }
+  const int64_t n = 1 << 16;
+  own_cl o;
+  ASSERT_TRUE(own_init(ctx, m, node, (size_t)n, &o));
+  uint8_t *old = malloc((size_t)n), *pattern = malloc((size_t)n), *got = malloc((size_t)n);
+  ASSERT_TRUE(old && pattern && got);
+  hmm_fill(old, n, 4);
+  hmm_fill(pattern, n, 5);
+  ASSERT_EQ(clEnqueueWriteBuffer(o.queue, o.mem, CL_TRUE, 0, (size_t)n, old, 0, NULL, NULL), CL_SUCCESS);
+  cl_device_id device = NULL;
+  ASSERT_EQ(clGetCommandQueueInfo(o.queue, CL_QUEUE_DEVICE, sizeof device, &device, NULL), CL_SUCCESS);
+  cl_int err = CL_SUCCESS;
+  cl_command_queue held = clCreateCommandQueueWithProperties(o.context, device, NULL, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  release_later r = {clCreateUserEvent(o.context, &err)};
+  ASSERT_EQ(err, CL_SUCCESS);
+  ASSERT_EQ(clEnqueueBarrierWithWaitList(held, 1, &r.gate, NULL), CL_SUCCESS);
+  loom_buffer *b = NULL;
+  ASSERT_OK(loom_buffer_wrap_cl_mem(m, node, o.mem, n, LOOM_U8, &b));
+  ASSERT_OK(loom_mem_node_cl_wait(m, node, held));
+  /* Queued on the manager's queue, behind the gate; the host does not wait. */
+  ASSERT_OK(loom__buffer_write_queued(b, 0, pattern, n));
+  ASSERT_OK(loom_mem_node_cl_signal(m, node, o.queue));
+  ASSERT_EQ(clEnqueueReadBuffer(o.queue, o.mem, CL_FALSE, 0, (size_t)n, got, 0, NULL, NULL), CL_SUCCESS);
+  pthread_t opener;
+  ASSERT_EQ(pthread_create(&opener, NULL, open_gate, &r), 0);
+  ASSERT_EQ(clFinish(o.queue), CL_SUCCESS);
+  pthread_join(opener, NULL);
+  ASSERT_EQ(hmm_mismatch(got, n, 5), -1);
+  loom_buffer_free(b);
+  clReleaseEvent(r.gate);
+  clReleaseCommandQueue(held);
+  free(old);
+  free(pattern);
+  free(got);
   loom_mem_manager_destroy(m);
   own_deinit(&o);
   loom_context_destroy(ctx);

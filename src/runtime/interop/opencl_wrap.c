@@ -30,7 +30,15 @@ static loom_status caller_error(cl_int err, const char *call, const char *fn) {
 static loom_status adopt(loom_mem_manager *m, int32_t node, cl_context context, const char *what,
                          const char *fn) {
   loom_status s = loom__hmm_opencl_adopt_context(m, node, context);
-  if (s != LOOM_OK) loom__error_prefix("%s: %s of another OpenCL context than the node's: ", fn, what);
+  if (s != LOOM_OK) {
+    loom__error_prefix("%s: %s of another OpenCL context than the node's: ", fn, what);
+    return s;
+  }
+  /* The node's queue too: the HMM makes it with the node's first allocation, and every copy
+   * to or from a copy on the node runs on it, a wrapped copy's as well. */
+  void *own_context = NULL, *own_queue = NULL;
+  s = loom__hmm_opencl_queue(m, node, &own_context, &own_queue);
+  if (s != LOOM_OK) loom__error_prefix("%s: ", fn);
   return s;
 }
 
