@@ -385,3 +385,27 @@ TEST(hmm_interop_wrap_cl_mem) {
 }
 
 #endif
+
+#if LOOM_HAVE_CUDA
+#include "loom/cuda.h"
+
+/* Without a CUDA device in sight, the argument checks of loom/cuda.h's interop: a node that is
+ * not a CUDA device's is refused with a message, and nothing is wrapped. (The calls on a CUDA
+ * device are examples/interop/cuda_reduce.c, ctest interop.cuda.) */
+TEST(hmm_interop_cuda_checks) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  loom_mem_manager *m = NULL;
+  ASSERT_OK(loom_context_memory(ctx, &m));
+  int32_t host = hmm_node(m, "host0");
+  float x = 0;
+  loom_buffer *b = (loom_buffer *)&x;
+  ASSERT_EQ(loom_buffer_wrap_cuda_ptr(m, host, &x, sizeof x, LOOM_F32, &b), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "host0 is not a CUDA device's memory node");
+  ASSERT_TRUE(b == NULL);
+  ASSERT_EQ(loom_buffer_wrap_cuda_ptr(m, host, NULL, 4, LOOM_F32, &b), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(loom_mem_node_cuda_wait(m, host, NULL), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(loom_mem_node_cuda_signal(NULL, 0, NULL), LOOM_ERR_INVALID_ARGUMENT);
+  loom_context_destroy(ctx);
+}
+#endif
