@@ -5,7 +5,7 @@
 !> Usage: loom_fortran_example [project.lir [runners]]   (runners default "cpu0:1MiB")
 !> Exit status 0 when the results match and every stage's peak is within its limit.
 program project
-  use, intrinsic :: iso_c_binding, only: c_float, c_double, c_int64_t
+  use, intrinsic :: iso_c_binding, only: c_float, c_double, c_int64_t, c_bool
   use loom
   implicit none
 
@@ -13,10 +13,12 @@ program project
   ! The points are the columns of x: Fortran's x(3, n) is the graph's x: f32[n,3].
   real(c_float), allocatable, target :: x(:, :), y(:), y_bad(:, :), y_whole(:)
   real(c_float), target :: w(3), s, s_whole
+  logical(c_bool), allocatable, target :: positive(:)
+  integer(c_int64_t), target :: top
   real(c_double), allocatable :: y_ref(:)
   real(c_double) :: s_ref, y_err, s_err
   type(loom_context) :: ctx
-  type(loom_graph) :: graph, bad
+  type(loom_graph) :: graph, bad, signs
   type(loom_plan) :: plan
   type(loom_run_info) :: info
   character(len=4096) :: path, runners
@@ -65,6 +67,19 @@ program project
     loom_graph_output_count(graph), ' outputs): max |y - y_plan| = ', maxval(abs(y_whole - y))
   ok = ok .and. maxval(abs(y_whole - y_ref)) <= 1e-5_c_double .and. abs(s_whole - s_ref)/s_ref <= 1e-4_c_double
 
+  ! Graphs from text, and other element types: which projections are positive (bool) and the
+  ! index of the largest (i64, counting from 0), on an integer copy of y's signs.
+  status = loom_graph_parse(signs, 'graph signs(y: f32[200000]) {'//new_line('a')// &
+                            '  zero = fill value=0 : f32[200000]'//new_line('a')// &
+                            '  pos = gt y zero'//new_line('a')// &
+                            '  top = argmax y axis=0'//new_line('a')// &
+                            '  return pos, top'//new_line('a')//'}', 'signs.lir')
+  call check(status, 'loom_graph_parse')
+  allocate (positive(n))
+  call check(loom_graph_run(ctx, signs, [loom_arg(y)], [loom_arg(positive), loom_arg(top)]), 'loom_graph_run')
+  print '(a,i0,a,i0,a,i0)', 'positive: ', count(positive), ' (expected ', count(y > 0), '), argmax ', top
+  ok = ok .and. all(positive .eqv. (y > 0)) .and. top + 1 == maxloc(y, 1)
+
   ! Errors come back as statuses with a message: an output array of the wrong shape, and .lir
   ! text that does not parse.
   allocate (y_bad(n, 1))
@@ -82,10 +97,11 @@ program project
   call loom_plan_destroy(plan)
   call loom_graph_destroy(graph)
   call loom_graph_destroy(bad)
+  call loom_graph_destroy(signs)
   call loom_context_destroy(ctx)
   ! The main program's allocatables live until the end (they are saved): freed here, so that
   ! leak checkers (the sanitizer builds' tests) see nothing left.
-  deallocate (x, y, y_bad, y_whole, y_ref)
+  deallocate (x, y, y_bad, y_whole, y_ref, positive)
   if (.not. ok) then
     print '(a)', 'FAILED'
     error stop 1

@@ -22,7 +22,7 @@
 !> - Element types: real(c_float) f32, real(c_double) f64, complex(c_float_complex) c64,
 !>   complex(c_double_complex) c128, integer(c_int8_t) i8, integer(c_int16_t) i16,
 !>   integer(c_int32_t) i32, integer(c_int64_t) i64 (argmax/argmin/topk indices are i64 and
-!>   count from 0).
+!>   count from 0), logical(c_bool) bool.
 !> - Thread safety: as the C calls they wrap (a context from one thread at a time). The
 !>   messages of this module's own checks (a non-contiguous array, an output array whose
 !>   shape does not match) are kept per process, Loom's per thread.
@@ -98,7 +98,7 @@ module loom
   !> `a` must have the TARGET attribute and stay alive and unmoved until the run returns;
   !> Loom reads inputs from it and writes outputs into it.
   interface loom_arg
-    module procedure arg_f32, arg_f64, arg_c64, arg_c128, arg_i8, arg_i16, arg_i32, arg_i64
+    module procedure arg_f32, arg_f64, arg_c64, arg_c128, arg_i8, arg_i16, arg_i32, arg_i64, arg_bool
   end interface loom_arg
 
   ! ---- the C structs this module fills (bind(C) mirrors of loom/*.h) -----------------------
@@ -569,6 +569,13 @@ contains
     arg = describe(LOOM_I64, rank(a), shape(a, c_int64_t), is_contiguous(a))
     if (len_trim(arg%problem) == 0 .and. size(a) > 0) arg%data = c_loc(a)
   end function arg_i64
+
+  function arg_bool(a) result(arg)
+    logical(c_bool), dimension(..), intent(in), target :: a
+    type(loom_arg) :: arg
+    arg = describe(LOOM_BOOL, rank(a), shape(a, c_int64_t), is_contiguous(a))
+    if (len_trim(arg%problem) == 0 .and. size(a) > 0) arg%data = c_loc(a)
+  end function arg_bool
 
   ! The element type and the reversed shape; a problem instead when the array cannot be
   ! passed in place (a strided section would need a copy that does not outlive loom_arg).
