@@ -61,10 +61,19 @@ typedef struct program {
   cl_mem x;
 } program;
 
-/* The first OpenCL device Loom has; its index in the Loom context. -1: none. */
-static int32_t find_device(const loom_context *ctx, cl_device_id *out_device) {
-  for (int32_t i = 0; i < loom_context_device_count(ctx); i++)
-    if (loom_context_device_cl(ctx, i, NULL, out_device) == LOOM_OK) return i;
+/* The first OpenCL device whose memory Loom manages through OpenCL (a GPU that CUDA drives
+ * too is managed through CUDA); its index in the Loom context. -1: none. */
+static int32_t find_device(loom_context *ctx, cl_device_id *out_device) {
+  loom_mem_manager *m;
+  if (loom_context_memory(ctx, &m) != LOOM_OK) return -1;
+  for (int32_t i = 0; i < loom_context_device_count(ctx); i++) {
+    int32_t node;
+    loom_mem_node_info info;
+    if (loom_context_device_cl(ctx, i, NULL, out_device) == LOOM_OK &&
+        loom_mem_device_node(m, i, &node) == LOOM_OK && loom_mem_node_info_get(m, node, &info) == LOOM_OK &&
+        (info.storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CL_BUFFER)))
+      return i;
+  }
   return -1;
 }
 

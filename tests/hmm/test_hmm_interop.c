@@ -99,7 +99,15 @@ static loom_mem_manager *make_manager(loom_context *ctx, int32_t *out_node) {
   hmm_test_options(&o, LOOM_MEM_MODE_AUTO, LOOM_MEM_POLICY_AGGRESSIVE);
   loom_mem_manager *m = NULL;
   if (loom_mem_manager_create(ctx, &o, &m)) return NULL;
-  *out_node = hmm_node(m, "ocl0");
+  /* The first node Loom manages through OpenCL (not "ocl0" by name: where CUDA drives a GPU
+   * that OpenCL shows too, that device's node is CUDA's). */
+  *out_node = -1;
+  for (int32_t i = 0; i < loom_mem_node_count(m) && *out_node < 0; i++) {
+    loom_mem_node_info info;
+    if (loom_mem_node_info_get(m, i, &info) == LOOM_OK && info.kind == LOOM_MEMORY_DEVICE &&
+        (info.storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_CL_BUFFER)))
+      *out_node = i;
+  }
   return m;
 }
 
@@ -345,7 +353,7 @@ TEST(hmm_interop_wrap_cl_svm) {
   loom_mem_node_info info;
   if (!hmm_need_opencl(m, 1) || loom_mem_node_info_get(m, node, &info) ||
       !(info.storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_FINE))) {
-    if (!loom_test_failed()) loom_test_skip("no fine-grained SVM on ocl0");
+    if (!loom_test_failed()) loom_test_skip("no fine-grained SVM on the first OpenCL node");
     loom_mem_manager_destroy(m);
     loom_context_destroy(ctx);
     return;
