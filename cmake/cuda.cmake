@@ -61,7 +61,8 @@ if(LOOM_HAVE_CUDA)
     ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/cuda/*.c ${CMAKE_CURRENT_SOURCE_DIR}/kernels/cuda/*.cu)
   list(REMOVE_ITEM _loom_cuda_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/cuda/cuda_device.c)
   # loom/cuda.h's functions (the CUDA objects behind devices and memory nodes).
-  list(APPEND LOOM_SOURCES ${_loom_cuda_sources} ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/interop/cuda.c)
+  list(APPEND LOOM_SOURCES ${_loom_cuda_sources} ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/interop/cuda.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/interop/cuda_wrap.c)
   # The kernels include src/ (cuda_kernels.h, backends/gpu/gpu_meta.h) like every library source; nvcc
   # gets no C warning or sanitizer flags (the top CMakeLists.txt gives those to C alone).
   # nvcc's objects need the C++ runtime when linked by the C compiler.

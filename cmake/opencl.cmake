@@ -17,7 +17,8 @@ if(NOT _loom_opencl STREQUAL "OFF")
     set(LOOM_HAVE_OPENCL ON)
     file(GLOB _loom_opencl_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/backends/opencl/*.c)
     # loom/opencl.h's functions (the OpenCL objects behind devices and memory nodes).
-    list(APPEND LOOM_SOURCES ${_loom_opencl_sources} ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/interop/opencl.c)
+    list(APPEND LOOM_SOURCES ${_loom_opencl_sources} ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/interop/opencl.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/src/runtime/interop/opencl_wrap.c)
     list(APPEND LOOM_PRIVATE_LIBS OpenCL::OpenCL)
     # The API level Loom is written against; newer calls are looked up at run time.
     list(APPEND LOOM_BACKEND_DEFS LOOM_HAVE_OPENCL=1 CL_TARGET_OPENCL_VERSION=300)

@@ -9,6 +9,7 @@ packages=(
   libclblast-dev libclfft-dev
   libhwloc-dev libopenblas-dev libopenblas-openmp-dev libfftw3-dev
   clang libclang-rt-dev clang-format
+  gfortran
 )
 
 missing=()

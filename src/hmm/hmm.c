@@ -435,6 +435,18 @@ loom__hmm_node *loom__hmm_node_at(const loom_mem_manager *m, int32_t index) {
   return &m->nodes[index];
 }
 
+loom_status loom__hmm_node_call(loom_mem_manager *m, int32_t node, const loom__hmm_backend *backend,
+                                const char *what, loom_status (*fn)(loom__hmm_node *node, void *arg),
+                                void *arg) {
+  if (!m || node < 0 || node >= m->node_count || m->nodes[node].backend != backend)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: node %d is not driven by the %s memory backend", what,
+                       (int)node, backend->name);
+  loom__hmm_lock(m);
+  loom_status s = fn(&m->nodes[node], arg);
+  loom__hmm_unlock(m);
+  return s;
+}
+
 loom_status loom__hmm_node_queue(loom_mem_manager *m, int32_t node, const loom__hmm_backend *backend,
                                  const char *what, void **out_first, void **out_second) {
   if (out_first) *out_first = NULL;

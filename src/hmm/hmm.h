@@ -116,6 +116,9 @@ struct loom_buffer {
   bool read_mostly;
   uint64_t accessed_by; /* bit n: node n */
   int32_t pins;
+  /* Its copy on `node` is the caller's memory (loom__buffer_wrap): one pin that
+   * loom_buffer_unpin cannot take away keeps it there. */
+  bool wrapped;
   uint64_t evict_mark; /* eviction pass that already tried it */
   loom__hmm_map *maps;
   int64_t accesses, migrations, prefetches, copies, bytes_moved, evictions;
@@ -356,6 +359,15 @@ loom_status loom__buffer_write_ahead(loom_buffer *b, int64_t offset, const void 
  * loom__buffer_write_ahead, the host waiting for nothing; nothing to do when none is
  * pending. Takes the lock. Errors: the backend's (the copy has then been waited for). */
 loom_status loom__buffer_join(loom_buffer *b);
+
+/* Makes a buffer of `bytes` (a multiple of dtype's size, at most the allocation's) whose copy
+ * on `node` is the caller's memory `alloc` (external set here), owner of its contents: pinned
+ * there for good (never evicted or moved; other copies come and go as for any buffer), never
+ * freed by the HMM and not counted against the node's limit. The caller keeps the memory alive
+ * until loom_buffer_free(*out_buffer). Takes the lock. Errors: INVALID_ARGUMENT (node out of
+ * range, bad dtype or size), OUT_OF_MEMORY (the buffer's record). */
+loom_status loom__buffer_wrap(loom_mem_manager *m, int32_t node, int64_t bytes, loom_dtype dtype,
+                              const loom__hmm_alloc *alloc, loom_buffer **out_buffer);
 
 /* Releases the oldest cached allocations of a node's pool until it caches at most `max_cached`
  * bytes (none when max_cached <= 0), not counting and keeping one allocation of exactly

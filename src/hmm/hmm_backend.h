@@ -28,6 +28,9 @@ typedef struct loom__hmm_alloc {
   void *ptr;                /* host memory, or the SVM pointer */
   void *cl_mem;             /* cl_mem of a CL_BUFFER */
   bool bound;               /* host memory from hwloc_alloc_membind (freed with hwloc_free) */
+  /* The caller's memory, wrapped (loom_buffer_wrap_cl_mem): never freed, pooled or counted
+   * against the node; it stays with its buffer until the buffer is freed. */
+  bool external;
 } loom__hmm_alloc;
 
 /* A buffer's advice (loom_buffer_advise) as a backend passes it on. */
@@ -126,6 +129,21 @@ loom__hmm_node *loom__hmm_node_at(const loom_mem_manager *m, int32_t index);
  * hook's. */
 loom_status loom__hmm_node_queue(loom_mem_manager *m, int32_t node, const loom__hmm_backend *backend,
                                  const char *what, void **out_first, void **out_second);
+
+/* Runs fn(node, arg) under the manager's lock, for a backend's own entries that change what
+ * it keeps for a node (the OpenCL backend adopting a caller's context). Errors:
+ * INVALID_ARGUMENT when the node is not one of `backend`'s (naming `what`), and fn's. */
+loom_status loom__hmm_node_call(loom_mem_manager *m, int32_t node, const loom__hmm_backend *backend,
+                                const char *what, loom_status (*fn)(loom__hmm_node *node, void *arg),
+                                void *arg);
+
+/* Makes `context` (a cl_context holding the node's device) the one the HMM uses for OpenCL
+ * node `node`, so that the caller's cl_mem objects of that context can be its buffers' copies
+ * there: retained, where the node has no context yet (nothing was allocated there); nothing
+ * to do where it already is the node's. Errors: INVALID_ARGUMENT (not an OpenCL node, a
+ * context without the node's device), UNSUPPORTED (the node already has another context).
+ * Defined by backends/opencl/opencl_memory.c. */
+loom_status loom__hmm_opencl_adopt_context(loom_mem_manager *m, int32_t node, void *context);
 
 /* The OpenCL context and in-order queue the HMM uses for a device node, made on first use
  * (cl_context, cl_command_queue as void *; not retained: they live as long as the manager).

@@ -166,6 +166,42 @@ loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype 
   return LOOM_OK;
 }
 
+loom_status loom__buffer_wrap(loom_mem_manager *m, int32_t node, int64_t bytes, loom_dtype dtype,
+                              const loom__hmm_alloc *alloc, loom_buffer **out_buffer) {
+  *out_buffer = NULL;
+  loom_status s = check_allocate(m, bytes, dtype, node, 0);
+  if (s != LOOM_OK) return s;
+  if (bytes > alloc->bytes)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "wrapping memory of %lld bytes as a buffer of %lld bytes",
+                       (long long)alloc->bytes, (long long)bytes);
+  loom__hmm_lock(m);
+  loom_buffer *b = record_take(m);
+  if (!b) {
+    loom__hmm_unlock(m);
+    return loom__oom("a buffer");
+  }
+  b->m = m;
+  b->bytes = bytes;
+  b->dtype = dtype;
+  b->flags = LOOM_MEM_PINNED;
+  b->node = node;
+  b->preferred = node;
+  b->pins = 1;
+  b->wrapped = true;
+  b->mode = m->mode;
+  b->id = ++m->next_id;
+  loom__hmm_copy *c = &b->copy[node];
+  c->alloc = *alloc;
+  c->alloc.external = true;
+  c->state = LOOM_MEM_OWNER;
+  c->last_use = loom__hmm_tick(m);
+  link_buffer(m, b);
+  loom__hmm_trace_instant(m, "wrap", node, b, bytes);
+  loom__hmm_unlock(m);
+  *out_buffer = b;
+  return LOOM_OK;
+}
+
 void loom_buffer_free(loom_buffer *b) {
   if (!b) return;
   loom_mem_manager *m = b->m;
@@ -181,6 +217,8 @@ void loom_buffer_free(loom_buffer *b) {
     }
     loom__free(map);
   }
+  /* A wrapped copy is the caller's memory: nothing to give back. */
+  if (b->wrapped) memset(&b->copy[b->node].alloc, 0, sizeof b->copy[b->node].alloc);
   for (int32_t i = 0; i < m->node_count; i++) {
     b->copy[i].in_use = 0;
     loom__hmm_copy_drop(m, b, i, true);
@@ -443,9 +481,10 @@ loom_status loom_buffer_unpin(loom_buffer *b) {
   if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_unpin: buffer is NULL");
   loom__hmm_lock(b->m);
   loom_status s = LOOM_OK;
-  if (b->pins == 0)
-    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_unpin: buffer %llu is not pinned",
-                    (unsigned long long)b->id);
+  if (b->pins <= (b->wrapped ? 1 : 0))
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_unpin: buffer %llu is not pinned%s",
+                    (unsigned long long)b->id,
+                    b->wrapped ? " (beyond the pin of the caller's memory it wraps)" : "");
   else
     b->pins--;
   loom__hmm_unlock(b->m);

@@ -144,6 +144,13 @@ void loom__hmm_copy_drop(loom_mem_manager *m, loom_buffer *b, int32_t node, bool
     n->backend->wait(n, c->event);
     c->event = NULL;
   }
+  if (c->alloc.external) {
+    /* The caller's memory stays the buffer's (invalid until made valid again), whatever
+     * drops it: it is the caller's to free, and the place the caller reads the data. */
+    c->state = LOOM_MEM_INVALID;
+    normalize(b);
+    return;
+  }
   if (c->alloc.storage != LOOM_MEM_STORAGE_NONE) {
     int64_t bytes = c->alloc.bytes;
     loom__hmm_trace_instant(m, "free", node, b, bytes);

@@ -37,3 +37,15 @@ run(${CC} -std=c11 ${san_flags} ${SOURCE_DIR}/examples/embed/main.c -o ${WORK}/e
 file(GLOB _libdirs ${PREFIX}/lib*)
 run(env LD_LIBRARY_PATH=${PREFIX}/lib:${PREFIX}/lib64 ${WORK}/embed-pc)
 message("pkg-config: ${LAST_OUT}")
+
+# 3. The Fortran module (`use loom`, Loom::loom_fortran), where this Loom was built with one:
+#    the installed loom.mod and library, with the compiler Loom was built with.
+if(FC)
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/fortran -B ${WORK}/fortran-build -G ${GENERATOR}
+      -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_Fortran_COMPILER=${FC}
+      "-DCMAKE_Fortran_FLAGS=${san_string}" "-DCMAKE_EXE_LINKER_FLAGS=${san_string}")
+  run(${CMAKE_COMMAND} --build ${WORK}/fortran-build)
+  run(env LD_LIBRARY_PATH=${PREFIX}/lib:${PREFIX}/lib64 ${WORK}/fortran-build/loom_fortran_example
+      ${SOURCE_DIR}/examples/fortran/project.lir)
+  message("fortran package: ${LAST_OUT}")
+endif()

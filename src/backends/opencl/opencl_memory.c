@@ -459,6 +459,45 @@ const loom__hmm_backend loom__hmm_opencl_backend = {
     .queue = cl_queue,
 };
 
+/* Under the manager's lock (loom__hmm_node_call). Only this node takes the caller's context:
+ * the platform's other nodes keep (or later make) Loom's, and copies between them and this
+ * one go through host memory. */
+static loom_status adopt_context(loom__hmm_node *node, void *arg) {
+  cl_node *c = loom__hmm_node_state(node);
+  cl_context context = arg;
+  if (c->context == context) return LOOM_OK;
+  if (c->context)
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "%s already uses an OpenCL context of Loom's own (memory was allocated there before): "
+                       "wrap the caller's memory before Loom uses the device, or make it in Loom's context "
+                       "(loom_mem_node_cl_queue)",
+                       loom__hmm_node_id(node));
+  cl_uint n = 0;
+  cl_int err = clGetContextInfo(context, CL_CONTEXT_NUM_DEVICES, sizeof n, &n, NULL);
+  cl_device_id devices[64];
+  if (err == CL_SUCCESS && n > LOOM_ARRAY_SIZE(devices)) n = LOOM_ARRAY_SIZE(devices);
+  if (err == CL_SUCCESS)
+    err = clGetContextInfo(context, CL_CONTEXT_DEVICES, n * sizeof devices[0], devices, NULL);
+  if (err != CL_SUCCESS) {
+    loom_status s = loom__cl_status(err, "clGetContextInfo");
+    loom__error_prefix("%s: the caller's context: ", loom__hmm_node_id(node));
+    return s == LOOM_ERR_INTERNAL ? LOOM_ERR_INVALID_ARGUMENT : s;
+  }
+  bool found = false;
+  for (cl_uint k = 0; k < n && !found; k++) found = devices[k] == c->device;
+  if (!found)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: the caller's OpenCL context does not hold its device",
+                       loom__hmm_node_id(node));
+  clRetainContext(context);
+  c->context = context;
+  return LOOM_OK;
+}
+
+loom_status loom__hmm_opencl_adopt_context(loom_mem_manager *m, int32_t node, void *context) {
+  return loom__hmm_node_call(m, node, &loom__hmm_opencl_backend, "loom__hmm_opencl_adopt_context",
+                             adopt_context, context);
+}
+
 loom_status loom__hmm_opencl_queue(loom_mem_manager *m, int32_t node, void **out_context, void **out_queue) {
   return loom__hmm_node_queue(m, node, &loom__hmm_opencl_backend, "loom__hmm_opencl_queue", out_context,
                               out_queue);
