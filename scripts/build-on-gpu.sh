@@ -76,7 +76,7 @@ grep -E "^-- Loom" "$LOG" | tee "$OUT/configure.txt"
 
 cd $B
 step loom-info 30 ./loom-info
-step ctest-cuda 180 ctest -R '^(conformance\.)?cuda' --output-on-failure -j4 --timeout 150
+step ctest-cuda 180 ctest -R '^(conformance\.)?cuda|^interop\.cuda' --output-on-failure -j4 --timeout 150
 step bench-cuda 60 ./loom-bench cuda --json "$OUT/bench-cuda.json"
 LOOM_CUDA_STAGING=0 step bench-cuda-nostaging 60 ./loom-bench cuda --reps 3
 step bench-kmv 75 ./loom-bench kmv --device cuda0 --n 10000,100000 --unfused-max 10000 --repeats 3
