@@ -197,10 +197,16 @@ typedef enum loom_combine {
 LOOM_API const char *loom_combine_name(loom_combine combine);
 
 /* How one operand reaches the body: sliced along `axis` (>= 0) from `offset` on, or whole
- * (axis -1, offset 0). */
+ * (axis -1, offset 0). A sliced operand may read a window (docs/ir-loops.md, "Windows"): with
+ * `stride` S > 1 or `halo` H > 0, piece [lo, hi) reads elements [offset + lo S, offset + (hi - 1)
+ * S + 1 + H) along the axis, overlapping its neighbours' where H >= S, and reads zeros where
+ * that passes either end of the operand (a convolution's padding: offset may then be
+ * negative). stride 0 means 1, so {axis, offset} alone is a plain slice. */
 typedef struct loom_loop_input {
   int32_t axis;
   int64_t offset;
+  int64_t stride;
+  int64_t halo;
 } loom_loop_input;
 
 /* How one result is combined: `axis` for CONCAT (the result's axis the pieces fill) and TOPK

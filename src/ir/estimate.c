@@ -316,9 +316,15 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
   int64_t slices = loom__loop_trips(l) > 1 ? 2 : 1;
   for (int32_t i = 0; i < op->n_inputs; i++) {
     int64_t bytes = 0;
-    if (l->rules[i].axis >= 0 && loom__value_streamed(g, op->inputs[i]))
-      loom_type_bytes(&b->values[b->params[i]].type, &bytes);
-    total += slices * bytes;
+    const loom_loop_input *r = &l->rules[i];
+    if (r->axis < 0) continue;
+    bool streamed = loom__value_streamed(g, op->inputs[i]);
+    /* A window that passes the operand's ends reads padding: that piece's parameter is a copy
+     * (the padding, then the part in reach). A streamed operand's slices hold it; any other
+     * needs one piece's copy of its own. */
+    bool pads = !streamed && loom__loop_window_pads(l, i, g->values[op->inputs[i]].type.dims[r->axis]);
+    if (streamed || pads) loom_type_bytes(&b->values[b->params[i]].type, &bytes);
+    total += (streamed ? slices : 1) * bytes;
   }
   return total;
 }

@@ -1,0 +1,209 @@
+/* Tiled convolutions (docs/ir-loops.md "Windows"): the chunk rewrite cuts a conv along a
+ * spatial axis of its output, each piece reading the window of its receptive fields (the halo
+ * the kernel needs, the padding only at the input's true ends). For conv 1-D and 2-D, stride 1
+ * and 2, padding same and valid, dilation 2, odd sizes whose last tile is shorter, under limits
+ * that force two to many tiles: the rewritten graph holds a windowed loop, its estimate stays
+ * under the limit, the run's meter peak equals that estimate, and the results equal the
+ * unlimited run's (computed without any loop) within the dtype's tolerance. Each rewritten
+ * graph also round-trips through its text. On cpu0 and on every OpenCL device (where an input
+ * of one channel is streamed, its windows written in from the caller's tensor with the
+ * padding's zeros). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+#include "ir/ir.h"
+
+typedef struct conv_case {
+  const char *name;
+  const char *lir;
+  double fractions[3]; /* limits as fractions of the unlimited peak (0: none) */
+  bool streamed;       /* x has one image of one channel: its windows are streamed */
+} conv_case;
+
+static const conv_case cases[] = {
+    {"1-D, one channel, stride 1, padding same, 37 long (streamed in and out)",
+     "graph c(x: f32[1,1,37], w: f32[1,1,3]) {\n y = conv x w padding=[1]\n return y\n}",
+     {0.9, 0.5, 0.2},
+     true},
+    {"1-D, stride 2, padding valid, kernel 4, 41 long",
+     "graph c(x: f32[1,1,41], w: f32[1,1,4]) {\n y = conv x w stride=[2]\n return y\n}",
+     {0.9, 0.5, 0.2},
+     true},
+    {"1-D, three channels in and five out, dilation 2, padding same, then a relu",
+     "graph c(x: f32[1,3,53], w: f32[5,3,3]) {\n y = conv x w padding=[2] dilation=[2]\n z = relu y\n"
+     " return z\n}",
+     {0.95, 0.8, 0.7},
+     false},
+    {"1-D, stride 2, dilation 2, padding 1, 41 long (pieces read padding at one end only)",
+     "graph c(x: f32[1,1,41], w: f32[1,1,3]) {\n y = conv x w stride=[2] padding=[1] dilation=[2]\n"
+     " return y\n}",
+     {0.9, 0.5, 0.25},
+     true},
+    {"2-D, two channels in and three out, padding same, 19 x 13",
+     "graph c(x: f32[1,2,19,13], w: f32[3,2,3,3]) {\n y = conv x w padding=[1,1]\n return y\n}",
+     {0.95, 0.8, 0.7},
+     false},
+    {"2-D, one channel, stride 2, dilation 2, padding 2, 23 x 17 (streamed)",
+     "graph c(x: f32[1,1,23,17], w: f32[1,1,3,3]) {\n y = conv x w stride=[2,2] padding=[2,2] "
+     "dilation=[2,2]\n return y\n}",
+     {0.9, 0.5, 0.35},
+     true},
+    {"2-D f64, one channel in and four out, stride 2, padding valid, 21 x 11",
+     "graph c(x: f64[1,1,21,11], w: f64[4,1,3,2]) {\n y = conv x w stride=[2,1]\n return y\n}",
+     {0.9, 0.6, 0.4},
+     true},
+};
+
+/* The loop the rewrite made, reading x (the graph's parameter 0) through a window; NULL when
+ * it made none. */
+static const loom__op *window_loop(const loom_graph *g) {
+  for (int32_t o = 0; o < g->n_ops; o++) {
+    const loom__op *op = &g->ops[o];
+    if (!op->loop) continue;
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      if (op->inputs[i] == g->params[0] && loom__loop_windowed(&op->loop->rules[i])) return op;
+  }
+  return NULL;
+}
+
+/* Case c under a limit of `fraction` of its unlimited peak, on dev (NULL: cpu0), against want. */
+static void check_limit(const conv_case *c, const loom__exec_device *dev, const loom_graph *g,
+                        const loom_tensor *in, const loom_tensor *want, int64_t peak, double fraction) {
+  const char *where = dev ? dev->id : "cpu0";
+  int64_t limit = (int64_t)((double)peak * fraction);
+  loom_optimize_options opts;
+  loom_optimize_options_init(&opts);
+  opts.limit = limit;
+  loom_graph *tiled = NULL;
+  loom_status s = loom_graph_optimize(g, &opts, &tiled, NULL);
+  if (s) {
+    loom_test_fail(__FILE__, __LINE__, "%s under %lld bytes: %s", c->name, (long long)limit,
+                   loom_last_error());
+    return;
+  }
+  const loom__op *op = window_loop(tiled);
+  loom_estimate e = {0};
+  loom_tensor got;
+  loom__meter m;
+  bool ran = false;
+  if (!op) {
+    loom_test_fail(__FILE__, __LINE__, "%s under %lld bytes: no loop reads x through a window", c->name,
+                   (long long)limit);
+    goto done;
+  }
+  if (getenv("TC_DEBUG"))
+    fprintf(stderr, "%s: limit %lld (%.2f): %lld tiles of %lld\n", c->name, (long long)limit, fraction,
+            (long long)loom__loop_trips(op->loop), (long long)op->loop->piece);
+  if (loom__loop_trips(op->loop) < 2)
+    loom_test_fail(__FILE__, __LINE__, "%s under %lld bytes: %lld tile", c->name, (long long)limit,
+                   (long long)loom__loop_trips(op->loop));
+  if (loom__value_streamed(tiled, tiled->params[0]) != c->streamed)
+    loom_test_fail(__FILE__, __LINE__, "%s: x is%s streamed", c->name, c->streamed ? " not" : "");
+  if ((s = loom_graph_estimate(tiled, NULL, &e))) {
+    loom_test_fail(__FILE__, __LINE__, "%s: %s", c->name, loom_last_error());
+    goto done;
+  }
+  if (e.peak_bytes > limit)
+    loom_test_fail(__FILE__, __LINE__, "%s: estimated peak %lld over the limit %lld", c->name,
+                   (long long)e.peak_bytes, (long long)limit);
+  s = gt_run(tiled, dev, in, &got, limit, &m);
+  if (s) {
+    loom_test_fail(__FILE__, __LINE__, "%s on %s under %lld bytes: %s", c->name, where, (long long)limit,
+                   loom_last_error());
+    goto done;
+  }
+  ran = true;
+  if (m.peak != e.peak_bytes || m.peak > limit)
+    loom_test_fail(__FILE__, __LINE__, "%s on %s: measured peak %lld, estimated %lld, limit %lld", c->name,
+                   where, (long long)m.peak, (long long)e.peak_bytes, (long long)limit);
+  double rtol, atol;
+  char msg[512];
+  gt_tolerance(want->type.dtype, 10, &rtol, &atol);
+  if (!gt_close(want, &got, rtol, atol, msg, sizeof msg))
+    loom_test_fail(__FILE__, __LINE__, "%s on %s in %lld tiles: %s", c->name, where,
+                   (long long)loom__loop_trips(op->loop), msg);
+  if (!dev) { /* the loop's text once */
+    char *text = NULL, *again = NULL;
+    loom_graph *back = NULL;
+    s = loom_graph_to_string(tiled, &text);
+    if (!s) s = loom_graph_parse(text, strlen(text), "tiled.lir", &back);
+    if (!s) s = loom_graph_to_string(back, &again);
+    if (s || strcmp(text, again) != 0)
+      loom_test_fail(__FILE__, __LINE__, "%s: the tiled graph does not round-trip: %s\n%s", c->name,
+                     s ? loom_last_error() : "the prints differ", text ? text : "");
+    free(text);
+    free(again);
+    loom_graph_destroy(back);
+  }
+done:
+  if (ran) gt_tensors_free(&got, 1);
+  loom_estimate_deinit(&e);
+  loom_graph_destroy(tiled);
+}
+
+static void check_case(const conv_case *c, const loom__exec_device *dev) {
+  loom_graph *g = gt_parse("%s", c->lir);
+  ASSERT_TRUE(g != NULL);
+  loom_tensor in[2], want;
+  ASSERT_OK(gt_inputs(g, 11, in));
+  ASSERT_OK(gt_run(g, NULL, in, &want, 0, NULL));
+  loom_estimate e;
+  ASSERT_OK(loom_graph_estimate(g, NULL, &e));
+  for (int32_t k = 0; k < 3 && c->fractions[k] > 0 && !loom_test_failed(); k++)
+    check_limit(c, dev, g, in, &want, e.peak_bytes, c->fractions[k]);
+  loom_estimate_deinit(&e);
+  gt_tensors_free(&want, 1);
+  gt_tensors_free(in, 2);
+  loom_graph_destroy(g);
+}
+
+TEST(tiled_conv_equals_untiled_on_cpu0) {
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !loom_test_failed(); i++)
+    check_case(&cases[i], NULL);
+}
+
+TEST(tiled_conv_equals_untiled_on_opencl) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_OPENCL, devs);
+  for (int32_t d = 0; d < nd && !loom_test_failed(); d++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !loom_test_failed(); i++)
+      check_case(&cases[i], devs[d]);
+}
+
+/* The input of one channel is four times the limit: streamed in windows, the output streamed
+ * out, so neither is ever held whole; the meter's peak stays under the limit. */
+TEST(tiled_conv_streams_an_input_four_times_the_limit) {
+  loom_graph *g = gt_parse(
+      "graph big(x: f32[1,1,256,256], w: f32[1,1,5,5]) {\n"
+      " y = conv x w padding=[2,2]\n return y\n}");
+  ASSERT_TRUE(g != NULL);
+  loom_tensor in[2], want, got;
+  ASSERT_OK(gt_inputs(g, 5, in));
+  ASSERT_OK(gt_run(g, NULL, in, &want, 0, NULL));
+  const int64_t limit = 64 * 1024; /* x and y are 256 KiB each */
+  loom_optimize_options opts;
+  loom_optimize_options_init(&opts);
+  opts.limit = limit;
+  loom_graph *tiled = NULL;
+  ASSERT_OK(loom_graph_optimize(g, &opts, &tiled, NULL));
+  const loom__op *op = window_loop(tiled);
+  ASSERT_TRUE(op != NULL);
+  ASSERT_TRUE(loom__loop_trips(op->loop) >= 8);
+  loom_estimate e;
+  ASSERT_OK(loom_graph_estimate(tiled, NULL, &e));
+  ASSERT_EQ(e.input_bytes, 5 * 5 * 4); /* w only: x is streamed */
+  ASSERT_TRUE(e.peak_bytes <= limit);
+  loom__meter m;
+  ASSERT_OK(gt_run(tiled, NULL, in, &got, limit, &m));
+  ASSERT_EQ(m.peak, e.peak_bytes);
+  char msg[512];
+  if (!gt_close(&want, &got, 1e-4, 1e-4, msg, sizeof msg)) loom_test_fail(__FILE__, __LINE__, "%s", msg);
+  loom_estimate_deinit(&e);
+  gt_tensors_free(&got, 1);
+  gt_tensors_free(&want, 1);
+  gt_tensors_free(in, 2);
+  loom_graph_destroy(tiled);
+  loom_graph_destroy(g);
+}
