@@ -222,9 +222,10 @@ typedef struct loom_loop_output {
  * one parameter per operand and one returned value per result; the graph copies it, the
  * caller keeps its own) runs once per piece on operands[i] as rules[i] says, and its results
  * are combined into outs[0..n_outputs) as combines[j] says (at most LOOM_LOOP_MAX_RESULTS).
- * The checks: each parameter's type is its operand's as a full piece sees it; a sliced axis
- * holds offset + n elements; a CONCAT result depends on the piece along `axis` (its length
- * there is the piece's) and every other result does not depend on it at all; INDEX follows
+ * The checks: each parameter's type is its operand's as a full piece sees it (for a window,
+ * (piece - 1) stride + 1 + halo long on its axis); a sliced axis holds offset + n elements (a
+ * window reads some of its operand's elements, not only padding); a CONCAT result depends on the piece along
+ * `axis` (its length there is the piece's) and every other result does not depend on it at all; INDEX follows
  * ARGMAX/ARGMIN/TOPK with an i64 result of the same shape; TOPK's values hold k along axis,
  * and the last piece holds at least k elements. Errors: INVALID_ARGUMENT naming the loop,
  * the operand or result and the rule broken (sticky, as loom_graph_add); OUT_OF_MEMORY. */

@@ -10,6 +10,10 @@
  *   parallel  the axis is an axis of the sink's result: pieces are concatenated;
  *   reduced   the axis is one the sink reduces (reduce_sum/prod/max/min/mean): the pieces'
  *             partial reductions are combined as they come (add, mul, maximum, minimum).
+ * A conv cut along a spatial axis of its output reads its x through a window: each piece the
+ * rows of its receptive fields, overlapping the next piece's by the kernel's halo, with the
+ * conv's padding read as zeros past x's ends (docs/ir-loops.md "Windows"); x's producer is
+ * not cut with it, since a window is not a piece of it.
  * A value the region computes may also be read by another op that can itself be cut the same
  * way (two reductions of one intermediate, two heads of one score matrix): that op joins the
  * region as a further sink, so each piece is computed once and read by every sink, and no

@@ -8,7 +8,6 @@
  * graph also round-trips through its text. On cpu0 and on every OpenCL device (where an input
  * of one channel is streamed, its windows written in from the caller's tensor with the
  * padding's zeros). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,9 +92,6 @@ static void check_limit(const conv_case *c, const loom__exec_device *dev, const 
                    (long long)limit);
     goto done;
   }
-  if (getenv("TC_DEBUG"))
-    fprintf(stderr, "%s: limit %lld (%.2f): %lld tiles of %lld\n", c->name, (long long)limit, fraction,
-            (long long)loom__loop_trips(op->loop), (long long)op->loop->piece);
   if (loom__loop_trips(op->loop) < 2)
     loom_test_fail(__FILE__, __LINE__, "%s under %lld bytes: %lld tile", c->name, (long long)limit,
                    (long long)loom__loop_trips(op->loop));
