@@ -203,3 +203,48 @@ TEST(tiled_conv_streams_an_input_four_times_the_limit) {
   loom_graph_destroy(tiled);
   loom_graph_destroy(g);
 }
+
+/* Every host allocation of a tiled run failing in turn (the padded copies of the first and last
+ * tiles, the streamed windows' padding, the last shorter tile's body): an OUT_OF_MEMORY each
+ * time, nothing left behind. One case whose x is held, one whose x is streamed. */
+static void sweep_tiled(const loom__exec_device *dev) {
+  static const size_t picks[] = {2, 3};
+  for (size_t k = 0; k < sizeof picks / sizeof picks[0]; k++) {
+    const conv_case *c = &cases[picks[k]];
+    loom_graph *g = gt_parse("%s", c->lir), *tiled = NULL;
+    ASSERT_TRUE(g != NULL);
+    loom_estimate e;
+    ASSERT_OK(loom_graph_estimate(g, NULL, &e));
+    loom_optimize_options opts;
+    loom_optimize_options_init(&opts);
+    opts.limit = (int64_t)((double)e.peak_bytes * c->fractions[1]);
+    loom_estimate_deinit(&e);
+    ASSERT_OK(loom_graph_optimize(g, &opts, &tiled, NULL));
+    ASSERT_TRUE(window_loop(tiled) != NULL);
+    loom_tensor in[2], got;
+    ASSERT_OK(gt_inputs(tiled, 2, in));
+    /* a first run fills the device's caches (kernels, programs), which outlive a run */
+    ASSERT_OK(gt_run(tiled, dev, in, &got, opts.limit, NULL));
+    gt_tensors_free(&got, 1);
+    loom_test_sweep sw;
+    SWEEP_ALLOCATIONS(&sw, 0, 100000) {
+      loom_status s = SWEEP_RUN(&sw, gt_run(tiled, dev, in, &got, opts.limit, NULL));
+      if (!s) gt_tensors_free(&got, 1);
+    }
+    ASSERT_TRUE(sw.failures > 5);
+    gt_tensors_free(in, 2);
+    loom_graph_destroy(tiled);
+    loom_graph_destroy(g);
+  }
+}
+
+TEST(tiled_conv_allocation_failures_on_cpu0) {
+  const loom__exec_device *cpu = NULL;
+  ASSERT_OK(loom__context_exec_device(gt_context(), "cpu0", &cpu));
+  sweep_tiled(cpu);
+}
+
+TEST(tiled_conv_allocation_failures_on_opencl) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) > 0) sweep_tiled(devs[0]);
+}
