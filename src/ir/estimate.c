@@ -167,7 +167,9 @@ bool loom__value_streamed(const loom_graph *g, int32_t v) {
         readers++;
         continue;
       }
-      for (int32_t d = 0; d < op->loop->rules[i].axis; d++)
+      /* a window's slice is written in from the caller's tensor one run per index before its
+       * axis (a conv's x, many channels); any other slice must be one run */
+      for (int32_t d = 0; d < op->loop->rules[i].axis && !loom__loop_windowed(&op->loop->rules[i]); d++)
         if (t->dims[d] != 1) return false;
       readers++;
     }

@@ -992,30 +992,38 @@ static bool window_clip(const loop_run *lr, int32_t p, int64_t lo, int64_t len, 
 static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   slice_slots *sl = &lr->slots[p];
   block *b = &sl->b[i % 2];
-  const loom_type *full = &lr->l->body->values[lr->l->body->params[p]].type;
+  const loom__dview *ov = &lr->operands[p];
   int32_t axis = lr->l->rules[p].axis;
   int64_t lo = i * lr->l->piece, len = LOOM_MIN(lr->l->piece, lr->l->n - lo), from, to, head, first, count;
-  /* the slice is linear in its axis' length: a row is what one element along it holds */
-  int64_t row = full->dims[axis] ? sl->slice / full->dims[axis] : 0;
   bool pads = window_clip(lr, p, lo, len, &from, &to, &head);
   loom__loop_window(&lr->l->rules[p], lo, len, &first, &count);
-  loom__dview slice = lr->operands[p];
-  slice.type = *full;
-  if (!dview_dense(&slice))
-    return loom__error(LOOM_ERR_INTERNAL,
-                       "parameter %d: a streamed slice that is not one run of the caller's tensor",
+  if (!dview_dense(ov))
+    return loom__error(LOOM_ERR_INTERNAL, "parameter %d: a streamed operand that is not the caller's tensor",
                        (int)p + 1);
   loom_status s = block_end_access(b); /* its readers are queued: the write goes behind them */
-  if (s || count * row == 0) return s;
-  const loom__dview *ov = &lr->operands[p];
-  const char *src = (const char *)sl->from->data +
-                    (ov->offset + from * ov->strides[axis]) * loom_dtype_size(sl->from->type.dtype);
-  /* a window passing an end: its padding from the zeros, then the part in reach */
+  /* the slice is one run per index before its axis (one run where those axes have length 1, as a
+   * plain slice's always do; a window's need not): rows of `row` bytes, `dim` of them a run in
+   * the tensor, `count` in the slice */
+  int64_t row = loom_dtype_size(ov->type.dtype), runs = 1, dim = ov->type.dims[axis];
+  for (int32_t d = 0; d < ov->type.rank; d++)
+    if (d < axis)
+      runs *= ov->type.dims[d];
+    else if (d > axis)
+      row *= ov->type.dims[d];
+  if (s || count * row * runs == 0) return s;
+  const char *base = (const char *)sl->from->data + ov->offset * loom_dtype_size(ov->type.dtype);
+  /* a window passing an end: its padding from the zeros, then the part in reach (each write
+   * after a run's first waits for the one before it) */
   int64_t tail = count - head - (to - from);
-  if (pads && head > 0) s = loom__buffer_write_ahead(b->buffer, 0, lr->zeros, head * row);
-  if (!s && to > from) s = loom__buffer_write_ahead(b->buffer, head * row, src, (to - from) * row);
-  if (!s && pads && tail > 0)
-    s = loom__buffer_write_ahead(b->buffer, (head + to - from) * row, lr->zeros, tail * row);
+  for (int64_t r = 0; !s && r < runs; r++) {
+    int64_t at = r * count * row;
+    if (pads && head > 0) s = loom__buffer_write_ahead(b->buffer, at, lr->zeros, head * row);
+    if (!s && to > from)
+      s = loom__buffer_write_ahead(b->buffer, at + head * row, base + (r * dim + from) * row,
+                                   (to - from) * row);
+    if (!s && pads && tail > 0)
+      s = loom__buffer_write_ahead(b->buffer, at + (head + to - from) * row, lr->zeros, tail * row);
+  }
   return s;
 }
 
@@ -1097,6 +1105,10 @@ static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t 
   b->acquired = true;
   b->ptr = b->handle.object ? b->handle.object : b->handle.ptr;
   st->data[id] = b->ptr;
+  /* a window's slice is dense in its buffer, whose strides differ from the operand's where
+   * axes before the window's are longer than 1 (its readers are never views: loop.c) */
+  if (loom__loop_windowed(&lr->l->rules[p]))
+    loom__view_dense_strides(&st->g->values[id].type, st->layouts[id].strides);
   return i + 1 < lr->trips ? slice_write(lr, p, i + 1) : LOOM_OK;
 }
 
@@ -1209,8 +1221,12 @@ static void release_streamed(loop_run *lr, exec_state *st, int64_t lo) {
     const char *base = in ? in->data : st->be->host_memory ? ov->buffer : NULL;
     if (!base || loom_type_bytes(t, &bytes) || t->dims[r->axis] == 0) continue;
     bytes = bytes / t->dims[r->axis] * (to - from);
-    int64_t size = loom_dtype_size(t->dtype);
-    loom__mapped_release(base + off * size, (size_t)bytes);
+    int64_t size = loom_dtype_size(t->dtype), runs = 1;
+    for (int32_t d = 0; d < r->axis; d++) runs *= t->dims[d]; /* a window's slice may be several */
+    bytes /= LOOM_MAX(runs, 1);
+    for (int64_t k = 0; k < runs; k++)
+      loom__mapped_release(base + (off + (r->axis > 0 ? k * ov->strides[r->axis - 1] : 0)) * size,
+                           (size_t)bytes);
   }
 }
 
