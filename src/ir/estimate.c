@@ -209,7 +209,9 @@ bool loom__value_streamed_out(const loom_graph *g, int32_t v) {
   if (v < 0 || v >= g->n_values || g->values[v].op < 0) return false;
   const loom__op *op = &g->ops[g->values[v].op];
   int32_t j = g->values[v].result;
-  if (!op->loop || !slot_contiguous(g, op, j) || !body_result_owns(op, j)) return false;
+  /* a slot that is not contiguous (a tile of a conv's many channels) is read out in runs */
+  if (!op->loop || op->loop->combines[j].combine != LOOM_COMBINE_CONCAT || !body_result_owns(op, j))
+    return false;
   bool returned = false;
   for (int32_t k = 0; k < g->n_outputs; k++) returned |= g->outputs[k] == v;
   if (!returned) return false;

@@ -1333,7 +1333,8 @@ static loom_status merge_topk(loop_run *lr, exec_state *st, int32_t j, int64_t l
 
 /* A result the top graph only returns is streamed out (loom__value_streamed_out): the run
  * never holds it whole, and each piece's result, computed into a buffer of its own (dense),
- * is read out into its slot of the caller's output tensor when the piece is done. */
+ * is read out into its slot of the caller's output tensor when the piece is done: one run per
+ * index before the concat axis (one where those axes have length 1). */
 static bool streams_out(const loop_run *lr, int32_t j) { /* decided once, in loop_setup */
   return !lr->outer->nested && lr->outer->outputs &&
          loom__value_streamed_out(lr->outer->g, lr->op->outputs[j]);
@@ -1350,16 +1351,21 @@ static loom_status stream_out(loop_run *lr, exec_state *st, int32_t j, int64_t l
   loom__dview pv;
   int32_t id = st->g->outputs[j];
   view_of(st, id, &pv);
-  int64_t bytes = elements_of(&pv.type) * es;
-  if (bytes == 0) return LOOM_OK;
+  int64_t runs = 1, run = pv.type.dims[axis] * row * es; /* a run of the piece's result */
+  for (int32_t d = 0; d < axis; d++) runs *= whole->dims[d];
+  if (run * runs == 0) return LOOM_OK;
   char *dst = (char *)lr->outer->outputs[k].data + lo * row * es;
+  int64_t dst_run = whole->dims[axis] * row * es; /* a run of the whole output */
   if (st->be->host_memory) {
-    memcpy(dst, (const char *)pv.buffer + pv.offset * es, (size_t)bytes);
+    for (int64_t r = 0; r < runs; r++)
+      memcpy(dst + r * dst_run, (const char *)pv.buffer + pv.offset * es + r * run, (size_t)run);
     return LOOM_OK;
   }
   block *b = &st->blocks[st->layouts[id].base];
   loom_status s = block_end_access(b);
-  return s ? s : loom_buffer_read(b->buffer, pv.offset * es, dst, bytes);
+  for (int64_t r = 0; !s && r < runs; r++)
+    s = loom_buffer_read(b->buffer, pv.offset * es + r * run, dst + r * dst_run, run);
+  return s;
 }
 
 /* Piece i's result j (and j + 1 for a pair) into the loop's results. */
