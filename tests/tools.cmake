@@ -217,6 +217,13 @@ loom_tool_test(conv_tiled ARGS ${LOOM_TOOL_DATA}/conv_tiled.lir --random 1 --lim
   REF_ARGS ${LOOM_TOOL_DATA}/conv_tiled.lir --random 1 --out-dir @WORK@/ref
   STDOUT_REGEX "rewrite chunk [^\n]*conv 'y'[^\n]*along its result's axis 2, in [0-9]+ pieces"
   STATS_JSON stats.json STAGE_LIMIT 262144 EQUAL out/y.npy=ref/y.npy)
+# Under 16 KiB even one row of tiles does not fit: rows of one outside, each row's columns in
+# tiles inside (an inner loop reading the row's window through a window of its own).
+loom_tool_test(conv_tiled_2d ARGS ${LOOM_TOOL_DATA}/conv_tiled.lir --random 1 --limit 16KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_TOOL_DATA}/conv_tiled.lir --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*conv 'y'[^\n]*along its result's axis 2, in 512 pieces of 1 \\(one loop\\); inside loop 'y': conv [^\n]*along its result's axis 3"
+  STATS_JSON stats.json STAGE_LIMIT 16384 EQUAL out/y.npy=ref/y.npy)
 # Eight channels in and out (2 MiB each) under 512 KiB, a quarter of either: x streamed in
 # windows of one run of rows per channel, y streamed out tile by tile the same way; y within the
 # float tolerance of the untiled run's (its GEMM sums 72 products per element in an order that
