@@ -725,7 +725,8 @@ typedef struct chunk_search {
   int64_t current;
   loom_graph *fallback;
   int64_t fallback_peak, fallback_c;
-  bool fallback_new; /* best_piece just set it: try_cut writes its detail */
+  int64_t fallback_held; /* its physical bytes: of two that lower the peak as far, the one holding less */
+  bool fallback_new;     /* best_piece just set it: try_cut writes its detail */
   char fallback_detail[256];
   /* The cut found has an inner loop in its body (nested_fit): what that inner cut is. */
   char nested_detail[200];
@@ -739,10 +740,12 @@ static bool tail_ok(const region *r, int64_t c) {
 
 /* The smallest piece does not fit, but the cut lowers the graph's peak to `low`: keeps it as
  * the round's fallback when it lowers it most, with the largest piece that stays within a
- * quarter of the limit above `low` (later rounds cut the rest in what is left). Returns
- * UNSUPPORTED: no cut that fits. */
+ * quarter of the limit above `low` (later rounds cut the rest in what is left). Of two that
+ * lower it as far (another op's step is the peak either way), the one whose graph holds fewer
+ * bytes: a conv and the relu after it cut together never hold the conv's result whole, the
+ * conv cut alone does. Returns UNSUPPORTED: no cut that fits. */
 static loom_status lowers_peak(region *r, chunk_search *cs, int64_t lo, int64_t low) {
-  if (low >= cs->current || (cs->fallback && low >= cs->fallback_peak)) return LOOM_ERR_UNSUPPORTED;
+  if (low >= cs->current || (cs->fallback && low > cs->fallback_peak)) return LOOM_ERR_UNSUPPORTED;
   int64_t fits = lo, fails = r->extent, peak;
   while (fails - fits > 1) {
     int64_t c = fits + (fails - fits) / 2;
@@ -759,12 +762,19 @@ static loom_status lowers_peak(region *r, chunk_search *cs, int64_t lo, int64_t 
   loom_graph *cand = NULL;
   loom_status s = loop_peak(r, fits, &cand, &peak);
   if (s) return s;
-  if (peak >= cs->current) {
+  loom_estimate e;
+  int64_t held = INT64_MAX;
+  if (peak < cs->current && !(s = loom_graph_estimate(cand, NULL, &e))) {
+    held = e.physical_bytes;
+    loom_estimate_deinit(&e);
+  }
+  if (s || peak >= cs->current || (cs->fallback && low == cs->fallback_peak && held >= cs->fallback_held)) {
     loom_graph_destroy(cand);
-    return LOOM_ERR_UNSUPPORTED;
+    return s ? s : LOOM_ERR_UNSUPPORTED;
   }
   loom_graph_destroy(cs->fallback);
   cs->fallback = cand;
+  cs->fallback_held = held;
   cs->fallback_peak = low;
   cs->fallback_c = fits;
   cs->fallback_new = true;

@@ -53,6 +53,11 @@ static const conv_case cases[] = {
      "dilation=[2,2]\n return y\n}",
      {0.9, 0.5, 0.35},
      true},
+    {"2-D, a chain: conv, relu, conv (the first conv and the relu tiled together, then the second)",
+     "graph c(x: f32[1,2,21,11], w1: f32[4,2,3,3], w2: f32[2,4,3,3]) {\n h = conv x w1 padding=[1,1]\n"
+     " r = relu h\n y = conv r w2 padding=[1,1]\n return y\n}",
+     {0.8, 0.6, 0.5},
+     true},
     {"2-D f64, one channel in and four out, stride 2, padding valid, 21 x 11",
      "graph c(x: f64[1,1,21,11], w: f64[4,1,3,2]) {\n y = conv x w stride=[2,1]\n return y\n}",
      {0.9, 0.6, 0.4},
@@ -149,7 +154,7 @@ done:
 static void check_case(const conv_case *c, const loom__exec_device *dev) {
   loom_graph *g = gt_parse("%s", c->lir);
   ASSERT_TRUE(g != NULL);
-  loom_tensor in[2], want[2];
+  loom_tensor in[3], want[2];
   int32_t n_out = loom_graph_output_count(g);
   ASSERT_OK(gt_inputs(g, 11, in));
   ASSERT_OK(gt_run(g, NULL, in, want, 0, NULL));
@@ -159,7 +164,7 @@ static void check_case(const conv_case *c, const loom__exec_device *dev) {
     check_limit(c, dev, g, in, want, n_out, e.peak_bytes, c->fractions[k]);
   loom_estimate_deinit(&e);
   gt_tensors_free(want, n_out);
-  gt_tensors_free(in, 2);
+  gt_tensors_free(in, loom_graph_param_count(g));
   loom_graph_destroy(g);
 }
 
