@@ -438,8 +438,8 @@ static loom_status check_operands(const loom_graph *g, int64_t n, int64_t piece,
         return bad(
             "operand '%s' (%s): a window from %lld over n %lld (stride %lld, halo %lld) along axis %d "
             "reads none of its %lld elements",
-            name, loom_type_format(&t, a, sizeof a), (long long)r->offset, (long long)n, (long long)r->stride,
-            (long long)r->halo, (int)r->axis, (long long)dim);
+            name, loom_type_format(&t, a, sizeof a), (long long)r->offset, (long long)n,
+            (long long)LOOM_MAX(r->stride, 1), (long long)r->halo, (int)r->axis, (long long)dim);
       loom__loop_window(r, 0, piece, &first, &count);
       t.dims[r->axis] = count;
     } else if (r->axis >= 0) {

@@ -678,7 +678,7 @@ TEST(loop_text_windows) {
       "graph g(x: f32[1,1,8], w: f32[1,1,3]) {\n  y = loop n=4 piece=2 {\n"
       "    in xs = x axis=2 offset=-20 halo=2\n    in ws = w\n    y = conv xs ws\n"
       "    out y concat axis=2\n  }\n  return y\n}\n",
-      "t.lir:2:7: error: loop: operand 'x' (f32[1,1,8]): a window from -20 over n 4 (stride 0, "
+      "t.lir:2:7: error: loop: operand 'x' (f32[1,1,8]): a window from -20 over n 4 (stride 1, "
       "halo 2) along axis 2 reads none of its 8 elements");
   /* a window goes into a conv's x or elementwise ops, and never out as a result */
   ASSERT_PARSE_ERROR(
