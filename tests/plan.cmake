@@ -224,3 +224,7 @@ loom_plan_test(input_larger_than_every_limit ARGS ${LOOM_PLAN_DATA}/chain_big_in
   STDOUT_REGEX "loop v[0-9]+: [0-9]+ pieces of [0-9]+, slicing b axis 0; body of 1 op: dot\n  loop out: [0-9]+ pieces of [0-9]+[^\n]*, slicing a axis 0; body of 1 op: dot")
 loom_plan_test(stencil_offsets ARGS ${LOOM_PLAN_DATA}/stencil_streamed.lir --limit 1MiB
   STDOUT_REGEX "\n  loop y: [0-9]+ pieces of [0-9]+[^\n]*, slicing x axis 0, x axis 0 from [12], x axis 0 from [12]; body of 3 ops: add mul sub\n")
+# A conv whose input and output (1 MiB each) pass the limit is tiled along its rows, each tile
+# reading its rows of x with a row of halo on each side (docs/ir-loops.md "Windows").
+loom_plan_test(conv_tiled ARGS ${CMAKE_CURRENT_SOURCE_DIR}/tools/data/conv_tiled.lir --limit 256KiB
+  STDOUT_REGEX "  chunk +saved [^\n]*conv 'y' [^\n]*along its result's axis 2, in [0-9]+ pieces[^\n]*\n.*\n  loop y: [0-9]+ pieces of [0-9]+[^\n]*, slicing x axis 2 from -1 \\(window: stride 1, halo 2\\); body of 1 op: conv\n.*stage 0: runner 0 \\(cpu0, limit 256\\.00 KiB\\)")

@@ -209,6 +209,31 @@ endforeach()
 loom_tool_test(knn_small ARGS ${LOOM_TOOL_DATA}/knn_small.lir --random 1 --out-dir @WORK@/out
   EXPECT_FILES out/val.npy out/idx.npy KNN_CHECK out=${LOOM_TOOL_DATA}/knn_small.lir TIMEOUT 300)
 
+# A conv whose input and output (1 MiB each) pass the limit of 256 KiB runs in tiles along its
+# rows (issue 17: each tile reads its rows of x and the halo the kernel needs, the padding only at
+# the image's borders); the stage's peak stays under the limit and y equals the untiled run's.
+loom_tool_test(conv_tiled ARGS ${LOOM_TOOL_DATA}/conv_tiled.lir --random 1 --limit 256KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_TOOL_DATA}/conv_tiled.lir --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*conv 'y'[^\n]*along its result's axis 2, in [0-9]+ pieces"
+  STATS_JSON stats.json STAGE_LIMIT 262144 EQUAL out/y.npy=ref/y.npy)
+# Under 16 KiB even one row of tiles does not fit: rows of one outside, each row's columns in
+# tiles inside (an inner loop reading the row's window through a window of its own).
+loom_tool_test(conv_tiled_2d ARGS ${LOOM_TOOL_DATA}/conv_tiled.lir --random 1 --limit 16KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_TOOL_DATA}/conv_tiled.lir --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*conv 'y'[^\n]*along its result's axis 2, in 512 pieces of 1 \\(one loop\\); inside loop 'y': conv [^\n]*along its result's axis 3"
+  STATS_JSON stats.json STAGE_LIMIT 16384 EQUAL out/y.npy=ref/y.npy)
+# Eight channels in and out (2 MiB each) under 512 KiB, a quarter of either: x streamed in
+# windows of one run of rows per channel, y streamed out tile by tile the same way; y within the
+# float tolerance of the untiled run's (its GEMM sums 72 products per element in an order that
+# may depend on the tile's size).
+loom_tool_test(conv_tiled_channels ARGS ${LOOM_TOOL_DATA}/conv_tiled_channels.lir --random 1 --limit 512KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_TOOL_DATA}/conv_tiled_channels.lir --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*conv 'y'[^\n]*along its result's axis 2, in [0-9]+ pieces"
+  STATS_JSON stats.json STAGE_LIMIT 524288 CLOSE out/y.npy=ref/y.npy)
+
 # ---- memory: LOOM_MEM_LIMIT, the memory manager's counters and trace (issue 5) -----------------
 # The devices LOOM_MEM_LIMIT names are the runners when none are given: kNN in stages that fit
 # 8 MiB, no memory node over its limit, cpu0's node (host0) at 8 MiB, and the results those

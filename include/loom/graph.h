@@ -197,10 +197,16 @@ typedef enum loom_combine {
 LOOM_API const char *loom_combine_name(loom_combine combine);
 
 /* How one operand reaches the body: sliced along `axis` (>= 0) from `offset` on, or whole
- * (axis -1, offset 0). */
+ * (axis -1, offset 0). A sliced operand may read a window (docs/ir-loops.md, "Windows"): with
+ * `stride` S > 1 or `halo` H > 0, piece [lo, hi) reads elements [offset + lo S, offset + (hi - 1)
+ * S + 1 + H) along the axis, overlapping its neighbours' where H >= S, and reads zeros where
+ * that passes either end of the operand (a convolution's padding: offset may then be
+ * negative). stride 0 means 1, so {axis, offset} alone is a plain slice. */
 typedef struct loom_loop_input {
   int32_t axis;
   int64_t offset;
+  int64_t stride;
+  int64_t halo;
 } loom_loop_input;
 
 /* How one result is combined: `axis` for CONCAT (the result's axis the pieces fill) and TOPK
@@ -216,9 +222,10 @@ typedef struct loom_loop_output {
  * one parameter per operand and one returned value per result; the graph copies it, the
  * caller keeps its own) runs once per piece on operands[i] as rules[i] says, and its results
  * are combined into outs[0..n_outputs) as combines[j] says (at most LOOM_LOOP_MAX_RESULTS).
- * The checks: each parameter's type is its operand's as a full piece sees it; a sliced axis
- * holds offset + n elements; a CONCAT result depends on the piece along `axis` (its length
- * there is the piece's) and every other result does not depend on it at all; INDEX follows
+ * The checks: each parameter's type is its operand's as a full piece sees it (for a window,
+ * (piece - 1) stride + 1 + halo long on its axis); a sliced axis holds offset + n elements (a
+ * window reads some of its operand's elements, not only padding); a CONCAT result depends on the piece along
+ * `axis` (its length there is the piece's) and every other result does not depend on it at all; INDEX follows
  * ARGMAX/ARGMIN/TOPK with an i64 result of the same shape; TOPK's values hold k along axis,
  * and the last piece holds at least k elements. Errors: INVALID_ARGUMENT naming the loop,
  * the operand or result and the rule broken (sticky, as loom_graph_add); OUT_OF_MEMORY. */

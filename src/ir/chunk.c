@@ -10,6 +10,10 @@
  *   parallel  the axis is an axis of the sink's result: pieces are concatenated;
  *   reduced   the axis is one the sink reduces (reduce_sum/prod/max/min/mean): the pieces'
  *             partial reductions are combined as they come (add, mul, maximum, minimum).
+ * A conv cut along a spatial axis of its output reads its x through a window: each piece the
+ * rows of its receptive fields, overlapping the next piece's by the kernel's halo, with the
+ * conv's padding read as zeros past x's ends (docs/ir-loops.md "Windows"); x's producer is
+ * not cut with it, since a window is not a piece of it.
  * A value the region computes may also be read by another op that can itself be cut the same
  * way (two reductions of one intermediate, two heads of one score matrix): that op joins the
  * region as a further sink, so each piece is computed once and read by every sink, and no
@@ -28,7 +32,9 @@
 #include "ir/passes.h"
 #include "ir/view.h"
 
-enum { AX_UNSET = -2, AX_WHOLE = -1, AX_FAIL = -3 };
+/* AX_WINDOW + a: read through a window along axis a (a conv's x along a spatial axis: each
+ * piece of its output reads the rows of its receptive fields, overlapping the next piece's). */
+enum { AX_UNSET = -2, AX_WHOLE = -1, AX_FAIL = -3, AX_WINDOW = LOOM_LOOP_WINDOW };
 enum { MAX_ROUNDS = 16 };
 
 /* Loop bodies emitted since the process started, the search's included
@@ -104,6 +110,11 @@ static int32_t map_reshape(const loom_type *in, const loom_type *out, int32_t ax
   return AX_FAIL;
 }
 
+/* A conv's stride, padding or dilation along spatial axis j (its default where not given). */
+static int64_t conv_attr(const loom_attrs *a, uint32_t bit, const loom_int_list *l, int32_t j, int64_t dflt) {
+  return (a->set & bit) ? l->v[j] : dflt;
+}
+
 /* Which axis of operand i a piece along output axis ax reads; AX_WHOLE: all of it;
  * AX_FAIL: the op cannot be computed in pieces along ax. */
 static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int32_t i) {
@@ -131,7 +142,16 @@ static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int
     case LOOM_CLASS_DOT:
       return map_dot(in, &g->values[op->inputs[1 - i]].type, out, ax, i);
     case LOOM_CLASS_CONV:
-      return ax == 0 ? (i == 0 ? 0 : AX_WHOLE) : AX_FAIL;
+      if (ax == 0) return i == 0 ? 0 : AX_WHOLE;
+      if (ax < 2) return AX_FAIL;
+      /* a spatial axis: x through a window, w whole; a 1-wide kernel stepping 1 over padding
+       * would be a plain slice reading past the ends, which a loop does not take */
+      if (i == 1) return AX_WHOLE;
+      if (conv_attr(a, LOOM_ATTR_STRIDE, &a->stride, ax - 2, 1) == 1 &&
+          g->values[op->inputs[1]].type.dims[ax] == 1 &&
+          conv_attr(a, LOOM_ATTR_PADDING, &a->padding, ax - 2, 0) > 0)
+        return AX_FAIL;
+      return AX_WINDOW + ax;
     case LOOM_CLASS_LAYOUT:
       if (op->kind == LOOM_OP_TRANSPOSE) return (int32_t)a->perm.v[ax];
       if (op->kind == LOOM_OP_BROADCAST) return map_broadcast(in, out, ax);
@@ -197,7 +217,7 @@ static int32_t candidate_axis(const region *r, int32_t o) {
   for (int32_t k = 0; k < op->n_outputs; k++) {
     int32_t v = op->outputs[k];
     if (r->uses[v] == 0) continue;
-    if (r->region_uses[v] != r->uses[v] || r->axis_of[v] < 0) return AX_FAIL;
+    if (r->region_uses[v] != r->uses[v] || r->axis_of[v] < 0 || r->axis_of[v] >= AX_WINDOW) return AX_FAIL;
     if (ax != AX_FAIL && ax != r->axis_of[v]) return AX_FAIL;
     ax = r->axis_of[v];
   }
@@ -232,7 +252,7 @@ static bool join_sink(region *r, int32_t c, int32_t i) {
   const loom_graph *g = r->g;
   const loom__op *op = &g->ops[c];
   int32_t a = r->axis_of[op->inputs[i]];
-  if (a < 0) return false;
+  if (a < 0 || a >= AX_WINDOW) return false;
   if (r->mode == MODE_REDUCED) {
     const loom_type *t = &g->values[op->inputs[0]].type;
     /* topk's merge needs pieces of at least k, fixed by the first sink */
@@ -266,7 +286,7 @@ static bool join_readers_as_sinks(region *r, int32_t o) {
   for (int32_t k = 0; k < op->n_outputs; k++) {
     int32_t v = op->outputs[k];
     if (r->uses[v] == 0) continue;
-    if (r->region_uses[v] == 0 || r->axis_of[v] < 0) return false;
+    if (r->region_uses[v] == 0 || r->axis_of[v] < 0 || r->axis_of[v] >= AX_WINDOW) return false;
     outside |= r->region_uses[v] < r->uses[v];
   }
   if (!outside) return false;
@@ -386,17 +406,37 @@ static void see_through_slices(const loom_graph *g, int32_t *v, int32_t axis, in
   }
 }
 
-/* The body parameter for outside value v read along ax (AX_WHOLE: whole): registered by the
- * first pass over the region (make), found by the second. Parameters come before ops. */
-static int32_t body_param_index(body_build *bb, int32_t v, int32_t ax, bool make) {
-  int32_t axis = ax >= 0 ? ax : -1;
-  int64_t offset = 0;
-  if (axis >= 0) see_through_slices(bb->r->g, &v, axis, &offset);
-  for (int32_t p = 0; p < bb->n_params; p++)
-    if (bb->pvalue[p] == v && bb->rules[p].axis == axis && bb->rules[p].offset == offset) return p;
+/* How operand i of region op o enters the body: whole, sliced along its axis, or for a conv's
+ * x along a spatial axis through the window of the piece's receptive fields: from the first
+ * output's first row (-padding: the rows before x's start are the padding's zeros) by the
+ * stride, each piece's window (kernel - 1) x dilation rows longer than its strided rows. */
+static loom_loop_input operand_rule(const region *r, int32_t o, int32_t i) {
+  int32_t ax = operand_axis(r, o, i);
+  if (ax < AX_WINDOW) return (loom_loop_input){ax >= 0 ? ax : -1, 0, 0, 0};
+  const loom__op *op = &r->g->ops[o];
+  const loom_attrs *a = &op->attrs;
+  int32_t axis = ax - AX_WINDOW, j = axis - 2;
+  int64_t k = r->g->values[op->inputs[1]].type.dims[axis];
+  int64_t stride = conv_attr(a, LOOM_ATTR_STRIDE, &a->stride, j, 1);
+  int64_t pad = conv_attr(a, LOOM_ATTR_PADDING, &a->padding, j, 0);
+  int64_t dilation = conv_attr(a, LOOM_ATTR_DILATION, &a->dilation, j, 1);
+  return (loom_loop_input){axis, -pad, stride > 1 ? stride : 0, (k - 1) * dilation};
+}
+
+/* The body parameter for outside value v read by `rule`: registered by the first pass over the
+ * region (make), found by the second. Parameters come before ops. */
+static int32_t body_param_index(body_build *bb, int32_t v, loom_loop_input rule, bool make) {
+  if (rule.axis >= 0 && !loom__loop_windowed(&rule))
+    see_through_slices(bb->r->g, &v, rule.axis, &rule.offset);
+  for (int32_t p = 0; p < bb->n_params; p++) {
+    const loom_loop_input *q = &bb->rules[p];
+    if (bb->pvalue[p] == v && q->axis == rule.axis && q->offset == rule.offset && q->stride == rule.stride &&
+        q->halo == rule.halo)
+      return p;
+  }
   if (!make) return -1;
   bb->pvalue[bb->n_params] = v;
-  bb->rules[bb->n_params] = (loom_loop_input){axis, offset};
+  bb->rules[bb->n_params] = rule;
   return bb->n_params++;
 }
 
@@ -404,7 +444,9 @@ static void body_params_make(body_build *bb) {
   for (int32_t p = 0; p < bb->n_params; p++) {
     int32_t v = bb->pvalue[p];
     loom_type t = bb->r->g->values[v].type;
-    if (bb->rules[p].axis >= 0) t.dims[bb->rules[p].axis] = bb->c;
+    int64_t first, count;
+    loom__loop_window(&bb->rules[p], 0, bb->c, &first, &count);
+    if (bb->rules[p].axis >= 0) t.dims[bb->rules[p].axis] = count;
     /* Unnamed values print as v<id>: a parameter named after one could clash with a body value. */
     char name[40], buf[32];
     const char *label = loom__value_label(bb->r->g, v, buf, sizeof buf);
@@ -418,15 +460,11 @@ static void body_params_make(body_build *bb) {
   }
 }
 
-static loom_value body_param(body_build *bb, int32_t v, int32_t ax) {
-  return loom_graph_param_at(bb->body, body_param_index(bb, v, ax, false));
-}
-
 static loom_value body_operand(body_build *bb, int32_t o, int32_t i) {
   const region *r = bb->r;
   int32_t v = r->g->ops[o].inputs[i], producer = r->g->values[v].op;
   if (producer >= 0 && r->in_region[producer]) return (loom_value){bb->local[v]};
-  return body_param(bb, v, operand_axis(r, o, i));
+  return loom_graph_param_at(bb->body, body_param_index(bb, v, operand_rule(r, o, i), false));
 }
 
 static loom_status body_op(body_build *bb, int32_t o) {
@@ -441,6 +479,8 @@ static loom_status body_op(body_build *bb, int32_t o) {
   int32_t ax = r->out_axis[o];
   if ((kind == LOOM_OP_RESHAPE || kind == LOOM_OP_BROADCAST) && ax >= 0 && attrs.shape.v[ax] != -1)
     attrs.shape.v[ax] = bb->c;
+  if (kind == LOOM_OP_CONV && ax >= 2 && (attrs.set & LOOM_ATTR_PADDING))
+    attrs.padding.v[ax - 2] = 0; /* the window holds the padding */
   if (r->mode == MODE_REDUCED && is_sink(r, o) && kind == LOOM_OP_REDUCE_MEAN) kind = LOOM_OP_REDUCE_SUM;
   loom_value outs[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
   loom_status s = loom_graph_add(bb->body, kind, ins, op->n_inputs, &attrs, NULL, NULL, outs, op->n_outputs);
@@ -526,7 +566,7 @@ static loom_status build_body(const region *r, int64_t c, body_build *bb) {
     if (!r->in_region[o]) continue;
     for (int32_t i = 0; i < g->ops[o].n_inputs; i++) {
       int32_t v = g->ops[o].inputs[i], producer = g->values[v].op;
-      if (producer < 0 || !r->in_region[producer]) body_param_index(bb, v, operand_axis(r, o, i), true);
+      if (producer < 0 || !r->in_region[producer]) body_param_index(bb, v, operand_rule(r, o, i), true);
     }
   }
   if (!s) body_params_make(bb);
@@ -685,7 +725,8 @@ typedef struct chunk_search {
   int64_t current;
   loom_graph *fallback;
   int64_t fallback_peak, fallback_c;
-  bool fallback_new; /* best_piece just set it: try_cut writes its detail */
+  int64_t fallback_held; /* its physical bytes: of two that lower the peak as far, the one holding less */
+  bool fallback_new;     /* best_piece just set it: try_cut writes its detail */
   char fallback_detail[256];
   /* The cut found has an inner loop in its body (nested_fit): what that inner cut is. */
   char nested_detail[200];
@@ -699,10 +740,12 @@ static bool tail_ok(const region *r, int64_t c) {
 
 /* The smallest piece does not fit, but the cut lowers the graph's peak to `low`: keeps it as
  * the round's fallback when it lowers it most, with the largest piece that stays within a
- * quarter of the limit above `low` (later rounds cut the rest in what is left). Returns
- * UNSUPPORTED: no cut that fits. */
+ * quarter of the limit above `low` (later rounds cut the rest in what is left). Of two that
+ * lower it as far (another op's step is the peak either way), the one whose graph holds fewer
+ * bytes: a conv and the relu after it cut together never hold the conv's result whole, the
+ * conv cut alone does. Returns UNSUPPORTED: no cut that fits. */
 static loom_status lowers_peak(region *r, chunk_search *cs, int64_t lo, int64_t low) {
-  if (low >= cs->current || (cs->fallback && low >= cs->fallback_peak)) return LOOM_ERR_UNSUPPORTED;
+  if (low >= cs->current || (cs->fallback && low > cs->fallback_peak)) return LOOM_ERR_UNSUPPORTED;
   int64_t fits = lo, fails = r->extent, peak;
   while (fails - fits > 1) {
     int64_t c = fits + (fails - fits) / 2;
@@ -719,12 +762,19 @@ static loom_status lowers_peak(region *r, chunk_search *cs, int64_t lo, int64_t 
   loom_graph *cand = NULL;
   loom_status s = loop_peak(r, fits, &cand, &peak);
   if (s) return s;
-  if (peak >= cs->current) {
+  loom_estimate e;
+  int64_t held = INT64_MAX;
+  if (peak < cs->current && !(s = loom_graph_estimate(cand, NULL, &e))) {
+    held = e.physical_bytes;
+    loom_estimate_deinit(&e);
+  }
+  if (s || peak >= cs->current || (cs->fallback && low == cs->fallback_peak && held >= cs->fallback_held)) {
     loom_graph_destroy(cand);
-    return LOOM_ERR_UNSUPPORTED;
+    return s ? s : LOOM_ERR_UNSUPPORTED;
   }
   loom_graph_destroy(cs->fallback);
   cs->fallback = cand;
+  cs->fallback_held = held;
   cs->fallback_peak = low;
   cs->fallback_c = fits;
   cs->fallback_new = true;

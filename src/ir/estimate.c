@@ -167,7 +167,9 @@ bool loom__value_streamed(const loom_graph *g, int32_t v) {
         readers++;
         continue;
       }
-      for (int32_t d = 0; d < op->loop->rules[i].axis; d++)
+      /* a window's slice is written in from the caller's tensor one run per index before its
+       * axis (a conv's x, many channels); any other slice must be one run */
+      for (int32_t d = 0; d < op->loop->rules[i].axis && !loom__loop_windowed(&op->loop->rules[i]); d++)
         if (t->dims[d] != 1) return false;
       readers++;
     }
@@ -207,7 +209,9 @@ bool loom__value_streamed_out(const loom_graph *g, int32_t v) {
   if (v < 0 || v >= g->n_values || g->values[v].op < 0) return false;
   const loom__op *op = &g->ops[g->values[v].op];
   int32_t j = g->values[v].result;
-  if (!op->loop || !slot_contiguous(g, op, j) || !body_result_owns(op, j)) return false;
+  /* a slot that is not contiguous (a tile of a conv's many channels) is read out in runs */
+  if (!op->loop || op->loop->combines[j].combine != LOOM_COMBINE_CONCAT || !body_result_owns(op, j))
+    return false;
   bool returned = false;
   for (int32_t k = 0; k < g->n_outputs; k++) returned |= g->outputs[k] == v;
   if (!returned) return false;
@@ -316,9 +320,15 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
   int64_t slices = loom__loop_trips(l) > 1 ? 2 : 1;
   for (int32_t i = 0; i < op->n_inputs; i++) {
     int64_t bytes = 0;
-    if (l->rules[i].axis >= 0 && loom__value_streamed(g, op->inputs[i]))
-      loom_type_bytes(&b->values[b->params[i]].type, &bytes);
-    total += slices * bytes;
+    const loom_loop_input *r = &l->rules[i];
+    if (r->axis < 0) continue;
+    bool streamed = loom__value_streamed(g, op->inputs[i]);
+    /* A window that passes the operand's ends reads padding: that piece's parameter is a copy
+     * (the padding, then the part in reach). A streamed operand's slices hold it; any other
+     * needs one piece's copy of its own. */
+    bool pads = !streamed && loom__loop_window_pads(l, i, g->values[op->inputs[i]].type.dims[r->axis]);
+    if (streamed || pads) loom_type_bytes(&b->values[b->params[i]].type, &bytes);
+    total += (streamed ? slices : 1) * bytes;
   }
   return total;
 }

@@ -147,6 +147,22 @@ int64_t loom__loop_trips(const loom__loop *loop);
  * the piece's axis). */
 loom_status loom__loop_piece_axes(const loom_graph *body, const loom_loop_input *rules, int32_t *axis_of);
 
+/* In loom__loop_piece_axes' map, a value that varies with the piece as a window (a windowed
+ * operand, docs/ir-loops.md "Windows", and elementwise ops of it) along axis a holds
+ * LOOM_LOOP_WINDOW + a: it is longer than the piece there, and only a conv's x turns it back
+ * into the piece's own axis. */
+#define LOOM_LOOP_WINDOW 64
+
+/* Whether rule r reads a window (stride > 1 or halo > 0) rather than a plain slice. */
+bool loom__loop_windowed(const loom_loop_input *r);
+/* The elements along r's axis that piece [lo, lo + len) of a sliced operand reads: from *first
+ * (negative, or past the operand's end, where a window reads padding) *count of them. */
+void loom__loop_window(const loom_loop_input *r, int64_t lo, int64_t len, int64_t *first, int64_t *count);
+/* Whether operand i of loop l (`dim` long along its rule's axis) is read through a window that
+ * passes one of its ends in some piece: that piece's parameter is then a copy, padding and the
+ * part in reach (docs/ir-loops.md "Windows"), not a view. */
+bool loom__loop_window_pads(const loom__loop *l, int32_t i, int64_t dim);
+
 /* The body retyped for a piece of `len` elements (the last, shorter piece): the same ops on
  * parameters `len` long along their sliced axes. The caller destroys *out. */
 loom_status loom__loop_body_for(const loom__loop *loop, int64_t len, loom_graph **out);

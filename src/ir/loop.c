@@ -56,6 +56,25 @@ int64_t loom__loop_trips(const loom__loop *l) {
   return (l->n + l->piece - 1) / l->piece;
 }
 
+bool loom__loop_windowed(const loom_loop_input *r) {
+  return r->axis >= 0 && (r->stride > 1 || r->halo > 0);
+}
+
+void loom__loop_window(const loom_loop_input *r, int64_t lo, int64_t len, int64_t *first, int64_t *count) {
+  int64_t step = r->stride > 1 ? r->stride : 1;
+  *first = r->offset + lo * step;
+  *count = len > 0 ? (len - 1) * step + 1 + r->halo : 0;
+}
+
+bool loom__loop_window_pads(const loom__loop *l, int32_t i, int64_t dim) {
+  const loom_loop_input *r = &l->rules[i];
+  if (!loom__loop_windowed(r)) return false;
+  int64_t lo = (loom__loop_trips(l) - 1) * l->piece, first, count, last_first, last_count;
+  loom__loop_window(r, 0, LOOM_MIN(l->piece, l->n), &first, &count);
+  loom__loop_window(r, lo, l->n - lo, &last_first, &last_count);
+  return first < 0 || last_first + last_count > dim;
+}
+
 /* ---- which values depend on the piece --------------------------------------------------- */
 
 static loom_status piece_fail(const loom_graph *b, const loom__op *op, const char *why) {
@@ -142,6 +161,27 @@ static int32_t forward_axis(const loom_graph *b, const loom__op *op, int32_t i, 
 
 static loom_status piece_axes(const loom_graph *b, const int32_t *param_axis, int32_t *axis_of);
 
+/* forward_axis for a window (ai >= LOOM_LOOP_WINDOW): elementwise ops carry it as a window,
+ * a conv's x along a spatial axis turns it into the piece's axis (each output position reads
+ * its receptive field; the window holds the piece's fields, padding included, so the body's
+ * conv has none there), anything else cannot take it. */
+static int32_t forward_window(const loom_graph *b, const loom__op *op, int32_t i, int32_t ai) {
+  const loom_type *in = &b->values[op->inputs[i]].type, *out = &b->values[op->outputs[0]].type;
+  switch (loom__op_info_of(op->kind)->cls) {
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_LOGIC:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
+      return ai + out->rank - in->rank;
+    case LOOM_CLASS_CONV:
+      return i == 0 && ai - LOOM_LOOP_WINDOW >= 2 ? ai - LOOM_LOOP_WINDOW : -2;
+    default:
+      return -2;
+  }
+}
+
 /* A loop in a body reading values that vary with the outer piece: the axes its results vary
  * along, from its own body's map with its parameters varying where its operands do. An
  * operand it slices along the outer piece's own axis cannot be. */
@@ -153,8 +193,11 @@ static loom_status inner_loop_axes(const loom_graph *b, const loom__op *op, cons
   int32_t *inner = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(ib->n_values, 1));
   loom_status s = (!param_axis || !inner) ? loom__oom("a loop's piece axes") : LOOM_OK;
   for (int32_t i = 0; !s && i < op->n_inputs; i++) {
+    /* a window of the outer piece passes in as it is: the inner body's ops take it as the
+     * outer body's would (a tile's rows outside, its columns inside) */
     param_axis[i] = axis_of[op->inputs[i]];
-    if (param_axis[i] >= 0 && param_axis[i] == in->rules[i].axis)
+    int32_t outer_axis = param_axis[i] >= LOOM_LOOP_WINDOW ? param_axis[i] - LOOM_LOOP_WINDOW : param_axis[i];
+    if (param_axis[i] >= 0 && outer_axis == in->rules[i].axis)
       s = piece_fail(b, op, "(a loop) slices the outer loop's piece along the outer loop's axis");
   }
   if (!s) s = piece_axes(ib, param_axis, inner);
@@ -205,7 +248,10 @@ static loom_status piece_axes(const loom_graph *b, const int32_t *param_axis, in
     for (int32_t i = 0; i < op->n_inputs; i++) {
       int32_t ai = axis_of[op->inputs[i]];
       if (ai < 0) continue;
-      int32_t fa = forward_axis(b, op, i, ai);
+      int32_t fa = ai >= LOOM_LOOP_WINDOW ? forward_window(b, op, i, ai) : forward_axis(b, op, i, ai);
+      if (fa == -2 && ai >= LOOM_LOOP_WINDOW)
+        return piece_fail(b, op,
+                          "cannot read a window of the piece (only elementwise ops and a conv's x can)");
       if (fa == -2) return piece_fail(b, op, "cannot take a piece of another length along the loop's axis");
       if (any && fa != ax) return piece_fail(b, op, "reads the loop's piece along axes that do not line up");
       ax = fa;
@@ -214,7 +260,7 @@ static loom_status piece_axes(const loom_graph *b, const int32_t *param_axis, in
     for (int32_t r = 0; r < op->n_outputs; r++) {
       int32_t rank = b->values[op->outputs[r]].type.rank;
       /* topk's and argmax's partners keep the axis they share (values and indices) */
-      axis_of[op->outputs[r]] = ax < rank ? ax : -1;
+      axis_of[op->outputs[r]] = (ax >= LOOM_LOOP_WINDOW ? ax - LOOM_LOOP_WINDOW : ax) < rank ? ax : -1;
     }
   }
   return LOOM_OK;
@@ -223,7 +269,8 @@ static loom_status piece_axes(const loom_graph *b, const int32_t *param_axis, in
 loom_status loom__loop_piece_axes(const loom_graph *b, const loom_loop_input *rules, int32_t *axis_of) {
   int32_t *param_axis = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_params, 1));
   if (!param_axis) return loom__oom("a loop's piece axes");
-  for (int32_t p = 0; p < b->n_params; p++) param_axis[p] = rules[p].axis;
+  for (int32_t p = 0; p < b->n_params; p++)
+    param_axis[p] = rules[p].axis + (loom__loop_windowed(&rules[p]) ? LOOM_LOOP_WINDOW : 0);
   loom_status s = piece_axes(b, param_axis, axis_of);
   loom__free(param_axis);
   return s;
@@ -231,8 +278,28 @@ loom_status loom__loop_piece_axes(const loom_graph *b, const loom_loop_input *ru
 
 /* ---- the body for a shorter piece --------------------------------------------------------- */
 
-/* Body b retyped for parameters `len` long along param_axis[p] (-1: unchanged). */
-static loom_status retype(const loom_graph *b, const int32_t *param_axis, int64_t len, loom_graph **out) {
+/* Axis a of piece_axes' map without its window mark. */
+static int32_t plain_axis(int32_t a) {
+  return a >= LOOM_LOOP_WINDOW ? a - LOOM_LOOP_WINDOW : a;
+}
+
+/* The axes along which op's operands vary (inner_axis) and their lengths there in the retyped
+ * graph g, whose values ins are (a nested body's parameters take them). False: none varies. */
+static bool inner_lengths(const loom_graph *g, const loom__op *op, const int32_t *axis_of,
+                          const loom_value *ins, int32_t *inner_axis, int64_t *inner_len) {
+  bool varies = false;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    inner_axis[i] = axis_of[op->inputs[i]];
+    inner_len[i] = inner_axis[i] >= 0 ? g->values[ins[i].id].type.dims[plain_axis(inner_axis[i])] : 0;
+    varies |= inner_axis[i] >= 0;
+  }
+  return varies;
+}
+
+/* Body b retyped for a piece of len: parameter p param_len[p] long along param_axis[p] (-1:
+ * unchanged; a window is longer than the piece). */
+static loom_status retype(const loom_graph *b, const int32_t *param_axis, const int64_t *param_len,
+                          int64_t len, loom_graph **out) {
   *out = NULL;
   int32_t *axis_of = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_values, 1));
   int32_t *map = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_values, 1));
@@ -243,7 +310,7 @@ static loom_status retype(const loom_graph *b, const int32_t *param_axis, int64_
   for (int32_t p = 0; !s && p < b->n_params; p++) {
     int32_t v = b->params[p];
     loom_type t = b->values[v].type;
-    if (param_axis[p] >= 0) t.dims[param_axis[p]] = len;
+    if (param_axis[p] >= 0) t.dims[plain_axis(param_axis[p])] = param_len[p];
     loom_value nv = loom_graph_param(g, b->values[v].name, &t);
     if (nv.id < 0) s = g->error ? g->error : LOOM_ERR_INVALID_ARGUMENT;
     map[v] = nv.id;
@@ -263,10 +330,10 @@ static loom_status retype(const loom_graph *b, const int32_t *param_axis, int64_
       /* an inner loop whose operands vary with the piece gets its body retyped the same way */
       const loom__loop *in = op->loop;
       int32_t inner_axis[64];
-      bool varies = false;
-      for (int32_t i = 0; i < op->n_inputs; i++) varies |= (inner_axis[i] = axis_of[op->inputs[i]]) >= 0;
+      int64_t inner_len[64];
+      bool varies = inner_lengths(g, op, axis_of, ins, inner_axis, inner_len);
       loom_graph *inner = NULL;
-      if (varies) s = retype(in->body, inner_axis, len, &inner);
+      if (varies) s = retype(in->body, inner_axis, inner_len, len, &inner);
       if (!s)
         s = loom_graph_add_loop(g, in->n, in->piece, inner ? inner : in->body, ins, in->rules, op->n_inputs,
                                 in->combines, op->n_outputs, outs);
@@ -274,17 +341,17 @@ static loom_status retype(const loom_graph *b, const int32_t *param_axis, int64_
     } else if (op->kind == LOOM_OP_FUSED) {
       /* a fused body reading the piece is retyped as the loop's own body is */
       int32_t inner_axis[64];
-      bool varies = false;
-      for (int32_t i = 0; i < op->n_inputs; i++) varies |= (inner_axis[i] = axis_of[op->inputs[i]]) >= 0;
+      int64_t inner_len[64];
+      bool varies = inner_lengths(g, op, axis_of, ins, inner_axis, inner_len);
       loom_graph *inner = NULL;
-      if (varies) s = retype(op->fused, inner_axis, len, &inner);
+      if (varies) s = retype(op->fused, inner_axis, inner_len, len, &inner);
       if (!s) s = loom__graph_add_fused(g, inner ? inner : op->fused, ins, op->n_inputs, outs);
       loom_graph_destroy(inner);
     } else {
       loom_attrs attrs = op->attrs;
       int32_t ax = axis_of[op->outputs[0]];
       if ((op->kind == LOOM_OP_RESHAPE || op->kind == LOOM_OP_BROADCAST) && ax >= 0 &&
-          attrs.shape.v[ax] != -1)
+          ax < LOOM_LOOP_WINDOW && attrs.shape.v[ax] != -1)
         attrs.shape.v[ax] = len;
       const loom_type *rt =
           loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE ? &b->values[op->outputs[0]].type : NULL;
@@ -313,9 +380,16 @@ loom_status loom__loop_body_for(const loom__loop *l, int64_t len, loom_graph **o
   const loom_graph *b = l->body;
   int32_t *param_axis = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(b->n_params, 1));
   if (!param_axis) return loom__oom("a loop's last piece");
-  for (int32_t p = 0; p < b->n_params; p++) param_axis[p] = l->rules[p].axis;
-  loom_status s = retype(b, param_axis, len, out);
+  int64_t *param_len = loom__malloc(sizeof(int64_t) * (size_t)LOOM_MAX(b->n_params, 1));
+  loom_status s = param_len ? LOOM_OK : loom__oom("a loop's last piece");
+  for (int32_t p = 0; !s && p < b->n_params; p++) {
+    int64_t first;
+    param_axis[p] = l->rules[p].axis + (loom__loop_windowed(&l->rules[p]) ? LOOM_LOOP_WINDOW : 0);
+    loom__loop_window(&l->rules[p], 0, len, &first, &param_len[p]);
+  }
+  if (!s) s = retype(b, param_axis, param_len, len, out);
   loom__free(param_axis);
+  loom__free(param_len);
   if (s) loom__error_prefix("the loop's last piece of %lld: ", (long long)len);
   return s;
 }
@@ -348,8 +422,27 @@ static loom_status check_operands(const loom_graph *g, int64_t n, int64_t piece,
     if (r->axis < -1 || r->axis >= t.rank)
       return bad("operand '%s' (%s): axis %d is out of range", name, loom_type_format(&t, a, sizeof a),
                  (int)r->axis);
-    if (r->axis < 0 && r->offset != 0) return bad("operand '%s' is passed whole but has an offset", name);
-    if (r->axis >= 0) {
+    if (r->axis < 0 && (r->offset != 0 || r->stride != 0 || r->halo != 0))
+      return bad("operand '%s' is passed whole but has an offset, stride or halo", name);
+    if (r->stride < 0 || r->halo < 0)
+      return bad("operand '%s': stride %lld and halo %lld must not be negative", name, (long long)r->stride,
+                 (long long)r->halo);
+    if (loom__loop_windowed(r)) {
+      /* a window may read padding past either end, but never padding alone: the run's
+       * reads are in reach of the operand */
+      int64_t first, count, dim = t.dims[r->axis];
+      bool huge = r->halo > INT64_MAX / 4 || r->stride > INT64_MAX / 4 / n || r->offset < -INT64_MAX / 4 ||
+                  r->offset > INT64_MAX / 4;
+      if (!huge) loom__loop_window(r, 0, n, &first, &count);
+      if (huge || first >= dim || first + count <= 0)
+        return bad(
+            "operand '%s' (%s): a window from %lld over n %lld (stride %lld, halo %lld) along axis %d "
+            "reads none of its %lld elements",
+            name, loom_type_format(&t, a, sizeof a), (long long)r->offset, (long long)n,
+            (long long)LOOM_MAX(r->stride, 1), (long long)r->halo, (int)r->axis, (long long)dim);
+      loom__loop_window(r, 0, piece, &first, &count);
+      t.dims[r->axis] = count;
+    } else if (r->axis >= 0) {
       if (r->offset < 0 || r->offset > t.dims[r->axis] || n > t.dims[r->axis] - r->offset)
         return bad("operand '%s' (%s): axis %d holds %lld elements, fewer than offset %lld + n %lld", name,
                    loom_type_format(&t, a, sizeof a), (int)r->axis, (long long)t.dims[r->axis],

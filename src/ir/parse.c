@@ -879,39 +879,66 @@ static loom_status parse_loop_header(parser *p, loop_parts *lp) {
   return next(p);
 }
 
-/* Reads the optional axis=A offset=O of an 'in' line reading `src` (of type t). */
+/* An 'in' line's offset: an integer, negative only for a window (which reads padding there:
+ * the builder checks it against the stride and halo). */
+static loom_status loop_offset(parser *p, int64_t *out) {
+  DESC_BUF;
+  token *t = &p->tok;
+  if (t->kind != LOOM_TOK_INT) return FAIL(t, "in: attribute 'offset' takes an integer, found %s", DESC(t));
+  TRY(loom__tok_i64(&p->lx, t, out));
+  return next(p);
+}
+
+/* Reads the optional axis=A offset=O stride=S halo=H of an 'in' line reading `src` (of type t). */
 static loom_status parse_in_rule(parser *p, const token *src, const loom_type *t, loom_loop_input *rule) {
   DESC_BUF;
-  bool have[2] = {false, false}; /* axis, offset */
+  static const char *const keys[4] = {"axis", "offset", "stride", "halo"};
+  bool have[4] = {false, false, false, false};
   token offset_key = {0};
   token after;
   while (p->tok.kind == LOOM_TOK_IDENT) {
     token key = p->tok;
     TRY(peek(p, &after));
     if (!loom__tok_punct(&after, '=')) break; /* expect_statement_end names it */
-    int which = loom__tok_word(&p->lx, &key, "axis") ? 0 : loom__tok_word(&p->lx, &key, "offset") ? 1 : -1;
-    if (which < 0) return FAIL(&key, "in: unknown attribute %s (in takes axis=A and offset=O)", DESC(&key));
-    const char *name = which ? "offset" : "axis";
+    int which = -1;
+    for (int k = 0; k < 4 && which < 0; k++)
+      if (loom__tok_word(&p->lx, &key, keys[k])) which = k;
+    if (which < 0)
+      return FAIL(&key, "in: unknown attribute %s (in takes axis=A, offset=O, stride=S and halo=H)",
+                  DESC(&key));
+    const char *name = keys[which];
     if (have[which]) return FAIL(&key, "attribute '%s' is given twice", name);
     TRY(next(p));
     TRY(next(p));
     token value = p->tok;
     int64_t v;
-    TRY(loop_int(p, "in", name, &v));
+    if (which == 1)
+      TRY(loop_offset(p, &v));
+    else
+      TRY(loop_int(p, "in", name, &v));
     if (which == 0 && v >= t->rank) {
       char tb[LOOM_TYPE_STRING_MAX];
       return FAIL(&value, "in: axis %lld is out of range for %s (%s)", (long long)v, DESC(src),
                   loom_type_format(t, tb, sizeof tb));
     }
     if (which == 0) rule->axis = (int32_t)v;
-    if (which == 1) {
-      rule->offset = v;
-      offset_key = key;
+    if (which == 1 || which == 2 || which == 3) {
+      if (!have[1] && !have[2] && !have[3]) offset_key = key;
+      if (which == 1) rule->offset = v;
+      if (which == 2) rule->stride = v;
+      if (which == 3) rule->halo = v;
     }
     have[which] = true;
   }
-  if (have[1] && !have[0])
-    return FAIL(&offset_key, "in: offset=O needs axis=A (a value passed whole has no offset)");
+  if ((have[1] || have[2] || have[3]) && !have[0])
+    return FAIL(&offset_key, "in: %s=%s needs axis=A (a value passed whole has no %s)",
+                have[1]   ? "offset"
+                : have[2] ? "stride"
+                          : "halo",
+                have[1]   ? "O"
+                : have[2] ? "S"
+                          : "H",
+                have[1] ? "offset" : "window");
   return LOOM_OK;
 }
 
@@ -933,12 +960,16 @@ static loom_status parse_in(parser *p, const scope *outer, loop_parts *lp) {
   if (id < 0) return FAIL(&src, "%s is not defined outside the %s", DESC(&src), lp->what);
   TRY(next(p));
   loom_type t = outer->g->values[id].type;
-  loom_loop_input rule = {-1, 0};
+  loom_loop_input rule = {-1, 0, 0, 0};
   if (lp->fused && p->tok.kind == LOOM_TOK_IDENT)
     return FAIL(&p->tok, "in: a fused op's 'in' line takes no attributes, found %s", DESC(&p->tok));
   TRY(parse_in_rule(p, &src, &t, &rule));
   TRY(expect_statement_end(p));
-  if (rule.axis >= 0) t.dims[rule.axis] = lp->piece;
+  if (rule.axis >= 0) { /* a window is longer than the piece: the builder checks it */
+    int64_t first, count;
+    loom__loop_window(&rule, 0, lp->piece, &first, &count);
+    t.dims[rule.axis] = count;
+  }
   const char *cname;
   TRY(tok_name(p, &name, &cname));
   loom_value v = loom_graph_param(p->g, cname, &t);

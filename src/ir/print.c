@@ -347,6 +347,8 @@ static void put_loop(sink *s, const loom_graph *g, const loom__op *o, int32_t in
     put_label(s, g, o->inputs[i]);
     if (l->rules[i].axis >= 0) put(s, " axis=%d", (int)l->rules[i].axis);
     if (l->rules[i].offset != 0) put(s, " offset=%lld", (long long)l->rules[i].offset);
+    if (l->rules[i].stride > 1) put(s, " stride=%lld", (long long)l->rules[i].stride);
+    if (l->rules[i].halo != 0) put(s, " halo=%lld", (long long)l->rules[i].halo);
     put(s, "\n");
   }
   put_ops(s, b, indent + 2);

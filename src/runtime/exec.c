@@ -743,6 +743,16 @@ typedef struct slice_slots {
   const loom_tensor *from; /* the caller's host tensor written from; NULL: read in place */
 } slice_slots;
 
+/* A window's parameter for a piece whose window passes its operand's ends (loom__loop_window_pads):
+ * a dense copy, zeros where the window reads padding, the part in reach copied in. Held through
+ * the piece. Counted on the meter for an operand held whole (the estimate adds one piece's
+ * copy); a streamed operand's counted slices already hold it. */
+typedef struct pad_copy {
+  block b;
+  int64_t bytes;
+  bool metered;
+} pad_copy;
+
 typedef struct loop_run {
   exec_state *outer;
   const loom__op *op;
@@ -755,6 +765,9 @@ typedef struct loop_run {
   bool streams_out[LOOM_LOOP_MAX_RESULTS]; /* per result: streamed out (stream_out) */
   loop_body body[2];                       /* full pieces, the last shorter piece */
   loop_merge merge;
+  pad_copy *pads; /* per operand: its padded copy for the piece (a window passing its ends) */
+  void *zeros;    /* host zeros, as long as the largest such copy: the padding written in */
+  int64_t zeros_bytes;
 } loop_run;
 
 static int64_t elements_of(const loom_type *t) {
@@ -948,11 +961,28 @@ static loom_status body_for(loop_run *lr, int64_t len, loop_body **out) {
   return body_init(lr, b, b->tail ? b->tail : lr->l->body);
 }
 
-/* Element offset of piece [lo, ...)'s slice of operand p in the operand's storage. */
+/* Element offset of piece [lo, ...)'s slice of operand p in the operand's storage (for a
+ * window, of its first element, which may be padding outside the storage). */
 static int64_t slice_offset(const loop_run *lr, int32_t p, int64_t lo) {
   const loom_loop_input *r = &lr->l->rules[p];
   const loom__dview *ov = &lr->operands[p];
-  return ov->offset + (r->axis >= 0 ? (r->offset + lo) * ov->strides[r->axis] : 0);
+  int64_t first = 0, count;
+  if (r->axis >= 0) loom__loop_window(r, lo, 1, &first, &count);
+  return ov->offset + (r->axis >= 0 ? first * ov->strides[r->axis] : 0);
+}
+
+/* The window of operand p that piece [lo, lo + len) reads, clipped to the operand: elements
+ * [*from, *to) along the rule's axis, *head of padding before them (the window's first); true
+ * when the window passes an end (reads padding). A plain slice never does. */
+static bool window_clip(const loop_run *lr, int32_t p, int64_t lo, int64_t len, int64_t *from, int64_t *to,
+                        int64_t *head) {
+  const loom_loop_input *r = &lr->l->rules[p];
+  int64_t first, count, dim = lr->operands[p].type.dims[r->axis];
+  loom__loop_window(r, lo, len, &first, &count);
+  *from = LOOM_MAX(first, 0);
+  *to = LOOM_MAX(LOOM_MIN(first + count, dim), *from);
+  *head = *from - first;
+  return loom__loop_windowed(r) && (first < 0 || first + count > dim);
 }
 
 /* Writes piece i's slice of operand p into its buffer (slot i % 2), from the caller's host
@@ -962,19 +992,39 @@ static int64_t slice_offset(const loop_run *lr, int32_t p, int64_t lo) {
 static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   slice_slots *sl = &lr->slots[p];
   block *b = &sl->b[i % 2];
-  int64_t lo = i * lr->l->piece, len = LOOM_MIN(lr->l->piece, lr->l->n - lo);
-  int64_t bytes = sl->slice / lr->l->piece * len; /* the slice is linear in its axis' length */
-  loom__dview slice = lr->operands[p];
-  slice.type = lr->l->body->values[lr->l->body->params[p]].type;
-  if (!dview_dense(&slice))
-    return loom__error(LOOM_ERR_INTERNAL,
-                       "parameter %d: a streamed slice that is not one run of the caller's tensor",
+  const loom__dview *ov = &lr->operands[p];
+  int32_t axis = lr->l->rules[p].axis;
+  int64_t lo = i * lr->l->piece, len = LOOM_MIN(lr->l->piece, lr->l->n - lo), from, to, head, first, count;
+  bool pads = window_clip(lr, p, lo, len, &from, &to, &head);
+  loom__loop_window(&lr->l->rules[p], lo, len, &first, &count);
+  if (!dview_dense(ov))
+    return loom__error(LOOM_ERR_INTERNAL, "parameter %d: a streamed operand that is not the caller's tensor",
                        (int)p + 1);
   loom_status s = block_end_access(b); /* its readers are queued: the write goes behind them */
-  if (s || bytes == 0) return s;
-  const char *src =
-      (const char *)sl->from->data + slice_offset(lr, p, lo) * loom_dtype_size(sl->from->type.dtype);
-  return loom__buffer_write_ahead(b->buffer, 0, src, bytes);
+  /* the slice is one run per index before its axis (one run where those axes have length 1, as a
+   * plain slice's always do; a window's need not): rows of `row` bytes, `dim` of them a run in
+   * the tensor, `count` in the slice */
+  int64_t row = loom_dtype_size(ov->type.dtype), runs = 1, dim = ov->type.dims[axis];
+  for (int32_t d = 0; d < ov->type.rank; d++)
+    if (d < axis)
+      runs *= ov->type.dims[d];
+    else if (d > axis)
+      row *= ov->type.dims[d];
+  if (s || count * row * runs == 0) return s;
+  const char *base = (const char *)sl->from->data + ov->offset * loom_dtype_size(ov->type.dtype);
+  /* a window passing an end: its padding from the zeros, then the part in reach (each write
+   * after a run's first waits for the one before it) */
+  int64_t tail = count - head - (to - from);
+  for (int64_t r = 0; !s && r < runs; r++) {
+    int64_t at = r * count * row;
+    if (pads && head > 0) s = loom__buffer_write_ahead(b->buffer, at, lr->zeros, head * row);
+    if (!s && to > from)
+      s = loom__buffer_write_ahead(b->buffer, at + head * row, base + (r * dim + from) * row,
+                                   (to - from) * row);
+    if (!s && pads && tail > 0)
+      s = loom__buffer_write_ahead(b->buffer, at + (head + to - from) * row, lr->zeros, tail * row);
+  }
+  return s;
 }
 
 /* "the two streamed slices of value 'x' (double buffered)", for messages. */
@@ -1055,14 +1105,85 @@ static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t 
   b->acquired = true;
   b->ptr = b->handle.object ? b->handle.object : b->handle.ptr;
   st->data[id] = b->ptr;
+  /* a window's slice is dense in its buffer, whose strides differ from the operand's where
+   * axes before the window's are longer than 1 (its readers are never views: loop.c) */
+  if (loom__loop_windowed(&lr->l->rules[p]))
+    loom__view_dense_strides(&st->g->values[id].type, st->layouts[id].strides);
   return i + 1 < lr->trips ? slice_write(lr, p, i + 1) : LOOM_OK;
+}
+
+/* Parameter p for a piece whose window passes its operand's ends: a dense copy of the body's
+ * parameter type, written with zeros first (the padding), then the part in reach copied in
+ * on the device's queue. The parameter is read through the copy's dense strides for this
+ * piece (its readers are elementwise ops and a conv, never views, so no other layout follows
+ * them). */
+static loom_status pad_bind(loop_run *lr, exec_state *st, int32_t p, int64_t lo, int64_t len) {
+  int32_t id = st->g->params[p], axis = lr->l->rules[p].axis;
+  const loom_type *t = &st->g->values[id].type;
+  pad_copy *pc = &lr->pads[p];
+  int64_t from, to, head, bytes = 0;
+  window_clip(lr, p, lo, len, &from, &to, &head);
+  loom_status s = loom_type_bytes(t, &bytes);
+  if (s) return s;
+  const char *what = "a window's padded copy (the padding and the part in reach)";
+  pc->metered = !lr->streamed[p]; /* a streamed operand's counted slices hold it */
+  if (pc->metered && (s = meter_take(st, bytes, -1, what))) return s;
+  pc->bytes = bytes;
+  fit_pool(st, bytes);
+  memset(&pc->b, 0, sizeof pc->b);
+  s = loom_buffer_allocate(st->mem, LOOM_MAX(bytes, 1), LOOM_U8, st->node, EXEC_ALLOC_FLAGS, &pc->b.buffer);
+  if (!s && bytes > 0) s = loom__buffer_write_queued(pc->b.buffer, 0, lr->zeros, bytes);
+  if (!s)
+    s = loom_buffer_acquire(pc->b.buffer, st->node, LOOM_ACCESS_READ | LOOM_ACCESS_WRITE, &pc->b.handle);
+  if (s) {
+    loom_buffer_free(pc->b.buffer);
+    memset(&pc->b, 0, sizeof pc->b);
+    if (pc->metered) loom__meter_give(st->meter, bytes);
+    pc->bytes = 0;
+    loom__error_prefix("%s of parameter %d: ", what, (int)p + 1);
+    return s;
+  }
+  pc->b.acquired = true;
+  pc->b.ptr = pc->b.handle.object ? pc->b.handle.object : pc->b.handle.ptr;
+  loom__dview dst = block_view(&pc->b, t), src = lr->operands[p];
+  memcpy(st->layouts[id].strides, dst.strides, sizeof dst.strides);
+  st->data[id] = pc->b.ptr;
+  st->base_off[id] = 0;
+  if (to == from) return LOOM_OK;
+  src.type = *t;
+  src.type.dims[axis] = dst.type.dims[axis] = to - from;
+  src.offset += from * src.strides[axis];
+  dst.offset += head * dst.strides[axis];
+  return view_copy(st, &dst, &src);
+}
+
+/* Gives back the piece's padded copies. */
+static void pads_give(loop_run *lr, exec_state *st) {
+  for (int32_t p = 0; lr->pads && p < lr->op->n_inputs; p++) {
+    pad_copy *pc = &lr->pads[p];
+    if (!pc->b.buffer) continue;
+    if (pc->metered)
+      block_give(st, &pc->b, pc->bytes);
+    else
+      block_drop(&pc->b);
+    memset(pc, 0, sizeof *pc);
+  }
 }
 
 /* Binds the body's parameters and in-place results to piece i, [lo, lo + len). */
 static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t i, int64_t lo) {
   const loom_graph *g = st->g;
+  int64_t len = LOOM_MIN(lr->l->piece, lr->l->n - lo);
   for (int32_t p = 0; p < g->n_params; p++) {
-    int64_t off = slice_offset(lr, p, lo);
+    int64_t off = slice_offset(lr, p, lo), from, to, head;
+    bool pads = lr->l->rules[p].axis >= 0 && window_clip(lr, p, lo, len, &from, &to, &head);
+    if (loom__loop_windowed(&lr->l->rules[p])) /* a padded copy's strides may be left from the last piece */
+      memcpy(st->layouts[g->params[p]].strides, lr->operands[p].strides, sizeof lr->operands[p].strides);
+    if (pads && !(lr->streamed[p] && lr->slots[p].from)) {
+      loom_status s = pad_bind(lr, st, p, lo, len);
+      if (s) return s;
+      continue;
+    }
     if (lr->streamed[p]) {
       loom_status s = bring_slice(lr, st, p, i, off);
       if (s) return s;
@@ -1091,13 +1212,21 @@ static void release_streamed(loop_run *lr, exec_state *st, int64_t lo) {
     if (!lr->streamed[p]) continue;
     const loom_loop_input *r = &lr->l->rules[p];
     const loom__dview *ov = &lr->operands[p];
-    int64_t off = ov->offset + (r->axis >= 0 ? (r->offset + lo) * ov->strides[r->axis] : 0), bytes;
+    const loom_type *t = &g->values[g->params[p]].type;
+    int64_t len = LOOM_MIN(lr->l->piece, lr->l->n - lo), from, to, head, bytes;
+    window_clip(lr, p, lo, len, &from, &to, &head); /* a window's part in reach */
+    int64_t off = ov->offset + from * ov->strides[r->axis];
     const loom_tensor *in =
         ov->buffer || st->be->host_memory ? NULL : host_source(lr->outer, lr->op->inputs[p]);
     const char *base = in ? in->data : st->be->host_memory ? ov->buffer : NULL;
-    if (!base || loom_type_bytes(&g->values[g->params[p]].type, &bytes)) continue;
-    int64_t size = loom_dtype_size(g->values[g->params[p]].type.dtype);
-    loom__mapped_release(base + off * size, (size_t)bytes);
+    if (!base || loom_type_bytes(t, &bytes) || t->dims[r->axis] == 0) continue;
+    bytes = bytes / t->dims[r->axis] * (to - from);
+    int64_t size = loom_dtype_size(t->dtype), runs = 1;
+    for (int32_t d = 0; d < r->axis; d++) runs *= t->dims[d]; /* a window's slice may be several */
+    bytes /= LOOM_MAX(runs, 1);
+    for (int64_t k = 0; k < runs; k++)
+      loom__mapped_release(base + (off + (r->axis > 0 ? k * ov->strides[r->axis - 1] : 0)) * size,
+                           (size_t)bytes);
   }
 }
 
@@ -1204,7 +1333,8 @@ static loom_status merge_topk(loop_run *lr, exec_state *st, int32_t j, int64_t l
 
 /* A result the top graph only returns is streamed out (loom__value_streamed_out): the run
  * never holds it whole, and each piece's result, computed into a buffer of its own (dense),
- * is read out into its slot of the caller's output tensor when the piece is done. */
+ * is read out into its slot of the caller's output tensor when the piece is done: one run per
+ * index before the concat axis (one where those axes have length 1). */
 static bool streams_out(const loop_run *lr, int32_t j) { /* decided once, in loop_setup */
   return !lr->outer->nested && lr->outer->outputs &&
          loom__value_streamed_out(lr->outer->g, lr->op->outputs[j]);
@@ -1221,16 +1351,21 @@ static loom_status stream_out(loop_run *lr, exec_state *st, int32_t j, int64_t l
   loom__dview pv;
   int32_t id = st->g->outputs[j];
   view_of(st, id, &pv);
-  int64_t bytes = elements_of(&pv.type) * es;
-  if (bytes == 0) return LOOM_OK;
+  int64_t runs = 1, run = pv.type.dims[axis] * row * es; /* a run of the piece's result */
+  for (int32_t d = 0; d < axis; d++) runs *= whole->dims[d];
+  if (run * runs == 0) return LOOM_OK;
   char *dst = (char *)lr->outer->outputs[k].data + lo * row * es;
+  int64_t dst_run = whole->dims[axis] * row * es; /* a run of the whole output */
   if (st->be->host_memory) {
-    memcpy(dst, (const char *)pv.buffer + pv.offset * es, (size_t)bytes);
+    for (int64_t r = 0; r < runs; r++)
+      memcpy(dst + r * dst_run, (const char *)pv.buffer + pv.offset * es + r * run, (size_t)run);
     return LOOM_OK;
   }
   block *b = &st->blocks[st->layouts[id].base];
   loom_status s = block_end_access(b);
-  return s ? s : loom_buffer_read(b->buffer, pv.offset * es, dst, bytes);
+  for (int64_t r = 0; !s && r < runs; r++)
+    s = loom_buffer_read(b->buffer, pv.offset * es + r * run, dst + r * dst_run, run);
+  return s;
 }
 
 /* Piece i's result j (and j + 1 for a pair) into the loop's results. */
@@ -1275,6 +1410,7 @@ static loom_status piece_run(loop_run *lr, int64_t i) {
   for (int32_t j = 0; !s && j < lr->op->n_outputs; j++) s = piece_result(lr, st, j, i, lo);
   if (!s) release_streamed(lr, st, lo);
   piece_reset(st);
+  pads_give(lr, st);
   return s;
 }
 
@@ -1288,11 +1424,21 @@ static loom_status loop_setup(loop_run *lr, exec_state *st, const loom__op *op) 
   lr->operands = loom__calloc(n, sizeof *lr->operands);
   lr->streamed = loom__calloc(n, sizeof *lr->streamed);
   lr->slots = loom__calloc(n, sizeof *lr->slots);
-  if (!lr->operands || !lr->streamed || !lr->slots) return loom__oom("a loop's state");
+  lr->pads = loom__calloc(n, sizeof *lr->pads);
+  if (!lr->operands || !lr->streamed || !lr->slots || !lr->pads) return loom__oom("a loop's state");
   for (int32_t i = 0; i < op->n_inputs; i++) {
     view_of(st, op->inputs[i], &lr->operands[i]);
     lr->streamed[i] = op->loop->rules[i].axis >= 0 && loom__value_streamed(st->g, op->inputs[i]);
+    const loom_type *t = &st->g->values[op->inputs[i]].type;
+    int64_t bytes = 0;
+    if (loom__loop_window_pads(op->loop, i,
+                               op->loop->rules[i].axis >= 0 ? t->dims[op->loop->rules[i].axis] : 0))
+      loom_type_bytes(&op->loop->body->values[op->loop->body->params[i]].type, &bytes);
+    lr->zeros_bytes = LOOM_MAX(lr->zeros_bytes, bytes);
   }
+  /* the padding's zeros, written from the host (kept until the run synchronizes) */
+  if (lr->zeros_bytes > 0 && !(lr->zeros = loom__calloc(1, (size_t)lr->zeros_bytes)))
+    return loom__oom("a loop's window padding");
   for (int32_t j = 0; j < op->n_outputs; j++) view_of(st, op->outputs[j], &lr->results[j]);
   /* a scan of the graph's ops: done once per loop run, not once per piece */
   for (int32_t j = 0; j < op->n_outputs; j++) lr->streams_out[j] = streams_out(lr, j);
@@ -1309,6 +1455,8 @@ static void loop_teardown(loop_run *lr) {
   body_deinit(lr, &lr->body[1]);
   slots_deinit(lr);
   loom__free(lr->slots);
+  loom__free(lr->pads);
+  defer_free(lr->outer, lr->zeros, NULL); /* queued writes may still read it */
   loom_graph_destroy(lr->merge.g);
   loom__free(lr->operands);
   loom__free(lr->streamed);

@@ -12,7 +12,9 @@ static bool loop_diff(const loom__op *x, const loom__op *y) {
   const loom__loop *p = x->loop, *q = y->loop;
   if (p->n != q->n || p->piece != q->piece) return true;
   for (int32_t k = 0; k < x->n_inputs; k++)
-    if (p->rules[k].axis != q->rules[k].axis || p->rules[k].offset != q->rules[k].offset) return true;
+    if (p->rules[k].axis != q->rules[k].axis || p->rules[k].offset != q->rules[k].offset ||
+        p->rules[k].stride != q->rules[k].stride || p->rules[k].halo != q->rules[k].halo)
+      return true;
   for (int32_t k = 0; k < x->n_outputs; k++) {
     const loom_loop_output *c = &p->combines[k], *d = &q->combines[k];
     if (c->combine != d->combine || c->axis != d->axis || c->k != d->k || c->largest != d->largest)

@@ -30,7 +30,7 @@ TEST(loop_result_types_and_last_piece) {
   ASSERT_OK(loom_graph_create("main", &g));
   loom_type xt = type2(LOOM_F32, 10, 3);
   loom_value x = loom_graph_param(g, "x", &xt);
-  loom_loop_input rule = {0, 0};
+  loom_loop_input rule = {0, 0, 0, 0};
   loom_loop_output comb[2] = {{LOOM_COMBINE_CONCAT, 0, 0, false}, {LOOM_COMBINE_SUM, 0, 0, false}};
   loom_value r[2];
   ASSERT_OK(loom_graph_add_loop(g, 10, 4, b, &x, &rule, 1, comb, 2, r));
@@ -59,7 +59,7 @@ TEST(loop_refuses_bad_rules_and_combines) {
   ASSERT_OK(loom_graph_create("main", &g));
   loom_type xt = type2(LOOM_F32, 10, 3);
   loom_value x = loom_graph_param(g, "x", &xt), r[2];
-  loom_loop_input rule = {0, 0};
+  loom_loop_input rule = {0, 0, 0, 0};
   /* a result that varies with the piece must be concatenated */
   loom_loop_output sum_both[2] = {{LOOM_COMBINE_SUM, 0, 0, false}, {LOOM_COMBINE_SUM, 0, 0, false}};
   ASSERT_EQ(loom_graph_add_loop(g, 10, 4, b, &x, &rule, 1, sum_both, 2, r), LOOM_ERR_INVALID_ARGUMENT);
@@ -68,7 +68,7 @@ TEST(loop_refuses_bad_rules_and_combines) {
   ASSERT_OK(loom_graph_create("main", &g));
   x = loom_graph_param(g, "x", &xt);
   /* offset past the end */
-  loom_loop_input late = {0, 1};
+  loom_loop_input late = {0, 1, 0, 0};
   loom_loop_output ok[2] = {{LOOM_COMBINE_CONCAT, 0, 0, false}, {LOOM_COMBINE_SUM, 0, 0, false}};
   ASSERT_EQ(loom_graph_add_loop(g, 10, 4, b, &x, &late, 1, ok, 2, r), LOOM_ERR_INVALID_ARGUMENT);
   ASSERT_TRUE(strstr(loom_last_error(), "offset") != NULL);
@@ -94,7 +94,7 @@ TEST(loop_estimate_does_not_grow_with_trips) {
     ASSERT_OK(loom_graph_create("main", &g));
     loom_type xt = type2(LOOM_F32, n, 3);
     loom_value x = loom_graph_param(g, "x", &xt), r[2];
-    loom_loop_input rule = {0, 0};
+    loom_loop_input rule = {0, 0, 0, 0};
     loom_loop_output comb[2] = {{LOOM_COMBINE_CONCAT, 0, 0, false}, {LOOM_COMBINE_SUM, 0, 0, false}};
     ASSERT_OK(loom_graph_add_loop(g, n, 4, b, &x, &rule, 1, comb, 2, r));
     /* x is streamed in (read only by the loop) and r[0] out (only returned) */

@@ -314,7 +314,7 @@ TEST(loop_text_unnamed_values_from_c) {
   loom_value outs[2] = {loom_binary(b, LOOM_OP_ADD, bx, by),
                         loom_reduce(b, LOOM_OP_REDUCE_SUM, bx, 1, &axis0, false)};
   ASSERT_OK(loom_graph_return(b, outs, 2));
-  loom_loop_input rules[2] = {{0, 0}, {-1, 0}};
+  loom_loop_input rules[2] = {{0, 0, 0, 0}, {-1, 0, 0, 0}};
   loom_loop_output comb[2] = {{LOOM_COMBINE_CONCAT, 0, 0, false}, {LOOM_COMBINE_SUM, 0, 0, false}};
   loom_value r[2];
   ASSERT_OK(loom_graph_add_loop(g, 6, 4, b, (loom_value[]){x, y}, rules, 2, comb, 2, r));
@@ -525,8 +525,12 @@ TEST(loop_text_error_in_lines) {
                      "t.lir:3:19: error: in: axis=-1 is negative");
   ASSERT_PARSE_ERROR(L1("    in x = a offset=1\n    out x concat axis=0\n"),
                      "t.lir:3:14: error: in: offset=O needs axis=A (a value passed whole has no offset)");
-  ASSERT_PARSE_ERROR(L1("    in x = a axis=0 stride=1\n    out x concat axis=0\n"),
-                     "t.lir:3:21: error: in: unknown attribute 'stride' (in takes axis=A and offset=O)");
+  ASSERT_PARSE_ERROR(
+      L1("    in x = a axis=0 step=1\n    out x concat axis=0\n"),
+      "t.lir:3:21: error: in: unknown attribute 'step' (in takes axis=A, offset=O, stride=S and "
+      "halo=H)");
+  ASSERT_PARSE_ERROR(L1("    in x = a halo=1\n    out x concat axis=0\n"),
+                     "t.lir:3:14: error: in: halo=H needs axis=A (a value passed whole has no window)");
   ASSERT_PARSE_ERROR(L1("    in x = a axis=0\n    in x = b\n    out x concat axis=0\n"),
                      "t.lir:4:8: error: 'x' is already defined");
   ASSERT_PARSE_ERROR(L1("    in x a\n    out x concat axis=0\n"),
@@ -615,4 +619,77 @@ TEST(loop_text_error_builder_rules) {
       "broadcast");
   ASSERT_PARSE_ERROR(L1("    in x = a axis=0\n    y = add x x x\n    out y concat axis=0\n"),
                      "t.lir:4:9: error: add: takes 2 operands, got 3");
+}
+
+/* Windows (docs/ir-loops.md "Windows"): a conv's x read through overlapping windows with
+ * padding at the ends; the text round-trips, the parameter is typed for a full piece's window
+ * and the last piece's body is retyped for its shorter window. */
+TEST(loop_text_windows) {
+  static const char text[] =
+      "graph tiles(x: f32[1,1,41], w: f32[1,1,3]) {\n"
+      "  y = loop n=20 piece=8 {\n"
+      "    in xs = x axis=2 offset=-1 stride=2 halo=4\n"
+      "    in ws = w\n"
+      "    y = conv xs ws stride=[2] padding=[0] dilation=[2] : f32[1,1,8]\n"
+      "    out y concat axis=2\n"
+      "  }\n"
+      "  return y\n"
+      "}\n";
+  ASSERT_CANONICAL(text);
+  loom_graph *g = parse_str(text);
+  ASSERT_TRUE(g != NULL);
+  const loom__op *op = first_loop(g);
+  ASSERT_EQ(op->loop->rules[0].offset, -1);
+  ASSERT_EQ(op->loop->rules[0].stride, 2);
+  ASSERT_EQ(op->loop->rules[0].halo, 4);
+  char tb[LOOM_TYPE_STRING_MAX];
+  /* (8 - 1) 2 + 1 + 4 elements of x for 8 outputs */
+  ASSERT_STREQ(type_of(op->loop->body, loom_graph_find(op->loop->body, "xs"), tb), "f32[1,1,19]");
+  ASSERT_STREQ(type_of(g, loom_graph_find(g, "y"), tb), "f32[1,1,20]");
+  ASSERT_TRUE(loom__loop_window_pads(op->loop, 0, 41)); /* -1 and 41 are padding */
+  ASSERT_TRUE(!loom__loop_window_pads(op->loop, 1, 1)); /* w is passed whole */
+  int64_t first, count;
+  loom__loop_window(&op->loop->rules[0], 16, 4, &first, &count);
+  ASSERT_EQ(first, 31);
+  ASSERT_EQ(count, 11);
+  loom_graph *tail = NULL;
+  ASSERT_OK(loom__loop_body_for(op->loop, 4, &tail));
+  ASSERT_STREQ(type_of(tail, loom_graph_find(tail, "xs"), tb), "f32[1,1,11]");
+  ASSERT_STREQ(type_of(tail, loom_graph_find(tail, "y"), tb), "f32[1,1,4]");
+  loom_graph_destroy(tail);
+  loom_graph_destroy(g);
+  /* elementwise ops carry a window into the conv; a 2-D window along the rows */
+  ASSERT_CANONICAL(
+      "graph rows(x: f32[1,2,9,5], w: f32[3,2,3,3]) {\n"
+      "  y = loop n=9 piece=4 {\n"
+      "    in xs = x axis=2 offset=-1 halo=2\n"
+      "    in ws = w\n"
+      "    r = relu xs : f32[1,2,6,5]\n"
+      "    y = conv r ws padding=[0,1] : f32[1,3,4,5]\n"
+      "    out y concat axis=2\n"
+      "  }\n"
+      "  return y\n"
+      "}\n");
+  /* a plain slice reads no padding; a window reads some but not only padding */
+  ASSERT_PARSE_ERROR(L1("    in x = a axis=0 offset=-1\n    out x concat axis=0\n"),
+                     "t.lir:2:7: error: loop: operand 'a' (f32[4,3]): axis 0 holds 4 elements, fewer than "
+                     "offset -1 + n 4");
+  ASSERT_PARSE_ERROR(
+      "graph g(x: f32[1,1,8], w: f32[1,1,3]) {\n  y = loop n=4 piece=2 {\n"
+      "    in xs = x axis=2 offset=-20 halo=2\n    in ws = w\n    y = conv xs ws\n"
+      "    out y concat axis=2\n  }\n  return y\n}\n",
+      "t.lir:2:7: error: loop: operand 'x' (f32[1,1,8]): a window from -20 over n 4 (stride 1, "
+      "halo 2) along axis 2 reads none of its 8 elements");
+  /* a window goes into a conv's x or elementwise ops, and never out as a result */
+  ASSERT_PARSE_ERROR(
+      "graph g(x: f32[1,1,8]) {\n  y = loop n=6 piece=2 {\n"
+      "    in xs = x axis=2 halo=2\n    s = reduce_sum xs axes=[2]\n"
+      "    out s sum\n  }\n  return y\n}\n",
+      "t.lir:2:7: error: loop body: reduce_sum 's' cannot read a window of the piece (only "
+      "elementwise ops and a conv's x can)");
+  ASSERT_PARSE_ERROR(
+      "graph g(x: f32[1,1,8]) {\n  y = loop n=6 piece=2 {\n"
+      "    in xs = x axis=2 halo=2\n    out xs concat axis=2\n  }\n  return y\n}\n",
+      "t.lir:2:7: error: loop: result 1 (f32[1,1,4]): concat along axis 2 needs a result that "
+      "holds the piece there");
 }

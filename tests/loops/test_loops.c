@@ -86,7 +86,7 @@ static const loop_case cases[] = {
      "graph body(xs: f32[4,3], w: f32[3]) {\n y = mul xs xs\n z = add y w\n return z\n}",
      10,
      4,
-     {{0, 0}, {-1, 0}},
+     {{0, 0, 0, 0}, {-1, 0, 0, 0}},
      {CAT(0)},
      1,
      DATA_RANDOM,
@@ -97,7 +97,7 @@ static const loop_case cases[] = {
      "graph body(xs: f32[3,4]) {\n y = neg xs\n z = exp y\n return z, xs\n}",
      10,
      4,
-     {{1, 2}},
+     {{1, 2, 0, 0}},
      {CAT(1), CAT(1)},
      2,
      DATA_RANDOM,
@@ -109,7 +109,7 @@ static const loop_case cases[] = {
      " mx = reduce_max xs axes=[0]\n mn = reduce_min xs axes=[0]\n return s, p, mx, mn\n}",
      10,
      4,
-     {{0, 0}},
+     {{0, 0, 0, 0}},
      {COMB(SUM), COMB(PROD), COMB(MAX), COMB(MIN)},
      4,
      DATA_TIES_NAN,
@@ -119,7 +119,7 @@ static const loop_case cases[] = {
      "graph body(xs: f32[4,3]) {\n p = reduce_prod xs axes=[0]\n return p\n}",
      10,
      4,
-     {{0, 0}},
+     {{0, 0, 0, 0}},
      {COMB(PROD)},
      1,
      DATA_SMALL,
@@ -129,7 +129,7 @@ static const loop_case cases[] = {
      "graph body(as: f32[5,4], bs: f32[4,4]) {\n c = dot as bs\n return c\n}",
      10,
      4,
-     {{1, 0}, {0, 0}},
+     {{1, 0, 0, 0}, {0, 0, 0, 0}},
      {COMB(SUM)},
      1,
      DATA_RANDOM,
@@ -141,7 +141,7 @@ static const loop_case cases[] = {
      " nv = reduce_min xs axes=[0]\n ni = argmin xs axis=0\n return mv, mi, nv, ni\n}",
      10,
      4,
-     {{0, 0}},
+     {{0, 0, 0, 0}},
      {COMB(ARGMAX), COMB(INDEX), COMB(ARGMIN), COMB(INDEX)},
      4,
      DATA_TIES_NAN,
@@ -153,7 +153,7 @@ static const loop_case cases[] = {
      " nv = reduce_min xs axes=[1]\n ni = argmin xs axis=1\n return mv, mi, nv, ni\n}",
      11,
      3,
-     {{1, 0}},
+     {{1, 0, 0, 0}},
      {COMB(ARGMAX), COMB(INDEX), COMB(ARGMIN), COMB(INDEX)},
      4,
      DATA_TIES,
@@ -165,7 +165,7 @@ static const loop_case cases[] = {
      " return a, ai, b, bi\n}",
      20,
      6,
-     {{1, 0}},
+     {{1, 0, 0, 0}},
      {TOPK(1, 2, true), COMB(INDEX), TOPK(1, 2, false), COMB(INDEX)},
      4,
      DATA_TIES_NAN,
@@ -175,7 +175,7 @@ static const loop_case cases[] = {
      "graph body(xs: f32[7,3]) {\n a, ai = topk xs k=3 axis=0\n return a, ai\n}",
      20,
      7,
-     {{0, 0}},
+     {{0, 0, 0, 0}},
      {TOPK(0, 3, true), COMB(INDEX)},
      2,
      DATA_TIES,
@@ -187,7 +187,7 @@ static const loop_case cases[] = {
      " at = transpose a perm=[1,0]\n it = transpose ai perm=[1,0]\n return at, it\n}",
      20,
      8,
-     {{0, 0}},
+     {{0, 0, 0, 0}},
      {TOPK(0, 2, true), COMB(INDEX)},
      2,
      DATA_TIES,
@@ -199,7 +199,7 @@ static const loop_case cases[] = {
      " vt = transpose mv perm=[1,0]\n it = transpose mi perm=[1,0]\n return vt, it\n}",
      9,
      4,
-     {{0, 0}},
+     {{0, 0, 0, 0}},
      {COMB(ARGMAX), COMB(INDEX)},
      2,
      DATA_TIES,
@@ -292,7 +292,7 @@ static void check_nested(int64_t rows, const loom__exec_device *dev) {
   ASSERT_OK(loom_type_make(LOOM_F32, 2, (int64_t[]){rows, 3}, &xt));
   ASSERT_OK(loom_type_make(LOOM_F32, 2, (int64_t[]){1, 10}, &yt));
   loom_value xs = loom_graph_param(outer, "xs", &xt), y = loom_graph_param(outer, "y", &yt), sum;
-  loom_loop_input by_cols = {1, 0}, outer_rules[2] = {{0, 0}, {-1, 0}};
+  loom_loop_input by_cols = {1, 0, 0, 0}, outer_rules[2] = {{0, 0, 0, 0}, {-1, 0, 0, 0}};
   loom_loop_output inner_comb = COMB(SUM), outer_comb = CAT(0);
   ASSERT_OK(loom_graph_add_loop(outer, 10, 4, inner, &y, &by_cols, 1, &inner_comb, 1, &sum));
   loom_value z = loom_binary(outer, LOOM_OP_MUL, xs, sum);
@@ -354,7 +354,7 @@ static const char stream_body[] =
 static loom_graph *stream_graph(loom_graph **ref) {
   loom_graph *body = gt_parse("%s", stream_body);
   *ref = gt_parse("%s", stream_ref);
-  loom_loop_input rule = {0, 0};
+  loom_loop_input rule = {0, 0, 0, 0};
   loom_loop_output comb[2] = {CAT(0), COMB(SUM)};
   loom_graph *g = body && *ref ? loop_graph(*ref, body, 4096, 256, &rule, comb, 2) : NULL;
   loom_graph_destroy(body);
@@ -451,7 +451,7 @@ TEST(loops_stream_double_buffered_on_opencl) {
   loom_graph *body = gt_parse("%s", stream_body), *whole = NULL;
   ASSERT_TRUE(body != NULL);
   {
-    loom_loop_input rule = {0, 0};
+    loom_loop_input rule = {0, 0, 0, 0};
     loom_loop_output comb[2] = {CAT(0), COMB(SUM)};
     loom_graph *b1 = gt_parse(
         "graph body(xs: f32[4096,64]) {\n sq = mul xs xs\n r = reduce_sum sq axes=[1]\n"

@@ -92,7 +92,7 @@ static loom_graph *rows_body(loom_dtype dt, const dot_shape *s, bool colsum) {
     cs = gt_parse("graph colsum(bk: %s[%lld,%lld]) {\n s = reduce_sum bk axes=[0]\n return s\n}", t,
                   LL(s->kp), LL(s->n));
   loom_value b, c, cols;
-  const loom_loop_input by_k[2] = {{1, 0}, {0, 0}}, b_rows = {0, 0};
+  const loom_loop_input by_k[2] = {{1, 0, 0, 0}, {0, 0, 0, 0}}, b_rows = {0, 0, 0, 0};
   if (kp && (cs || !colsum))
     g = wrap_open("rows", dt, 2, (int64_t[]){s->rows, s->k}, s, s->k, s->kp, kp, by_k, sum, &b, &c);
   if (g && colsum) {
@@ -106,7 +106,7 @@ static loom_graph *rows_body(loom_dtype dt, const dot_shape *s, bool colsum) {
   return g;
 }
 
-static const loom_loop_input rows_b_whole[2] = {{0, 0}, {-1, 0}};
+static const loom_loop_input rows_b_whole[2] = {{0, 0, 0, 0}, {-1, 0, 0, 0}};
 
 /* a[m,k] . b[k,n]: the loop over rows outside, k inside. */
 static loom_graph *nested_dot(loom_dtype dt, const dot_shape *s) {
@@ -123,7 +123,7 @@ static loom_graph *two_readers(loom_dtype dt, const dot_shape *s) {
   loom_graph *mx = gt_parse("graph colmax(bk: %s[%lld,%lld]) {\n x = reduce_max bk axes=[0]\n return x\n}",
                             loom_dtype_name(dt), LL(s->kp), LL(s->n));
   loom_value b, outs[2];
-  const loom_loop_input b_rows = {0, 0};
+  const loom_loop_input b_rows = {0, 0, 0, 0};
   loom_graph *g = body && mx ? wrap_open("top", dt, 2, (int64_t[]){s->m, s->k}, s, s->m, s->rows, body,
                                          rows_b_whole, cat0, &b, &outs[0])
                              : NULL;
@@ -142,7 +142,7 @@ static loom_graph *two_readers(loom_dtype dt, const dot_shape *s) {
  * over k; b is passed whole through two levels before the innermost loop slices it. */
 static loom_graph *two_levels(loom_dtype dt, const dot_shape *s) {
   loom_graph *kp = kpiece_body(dt, s, true);
-  const loom_loop_input by_k[2] = {{2, 0}, {0, 0}}, by_rows[2] = {{1, 0}, {-1, 0}};
+  const loom_loop_input by_k[2] = {{2, 0, 0, 0}, {0, 0, 0, 0}}, by_rows[2] = {{1, 0, 0, 0}, {-1, 0, 0, 0}};
   loom_graph *rows = wrap("rows", dt, 3, (int64_t[]){1, s->rows, s->k}, s, s->k, s->kp, kp, by_k, sum);
   loom_graph *mats = wrap("mats", dt, 3, (int64_t[]){1, s->m, s->k}, s, s->m, s->rows, rows, by_rows, cat1);
   loom_graph *g =

@@ -339,6 +339,9 @@ static void print_loops(const loom_graph *g) {
                       loom_value_label(g, loom_graph_op_input(g, o, k), label, sizeof label), (int)rule.axis);
       if (rule.offset && len < (int)sizeof line)
         len += snprintf(line + len, sizeof line - (size_t)len, " from %lld", (long long)rule.offset);
+      if ((rule.stride > 1 || rule.halo > 0) && len < (int)sizeof line) /* a conv's tiles */
+        len += snprintf(line + len, sizeof line - (size_t)len, " (window: stride %lld, halo %lld)",
+                        (long long)(rule.stride > 1 ? rule.stride : 1), (long long)rule.halo);
       sep = ", ";
     }
     int32_t n_body = loom_graph_op_count(body);
