@@ -201,6 +201,31 @@ loom_tool_test(safetensors_out_and_out_dir ARGS ${small} --random 1 --out @WORK@
 loom_tool_test(safetensors_out_c128 RC 1 ARGS ${LOOM_TOOL_DATA}/c128_out.lir --random 1 --out @WORK@/out/o.safetensors MKDIRS out
   STDERR_REGEX "^loom-run: output y is c128, which \\.safetensors cannot hold" NO_FILES_IN out)
 
+# ---- recovery from out of memory (issue 17) ------------------------------------------------
+# cpu0's node refuses every allocation over 512 KiB from its 10th on (LOOM_TESTING_REFUSE, the
+# fault injection of loom/testing.h), as a crowded device would: with --recover the stage is
+# re-planned (half its 3.87 MiB, refused again; then a quarter) and finishes with the fault-free
+# run's results, which are brute force's; each re-plan is listed. Fusion is off: fused, the
+# stage holds 93 KiB, nearly all of it a step that cannot be chunked.
+set(knn_small ${LOOM_TOOL_DATA}/knn_small.lir)
+loom_tool_test(recover_knn ENV LOOM_TESTING_REFUSE=host0:10:512KiB
+  ARGS ${knn_small} --random 1 --limit 4MiB --no-rewrite fuse --recover --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${knn_small} --random 1 --limit 4MiB --no-rewrite fuse --out-dir @WORK@/ref
+  STDOUT_REGEX "recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 1\\.94 MiB \\(try 1 of 3\\): out of memory again\n +recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 991\\.87 KiB \\(try 2 of 3\\): 1 stage, estimated peak"
+  STATS_JSON stats.json
+  EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy KNN_CHECK out=${knn_small} TIMEOUT 300)
+# Without --recover the refusal fails the run, naming the stage, the node and the allocation.
+loom_tool_test(recover_off RC 1 ENV LOOM_TESTING_REFUSE=host0:10:512KiB
+  ARGS ${knn_small} --random 1 --limit 4MiB --no-rewrite fuse
+  STDERR_REGEX "^loom-run: stage 0 \\(cpu0, limit 4194304 bytes\\): .*out of memory on host0: the device refused [0-9.]+ [KM]iB \\(injected for testing\\)\n$")
+# Refusing everything: recovery cannot help, and says what it tried.
+loom_tool_test(recover_fails RC 1 ENV LOOM_TESTING_REFUSE=host0:1:0
+  ARGS ${knn_small} --random 1 --limit 4MiB --recover --out-dir @WORK@/out NO_FILES_IN out
+  STDERR_REGEX "^loom-run: stage 0 \\(cpu0\\): out of memory, and recovery failed after [1-3] tr(y|ies) \\(re-planned for [^)]*\\): ")
+loom_tool_test(recover_takes_no_value RC 2 ARGS ${small} --recover=yes STDERR_REGEX "--recover takes no value")
+loom_tool_test(recover_bad_refuse RC 2 ENV LOOM_TESTING_REFUSE=host0 ARGS ${small} --random 1 --limit 1MiB
+  STDERR_REGEX "LOOM_TESTING_REFUSE='host0': expected NODE:N:BYTES")
+
 # ---- the examples and kNN against brute force ---------------------------------------------
 foreach(example kernel_mv dot_chain spectrum conv_small)
   loom_tool_test(example_${example} ARGS ${LOOM_EXAMPLES}/${example}.lir --random 1 --out-dir @WORK@/out
