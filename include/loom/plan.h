@@ -226,14 +226,14 @@ typedef struct loom_stage_stats {
 
 /* One try of recovering a stage that ran out of memory (loom_plan_run_options.recover). */
 typedef struct loom_plan_recovery {
-  int32_t stage;     /* the plan's stage that ran out of memory */
-  char device[32];   /* its runner's device */
-  int32_t attempt;   /* 1 for the first try of this stage, up to loom_plan_run_options.recover_tries */
-  int32_t tries;     /* recover_tries: the most there may be */
-  int64_t allocation; /* the stage's allocation that failed, counted from 1 in the failed run */
-  int64_t limit_bytes;     /* what the stage was re-planned for */
-  int64_t free_bytes;      /* the device's free memory as the memory manager counted it then */
-  int32_t n_stages;        /* stages of the re-plan (0 when re-planning itself failed) */
+  int32_t stage;       /* the plan's stage that ran out of memory */
+  char device[32];     /* its runner's device */
+  int32_t attempt;     /* 1 for the first try of this stage, up to loom_plan_run_options.recover_tries */
+  int32_t tries;       /* recover_tries: the most there may be */
+  int64_t allocation;  /* the stage's allocation that failed, counted from 1 in the failed run */
+  int64_t limit_bytes; /* what the stage was re-planned for */
+  int64_t free_bytes;  /* the device's free memory as the memory manager counted it then */
+  int32_t n_stages;    /* stages of the re-plan (0 when re-planning itself failed) */
   int64_t estimated_peak_bytes; /* the re-plan's largest stage estimate */
   int64_t peak_bytes;           /* its measured peak (0 when it did not run to the end) */
   bool succeeded;               /* the re-plan ran to the end */
@@ -245,8 +245,8 @@ typedef struct loom_plan_stats {
   loom_stage_stats *stages; /* owned; released by loom_plan_stats_deinit */
   int64_t peak_bytes;       /* the largest stage peak */
   double seconds;
-  int32_t n_recoveries;            /* tries of recovery, in the order made */
-  loom_plan_recovery *recoveries;  /* owned; released by loom_plan_stats_deinit */
+  int32_t n_recoveries;           /* tries of recovery, in the order made */
+  loom_plan_recovery *recoveries; /* owned; released by loom_plan_stats_deinit */
 } loom_plan_stats;
 
 LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);

@@ -39,6 +39,7 @@ loom_status loom__hmm_injected_refusal(const loom__hmm_node *n, int64_t bytes) {
   if (count < nth || bytes <= atomic_load(&inject_max_bytes)) return LOOM_OK;
   atomic_fetch_add(&inject_failures, 1);
   char size[32];
-  return loom__error(LOOM_ERR_OUT_OF_MEMORY, "out of memory on %s: the device refused %s (injected for testing)",
-                     n->id, loom__format_bytes(bytes, size, sizeof size));
+  return loom__error(LOOM_ERR_OUT_OF_MEMORY,
+                     "out of memory on %s: the device refused %s (injected for testing)", n->id,
+                     loom__format_bytes(bytes, size, sizeof size));
 }

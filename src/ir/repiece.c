@@ -38,8 +38,8 @@ static loom_status copy_loop(loom__rebuild *rb, int32_t o, int64_t piece) {
   for (int32_t i = 0; !s && i < op->n_inputs; i++) ins[i] = loom__rebuild_get(rb, op->inputs[i]);
   loom_value outs[LOOM_LOOP_MAX_RESULTS];
   if (!s)
-    s = loom_graph_add_loop(rb->dst, l->n, piece, body, ins, l->rules, op->n_inputs, l->combines, op->n_outputs,
-                            outs);
+    s = loom_graph_add_loop(rb->dst, l->n, piece, body, ins, l->rules, op->n_inputs, l->combines,
+                            op->n_outputs, outs);
   for (int32_t k = 0; !s && k < op->n_outputs; k++) loom__rebuild_set(rb, op->outputs[k], outs[k]);
   loom_graph_destroy(body);
   loom__free(ins);

@@ -316,7 +316,8 @@ static loom_status hand_over(plan_run *sub, int32_t k, loom_tensor *out, loom_bu
   }
   if (h->buffer) {
     char buf[32];
-    return loom__error(LOOM_ERR_UNSUPPORTED, "the re-plan returns '%s', a device buffer it did not make, twice",
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "the re-plan returns '%s', a device buffer it did not make, twice",
                        loom__value_label(sub->g, v, buf, sizeof buf));
   }
   return copy_tensor(&h->t, out);
@@ -458,9 +459,10 @@ static loom_status recover_stage(plan_run *r, int32_t index, const loom_stage_in
     return s;
   }
   snprintf(cause, sizeof cause, "%s", loom_last_error());
-  return loom__error(LOOM_ERR_OUT_OF_MEMORY,
-                     "stage %d (%s): out of memory, and recovery failed after %d tr%s (re-planned for %s): %s",
-                     (int)index, st->device, (int)made, made == 1 ? "y" : "ies", tried, cause);
+  return loom__error(
+      LOOM_ERR_OUT_OF_MEMORY,
+      "stage %d (%s): out of memory, and recovery failed after %d tr%s (re-planned for %s): %s", (int)index,
+      st->device, (int)made, made == 1 ? "y" : "ies", tried, cause);
 }
 
 /* Hands the returned values to the caller: moved where the plan owns them, else copied (an
@@ -522,9 +524,10 @@ loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_t
   return loom_plan_run_with_options(ctx, plan, NULL, inputs, n_inputs, outputs, n_outputs, stats);
 }
 
-loom_status loom_plan_run_with_options(loom_context *ctx, const loom_plan *plan, const loom_plan_run_options *opts,
-                                       const loom_tensor *inputs, int32_t n_inputs, loom_tensor *outputs,
-                                       int32_t n_outputs, loom_plan_stats *stats) {
+loom_status loom_plan_run_with_options(loom_context *ctx, const loom_plan *plan,
+                                       const loom_plan_run_options *opts, const loom_tensor *inputs,
+                                       int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
+                                       loom_plan_stats *stats) {
   if (stats) memset(stats, 0, sizeof *stats);
   for (int32_t i = 0; outputs && i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   loom_status s = check_args(ctx, plan, inputs, n_inputs, outputs, n_outputs);

@@ -83,8 +83,8 @@ static int64_t last_refusals;
 
 /* Runs the plan with recovery on (recover false: off), host0 refusing every allocation of
  * more than max_bytes from its nth on (nth 0: nothing refused). *out is calloc'd. */
-static loom_status run(loom_context *ctx, const loom_plan *plan, const loom_tensor *in, bool recover, int64_t nth,
-                       int64_t max_bytes, loom_tensor **out, loom_plan_stats *stats) {
+static loom_status run(loom_context *ctx, const loom_plan *plan, const loom_tensor *in, bool recover,
+                       int64_t nth, int64_t max_bytes, loom_tensor **out, loom_plan_stats *stats) {
   const loom_graph *g = loom_plan_graph(plan);
   int32_t n = loom_graph_output_count(g);
   *out = calloc((size_t)n, sizeof **out);
@@ -119,7 +119,8 @@ static int64_t sweep(loom_context *ctx, const loom_plan *plan, const loom_tensor
   loom_testing_fail_node_allocations(NULL, 0, 0);
   su_tensors_free(out, n_out);
   if (s || total < 4) {
-    loom_test_fail(file, line, "fault-free run: %s, %lld allocations", loom_status_string(s), (long long)total);
+    loom_test_fail(file, line, "fault-free run: %s, %lld allocations", loom_status_string(s),
+                   (long long)total);
     return 0;
   }
   int64_t recovered = 0;
@@ -127,10 +128,13 @@ static int64_t sweep(loom_context *ctx, const loom_plan *plan, const loom_tensor
     int64_t live = loom_testing_live_allocations();
     s = run(ctx, plan, in, true, nth, REFUSE, &out, &stats);
     bool ok = s == LOOM_OK;
-    if (!ok) loom_test_fail(file, line, "nth %lld: %s: %s", (long long)nth, loom_status_string(s), loom_last_error());
+    if (!ok)
+      loom_test_fail(file, line, "nth %lld: %s: %s", (long long)nth, loom_status_string(s),
+                     loom_last_error());
     for (int32_t i = 0; ok && i < n_out; i++)
       if (su_worst(&ref[i], &out[i], 0, 0) != 0) {
-        loom_test_fail(file, line, "nth %lld: output %d differs from the fault-free run", (long long)nth, (int)i);
+        loom_test_fail(file, line, "nth %lld: output %d differs from the fault-free run", (long long)nth,
+                       (int)i);
         ok = false;
       }
     if (ok && (stats.n_recoveries > 0) != (last_refusals > 0)) {
@@ -142,10 +146,10 @@ static int64_t sweep(loom_context *ctx, const loom_plan *plan, const loom_tensor
       const loom_plan_recovery *r = &stats.recoveries[i];
       bool last = i == stats.n_recoveries - 1;
       ok = r->succeeded == last && r->attempt == i + 1 && r->tries == 3 &&
-           r->limit_bytes == planned(plan, r->stage) >> (i + 1) &&
-           strcmp(r->device, "cpu0") == 0 && r->allocation >= 1 && r->n_stages >= 1 &&
-           r->estimated_peak_bytes <= r->limit_bytes && r->peak_bytes <= r->limit_bytes &&
-           r->stage == stats.recoveries[0].stage && strstr(r->error, "the device refused") != NULL;
+           r->limit_bytes == planned(plan, r->stage) >> (i + 1) && strcmp(r->device, "cpu0") == 0 &&
+           r->allocation >= 1 && r->n_stages >= 1 && r->estimated_peak_bytes <= r->limit_bytes &&
+           r->peak_bytes <= r->limit_bytes && r->stage == stats.recoveries[0].stage &&
+           strstr(r->error, "the device refused") != NULL;
       if (!ok)
         loom_test_fail(file, line, "nth %lld: recovery %d: try %d, limit %lld, peak %lld, succeeded %d, '%s'",
                        (long long)nth, (int)i, (int)r->attempt, (long long)r->limit_bytes,
@@ -156,8 +160,8 @@ static int64_t sweep(loom_context *ctx, const loom_plan *plan, const loom_tensor
     recovered += ok && stats.n_recoveries > 0;
     for (int32_t i = 0; ok && i < stats.n_stages; i++)
       if (stats.stages[i].peak_bytes > stats.stages[i].limit_bytes) {
-        loom_test_fail(file, line, "nth %lld: stage %d peaked at %lld over its limit %lld", (long long)nth, (int)i,
-                       (long long)stats.stages[i].peak_bytes, (long long)stats.stages[i].limit_bytes);
+        loom_test_fail(file, line, "nth %lld: stage %d peaked at %lld over its limit %lld", (long long)nth,
+                       (int)i, (long long)stats.stages[i].peak_bytes, (long long)stats.stages[i].limit_bytes);
         ok = false;
       }
     loom_plan_stats_deinit(&stats);
@@ -173,7 +177,8 @@ static int64_t sweep(loom_context *ctx, const loom_plan *plan, const loom_tensor
 }
 
 /* The reference: the plan run without faults (and that run close to the whole graph's). */
-static loom_tensor *reference(loom_context *ctx, const loom_graph *g, const loom_plan *plan, const loom_tensor *in) {
+static loom_tensor *reference(loom_context *ctx, const loom_graph *g, const loom_plan *plan,
+                              const loom_tensor *in) {
   loom_tensor *ref = NULL, *whole = NULL;
   loom_plan_stats stats = {0};
   if (run(ctx, plan, in, false, 0, 0, &ref, &stats) || su_run_graph(g, in, &whole) ||

@@ -496,7 +496,8 @@ static int execute(run_state *st, const run_options *opts) {
   if (loom_context_memory(st->ctx, &memory)) return run_fail_loom(NULL);
   if (opts->trace && loom_mem_trace_enable(memory, true)) return run_fail_loom("--trace");
   if (opts->recover && !st->plan)
-    fprintf(stderr, "loom-run: note: --recover needs runners (--runners, --limit or LOOM_MEM_LIMIT): none here\n");
+    fprintf(stderr,
+            "loom-run: note: --recover needs runners (--runners, --limit or LOOM_MEM_LIMIT): none here\n");
   int rc = arm_refusals();
   if (rc) return rc;
   loom_status s;
@@ -509,8 +510,8 @@ static int execute(run_state *st, const run_options *opts) {
     loom_plan_run_options_init(&ro);
     ro.recover = opts->recover;
     ro.optimize = &o;
-    s = loom_plan_run_with_options(st->ctx, st->plan, &ro, st->inputs, st->n_params, st->outputs, st->n_outputs,
-                                   &st->plan_stats);
+    s = loom_plan_run_with_options(st->ctx, st->plan, &ro, st->inputs, st->n_params, st->outputs,
+                                   st->n_outputs, &st->plan_stats);
     st->stats.peak_bytes = st->plan_stats.peak_bytes;
     st->stats.seconds = st->plan_stats.seconds;
   } else {
@@ -641,11 +642,11 @@ static void print_recoveries(const run_state *st) {
     const loom_plan_recovery *r = &st->plan_stats.recoveries[i];
     char lim[32], est[32], got[32];
     printf("  recover  stage %d %s: out of memory at allocation %lld; re-planned for %s (try %d of %d): ",
-           (int)r->stage, r->device, (long long)r->allocation, loom_bytes_format(r->limit_bytes, lim, sizeof lim),
-           (int)r->attempt, (int)r->tries);
+           (int)r->stage, r->device, (long long)r->allocation,
+           loom_bytes_format(r->limit_bytes, lim, sizeof lim), (int)r->attempt, (int)r->tries);
     if (r->succeeded)
-      printf("%d stage%s, estimated peak %s, measured peak %s\n", (int)r->n_stages, r->n_stages == 1 ? "" : "s",
-             loom_bytes_format(r->estimated_peak_bytes, est, sizeof est),
+      printf("%d stage%s, estimated peak %s, measured peak %s\n", (int)r->n_stages,
+             r->n_stages == 1 ? "" : "s", loom_bytes_format(r->estimated_peak_bytes, est, sizeof est),
              loom_bytes_format(r->peak_bytes, got, sizeof got));
     else
       printf("%s\n", r->n_stages ? "out of memory again" : "could not be made");
