@@ -65,6 +65,9 @@ typedef struct plan_run {
   const loom_plan_run_options *opts; /* NULL in a re-plan's own run: it does not recover */
   recovery_log *log;
   int64_t failed_allocation; /* after an OUT_OF_MEMORY stage: its allocation that failed */
+  /* A re-plan's run: the runner limit its stages put in force on the device, that of the
+   * stage they replace (their own, lower, limits are their meters'); 0: each stage's own. */
+  int64_t device_limit;
 } plan_run;
 
 static loom_status check_devices(loom_context *ctx, const loom_plan *plan) {
@@ -238,7 +241,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   opts.input_buffers = in_bufs;
   opts.output_buffers = out_bufs;
   /* The runner limit is the device's, for every run sharing it (loom__hmm_runner_limit_begin). */
-  loom__hmm_runner_limit shared = {.bytes = st.limit};
+  loom__hmm_runner_limit shared = {.bytes = r->device_limit > 0 ? r->device_limit : st.limit};
   bool in_force = false;
   int64_t refusals = node_refusals(opts.device);
   bool ran = !s; /* recovery is for the stage's own memory, not the bookkeeping above */
@@ -326,12 +329,15 @@ static loom_status hand_over(plan_run *sub, int32_t k, loom_tensor *out, loom_bu
 /* Runs the re-plan `sub` of a stage from the stage's inputs (host tensors in `ins`, or the
  * buffers in_bufs, which stay the outer run's) and fills outs and out_bufs as loom__execute
  * fills them for the stage. The re-plan's stages do not recover themselves. */
-static loom_status run_replan(plan_run *outer, const loom_plan *sub, const loom_tensor *ins,
-                              loom_buffer **in_bufs, loom_tensor *outs, loom_buffer **out_bufs,
-                              loom_plan_recovery *rec) {
+static loom_status run_replan(plan_run *outer, const loom_stage_info *st, const loom_plan *sub,
+                              const loom_tensor *ins, loom_buffer **in_bufs, loom_tensor *outs,
+                              loom_buffer **out_bufs, loom_plan_recovery *rec) {
   plan_run r;
   loom_status s = run_init(&r, sub, ins);
   r.ctx = outer->ctx;
+  /* What else the device holds (another run's stages, a program's own buffers) is no part of
+   * the re-plan's limit: the device keeps the runner limit of the stage it replaces. */
+  r.device_limit = st->limit;
   for (int32_t p = 0; !s && p < r.g->n_params; p++) {
     r.vals[r.g->params[p]].buffer = in_bufs[p];
     r.vals[r.g->params[p]].borrowed = in_bufs[p] != NULL;
@@ -387,7 +393,7 @@ static loom_status replan_stage(plan_run *r, const loom_stage_info *st, int64_t 
     if (loom_plan_stage(sub, i, &info) == LOOM_OK)
       rec->estimated_peak_bytes = LOOM_MAX(rec->estimated_peak_bytes, info.estimated_peak);
   }
-  s = run_replan(r, sub, ins, in_bufs, outs, out_bufs, rec);
+  s = run_replan(r, st, sub, ins, in_bufs, outs, out_bufs, rec);
   loom_plan_destroy(sub);
   return s;
 }

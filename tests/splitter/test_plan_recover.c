@@ -2,6 +2,7 @@
  * device that refuses memory its plan fitted under the limit, simulated by the memory
  * manager's fault injection (loom_testing_fail_node_allocations), from every allocation of a
  * run in turn. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "loom/testing.h"
@@ -350,6 +351,76 @@ TEST(recovery_options) {
   ASSERT_EQ(stats.n_recoveries, 1);
   loom_plan_stats_deinit(&stats);
   su_tensors_free(in, 2);
+  loom_context_destroy(ctx);
+  loom_plan_destroy(plan);
+  loom_graph_destroy(g);
+}
+
+/* Another user of the device (here a buffer the test holds on host0, whose limit it lowers to
+ * the runner's) leaves less than the plan fitted. Recovery re-plans for the memory the manager
+ * reports free, below what the stage planned to hold, and as that graph holds more at once
+ * than the free memory whatever the chunking (FFTs are not cut along their axis), the re-plan
+ * cuts the stage into several, which run in its place. */
+static const char *ffts_lir =
+    "graph ffts(x: c64[2048]) {\n"
+    "  m0 = add x x\n  f0 = fft m0 axis=0\n"
+    "  m1 = add m0 f0\n  f1 = fft m1 axis=0\n"
+    "  m2 = add m1 f1\n  f2 = fft m2 axis=0\n"
+    "  m3 = add m2 f2\n  f3 = fft m3 axis=0\n"
+    "  m4 = add m3 f3\n  f4 = fft m4 axis=0\n"
+    "  m5 = add m4 f4\n  f5 = fft m5 axis=0\n"
+    "  m6 = add m5 f5\n  f6 = fft m6 axis=0\n"
+    "  m7 = add m6 f6\n  f7 = fft m7 axis=0\n"
+    "  s6 = add f7 f6\n  s5 = add s6 f5\n  s4 = add s5 f4\n  s3 = add s4 f3\n"
+    "  s2 = add s3 f2\n  s1 = add s2 f1\n  s0 = add s1 f0\n"
+    "  return s0\n"
+    "}\n";
+
+TEST(recovery_for_the_free_memory_in_stages) {
+  loom_graph *g = su_parse(ffts_lir);
+  ASSERT_TRUE(g != NULL);
+  loom_runner r = {"cpu0", LIMIT};
+  loom_plan *plan = NULL;
+  ASSERT_OK(loom_plan_split_by_memory(g, &r, 1, &plan));
+  ASSERT_EQ(loom_plan_stage_count(plan), 1);
+  loom_stage_info st;
+  ASSERT_OK(loom_plan_stage(plan, 0, &st));
+  loom_context *ctx = cpu_context();
+  ASSERT_TRUE(ctx != NULL);
+  loom_mem_manager *m = NULL;
+  int32_t host = -1;
+  ASSERT_OK(loom_context_memory(ctx, &m));
+  ASSERT_OK(loom_mem_node_find(m, "host0", &host));
+  loom_mem_node_info info;
+  ASSERT_OK(loom_mem_node_info_get(m, host, &info));
+  int64_t own_limit = info.limit_bytes, free_bytes = 100 << 10;
+  ASSERT_TRUE(free_bytes < st.estimated_peak);
+  ASSERT_OK(loom_mem_set_limit(m, host, LIMIT));
+  loom_buffer *other = NULL;
+  ASSERT_OK(loom_buffer_allocate(m, LIMIT - free_bytes, LOOM_U8, host, LOOM_MEM_EXACT_SIZE, &other));
+  loom_tensor *in = NULL, *out = NULL, *whole = NULL;
+  ASSERT_OK(su_inputs(g, 5, &in));
+  ASSERT_OK(su_run_graph(g, in, &whole));
+  loom_plan_stats stats = {0};
+  ASSERT_OK(run(ctx, plan, in, true, 0, 0, &out, &stats));
+  ASSERT_EQ(stats.n_recoveries, 1);
+  const loom_plan_recovery *rec = &stats.recoveries[0];
+  ASSERT_CONTAINS(rec->error, "out of memory on host0");
+  ASSERT_EQ(rec->free_bytes, free_bytes);
+  ASSERT_EQ(rec->limit_bytes, free_bytes);
+  ASSERT_TRUE(rec->succeeded && rec->n_stages > 1 && rec->peak_bytes <= free_bytes);
+  ASSERT_TRUE(su_worst(&whole[0], &out[0], 1e-3, 1e-4) <= 1);
+  loom_plan_stats_deinit(&stats);
+  su_tensors_free(out, 1);
+  /* Without recovery the same run fails, naming the node. */
+  ASSERT_STATUS(run(ctx, plan, in, false, 0, 0, &out, &stats), LOOM_ERR_OUT_OF_MEMORY);
+  ASSERT_CONTAINS(loom_last_error(), "out of memory on host0");
+  loom_plan_stats_deinit(&stats);
+  free(out);
+  loom_buffer_free(other);
+  ASSERT_OK(loom_mem_set_limit(m, host, own_limit));
+  su_tensors_free(whole, 1);
+  su_tensors_free(in, 1);
   loom_context_destroy(ctx);
   loom_plan_destroy(plan);
   loom_graph_destroy(g);
