@@ -288,8 +288,12 @@ typedef struct loom_plan_run_options {
    *      run in smaller pieces, the largest that fit; where that is not enough, it is
    *      rewritten for the limit (opts->optimize: chunked); then it is cut into stages by
    *      memory on the same device (loom_plan_split_by_memory), and those run in its place,
-   *      from the same inputs. The results of the stages before it are kept, and the stages
-   *      after it run as planned.
+   *      from the same inputs. Where nothing fits the new limit (a step that cannot be cut)
+   *      but the loops in their smallest pieces hold less than the limit the stage last
+   *      failed with, the re-plan is made for what those hold (the try's limit_bytes). The
+   *      re-plan's stages hold at most that limit (as their meters count), and the device
+   *      keeps the replaced stage's runner limit. The results of the stages before it are
+   *      kept, and the stages after it run as planned.
    * At most recover_tries tries per stage. Every try is recorded in loom_plan_stats
    * (recoveries), whether it succeeded or not. When none succeeds, the run fails with
    * OUT_OF_MEMORY naming the stage, its device, the limits tried and the last error; when the

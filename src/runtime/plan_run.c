@@ -362,25 +362,39 @@ static loom_status run_replan(plan_run *outer, const loom_stage_info *st, const 
   return s;
 }
 
-/* Re-plans stage st for `limit` bytes on its device and runs the re-plan in its place. */
-static loom_status replan_stage(plan_run *r, const loom_stage_info *st, int64_t limit, const loom_tensor *ins,
-                                loom_buffer **in_bufs, loom_tensor *outs, loom_buffer **out_bufs,
-                                loom_plan_recovery *rec) {
+/* A plan of g on `device` for `limit` bytes: g as it is where its estimated peak fits,
+ * else rewritten for the limit (chunked), cut into stages by memory. */
+static loom_status plan_for(const plan_run *r, const loom_graph *g, const char *device, int64_t limit,
+                            int64_t peak, loom_plan **out) {
   loom_runner runner;
   memset(&runner, 0, sizeof runner);
-  snprintf(runner.device, sizeof runner.device, "%s", st->device);
+  snprintf(runner.device, sizeof runner.device, "%s", device);
   runner.limit = limit;
-  loom_graph *g = NULL, *chunked = NULL;
+  if (peak <= limit) return loom_plan_split_by_memory(g, &runner, 1, out);
+  loom_graph *chunked = NULL;
+  loom_status s = loom_graph_optimize_for_runners(g, &runner, 1, r->opts->optimize, &chunked, NULL, NULL, 0);
+  if (!s) s = loom_plan_split_by_memory(chunked, &runner, 1, out);
+  loom_graph_destroy(chunked);
+  return s;
+}
+
+/* Re-plans stage st for rec->limit_bytes on its device and runs the re-plan in its place.
+ * Its loops get smaller pieces; what still passes the limit is chunked. Where no plan fits
+ * the limit (a step that cannot be cut) but the smallest pieces hold less than `ceiling`
+ * (what the stage last failed with), the re-plan is made for what those hold, and
+ * rec->limit_bytes says so. */
+static loom_status replan_stage(plan_run *r, const loom_stage_info *st, int64_t ceiling,
+                                const loom_tensor *ins, loom_buffer **in_bufs, loom_tensor *outs,
+                                loom_buffer **out_bufs, loom_plan_recovery *rec) {
+  loom_graph *g = NULL;
   loom_plan *sub = NULL;
-  int64_t peak = 0;
-  /* Smaller pieces for the loops the plan made; what still passes the limit is chunked. */
+  int64_t peak = 0, limit = rec->limit_bytes;
   loom_status s = loom__loops_fit(st->graph, limit, &g, &peak);
-  if (!s && peak > limit) {
-    s = loom_graph_optimize_for_runners(g, &runner, 1, r->opts->optimize, &chunked, NULL, NULL, 0);
-    loom_graph_destroy(g);
-    g = chunked;
+  if (!s) s = plan_for(r, g, st->device, limit, peak, &sub);
+  if (s == LOOM_ERR_OUT_OF_MEMORY && peak > limit && peak < ceiling) {
+    rec->limit_bytes = peak;
+    s = plan_for(r, g, st->device, peak, peak, &sub);
   }
-  if (!s) s = loom_plan_split_by_memory(g, &runner, 1, &sub);
   loom_graph_destroy(g);
   if (s) {
     char lim[32];
@@ -443,11 +457,11 @@ static loom_status recover_stage(plan_run *r, int32_t index, const loom_stage_in
     if (s) break;
     rec->free_bytes = device_free(r, dev);
     rec->limit_bytes = next_limit(t, last, rec->free_bytes);
+    s = rec->limit_bytes > 0 ? replan_stage(r, st, last, ins, in_bufs, outs, out_bufs, rec)
+                             : loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s has no memory free", st->device);
     char lim[32];
     loom__format_bytes(rec->limit_bytes, lim, sizeof lim);
     snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", t > 1 ? ", " : "", lim);
-    s = rec->limit_bytes > 0 ? replan_stage(r, st, rec->limit_bytes, ins, in_bufs, outs, out_bufs, rec)
-                             : loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s has no memory free", st->device);
     if (!s) {
       rec->succeeded = true;
       stats->limit_bytes = rec->limit_bytes;
