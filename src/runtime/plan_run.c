@@ -302,28 +302,31 @@ static int64_t device_free(const plan_run *r, const loom__exec_device *dev) {
   return ms.limit - ms.in_use + held_bytes_on(r, dev->node);
 }
 
-/* Hands the re-plan's returned value k over as the stage's output k: moved where the re-plan
- * made it, else copied (a host tensor returned twice, or one of the stage's inputs). */
-static loom_status hand_over(plan_run *sub, int32_t k, loom_tensor *out, loom_buffer **out_buf) {
-  int32_t v = sub->g->outputs[k];
-  bool twice = false;
-  for (int32_t j = 0; j < k; j++) twice = twice || sub->g->outputs[j] == v;
+/* Hands the re-plan's returned value k over as the stage's output k (outs[k], out_bufs[k]):
+ * moved where the re-plan made it, else copied (one of the stage's inputs, or a value returned
+ * twice, from its first place). */
+static loom_status hand_over(plan_run *sub, int32_t k, loom_tensor *outs, loom_buffer **out_bufs) {
+  int32_t v = sub->g->outputs[k], twin = -1;
+  for (int32_t j = 0; j < k && twin < 0; j++)
+    if (sub->g->outputs[j] == v) twin = j;
   held_value *h = &sub->vals[v];
-  if (!twice && (h->owned || (h->buffer && !h->borrowed))) {
-    *out = h->t;
-    *out_buf = h->borrowed ? NULL : h->buffer;
+  char buf[32];
+  if (twin >= 0 && out_bufs[twin])
+    return loom__error(LOOM_ERR_UNSUPPORTED, "the re-plan returns '%s', a device buffer, twice",
+                       loom__value_label(sub->g, v, buf, sizeof buf));
+  if (twin >= 0) return copy_tensor(&outs[twin], &outs[k]);
+  if (h->owned || (h->buffer && !h->borrowed)) {
+    outs[k] = h->t;
+    out_bufs[k] = h->buffer;
     memset(&h->t, 0, sizeof h->t);
     h->buffer = NULL;
     h->owned = false;
     return LOOM_OK;
   }
-  if (h->buffer) {
-    char buf[32];
-    return loom__error(LOOM_ERR_UNSUPPORTED,
-                       "the re-plan returns '%s', a device buffer it did not make, twice",
+  if (h->buffer)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "the re-plan returns its input '%s', a device buffer, as it is",
                        loom__value_label(sub->g, v, buf, sizeof buf));
-  }
-  return copy_tensor(&h->t, out);
+  return copy_tensor(&h->t, &outs[k]);
 }
 
 /* Runs the re-plan `sub` of a stage from the stage's inputs (host tensors in `ins`, or the
@@ -352,7 +355,7 @@ static loom_status run_replan(plan_run *outer, const loom_stage_info *st, const 
     loom__error_prefix("re-plan "); /* "re-plan stage 0 (...)": the re-plan's stage numbers */
   }
   int32_t made = 0;
-  for (; !s && made < r.g->n_outputs; made++) s = hand_over(&r, made, &outs[made], &out_bufs[made]);
+  for (; !s && made < r.g->n_outputs; made++) s = hand_over(&r, made, outs, out_bufs);
   for (int32_t k = 0; s && k < made; k++) {
     loom_tensor_deinit(&outs[k]);
     loom_buffer_free(out_bufs[k]);
