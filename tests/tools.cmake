@@ -15,7 +15,7 @@ set(LOOM_EXAMPLES ${CMAKE_SOURCE_DIR}/examples)
 # ENV, EXPECT_FILES and EQUAL take several values.
 function(loom_tool_test name)
   cmake_parse_arguments(PARSE_ARGV 1 T "FIXTURES"
-    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT;STATS_JSON;STAGE_LIMIT;NODE_LIMIT;TRACE"
+    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT;STATS_JSON;STAGE_LIMIT;NODE_LIMIT;TRACE;RECOVERIES"
     "ARGS;REF_ARGS;ENV;EXPECT_FILES;EQUAL;MKDIRS")
   set(defs -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/${name})
@@ -33,7 +33,7 @@ function(loom_tool_test name)
     endif()
   endforeach()
   foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX STDERR_NOT_REGEX ONLY_FILES_IN NO_FILES_IN KNN_CHECK
-      STATS_JSON STAGE_LIMIT NODE_LIMIT TRACE)
+      STATS_JSON STAGE_LIMIT NODE_LIMIT TRACE RECOVERIES)
     if(DEFINED T_${key})
       list(APPEND defs "-D${key}=${T_${key}}")
     endif()
@@ -212,7 +212,7 @@ loom_tool_test(recover_knn ENV LOOM_TESTING_REFUSE=host0:10:512KiB
   ARGS ${knn_small} --random 1 --limit 4MiB --no-rewrite fuse --recover --stats-json @WORK@/stats.json --out-dir @WORK@/out
   REF_ARGS ${knn_small} --random 1 --limit 4MiB --no-rewrite fuse --out-dir @WORK@/ref
   STDOUT_REGEX "recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 1\\.94 MiB \\(try 1 of 3\\): out of memory again\n +recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 991\\.87 KiB \\(try 2 of 3\\): 1 stage, estimated peak"
-  STATS_JSON stats.json
+  STATS_JSON stats.json RECOVERIES 2
   EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy KNN_CHECK out=${knn_small} TIMEOUT 300)
 # Fused, the stage holds 93 KiB, 59 KiB of it a step that cannot be cut (y's norms, y held
 # whole): half of 93 KiB cannot be planned, so the re-plan takes the loop's smallest pieces.

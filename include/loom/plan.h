@@ -235,7 +235,7 @@ typedef struct loom_plan_recovery {
   int64_t free_bytes;  /* the device's free memory as the memory manager counted it then */
   int32_t n_stages;    /* stages of the re-plan (0 when re-planning itself failed) */
   int64_t estimated_peak_bytes; /* the re-plan's largest stage estimate */
-  int64_t peak_bytes;           /* its measured peak (0 when it did not run to the end) */
+  int64_t peak_bytes;           /* its measured peak (a failed one: up to its failure) */
   bool succeeded;               /* the re-plan ran to the end */
   char error[256];              /* what failed: the out-of-memory message that caused this try */
 } loom_plan_recovery;
