@@ -18,13 +18,21 @@ static int64_t least_piece(const loom__loop *l) {
   return LOOM_MIN(least, l->n);
 }
 
+/* Whether pieces of p leave a last piece of at least `least` (or none shorter than p). */
+static bool tail_ok(int64_t n, int64_t p, int64_t least) {
+  return n % p == 0 || n % p >= least;
+}
+
 /* Loop l's piece at `scale` (0 < scale <= 1), at least its least, with a last piece that is
- * not shorter than that least either. */
+ * not shorter than that least either: the nearest such piece below, else above (n always is). */
 static int64_t scaled_piece(const loom__loop *l, double scale) {
   int64_t least = least_piece(l);
   int64_t piece = LOOM_MAX(least, LOOM_MIN(l->piece, (int64_t)((double)l->piece * scale)));
-  while (piece > least && l->n % piece != 0 && l->n % piece < least) piece--;
-  return piece;
+  for (int64_t p = piece; p >= least; p--)
+    if (tail_ok(l->n, p, least)) return p;
+  for (int64_t p = piece + 1; p < l->n; p++)
+    if (tail_ok(l->n, p, least)) return p;
+  return l->n;
 }
 
 /* Loop op o of rb->src again into rb->dst, in pieces of `piece`. */

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "ir/repiece.h"
 #include "loom/testing.h"
 #include "split_util.h"
 
@@ -423,5 +424,93 @@ TEST(recovery_for_the_free_memory_in_stages) {
   su_tensors_free(in, 1);
   loom_context_destroy(ctx);
   loom_plan_destroy(plan);
+  loom_graph_destroy(g);
+}
+
+/* The re-plan's first means: the chunk rewrite's loop in smaller pieces, the largest that fit,
+ * with the same results; where nothing fits, the least pieces there can be. */
+TEST(recovery_loops_in_smaller_pieces) {
+  loom_graph *g = su_parse(knn_lir), *chunked = NULL;
+  ASSERT_TRUE(g != NULL);
+  loom_optimize_options o;
+  optimize_options(&o);
+  o.limit = LIMIT;
+  ASSERT_OK(loom_graph_optimize(g, &o, &chunked, NULL));
+  int32_t loop = -1;
+  for (int32_t i = 0; i < loom_graph_op_count(chunked) && loop < 0; i++)
+    if (loom_graph_loop_get(chunked, i, NULL, NULL, NULL) == LOOM_OK) loop = i;
+  ASSERT_TRUE(loop >= 0);
+  int64_t n = 0, piece = 0, smaller = 0, peak = 0;
+  ASSERT_OK(loom_graph_loop_get(chunked, loop, NULL, &n, &piece));
+  loom_graph *fit = NULL;
+  ASSERT_OK(loom__loops_fit(chunked, LIMIT / 4, &fit, &peak));
+  loom_estimate e;
+  ASSERT_OK(loom_graph_estimate(fit, NULL, &e));
+  ASSERT_EQ(e.peak_bytes, peak);
+  ASSERT_TRUE(peak <= LIMIT / 4 && peak > LIMIT / 8); /* fits, and not by far */
+  loom_estimate_deinit(&e);
+  ASSERT_OK(loom_graph_loop_get(fit, loop, NULL, NULL, &smaller));
+  ASSERT_TRUE(smaller < piece / 3);
+  loom_tensor *in = NULL, *a = NULL, *b = NULL;
+  ASSERT_OK(su_inputs(g, 7, &in));
+  ASSERT_OK(su_run_graph(chunked, in, &a));
+  ASSERT_OK(su_run_graph(fit, in, &b));
+  for (int32_t i = 0; i < 2; i++) ASSERT_EQ(su_worst(&a[i], &b[i], 0, 0), 0);
+  su_tensors_free(b, 2);
+  loom_graph_destroy(fit);
+  /* 1 KiB: no piece fits (the inputs alone pass it); the least ones, a row of x each (the loop
+   * cuts x's rows, each piece's topk running over all of y). */
+  ASSERT_OK(loom__loops_fit(chunked, 1024, &fit, &peak));
+  ASSERT_TRUE(peak > 1024);
+  ASSERT_OK(loom_graph_loop_get(fit, loop, NULL, NULL, &smaller));
+  ASSERT_EQ(smaller, 1);
+  ASSERT_OK(su_run_graph(fit, in, &b));
+  for (int32_t i = 0; i < 2; i++) ASSERT_EQ(su_worst(&a[i], &b[i], 0, 0), 0);
+  su_tensors_free(b, 2);
+  su_tensors_free(a, 2);
+  su_tensors_free(in, 2);
+  loom_graph_destroy(fit);
+  loom_graph_destroy(chunked);
+  loom_graph_destroy(g);
+}
+
+/* A loop along y's rows merges topk candidates: its pieces, the last one included, keep at
+ * least k rows (20003 = 7 x 2857 + 4: pieces of 7 would leave 4 at the end). */
+TEST(recovery_loops_keep_k_per_piece) {
+  loom_graph *g = su_parse(
+      "graph k(x: f32[4,3], y: f32[20003,3]) {\n"
+      "  xe = reshape x shape=[4,1,3]\n"
+      "  ye = reshape y shape=[1,20003,3]\n"
+      "  diff = sub xe ye\n"
+      "  sq = mul diff diff\n"
+      "  d2 = reduce_sum sq axes=[2]\n"
+      "  val, idx = topk d2 k=7 axis=1 largest=false\n"
+      "  return val, idx\n"
+      "}\n");
+  ASSERT_TRUE(g != NULL);
+  loom_graph *chunked = NULL, *fit = NULL;
+  loom_optimize_options o;
+  optimize_options(&o);
+  o.limit = 400 << 10;
+  ASSERT_OK(loom_graph_optimize(g, &o, &chunked, NULL));
+  int32_t loop = -1;
+  for (int32_t i = 0; i < loom_graph_op_count(chunked) && loop < 0; i++)
+    if (loom_graph_loop_get(chunked, i, NULL, NULL, NULL) == LOOM_OK) loop = i;
+  ASSERT_TRUE(loop >= 0);
+  int64_t piece = 0, peak = 0;
+  ASSERT_OK(loom__loops_fit(chunked, 1024, &fit, &peak));
+  ASSERT_OK(loom_graph_loop_get(fit, loop, NULL, NULL, &piece));
+  ASSERT_TRUE(piece >= 7 && (20003 % piece == 0 || 20003 % piece >= 7));
+  loom_tensor *in = NULL, *a = NULL, *b = NULL;
+  ASSERT_OK(su_inputs(g, 8, &in));
+  ASSERT_OK(su_run_graph(chunked, in, &a));
+  ASSERT_OK(su_run_graph(fit, in, &b));
+  ASSERT_TRUE(su_worst(&a[0], &b[0], 1e-6, 1e-5) <= 1);
+  ASSERT_EQ(su_worst(&a[1], &b[1], 0, 0), 0);
+  su_tensors_free(b, 2);
+  su_tensors_free(a, 2);
+  su_tensors_free(in, 2);
+  loom_graph_destroy(fit);
+  loom_graph_destroy(chunked);
   loom_graph_destroy(g);
 }
