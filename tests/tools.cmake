@@ -15,7 +15,7 @@ set(LOOM_EXAMPLES ${CMAKE_SOURCE_DIR}/examples)
 # ENV, EXPECT_FILES, EQUAL and CLOSE take several values.
 function(loom_tool_test name)
   cmake_parse_arguments(PARSE_ARGV 1 T "FIXTURES"
-    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT;STATS_JSON;STAGE_LIMIT;NODE_LIMIT;TRACE"
+    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT;STATS_JSON;STAGE_LIMIT;NODE_LIMIT;TRACE;RECOVERIES"
     "ARGS;REF_ARGS;ENV;EXPECT_FILES;EQUAL;CLOSE;MKDIRS")
   set(defs -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/${name})
@@ -33,7 +33,7 @@ function(loom_tool_test name)
     endif()
   endforeach()
   foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX STDERR_NOT_REGEX ONLY_FILES_IN NO_FILES_IN KNN_CHECK
-      STATS_JSON STAGE_LIMIT NODE_LIMIT TRACE)
+      STATS_JSON STAGE_LIMIT NODE_LIMIT TRACE RECOVERIES)
     if(DEFINED T_${key})
       list(APPEND defs "-D${key}=${T_${key}}")
     endif()
@@ -200,6 +200,37 @@ loom_tool_test(safetensors_out_and_out_dir ARGS ${small} --random 1 --out @WORK@
 # A c128 output has no safetensors dtype: refused before the run.
 loom_tool_test(safetensors_out_c128 RC 1 ARGS ${LOOM_TOOL_DATA}/c128_out.lir --random 1 --out @WORK@/out/o.safetensors MKDIRS out
   STDERR_REGEX "^loom-run: output y is c128, which \\.safetensors cannot hold" NO_FILES_IN out)
+
+# ---- recovery from out of memory (issue 17) ------------------------------------------------
+# cpu0's node refuses every allocation over 512 KiB from its 10th on (LOOM_TESTING_REFUSE, the
+# fault injection of loom/testing.h), as a crowded device would: with --recover the stage is
+# re-planned (half its 3.87 MiB, refused again; then a quarter) and finishes with the fault-free
+# run's results, which are brute force's; each re-plan is listed. Fusion is off: fused, the
+# stage holds 93 KiB, nearly all of it a step that cannot be chunked.
+set(knn_small ${LOOM_TOOL_DATA}/knn_small.lir)
+loom_tool_test(recover_knn ENV LOOM_TESTING_REFUSE=host0:10:512KiB
+  ARGS ${knn_small} --random 1 --limit 4MiB --no-rewrite fuse --recover --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${knn_small} --random 1 --limit 4MiB --no-rewrite fuse --out-dir @WORK@/ref
+  STDOUT_REGEX "recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 1\\.94 MiB \\(try 1 of 3\\): out of memory again\n +recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 991\\.87 KiB \\(try 2 of 3\\): 1 stage, estimated peak"
+  STATS_JSON stats.json RECOVERIES 2
+  EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy KNN_CHECK out=${knn_small} TIMEOUT 300)
+# Fused, the stage holds 93 KiB, 59 KiB of it a step that cannot be cut (y's norms, y held
+# whole): half of 93 KiB cannot be planned, so the re-plan takes the loop's smallest pieces.
+loom_tool_test(recover_knn_fused ENV LOOM_TESTING_REFUSE=host0:10:16KiB
+  ARGS ${knn_small} --random 1 --limit 4MiB --recover --out-dir @WORK@/out
+  STDOUT_REGEX "recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 58\\.59 KiB \\(try 1 of 3\\): 1 stage"
+  KNN_CHECK out=${knn_small} TIMEOUT 300)
+# Without --recover the refusal fails the run, naming the stage, the node and the allocation.
+loom_tool_test(recover_off RC 1 ENV LOOM_TESTING_REFUSE=host0:10:512KiB
+  ARGS ${knn_small} --random 1 --limit 4MiB --no-rewrite fuse
+  STDERR_REGEX "^loom-run: stage 0 \\(cpu0, limit 4194304 bytes\\): .*out of memory on host0: the device refused [0-9.]+ [KM]iB \\(injected for testing\\)\n$")
+# Refusing everything: recovery cannot help, and says what it tried.
+loom_tool_test(recover_fails RC 1 ENV LOOM_TESTING_REFUSE=host0:1:0
+  ARGS ${knn_small} --random 1 --limit 4MiB --recover --out-dir @WORK@/out NO_FILES_IN out
+  STDERR_REGEX "^loom-run: stage 0 \\(cpu0\\): out of memory, and recovery failed after [1-3] tr(y|ies) \\(re-planned for [^)]*\\): ")
+loom_tool_test(recover_takes_no_value RC 2 ARGS ${small} --recover=yes STDERR_REGEX "--recover takes no value")
+loom_tool_test(recover_bad_refuse RC 2 ENV LOOM_TESTING_REFUSE=host0 ARGS ${small} --random 1 --limit 1MiB
+  STDERR_REGEX "LOOM_TESTING_REFUSE='host0': expected NODE:N:BYTES")
 
 # ---- the examples and kNN against brute force ---------------------------------------------
 foreach(example kernel_mv dot_chain spectrum conv_small)

@@ -239,11 +239,29 @@ typedef struct loom_stage_stats {
   double seconds;
 } loom_stage_stats;
 
+/* One try of recovering a stage that ran out of memory (loom_plan_run_options.recover). */
+typedef struct loom_plan_recovery {
+  int32_t stage;       /* the plan's stage that ran out of memory */
+  char device[32];     /* its runner's device */
+  int32_t attempt;     /* 1 for the first try of this stage, up to loom_plan_run_options.recover_tries */
+  int32_t tries;       /* recover_tries: the most there may be */
+  int64_t allocation;  /* the stage's allocation that failed, counted from 1 in the failed run */
+  int64_t limit_bytes; /* what the stage was re-planned for */
+  int64_t free_bytes;  /* the device's free memory as the memory manager counted it then */
+  int32_t n_stages;    /* stages of the re-plan (0 when re-planning itself failed) */
+  int64_t estimated_peak_bytes; /* the re-plan's largest stage estimate */
+  int64_t peak_bytes;           /* its measured peak (a failed one: up to its failure) */
+  bool succeeded;               /* the re-plan ran to the end */
+  char error[256];              /* what failed: the out-of-memory message that caused this try */
+} loom_plan_recovery;
+
 typedef struct loom_plan_stats {
   int32_t n_stages;
   loom_stage_stats *stages; /* owned; released by loom_plan_stats_deinit */
   int64_t peak_bytes;       /* the largest stage peak */
   double seconds;
+  int32_t n_recoveries;           /* tries of recovery, in the order made */
+  loom_plan_recovery *recoveries; /* owned; released by loom_plan_stats_deinit */
 } loom_plan_stats;
 
 LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
@@ -269,6 +287,52 @@ LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
 LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
                                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
                                    loom_plan_stats *stats);
+
+typedef struct loom_plan_run_options {
+  /* Recovery from out of memory (default false). A device may refuse memory a stage's plan
+   * fitted under its runner limit: another process took some, or a driver keeps more than it
+   * says. With recover on, a stage that fails with OUT_OF_MEMORY is re-planned and run again,
+   * instead of failing the run:
+   *   1. what the failed stage held is freed, the held values it does not read leave the
+   *      device for host memory (evicted), and the device's pool is trimmed;
+   *   2. the new limit: the device's free memory as the memory manager now counts it (its
+   *      limit less what it holds, the stage's own inputs not counted) where that is below
+   *      what the stage was planned to hold (its estimated peak, at most its limit), else half
+   *      of that; each later try halves the one before (or takes the free memory, where lower);
+   *   3. the stage's graph is re-planned for the new limit: its loops (the chunk rewrite's)
+   *      run in smaller pieces, the largest that fit; where that is not enough, it is
+   *      rewritten for the limit (opts->optimize: chunked); then it is cut into stages by
+   *      memory on the same device (loom_plan_split_by_memory), and those run in its place,
+   *      from the same inputs. Where nothing fits the new limit (a step that cannot be cut)
+   *      but the loops in their smallest pieces hold less than the limit the stage last
+   *      failed with, the re-plan is made for what those hold (the try's limit_bytes). The
+   *      re-plan's stages hold at most that limit (as their meters count), and the device
+   *      keeps the replaced stage's runner limit. The results of the stages before it are
+   *      kept, and the stages after it run as planned.
+   * At most recover_tries tries per stage. Every try is recorded in loom_plan_stats
+   * (recoveries), whether it succeeded or not. When none succeeds, the run fails with
+   * OUT_OF_MEMORY naming the stage, its device, the limits tried and the last error; when the
+   * rewrite cannot fit a new limit (an op that cannot be chunked that far), with its error.
+   * Recovery never passes the memory manager's limits: it only lowers what a stage plans for.
+   * Without recover, an OUT_OF_MEMORY stage fails the run as loom_plan_run says. */
+  bool recover;
+  int32_t recover_tries; /* the most re-plans per stage, 1 to 8; default 3 */
+  /* The rewrites a re-plan applies (its limit is ignored); NULL: the defaults. Pass the
+   * options the plan was optimized with, so that a rewrite turned off stays off. */
+  const loom_optimize_options *optimize;
+} loom_plan_run_options;
+
+/* Fills *opts with the defaults (no recovery, 3 tries). Accepts NULL. */
+LOOM_API void loom_plan_run_options_init(loom_plan_run_options *opts);
+
+/* loom_plan_run with options (NULL: the defaults, which make it loom_plan_run).
+ * Errors: as loom_plan_run; INVALID_ARGUMENT (recover_tries out of range with recover on);
+ * OUT_OF_MEMORY where recovery is on and every try failed, naming the stage, the device and
+ * the limits tried. */
+LOOM_API loom_status loom_plan_run_with_options(loom_context *ctx, const loom_plan *plan,
+                                                const loom_plan_run_options *opts, const loom_tensor *inputs,
+                                                int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
+                                                loom_plan_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -293,6 +293,12 @@ void loom__hmm_pool_trim(loom_mem_manager *m, loom__hmm_node *n);
  * pool to its meter, loom__hmm_pool_fit). */
 int64_t loom__hmm_pool_max(const loom_mem_manager *m, const loom__hmm_node *n);
 
+/* ---- fault injection (hmm_inject.c) ---------------------------------------------------- */
+
+/* OUT_OF_MEMORY, as a device refusing `bytes` on n, where loom_testing_fail_node_allocations
+ * says this allocation fails; else LOOM_OK. Counts the allocation when n is the node named. */
+loom_status loom__hmm_injected_refusal(const loom__hmm_node *n, int64_t bytes);
+
 /* ---- stats and trace ------------------------------------------------------------------- */
 
 /* Counts a live allocation of `bytes` on the node (in_use and live up, peaks). */

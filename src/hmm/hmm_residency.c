@@ -112,6 +112,11 @@ loom_status loom__hmm_copy_alloc(loom_mem_manager *m, loom_buffer *b, int32_t no
         loom__format_bytes(b->bytes, size, sizeof size), loom__format_bytes(n->max_alloc, max, sizeof max));
   }
   int64_t cls = b->flags & LOOM_MEM_EXACT_SIZE ? b->bytes : loom__hmm_size_class(b->bytes, n->max_alloc);
+  loom_status refused = loom__hmm_injected_refusal(n, cls);
+  if (refused != LOOM_OK) {
+    n->stats.failed_allocations++;
+    return refused;
+  }
   if (!loom__hmm_pool_take(m, n, storage, cls, &c->alloc)) {
     loom_status s = loom__hmm_make_room(m, node, cls, b);
     if (s == LOOM_OK) s = n->backend->alloc(n, storage, cls, &c->alloc);

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "hmm/hmm.h"
+#include "ir/repiece.h"
 #include "loom/plan.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
@@ -46,14 +47,27 @@ typedef struct held_value {
   loom_tensor t;       /* the type always; data NULL when it is a buffer */
   loom_buffer *buffer; /* ours, or NULL */
   bool owned;          /* t.data is ours to free (a stage output); false: the caller's input */
+  bool borrowed;       /* buffer is the run's that re-planned a stage (recover_stage): not ours */
   int32_t last_stage;  /* the last stage that reads it; INT32_MAX: the graph returns it */
 } held_value;
+
+/* The tries of recovery made so far (loom_plan_stats.recoveries). */
+typedef struct recovery_log {
+  loom_plan_recovery *items;
+  int32_t count, cap;
+} recovery_log;
 
 typedef struct plan_run {
   loom_context *ctx;
   const loom_plan *plan;
   const loom_graph *g;
-  held_value *vals; /* per plan-graph value */
+  held_value *vals;                  /* per plan-graph value */
+  const loom_plan_run_options *opts; /* NULL in a re-plan's own run: it does not recover */
+  recovery_log *log;
+  int64_t failed_allocation; /* after an OUT_OF_MEMORY stage: its allocation that failed */
+  /* A re-plan's run: the runner limit its stages put in force on the device, that of the
+   * stage they replace (their own, lower, limits are their meters'); 0: each stage's own. */
+  int64_t device_limit;
 } plan_run;
 
 static loom_status check_devices(loom_context *ctx, const loom_plan *plan) {
@@ -86,10 +100,11 @@ static loom_status run_init(plan_run *r, const loom_plan *plan, const loom_tenso
 
 static void release_value(held_value *h) {
   if (h->owned) loom_tensor_deinit(&h->t);
-  loom_buffer_free(h->buffer);
+  if (!h->borrowed) loom_buffer_free(h->buffer);
   memset(&h->t, 0, sizeof h->t);
   h->buffer = NULL;
   h->owned = false;
+  h->borrowed = false;
 }
 
 /* Frees the values still held, then the pools of the nodes the stages ran on: what the run
@@ -190,6 +205,16 @@ static void prefetch_next(plan_run *r, int32_t index, const loom__exec_device *c
   if (n > 0) loom_mem_prefetch_hint(dev->memory, dev->node, list, n, 1, NULL);
 }
 
+static loom_status recover_stage(plan_run *r, int32_t index, const loom_stage_info *st,
+                                 const loom__exec_device *dev, const loom_tensor *ins, loom_buffer **in_bufs,
+                                 loom_tensor *outs, loom_buffer **out_bufs, loom_stage_stats *stats);
+
+/* The node's refused allocations so far (loom_mem_node_stats.failed_allocations). */
+static int64_t node_refusals(const loom__exec_device *dev) {
+  loom_mem_node_stats ms;
+  return dev && loom_mem_stats(dev->memory, dev->node, &ms) == LOOM_OK ? ms.failed_allocations : 0;
+}
+
 /* Runs stage `index` under its runner's limit; its outputs join the values held. */
 static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats) {
   loom_stage_info st;
@@ -216,8 +241,10 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   opts.input_buffers = in_bufs;
   opts.output_buffers = out_bufs;
   /* The runner limit is the device's, for every run sharing it (loom__hmm_runner_limit_begin). */
-  loom__hmm_runner_limit shared = {.bytes = st.limit};
+  loom__hmm_runner_limit shared = {.bytes = r->device_limit > 0 ? r->device_limit : st.limit};
   bool in_force = false;
+  int64_t refusals = node_refusals(opts.device);
+  bool ran = !s; /* recovery is for the stage's own memory, not the bookkeeping above */
   if (!s && st.limit > 0) {
     s = loom__hmm_runner_limit_begin(opts.device->memory, opts.device->node, &shared);
     in_force = s == LOOM_OK;
@@ -231,8 +258,15 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
     if (s)
       loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
   }
-  stats->seconds = loom__now() - t0;
   stats->peak_bytes = meter.peak;
+  if (ran && s == LOOM_ERR_OUT_OF_MEMORY) {
+    /* The memory manager refused the allocation the meter had just counted; where the meter
+     * itself refused it, it was not counted. */
+    r->failed_allocation = meter.allocations + (node_refusals(opts.device) > refusals ? 0 : 1);
+    if (r->opts && r->opts->recover)
+      s = recover_stage(r, index, &st, opts.device, ins, in_bufs, outs, out_bufs, stats);
+  }
+  stats->seconds = loom__now() - t0;
   for (int32_t k = 0; !s && k < st.n_outputs; k++) {
     held_value *h = &r->vals[st.outputs[k]];
     release_value(h);
@@ -255,6 +289,203 @@ static loom_status copy_tensor(const loom_tensor *src, loom_tensor *dst) {
   if (!s) s = loom_type_bytes(&src->type, &bytes);
   if (!s && bytes > 0) memcpy(dst->data, src->data, (size_t)bytes);
   return s;
+}
+
+/* ---- recovery from out of memory (loom_plan_run_options.recover) ------------------------ */
+
+/* The device's free memory as the memory manager counts it: its limit less what it holds,
+ * the held values (after clear_device, the stage's own inputs, which it counts itself) not
+ * counted. */
+static int64_t device_free(const plan_run *r, const loom__exec_device *dev) {
+  loom_mem_node_stats ms;
+  if (loom_mem_stats(dev->memory, dev->node, &ms) != LOOM_OK) return INT64_MAX;
+  return ms.limit - ms.in_use + held_bytes_on(r, dev->node);
+}
+
+/* Hands the re-plan's returned value k over as the stage's output k (outs[k], out_bufs[k]):
+ * moved where the re-plan made it, else copied (one of the stage's inputs, or a value returned
+ * twice, from its first place). */
+static loom_status hand_over(plan_run *sub, int32_t k, loom_tensor *outs, loom_buffer **out_bufs) {
+  int32_t v = sub->g->outputs[k], twin = -1;
+  for (int32_t j = 0; j < k && twin < 0; j++)
+    if (sub->g->outputs[j] == v) twin = j;
+  held_value *h = &sub->vals[v];
+  char buf[32];
+  if (twin >= 0 && out_bufs[twin])
+    return loom__error(LOOM_ERR_UNSUPPORTED, "the re-plan returns '%s', a device buffer, twice",
+                       loom__value_label(sub->g, v, buf, sizeof buf));
+  if (twin >= 0) return copy_tensor(&outs[twin], &outs[k]);
+  if (h->owned || (h->buffer && !h->borrowed)) {
+    outs[k] = h->t;
+    out_bufs[k] = h->buffer;
+    memset(&h->t, 0, sizeof h->t);
+    h->buffer = NULL;
+    h->owned = false;
+    return LOOM_OK;
+  }
+  if (h->buffer)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "the re-plan returns its input '%s', a device buffer, as it is",
+                       loom__value_label(sub->g, v, buf, sizeof buf));
+  return copy_tensor(&h->t, &outs[k]);
+}
+
+/* Runs the re-plan `sub` of a stage from the stage's inputs (host tensors in `ins`, or the
+ * buffers in_bufs, which stay the outer run's) and fills outs and out_bufs as loom__execute
+ * fills them for the stage. The re-plan's stages do not recover themselves. */
+static loom_status run_replan(plan_run *outer, const loom_stage_info *st, const loom_plan *sub,
+                              const loom_tensor *ins, loom_buffer **in_bufs, loom_tensor *outs,
+                              loom_buffer **out_bufs, loom_plan_recovery *rec) {
+  plan_run r;
+  loom_status s = run_init(&r, sub, ins);
+  r.ctx = outer->ctx;
+  /* What else the device holds (another run's stages, a program's own buffers) is no part of
+   * the re-plan's limit: the device keeps the runner limit of the stage it replaces. */
+  r.device_limit = st->limit;
+  for (int32_t p = 0; !s && p < r.g->n_params; p++) {
+    r.vals[r.g->params[p]].buffer = in_bufs[p];
+    r.vals[r.g->params[p]].borrowed = in_bufs[p] != NULL;
+  }
+  for (int32_t i = 0; !s && i < loom_plan_stage_count(sub); i++) {
+    loom_stage_stats one = {0};
+    s = run_stage(&r, i, &one);
+    rec->peak_bytes = LOOM_MAX(rec->peak_bytes, one.peak_bytes);
+  }
+  if (s) {
+    outer->failed_allocation = r.failed_allocation;
+    loom__error_prefix("re-plan "); /* "re-plan stage 0 (...)": the re-plan's stage numbers */
+  }
+  int32_t made = 0;
+  for (; !s && made < r.g->n_outputs; made++) s = hand_over(&r, made, outs, out_bufs);
+  for (int32_t k = 0; s && k < made; k++) {
+    loom_tensor_deinit(&outs[k]);
+    loom_buffer_free(out_bufs[k]);
+    out_bufs[k] = NULL;
+  }
+  run_deinit(&r);
+  return s;
+}
+
+/* A plan of g on `device` for `limit` bytes: g as it is where its estimated peak fits,
+ * else rewritten for the limit (chunked), cut into stages by memory. */
+static loom_status plan_for(const plan_run *r, const loom_graph *g, const char *device, int64_t limit,
+                            int64_t peak, loom_plan **out) {
+  loom_runner runner;
+  memset(&runner, 0, sizeof runner);
+  snprintf(runner.device, sizeof runner.device, "%s", device);
+  runner.limit = limit;
+  if (peak <= limit) return loom_plan_split_by_memory(g, &runner, 1, out);
+  loom_graph *chunked = NULL;
+  loom_status s = loom_graph_optimize_for_runners(g, &runner, 1, r->opts->optimize, &chunked, NULL, NULL, 0);
+  if (!s) s = loom_plan_split_by_memory(chunked, &runner, 1, out);
+  loom_graph_destroy(chunked);
+  return s;
+}
+
+/* Re-plans stage st for rec->limit_bytes on its device and runs the re-plan in its place.
+ * Its loops get smaller pieces; what still passes the limit is chunked. Where no plan fits
+ * the limit (a step that cannot be cut) but the smallest pieces hold less than `ceiling`
+ * (what the stage last failed with), the re-plan is made for what those hold, and
+ * rec->limit_bytes says so. */
+static loom_status replan_stage(plan_run *r, const loom_stage_info *st, int64_t ceiling,
+                                const loom_tensor *ins, loom_buffer **in_bufs, loom_tensor *outs,
+                                loom_buffer **out_bufs, loom_plan_recovery *rec) {
+  loom_graph *g = NULL;
+  loom_plan *sub = NULL;
+  int64_t peak = 0, limit = rec->limit_bytes;
+  loom_status s = loom__loops_fit(st->graph, limit, &g, &peak);
+  if (!s) s = plan_for(r, g, st->device, limit, peak, &sub);
+  if (s == LOOM_ERR_OUT_OF_MEMORY && peak > limit && peak < ceiling) {
+    rec->limit_bytes = peak;
+    s = plan_for(r, g, st->device, peak, peak, &sub);
+  }
+  loom_graph_destroy(g);
+  if (s) {
+    char lim[32];
+    loom__error_prefix("re-planning for %s: ", loom__format_bytes(limit, lim, sizeof lim));
+    return s;
+  }
+  rec->n_stages = loom_plan_stage_count(sub);
+  for (int32_t i = 0; i < rec->n_stages; i++) {
+    loom_stage_info info;
+    if (loom_plan_stage(sub, i, &info) == LOOM_OK)
+      rec->estimated_peak_bytes = LOOM_MAX(rec->estimated_peak_bytes, info.estimated_peak);
+  }
+  s = run_replan(r, st, sub, ins, in_bufs, outs, out_bufs, rec);
+  loom_plan_destroy(sub);
+  return s;
+}
+
+/* A new entry at the end of the log, zeroed; NULL when the log cannot grow. */
+static loom_plan_recovery *log_push(recovery_log *log) {
+  if (loom__grow((void **)&log->items, &log->cap, log->count + 1, sizeof *log->items)) return NULL;
+  loom_plan_recovery *rec = &log->items[log->count++];
+  memset(rec, 0, sizeof *rec);
+  return rec;
+}
+
+/* The limit of try `t`: the device's free memory where it is below what the stage was planned
+ * to hold (the first try) or below half the last limit tried (the later ones), else half of
+ * that. */
+static int64_t next_limit(int32_t t, int64_t last, int64_t free_bytes) {
+  if (t == 1 && free_bytes < last) return free_bytes;
+  return LOOM_MIN(free_bytes, last / 2);
+}
+
+/* Stage `index` failed with OUT_OF_MEMORY (the message is loom_last_error()): re-plans it for
+ * less memory and runs the re-plan, up to recover_tries times (loom_plan_run_options). On
+ * success outs and out_bufs hold the stage's outputs and stats the re-plan's figures. */
+static loom_status recover_stage(plan_run *r, int32_t index, const loom_stage_info *st,
+                                 const loom__exec_device *dev, const loom_tensor *ins, loom_buffer **in_bufs,
+                                 loom_tensor *outs, loom_buffer **out_bufs, loom_stage_stats *stats) {
+  if (st->limit <= 0) return LOOM_ERR_OUT_OF_MEMORY; /* no limit to lower: the error stands */
+  char cause[256], tried[128] = "";
+  snprintf(cause, sizeof cause, "%s", loom_last_error());
+  /* What the stage meant to hold: halving a limit far above it would change nothing. */
+  int64_t last = st->estimated_peak > 0 ? LOOM_MIN(st->limit, st->estimated_peak) : st->limit;
+  int32_t made = 0;
+  loom_status s = LOOM_ERR_OUT_OF_MEMORY;
+  for (int32_t t = 1; t <= r->opts->recover_tries; t++) {
+    loom_plan_recovery *rec = log_push(r->log);
+    if (!rec) return loom__oom("the record of a recovery");
+    made++;
+    rec->stage = index;
+    snprintf(rec->device, sizeof rec->device, "%s", st->device);
+    rec->attempt = t;
+    rec->tries = r->opts->recover_tries;
+    rec->allocation = r->failed_allocation;
+    snprintf(rec->error, sizeof rec->error, "%s", cause);
+    /* What can go goes: held values the stage does not read, and the pool's cache. */
+    s = clear_device(r, st, dev);
+    if (!s) s = loom_mem_trim(dev->memory, dev->node);
+    if (s) break;
+    rec->free_bytes = device_free(r, dev);
+    rec->limit_bytes = next_limit(t, last, rec->free_bytes);
+    s = rec->limit_bytes > 0 ? replan_stage(r, st, last, ins, in_bufs, outs, out_bufs, rec)
+                             : loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s has no memory free", st->device);
+    char lim[32];
+    loom__format_bytes(rec->limit_bytes, lim, sizeof lim);
+    snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", t > 1 ? ", " : "", lim);
+    if (!s) {
+      rec->succeeded = true;
+      stats->limit_bytes = rec->limit_bytes;
+      stats->estimated_peak_bytes = rec->estimated_peak_bytes;
+      stats->peak_bytes = rec->peak_bytes;
+      return LOOM_OK;
+    }
+    /* A re-plan that could not be made for this limit cannot be for a lower one. */
+    if (s != LOOM_ERR_OUT_OF_MEMORY || rec->n_stages == 0) break;
+    snprintf(cause, sizeof cause, "%s", loom_last_error());
+    last = rec->limit_bytes;
+  }
+  if (s != LOOM_ERR_OUT_OF_MEMORY) {
+    loom__error_prefix("stage %d (%s): recovering from out of memory: ", (int)index, st->device);
+    return s;
+  }
+  snprintf(cause, sizeof cause, "%s", loom_last_error());
+  return loom__error(
+      LOOM_ERR_OUT_OF_MEMORY,
+      "stage %d (%s): out of memory, and recovery failed after %d tr%s (re-planned for %s): %s", (int)index,
+      st->device, (int)made, made == 1 ? "y" : "ies", tried, cause);
 }
 
 /* Hands the returned values to the caller: moved where the plan owns them, else copied (an
@@ -305,18 +536,37 @@ static loom_status check_args(loom_context *ctx, const loom_plan *plan, const lo
   return s ? s : check_devices(ctx, plan);
 }
 
+void loom_plan_run_options_init(loom_plan_run_options *opts) {
+  if (!opts) return;
+  memset(opts, 0, sizeof *opts);
+  opts->recover_tries = 3;
+}
+
 loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
                           int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs, loom_plan_stats *stats) {
+  return loom_plan_run_with_options(ctx, plan, NULL, inputs, n_inputs, outputs, n_outputs, stats);
+}
+
+loom_status loom_plan_run_with_options(loom_context *ctx, const loom_plan *plan,
+                                       const loom_plan_run_options *opts, const loom_tensor *inputs,
+                                       int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
+                                       loom_plan_stats *stats) {
   if (stats) memset(stats, 0, sizeof *stats);
   for (int32_t i = 0; outputs && i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   loom_status s = check_args(ctx, plan, inputs, n_inputs, outputs, n_outputs);
   if (s) return s;
+  if (opts && opts->recover && (opts->recover_tries < 1 || opts->recover_tries > 8))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run: recover_tries is %d, not 1 to 8",
+                       (int)opts->recover_tries);
+  recovery_log log = {0};
   int32_t n_stages = loom_plan_stage_count(plan);
   loom_stage_stats *per = loom__calloc((size_t)LOOM_MAX(n_stages, 1), sizeof *per);
   plan_run r;
   memset(&r, 0, sizeof r);
   s = per ? run_init(&r, plan, inputs) : loom__oom("plan statistics");
   r.ctx = ctx;
+  r.opts = opts && opts->recover ? opts : NULL;
+  r.log = &log;
   double t0 = loom__now();
   for (int32_t i = 0; !s && i < n_stages; i++) s = run_stage(&r, i, &per[i]);
   if (!s) s = deliver_outputs(&r, outputs, n_outputs);
@@ -328,14 +578,19 @@ loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_t
     stats->stages = per;
     for (int32_t i = 0; i < n_stages; i++) stats->peak_bytes = LOOM_MAX(stats->peak_bytes, per[i].peak_bytes);
     stats->seconds = loom__now() - t0;
+    stats->n_recoveries = log.count;
+    stats->recoveries = log.items;
+    log.items = NULL;
     per = NULL;
   }
   loom__free(per);
+  loom__free(log.items);
   return s;
 }
 
 void loom_plan_stats_deinit(loom_plan_stats *stats) {
   if (!stats) return;
   loom__free(stats->stages);
+  loom__free(stats->recoveries);
   memset(stats, 0, sizeof *stats);
 }

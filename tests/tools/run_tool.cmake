@@ -25,6 +25,8 @@
 #                 has the memory manager's counters, none peaked over its limit, one allocated
 # STAGE_LIMIT     with STATS_JSON: every stage's limit_bytes is this and its peak at or under it
 # NODE_LIMIT      with STATS_JSON: ID=BYTES, the limit memory node ID had
+# RECOVERIES      with STATS_JSON: how many "recoveries" it lists, only the last succeeded,
+#                 each re-planned for less than the one before and measured within it
 # TRACE           a --trace file under WORK: Chrome trace JSON that parses, with allocation
 #                 and free events
 cmake_minimum_required(VERSION 3.25)
@@ -209,6 +211,29 @@ if(DEFINED STATS_JSON)
   endif()
   if(DEFINED NODE_LIMIT AND NOT node_seen)
     fail("${STATS_JSON}: no memory node for ${NODE_LIMIT}")
+  endif()
+  if(DEFINED RECOVERIES)
+    string(JSON n_rec LENGTH "${stats}" recoveries)
+    if(NOT n_rec EQUAL RECOVERIES)
+      fail("${STATS_JSON}: ${n_rec} recoveries, expected ${RECOVERIES}")
+    endif()
+    set(prev_limit 9223372036854775807)
+    math(EXPR last_rec "${n_rec} - 1")
+    foreach(i RANGE ${last_rec})
+      json_get(ok "${stats}" recoveries ${i} succeeded)
+      json_get(rlimit "${stats}" recoveries ${i} limit_bytes)
+      json_get(rpeak "${stats}" recoveries ${i} peak_bytes)
+      set(bad OFF)
+      if(i EQUAL last_rec AND NOT ok)
+        set(bad ON)
+      elseif(NOT i EQUAL last_rec AND ok)
+        set(bad ON)
+      endif()
+      if(bad OR NOT rlimit LESS prev_limit OR rpeak GREATER rlimit)
+        fail("${STATS_JSON}: recovery ${i}: succeeded ${ok}, limit ${rlimit}, peak ${rpeak}")
+      endif()
+      set(prev_limit ${rlimit})
+    endforeach()
   endif()
   if(DEFINED STAGE_LIMIT)
     string(JSON n_stages LENGTH "${stats}" stages)

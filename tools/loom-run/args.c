@@ -12,7 +12,7 @@ void run_print_usage(FILE *f) {
       "                [--in-all FILE.safetensors ...] [--random SEED] [--out-dir DIR]\n"
       "                [--out FILE.safetensors]\n"
       "                [--runners SPEC | --limit BYTES] [--no-rewrite NAME ...]\n"
-      "                [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
+      "                [--recover] [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
       "\n"
       "Rewrites the graph of FILE.lir to save memory, cuts it into stages that fit the\n"
       "runners' limits, runs them, and prints the time, each stage's estimated and measured\n"
@@ -50,6 +50,11 @@ void run_print_usage(FILE *f) {
       "                      over its device's LOOM_MEM_LIMIT is lowered to it (said on stderr).\n"
       "  --no-rewrite NAME   skip one rewrite: distance, dot_transpose, tile_broadcast,\n"
       "                      reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk\n"
+      "  --recover           when a device runs out of memory although the stage fitted its\n"
+      "                      limit (another process took memory), re-plan that stage for the\n"
+      "                      memory free then (else half its limit, then a quarter; 3 tries)\n"
+      "                      and go on; each re-plan is listed (\"recover\" lines, --stats-json\n"
+      "                      \"recoveries\"). Needs runners (--runners, --limit, LOOM_MEM_LIMIT).\n"
       "  --stats-json FILE   write the stages' limits, estimated and measured peaks, the\n"
       "                      rewrites applied with the bytes they saved, and the memory\n"
       "                      manager's counters per memory node (\"memory\": in use, peak,\n"
@@ -64,7 +69,9 @@ void run_print_usage(FILE *f) {
       "\n"
       "Environment: LOOM_MEM_LIMIT=ID:BYTES,... limits memory nodes (ocl0:256MiB,cpu0:4GiB);\n"
       "a device it names that this machine lacks is ignored (said on stderr).\n"
-      "LOOM_DEVICES picks devices (cpu0,ocl1).\n"
+      "LOOM_DEVICES picks devices (cpu0,ocl1). For tests of --recover,\n"
+      "LOOM_TESTING_REFUSE=NODE:N:BYTES makes the memory node NODE (host0 for cpu0, ocl0)\n"
+      "refuse every allocation of more than BYTES from its N-th on (loom/testing.h).\n"
       "\n"
       "Exit status: 0 on success, 1 when the run fails, 2 for a wrong command line (a runner\n"
       "on a device this machine lacks included) or a LOOM_MEM_LIMIT that does not parse.\n",
@@ -186,6 +193,11 @@ static bool takes_value(const char *flag) {
 static int parse_option(run_options *opts, const char *flag, const char *value) {
   if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
     opts->help = true;
+    return 0;
+  }
+  if (strcmp(flag, "--recover") == 0) {
+    if (value) return run_fail(EXIT_USAGE, "--recover takes no value");
+    opts->recover = true;
     return 0;
   }
   if (!takes_value(flag)) return run_fail(EXIT_USAGE, "unknown option '%s' (see loom-run --help)", flag);

@@ -37,6 +37,7 @@ typedef struct run_options {
   int32_t n_no_rewrite;
   const char *stats_json; /* --stats-json FILE, or NULL */
   const char *trace;      /* --trace FILE.json, or NULL */
+  bool recover;           /* --recover */
   bool help;
 } run_options;
 

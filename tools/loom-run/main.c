@@ -19,6 +19,7 @@
 
 #include "loom/internal/json.h"
 #include "loom/io.h"
+#include "loom/testing.h"
 #include "loom_run.h"
 
 /* Everything one run holds, released by run_state_free. */
@@ -476,20 +477,49 @@ static int plan(run_state *st, const run_options *opts) {
   return rc ? rc : optimize(st, opts);
 }
 
+/* LOOM_TESTING_REFUSE=NODE:N:BYTES: the fault injection of loom/testing.h, so that the tests
+ * of --recover can make a device refuse memory mid-run as a crowded one would. */
+static int arm_refusals(void) {
+  const char *spec = getenv("LOOM_TESTING_REFUSE");
+  if (!spec || !*spec) return 0;
+  char node[32], bytes_text[64];
+  long long nth = 0;
+  int64_t bytes = 0;
+  if (sscanf(spec, "%31[^:]:%lld:%63s", node, &nth, bytes_text) != 3 || nth < 1 ||
+      loom_bytes_parse(bytes_text, &bytes))
+    return run_fail(EXIT_USAGE, "LOOM_TESTING_REFUSE='%s': expected NODE:N:BYTES (host0:10:1MiB)", spec);
+  loom_testing_fail_node_allocations(node, nth, bytes);
+  return 0;
+}
+
 static int execute(run_state *st, const run_options *opts) {
   loom_mem_manager *memory = NULL;
   if (loom_context_memory(st->ctx, &memory)) return run_fail_loom(NULL);
   if (opts->trace && loom_mem_trace_enable(memory, true)) return run_fail_loom("--trace");
+  if (opts->recover && !st->plan)
+    fprintf(stderr,
+            "loom-run: note: --recover needs runners (--runners, --limit or LOOM_MEM_LIMIT): none here\n");
+  int rc = arm_refusals();
+  if (rc) return rc;
   loom_status s;
   if (st->plan) {
-    s = loom_plan_run(st->ctx, st->plan, st->inputs, st->n_params, st->outputs, st->n_outputs,
-                      &st->plan_stats);
+    loom_optimize_options o;
+    loom_optimize_options_init(&o);
+    o.disabled = opts->no_rewrite;
+    o.n_disabled = opts->n_no_rewrite;
+    loom_plan_run_options ro;
+    loom_plan_run_options_init(&ro);
+    ro.recover = opts->recover;
+    ro.optimize = &o;
+    s = loom_plan_run_with_options(st->ctx, st->plan, &ro, st->inputs, st->n_params, st->outputs,
+                                   st->n_outputs, &st->plan_stats);
     st->stats.peak_bytes = st->plan_stats.peak_bytes;
     st->stats.seconds = st->plan_stats.seconds;
   } else {
     s = loom_graph_run(st->ctx, st->optimized, st->inputs, st->n_params, st->outputs, st->n_outputs,
                        &st->stats);
   }
+  loom_testing_fail_node_allocations(NULL, 0, 0);
   return s ? run_fail_loom(NULL) : 0;
 }
 
@@ -501,6 +531,30 @@ static int write_trace(run_state *st, const char *path) {
     return run_fail(EXIT_RUN, "--trace %s: %s", path, loom_last_error());
   st->wrote_trace = true;
   return 0;
+}
+
+/* --stats-json "recoveries": each re-plan of a stage that ran out of memory (--recover). */
+static void write_recoveries_json(const run_state *st, loom__json *j) {
+  loom__json_key(j, "recoveries");
+  loom__json_begin_array(j);
+  for (int32_t i = 0; i < st->plan_stats.n_recoveries; i++) {
+    const loom_plan_recovery *r = &st->plan_stats.recoveries[i];
+    loom__json_begin_object(j);
+    loom__json_kv_int64(j, "stage", r->stage);
+    loom__json_kv_string(j, "device", r->device);
+    loom__json_kv_int64(j, "try", r->attempt);
+    loom__json_kv_int64(j, "tries", r->tries);
+    loom__json_kv_int64(j, "allocation", r->allocation);
+    loom__json_kv_string(j, "error", r->error);
+    loom__json_kv_int64(j, "free_bytes", r->free_bytes);
+    loom__json_kv_int64(j, "limit_bytes", r->limit_bytes);
+    loom__json_kv_int64(j, "stages", r->n_stages);
+    loom__json_kv_int64(j, "estimated_peak_bytes", r->estimated_peak_bytes);
+    loom__json_kv_int64(j, "peak_bytes", r->peak_bytes);
+    loom__json_kv_bool(j, "succeeded", r->succeeded);
+    loom__json_end_object(j);
+  }
+  loom__json_end_array(j);
 }
 
 /* --stats-json: stages with their limits and peaks, the measured peak, the rewrites. A run
@@ -547,6 +601,7 @@ static int write_stats_json(run_state *st, const char *path) {
     loom__json_end_object(&j);
   }
   loom__json_end_array(&j);
+  write_recoveries_json(st, &j);
   loom_mem_manager *memory = NULL;
   loom_context_memory(st->ctx, &memory);
   loom__json_key(&j, "memory");
@@ -582,6 +637,23 @@ static void print_memory(const run_state *st) {
   }
 }
 
+/* One line per re-plan of a stage that ran out of memory (--recover). */
+static void print_recoveries(const run_state *st) {
+  for (int32_t i = 0; i < st->plan_stats.n_recoveries; i++) {
+    const loom_plan_recovery *r = &st->plan_stats.recoveries[i];
+    char lim[32], est[32], got[32];
+    printf("  recover  stage %d %s: out of memory at allocation %lld; re-planned for %s (try %d of %d): ",
+           (int)r->stage, r->device, (long long)r->allocation,
+           loom_bytes_format(r->limit_bytes, lim, sizeof lim), (int)r->attempt, (int)r->tries);
+    if (r->succeeded)
+      printf("%d stage%s, estimated peak %s, measured peak %s\n", (int)r->n_stages,
+             r->n_stages == 1 ? "" : "s", loom_bytes_format(r->estimated_peak_bytes, est, sizeof est),
+             loom_bytes_format(r->peak_bytes, got, sizeof got));
+    else
+      printf("%s\n", r->n_stages ? "out of memory again" : "could not be made");
+  }
+}
+
 static void print_summary(const run_state *st, const run_options *opts) {
   char peak[32], time[32];
   loom_bytes_format(st->stats.peak_bytes, peak, sizeof peak);
@@ -614,6 +686,7 @@ static void print_summary(const run_state *st, const run_options *opts) {
            loom_bytes_format(info.estimated_peak, est, sizeof est),
            loom_bytes_format(st->plan_stats.stages[i].peak_bytes, got, sizeof got), (int)info.n_ops);
   }
+  print_recoveries(st);
   print_memory(st);
   for (int32_t i = 0; i < st->n_outputs; i++) {
     char type[LOOM_TYPE_STRING_MAX];

@@ -1,0 +1,17 @@
+/* Smaller pieces for the loops of a chunked graph (repiece.c): how a plan's stage is made to
+ * hold less memory after the fact (loom_plan_run's recovery from out of memory), without
+ * chunking it again around its loops. */
+#ifndef LOOM_IR_REPIECE_H
+#define LOOM_IR_REPIECE_H
+
+#include "ir/ir.h"
+
+/* A copy of g whose top-level loops run in smaller pieces, one scale for all of them (each
+ * piece at least the least its loop allows: 1, or k for a loop merging topk candidates), the
+ * largest scale for which g's estimated peak is at most `limit`; where even the least pieces
+ * do not fit, those. A graph that fits already, or that has no loop, is copied as it is.
+ * *out_peak (may be NULL) is the copy's estimated peak. The caller owns *out.
+ * Errors: INVALID_ARGUMENT (g does not verify), OUT_OF_MEMORY. */
+loom_status loom__loops_fit(const loom_graph *g, int64_t limit, loom_graph **out, int64_t *out_peak);
+
+#endif
