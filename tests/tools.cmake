@@ -214,11 +214,12 @@ loom_tool_test(recover_knn ENV LOOM_TESTING_REFUSE=host0:10:512KiB
   STDOUT_REGEX "recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 1\\.94 MiB \\(try 1 of 3\\): out of memory again\n +recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 991\\.87 KiB \\(try 2 of 3\\): 1 stage, estimated peak"
   STATS_JSON stats.json RECOVERIES 2
   EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy KNN_CHECK out=${knn_small} TIMEOUT 300)
-# Fused, the stage holds 93 KiB, 59 KiB of it a step that cannot be cut (y's norms, y held
-# whole): half of 93 KiB cannot be planned, so the re-plan takes the loop's smallest pieces.
-loom_tool_test(recover_knn_fused ENV LOOM_TESTING_REFUSE=host0:10:16KiB
+# Fused before chunking, the stage is one fused op over the whole space (547 KiB), which the
+# chunk rewrite cannot cut: the re-plan unfuses it, chunks its ops for half that, and fuses them
+# again inside the pieces.
+loom_tool_test(recover_knn_fused ENV LOOM_TESTING_REFUSE=host0:3:16KiB
   ARGS ${knn_small} --random 1 --limit 4MiB --recover --out-dir @WORK@/out
-  STDOUT_REGEX "recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 58\\.59 KiB \\(try 1 of 3\\): 1 stage"
+  STDOUT_REGEX "nothing cut: fused.*recover +stage 0 cpu0: out of memory at allocation [0-9]+; re-planned for 273\\.44 KiB \\(try 1 of 3\\): 1 stage, estimated peak 58\\.59 KiB"
   KNN_CHECK out=${knn_small} TIMEOUT 300)
 # Without --recover the refusal fails the run, naming the stage, the node and the allocation.
 loom_tool_test(recover_off RC 1 ENV LOOM_TESTING_REFUSE=host0:10:512KiB

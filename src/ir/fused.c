@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/rebuild.h"
 
 /* The role a body value plays in the form. */
 typedef enum role {
@@ -290,4 +291,36 @@ loom_status loom_graph_fused_get(const loom_graph *g, int32_t index, const loom_
                        (int)index);
   *out_body = g->ops[index].fused;
   return LOOM_OK;
+}
+
+/* ---- unfusing ------------------------------------------------------------------------------ */
+
+/* Copies fused op `o` of rb's source as its body's ops, the body's parameters standing for the
+ * op's operands and its outputs for the op's results. */
+static loom_status inline_fused(loom__rebuild *rb, int32_t o) {
+  const loom__op *op = &rb->src->ops[o];
+  const loom_graph *body = op->fused;
+  loom__rebuild in = {.src = body, .dst = rb->dst};
+  in.map = loom__malloc(sizeof(int32_t) * (size_t)(body->n_values ? body->n_values : 1));
+  if (!in.map) return loom__oom("a fused body's inlining");
+  for (int32_t v = 0; v < body->n_values; v++) in.map[v] = -1;
+  for (int32_t p = 0; p < body->n_params; p++)
+    in.map[body->params[p]] = loom__rebuild_get(rb, op->inputs[p]).id;
+  loom_status s = LOOM_OK;
+  for (int32_t i = 0; !s && i < body->n_ops; i++) s = loom__rebuild_copy(&in, i);
+  for (int32_t r = 0; !s && r < op->n_outputs; r++)
+    loom__rebuild_set(rb, op->outputs[r], loom__rebuild_get(&in, body->outputs[r]));
+  loom__free(in.map); /* in.dst is rb's graph: not in's to free */
+  return s;
+}
+
+loom_status loom__graph_unfuse(const loom_graph *g, loom_graph **out) {
+  *out = NULL;
+  loom__rebuild rb;
+  loom_status s = loom__rebuild_init(&rb, g);
+  for (int32_t o = 0; !s && o < g->n_ops; o++)
+    s = g->ops[o].fused ? inline_fused(&rb, o) : loom__rebuild_copy(&rb, o);
+  if (!s) s = loom__rebuild_finish(&rb, out);
+  loom__rebuild_deinit(&rb);
+  return s;
 }

@@ -194,6 +194,11 @@ const loom__op *loom__fused_final(const loom_graph *body);
 loom_status loom__graph_add_fused(loom_graph *g, const loom_graph *body, const loom_value *operands,
                                   int32_t n, loom_value *outs);
 
+/* g with each of its own fused ops (not those in loop bodies) replaced by the ops of its body,
+ * so a re-plan can cut what fusion had joined (the chunk rewrite does not cut a fused op).
+ * Caller owns *out. Errors: OUT_OF_MEMORY; INTERNAL for a malformed graph. */
+loom_status loom__graph_unfuse(const loom_graph *g, loom_graph **out);
+
 /* The number of results op gives: its kind's, or its body's for a loop or a fused op. */
 static inline int32_t loom__op_result_count(const loom__op *op) {
   if (op->fused) return op->fused->n_outputs;

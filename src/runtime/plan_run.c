@@ -389,10 +389,15 @@ static loom_status plan_for(const plan_run *r, const loom_graph *g, const char *
 static loom_status replan_stage(plan_run *r, const loom_stage_info *st, int64_t ceiling,
                                 const loom_tensor *ins, loom_buffer **in_bufs, loom_tensor *outs,
                                 loom_buffer **out_bufs, loom_plan_recovery *rec) {
-  loom_graph *g = NULL;
+  loom_graph *g = NULL, *plain = NULL;
   loom_plan *sub = NULL;
   int64_t peak = 0, limit = rec->limit_bytes;
-  loom_status s = loom__loops_fit(st->graph, limit, &g, &peak);
+  /* A fused op is not cut by the chunk rewrite: its body's ops are, and fusion joins them
+   * again in the pieces (where the whole graph was fused before chunking, one fused op is the
+   * stage). */
+  loom_status s = loom__graph_unfuse(st->graph, &plain);
+  if (!s) s = loom__loops_fit(plain, limit, &g, &peak);
+  loom_graph_destroy(plain);
   if (!s) s = plan_for(r, g, st->device, limit, peak, &sub);
   if (s == LOOM_ERR_OUT_OF_MEMORY && peak > limit && peak < ceiling) {
     rec->limit_bytes = peak;
