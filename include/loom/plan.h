@@ -18,6 +18,7 @@
 
 #include "loom/export.h"
 #include "loom/graph.h"
+#include "loom/memory.h"
 #include "loom/runtime.h"
 #include "loom/status.h"
 
@@ -254,6 +255,45 @@ LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
 LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
                                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
                                    loom_plan_stats *stats);
+
+/* Resident runs: loom_plan_run on buffers of the context's memory manager (loom_context_memory,
+ * loom/memory.h) instead of host tensors, so that data stays where it is between calls: the
+ * outputs of one run are the inputs of the next with no copy, and a plan made once runs any
+ * number of times.
+ *
+ * inputs: one buffer per parameter (n_inputs of them, in parameter order), allocated from the
+ * context's manager, dense, holding the parameter's bytes. A buffer's tensor type
+ * (loom_buffer_get_type) must be the parameter's: a typed buffer (loom_buffer_set_type, or a
+ * resident run's output) the same dtype and shape, an untyped one the same dtype and byte
+ * size. The buffers stay the caller's: the run reads them and never writes, moves or frees
+ * them. A stage reads an input where it is when the buffer has a valid copy on the stage's
+ * device (no transfer: the manager's bytes_in / bytes_out do not move); elsewhere the memory
+ * manager brings it there, by its migration policy (a temporary copy, or a move after repeated
+ * use, loom/memory.h: "migration").
+ *
+ * outputs: room for the graph's n_outputs results; on success each is a new buffer typed as
+ * its result, resident on the device of the stage that computed it (its memory node: a device
+ * stage's result stays on the device, a cpu0 stage's is host memory), owned by the caller, who
+ * frees it with loom_buffer_free (or passes it to the next run first). A result that is a
+ * view of a stage's value, a parameter returned as is, or a value returned twice gets a
+ * buffer of its own on that device, copied (the transfers counted as usual). On failure every
+ * outputs[i] is NULL.
+ *
+ * Repeated runs: the allocations a run frees, and the outputs the caller frees, go to the
+ * memory node's pool and stay there (a resident run does not trim the pool as loom_plan_run
+ * does), so a plan called over and over allocates device memory in its first calls only;
+ * loom_mem_trim gives the cached memory back. The runner limits and the nodes' limits hold as
+ * in loom_plan_run, the caller's buffers beside them counting in their nodes' limits (a stage
+ * that reads one counts its bytes too). Buffers the run holds between stages are as in
+ * loom_plan_run.
+ * `stats` as in loom_plan_run. Thread safety: as loom_plan_run (the buffers may not be
+ * written by the caller while a run reads them).
+ * Errors: INVALID_ARGUMENT (NULL ctx or plan; counts that do not match the graph's; a NULL
+ * input; a buffer of another manager; a dtype or shape that is not the parameter's, naming the
+ * parameter, both types and, for an untyped buffer, both byte sizes); and as loom_plan_run. */
+LOOM_API loom_status loom_plan_run_buffers(loom_context *ctx, const loom_plan *plan,
+                                           loom_buffer *const *inputs, int32_t n_inputs,
+                                           loom_buffer **outputs, int32_t n_outputs, loom_plan_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -76,6 +76,7 @@ typedef struct exec_state {
   temp_slot temps[TEMP_SLOTS];
   loom__meter *meter;
   loom_buffer *const *input_buffers; /* exec options' */
+  bool host_buffers, keep_pool;      /* exec options' */
   /* Per parameter, the caller's host tensor a loop streams slices of: at the top the inputs;
    * in a body, `passed` (data NULL for a parameter no host tensor stands behind). */
   const loom_tensor *inputs;
@@ -198,6 +199,42 @@ static loom_status take_written(exec_state *st, int32_t id, int64_t bytes, const
   return LOOM_OK;
 }
 
+static void defer_free(exec_state *st, void *host, loom_graph *graph);
+
+/* Whether a device's handle is shared virtual memory, which the device's kernels do not
+ * address (they take OpenCL buffers): the copy of a caller's buffer allocated without
+ * LOOM_MEM_DEVICE_LOCAL on a device that offers SVM. */
+static bool svm_on_device(const exec_state *st, const loom_mem_handle *h) {
+  return !st->be->host_memory &&
+         (h->storage == LOOM_MEM_STORAGE_SVM_FINE || h->storage == LOOM_MEM_STORAGE_SVM_COARSE);
+}
+
+/* The caller's buffer as a value the kernels can address where its copy is SVM: read into
+ * host memory, then written into the executor's own device buffer (two copies, which the
+ * memory manager counts: the price of an input not allocated device-local). The host copy
+ * lives until the run has synchronized, as the queued write reads it. */
+static loom_status take_svm_copied(exec_state *st, int32_t id, int64_t bytes, loom_buffer *buffer) {
+  int64_t whole = 0;
+  loom_type_bytes(&st->g->values[id].type, &whole);
+  if (bytes < whole) { /* streamed by a loop, which reads its slices where the buffer is */
+    char what[96];
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "%s: a loop streams it from the caller's buffer, whose copy on this device is shared "
+                       "virtual memory the kernels do not address: allocate it with LOOM_MEM_DEVICE_LOCAL",
+                       what_of(st, id, NULL, what, sizeof what));
+  }
+  void *host = loom__malloc((size_t)LOOM_MAX(bytes, 1));
+  if (!host) return loom__oom("a host copy of an input buffer");
+  loom_status s = bytes > 0 ? loom_buffer_read(buffer, 0, host, bytes) : LOOM_OK;
+  if (!s) s = take_written(st, id, bytes, host);
+  if (s) {
+    loom__free(host);
+    return s;
+  }
+  defer_free(st, host, NULL);
+  return LOOM_OK;
+}
+
 /* Device storage for value id read from the caller's buffer: acquired on the device's node
  * for reading, the HMM bringing it there; counted as an input written in would be. */
 static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom_buffer *buffer) {
@@ -212,6 +249,11 @@ static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom
   if (s) return s;
   block *b = &st->blocks[id];
   s = loom_buffer_acquire(buffer, st->node, LOOM_ACCESS_READ, &b->handle);
+  if (!s && svm_on_device(st, &b->handle)) {
+    s = loom_buffer_release(buffer, &b->handle);
+    loom__meter_give(st->meter, bytes);
+    return s ? s : take_svm_copied(st, id, bytes, buffer);
+  }
   if (s) {
     loom__meter_give(st->meter, bytes);
     loom__error_prefix("%s: ", what);
@@ -447,8 +489,9 @@ static bool hand_out(exec_state *st, int32_t id, loom_tensor *out, loom_buffer *
   block *b = &st->blocks[l->base];
   int64_t bytes = 0;
   loom_type_bytes(&st->g->values[id].type, &bytes);
-  if (st->be->host_memory || !b->buffer || b->borrowed || l->base != id || l->offset != 0 ||
-      !loom__layout_contiguous(l, &st->g->values[id].type) || bytes != st->bytes[id] || bytes == 0)
+  if ((st->be->host_memory && !st->host_buffers) || !b->buffer || b->borrowed || l->base != id ||
+      l->offset != 0 || !loom__layout_contiguous(l, &st->g->values[id].type) || bytes != st->bytes[id] ||
+      bytes == 0)
     return false;
   int32_t readers = 0;
   for (int32_t j = 0; j < st->g->n_outputs; j++) readers += st->layouts[st->g->outputs[j]].base == id;
@@ -647,7 +690,7 @@ static void exec_state_deinit(exec_state *st) {
   loom__free(st->base_off);
   loom__free(st->bound);
   loom__free(st->passed);
-  if (st->mem && !st->nested) loom_mem_trim(st->mem, st->node);
+  if (st->mem && !st->nested && !st->keep_pool) loom_mem_trim(st->mem, st->node);
   loom__free(st->layouts); /* and the other per-value arrays (state_arrays) */
   loom__free(st->fill_slot);
   loom__free(st->fill_host);
@@ -1453,6 +1496,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
   for (int32_t i = 0; opts->output_buffers && i < g->n_outputs; i++) opts->output_buffers[i] = NULL;
   loom_status s = exec_state_init(&st, g, opts->device, meter);
   st.input_buffers = opts->input_buffers;
+  st.host_buffers = opts->host_buffers;
+  st.keep_pool = opts->keep_pool;
   if (!s) s = stream_outputs_init(&st, outputs);
   if (!s) s = run_schedule(&st, opts->schedule, inputs);
   for (int32_t i = 0; !s && i < g->n_outputs; i++) {
