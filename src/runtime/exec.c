@@ -76,7 +76,11 @@ typedef struct exec_state {
   temp_slot temps[TEMP_SLOTS];
   loom__meter *meter;
   loom_buffer *const *input_buffers; /* exec options' */
-  bool host_buffers, keep_pool;      /* exec options' */
+  bool keep_pool;                    /* exec options' */
+  bool no_wait;                      /* exec options' */
+  /* The top state's: a write from host memory was queued (the run must wait for it before
+   * that memory may go, so it cannot return without waiting: no_wait). */
+  bool queued_host;
   /* Per parameter, the caller's host tensor a loop streams slices of: at the top the inputs;
    * in a body, `passed` (data NULL for a parameter no host tensor stands behind). */
   const loom_tensor *inputs;
@@ -146,7 +150,10 @@ static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, b
   memset(out, 0, sizeof *out);
   uint32_t access = src ? LOOM_ACCESS_READ : LOOM_ACCESS_READ | LOOM_ACCESS_WRITE;
   loom_status s = loom_buffer_allocate(st->mem, bytes, LOOM_U8, st->node, EXEC_ALLOC_FLAGS, &out->buffer);
-  if (!s && src && bytes > 0) s = loom__buffer_write_queued(out->buffer, 0, src, bytes);
+  if (!s && src && bytes > 0) {
+    st->root->queued_host = true;
+    s = loom__buffer_write_queued(out->buffer, 0, src, bytes);
+  }
   if (!s) s = loom_buffer_acquire(out->buffer, st->node, access, &out->handle);
   if (s) {
     loom_buffer_free(out->buffer);
@@ -482,16 +489,16 @@ static loom_status download_value(exec_state *st, int32_t id, const loom__dview 
 }
 
 /* Hands out returned value id's own buffer (exec options' output_buffers) where it has one
- * holding exactly it and no other output reads that buffer; false when it must be read back.
+ * holding exactly it and no other output reads that buffer, on host memory only where on_host
+ * says (exec options' host_buffers); false when it must be read back.
  * The meter keeps counting it until the run ends, as it would a value read back. */
-static bool hand_out(exec_state *st, int32_t id, loom_tensor *out, loom_buffer **out_buffer) {
+static bool hand_out(exec_state *st, int32_t id, bool on_host, loom_tensor *out, loom_buffer **out_buffer) {
   const loom__layout *l = &st->layouts[id];
   block *b = &st->blocks[l->base];
   int64_t bytes = 0;
   loom_type_bytes(&st->g->values[id].type, &bytes);
-  if ((st->be->host_memory && !st->host_buffers) || !b->buffer || b->borrowed || l->base != id ||
-      l->offset != 0 || !loom__layout_contiguous(l, &st->g->values[id].type) || bytes != st->bytes[id] ||
-      bytes == 0)
+  if ((st->be->host_memory && !on_host) || !b->buffer || b->borrowed || l->base != id || l->offset != 0 ||
+      !loom__layout_contiguous(l, &st->g->values[id].type) || bytes != st->bytes[id] || bytes == 0)
     return false;
   int32_t readers = 0;
   for (int32_t j = 0; j < st->g->n_outputs; j++) readers += st->layouts[st->g->outputs[j]].base == id;
@@ -1017,6 +1024,7 @@ static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   if (s || bytes == 0) return s;
   const char *src =
       (const char *)sl->from->data + slice_offset(lr, p, lo) * loom_dtype_size(sl->from->type.dtype);
+  lr->outer->root->queued_host = true;
   return loom__buffer_write_ahead(b->buffer, 0, src, bytes);
 }
 
@@ -1449,9 +1457,13 @@ static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const l
   return s;
 }
 
-/* Waits for the device; on a failed run the first error's message is kept. */
+/* Waits for the device; on a failed run the first error's message is kept. With no_wait, a
+ * run that queued nothing reading host memory (no write from a host tensor, a constant or a
+ * fill's scalar, nothing deferred) returns with its work queued: its results are buffers on
+ * the device whose later users are ordered behind it on the node's queue. */
 static loom_status finish(exec_state *st, loom_status s) {
   if (!st->be || st->be->host_memory) return s;
+  if (!s && st->no_wait && !st->queued_host && !st->deferred && !st->fill_host) return LOOM_OK;
   if (!s) return st->be->synchronize(st->dev);
   char saved[1024];
   snprintf(saved, sizeof saved, "%s", loom_last_error());
@@ -1496,8 +1508,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
   for (int32_t i = 0; opts->output_buffers && i < g->n_outputs; i++) opts->output_buffers[i] = NULL;
   loom_status s = exec_state_init(&st, g, opts->device, meter);
   st.input_buffers = opts->input_buffers;
-  st.host_buffers = opts->host_buffers;
   st.keep_pool = opts->keep_pool;
+  st.no_wait = opts->no_wait;
   if (!s) s = stream_outputs_init(&st, outputs);
   if (!s) s = run_schedule(&st, opts->schedule, inputs);
   for (int32_t i = 0; !s && i < g->n_outputs; i++) {
@@ -1510,7 +1522,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
       if (!s && bytes) memcpy(outputs[i].data, outputs[first].data, (size_t)bytes);
       continue;
     }
-    if (!(opts->output_buffers && hand_out(&st, g->outputs[i], &outputs[i], &opts->output_buffers[i])) &&
+    if (!(opts->output_buffers && hand_out(&st, g->outputs[i], opts->host_buffers && opts->host_buffers[i],
+                                           &outputs[i], &opts->output_buffers[i])) &&
         !take_host(&st, g->outputs[i], &outputs[i]))
       s = export_value(&st, g->outputs[i], &outputs[i]);
   }

@@ -218,12 +218,15 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   stats->estimated_peak_bytes = st.estimated_peak;
   stats->limit_bytes = st.limit;
   if (!st.graph) return LOOM_OK;
-  /* The stage's tensors and buffer slots in one allocation (tensors first, for alignment). */
+  /* The stage's tensors, buffer slots and flags in one allocation (tensors first, for
+   * alignment). */
   size_t n_in = (size_t)LOOM_MAX(st.n_inputs, 1), n_out = (size_t)LOOM_MAX(st.n_outputs, 1);
-  loom_tensor *ins = loom__calloc(1, (n_in + n_out) * (sizeof(loom_tensor) + sizeof(loom_buffer *)));
+  loom_tensor *ins =
+      loom__calloc(1, (n_in + n_out) * (sizeof(loom_tensor) + sizeof(loom_buffer *)) + n_out * sizeof(bool));
   loom_tensor *outs = ins ? ins + n_in : NULL;
   loom_buffer **in_bufs = ins ? (loom_buffer **)(void *)(outs + n_out) : NULL;
   loom_buffer **out_bufs = ins ? in_bufs + n_in : NULL;
+  bool *on_host = ins ? (bool *)(void *)(out_bufs + n_out) : NULL;
   if (!ins) s = loom__oom("a stage's inputs and outputs");
   if (!s) s = gather_inputs(r, &st, index, ins, in_bufs);
   loom__meter meter = {0};
@@ -235,7 +238,13 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (!s) prefetch_next(r, index, opts.device);
   opts.input_buffers = in_bufs;
   opts.output_buffers = out_bufs;
-  opts.host_buffers = opts.keep_pool = r->resident;
+  /* A resident run's cpu0 stages hand out the values the graph returns as buffers; values only
+   * later stages read stay host tensors, outside the memory node, as in loom_plan_run (a
+   * buffer would sit in host0 under the later stages' runner limits, uncounted by them). */
+  for (int32_t k = 0; ins && k < st.n_outputs; k++)
+    on_host[k] = r->resident && r->vals[st.outputs[k]].last_stage == INT32_MAX;
+  opts.host_buffers = on_host;
+  opts.keep_pool = opts.no_wait = r->resident;
   /* The runner limit is the device's, for every run sharing it (loom__hmm_runner_limit_begin). */
   loom__hmm_runner_limit shared = {.bytes = st.limit};
   bool in_force = false;
@@ -374,6 +383,35 @@ loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_t
 
 /* ---- resident runs ------------------------------------------------------------------------- */
 
+/* Why the caller's buffer b cannot be parameter p (a message into why), or NULL when it can:
+ * a buffer of the context's manager m, of the parameter's type (typed), or dtype and bytes
+ * (untyped). Nothing is formatted when it fits: resident runs check every call. */
+static const char *buffer_misfit(const loom_graph *g, int32_t p, const loom_buffer *b,
+                                 const loom_mem_manager *m, char *why, size_t size) {
+  const loom_type *want = &g->values[g->params[p]].type;
+  if (!b) return "buffer is NULL";
+  if (b->m != m) /* never changes: read without the lock */
+    return "the buffer is not of the context's memory manager (loom_context_memory)";
+  loom_type got;
+  bool typed = false;
+  int64_t want_bytes = 0;
+  loom_buffer_get_type(b, &got, &typed);
+  loom_type_bytes(want, &want_bytes);
+  char a[LOOM_TYPE_STRING_MAX], w[LOOM_TYPE_STRING_MAX];
+  if (typed && !loom_type_equal(&got, want)) {
+    snprintf(why, size, "its buffer is %s, the graph takes %s", loom_type_format(&got, a, sizeof a),
+             loom_type_format(want, w, sizeof w));
+    return why;
+  }
+  if (!typed && (got.dtype != want->dtype || b->bytes != want_bytes)) {
+    snprintf(why, size, "its buffer (no type set) holds %lld bytes of %s, the graph takes %s (%lld bytes)",
+             (long long)b->bytes, loom_dtype_name(got.dtype), loom_type_format(want, w, sizeof w),
+             (long long)want_bytes);
+    return why;
+  }
+  return NULL;
+}
+
 /* Checks the caller's buffers against the graph's parameters: count, manager, type. */
 static loom_status check_buffers(loom_context *ctx, const loom_graph *g, loom_buffer *const *inputs,
                                  int32_t n_inputs) {
@@ -383,32 +421,11 @@ static loom_status check_buffers(loom_context *ctx, const loom_graph *g, loom_bu
   loom_mem_manager *m = NULL;
   loom_status s = loom_context_memory(ctx, &m);
   for (int32_t p = 0; !s && p < n_inputs; p++) {
-    const loom_type *want = &g->values[g->params[p]].type;
-    char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX], label[32];
-    loom__value_label(g, g->params[p], label, sizeof label);
-    if (!inputs[p])
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "input %d (%s): buffer is NULL", (int)p + 1, label);
-    if (inputs[p]->m != m) /* m never changes: read without the lock */
-      return loom__error(
-          LOOM_ERR_INVALID_ARGUMENT,
-          "input %d (%s): the buffer is not of the context's memory manager (loom_context_memory)",
-          (int)p + 1, label);
-    loom_type got;
-    bool typed = false;
-    int64_t want_bytes = 0, got_bytes = inputs[p]->bytes;
-    s = loom_buffer_get_type(inputs[p], &got, &typed);
-    if (!s) s = loom_type_bytes(want, &want_bytes);
-    if (s) break;
-    if (typed && !loom_type_equal(&got, want))
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "input %d (%s): its buffer is %s, the graph takes %s",
-                         (int)p + 1, label, loom_type_format(&got, a, sizeof a),
-                         loom_type_format(want, b, sizeof b));
-    if (!typed && (got.dtype != want->dtype || got_bytes != want_bytes))
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                         "input %d (%s): its buffer (no type set) holds %lld bytes of %s, the graph takes %s "
-                         "(%lld bytes)",
-                         (int)p + 1, label, (long long)got_bytes, loom_dtype_name(got.dtype),
-                         loom_type_format(want, b, sizeof b), (long long)want_bytes);
+    char why[2 * LOOM_TYPE_STRING_MAX + 96], label[32];
+    const char *misfit = buffer_misfit(g, p, inputs[p], m, why, sizeof why);
+    if (misfit)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "input %d (%s): %s", (int)p + 1,
+                         loom__value_label(g, g->params[p], label, sizeof label), misfit);
   }
   return s;
 }
@@ -455,8 +472,7 @@ static loom_status buffer_copy(plan_run *r, loom_buffer *src, const loom_type *t
  * a host result (a cpu0 stage's view, a loop's streamed result), a parameter returned as is
  * and a value returned twice are copied into new buffers on the node that holds them. */
 static loom_status deliver_buffers(plan_run *r, loom_buffer **outputs, int32_t n_outputs) {
-  const loom__exec_device *cpu = NULL;
-  loom_status s = loom__context_exec_device(r->ctx, "cpu0", &cpu);
+  loom_status s = LOOM_OK;
   for (int32_t i = 0; !s && i < n_outputs; i++) {
     int32_t v = r->g->outputs[i];
     const loom_type *type = &r->g->values[v].type;
@@ -476,10 +492,13 @@ static loom_status deliver_buffers(plan_run *r, loom_buffer **outputs, int32_t n
       int64_t bytes = 0;
       loom_type_bytes(type, &bytes);
       char buf[32];
-      s = bytes > 0 && !h->t.data
-              ? loom__error(LOOM_ERR_INTERNAL, "output '%s' was made by no stage",
-                            loom__value_label(r->g, v, buf, sizeof buf))
-              : buffer_from_host(r, h->node >= 0 ? h->node : cpu->node, type, h->t.data, &outputs[i]);
+      const loom__exec_device *cpu = NULL;
+      if (bytes > 0 && !h->t.data)
+        s = loom__error(LOOM_ERR_INTERNAL, "output '%s' was made by no stage",
+                        loom__value_label(r->g, v, buf, sizeof buf));
+      else if (h->node < 0) /* an empty parameter returned: it lives nowhere */
+        s = loom__context_exec_device(r->ctx, "cpu0", &cpu);
+      if (!s) s = buffer_from_host(r, h->node >= 0 ? h->node : cpu->node, type, h->t.data, &outputs[i]);
     }
     if (s) loom__error_prefix("output %d: ", (int)i + 1);
   }

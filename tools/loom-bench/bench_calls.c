@@ -219,9 +219,9 @@ static loom_status device_node(loom_context *ctx, const char *id, loom_mem_manag
 }
 
 /* N resident calls from x0: x0 and y written into buffers on the device once (outside the
- * timing), then each call's s buffer is the next call's x. Seconds, or -1 (message printed);
- * *copied: the bytes the memory manager moved during the calls. The last s and t are read
- * back into last_s and *last_t. */
+ * timing), then each call's s buffer is the next call's x. Seconds until the last s is read
+ * back into last_s, or -1 (message printed); *copied: the bytes the memory manager moved
+ * during the calls (before that read). One more call's t goes to *last_t. */
 static double resident_chain(const chain *c, const char *id, float *last_s, float *last_t, int64_t *copied) {
   loom_mem_manager *m = NULL;
   int32_t node;
@@ -252,9 +252,10 @@ static double resident_chain(const chain *c, const char *id, float *last_s, floa
     x = out[0];
     out[0] = NULL;
   }
-  t = bench_now() - t0;
   *copied = bytes_copied(c->ctx) - before;
+  /* Until the last result is back: a device may still be running calls that returned. */
   s = loom_buffer_read(x, 0, last_s, bytes);
+  t = bench_now() - t0;
   loom_buffer *ins[2] = {x, y};
   /* One more call for a t to check: from x0 + (N - 1) y, as the chain's last call. */
   if (!s) s = loom_plan_run_buffers(c->ctx, c->plan, ins, 2, out, 2, NULL);
