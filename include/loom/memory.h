@@ -390,7 +390,7 @@ LOOM_API bool loom_buffer_is_managed(const loom_buffer *b);
 
 typedef struct loom_buffer_info {
   int64_t bytes;
-  loom_dtype dtype;
+  loom_dtype dtype;       /* as allocated, or as loom_buffer_set_type (or a run) last typed it */
   loom_mem_mode mode;     /* the manager's mode when it was allocated */
   uint32_t flags;         /* as allocated */
   bool managed;           /* loom_buffer_is_managed */

@@ -284,8 +284,17 @@ LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, con
  * does), so a plan called over and over allocates device memory in its first calls only;
  * loom_mem_trim gives the cached memory back. The runner limits and the nodes' limits hold as
  * in loom_plan_run, the caller's buffers beside them counting in their nodes' limits (a stage
- * that reads one counts its bytes too). Buffers the run holds between stages are as in
- * loom_plan_run.
+ * that reads one counts its bytes too). Values between stages are held as in loom_plan_run
+ * (a cpu0 stage's as host tensors, unless the graph returns them).
+ *
+ * Waiting: on a device, a stage that needs nothing from host memory (its inputs all buffers,
+ * no constants or fill scalars written in) returns once its work is queued on the device's
+ * in-order queue (the memory manager's, loom_mem_node_cl_queue), without waiting for it:
+ * calls keep the device busy rather than waiting for it one by one. Whatever reads an output
+ * through the memory manager (loom_buffer_read, map, acquire by another node, the next run)
+ * is ordered behind that work; work of the caller's own on another queue must wait for the
+ * manager's queue first. A device error then shows at the next call that waits for the
+ * device, and a stage's seconds in `stats` are the time to queue its work.
  * `stats` as in loom_plan_run. Thread safety: as loom_plan_run (the buffers may not be
  * written by the caller while a run reads them).
  * Errors: INVALID_ARGUMENT (NULL ctx or plan; counts that do not match the graph's; a NULL

@@ -395,7 +395,7 @@ int loom_bench_calls(int argc, char **argv) {
       "  resident: loom_plan_run_buffers on buffers that stay on the device\n\n",
       (long long)a.size, (long long)a.calls, (int)a.repeats);
   printf("%-8s %12s %12s %16s\n", "device", "host", "resident", "copied/call");
-  int measured = 0;
+  int measured = 0, opencl = 0;
   for (int32_t i = 0; i < loom_context_device_count(ctx); i++) {
     loom_device_info d;
     if (loom_context_device_info(ctx, i, &d)) {
@@ -403,6 +403,7 @@ int loom_bench_calls(int argc, char **argv) {
       break;
     }
     if (!a.devices && strcmp(d.id, "cpu0") != 0 && !(d.backends & LOOM_BACKEND_OPENCL)) continue;
+    opencl += (d.backends & LOOM_BACKEND_OPENCL) != 0;
     device_row row;
     rc |= bench_device(ctx, d.id, &a, in, ref, ref_next, &row);
     printf("%-8s", d.id);
@@ -414,6 +415,7 @@ int loom_bench_calls(int argc, char **argv) {
       printf(" %14.0f B\n", row.copied);
     measured++;
   }
+  if (!a.devices && opencl == 0) printf("(no OpenCL device: cpu0 only)\n");
   if (measured == 0) {
     fprintf(stderr, "loom-bench calls: no device to measure\n");
     rc = 1;
