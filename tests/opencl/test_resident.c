@@ -47,6 +47,13 @@ static int64_t bytes_copied(void) {
   return total;
 }
 
+/* Allocations a node made that its pool did not serve. */
+static int64_t fresh_allocations(int32_t node) {
+  loom_mem_node_stats st;
+  if (loom_mem_stats(memory(), node, &st) != LOOM_OK) return -1;
+  return st.allocations - st.pool_hits;
+}
+
 /* A buffer on node holding the host tensor t. */
 static loom_buffer *buffer_of(int32_t node, const loom_tensor *t, uint32_t flags) {
   int64_t bytes = 0;
@@ -117,15 +124,18 @@ TEST(resident_runs_chained_100_times_on_each_device_copy_nothing) {
     loom_buffer *y = buffer_of(devs[d]->node, &in[1], LOOM_MEM_DEVICE_LOCAL);
     loom_buffer *w = buffer_of(devs[d]->node, &in[2], LOOM_MEM_DEVICE_LOCAL), *out[2] = {NULL, NULL};
     ASSERT_TRUE(x && y && w);
-    int64_t copied = bytes_copied();
+    int64_t copied = bytes_copied(), fresh = -1;
     for (int32_t k = 0; k < CALLS; k++) {
       loom_buffer *args[3] = {x, y, w};
       ASSERT_OK(loom_plan_run_buffers(gt_context(), plan, args, 3, out, 2, NULL));
       loom_buffer_free(x);
       x = out[0];
       if (k < CALLS - 1) loom_buffer_free(out[1]);
+      /* The pool serves every call once one call's buffers have come back to it. */
+      if (k == 2) fresh = fresh_allocations(devs[d]->node);
     }
     ASSERT_EQ(bytes_copied(), copied); /* not one byte in or out, first call included */
+    ASSERT_EQ(fresh_allocations(devs[d]->node), fresh);
     loom_buffer_info info;
     ASSERT_OK(loom_buffer_get_info(x, &info));
     ASSERT_EQ(info.node, devs[d]->node);
@@ -208,6 +218,50 @@ TEST(resident_inputs_on_other_nodes_are_brought_in) {
   gt_tensors_free(ref, 2);
   gt_tensors_free(in, 3);
   loom_plan_destroy(cpu_plan);
+  loom_plan_destroy(plan);
+  loom_graph_destroy(g);
+}
+
+/* A graph with a fill (its scalar written into the device on each call, so the run waits for
+ * the device before it returns) chained on the device: equal to the host-tensor runs. */
+TEST(resident_runs_of_a_graph_with_a_fill) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_OPENCL, devs);
+  if (nd == 0) return;
+  loom_graph *g = gt_parse(
+      "graph half(x: f32[4096], y: f32[4096], w: f32[4096]) {\n"
+      "  h = fill value=0.5 : f32[4096]\n  a = mul x h\n  c = mul a w\n  b = add c y\n"
+      "  t = reduce_max b axes=[0]\n  return b, t\n}\n");
+  ASSERT_TRUE(g != NULL);
+  loom_tensor in[3], host[2];
+  ASSERT_OK(gt_inputs(g, 24, in));
+  loom_plan *plan = plan_on(g, devs[0]->id, never_cut);
+  ASSERT_TRUE(plan != NULL);
+  ASSERT_OK(host_chain(plan, in, 10, host));
+  loom_buffer *x = buffer_of(devs[0]->node, &in[0], LOOM_MEM_DEVICE_LOCAL);
+  loom_buffer *y = buffer_of(devs[0]->node, &in[1], LOOM_MEM_DEVICE_LOCAL);
+  loom_buffer *w = buffer_of(devs[0]->node, &in[2], LOOM_MEM_DEVICE_LOCAL), *out[2] = {NULL, NULL};
+  ASSERT_TRUE(x && y && w);
+  for (int32_t k = 0; k < 10; k++) {
+    loom_buffer *args[3] = {x, y, w};
+    loom_buffer_free(out[1]);
+    ASSERT_OK(loom_plan_run_buffers(gt_context(), plan, args, 3, out, 2, NULL));
+    loom_buffer_free(x);
+    x = out[0];
+  }
+  char msg[512];
+  loom_tensor got[2];
+  ASSERT_OK(read_tensor(x, &host[0].type, &got[0]));
+  ASSERT_OK(read_tensor(out[1], &host[1].type, &got[1]));
+  for (int32_t i = 0; i < 2; i++) ASSERT_TRUE(gt_close(&host[i], &got[i], 0, 0, msg, sizeof msg));
+  gt_tensors_free(got, 2);
+  loom_buffer_free(x);
+  loom_buffer_free(out[1]);
+  loom_buffer_free(y);
+  loom_buffer_free(w);
+  ASSERT_OK(loom_mem_trim(memory(), -1));
+  gt_tensors_free(host, 2);
+  gt_tensors_free(in, 3);
   loom_plan_destroy(plan);
   loom_graph_destroy(g);
 }
