@@ -287,7 +287,7 @@ LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, con
  * that reads one counts its bytes too). Values between stages are held as in loom_plan_run
  * (a cpu0 stage's as host tensors, unless the graph returns them).
  *
- * Waiting: on a device, a stage that needs nothing from host memory (its inputs all buffers,
+ * Waiting: on an OpenCL device, a stage that needs nothing from host memory (its inputs all buffers,
  * no constants or fill scalars written in) returns once its work is queued on the device's
  * in-order queue (the memory manager's, loom_mem_node_cl_queue), without waiting for it:
  * calls keep the device busy rather than waiting for it one by one. Whatever reads an output

@@ -1459,11 +1459,13 @@ static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const l
 
 /* Waits for the device; on a failed run the first error's message is kept. With no_wait, a
  * run that queued nothing reading host memory (no write from a host tensor, a constant or a
- * fill's scalar, nothing deferred) returns with its work queued: its results are buffers on
- * the device whose later users are ordered behind it on the node's queue. */
+ * fill's scalar, nothing deferred) on a backend that can submit without waiting (flush)
+ * returns with its work submitted: its results are buffers on the device whose later users
+ * are ordered behind it on the node's queue. */
 static loom_status finish(exec_state *st, loom_status s) {
   if (!st->be || st->be->host_memory) return s;
-  if (!s && st->no_wait && !st->queued_host && !st->deferred && !st->fill_host) return LOOM_OK;
+  if (!s && st->no_wait && st->be->flush && !st->queued_host && !st->deferred && !st->fill_host)
+    return st->be->flush(st->dev);
   if (!s) return st->be->synchronize(st->dev);
   char saved[1024];
   snprintf(saved, sizeof saved, "%s", loom_last_error());

@@ -100,11 +100,12 @@ typedef struct loom__exec_options {
   /* The run leaves what it cached in the node's pool there for the next run (resident runs,
    * called over and over) instead of trimming it at its end; the node's limit still holds. */
   bool keep_pool;
-  /* On a device: where the run queued no write from host memory (inputs all buffers, no
-   * constants or fill scalars written in), it returns once its work is queued on the node's
-   * in-order queue rather than waiting for it (resident runs): whatever reads its results
-   * through the memory manager is ordered behind it, and a device error shows at the next
-   * call that waits for the device. */
+  /* On a device whose backend can submit without waiting (flush: OpenCL): where the run
+   * queued no write from host memory (inputs all buffers, no constants or fill scalars
+   * written in), it returns once its work is submitted to the node's in-order queue rather
+   * than waiting for it (resident runs): whatever reads its results through the memory
+   * manager is ordered behind it, and a device error shows at the next call that waits for
+   * the device. */
   bool no_wait;
 } loom__exec_options;
 
