@@ -265,11 +265,15 @@ LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, con
  * context's manager, dense, holding the parameter's bytes. A buffer's tensor type
  * (loom_buffer_get_type) must be the parameter's: a typed buffer (loom_buffer_set_type, or a
  * resident run's output) the same dtype and shape, an untyped one the same dtype and byte
- * size. The buffers stay the caller's: the run reads them and never writes, moves or frees
- * them. A stage reads an input where it is when the buffer has a valid copy on the stage's
- * device (no transfer: the manager's bytes_in / bytes_out do not move); elsewhere the memory
- * manager brings it there, by its migration policy (a temporary copy, or a move after repeated
- * use, loom/memory.h: "migration").
+ * size. The buffers stay the caller's: the run reads them and never writes or frees them. A
+ * stage reads an input where it is when the buffer has a valid copy on the stage's device (no
+ * transfer: the manager's bytes_in / bytes_out do not move); elsewhere the memory manager
+ * brings it there, by its migration policy (a temporary copy, or a move after repeated use,
+ * loom/memory.h: "migration"). Loom's OpenCL kernels address OpenCL buffers, not shared
+ * virtual memory: an input whose copy on an OpenCL device is SVM (allocated without
+ * LOOM_MEM_DEVICE_LOCAL where the device offers SVM, as PoCL does) is copied into a device
+ * buffer of the run's on every call; allocate inputs with LOOM_MEM_DEVICE_LOCAL (outputs are
+ * device buffers).
  *
  * outputs: room for the graph's n_outputs results; on success each is a new buffer typed as
  * its result, resident on the device of the stage that computed it (its memory node: a device
@@ -287,9 +291,9 @@ LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, con
  * that reads one counts its bytes too). Values between stages are held as in loom_plan_run
  * (a cpu0 stage's as host tensors, unless the graph returns them).
  *
- * Waiting: on an OpenCL device, a stage that needs nothing from host memory (its inputs all buffers,
- * no constants or fill scalars written in) returns once its work is queued on the device's
- * in-order queue (the memory manager's, loom_mem_node_cl_queue), without waiting for it:
+ * Waiting: on an OpenCL device, a stage that needs nothing from host memory (its inputs all
+ * buffers, no constants or fill scalars written in) returns once its work is submitted to the
+ * device's in-order queue (the memory manager's, loom_mem_node_cl_queue), not waiting for it:
  * calls keep the device busy rather than waiting for it one by one. Whatever reads an output
  * through the memory manager (loom_buffer_read, map, acquire by another node, the next run)
  * is ordered behind that work; work of the caller's own on another queue must wait for the

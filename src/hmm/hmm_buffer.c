@@ -484,6 +484,7 @@ loom_status loom_buffer_set_type(loom_buffer *b, const loom_type *type) {
 
 loom_status loom_buffer_get_type(const loom_buffer *b, loom_type *out_type, bool *out_typed) {
   if (out_typed) *out_typed = false;
+  if (out_type) memset(out_type, 0, sizeof *out_type);
   if (!b || !out_type) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_get_type: NULL argument");
   loom__hmm_lock(b->m);
   if (b->typed) {
