@@ -22,6 +22,12 @@
  * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory
  * between stages are not runner memory and are not counted against any limit. Each stage synchronizes its
  * device when it ends, so its time and its errors are its own.
+ *
+ * Resident runs (loom_plan_run_buffers) are the same run on the caller's buffers: the
+ * parameters are held as borrowed buffers (read where they are, never freed or moved off a
+ * device here), the values the graph returns are handed out as typed buffers where their
+ * stages made them (cpu0's too), the pools are kept for the next call, and a device stage that
+ * reads nothing from host memory returns with its work submitted rather than done.
  */
 #include <string.h>
 
@@ -56,8 +62,9 @@ typedef struct plan_run {
   const loom_plan *plan;
   const loom_graph *g;
   held_value *vals; /* per plan-graph value */
-  /* loom_plan_run_buffers: the stages hand out their results as buffers on every device, cpu0
-   * included, and leave their pools filled for the next run. */
+  /* loom_plan_run_buffers: the parameters are the caller's buffers, the stages hand out the
+   * values the graph returns as buffers on every device (cpu0 included), leave their pools
+   * filled for the next run, and return without waiting where they can (exec.h no_wait). */
   bool resident;
 } plan_run;
 
