@@ -245,14 +245,15 @@ static loom_status take_svm_copied(exec_state *st, int32_t id, int64_t bytes, lo
 /* Device storage for value id read from the caller's buffer: acquired on the device's node
  * for reading, the HMM bringing it there; counted as an input written in would be. */
 static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom_buffer *buffer) {
+  /* The value's label is formatted only into a message: resident runs pass every input this
+   * way on every call (loom-bench calls). A buffer's size never changes: read without the
+   * manager's lock. */
   char what[96];
-  what_of(st, id, NULL, what, sizeof what);
-  loom_buffer_info info;
-  loom_status s = loom_buffer_get_info(buffer, &info);
-  if (!s && info.bytes < bytes)
-    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: its buffer holds %lld bytes, the value %lld", what,
-                    (long long)info.bytes, (long long)bytes);
-  if (!s) s = loom__meter_take(st->meter, bytes, what);
+  loom_status s = LOOM_OK;
+  if (buffer->bytes < bytes)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: its buffer holds %lld bytes, the value %lld",
+                    what_of(st, id, NULL, what, sizeof what), (long long)buffer->bytes, (long long)bytes);
+  if (!s) s = meter_take(st, bytes, id, NULL);
   if (s) return s;
   block *b = &st->blocks[id];
   s = loom_buffer_acquire(buffer, st->node, LOOM_ACCESS_READ, &b->handle);
@@ -263,7 +264,7 @@ static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom
   }
   if (s) {
     loom__meter_give(st->meter, bytes);
-    loom__error_prefix("%s: ", what);
+    loom__error_prefix("%s: ", what_of(st, id, NULL, what, sizeof what));
     return s;
   }
   b->buffer = buffer;
