@@ -357,3 +357,55 @@ TEST(resident_run_allocation_failures) {
   loom_plan_destroy(plan);
   loom_graph_destroy(g);
 }
+
+static bool always_cut(const loom_graph *g, int32_t op, void *acc) {
+  (void)g;
+  (void)op;
+  (void)acc;
+  return true;
+}
+
+/* A plan of no stages (its input returned twice), and a returned view (a transpose): each
+ * output a buffer of its own holding what the host run returns. */
+TEST(resident_run_returns_inputs_and_views) {
+  static const char *const texts[2] = {
+      "graph p(x: f32[3,4]) {\n  return x, x\n}\n",
+      "graph t(x: f32[3,4]) {\n  t = transpose x perm=[1,0]\n  e = exp x\n  return t, e\n}\n"};
+  loom_context *ctx = cpu_context();
+  ASSERT_TRUE(ctx != NULL);
+  loom_mem_manager *m = NULL;
+  int32_t node;
+  ASSERT_OK(loom_context_memory(ctx, &m));
+  ASSERT_OK(loom_mem_node_find(m, "cpu0", &node));
+  for (int32_t k = 0; k < 2; k++) {
+    loom_graph *g = su_parse(texts[k]);
+    ASSERT_TRUE(g != NULL);
+    loom_runner r = {"cpu0", 1024};
+    loom_plan *plan = NULL;
+    ASSERT_OK(loom_plan_split(g, always_cut, NULL, &r, 1, &plan));
+    ASSERT_EQ(loom_plan_stage_count(plan), 2 * k);
+    loom_tensor *in = NULL, host[2];
+    ASSERT_OK(su_inputs(g, 4, &in));
+    ASSERT_OK(loom_plan_run(ctx, plan, in, 1, host, 2, NULL));
+    loom_buffer *x = buffer_of(m, node, &in[0], 0, true), *out[2];
+    ASSERT_TRUE(x != NULL);
+    ASSERT_OK(loom_plan_run_buffers(ctx, plan, &x, 1, out, 2, NULL));
+    ASSERT_TRUE(out[0] != x && out[1] != x && out[0] != out[1]);
+    for (int32_t i = 0; i < 2; i++) {
+      loom_type t;
+      bool typed;
+      float got[12];
+      ASSERT_OK(loom_buffer_get_type(out[i], &t, &typed));
+      ASSERT_TRUE(typed && loom_type_equal(&t, &host[i].type));
+      ASSERT_OK(loom_buffer_read(out[i], 0, got, sizeof got));
+      ASSERT_EQ(memcmp(got, host[i].data, sizeof got), 0);
+      loom_buffer_free(out[i]);
+      loom_tensor_deinit(&host[i]);
+    }
+    loom_buffer_free(x);
+    su_tensors_free(in, 1);
+    loom_plan_destroy(plan);
+    loom_graph_destroy(g);
+  }
+  loom_context_destroy(ctx);
+}
