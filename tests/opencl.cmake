@@ -80,6 +80,13 @@ set_tests_properties(opencl.bench_hmm PROPERTIES TIMEOUT 120
   FAIL_REGULAR_EXPRESSION "loom-bench hmm: (ocl|cuda|host)[0-9]" SKIP_REGULAR_EXPRESSION "no device node to measure"
   ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
 
+# loom-bench calls on cpu0 and the OpenCL devices, a short chain: the tool checks every result and
+# that the resident calls copy nothing (issue 18).
+add_test(NAME opencl.bench_calls COMMAND $<TARGET_FILE:loom-bench> calls --tiny)
+set_tests_properties(opencl.bench_calls PROPERTIES TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "\nocl0 +[0-9.]+ us +[0-9.]+ us +0 B\n" SKIP_REGULAR_EXPRESSION "no OpenCL device"
+  FAIL_REGULAR_EXPRESSION "loom-bench calls: (cpu|ocl)[0-9]" ENVIRONMENT "${LOOM_TEST_ENV};${_ocl_env}")
+
 # The runtime's tests (the test_opencl executable) and the conformance suite on the OpenCL
 # devices, in the same environment.
 if(TEST opencl)

@@ -379,6 +379,19 @@ loom_bench_test(overhead_small ARGS overhead --ops 50 --loop-n 0 --repeats 1 --d
   STDOUT_REGEX "\ncpu0 +[0-9.]+ us +[0-9.]+ us +-\n.*\nNumPy: not measured \\(no python3 with numpy: [^\n]*no-such-python\\)\n"
   STDERR_REGEX "^$")
 
+# ---- loom-bench calls (issue 18): its command line, and a short chain of calls on cpu0 whose
+# results (host and resident calls alike) and copies (none for resident calls) the tool checks.
+loom_bench_test(calls_help ARGS calls --help
+  STDOUT_REGEX "^usage: loom-bench calls \\[--calls N\\] \\[--size E\\]" STDERR_REGEX "^$")
+loom_bench_test(calls_bad_calls RC 2 ARGS calls --calls 0
+  STDERR_REGEX "^loom-bench calls: --calls '0': want a count from 1 to 10\\^8\n$")
+loom_bench_test(calls_unknown_option RC 2 ARGS calls --bogus 1
+  STDERR_REGEX "^loom-bench calls: unknown option '--bogus'\nusage: loom-bench calls")
+loom_bench_test(calls_missing_device RC 2 ARGS calls --devices ocl9
+  STDERR_REGEX "^loom-bench calls: --devices ocl9: [^\n]*no device ocl9")
+loom_bench_test(calls_tiny ARGS calls --tiny --devices cpu0
+  STDOUT_REGEX "\ncpu0 +[0-9.]+ us +[0-9.]+ us +0 B\n" STDERR_REGEX "^$")
+
 loom_bench_test(dot_help ARGS dot --help STDOUT_REGEX "^usage: loom-bench dot \\[--dots LIST\\] \\[--fractions LIST\\]"
   STDERR_REGEX "^$")
 loom_bench_test(dot_bad_dtype RC 2 ARGS dot --dots f16:10x10x10

@@ -390,7 +390,7 @@ LOOM_API bool loom_buffer_is_managed(const loom_buffer *b);
 
 typedef struct loom_buffer_info {
   int64_t bytes;
-  loom_dtype dtype;
+  loom_dtype dtype;       /* as allocated, or as loom_buffer_set_type (or a run) last typed it */
   loom_mem_mode mode;     /* the manager's mode when it was allocated */
   uint32_t flags;         /* as allocated */
   bool managed;           /* loom_buffer_is_managed */
@@ -424,6 +424,22 @@ typedef struct loom_buffer_node_info {
 /* The buffer's copy on `node`. Errors: INVALID_ARGUMENT (NULL pointers, node out of range). */
 LOOM_API loom_status loom_buffer_node_info_get(const loom_buffer *b, int32_t node,
                                                loom_buffer_node_info *out_info);
+
+/* ---- tensor types of buffers (resident runs, loom/plan.h) ------------------------------- */
+
+/* Gives the buffer a tensor type (dtype and shape, dense C order) for the runs that read it:
+ * loom_plan_run_buffers checks it against the graph's parameter. The type's byte size must be
+ * the buffer's; the buffer's dtype becomes the type's. Only the description changes, never
+ * the data (a reshape). Thread safety: any thread.
+ * Errors: INVALID_ARGUMENT (NULL pointers, an invalid type, a type of another byte size, naming
+ * both). */
+LOOM_API loom_status loom_buffer_set_type(loom_buffer *b, const loom_type *type);
+
+/* The buffer's tensor type: the one loom_buffer_set_type gave it or the run that returned it
+ * (loom_plan_run_buffers); for a buffer never given one, the vector dtype[bytes / element
+ * size] of its allocation. *out_typed (may be NULL) says whether one was given.
+ * Errors: INVALID_ARGUMENT (NULL buffer or out_type). */
+LOOM_API loom_status loom_buffer_get_type(const loom_buffer *b, loom_type *out_type, bool *out_typed);
 
 /* ---- prefetch hints (the executor) ----------------------------------------------------- */
 

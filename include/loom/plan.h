@@ -18,6 +18,7 @@
 
 #include "loom/export.h"
 #include "loom/graph.h"
+#include "loom/memory.h"
 #include "loom/runtime.h"
 #include "loom/status.h"
 
@@ -333,6 +334,58 @@ LOOM_API loom_status loom_plan_run_with_options(loom_context *ctx, const loom_pl
                                                 const loom_plan_run_options *opts, const loom_tensor *inputs,
                                                 int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
                                                 loom_plan_stats *stats);
+
+/* Resident runs: loom_plan_run on buffers of the context's memory manager (loom_context_memory,
+ * loom/memory.h) instead of host tensors, so that data stays where it is between calls: the
+ * outputs of one run are the inputs of the next with no copy, and a plan made once runs any
+ * number of times.
+ *
+ * inputs: one buffer per parameter (n_inputs of them, in parameter order), allocated from the
+ * context's manager, dense, holding the parameter's bytes. A buffer's tensor type
+ * (loom_buffer_get_type) must be the parameter's: a typed buffer (loom_buffer_set_type, or a
+ * resident run's output) the same dtype and shape, an untyped one the same dtype and byte
+ * size. The buffers stay the caller's: the run reads them and never writes or frees them. A
+ * stage reads an input where it is when the buffer has a valid copy on the stage's device (no
+ * transfer: the manager's bytes_in / bytes_out do not move); elsewhere the memory manager
+ * brings it there, by its migration policy (a temporary copy, or a move after repeated use,
+ * loom/memory.h: "migration"). Loom's OpenCL kernels address OpenCL buffers, not shared
+ * virtual memory: an input whose copy on an OpenCL device is SVM (allocated without
+ * LOOM_MEM_DEVICE_LOCAL where the device offers SVM, as PoCL does) is copied into a device
+ * buffer of the run's on every call; allocate inputs with LOOM_MEM_DEVICE_LOCAL (outputs are
+ * device buffers).
+ *
+ * outputs: room for the graph's n_outputs results; on success each is a new buffer typed as
+ * its result, resident on the device of the stage that computed it (its memory node: a device
+ * stage's result stays on the device, a cpu0 stage's is host memory), owned by the caller, who
+ * frees it with loom_buffer_free (or passes it to the next run first). A result that is a
+ * view of a stage's value, a parameter returned as is, or a value returned twice gets a
+ * buffer of its own on that device, copied (the transfers counted as usual). On failure every
+ * outputs[i] is NULL.
+ *
+ * Repeated runs: the allocations a run frees, and the outputs the caller frees, go to the
+ * memory node's pool and stay there (a resident run does not trim the pool as loom_plan_run
+ * does), so a plan called over and over allocates device memory in its first calls only;
+ * loom_mem_trim gives the cached memory back. The runner limits and the nodes' limits hold as
+ * in loom_plan_run, the caller's buffers beside them counting in their nodes' limits (a stage
+ * that reads one counts its bytes too). Values between stages are held as in loom_plan_run
+ * (a cpu0 stage's as host tensors, unless the graph returns them).
+ *
+ * Waiting: on an OpenCL device, a stage that needs nothing from host memory (its inputs all
+ * buffers, no constants or fill scalars written in) returns once its work is submitted to the
+ * device's in-order queue (the memory manager's, loom_mem_node_cl_queue), not waiting for it:
+ * calls keep the device busy rather than waiting for it one by one. Whatever reads an output
+ * through the memory manager (loom_buffer_read, map, acquire by another node, the next run)
+ * is ordered behind that work; work of the caller's own on another queue must wait for the
+ * manager's queue first. A device error then shows at the next call that waits for the
+ * device, and a stage's seconds in `stats` are the time to queue its work.
+ * `stats` as in loom_plan_run. Thread safety: as loom_plan_run (the buffers may not be
+ * written by the caller while a run reads them).
+ * Errors: INVALID_ARGUMENT (NULL ctx or plan; counts that do not match the graph's; a NULL
+ * input; a buffer of another manager; a dtype or shape that is not the parameter's, naming the
+ * parameter, both types and, for an untyped buffer, both byte sizes); and as loom_plan_run. */
+LOOM_API loom_status loom_plan_run_buffers(loom_context *ctx, const loom_plan *plan,
+                                           loom_buffer *const *inputs, int32_t n_inputs,
+                                           loom_buffer **outputs, int32_t n_outputs, loom_plan_stats *stats);
 
 #ifdef __cplusplus
 }

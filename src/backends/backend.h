@@ -91,6 +91,9 @@ typedef loom_status (*loom__merge_index_fn)(void *dev, int64_t total, int64_t k,
  * - run_op: enqueues one op (loom__op_call); errors of the op's own checks are returned at
  *   once, errors of the device may surface at the next synchronize (or at an HMM read).
  * - synchronize: waits until everything enqueued is done; returns the first device error.
+ * - flush: optional: submits what was enqueued to the device without waiting for it (a run
+ *   that returns with its work queued, exec.h no_wait); a backend without it is always waited
+ *   for.
  * - copy, merge_index: what the executor's loops need besides ops (a piece's result copied
  *   into its slot of the loop's result, the indices of merged topk and argmax candidates),
  *   enqueued in order with the ops, thread-safe as run_op is. Optional: a backend without
@@ -105,6 +108,7 @@ typedef struct loom__backend {
   void (*close)(void *dev);
   loom_status (*run_op)(void *dev, const loom__op_call *call);
   loom_status (*synchronize)(void *dev);
+  loom_status (*flush)(void *dev);
   loom__strided_copy_fn copy;
   loom__merge_index_fn merge_index;
 } loom__backend;

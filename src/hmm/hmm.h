@@ -122,6 +122,10 @@ struct loom_buffer {
   uint64_t evict_mark; /* eviction pass that already tried it */
   loom__hmm_map *maps;
   int64_t accesses, migrations, prefetches, copies, bytes_moved, evictions;
+  /* The tensor type runs read it as (loom_buffer_set_type, or the run that made it); typed
+   * false: none given, a vector of dtype. */
+  loom_type type;
+  bool typed;
   loom__hmm_copy copy[]; /* one per node */
 };
 
@@ -386,6 +390,11 @@ void loom__hmm_pool_fit(loom_mem_manager *m, int32_t node, int64_t max_cached, i
  * written by j ({"nodes": [{"id": ..., ...}]}), for tools that embed them. Takes the lock. */
 struct loom__json;
 void loom__hmm_stats_write(const loom_mem_manager *m, struct loom__json *j);
+
+/* Gives buffer b the tensor type `type` (valid, of b's bytes) and its dtype, as
+ * loom_buffer_set_type does without its checks: a run's result, whose buffer the executor
+ * allocated as raw bytes, becomes the caller's typed buffer. Takes the lock. */
+void loom__buffer_type_set(loom_buffer *b, const loom_type *type);
 
 /* Tests: pretend no device has clEnqueueSVMMigrateMem, to exercise the copy fallback. */
 void loom__hmm_testing_disable_svm_migrate(loom_mem_manager *m);

@@ -490,3 +490,49 @@ loom_status loom_buffer_unpin(loom_buffer *b) {
   loom__hmm_unlock(b->m);
   return s;
 }
+
+/* ---- tensor types ------------------------------------------------------------------------------- */
+
+void loom__buffer_type_set(loom_buffer *b, const loom_type *type) {
+  loom__hmm_lock(b->m);
+  b->type = *type;
+  b->dtype = type->dtype;
+  b->typed = true;
+  loom__hmm_unlock(b->m);
+}
+
+loom_status loom_buffer_set_type(loom_buffer *b, const loom_type *type) {
+  if (!b || !type) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_set_type: NULL argument");
+  loom_type check;
+  int64_t bytes = 0;
+  loom_status s = loom_type_make(type->dtype, type->rank, type->dims, &check);
+  if (!s) s = loom_type_bytes(&check, &bytes);
+  if (s) {
+    loom__error_prefix("loom_buffer_set_type: ");
+    return s;
+  }
+  char buf[LOOM_TYPE_STRING_MAX];
+  if (bytes != b->bytes) /* b->bytes never changes: read without the lock */
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loom_buffer_set_type: %s takes %lld bytes, buffer %llu holds %lld",
+                       loom_type_format(&check, buf, sizeof buf), (long long)bytes, (unsigned long long)b->id,
+                       (long long)b->bytes);
+  loom__buffer_type_set(b, &check);
+  return LOOM_OK;
+}
+
+loom_status loom_buffer_get_type(const loom_buffer *b, loom_type *out_type, bool *out_typed) {
+  if (out_typed) *out_typed = false;
+  if (out_type) memset(out_type, 0, sizeof *out_type);
+  if (!b || !out_type) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_get_type: NULL argument");
+  loom__hmm_lock(b->m);
+  if (b->typed) {
+    *out_type = b->type;
+  } else {
+    int64_t n = b->bytes / loom_dtype_size(b->dtype);
+    loom_type_make(b->dtype, 1, &n, out_type);
+  }
+  if (out_typed) *out_typed = b->typed;
+  loom__hmm_unlock(b->m);
+  return LOOM_OK;
+}

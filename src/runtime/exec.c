@@ -76,6 +76,11 @@ typedef struct exec_state {
   temp_slot temps[TEMP_SLOTS];
   loom__meter *meter;
   loom_buffer *const *input_buffers; /* exec options' */
+  bool keep_pool;                    /* exec options' */
+  bool no_wait;                      /* exec options' */
+  /* The top state's: a write from host memory was queued (the run must wait for it before
+   * that memory may go, so it cannot return without waiting: no_wait). */
+  bool queued_host;
   /* Per parameter, the caller's host tensor a loop streams slices of: at the top the inputs;
    * in a body, `passed` (data NULL for a parameter no host tensor stands behind). */
   const loom_tensor *inputs;
@@ -145,7 +150,10 @@ static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, b
   memset(out, 0, sizeof *out);
   uint32_t access = src ? LOOM_ACCESS_READ : LOOM_ACCESS_READ | LOOM_ACCESS_WRITE;
   loom_status s = loom_buffer_allocate(st->mem, bytes, LOOM_U8, st->node, EXEC_ALLOC_FLAGS, &out->buffer);
-  if (!s && src && bytes > 0) s = loom__buffer_write_queued(out->buffer, 0, src, bytes);
+  if (!s && src && bytes > 0) {
+    st->root->queued_host = true;
+    s = loom__buffer_write_queued(out->buffer, 0, src, bytes);
+  }
   if (!s) s = loom_buffer_acquire(out->buffer, st->node, access, &out->handle);
   if (s) {
     loom_buffer_free(out->buffer);
@@ -198,23 +206,65 @@ static loom_status take_written(exec_state *st, int32_t id, int64_t bytes, const
   return LOOM_OK;
 }
 
+static void defer_free(exec_state *st, void *host, loom_graph *graph);
+
+/* Whether a device's handle is shared virtual memory, which the device's kernels do not
+ * address (they take OpenCL buffers): the copy of a caller's buffer allocated without
+ * LOOM_MEM_DEVICE_LOCAL on a device that offers SVM. */
+static bool svm_on_device(const exec_state *st, const loom_mem_handle *h) {
+  return !st->be->host_memory &&
+         (h->storage == LOOM_MEM_STORAGE_SVM_FINE || h->storage == LOOM_MEM_STORAGE_SVM_COARSE);
+}
+
+/* The caller's buffer as a value the kernels can address where its copy is SVM: read into
+ * host memory, then written into the executor's own device buffer (two copies, which the
+ * memory manager counts: the price of an input not allocated device-local). The host copy
+ * lives until the run has synchronized, as the queued write reads it. */
+static loom_status take_svm_copied(exec_state *st, int32_t id, int64_t bytes, loom_buffer *buffer) {
+  int64_t whole = 0;
+  loom_type_bytes(&st->g->values[id].type, &whole);
+  if (bytes < whole) { /* streamed by a loop, which reads its slices where the buffer is */
+    char what[96];
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "%s: a loop streams it from the caller's buffer, whose copy on this device is shared "
+                       "virtual memory the kernels do not address: allocate it with LOOM_MEM_DEVICE_LOCAL",
+                       what_of(st, id, NULL, what, sizeof what));
+  }
+  void *host = loom__malloc((size_t)LOOM_MAX(bytes, 1));
+  if (!host) return loom__oom("a host copy of an input buffer");
+  loom_status s = bytes > 0 ? loom_buffer_read(buffer, 0, host, bytes) : LOOM_OK;
+  if (!s) s = take_written(st, id, bytes, host);
+  if (s) {
+    loom__free(host);
+    return s;
+  }
+  defer_free(st, host, NULL);
+  return LOOM_OK;
+}
+
 /* Device storage for value id read from the caller's buffer: acquired on the device's node
  * for reading, the HMM bringing it there; counted as an input written in would be. */
 static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom_buffer *buffer) {
+  /* The value's label is formatted only into a message: resident runs pass every input this
+   * way on every call (loom-bench calls). A buffer's size never changes: read without the
+   * manager's lock. */
   char what[96];
-  what_of(st, id, NULL, what, sizeof what);
-  loom_buffer_info info;
-  loom_status s = loom_buffer_get_info(buffer, &info);
-  if (!s && info.bytes < bytes)
-    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: its buffer holds %lld bytes, the value %lld", what,
-                    (long long)info.bytes, (long long)bytes);
-  if (!s) s = loom__meter_take(st->meter, bytes, what);
+  loom_status s = LOOM_OK;
+  if (buffer->bytes < bytes)
+    s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: its buffer holds %lld bytes, the value %lld",
+                    what_of(st, id, NULL, what, sizeof what), (long long)buffer->bytes, (long long)bytes);
+  if (!s) s = meter_take(st, bytes, id, NULL);
   if (s) return s;
   block *b = &st->blocks[id];
   s = loom_buffer_acquire(buffer, st->node, LOOM_ACCESS_READ, &b->handle);
+  if (!s && svm_on_device(st, &b->handle)) {
+    s = loom_buffer_release(buffer, &b->handle);
+    loom__meter_give(st->meter, bytes);
+    return s ? s : take_svm_copied(st, id, bytes, buffer);
+  }
   if (s) {
     loom__meter_give(st->meter, bytes);
-    loom__error_prefix("%s: ", what);
+    loom__error_prefix("%s: ", what_of(st, id, NULL, what, sizeof what));
     return s;
   }
   b->buffer = buffer;
@@ -440,14 +490,15 @@ static loom_status download_value(exec_state *st, int32_t id, const loom__dview 
 }
 
 /* Hands out returned value id's own buffer (exec options' output_buffers) where it has one
- * holding exactly it and no other output reads that buffer; false when it must be read back.
+ * holding exactly it and no other output reads that buffer, on host memory only where on_host
+ * says (exec options' host_buffers); false when it must be read back.
  * The meter keeps counting it until the run ends, as it would a value read back. */
-static bool hand_out(exec_state *st, int32_t id, loom_tensor *out, loom_buffer **out_buffer) {
+static bool hand_out(exec_state *st, int32_t id, bool on_host, loom_tensor *out, loom_buffer **out_buffer) {
   const loom__layout *l = &st->layouts[id];
   block *b = &st->blocks[l->base];
   int64_t bytes = 0;
   loom_type_bytes(&st->g->values[id].type, &bytes);
-  if (st->be->host_memory || !b->buffer || b->borrowed || l->base != id || l->offset != 0 ||
+  if ((st->be->host_memory && !on_host) || !b->buffer || b->borrowed || l->base != id || l->offset != 0 ||
       !loom__layout_contiguous(l, &st->g->values[id].type) || bytes != st->bytes[id] || bytes == 0)
     return false;
   int32_t readers = 0;
@@ -647,7 +698,7 @@ static void exec_state_deinit(exec_state *st) {
   loom__free(st->base_off);
   loom__free(st->bound);
   loom__free(st->passed);
-  if (st->mem && !st->nested) loom_mem_trim(st->mem, st->node);
+  if (st->mem && !st->nested && !st->keep_pool) loom_mem_trim(st->mem, st->node);
   loom__free(st->layouts); /* and the other per-value arrays (state_arrays) */
   loom__free(st->fill_slot);
   loom__free(st->fill_host);
@@ -1011,6 +1062,7 @@ static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
     else if (d > axis)
       row *= ov->type.dims[d];
   if (s || count * row * runs == 0) return s;
+  lr->outer->root->queued_host = true;
   const char *base = (const char *)sl->from->data + ov->offset * loom_dtype_size(ov->type.dtype);
   /* a window passing an end: its padding from the zeros, then the part in reach (each write
    * after a run's first waits for the one before it) */
@@ -1554,9 +1606,15 @@ static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const l
   return s;
 }
 
-/* Waits for the device; on a failed run the first error's message is kept. */
+/* Waits for the device; on a failed run the first error's message is kept. With no_wait, a
+ * run that queued nothing reading host memory (no write from a host tensor, a constant or a
+ * fill's scalar, nothing deferred) on a backend that can submit without waiting (flush)
+ * returns with its work submitted: its results are buffers on the device whose later users
+ * are ordered behind it on the node's queue. */
 static loom_status finish(exec_state *st, loom_status s) {
   if (!st->be || st->be->host_memory) return s;
+  if (!s && st->no_wait && st->be->flush && !st->queued_host && !st->deferred && !st->fill_host)
+    return st->be->flush(st->dev);
   if (!s) return st->be->synchronize(st->dev);
   char saved[1024];
   snprintf(saved, sizeof saved, "%s", loom_last_error());
@@ -1601,6 +1659,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
   for (int32_t i = 0; opts->output_buffers && i < g->n_outputs; i++) opts->output_buffers[i] = NULL;
   loom_status s = exec_state_init(&st, g, opts->device, meter);
   st.input_buffers = opts->input_buffers;
+  st.keep_pool = opts->keep_pool;
+  st.no_wait = opts->no_wait;
   if (!s) s = stream_outputs_init(&st, outputs);
   if (!s) s = run_schedule(&st, opts->schedule, inputs);
   for (int32_t i = 0; !s && i < g->n_outputs; i++) {
@@ -1613,7 +1673,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
       if (!s && bytes) memcpy(outputs[i].data, outputs[first].data, (size_t)bytes);
       continue;
     }
-    if (!(opts->output_buffers && hand_out(&st, g->outputs[i], &outputs[i], &opts->output_buffers[i])) &&
+    if (!(opts->output_buffers && hand_out(&st, g->outputs[i], opts->host_buffers && opts->host_buffers[i],
+                                           &outputs[i], &opts->output_buffers[i])) &&
         !take_host(&st, g->outputs[i], &outputs[i]))
       s = export_value(&st, g->outputs[i], &outputs[i]);
   }

@@ -93,6 +93,20 @@ typedef struct loom__exec_options {
    * and not read back (the caller frees it with loom_buffer_free), and outputs[i] gets only
    * its type (data NULL). Every other output is read back as usual and gets NULL here. */
   loom_buffer **output_buffers;
+  /* With output_buffers, NULL or one per returned value: true hands that value's own buffer
+   * out on host memory (cpu0) too rather than making it a host tensor (resident runs,
+   * loom_plan_run_buffers, for the values the graph returns). */
+  const bool *host_buffers;
+  /* The run leaves what it cached in the node's pool there for the next run (resident runs,
+   * called over and over) instead of trimming it at its end; the node's limit still holds. */
+  bool keep_pool;
+  /* On a device whose backend can submit without waiting (flush: OpenCL): where the run
+   * queued no write from host memory (inputs all buffers, no constants or fill scalars
+   * written in), it returns once its work is submitted to the node's in-order queue rather
+   * than waiting for it (resident runs): whatever reads its results through the memory
+   * manager is ordered behind it, and a device error shows at the next call that waits for
+   * the device. */
+  bool no_wait;
 } loom__exec_options;
 
 /* Runs g on host inputs (parameter order, types already checked; or the buffers of

@@ -22,6 +22,12 @@
  * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory
  * between stages are not runner memory and are not counted against any limit. Each stage synchronizes its
  * device when it ends, so its time and its errors are its own.
+ *
+ * Resident runs (loom_plan_run_buffers) are the same run on the caller's buffers: the
+ * parameters are held as borrowed buffers (read where they are, never freed or moved off a
+ * device here), the values the graph returns are handed out as typed buffers where their
+ * stages made them (cpu0's too), the pools are kept for the next call, and a device stage that
+ * reads nothing from host memory returns with its work submitted rather than done.
  */
 #include <string.h>
 
@@ -45,10 +51,13 @@ static loom_status stage_device(loom_context *ctx, const char *device, int32_t i
 /* A value between stages: a host tensor, or a buffer a device stage left where it made it. */
 typedef struct held_value {
   loom_tensor t;       /* the type always; data NULL when it is a buffer */
-  loom_buffer *buffer; /* ours, or NULL */
+  loom_buffer *buffer; /* ours, the caller's (borrowed), or NULL */
   bool owned;          /* t.data is ours to free (a stage output); false: the caller's input */
-  bool borrowed;       /* buffer is the run's that re-planned a stage (recover_stage): not ours */
-  int32_t last_stage;  /* the last stage that reads it; INT32_MAX: the graph returns it */
+  /* buffer is not ours, never freed here: the caller's input (resident runs), or the buffer
+   * of the run that re-planned a stage (recover_stage) */
+  bool borrowed;
+  int32_t node;       /* the memory node of the stage that made it; -1: a parameter */
+  int32_t last_stage; /* the last stage that reads it; INT32_MAX: the graph returns it */
 } held_value;
 
 /* The tries of recovery made so far (loom_plan_stats.recoveries). */
@@ -68,6 +77,10 @@ typedef struct plan_run {
   /* A re-plan's run: the runner limit its stages put in force on the device, that of the
    * stage they replace (their own, lower, limits are their meters'); 0: each stage's own. */
   int64_t device_limit;
+  /* loom_plan_run_buffers: the parameters are the caller's buffers, the stages hand out the
+   * values the graph returns as buffers on every device (cpu0 included), leave their pools
+   * filled for the next run, and return without waiting where they can (exec.h no_wait). */
+  bool resident;
 } plan_run;
 
 static loom_status check_devices(loom_context *ctx, const loom_plan *plan) {
@@ -81,14 +94,26 @@ static loom_status check_devices(loom_context *ctx, const loom_plan *plan) {
   return LOOM_OK;
 }
 
-static loom_status run_init(plan_run *r, const loom_plan *plan, const loom_tensor *inputs) {
+/* The run's values, the parameters bound to the caller's host tensors `inputs`, or (inputs
+ * NULL) to the caller's buffers `in_bufs`. */
+static loom_status run_init(plan_run *r, const loom_plan *plan, const loom_tensor *inputs,
+                            loom_buffer *const *in_bufs) {
   memset(r, 0, sizeof *r);
   r->plan = plan;
   r->g = loom_plan_graph(plan);
   r->vals = loom__calloc((size_t)LOOM_MAX(r->g->n_values, 1), sizeof *r->vals);
   if (!r->vals) return loom__oom("the values between stages");
-  for (int32_t v = 0; v < r->g->n_values; v++) r->vals[v].last_stage = -1;
-  for (int32_t p = 0; p < r->g->n_params; p++) r->vals[r->g->params[p]].t = inputs[p];
+  for (int32_t v = 0; v < r->g->n_values; v++) r->vals[v].last_stage = r->vals[v].node = -1;
+  for (int32_t p = 0; p < r->g->n_params; p++) {
+    held_value *h = &r->vals[r->g->params[p]];
+    if (inputs) {
+      h->t = inputs[p];
+      continue;
+    }
+    h->t.type = r->g->values[r->g->params[p]].type;
+    h->buffer = in_bufs[p];
+    h->borrowed = true;
+  }
   for (int32_t i = 0; i < loom_plan_stage_count(plan); i++) {
     loom_stage_info st;
     loom_plan_stage(plan, i, &st);
@@ -103,16 +128,16 @@ static void release_value(held_value *h) {
   if (!h->borrowed) loom_buffer_free(h->buffer);
   memset(&h->t, 0, sizeof h->t);
   h->buffer = NULL;
-  h->owned = false;
-  h->borrowed = false;
+  h->owned = h->borrowed = false;
 }
 
 /* Frees the values still held, then the pools of the nodes the stages ran on: what the run
- * cached there does not outlive it (as a single run's does not, exec.h). */
+ * cached there does not outlive it (as a single run's does not, exec.h); a resident run
+ * leaves it for the next. */
 static void run_deinit(plan_run *r) {
   if (r->vals)
     for (int32_t v = 0; v < r->g->n_values; v++) release_value(&r->vals[v]);
-  for (int32_t i = 0; r->ctx && i < loom_plan_stage_count(r->plan); i++) {
+  for (int32_t i = 0; r->ctx && !r->resident && i < loom_plan_stage_count(r->plan); i++) {
     loom_stage_info st;
     const loom__exec_device *dev;
     if (loom_plan_stage(r->plan, i, &st) == LOOM_OK && st.graph &&
@@ -149,14 +174,16 @@ static bool stage_reads(const loom_stage_info *st, int32_t v) {
 }
 
 /* Before a stage runs on a device: the held buffers it does not read that have a copy there
- * go to host memory, so the device holds only what the stage counts. */
+ * go to host memory, so the device holds only what the stage counts. The caller's buffers
+ * stay where the caller put them (resident runs): moving them would undo what residency is
+ * for, and they count in the node's limit, which the memory manager keeps anyway. */
 static loom_status clear_device(plan_run *r, const loom_stage_info *st, const loom__exec_device *dev) {
   if (dev->backend->host_memory) return LOOM_OK;
   const loom__exec_device *cpu;
   loom_status s = loom__context_exec_device(r->ctx, "cpu0", &cpu);
   for (int32_t v = 0; !s && v < r->g->n_values; v++) {
     loom_buffer_node_info info;
-    if (!r->vals[v].buffer || stage_reads(st, v) ||
+    if (!r->vals[v].buffer || r->vals[v].borrowed || stage_reads(st, v) ||
         loom_buffer_node_info_get(r->vals[v].buffer, dev->node, &info) != LOOM_OK ||
         info.storage == LOOM_MEM_STORAGE_NONE)
       continue;
@@ -223,12 +250,15 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   stats->estimated_peak_bytes = st.estimated_peak;
   stats->limit_bytes = st.limit;
   if (!st.graph) return LOOM_OK;
-  /* The stage's tensors and buffer slots in one allocation (tensors first, for alignment). */
+  /* The stage's tensors, buffer slots and flags in one allocation (tensors first, for
+   * alignment). */
   size_t n_in = (size_t)LOOM_MAX(st.n_inputs, 1), n_out = (size_t)LOOM_MAX(st.n_outputs, 1);
-  loom_tensor *ins = loom__calloc(1, (n_in + n_out) * (sizeof(loom_tensor) + sizeof(loom_buffer *)));
+  loom_tensor *ins =
+      loom__calloc(1, (n_in + n_out) * (sizeof(loom_tensor) + sizeof(loom_buffer *)) + n_out * sizeof(bool));
   loom_tensor *outs = ins ? ins + n_in : NULL;
   loom_buffer **in_bufs = ins ? (loom_buffer **)(void *)(outs + n_out) : NULL;
   loom_buffer **out_bufs = ins ? in_bufs + n_in : NULL;
+  bool *on_host = ins ? (bool *)(void *)(out_bufs + n_out) : NULL;
   if (!ins) s = loom__oom("a stage's inputs and outputs");
   if (!s) s = gather_inputs(r, &st, index, ins, in_bufs);
   loom__meter meter = {0};
@@ -240,6 +270,13 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (!s) prefetch_next(r, index, opts.device);
   opts.input_buffers = in_bufs;
   opts.output_buffers = out_bufs;
+  /* A resident run's cpu0 stages hand out the values the graph returns as buffers; values only
+   * later stages read stay host tensors, outside the memory node, as in loom_plan_run (a
+   * buffer would sit in host0 under the later stages' runner limits, uncounted by them). */
+  for (int32_t k = 0; ins && k < st.n_outputs; k++)
+    on_host[k] = r->resident && r->vals[st.outputs[k]].last_stage == INT32_MAX;
+  opts.host_buffers = on_host;
+  opts.keep_pool = opts.no_wait = r->resident;
   /* The runner limit is the device's, for every run sharing it (loom__hmm_runner_limit_begin). */
   loom__hmm_runner_limit shared = {.bytes = r->device_limit > 0 ? r->device_limit : st.limit};
   bool in_force = false;
@@ -273,6 +310,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
     h->t = outs[k];
     h->buffer = out_bufs[k];
     h->owned = true;
+    h->node = opts.device->node;
     memset(&outs[k], 0, sizeof outs[k]);
     if (h->last_stage <= index) release_value(h); /* nobody reads it (cannot happen by construction) */
   }
@@ -336,7 +374,7 @@ static loom_status run_replan(plan_run *outer, const loom_stage_info *st, const 
                               const loom_tensor *ins, loom_buffer **in_bufs, loom_tensor *outs,
                               loom_buffer **out_bufs, loom_plan_recovery *rec) {
   plan_run r;
-  loom_status s = run_init(&r, sub, ins);
+  loom_status s = run_init(&r, sub, ins, NULL);
   r.ctx = outer->ctx;
   /* What else the device holds (another run's stages, a program's own buffers) is no part of
    * the re-plan's limit: the device keeps the runner limit of the stage it replaces. */
@@ -541,6 +579,51 @@ static loom_status check_args(loom_context *ctx, const loom_plan *plan, const lo
   return s ? s : check_devices(ctx, plan);
 }
 
+static loom_status deliver_buffers(plan_run *r, loom_buffer **outputs, int32_t n_outputs);
+
+/* Runs every stage of the plan on the caller's host tensors (inputs, outputs) or buffers
+ * (in_bufs, out_bufs: a resident run), arguments already checked, recovering from out of
+ * memory where opts say so, and fills stats. */
+static loom_status run_all(loom_context *ctx, const loom_plan *plan, const loom_plan_run_options *opts,
+                           bool resident, const loom_tensor *inputs, loom_buffer *const *in_bufs,
+                           loom_tensor *outputs, loom_buffer **out_bufs, int32_t n_outputs,
+                           loom_plan_stats *stats) {
+  recovery_log log = {0};
+  int32_t n_stages = loom_plan_stage_count(plan);
+  loom_stage_stats *per = loom__calloc((size_t)LOOM_MAX(n_stages, 1), sizeof *per);
+  plan_run r;
+  memset(&r, 0, sizeof r);
+  loom_status s = per ? run_init(&r, plan, resident ? NULL : inputs, in_bufs) : loom__oom("plan statistics");
+  r.ctx = ctx;
+  r.opts = opts && opts->recover ? opts : NULL;
+  r.log = &log;
+  r.resident = resident;
+  double t0 = loom__now();
+  for (int32_t i = 0; !s && i < n_stages; i++) s = run_stage(&r, i, &per[i]);
+  if (!s) s = resident ? deliver_buffers(&r, out_bufs, n_outputs) : deliver_outputs(&r, outputs, n_outputs);
+  for (int32_t i = 0; s && i < n_outputs; i++) {
+    if (outputs) loom_tensor_deinit(&outputs[i]);
+    if (out_bufs) {
+      loom_buffer_free(out_bufs[i]);
+      out_bufs[i] = NULL;
+    }
+  }
+  run_deinit(&r);
+  if (stats && per) {
+    stats->n_stages = n_stages;
+    stats->stages = per;
+    for (int32_t i = 0; i < n_stages; i++) stats->peak_bytes = LOOM_MAX(stats->peak_bytes, per[i].peak_bytes);
+    stats->seconds = loom__now() - t0;
+    stats->n_recoveries = log.count;
+    stats->recoveries = log.items;
+    log.items = NULL;
+    per = NULL;
+  }
+  loom__free(per);
+  loom__free(log.items);
+  return s;
+}
+
 void loom_plan_run_options_init(loom_plan_run_options *opts) {
   if (!opts) return;
   memset(opts, 0, sizeof *opts);
@@ -563,34 +646,148 @@ loom_status loom_plan_run_with_options(loom_context *ctx, const loom_plan *plan,
   if (opts && opts->recover && (opts->recover_tries < 1 || opts->recover_tries > 8))
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run: recover_tries is %d, not 1 to 8",
                        (int)opts->recover_tries);
-  recovery_log log = {0};
-  int32_t n_stages = loom_plan_stage_count(plan);
-  loom_stage_stats *per = loom__calloc((size_t)LOOM_MAX(n_stages, 1), sizeof *per);
-  plan_run r;
-  memset(&r, 0, sizeof r);
-  s = per ? run_init(&r, plan, inputs) : loom__oom("plan statistics");
-  r.ctx = ctx;
-  r.opts = opts && opts->recover ? opts : NULL;
-  r.log = &log;
-  double t0 = loom__now();
-  for (int32_t i = 0; !s && i < n_stages; i++) s = run_stage(&r, i, &per[i]);
-  if (!s) s = deliver_outputs(&r, outputs, n_outputs);
-  if (s)
-    for (int32_t i = 0; i < n_outputs; i++) loom_tensor_deinit(&outputs[i]);
-  run_deinit(&r);
-  if (stats && per) {
-    stats->n_stages = n_stages;
-    stats->stages = per;
-    for (int32_t i = 0; i < n_stages; i++) stats->peak_bytes = LOOM_MAX(stats->peak_bytes, per[i].peak_bytes);
-    stats->seconds = loom__now() - t0;
-    stats->n_recoveries = log.count;
-    stats->recoveries = log.items;
-    log.items = NULL;
-    per = NULL;
+  return run_all(ctx, plan, opts, false, inputs, NULL, outputs, NULL, n_outputs, stats);
+}
+
+/* ---- resident runs ------------------------------------------------------------------------- */
+
+/* Why the caller's buffer b cannot be parameter p (a message into why), or NULL when it can:
+ * a buffer of the context's manager m, of the parameter's type (typed), or dtype and bytes
+ * (untyped). Nothing is formatted when it fits: resident runs check every call. */
+static const char *buffer_misfit(const loom_graph *g, int32_t p, const loom_buffer *b,
+                                 const loom_mem_manager *m, char *why, size_t size) {
+  const loom_type *want = &g->values[g->params[p]].type;
+  if (!b) return "buffer is NULL";
+  if (b->m != m) /* never changes: read without the lock */
+    return "the buffer is not of the context's memory manager (loom_context_memory)";
+  loom_type got;
+  bool typed = false;
+  int64_t want_bytes = 0;
+  loom_buffer_get_type(b, &got, &typed);
+  loom_type_bytes(want, &want_bytes);
+  char a[LOOM_TYPE_STRING_MAX], w[LOOM_TYPE_STRING_MAX];
+  if (typed && !loom_type_equal(&got, want)) {
+    snprintf(why, size, "its buffer is %s, the graph takes %s", loom_type_format(&got, a, sizeof a),
+             loom_type_format(want, w, sizeof w));
+    return why;
   }
-  loom__free(per);
-  loom__free(log.items);
+  if (!typed && (got.dtype != want->dtype || b->bytes != want_bytes)) {
+    snprintf(why, size, "its buffer (no type set) holds %lld bytes of %s, the graph takes %s (%lld bytes)",
+             (long long)b->bytes, loom_dtype_name(got.dtype), loom_type_format(want, w, sizeof w),
+             (long long)want_bytes);
+    return why;
+  }
+  return NULL;
+}
+
+/* Checks the caller's buffers against the graph's parameters: count, manager, type. */
+static loom_status check_buffers(loom_context *ctx, const loom_graph *g, loom_buffer *const *inputs,
+                                 int32_t n_inputs) {
+  if (n_inputs != g->n_params)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' takes %d input%s, got %d", g->name,
+                       (int)g->n_params, g->n_params == 1 ? "" : "s", (int)n_inputs);
+  loom_mem_manager *m = NULL;
+  loom_status s = loom_context_memory(ctx, &m);
+  for (int32_t p = 0; !s && p < n_inputs; p++) {
+    char why[2 * LOOM_TYPE_STRING_MAX + 96], label[32];
+    const char *misfit = buffer_misfit(g, p, inputs[p], m, why, sizeof why);
+    if (misfit)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "input %d (%s): %s", (int)p + 1,
+                         loom__value_label(g, g->params[p], label, sizeof label), misfit);
+  }
   return s;
+}
+
+/* A new buffer of `type` on node, filled from host memory at src (NULL for no bytes). */
+static loom_status buffer_from_host(plan_run *r, int32_t node, const loom_type *type, const void *src,
+                                    loom_buffer **out) {
+  loom_mem_manager *m = NULL;
+  int64_t bytes = 0;
+  *out = NULL;
+  loom_status s = loom_context_memory(r->ctx, &m);
+  if (!s) s = loom_type_bytes(type, &bytes);
+  /* The executor's flags, so that the pool serves the next run with what this one gave back;
+   * an empty buffer takes a size class (devices refuse empty allocations). */
+  uint32_t flags = bytes > 0 ? LOOM_MEM_DEVICE_LOCAL | LOOM_MEM_EXACT_SIZE : LOOM_MEM_DEVICE_LOCAL;
+  if (!s) s = loom_buffer_allocate(m, bytes, type->dtype, node, flags, out);
+  if (!s && bytes > 0) s = loom_buffer_write(*out, 0, src, bytes);
+  if (!s) {
+    loom__buffer_type_set(*out, type);
+    return LOOM_OK;
+  }
+  loom_buffer_free(*out);
+  *out = NULL;
+  return s;
+}
+
+/* A copy of buffer src, typed `type`, on src's allocation node (read through a host map). */
+static loom_status buffer_copy(plan_run *r, loom_buffer *src, const loom_type *type, loom_buffer **out) {
+  void *ptr = NULL;
+  *out = NULL;
+  loom_status s = loom_buffer_map(src, LOOM_ACCESS_READ, &ptr);
+  if (s) return s;
+  s = buffer_from_host(r, src->node, type, ptr, out);
+  loom_status u = loom_buffer_unmap(src, ptr);
+  if (!s && u) {
+    loom_buffer_free(*out);
+    *out = NULL;
+    s = u;
+  }
+  return s;
+}
+
+/* Hands the returned values to the caller as buffers: a stage's result buffer is moved out;
+ * a host result (a cpu0 stage's view, a loop's streamed result), a parameter returned as is
+ * and a value returned twice are copied into new buffers on the node that holds them. */
+static loom_status deliver_buffers(plan_run *r, loom_buffer **outputs, int32_t n_outputs) {
+  loom_status s = LOOM_OK;
+  for (int32_t i = 0; !s && i < n_outputs; i++) {
+    int32_t v = r->g->outputs[i];
+    const loom_type *type = &r->g->values[v].type;
+    int32_t twin = -1;
+    for (int32_t j = 0; j < i && twin < 0; j++)
+      if (r->g->outputs[j] == v) twin = j;
+    held_value *h = &r->vals[v];
+    if (twin >= 0) {
+      s = buffer_copy(r, outputs[twin], type, &outputs[i]);
+    } else if (h->buffer && !h->borrowed) {
+      outputs[i] = h->buffer;
+      h->buffer = NULL;
+      loom__buffer_type_set(outputs[i], type);
+    } else if (h->buffer) {
+      s = buffer_copy(r, h->buffer, type, &outputs[i]);
+    } else {
+      int64_t bytes = 0;
+      loom_type_bytes(type, &bytes);
+      char buf[32];
+      const loom__exec_device *cpu = NULL;
+      if (bytes > 0 && !h->t.data)
+        s = loom__error(LOOM_ERR_INTERNAL, "output '%s' was made by no stage",
+                        loom__value_label(r->g, v, buf, sizeof buf));
+      else if (h->node < 0) /* an empty parameter returned: it lives nowhere */
+        s = loom__context_exec_device(r->ctx, "cpu0", &cpu);
+      if (!s) s = buffer_from_host(r, h->node >= 0 ? h->node : cpu->node, type, h->t.data, &outputs[i]);
+    }
+    if (s) loom__error_prefix("output %d: ", (int)i + 1);
+  }
+  return s;
+}
+
+loom_status loom_plan_run_buffers(loom_context *ctx, const loom_plan *plan, loom_buffer *const *inputs,
+                                  int32_t n_inputs, loom_buffer **outputs, int32_t n_outputs,
+                                  loom_plan_stats *stats) {
+  if (stats) memset(stats, 0, sizeof *stats);
+  for (int32_t i = 0; outputs && i < n_outputs; i++) outputs[i] = NULL;
+  if (!ctx || !plan || (n_outputs > 0 && !outputs) || (n_inputs > 0 && !inputs))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_buffers: NULL argument");
+  const loom_graph *g = loom_plan_graph(plan);
+  if (n_outputs != g->n_outputs)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' returns %d value%s, the caller has room for %d",
+                       g->name, (int)g->n_outputs, g->n_outputs == 1 ? "" : "s", (int)n_outputs);
+  loom_status s = check_buffers(ctx, g, inputs, n_inputs);
+  if (!s) s = check_devices(ctx, plan);
+  if (s) return s;
+  return run_all(ctx, plan, NULL, true, NULL, inputs, NULL, outputs, n_outputs, stats);
 }
 
 void loom_plan_stats_deinit(loom_plan_stats *stats) {

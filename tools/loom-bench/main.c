@@ -15,6 +15,9 @@ typedef struct mode {
 static const mode modes[] = {
     {"attention", loom_bench_attention,
      "softmax attention with an n x n score matrix under a limit, fused and unfused, vs unconstrained"},
+    {"calls", loom_bench_calls,
+     "a small plan called 10,000 times in a row: per-call time of host-tensor and resident (buffer) runs "
+     "on cpu0 and OpenCL devices, beside NumPy"},
     {"cpu", loom_bench_cpu,
      "SGEMM (first call in a process and later) and a batched FFT through Loom vs OpenBLAS and FFTW on cpu0"},
     {"compare", loom_bench_compare,

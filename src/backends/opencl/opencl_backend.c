@@ -162,6 +162,13 @@ static loom_status cl_synchronize(void *dev) {
   return s;
 }
 
+static loom_status cl_flush(void *dev) {
+  loom__cl_device *d = dev;
+  loom_status s = loom__cl_status(clFlush(d->queue), "clFlush");
+  if (s) loom__error_prefix("%s: ", d->id);
+  return s;
+}
+
 /* ---- running one op ----------------------------------------------------------------------- */
 
 static bool needs_fp64(loom_dtype t) {
@@ -246,6 +253,7 @@ const loom__backend loom__opencl_backend = {
     .close = cl_close,
     .run_op = cl_run_op,
     .synchronize = cl_synchronize,
+    .flush = cl_flush,
     .copy = cl_strided_copy,
     .merge_index = cl_merge_index,
 };
