@@ -25,14 +25,19 @@ typedef struct knn_args {
   bool l1;                 /* --metric l1: sum of |x - y| instead of the squared distance */
   const char *disabled[4]; /* --no-rewrite NAME, repeatable */
   int32_t n_disabled;
+  loom_distance_form form; /* --form: the distance rewrite's form */
 } knn_args;
 
 static int usage(FILE *f, int rc) {
   fputs(
       "usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
-      "                      [--metric l2|l1] [--no-rewrite NAME]...\n"
-      "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB, l2\n"
-      "  --no-rewrite NAME turns a rewrite off in every run (e.g. fuse, to compare)\n"
+      "                      [--metric l2|l1] [--no-rewrite NAME]... [--form auto|expanded|direct]\n"
+      "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB, l2, auto\n"
+      "  --no-rewrite NAME turns a rewrite off in every run (e.g. fuse, to compare; distance\n"
+      "                    leaves the graph's own sub, mul and reduce_sum over n x m x d)\n"
+      "  --form F          the distance rewrite's form: auto (its cost model: the direct\n"
+      "                    form under a limit at d <= 16), expanded (|a|^2 + |b|^2 - 2 a.b)\n"
+      "                    or direct (summed feature by feature, exact to rounding)\n"
       "  The unchunked run holds several n x m f32 arrays (18.6 GiB at the defaults' size);\n"
       "  when that passes 90% of the memory available, it is skipped and the chunked runs\n"
       "  are compared with the largest limit's run instead.\n",
@@ -41,7 +46,8 @@ static int usage(FILE *f, int rc) {
 }
 
 static int parse_args(int argc, char **argv, knn_args *a) {
-  *a = (knn_args){50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3, false, {NULL}, 0};
+  *a = (knn_args){
+      50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3, false, {NULL}, 0, LOOM_DISTANCE_AUTO};
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(f, "--help")) return usage(stdout, -1);
@@ -61,6 +67,10 @@ static int parse_args(int argc, char **argv, knn_args *a) {
       a->l1 = !strcmp(v, "l1");
     else if (!strcmp(f, "--no-rewrite") && a->n_disabled < 3)
       a->disabled[a->n_disabled++] = v;
+    else if (!strcmp(f, "--form") && (!strcmp(v, "auto") || !strcmp(v, "expanded") || !strcmp(v, "direct")))
+      a->form = !strcmp(v, "auto")       ? LOOM_DISTANCE_AUTO
+                : !strcmp(v, "expanded") ? LOOM_DISTANCE_EXPANDED
+                                         : LOOM_DISTANCE_DIRECT;
     else if (!strcmp(f, "--limits")) {
       char *copy = strdup(v), *save = NULL;
       a->n_limits = 0;
@@ -110,6 +120,7 @@ static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor
   loom_optimize_options o;
   loom_optimize_options_init(&o);
   o.limit = limit;
+  o.distance_form = a->form;
   loom_graph *opt = NULL;
   loom_plan *plan = NULL;
   const char *off[5];
@@ -183,6 +194,8 @@ int loom_bench_knn(int argc, char **argv) {
   printf("kNN (%s) on cpu0: n = %lld, m = %lld, d = %lld, k = %lld; best of %d runs", a.l1 ? "L1" : "L2",
          (long long)a.n, (long long)a.m, (long long)a.d, (long long)a.k, (int)a.repeats);
   for (int32_t i = 0; i < a.n_disabled; i++) printf("%s --no-rewrite %s", i ? "," : ";", a.disabled[i]);
+  if (a.form != LOOM_DISTANCE_AUTO)
+    printf("; --form %s", a.form == LOOM_DISTANCE_DIRECT ? "direct" : "expanded");
   printf("\n");
   printf("%-12s %8s %10s %16s %16s %9s %s\n", "limit", "stages", "seconds", "estimated peak", "measured peak",
          "time x", "neighbours");
