@@ -160,7 +160,12 @@ static loom_status reduce_emit(loom__rebuild *rb, const void *mv) {
  * what the expanded form's inline dot (2d) and its norms and clamp cost; past 16 the expanded
  * form's dot leaves the fused loop for a GEMM (LOOM_FUSE_MAX_K), which the direct form cannot
  * match. */
-#define LOOM_DISTANCE_DIRECT_MAX_D 16
+#define LOOM_DISTANCE_DIRECT_MAX_D 4
+/* Most features the direct form is written out for: its fused op reads a column and a row per
+ * feature, and a loop body's ops take at most 64 operands (loop.c). Past it, a forced direct
+ * form leaves the graph's own reduce_sum over the features, which the fuse rewrite evaluates
+ * well where d is that large (blocks along the features). */
+#define LOOM_DISTANCE_UNROLL_MAX_D 32
 
 typedef struct distance_match {
   int32_t root;
@@ -319,6 +324,7 @@ static bool distance_find(const loom__match_ctx *m, int32_t o, int32_t variant, 
   loom_distance_form form = m->opts ? m->opts->distance_form : LOOM_DISTANCE_AUTO;
   char why[80] = "";
   bool pays = form == LOOM_DISTANCE_AUTO && direct_pays(m, d.features, why, sizeof why);
+  if (form == LOOM_DISTANCE_DIRECT && d.features > LOOM_DISTANCE_UNROLL_MAX_D) return false;
   if (form == LOOM_DISTANCE_DIRECT || (pays && variant == 1)) {
     if (variant != (form == LOOM_DISTANCE_DIRECT ? 0 : 1)) return false;
     d.direct = true;
