@@ -155,12 +155,26 @@ static loom_status reduce_emit(loom__rebuild *rb, const void *mv) {
  * the expanded form, and the fuse rewrite makes the whole sum and the topk after it one fused
  * op. The choice (loom_distance_form, AUTO): see direct_pays below. */
 
-/* Largest point dimension at which AUTO keeps the direct form. Measured on cpu0 (README,
- * "Exact distances"): up to 16 features the direct form's 3d fused ops per pair of points cost
- * what the expanded form's inline dot (2d) and its norms and clamp cost; past 16 the expanded
- * form's dot leaves the fused loop for a GEMM (LOOM_FUSE_MAX_K), which the direct form cannot
- * match. */
-#define LOOM_DISTANCE_DIRECT_MAX_D 4
+/* The cost model AUTO chooses by: a kNN's time per pair of points on one cpu0 core, in ns,
+ * fitted to `loom-bench knn` CPU times under a limit at d = 2..32 (README, "Exact distances"):
+ * the expanded form (norms, inline dot or GEMM, clamp and topk, fused) 1.56 + 0.06 d; the
+ * direct form (3 ops a feature and the topk, fused) 1.22 + 0.26 d. The direct form is kept
+ * while it costs at most DIRECT_TOLERANCE times the expanded one, which holds up to d = 4
+ * (1.24x at d = 3; 2.1x at d = 16). Other devices are not measured: the model is cpu0's. */
+#define DIRECT_TOLERANCE 1.3
+
+static bool direct_cost_ok(int64_t d) {
+  double expanded = 1.56 + 0.06 * (double)d, direct = 1.22 + 0.26 * (double)d;
+  return direct <= DIRECT_TOLERANCE * expanded;
+}
+
+/* The largest d the cost model keeps the direct form for (4), for the report. */
+static int64_t direct_max_d(void) {
+  int64_t d = 1;
+  while (direct_cost_ok(d + 1)) d++;
+  return d;
+}
+
 /* Most features the direct form is written out for: its fused op reads a column and a row per
  * feature, and a loop body's ops take at most 64 operands (loop.c). Past it, a forced direct
  * form leaves the graph's own reduce_sum over the features, which the fuse rewrite evaluates
@@ -231,8 +245,7 @@ static bool operand_role_of(const loom_graph *g, int32_t v, const loom_type *dif
  * where (1) a limit is set and the graph is chunked under it anyway (checked after the
  * expanded form is tried: yield_at), so the expanded form's smaller footprint buys nothing;
  * (2) fuse runs, so the d steps over n x m become one fused loop instead of 3d passes over
- * memory; and (3) d <= LOOM_DISTANCE_DIRECT_MAX_D, where the fused loop's 3d ops per pair cost
- * no more than the expanded form's dot. */
+ * memory; and (3) the cost model above finds it at most 1.3x the expanded form's time. */
 static bool direct_pays(const loom__match_ctx *m, int64_t d, char *why, size_t size) {
   const loom_optimize_options *o = m->opts;
   why[0] = '\0';
@@ -241,8 +254,8 @@ static bool direct_pays(const loom__match_ctx *m, int64_t d, char *why, size_t s
     snprintf(why, size, "; fuse off: the direct form would take %lld passes", (long long)(3 * d));
     return false;
   }
-  if (d > LOOM_DISTANCE_DIRECT_MAX_D) {
-    snprintf(why, size, "; d = %lld > %d: the dot is faster", (long long)d, LOOM_DISTANCE_DIRECT_MAX_D);
+  if (!direct_cost_ok(d)) {
+    snprintf(why, size, "; d = %lld > %lld: the dot is cheaper", (long long)d, (long long)direct_max_d());
     return false;
   }
   snprintf(why, size, "; d = %lld but the limit is met unchunked", (long long)d);
@@ -287,9 +300,9 @@ static void direct_detail(const loom__match_ctx *m, const loom__op *root, const 
              (long long)d->features);
   else
     snprintf(detail + n, size - (size_t)n,
-             ": d = %lld <= %d and chunked under the limit anyway, exact to rounding (summed feature by "
+             ": d = %lld <= %lld and chunked under the limit anyway, exact to rounding (summed feature by "
              "feature, fused)",
-             (long long)d->features, LOOM_DISTANCE_DIRECT_MAX_D);
+             (long long)d->features, (long long)direct_max_d());
 }
 
 /* Variants: the forced form alone; under AUTO the expanded form first, then, where it gives way

@@ -140,7 +140,7 @@ TEST(distance_exact_knn_d3_under_limit) {
   const loom_rewrite_entry *e = rw_entry(&r.rep, "distance");
   ASSERT_TRUE(e != NULL);
   ASSERT_CONTAINS(e->detail, "direct form kept");
-  ASSERT_CONTAINS(e->detail, "d = 3 <= 16");
+  ASSERT_CONTAINS(e->detail, "d = 3 <= 4");
   ASSERT_CONTAINS(e->detail, "exact to rounding");
   ASSERT_TRUE(rw_entry(&r.rep, "chunk") != NULL);
   ASSERT_TRUE(r.peak > 0 && r.peak <= LIMIT);
@@ -160,15 +160,23 @@ TEST(distance_exact_expanded_form_loses_near_points) {
   loom_rewrite_report_deinit(&r.rep);
 }
 
-TEST(distance_exact_large_d_keeps_expanded) {
-  knn_run r;
-  ASSERT_OK(knn_try(120, 150, 24, 64 << 10, LOOM_DISTANCE_AUTO, NULL, 0, &r));
-  const loom_rewrite_entry *e = rw_entry(&r.rep, "distance");
-  ASSERT_TRUE(e != NULL);
-  ASSERT_CONTAINS(e->detail, "|a|^2 + |b|^2 - 2 a.b^T");
-  ASSERT_CONTAINS(e->detail, "d = 24 > 16: the dot is faster");
-  ASSERT_TRUE(r.peak <= 64 << 10);
-  loom_rewrite_report_deinit(&r.rep);
+/* Past 4 features the expanded form is kept under the limit too (its dot is cheaper); with a
+ * GEMM past 16. */
+TEST(distance_exact_larger_d_keeps_expanded) {
+  const int dims[] = {5, 24};
+  for (int i = 0; i < 2; i++) {
+    knn_run r;
+    ASSERT_OK(knn_try(120, 150, dims[i], 64 << 10, LOOM_DISTANCE_AUTO, NULL, 0, &r));
+    const loom_rewrite_entry *e = rw_entry(&r.rep, "distance");
+    ASSERT_TRUE(e != NULL);
+    ASSERT_CONTAINS(e->detail, "|a|^2 + |b|^2 - 2 a.b^T");
+    char want[64];
+    snprintf(want, sizeof want, "d = %d > 4: the dot is cheaper", dims[i]);
+    ASSERT_CONTAINS(e->detail, want);
+    ASSERT_TRUE(rw_entry(&r.rep, "chunk") != NULL);
+    ASSERT_TRUE(r.peak <= 64 << 10);
+    loom_rewrite_report_deinit(&r.rep);
+  }
 }
 
 /* A limit the expanded form meets without chunking: it is kept, and nothing is chunked. */
