@@ -69,9 +69,9 @@ static double worst_knn_error(const loom_tensor *x, const loom_tensor *y, const 
       row[r] = row[best];
       row[best] = t;
       double got = v[i * KNN_K + r], at = ix[i * KNN_K + r];
+      double at_ref = at >= 0 && at < m ? d2_ref(xs, ys, i, (int64_t)at, d) : INFINITY;
       worst = fmax(worst, fabs(got - row[r]) / row[r]);
-      if (!(at >= 0 && at < m)) return free(row), 1e30;
-      worst = fmax(worst, fabs(got - d2_ref(xs, ys, i, (int64_t)at, d)) / row[r]);
+      worst = fmax(worst, fabs(got - at_ref) / row[r]); /* an index out of range: infinite */
     }
   }
   free(row);
