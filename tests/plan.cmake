@@ -165,6 +165,18 @@ loom_plan_test(text_runners ARGS ${knn} --runners=cpu0:2MiB,cpu0:1MiB
 loom_plan_test(json_plan ARGS ${knn} --runners cpu0:2MiB,cpu0:1MiB --json JSON plan)
 loom_plan_test(json_no_rewrite ARGS ${knn} --json --no-rewrite distance --no-rewrite=schedule JSON no_distance)
 
+# ---- the distance rewrite's form (issue 17): under a limit at d = 3 the graph is chunked
+# anyway, so the direct form is kept, exact to rounding, x streamed by the loop; without a
+# limit the expanded form; --no-rewrite distance leaves the graph's own form. A ";" in a regex
+# would split the -D argument that carries it (the rest silently dropped): "." stands for it.
+loom_plan_test(distance_direct_under_limit ARGS ${knn} --limit 128KiB
+  STDOUT_REGEX "\n  distance +saved [^\n]*-> direct form kept: d = 3 <= 4 and the expanded graph passes the limit, exact to rounding[^\n]*\n.*\n  loop val,idx: [0-9]+ pieces of [0-9]+[^\n]*, slicing x axis 0. body of 4 ops: slice slice slice fused\n")
+loom_plan_test(distance_expanded_without_limit ARGS ${knn}
+  STDOUT_REGEX "\n  distance +saved [^\n]*-> \\|a\\|\\^2 \\+ \\|b\\|\\^2 - 2 a\\.b\\^T clamped at 0\n")
+loom_plan_test(distance_disabled_under_limit ARGS ${knn} --limit 1MiB --no-rewrite distance
+  STDOUT_REGEX "\n  loop val,idx: [0-9]+ pieces of [0-9]+[^\n]*, slicing x axis 0. body of [0-9]+ ops: reshape fused topk\n"
+  STDOUT_NOT_REGEX "\n  distance +saved")
+
 # ---- a wrong command line: usage and exit 2 --------------------------------------------------
 loom_plan_test(no_args RC 2 STDERR_REGEX "loom-plan: no graph file given\n\nusage: loom-plan")
 loom_plan_test(unknown_option RC 2 ARGS ${knn} --bogus STDERR_REGEX "loom-plan: unknown option '--bogus'\n\nusage: ")

@@ -119,7 +119,9 @@ LOOM_API loom_status loom_runners_check_devices(const loom_context *ctx, loom_ru
 /* ---- rewrites ------------------------------------------------------------------------- */
 
 /* The rewrites, by the names --no-rewrite takes:
- *   distance          pairwise squared distance -> norms and a dot (clamped at 0)
+ *   distance          pairwise squared distance -> norms and a dot (clamped at 0), or,
+ *                     under a limit at small dimensions, the direct form summed feature by
+ *                     feature (exact to rounding; see loom_distance_form)
  *   dot_transpose     transposes of dot operands folded into the dot
  *   tile_broadcast    tile of size-1 axes -> broadcast view
  *   reduce_broadcast  a reduction over a broadcast axis -> a multiply
@@ -133,6 +135,17 @@ LOOM_API loom_status loom_runners_check_devices(const loom_context *ctx, loom_ru
   "distance", "dot_transpose", "tile_broadcast", "reduce_broadcast", "dot_chain", "sum_broadcast", \
       "schedule", "chunk", "fuse"
 
+/* Which form the "distance" rewrite gives a pairwise squared distance (README, "Exact
+ * distances"). AUTO lets its cost model choose: the direct form sum_k (a_k - b_k)^2, exact to
+ * rounding, where the graph is chunked under the limit anyway and the point dimension is small
+ * enough that the expanded form's dot brings no speed; else the expanded form
+ * |a|^2 + |b|^2 - 2 a.b^T. The other two force one form (for benchmarks and tests). */
+typedef enum loom_distance_form {
+  LOOM_DISTANCE_AUTO = 0,
+  LOOM_DISTANCE_EXPANDED,
+  LOOM_DISTANCE_DIRECT,
+} loom_distance_form;
+
 typedef struct loom_optimize_options {
   const char *const *disabled; /* names of rewrites not to apply */
   int32_t n_disabled;
@@ -145,6 +158,7 @@ typedef struct loom_optimize_options {
    * so this callback says it (true: runs fused on every backend). NULL: never taken, chunk
    * then fuse as before. The runtime's answer is loom_fused_body_runs_everywhere. */
   bool (*fused_runs)(const loom_graph *body);
+  loom_distance_form distance_form; /* the "distance" rewrite's form; AUTO (0) by default */
 } loom_optimize_options;
 
 /* True when every backend of this build runs the fused body `body` (the body graph of a

@@ -115,6 +115,13 @@ static int64_t conv_attr(const loom_attrs *a, uint32_t bit, const loom_int_list 
   return (a->set & bit) ? l->v[j] : dflt;
 }
 
+/* A slice that takes all of axis ax (a column of a matrix cut by rows: the distance rewrite's
+ * direct form) is cut along ax with its input, so the input can stream. */
+static bool slice_keeps(const loom_attrs *a, const loom_type *in, int32_t ax) {
+  int64_t step = (a->set & LOOM_ATTR_STEP) ? a->step.v[ax] : 1;
+  return a->start.v[ax] == 0 && a->stop.v[ax] == in->dims[ax] && step == 1;
+}
+
 /* Which axis of operand i a piece along output axis ax reads; AX_WHOLE: all of it;
  * AX_FAIL: the op cannot be computed in pieces along ax. */
 static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int32_t i) {
@@ -156,6 +163,7 @@ static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int
       if (op->kind == LOOM_OP_TRANSPOSE) return (int32_t)a->perm.v[ax];
       if (op->kind == LOOM_OP_BROADCAST) return map_broadcast(in, out, ax);
       if (op->kind == LOOM_OP_RESHAPE) return map_reshape(in, out, ax);
+      if (op->kind == LOOM_OP_SLICE) return slice_keeps(a, in, ax) ? ax : AX_FAIL;
       return AX_FAIL;
     default:
       return AX_FAIL;
@@ -480,7 +488,8 @@ static loom_status body_op(body_build *bb, int32_t o) {
   if ((kind == LOOM_OP_RESHAPE || kind == LOOM_OP_BROADCAST) && ax >= 0 && attrs.shape.v[ax] != -1)
     attrs.shape.v[ax] = bb->c;
   if (kind == LOOM_OP_CONV && ax >= 2 && (attrs.set & LOOM_ATTR_PADDING))
-    attrs.padding.v[ax - 2] = 0; /* the window holds the padding */
+    attrs.padding.v[ax - 2] = 0;                                  /* the window holds the padding */
+  if (kind == LOOM_OP_SLICE && ax >= 0) attrs.stop.v[ax] = bb->c; /* all of the piece (slice_keeps) */
   if (r->mode == MODE_REDUCED && is_sink(r, o) && kind == LOOM_OP_REDUCE_MEAN) kind = LOOM_OP_REDUCE_SUM;
   loom_value outs[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
   loom_status s = loom_graph_add(bb->body, kind, ins, op->n_inputs, &attrs, NULL, NULL, outs, op->n_outputs);

@@ -353,6 +353,7 @@ static loom_status retype(const loom_graph *b, const int32_t *param_axis, const 
       if ((op->kind == LOOM_OP_RESHAPE || op->kind == LOOM_OP_BROADCAST) && ax >= 0 &&
           ax < LOOM_LOOP_WINDOW && attrs.shape.v[ax] != -1)
         attrs.shape.v[ax] = len;
+      if (op->kind == LOOM_OP_SLICE && ax >= 0) attrs.stop.v[ax] = len; /* takes all of the piece */
       const loom_type *rt =
           loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE ? &b->values[op->outputs[0]].type : NULL;
       s = loom_graph_add(g, op->kind, ins, op->n_inputs, &attrs, rt, op->const_data, outs, op->n_outputs);

@@ -62,6 +62,10 @@ static loom_status check_options(const loom_optimize_options *opts) {
   if (opts->limit < 0)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize: limit %lld is negative",
                        (long long)opts->limit);
+  if (opts->distance_form < LOOM_DISTANCE_AUTO || opts->distance_form > LOOM_DISTANCE_DIRECT)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loom_graph_optimize: distance_form %d is not a loom_distance_form",
+                       (int)opts->distance_form);
   for (int32_t i = 0; i < opts->n_disabled; i++) {
     const char *name = opts->disabled[i];
     bool known = false;

@@ -173,6 +173,7 @@ static loom_status apply_one(const loom_graph *g, int32_t root, const loom__rule
  * its estimated peak (computed the first time an application needs it). */
 typedef struct driver {
   const loom_graph *input;
+  const loom_optimize_options *opts;
   loom_graph *cur; /* NULL: still the input */
   int64_t peak;
   bool have_peak;
@@ -225,6 +226,7 @@ static loom_status scan_once(driver *d, const loom__rule *rule, loom_rewrite_rep
   loom__match_ctx m;
   *applied = false;
   loom_status s = loom__match_ctx_init(&m, driver_graph(d));
+  m.opts = d->opts;
   for (int32_t op = 0; !s && !*applied && op < driver_graph(d)->n_ops; op++)
     s = try_root(d, &m, rule, op, report, applied);
   loom__match_ctx_deinit(&m);
@@ -252,7 +254,7 @@ loom_status loom__rules_run(const loom_graph *g, const loom__rule *rules, int32_
                             const loom_optimize_options *opts, loom_graph **out,
                             loom_rewrite_report *report) {
   *out = NULL;
-  driver d = {.input = g};
+  driver d = {.input = g, .opts = opts};
   loom_status s = LOOM_OK;
   for (int32_t r = 0; !s && r < n_rules; r++)
     if (loom__rewrite_enabled(opts, rules[r].name)) s = run_rule(&d, &rules[r], report);

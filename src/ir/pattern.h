@@ -15,6 +15,9 @@ typedef struct loom__match_ctx {
   int32_t *uses;         /* per value: readers, counted once per operand, plus returns */
   int32_t *first_reader; /* per value: the first op reading it, -1 when none */
   loom__layout *layouts; /* per value: views and strides (loom__graph_layouts) */
+  /* The options the pass runs under (may be NULL): a rule whose best form depends on the
+   * limit or on which later rewrites run reads them (distance). */
+  const loom_optimize_options *opts;
 } loom__match_ctx;
 
 loom_status loom__match_ctx_init(loom__match_ctx *m, const loom_graph *g);

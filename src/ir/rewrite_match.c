@@ -4,7 +4,8 @@
  *   reduce_broadcast  reduce_sum/mean/max/min over broadcast (stride-0) axes of a view -> the
  *                     reduction of one slice, times the axes' length for reduce_sum
  *   distance          the pairwise squared distance reduce_sum((a_i - b_j)^2 over features),
- *                     however spelt -> sum(a^2)[:,None] + sum(b^2)[None,:] - 2 a.b^T, >= 0
+ *                     however spelt -> sum(a^2)[:,None] + sum(b^2)[None,:] - 2 a.b^T, >= 0;
+ *                     or, under a limit at small d, the direct form feature by feature
  *   dot_transpose     transposes that would be materialized folded into a dot
  *
  * Each rule is a loom__rule run by the driver of pattern.c, one application at a time, so
@@ -145,13 +146,51 @@ static loom_status reduce_emit(loom__rebuild *rb, const void *mv) {
  * The result is therefore clamped with maximum(.., 0): never negative, so a following sqrt
  * never gives NaN. Where both operands are the same value read the same way (a self-distance)
  * the norms are taken from the dot's own diagonal, so d2[i,i] = G_ii + G_ii - 2 G_ii is exactly
- * 0. Only f32 and f64 are matched: f16/bf16 keep too few digits for the expanded form. */
+ * 0. Only f32 and f64 are matched: f16/bf16 keep too few digits for the expanded form.
+ *
+ * The direct form sum_k (a_k - b_k)^2 has no cancellation: each term is one rounded difference
+ * squared, so the sum is within (d + 1) roundings of the exact distance, relative. Its n x m x d
+ * difference is what the expanded form exists to avoid, but written feature by feature (a
+ * column of a minus a row of b^T, squared, added up: d steps over n x m) it needs no more than
+ * the expanded form, and the fuse rewrite makes the whole sum and the topk after it one fused
+ * op. The choice (loom_distance_form, AUTO): see direct_pays below. */
+
+/* The cost model AUTO chooses by: a kNN's time per pair of points on one cpu0 core, in ns,
+ * fitted to CPU times under a limit at d = 2..32 (README, "Exact distances"): the expanded
+ * form (norms, inline dot, clamp and topk, fused; past d = 16 a GEMM, cheaper still per
+ * feature) 1.54 + 0.065 d; the direct form (per feature a sub folded into a square, and an
+ * add; the topk) 1.19 + 0.184 d. The direct form is kept while it costs at most
+ * DIRECT_TOLERANCE times the expanded one: up to d = 4 (measured 1.08x at d = 3, 1.10x at 4,
+ * 1.15x at 5, 1.6x at 16). Other devices are not measured: the model is cpu0's. */
+#define DIRECT_TOLERANCE 1.1
+
+static bool direct_cost_ok(int64_t d) {
+  double expanded = 1.54 + 0.065 * (double)d, direct = 1.19 + 0.184 * (double)d;
+  return direct <= DIRECT_TOLERANCE * expanded;
+}
+
+/* The largest d the cost model keeps the direct form for (4), for the report. */
+static int64_t direct_max_d(void) {
+  int64_t d = 1;
+  while (direct_cost_ok(d + 1)) d++;
+  return d;
+}
+
+/* Most features the direct form is written out for: its fused op reads a column and a row per
+ * feature, and a loop body's ops take at most 64 operands (loop.c). Past it, a forced direct
+ * form leaves the graph's own reduce_sum over the features, which the fuse rewrite evaluates
+ * well where d is that large (blocks along the features). */
+#define LOOM_DISTANCE_UNROLL_MAX_D 32
 
 typedef struct distance_match {
   int32_t root;
-  int32_t x, y;   /* sources: the result's rows come from x, its columns from y */
-  int32_t xf, yf; /* feature axis of each source (0 or 1) */
-  bool same;      /* x and y are one value read the same way: a self-distance */
+  int32_t x, y;     /* sources: the result's rows come from x, its columns from y */
+  int32_t xf, yf;   /* feature axis of each source (0 or 1) */
+  bool same;        /* x and y are one value read the same way: a self-distance */
+  int64_t features; /* d, the length of the feature axis */
+  bool direct;      /* this variant emits the direct form */
+  int64_t yield_at; /* > 0: the expanded form gives way to the direct one when the graph
+                       still passes this limit after it (it is chunked anyway) */
 } distance_match;
 
 /* The difference d that sq squares (square d, mul d d, pow d 2), read only there. */
@@ -203,8 +242,29 @@ static bool operand_role_of(const loom_graph *g, int32_t v, const loom_type *dif
   return out->row_axis >= 0;
 }
 
-static void distance_detail(const loom__match_ctx *m, const loom__op *root, int32_t sq, int32_t diff,
-                            const distance_match *d, char *detail, size_t size) {
+/* The form AUTO would choose, and why, in a few words for the report. The direct form pays
+ * where (1) a limit is set and the graph is chunked under it anyway (checked after the
+ * expanded form is tried: yield_at), so the expanded form's smaller footprint buys nothing;
+ * (2) fuse runs, so the d steps over n x m become one fused loop instead of 3d passes over
+ * memory; and (3) the cost model above finds it at most 1.1x the expanded form's time. */
+static bool direct_pays(const loom__match_ctx *m, int64_t d, char *why, size_t size) {
+  const loom_optimize_options *o = m->opts;
+  why[0] = '\0';
+  if (!o || o->limit <= 0 || !loom__rewrite_enabled(o, "chunk")) return false;
+  if (!loom__rewrite_enabled(o, "fuse")) {
+    snprintf(why, size, "; fuse off: the direct form would take %lld passes", (long long)(3 * d));
+    return false;
+  }
+  if (!direct_cost_ok(d)) {
+    snprintf(why, size, "; d = %lld > %lld: the dot is cheaper", (long long)d, (long long)direct_max_d());
+    return false;
+  }
+  snprintf(why, size, "; d = %lld but the limit is met unchunked", (long long)d);
+  return true;
+}
+
+static void expanded_detail(const loom__match_ctx *m, const loom__op *root, int32_t sq, int32_t diff,
+                            const distance_match *d, const char *why, char *detail, size_t size) {
   const loom_graph *g = m->g;
   const loom__op *sub = loom__producer(g, diff), *square = loom__producer(g, sq);
   char r[96], s[32], dd[32], a[32], b[32], x[96], y[96], how[128];
@@ -219,19 +279,41 @@ static void distance_detail(const loom__match_ctx *m, const loom__op *root, int3
   bool under_sqrt = reader >= 0 && g->ops[reader].kind == LOOM_OP_SQRT;
   snprintf(detail, size,
            "%s = reduce_sum %s, %s = %s, %s = sub %s %s: squared distances of the rows of %s and %s "
-           "-> |a|^2 + |b|^2 - 2 a.b^T clamped at 0%s%s",
+           "-> |a|^2 + |b|^2 - 2 a.b^T clamped at 0%s%s%s",
            loom__describe(g, root->outputs[0], r, sizeof r), sl, sl, how, dl,
            loom__value_label(g, sub->inputs[0], a, sizeof a),
            loom__value_label(g, sub->inputs[1], b, sizeof b), loom__describe(g, d->x, x, sizeof x),
            loom__describe(g, d->y, y, sizeof y), d->same ? "; norms from the product's diagonal" : "",
-           under_sqrt ? "; under sqrt" : "");
+           under_sqrt ? "; under sqrt" : "", why);
 }
 
+/* Shorter than the expanded form's: the reason has to fit the report's 256 bytes. */
+static void direct_detail(const loom__match_ctx *m, const loom__op *root, const distance_match *d,
+                          bool forced, char *detail, size_t size) {
+  const loom_graph *g = m->g;
+  char r[96], x[96], y[96];
+  int n = snprintf(detail, size, "%s: squared distances of the rows of %s and %s -> direct form kept",
+                   loom__describe(g, root->outputs[0], r, sizeof r), loom__describe(g, d->x, x, sizeof x),
+                   loom__describe(g, d->y, y, sizeof y));
+  if (n < 0 || (size_t)n >= size) return;
+  if (forced)
+    snprintf(detail + n, size - (size_t)n, " (forced), summed over its %lld features: exact to rounding",
+             (long long)d->features);
+  else
+    snprintf(
+        detail + n, size - (size_t)n,
+        ": d = %lld <= %lld and the expanded graph passes the limit, exact to rounding (summed feature by "
+        "feature, fused)",
+        (long long)d->features, (long long)direct_max_d());
+}
+
+/* Variants: the forced form alone; under AUTO the expanded form first, then, where it gives way
+ * (keep), the direct one. */
 static bool distance_find(const loom__match_ctx *m, int32_t o, int32_t variant, void *mv, char *detail,
                           size_t size) {
   const loom_graph *g = m->g;
   const loom__op *op = &g->ops[o];
-  if (variant > 0 || op->kind != LOOM_OP_REDUCE_SUM || op->attrs.axes.count != 1) return false;
+  if (variant > 1 || op->kind != LOOM_OP_REDUCE_SUM || op->attrs.axes.count != 1) return false;
   int32_t sq = op->inputs[0], diff, f;
   const loom_type *t = &g->values[sq].type;
   if (t->rank != 3 || (t->dtype != LOOM_F32 && t->dtype != LOOM_F64) || !loom__single_use(m, sq) ||
@@ -247,12 +329,36 @@ static bool distance_find(const loom__match_ctx *m, int32_t o, int32_t variant, 
   /* The result keeps the two other axes in order: its rows are the first one's. */
   int32_t first = f == 0 ? 1 : 0;
   const operand_role *rows = p.row_axis == first ? &p : &q, *cols = p.row_axis == first ? &q : &p;
-  distance_match d = {
-      .root = o, .x = rows->source, .y = cols->source, .xf = rows->src_feature, .yf = cols->src_feature};
+  distance_match d = {.root = o,
+                      .x = rows->source,
+                      .y = cols->source,
+                      .xf = rows->src_feature,
+                      .yf = cols->src_feature,
+                      .features = t->dims[f]};
   d.same = d.x == d.y && d.xf == d.yf;
+  loom_distance_form form = m->opts ? m->opts->distance_form : LOOM_DISTANCE_AUTO;
+  char why[80] = "";
+  bool pays = form == LOOM_DISTANCE_AUTO && direct_pays(m, d.features, why, sizeof why);
+  if (form == LOOM_DISTANCE_DIRECT && d.features > LOOM_DISTANCE_UNROLL_MAX_D) return false;
+  if (form == LOOM_DISTANCE_DIRECT || (pays && variant == 1)) {
+    if (variant != (form == LOOM_DISTANCE_DIRECT ? 0 : 1)) return false;
+    d.direct = true;
+    direct_detail(m, op, &d, form == LOOM_DISTANCE_DIRECT, detail, size);
+  } else {
+    if (variant != 0) return false;
+    if (pays) d.yield_at = m->opts->limit;
+    expanded_detail(m, op, sq, diff, &d, why, detail, size);
+  }
   *(distance_match *)mv = d;
-  distance_detail(m, op, sq, diff, &d, detail, size);
   return true;
+}
+
+/* The expanded form gives way to the direct one where the graph passes the limit even with it:
+ * then it is chunked anyway. */
+static bool distance_keep(const void *mv, int64_t peak_before, int64_t peak_after) {
+  (void)peak_before;
+  const distance_match *d = mv;
+  return d->direct || d->yield_at <= 0 || peak_after <= d->yield_at;
 }
 
 /* sum over the features of x^2, as [n] (or [n,1] when column): */
@@ -272,21 +378,29 @@ static loom_value diagonal(loom_graph *g, loom_value gram, int64_t n) {
   return loom_reshape(g, diag, 2, shape);
 }
 
+/* d2 = sum_k (x[:,k][:,None] - y^T[k,:][None,:])^2, k = 0, 1, .. in order. x as [nx,d] and y
+ * as [d,ny] are transposed views; their column and row k are slices (views), which the chunk
+ * rewrite cuts with the rows, so a streamed x stays streamed. `square` rather than `mul t t`:
+ * the cpu fused evaluator folds a sub of a per-row scalar into the one op reading it, which
+ * saves a pass per feature (1.24x -> 1.08x the expanded form's time at d = 3). */
+static loom_value direct_sum(loom_graph *g, loom_value xc, loom_value yt, int64_t nx, int64_t ny,
+                             int64_t features) {
+  loom_value acc = LOOM_VALUE_NONE;
+  for (int64_t k = 0; k < features; k++) {
+    int64_t xs[2] = {0, k}, xe[2] = {nx, k + 1}, ys[2] = {k, 0}, ye[2] = {k + 1, ny};
+    loom_value t =
+        loom_binary(g, LOOM_OP_SUB, loom_slice(g, xc, 2, xs, xe, NULL), loom_slice(g, yt, 2, ys, ye, NULL));
+    loom_value sq = loom_unary(g, LOOM_OP_SQUARE, t);
+    acc = k == 0 ? sq : loom_binary(g, LOOM_OP_ADD, acc, sq);
+  }
+  return acc;
+}
+
 /* d2 = max(-2 x.y^T + |x|^2[:,None] + |y|^2[None,:], 0). The -2 scales x (n x d, small)
  * before the dot rather than the n x m product after it: one pass over n x m fewer, and exact,
  * as scaling by a power of two commutes with rounding. */
-static loom_status distance_emit(loom__rebuild *rb, const void *mv) {
-  const distance_match *d = mv;
-  const loom_graph *src = rb->src;
-  loom_graph *g = rb->dst;
-  const loom__op *root = &src->ops[d->root];
-  const loom_type *out_t = &src->values[root->outputs[0]].type;
-  loom_dtype dt = out_t->dtype;
-  int64_t nx = src->values[d->x].type.dims[1 - d->xf], ny = src->values[d->y].type.dims[1 - d->yf];
-  loom_value x = loom__rebuild_get(rb, d->x), y = loom__rebuild_get(rb, d->y);
-  /* x as [nx,d] and y as [d,ny]: transposes are views the dot kernel folds (CblasTrans). */
-  loom_value xc = d->xf == 1 ? x : loom_transpose(g, x, 2, swap2);
-  loom_value yt = d->yf == 0 ? y : loom_transpose(g, y, 2, swap2);
+static loom_value expanded(loom_graph *g, const distance_match *d, loom_value x, loom_value xc, loom_value y,
+                           loom_value yt, int64_t nx, int64_t ny, loom_dtype dt) {
   loom_value xm2 = loom_binary(g, LOOM_OP_MUL, xc, loom__scalar_fill(g, dt, -2.0));
   loom_value xn, yn, v;
   if (d->same) { /* |x_i|^2 = G_ii, read off the product itself: d2[i,i] = 0 exactly */
@@ -300,7 +414,22 @@ static loom_status distance_emit(loom__rebuild *rb, const void *mv) {
   }
   v = loom_binary(g, LOOM_OP_ADD, v, xn);
   v = loom_binary(g, LOOM_OP_ADD, v, yn);
-  v = loom_binary(g, LOOM_OP_MAXIMUM, v, loom__scalar_fill(g, dt, 0.0));
+  return loom_binary(g, LOOM_OP_MAXIMUM, v, loom__scalar_fill(g, dt, 0.0));
+}
+
+static loom_status distance_emit(loom__rebuild *rb, const void *mv) {
+  const distance_match *d = mv;
+  const loom_graph *src = rb->src;
+  loom_graph *g = rb->dst;
+  const loom__op *root = &src->ops[d->root];
+  const loom_type *out_t = &src->values[root->outputs[0]].type;
+  int64_t nx = src->values[d->x].type.dims[1 - d->xf], ny = src->values[d->y].type.dims[1 - d->yf];
+  loom_value x = loom__rebuild_get(rb, d->x), y = loom__rebuild_get(rb, d->y);
+  /* x as [nx,d] and y as [d,ny]: transposes are views the dot kernel folds (CblasTrans). */
+  loom_value xc = d->xf == 1 ? x : loom_transpose(g, x, 2, swap2);
+  loom_value yt = d->yf == 0 ? y : loom_transpose(g, y, 2, swap2);
+  loom_value v = d->direct ? direct_sum(g, xc, yt, nx, ny, d->features)
+                           : expanded(g, d, x, xc, y, yt, nx, ny, out_t->dtype);
   if (out_t->rank != 2) v = loom_reshape(g, v, out_t->rank, out_t->dims); /* keepdims */
   loom__rebuild_set(rb, root->outputs[0], v);
   return loom__dst_status(rb);
@@ -432,7 +561,7 @@ static loom_status dot_transpose_emit(loom__rebuild *rb, const void *mv) {
 static const loom__rule match_rules[] = {
     {"tile_broadcast", sizeof(root_match), tile_find, tile_emit, NULL},
     {"reduce_broadcast", sizeof(reduce_match), reduce_find, reduce_emit, NULL},
-    {"distance", sizeof(distance_match), distance_find, distance_emit, NULL},
+    {"distance", sizeof(distance_match), distance_find, distance_emit, distance_keep},
     {"dot_transpose", sizeof(dt_match), dot_transpose_find, dot_transpose_emit, NULL},
 };
 

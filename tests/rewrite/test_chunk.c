@@ -92,6 +92,17 @@ TEST(chunk_parallel_cut_with_two_sinks) {
       12 << 20, "(with 1 more sink) and the 1 ops before it, along its result's axis 0", 1e-5);
 }
 
+/* Columns of x (slices that take every row) are cut with the rows: the loop slices x itself,
+ * and the last, shorter piece's slices stop at its length (1000 rows in pieces that do not
+ * divide it). */
+TEST(chunk_cuts_whole_axis_slices_with_the_rows) {
+  check_chunked(
+      "graph cols(x: f32[1000,2], y: f32[1,700]) {\n  a = slice x start=[0,0] stop=[1000,1]\n"
+      "  b = slice x start=[0,1] stop=[1000,2]\n  s = sub a y\n  t = mul s b\n"
+      "  r = reduce_max t axes=[1]\n  return r\n}\n",
+      300 << 10, "reduce_max 'r' and the 4 ops before it, along its result's axis 0", 0);
+}
+
 TEST(chunk_merges_argmax_pieces) {
   check_chunked("graph am(x: f32[1,1048576]) {\n  e = exp x\n  i = argmax e axis=1\n  return i\n}\n", 6 << 20,
                 "argmax 'i' and the 1 ops before it, along the reduced axis 1", 0);

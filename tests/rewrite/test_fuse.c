@@ -41,6 +41,10 @@ static loom_status optimize(const loom_graph *g, int64_t limit, bool fuse, loom_
   loom_optimize_options o;
   loom_optimize_options_init(&o);
   o.limit = limit;
+  /* under a limit the distance rewrite would keep kNN's direct form at d = 3 or 4: these tests
+   * are about the expanded form's regions (its small dot inside); test_distance_exact.c has
+   * the direct form's */
+  o.distance_form = LOOM_DISTANCE_EXPANDED;
   o.disabled = fuse ? NULL : off;
   o.n_disabled = fuse ? 0 : 1;
   return loom_graph_optimize(g, &o, out, rep);
@@ -222,6 +226,7 @@ TEST(fuse_before_chunk_falls_back_to_chunking) {
   loom_optimize_options_init(&o);
   o.limit = 24 * 1024; /* the inputs alone are 12.6 KiB, the fused graph needs more */
   o.fused_runs = every_body;
+  o.distance_form = LOOM_DISTANCE_EXPANDED; /* the direct form, fused, would fit */
   loom_rewrite_report rep = {0};
   ASSERT_OK(loom_graph_optimize(g, &o, &f, &rep));
   ASSERT_EQ(count_loops(f), 1);

@@ -2,9 +2,11 @@
  * unchunked, against the same graph chunked under several limits. Prints each run's time as
  * a ratio to the unchunked run and the peak bytes the runtime's allocator measured, and
  * checks that every chunked run returns the unchunked run's neighbours. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -25,14 +27,21 @@ typedef struct knn_args {
   bool l1;                 /* --metric l1: sum of |x - y| instead of the squared distance */
   const char *disabled[4]; /* --no-rewrite NAME, repeatable */
   int32_t n_disabled;
+  loom_distance_form form; /* --form: the distance rewrite's form */
 } knn_args;
 
 static int usage(FILE *f, int rc) {
   fputs(
       "usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
-      "                      [--metric l2|l1] [--no-rewrite NAME]...\n"
-      "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB, l2\n"
-      "  --no-rewrite NAME turns a rewrite off in every run (e.g. fuse, to compare)\n"
+      "                      [--metric l2|l1] [--no-rewrite NAME]... [--form auto|expanded|direct]\n"
+      "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB, l2, auto\n"
+      "  --no-rewrite NAME turns a rewrite off in every run (e.g. fuse, to compare; distance\n"
+      "                    leaves the graph's own sub, mul and reduce_sum over n x m x d)\n"
+      "  --form F          the distance rewrite's form: auto (the direct form under a limit\n"
+      "                    at d <= 4), expanded (|a|^2 + |b|^2 - 2 a.b) or direct (summed\n"
+      "                    feature by feature, exact to rounding; d <= 32)\n"
+      "  cpu s is the process's CPU time for a run (best of R): on a shared machine it moves\n"
+      "  far less than the wall time\n"
       "  The unchunked run holds several n x m f32 arrays (18.6 GiB at the defaults' size);\n"
       "  when that passes 90% of the memory available, it is skipped and the chunked runs\n"
       "  are compared with the largest limit's run instead.\n",
@@ -41,7 +50,8 @@ static int usage(FILE *f, int rc) {
 }
 
 static int parse_args(int argc, char **argv, knn_args *a) {
-  *a = (knn_args){50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3, false, {NULL}, 0};
+  *a = (knn_args){
+      50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3, false, {NULL}, 0, LOOM_DISTANCE_AUTO};
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(f, "--help")) return usage(stdout, -1);
@@ -61,6 +71,10 @@ static int parse_args(int argc, char **argv, knn_args *a) {
       a->l1 = !strcmp(v, "l1");
     else if (!strcmp(f, "--no-rewrite") && a->n_disabled < 3)
       a->disabled[a->n_disabled++] = v;
+    else if (!strcmp(f, "--form") && (!strcmp(v, "auto") || !strcmp(v, "expanded") || !strcmp(v, "direct")))
+      a->form = !strcmp(v, "auto")       ? LOOM_DISTANCE_AUTO
+                : !strcmp(v, "expanded") ? LOOM_DISTANCE_EXPANDED
+                                         : LOOM_DISTANCE_DIRECT;
     else if (!strcmp(f, "--limits")) {
       char *copy = strdup(v), *save = NULL;
       a->n_limits = 0;
@@ -97,10 +111,17 @@ static loom_graph *knn_graph(const knn_args *a) {
 typedef struct result {
   bool ok;
   double best_seconds;
+  double best_cpu; /* process CPU seconds of a run: what a shared machine's waiting leaves out */
   int64_t peak, estimated;
   int32_t stages;
   loom_tensor out[2];
 } result;
+
+static double cpu_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 /* One configuration: limit 0 runs the rewritten graph whole, else chunked and split. */
 static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor *in, const knn_args *a,
@@ -111,6 +132,7 @@ static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor
   loom_optimize_options_init(&o);
   o.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   o.limit = limit;
+  o.distance_form = a->form;
   loom_graph *opt = NULL;
   loom_plan *plan = NULL;
   const char *off[5];
@@ -131,12 +153,15 @@ static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor
   for (int32_t rep = 0; rep < repeats; rep++) {
     loom_plan_stats stats = {0};
     loom_tensor out[2];
+    double cpu0 = cpu_seconds();
     if (loom_plan_run(ctx, plan, in, 2, out, 2, &stats)) {
       fprintf(stderr, "  %s\n", loom_last_error());
       loom_plan_stats_deinit(&stats);
       break;
     }
+    double cpu = cpu_seconds() - cpu0;
     if (!r->ok || stats.seconds < r->best_seconds) r->best_seconds = stats.seconds;
+    if (!r->ok || cpu < r->best_cpu) r->best_cpu = cpu;
     r->peak = max64(r->peak, stats.peak_bytes);
     r->stages = stats.n_stages;
     for (int32_t s = 0; s < stats.n_stages; s++)
@@ -155,8 +180,43 @@ static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor
   loom_graph_destroy(opt);
 }
 
-static bool same_neighbours(const result *a, const result *b, int64_t count) {
-  return memcmp(a->out[1].data, b->out[1].data, (size_t)count * sizeof(int64_t)) == 0;
+/* The metric in double, from the f32 inputs. */
+static double metric(const knn_args *a, const loom_tensor *in, int64_t i, int64_t j) {
+  const float *x = (const float *)in[0].data + i * a->d, *y = (const float *)in[1].data + j * a->d;
+  double s = 0;
+  for (int64_t k = 0; k < a->d; k++) {
+    double t = (double)x[k] - (double)y[k];
+    s += a->l1 ? fabs(t) : t * t;
+  }
+  return s;
+}
+
+static double norm2(const float *p, int64_t d) {
+  double s = 0;
+  for (int64_t k = 0; k < d; k++) s += (double)p[k] * p[k];
+  return s;
+}
+
+/* Every row's neighbours equal, or differ only where two candidates are tied to rounding: the
+ * distance rewrite's two forms round differently (the expanded one to a few f32 ulps of
+ * |x|^2 + |y|^2), so runs under a limit (the direct form at small d) and without one may order
+ * near ties differently. *ties counts those. */
+static bool same_neighbours(const knn_args *a, const loom_tensor *in, const result *r, const result *ref,
+                            int64_t *ties) {
+  const int64_t *p = r->out[1].data, *q = ref->out[1].data;
+  *ties = 0;
+  for (int64_t i = 0; i < a->n; i++)
+    for (int64_t j = 0; j < a->k; j++) {
+      int64_t u = p[i * a->k + j], v = q[i * a->k + j];
+      if (u == v) continue;
+      if (u < 0 || u >= a->m || v < 0 || v >= a->m) return false;
+      double du = metric(a, in, i, u), dv = metric(a, in, i, v);
+      const float *x = (const float *)in[0].data + i * a->d, *y = in[1].data;
+      double scale = norm2(x, a->d) + fmax(norm2(y + u * a->d, a->d), norm2(y + v * a->d, a->d));
+      if (fabs(du - dv) > 1e-6 * (scale + fmax(du, dv))) return false;
+      ++*ties;
+    }
+  return true;
 }
 
 int loom_bench_knn(int argc, char **argv) {
@@ -184,9 +244,11 @@ int loom_bench_knn(int argc, char **argv) {
   printf("kNN (%s) on cpu0: n = %lld, m = %lld, d = %lld, k = %lld; best of %d runs", a.l1 ? "L1" : "L2",
          (long long)a.n, (long long)a.m, (long long)a.d, (long long)a.k, (int)a.repeats);
   for (int32_t i = 0; i < a.n_disabled; i++) printf("%s --no-rewrite %s", i ? "," : ";", a.disabled[i]);
+  if (a.form != LOOM_DISTANCE_AUTO)
+    printf("; --form %s", a.form == LOOM_DISTANCE_DIRECT ? "direct" : "expanded");
   printf("\n");
-  printf("%-12s %8s %10s %16s %16s %9s %s\n", "limit", "stages", "seconds", "estimated peak", "measured peak",
-         "time x", "neighbours");
+  printf("%-12s %8s %10s %10s %16s %16s %9s %s\n", "limit", "stages", "seconds", "cpu s", "estimated peak",
+         "measured peak", "time x", "neighbours");
   result whole, chunked[8];
   run_config(ctx, g, in, &a, 0, &whole);
   const result *ref = whole.ok ? &whole : NULL;
@@ -207,11 +269,15 @@ int loom_bench_knn(int argc, char **argv) {
       if (i >= 0) rc = 1;
       continue;
     }
-    bool same = ref && same_neighbours(r, ref, a.n * a.k);
+    int64_t ties = 0;
+    bool same = ref && same_neighbours(&a, in, r, ref, &ties);
     rc |= !same;
-    printf("%-12s %8d %10.3f %16s %16s %9.2f %s\n", lim, (int)r->stages, r->best_seconds,
-           loom_bytes_format(r->estimated, est, sizeof est), loom_bytes_format(r->peak, peak, sizeof peak),
-           r->best_seconds / ref->best_seconds, same ? "equal" : "DIFFER");
+    char tie_note[48] = "";
+    if (same && ties) snprintf(tie_note, sizeof tie_note, " (%lld near ties ordered apart)", (long long)ties);
+    printf("%-12s %8d %10.3f %10.3f %16s %16s %9.2f %s%s\n", lim, (int)r->stages, r->best_seconds,
+           r->best_cpu, loom_bytes_format(r->estimated, est, sizeof est),
+           loom_bytes_format(r->peak, peak, sizeof peak), r->best_seconds / ref->best_seconds,
+           same ? "equal" : "DIFFER", tie_note);
   }
   if (!whole.ok) printf("(time x is relative to the largest limit: the unchunked graph did not run)\n");
   for (int32_t i = -1; i < a.n_limits; i++) {
