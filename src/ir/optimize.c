@@ -59,6 +59,11 @@ static loom_status check_options(const loom_optimize_options *opts) {
   if (opts->limit < 0)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize: limit %lld is negative",
                        (long long)opts->limit);
+  if (opts->slices < 0 || opts->slices > 2)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loom_graph_optimize: slices=%d: a loop holds 1 or 2 slices of a streamed operand "
+                       "(0: the default)",
+                       (int)opts->slices);
   for (int32_t i = 0; i < opts->n_disabled; i++) {
     const char *name = opts->disabled[i];
     bool known = false;

@@ -702,14 +702,17 @@ static loom_status run_schedule(exec_state *st, const int32_t *order, const loom
  * (ir/estimate.c, loom__loop_scratch_bytes) step for step:
  * - the body's parameters read the operands where they are (views: nothing counted), but the
  *   slices of a streamed operand count their bytes for the loop's whole run, two slices where
- *   it has more than one piece (slice_slots): read in place where its storage is reachable
- *   (host memory, a caller's buffer, an outer loop's operand), else written into two buffers of
- *   the device in turn from the caller's host tensor, the next piece's while a piece computes
- *   (double buffering); an input an outer loop
+ *   it has more than one piece and double buffers (the loop's slices, slice_slots): read in
+ *   place where its storage is reachable (host memory, a caller's buffer, an outer loop's
+ *   operand), else written into the device's buffers from the caller's host tensor: with two,
+ *   in turn, the next piece's while a piece computes (double buffering); with one, each
+ *   piece's behind the piece before it; an input an outer loop
  *   passes whole to a body that streams it is not held at all, and the body's state keeps the
  *   host tensor behind it (pass_inputs), so the inner loop writes its slices from there;
  * - a concat result the body computes into storage of its own is computed straight into its
  *   slot of the loop's result (loom__loop_result_in_place); the others are copied there;
+ * - a dot whose result the loop sums is computed into the loop's result itself, where the
+ *   backend can add a product to what is there (dot_into_sum);
  * - the other results of piece 0 are copied into the loop's results, which then accumulate:
  *   sum, prod, max and min by the binary op in place; argmax/argmin and topk pairs by the ops
  *   of a small merge graph built once per run, and the backend's merge_index for the indices.
@@ -730,16 +733,19 @@ typedef struct loop_body {
 } loop_body;
 
 /* A streamed operand's slices, held for the whole run of the loop: the meter counts one
- * full piece's slice, two where the loop has more than one piece (loom__loop_scratch_bytes:
- * the next piece's slice is brought in while a piece runs). Where the slices are written from
- * the caller's host tensor (`from`), they go into two device buffers in turn: piece i + 1's
- * is written ahead (loom__buffer_write_ahead, on the device's transfer queue) while piece i's
- * kernels run, and joined to the device's queue when piece i + 1 begins. Elsewhere (host
- * memory, a caller's buffer, an outer loop's slice) they are read in place and only counted. */
+ * full piece's slice, two where the loop has more than one piece and its slices say 2
+ * (loom__loop_scratch_bytes: the next piece's slice is brought in while a piece runs). Where
+ * the slices are written from the caller's host tensor (`from`), they go into the device
+ * buffers in turn: with two, piece i + 1's is written ahead (loom__buffer_write_ahead, on the
+ * device's transfer queue) while piece i's kernels run, and joined to the device's queue when
+ * piece i + 1 begins; with one, piece i's is written when it begins, behind piece i - 1's
+ * kernels. Elsewhere (host memory, a caller's buffer, an outer loop's slice) they are read in
+ * place and only counted. */
 typedef struct slice_slots {
   block b[2];              /* the device buffers of the written slices */
+  int32_t count;           /* how many: 1, or 2 to double buffer */
   int64_t slice;           /* one full piece's slice, in bytes */
-  int64_t counted;         /* what the meter counts for them: slice, or 2 slice */
+  int64_t counted;         /* what the meter counts for them: count slices */
   const loom_tensor *from; /* the caller's host tensor written from; NULL: read in place */
 } slice_slots;
 
@@ -955,13 +961,13 @@ static int64_t slice_offset(const loop_run *lr, int32_t p, int64_t lo) {
   return ov->offset + (r->axis >= 0 ? (r->offset + lo) * ov->strides[r->axis] : 0);
 }
 
-/* Writes piece i's slice of operand p into its buffer (slot i % 2), from the caller's host
- * tensor: ahead, beside the kernels queued so far (the buffer's last readers, piece i - 2,
- * are among them). The slice is one run of that tensor's bytes: it is C-order and whole, and a
+/* Writes piece i's slice of operand p into its buffer (slot i % count), from the caller's
+ * host tensor: ahead, beside the kernels queued so far (the buffer's last readers, piece
+ * i - count, are among them). The slice is one run of that tensor's bytes: it is C-order and whole, and a
  * streamed slice's axes before the sliced one have length 1 (loom__value_streamed). */
 static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   slice_slots *sl = &lr->slots[p];
-  block *b = &sl->b[i % 2];
+  block *b = &sl->b[i % sl->count];
   int64_t lo = i * lr->l->piece, len = LOOM_MIN(lr->l->piece, lr->l->n - lo);
   int64_t bytes = sl->slice / lr->l->piece * len; /* the slice is linear in its axis' length */
   loom__dview slice = lr->operands[p];
@@ -998,12 +1004,13 @@ static loom_status slots_init(loop_run *lr) {
     slice_slots *sl = &lr->slots[p];
     loom_status s = loom_type_bytes(&b->values[b->params[p]].type, &sl->slice);
     if (s) return s;
-    int32_t count = lr->trips > 1 ? 2 : 1;
+    int32_t count = lr->trips > 1 ? lr->l->slices : 1;
     char what[96] = "";
     bool fits = o->meter->limit <= 0 || count * sl->slice <= o->meter->limit - o->meter->in_use;
     if (!fits) slots_what(lr, p, count, what, sizeof what); /* labels only for messages */
     if ((s = loom__meter_take(o->meter, count * sl->slice, what))) return s;
     sl->counted = count * sl->slice;
+    sl->count = count;
     sl->from = lr->operands[p].buffer || o->be->host_memory ? NULL : host_source(o, lr->op->inputs[p]);
     if (!sl->from || sl->slice == 0) {
       sl->from = NULL;
@@ -1038,8 +1045,9 @@ static void slots_deinit(loop_run *lr) {
 /* Parameter p's slice for piece i: read in place at element offset off of the operand's
  * storage where it is reachable (host memory, a caller's buffer, an outer loop's slice;
  * without a buffer or a host tensor behind it the operand is empty), else its buffer, whose
- * write the device's queue now waits for; then piece i + 1's slice is written ahead into the
- * other buffer, beside piece i's kernels (queued after this). The slots hold the counts. */
+ * write the device's queue now waits for (with one buffer, written now: piece 0's was in
+ * slots_init); then, with two, piece i + 1's slice is written ahead into the other buffer,
+ * beside piece i's kernels (queued after this). The slots hold the counts. */
 static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t i, int64_t off) {
   int32_t id = st->g->params[p];
   slice_slots *sl = &lr->slots[p];
@@ -1048,14 +1056,15 @@ static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t 
     st->data[id] = lr->operands[p].buffer;
     return LOOM_OK;
   }
-  block *b = &sl->b[i % 2];
-  loom_status s = loom__buffer_join(b->buffer);
+  block *b = &sl->b[i % sl->count];
+  loom_status s = sl->count == 1 && i > 0 ? slice_write(lr, p, i) : LOOM_OK;
+  if (!s) s = loom__buffer_join(b->buffer);
   if (!s) s = loom_buffer_acquire(b->buffer, st->node, LOOM_ACCESS_READ, &b->handle);
   if (s) return s;
   b->acquired = true;
   b->ptr = b->handle.object ? b->handle.object : b->handle.ptr;
   st->data[id] = b->ptr;
-  return i + 1 < lr->trips ? slice_write(lr, p, i + 1) : LOOM_OK;
+  return sl->count == 2 && i + 1 < lr->trips ? slice_write(lr, p, i + 1) : LOOM_OK;
 }
 
 /* Binds the body's parameters and in-place results to piece i, [lo, lo + len). */
