@@ -84,10 +84,21 @@ typedef struct exec_state {
   bool nested;
   loom_tensor *passed;     /* per parameter: the host input its loop passed through whole */
   int64_t *base_off;       /* per base value: element offset of its storage in data[] */
-  uint8_t *bound;          /* per value: storage bound by the loop, never allocated here */
+  uint8_t *bound;          /* per value: storage bound by the loop (a bound_kind), never allocated here */
   struct exec_state *root; /* the run's top state (itself at the top) */
   deferred *deferred;      /* the top state's: freed after the run synchronized */
 } exec_state;
+
+/* How a nested state's value is bound to storage its loop (or fused op) owns (exec_state.bound). */
+enum bound_kind {
+  BOUND_NONE,
+  BOUND_SLOT, /* a slot of a result: written in place, counted as part of that result */
+  /* A dot whose result a loop sums (dot_into_sum): computed in the loop's sum itself, counted
+   * as the piece's result all the same, so the meter still follows the estimate; the first
+   * piece writes the sum, the others add to it (loom__op_call.accumulate). */
+  BOUND_SUM_FIRST,
+  BOUND_SUM_ADD,
+};
 
 static loom_status run_loop(exec_state *st, const loom__op *op);
 static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const loom__dview *in,
@@ -274,7 +285,15 @@ static loom_status alloc_outputs(exec_state *st, const loom__op *op) {
       if (!st->fill_slot) st->data[id] = st->scalars[id]; /* devices: set up front (fills_init) */
       continue;
     }
-    if (!l->owns || (st->bound && st->bound[id])) continue;
+    if (!l->owns) continue;
+    if (st->bound && st->bound[id]) {
+      int64_t bytes;
+      loom_status s = LOOM_OK;
+      if (st->bound[id] >= BOUND_SUM_FIRST && !(s = loom_type_bytes(&st->g->values[id].type, &bytes)))
+        s = take(st, id, bytes);
+      if (s) return s;
+      continue;
+    }
     if (op->kind == LOOM_OP_CONSTANT) {
       if (!st->be->host_memory) { /* written in from the graph */
         loom_status s = take_written(st, id, op->const_bytes, op->const_data);
@@ -354,7 +373,8 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
                           .in = ins,
                           .out = out_views,
                           .scratch = scratch.ptr,
-                          .scratch_bytes = scratch_bytes};
+                          .scratch_bytes = scratch_bytes,
+                          .accumulate = st->bound && st->bound[op->outputs[0]] == BOUND_SUM_ADD};
     /* Under a limit the estimate is a promise: no temporaries beyond the scratch. */
     if (st->meter->limit == 0) {
       call.temp_take = temp_take;
@@ -905,6 +925,28 @@ static loom_status pass_inputs(loop_run *lr, exec_state *st) {
   return LOOM_OK;
 }
 
+/* Whether result j of the loop, summed across pieces, is a dot the backend can compute into the
+ * loop's sum itself (BOUND_SUM_*): the body's own storage for it (not a view, returned once,
+ * read by nothing else in the body, which would see the running sum), and the sum dense and of
+ * its type. A nested dot's inner loop (k in pieces) then clears no piece buffer and runs no add:
+ * OpenBLAS's clearing of each piece's output (beta = 0) was about a sixth of its time. */
+static bool dot_into_sum(const loop_run *lr, const exec_state *st, int32_t j) {
+  const loom_graph *g = st->g;
+  const loom__dview *res = &lr->results[j];
+  int32_t v = g->outputs[j], o = g->values[v].op;
+  if (!st->be->dot_accumulates || lr->l->combines[j].combine != LOOM_COMBINE_SUM || o < 0 ||
+      g->ops[o].kind != LOOM_OP_DOT || st->layouts[v].base != v || !st->layouts[v].owns ||
+      st->layouts[v].offset != 0 || !res->buffer || !dview_dense(res) ||
+      !loom_type_equal(&res->type, &g->values[v].type))
+    return false;
+  for (int32_t k = 0; k < g->n_outputs; k++)
+    if (k != j && g->outputs[k] == v) return false;
+  for (int32_t i = 0; i < g->n_ops; i++)
+    for (int32_t k = 0; k < g->ops[i].n_inputs; k++)
+      if (g->ops[i].inputs[k] == v) return false;
+  return true;
+}
+
 /* The state for body g: parameters laid out as the operands are (their strides), held through
  * the piece (the estimate counts a streamed slice so), in-place results bound. */
 static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
@@ -930,8 +972,10 @@ static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
   for (int32_t i = 0; i < g->n_ops; i++) b->order[i] = i;
   compute_last_use(st, b->order);
   for (int32_t p = 0; p < g->n_params; p++) st->last_use[g->params[p]] = INT32_MAX;
-  for (int32_t j = 0; j < lr->op->n_outputs; j++)
-    if (loom__loop_result_in_place(lr->outer->g, lr->op, j)) st->bound[g->outputs[j]] = 1;
+  for (int32_t j = 0; j < lr->op->n_outputs; j++) {
+    if (loom__loop_result_in_place(lr->outer->g, lr->op, j)) st->bound[g->outputs[j]] = BOUND_SLOT;
+    if (dot_into_sum(lr, st, j)) st->bound[g->outputs[j]] = BOUND_SUM_FIRST;
+  }
   return LOOM_OK;
 }
 
@@ -1085,6 +1129,11 @@ static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t i, int64_t l
     if (!st->bound[v]) continue;
     const loom__dview *res = &lr->results[j];
     st->data[v] = res->buffer;
+    if (st->bound[v] >= BOUND_SUM_FIRST) { /* the sum itself: written by piece 0, added to after */
+      st->bound[v] = i == 0 ? BOUND_SUM_FIRST : BOUND_SUM_ADD;
+      st->base_off[v] = res->offset;
+      continue;
+    }
     st->base_off[v] = res->offset + lo * res->strides[lr->l->combines[j].axis];
   }
   return LOOM_OK;
@@ -1251,8 +1300,8 @@ static loom_status piece_result(loop_run *lr, exec_state *st, int32_t j, int64_t
   bool pair = c->combine == LOOM_COMBINE_ARGMAX || c->combine == LOOM_COMBINE_ARGMIN ||
               c->combine == LOOM_COMBINE_TOPK;
   if (c->combine == LOOM_COMBINE_INDEX || elements_of(&res->type) == 0) return LOOM_OK;
+  if (st->bound[st->g->outputs[j]]) return LOOM_OK; /* computed in place: its slot, or the sum */
   if (c->combine == LOOM_COMBINE_CONCAT) {
-    if (st->bound[st->g->outputs[j]]) return LOOM_OK; /* computed in place */
     if (lr->streams_out[j]) return stream_out(lr, st, j, lo);
     loom__dview slot = *res;
     slot.type = v.type;
