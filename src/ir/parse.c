@@ -27,11 +27,11 @@
  * - Columns count bytes from 1. Outside comments the text is ASCII; comments may hold any
  *   UTF-8. A NUL byte or invalid UTF-8 anywhere fails before parsing starts, at that byte, so
  *   a binary file gets one clear message. A leading UTF-8 byte order mark is skipped.
- * - Loops (docs/ir-loops.md): `in`, `out` and a loop's `n`, `piece` and `slices` are keywords only where
- *   a loop reads them; a value may still be named in, out or loop. A body is a graph of its own
- *   (named "body"): it sees only its own names, outer values entering through its `in` lines,
- *   and its names end with it. Its lines are separated as a graph's are (line ends or ';').
- *   Bodies nest at most LIR_MAX_LOOP_DEPTH deep. A loop takes no `: TYPE`.
+ * - Loops (docs/ir-loops.md): `in`, `out` and a loop's `n`, `piece` and `slices` are keywords
+ *   only where a loop reads them; a value may still be named in, out or loop. A body is a graph
+ *   of its own (named "body"): it sees only its own names, outer values entering through its
+ *   `in` lines, and its names end with it. Its lines are separated as a graph's are (line ends
+ *   or ';'). Bodies nest at most LIR_MAX_LOOP_DEPTH deep. A loop takes no `: TYPE`.
  * - Constants: a scalar is written bare (`constant 2 : f32[]`) or as a one-element list; c64
  *   and c128 take N real parts or 2N numbers interleaved re,im; bool takes true/false/0/1;
  *   integer dtypes take integral numbers in their range; a finite number that overflows its

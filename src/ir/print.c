@@ -18,11 +18,10 @@
  *   largest axes keepdims to value shape perm start stop step reps stride padding dilation
  *   groups), so IR.md's statements print back as IR.md writes them.
  * - A loop (docs/ir-loops.md) prints as a block, its body two spaces deeper (slices only where
- *   not the default, 2): one `in` line per
- *   parameter (axis only for a sliced operand, offset only where not 0), the body's ops, one
- *   `out` line per result (concat with its axis; topk with axis, k and largest), and no
- *   ': TYPE'. The body's values are labelled in the body's own graph (v<id> counts its values),
- *   which is the scope the parser reads them in.
+ *   not the default, 2): one `in` line per parameter (axis only for a sliced operand, offset
+ *   only where not 0), the body's ops, one `out` line per result (concat with its axis; topk
+ *   with axis, k and largest), and no ': TYPE'. The body's values are labelled in the body's
+ *   own graph (v<id> counts its values), which is the scope the parser reads them in.
  * - Every other single-result statement ends in ': TYPE'. topk, the one multi-result op, has none:
  *   its results have different types and IR.md's grammar has room for one; its types follow
  *   from the operand anyway. (The parser also accepts one type, for the first result, or one
