@@ -228,7 +228,7 @@ loom_plan_test(mem_limit_bad RC 2 ARGS ${knn} MEM_LIMIT cpu0:1MiB,ocl0
 
 # ---- loops (issue 13): plans that do not grow with the pieces, inputs larger than a limit ----
 loom_plan_test(loop_one_line ARGS ${LOOM_PLAN_DATA}/huge_streamed.lir --limit 1MiB
-  STDOUT_REGEX "\n  loop y: 12582961 pieces of 87381 \\(the last 16\\), slicing x axis 0; body of 1 op: mul\n.*stage 0: runner 0 \\(cpu0, limit 1\\.00 MiB\\)")
+  STDOUT_REGEX "\n  loop y: 8388608 pieces of 131072, slicing x axis 0; body of 1 op: mul\n.*stage 0: runner 0 \\(cpu0, limit 1\\.00 MiB\\)")
 loom_plan_test(knn_million ARGS ${LOOM_PLAN_DATA}/knn_million.lir --limit 64MiB
   STDOUT_REGEX "\n  loop val,idx: [0-9]+ pieces of [0-9]+[^\n]*, slicing x axis 0; body of [0-9]+ ops:[a-z_ ]* topk\n.*plan for graph 'knn_million': 1 stage on 1 runner")
 loom_plan_test(input_larger_than_every_limit ARGS ${LOOM_PLAN_DATA}/chain_big_input.lir

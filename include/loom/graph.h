@@ -239,6 +239,18 @@ LOOM_API loom_status loom_graph_add_loop(loom_graph *graph, int64_t n, int64_t p
  * figures; any out pointer may be NULL. Errors: INVALID_ARGUMENT (not a loop, bad index). */
 LOOM_API loom_status loom_graph_loop_get(const loom_graph *graph, int32_t index, const loom_graph **out_body,
                                          int64_t *out_n, int64_t *out_piece);
+/* How many slices of each streamed operand (docs/ir-loops.md, Memory) loop op `index` holds
+ * through its run where it runs more than one piece: 2 (LOOM_LOOP_SLICES_DEFAULT, every loop
+ * loom_graph_add_loop makes), the piece's and the next one's, which a device with memory of
+ * its own writes while the piece computes (double buffering); or 1, where there is no copy to
+ * overlap (cpu0 reads host memory in place) and the room is better spent on longer pieces.
+ * The estimate counts what this says, and the executor holds no more. The chunk rewrite sets
+ * it from loom_optimize_options.slices. Errors: INVALID_ARGUMENT (not a loop, slices not 1 or
+ * 2; the loop is unchanged). */
+#define LOOM_LOOP_SLICES_DEFAULT 2
+LOOM_API loom_status loom_graph_loop_set_slices(loom_graph *graph, int32_t index, int32_t slices);
+/* The slices of loop op `index` (1 or 2); 0 when it is not a loop. */
+LOOM_API int32_t loom_graph_loop_slices(const loom_graph *graph, int32_t index);
 /* The rule of operand k and the combine of result k of loop op `index`. Errors:
  * INVALID_ARGUMENT (not a loop, k out of range, NULL out). */
 LOOM_API loom_status loom_graph_loop_input_rule(const loom_graph *graph, int32_t index, int32_t k,

@@ -159,6 +159,12 @@ typedef struct loom_optimize_options {
    * then fuse as before. The runtime's answer is loom_fused_body_runs_everywhere. */
   bool (*fused_runs)(const loom_graph *body);
   loom_distance_form distance_form; /* the "distance" rewrite's form; AUTO (0) by default */
+  /* The slices of each streamed operand the chunk rewrite's loops hold
+   * (loom_graph_loop_set_slices): 2 to double buffer (a device with memory of its own copies
+   * the next piece's slice in while a piece computes), 1 where nothing would overlap (cpu0
+   * reads host memory in place), so the pieces can be longer; 0: loom_graph_optimize_for_runners
+   * chooses for its runners, and loom_graph_optimize takes LOOM_LOOP_SLICES_DEFAULT (2). */
+  int32_t slices;
 } loom_optimize_options;
 
 /* True when every backend of this build runs the fused body `body` (the body graph of a
@@ -193,11 +199,15 @@ LOOM_API loom_status loom_graph_optimize(const loom_graph *graph, const loom_opt
                                          loom_graph **out_graph, loom_rewrite_report *report);
 
 /* Prepares `graph` for `runners`: rewrites it (opts may be NULL; its limit is ignored) with
- * chunking to the largest runner limit. Where chunking cannot fit the whole graph under that
- * limit (it holds more at once than any runner, though its parts fit), it rewrites without
- * chunking instead, so that loom_plan_split_by_memory cuts it into stages; `note` (may be
- * NULL) then says why, else it is set to "". With no runners, no chunking. Caller owns
- * *out_graph. Errors: as loom_graph_optimize. */
+ * chunking to the largest runner limit. Unless opts->slices says otherwise, its loops hold one
+ * slice of a streamed operand where every runner is a cpu device (host memory: no copy to
+ * overlap), two where one has memory of its own (double buffering), or one there too with
+ * LOOM_WRITE_AHEAD=0 (the next slice is then written behind the piece, not beside it). Where
+ * chunking cannot fit the whole graph under that limit (it holds more at once than any runner,
+ * though its parts fit), it rewrites without chunking instead, so that
+ * loom_plan_split_by_memory cuts it into stages; `note` (may be NULL) then says why, else it
+ * is set to "". With no runners, no chunking. Caller owns *out_graph. Errors: as
+ * loom_graph_optimize. */
 LOOM_API loom_status loom_graph_optimize_for_runners(const loom_graph *graph, const loom_runner *runners,
                                                      int32_t n_runners, const loom_optimize_options *opts,
                                                      loom_graph **out_graph, loom_rewrite_report *report,

@@ -47,6 +47,10 @@ typedef struct loom__op_call {
   const loom__dview *out;
   void *scratch;
   int64_t scratch_bytes;
+  /* A dot only, on a backend whose dot_accumulates is set: out[0] += the product instead of
+   * out[0] = it (a loop summing the partial dots of its pieces over k has each piece's written
+   * into the sum itself: no piece buffer to clear, no add after it). */
+  bool accumulate;
   loom_status (*temp_take)(void *temp_ctx, int64_t bytes, void **out_buffer);
   void (*temp_give)(void *temp_ctx, void *buffer, int64_t bytes);
   void *temp_ctx;
@@ -103,6 +107,7 @@ typedef loom_status (*loom__merge_index_fn)(void *dev, int64_t total, int64_t k,
 typedef struct loom__backend {
   const char *name;
   bool host_memory;
+  bool dot_accumulates; /* run_op honours loom__op_call.accumulate for a dot */
   loom_status (*open)(const struct loom__device *device, struct loom_mem_manager *memory, int32_t node,
                       void **out_dev);
   void (*close)(void *dev);

@@ -67,6 +67,7 @@ typedef struct region {
    * copy of `outer` at loop op `outer_op`, and measured there. NULL at the top. */
   const loom_graph *outer;
   int32_t outer_op;
+  int32_t slices; /* the loop's streamed slices (loom_optimize_options.slices) */
 } region;
 
 static int64_t norm_axis(int64_t axis, int32_t rank) {
@@ -629,6 +630,7 @@ static loom_status emit_loop(const region *r, int64_t c, loom_graph **out) {
   if (!s)
     s = loom_graph_add_loop(rb.dst, r->extent, c, bb.body, operands, bb.rules, bb.n_params, bb.combines,
                             bb.n_rets, outs);
+  if (!s) s = loom_graph_loop_set_slices(rb.dst, rb.dst->n_ops - 1, r->slices);
   int32_t next = 0;
   for (int32_t j = 0; !s && j < r->n_sinks; j++) s = finish_sink(r, &rb, r->sinks[j], outs, &next);
   for (int32_t o = 0; !s && o < g->n_ops; o++)
@@ -727,6 +729,7 @@ static loom_status loop_step_peak(const region *r, int64_t c, int64_t *peak) {
  * for the refusal's message. */
 typedef struct chunk_search {
   int64_t limit;
+  int32_t slices; /* of every loop it makes (loom_optimize_options.slices) */
   int64_t least;
   /* A cut that does not fit alone but lowers the graph's peak (below `current`): taken when
    * no cut fits, so a later round can cut what is left (two inputs each larger than the
@@ -809,7 +812,7 @@ static loom_status nested_try(const region *r, int64_t c, int64_t limit, loom_gr
     if (cand->ops[i].loop && cand->ops[i].loop->n == r->extent && cand->ops[i].loop->piece == c) o = i;
   int64_t peak = 0;
   if (o >= 0 && !(s = peak_of(cand, &peak))) {
-    chunk_search inner = {.limit = limit, .least = INT64_MAX, .current = peak};
+    chunk_search inner = {.limit = limit, .slices = r->slices, .least = INT64_MAX, .current = peak};
     s = nested_round(cand, o, &inner, out, detail, detail_size);
     loom_graph_destroy(inner.fallback);
   }
@@ -989,6 +992,7 @@ static loom_status try_cut(const loom_graph *g, const loom_graph *outer, int32_t
     s = region_build(&r, g, sink, mode, axis, attempt == 0);
     r.outer = outer;
     r.outer_op = outer_op;
+    r.slices = cs->slices;
     bool alone = s == LOOM_OK && r.n_sinks == 1;
     if (!s && r.extent < 2) s = LOOM_ERR_UNSUPPORTED;
     if (!s) s = best_piece(&r, cs, out, &c);
@@ -1103,6 +1107,7 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
                                 loom_rewrite_report *report) {
   *out = NULL;
   int64_t limit = opts ? opts->limit : 0;
+  int32_t slices = opts && opts->slices ? opts->slices : LOOM_LOOP_SLICES_DEFAULT;
   loom_graph *cur;
   loom_status s = loom_graph_clone(g, &cur);
   if (s || limit <= 0) {
@@ -1126,7 +1131,7 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     }
     char detail[256];
     loom_graph *next = NULL;
-    chunk_search cs = {.limit = limit, .least = INT64_MAX, .current = e.peak_bytes};
+    chunk_search cs = {.limit = limit, .slices = slices, .least = INT64_MAX, .current = e.peak_bytes};
     int32_t peak_op = e.steps[e.peak_step].op;
     s = chunk_round(cur, NULL, 0, peak_op, &cs, &next, detail, sizeof detail);
     if (s == LOOM_ERR_UNSUPPORTED && !cs.fallback && cur->ops[peak_op].loop)

@@ -315,9 +315,9 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
   loom__free(free_base);
   loom__free(layouts);
   /* A streamed operand's slices are held through the loop's run: one piece's, and where there
-   * is a next piece, its slice too, brought in while the piece runs (double buffering: the
-   * executor's slice_slots). */
-  int64_t slices = loom__loop_trips(l) > 1 ? 2 : 1;
+   * is a next piece and the loop double buffers (slices=2), its slice too, brought in while the
+   * piece runs (the executor's slice_slots). */
+  int64_t slices = loom__loop_trips(l) > 1 ? l->slices : 1;
   for (int32_t i = 0; i < op->n_inputs; i++) {
     int64_t bytes = 0;
     const loom_loop_input *r = &l->rules[i];

@@ -404,6 +404,7 @@ static loom_status emit(const fuse_state *fs, loom_graph *const *bodies, loom_gr
       const loom__loop *l = op->loop;
       s = loom_graph_add_loop(rb.dst, l->n, l->piece, bodies[o], ins, l->rules, op->n_inputs, l->combines,
                               op->n_outputs, outs);
+      if (!s) rb.dst->ops[rb.dst->n_ops - 1].loop->slices = l->slices;
       for (int32_t k = 0; !s && k < op->n_outputs; k++) loom__rebuild_set(&rb, op->outputs[k], outs[k]);
       continue;
     }

@@ -359,6 +359,9 @@ loom_status loom_graph_verify(const loom_graph *g) {
       if (o->inputs[j] < 0 || o->inputs[j] >= g->n_values || (g->values[o->inputs[j]].op >= i))
         return loom__error(LOOM_ERR_INTERNAL, "%s (op %d): operand %d is not defined before it",
                            loom_op_name(o->kind), (int)i, (int)j + 1);
+    if (o->loop && o->loop->slices != 1 && o->loop->slices != 2)
+      return loom__error(LOOM_ERR_INTERNAL, "loop (op %d): slices=%d, not 1 or 2", (int)i,
+                         (int)o->loop->slices);
   }
   return LOOM_OK;
 }

@@ -55,6 +55,9 @@ typedef struct loom__loop {
   int64_t n, piece;
   loom_loop_input *rules;     /* per operand, owned */
   loom_loop_output *combines; /* per result, owned */
+  /* Slices of each streamed operand held through the run (loom_graph_loop_set_slices): 2 to
+   * bring the next piece's in while a piece runs, 1 where nothing would overlap (cpu0). */
+  int32_t slices;
 } loom__loop;
 
 typedef struct loom__op {

@@ -37,6 +37,7 @@ static loom__loop *loop_make(const loom_graph *body, int64_t n, int64_t piece, c
   if (!l) return NULL;
   l->n = n;
   l->piece = piece;
+  l->slices = LOOM_LOOP_SLICES_DEFAULT;
   l->rules = loom__malloc(sizeof *rules * (size_t)LOOM_MAX(n_rules, 1));
   l->combines = loom__malloc(sizeof *combines * (size_t)LOOM_MAX(n_combines, 1));
   if (!l->rules || !l->combines || loom_graph_clone(body, &l->body)) {
@@ -49,7 +50,10 @@ static loom__loop *loop_make(const loom_graph *body, int64_t n, int64_t piece, c
 }
 
 loom__loop *loom__loop_clone(const loom__loop *l) {
-  return loop_make(l->body, l->n, l->piece, l->rules, l->body->n_params, l->combines, l->body->n_outputs);
+  loom__loop *c =
+      loop_make(l->body, l->n, l->piece, l->rules, l->body->n_params, l->combines, l->body->n_outputs);
+  if (c) c->slices = l->slices;
+  return c;
 }
 
 int64_t loom__loop_trips(const loom__loop *l) {
@@ -337,6 +341,7 @@ static loom_status retype(const loom_graph *b, const int32_t *param_axis, const 
       if (!s)
         s = loom_graph_add_loop(g, in->n, in->piece, inner ? inner : in->body, ins, in->rules, op->n_inputs,
                                 in->combines, op->n_outputs, outs);
+      if (!s) g->ops[g->n_ops - 1].loop->slices = in->slices;
       loom_graph_destroy(inner);
     } else if (op->kind == LOOM_OP_FUSED) {
       /* a fused body reading the piece is retyped as the loop's own body is */
@@ -604,4 +609,22 @@ loom_status loom_graph_loop_output_combine(const loom_graph *g, int32_t index, i
                        "loom_graph_loop_output_combine: no result %d of a loop at op %d", (int)k, (int)index);
   *out = g->ops[index].loop->combines[k];
   return LOOM_OK;
+}
+
+loom_status loom_graph_loop_set_slices(loom_graph *g, int32_t index, int32_t slices) {
+  if (!g || index < 0 || index >= g->n_ops || !g->ops[index].loop)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_loop_set_slices: op %d is not a loop",
+                       (int)index);
+  if (slices != 1 && slices != 2)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loop: slices=%d: a loop holds 1 or 2 slices of a streamed operand (2: the next "
+                       "piece's is brought in while a piece runs)",
+                       (int)slices);
+  g->ops[index].loop->slices = slices;
+  return LOOM_OK;
+}
+
+int32_t loom_graph_loop_slices(const loom_graph *g, int32_t index) {
+  if (!g || index < 0 || index >= g->n_ops || !g->ops[index].loop) return 0;
+  return g->ops[index].loop->slices;
 }

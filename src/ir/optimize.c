@@ -66,6 +66,11 @@ static loom_status check_options(const loom_optimize_options *opts) {
     return loom__error(LOOM_ERR_INVALID_ARGUMENT,
                        "loom_graph_optimize: distance_form %d is not a loom_distance_form",
                        (int)opts->distance_form);
+  if (opts->slices < 0 || opts->slices > 2)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loom_graph_optimize: slices=%d: a loop holds 1 or 2 slices of a streamed operand "
+                       "(0: the default)",
+                       (int)opts->slices);
   for (int32_t i = 0; i < opts->n_disabled; i++) {
     const char *name = opts->disabled[i];
     bool known = false;

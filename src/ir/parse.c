@@ -27,11 +27,11 @@
  * - Columns count bytes from 1. Outside comments the text is ASCII; comments may hold any
  *   UTF-8. A NUL byte or invalid UTF-8 anywhere fails before parsing starts, at that byte, so
  *   a binary file gets one clear message. A leading UTF-8 byte order mark is skipped.
- * - Loops (docs/ir-loops.md): `in`, `out` and a loop's `n` and `piece` are keywords only where
- *   a loop reads them; a value may still be named in, out or loop. A body is a graph of its own
- *   (named "body"): it sees only its own names, outer values entering through its `in` lines,
- *   and its names end with it. Its lines are separated as a graph's are (line ends or ';').
- *   Bodies nest at most LIR_MAX_LOOP_DEPTH deep. A loop takes no `: TYPE`.
+ * - Loops (docs/ir-loops.md): `in`, `out` and a loop's `n`, `piece` and `slices` are keywords
+ *   only where a loop reads them; a value may still be named in, out or loop. A body is a graph
+ *   of its own (named "body"): it sees only its own names, outer values entering through its
+ *   `in` lines, and its names end with it. Its lines are separated as a graph's are (line ends
+ *   or ';'). Bodies nest at most LIR_MAX_LOOP_DEPTH deep. A loop takes no `: TYPE`.
  * - Constants: a scalar is written bare (`constant 2 : f32[]`) or as a one-element list; c64
  *   and c128 take N real parts or 2N numbers interleaved re,im; bool takes true/false/0/1;
  *   integer dtypes take integral numbers in their range; a finite number that overflows its
@@ -814,6 +814,7 @@ typedef struct loop_parts {
   bool fused;       /* a fused op's block (docs/ir-fusion.md): no attributes, rules or combines */
   const char *what; /* "loop" or "fused op", for messages */
   int64_t n, piece;
+  int64_t slices;       /* 0: not given (the default, LOOM_LOOP_SLICES_DEFAULT) */
   loom_value *operands; /* the outer values, one per 'in' line */
   loom_loop_input *rules;
   int32_t n_in, cap_operands, cap_rules;
@@ -848,11 +849,12 @@ static loom_status parse_fused_header(parser *p) {
   return next(p);
 }
 
-/* "n" "=" INT "piece" "=" INT "{", in either order; the '{' is consumed. */
+/* "n" "=" INT "piece" "=" INT ["slices" "=" INT] "{", in any order; the '{' is consumed. */
 static loom_status parse_loop_header(parser *p, loop_parts *lp) {
   DESC_BUF;
   if (lp->fused) return parse_fused_header(p);
-  bool have[2] = {false, false}; /* n, piece */
+  bool have[3] = {false, false, false}; /* n, piece, slices */
+  static const char *const names[3] = {"n", "piece", "slices"};
   token after;
   while (p->tok.kind == LOOM_TOK_IDENT) {
     token key = p->tok;
@@ -860,13 +862,23 @@ static loom_status parse_loop_header(parser *p, loop_parts *lp) {
     if (!loom__tok_punct(&after, '='))
       return FAIL(&key, "loop: takes no operands, found %s (the body's 'in' lines name what it reads)",
                   DESC(&key));
-    int which = loom__tok_word(&p->lx, &key, "n") ? 0 : loom__tok_word(&p->lx, &key, "piece") ? 1 : -1;
-    if (which < 0) return FAIL(&key, "loop: unknown attribute %s (a loop takes n=N piece=P)", DESC(&key));
-    const char *name = which ? "piece" : "n";
+    int which = -1;
+    for (int k = 0; k < 3 && which < 0; k++)
+      if (loom__tok_word(&p->lx, &key, names[k])) which = k;
+    if (which < 0)
+      return FAIL(&key, "loop: unknown attribute %s (a loop takes n=N piece=P and optionally slices=S)",
+                  DESC(&key));
+    const char *name = names[which];
     if (have[which]) return FAIL(&key, "attribute '%s' is given twice", name);
     TRY(next(p)); /* the key */
     TRY(next(p)); /* '=' */
-    TRY(loop_int(p, "loop", name, which ? &lp->piece : &lp->n));
+    token value = p->tok;
+    TRY(loop_int(p, "loop", name, which == 0 ? &lp->n : which == 1 ? &lp->piece : &lp->slices));
+    if (which == 2 && lp->slices != 1 && lp->slices != 2)
+      return FAIL(&value,
+                  "loop: slices=%lld: a loop holds 1 or 2 slices of a streamed operand (2: the next "
+                  "piece's is brought in while a piece runs)",
+                  (long long)lp->slices);
     have[which] = true;
   }
   token *t = &p->tok;
@@ -1136,6 +1148,7 @@ static loom_status finish_loop(parser *p, const stmt *st, const loop_parts *lp, 
   loom_status s = lp->fused ? loom__graph_add_fused(p->g, body, lp->operands, lp->n_in, outs)
                             : loom_graph_add_loop(p->g, lp->n, lp->piece, body, lp->operands, lp->rules,
                                                   lp->n_in, lp->combines, lp->n_out, outs);
+  if (!s && lp->slices) s = loom_graph_loop_set_slices(p->g, p->g->n_ops - 1, (int32_t)lp->slices);
   if (s) return loom__lex_locate(&p->lx, &lp->loop_tok, s);
   return name_results(p, st, outs);
 }

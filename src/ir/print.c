@@ -4,7 +4,7 @@
  *
  *   graph NAME(p: TYPE, q: TYPE) {
  *     NAMES = OP [DATA] OPERANDS ATTRIBUTES : TYPE
- *     NAMES = loop n=N piece=P {
+ *     NAMES = loop n=N piece=P [slices=S] {
  *       in NAME = OUTER [axis=A] [offset=O]
  *       NAMES = OP ...
  *       out NAME COMBINE [axis=A] [k=K largest=B]
@@ -17,11 +17,11 @@
  * - Attributes: only those set, in one fixed order that follows IR.md's examples (k axis n
  *   largest axes keepdims to value shape perm start stop step reps stride padding dilation
  *   groups), so IR.md's statements print back as IR.md writes them.
- * - A loop (docs/ir-loops.md) prints as a block, its body two spaces deeper: one `in` line per
- *   parameter (axis only for a sliced operand, offset only where not 0), the body's ops, one
- *   `out` line per result (concat with its axis; topk with axis, k and largest), and no
- *   ': TYPE'. The body's values are labelled in the body's own graph (v<id> counts its values),
- *   which is the scope the parser reads them in.
+ * - A loop (docs/ir-loops.md) prints as a block, its body two spaces deeper (slices only where
+ *   not the default, 2): one `in` line per parameter (axis only for a sliced operand, offset
+ *   only where not 0), the body's ops, one `out` line per result (concat with its axis; topk
+ *   with axis, k and largest), and no ': TYPE'. The body's values are labelled in the body's
+ *   own graph (v<id> counts its values), which is the scope the parser reads them in.
  * - Every other single-result statement ends in ': TYPE'. topk, the one multi-result op, has none:
  *   its results have different types and IR.md's grammar has room for one; its types follow
  *   from the operand anyway. (The parser also accepts one type, for the first result, or one
@@ -338,7 +338,9 @@ static void put_indent(sink *s, int32_t indent) {
 static void put_loop(sink *s, const loom_graph *g, const loom__op *o, int32_t indent) {
   const loom__loop *l = o->loop;
   const loom_graph *b = l->body;
-  put(s, " n=%lld piece=%lld {\n", (long long)l->n, (long long)l->piece);
+  put(s, " n=%lld piece=%lld", (long long)l->n, (long long)l->piece);
+  if (l->slices != LOOM_LOOP_SLICES_DEFAULT) put(s, " slices=%d", (int)l->slices);
+  put(s, " {\n");
   for (int32_t i = 0; i < o->n_inputs && i < b->n_params; i++) {
     put_indent(s, indent + 2);
     put(s, "in ");

@@ -78,6 +78,7 @@ loom_status loom__rebuild_copy(loom__rebuild *rb, int32_t op_index) {
                   : op->fused ? loom__graph_add_fused(rb->dst, op->fused, in, op->n_inputs, outs)
                               : loom_graph_add(rb->dst, op->kind, in, op->n_inputs, &op->attrs, type,
                                                op->const_data, outs, op->n_outputs);
+  if (!s && l) rb->dst->ops[rb->dst->n_ops - 1].loop->slices = l->slices;
   rb->dst->cur_line = saved_line;
   rb->dst->cur_col = saved_col;
   if (in != ins) loom__free(in);

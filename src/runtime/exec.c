@@ -89,10 +89,21 @@ typedef struct exec_state {
   bool nested;
   loom_tensor *passed;     /* per parameter: the host input its loop passed through whole */
   int64_t *base_off;       /* per base value: element offset of its storage in data[] */
-  uint8_t *bound;          /* per value: storage bound by the loop, never allocated here */
+  uint8_t *bound;          /* per value: storage bound by the loop (a bound_kind), never allocated here */
   struct exec_state *root; /* the run's top state (itself at the top) */
   deferred *deferred;      /* the top state's: freed after the run synchronized */
 } exec_state;
+
+/* How a nested state's value is bound to storage its loop (or fused op) owns (exec_state.bound). */
+enum bound_kind {
+  BOUND_NONE,
+  BOUND_SLOT, /* a slot of a result: written in place, counted as part of that result */
+  /* A dot whose result a loop sums (dot_into_sum): computed in the loop's sum itself, counted
+   * as the piece's result all the same, so the meter still follows the estimate; the first
+   * piece writes the sum, the others add to it (loom__op_call.accumulate). */
+  BOUND_SUM_FIRST,
+  BOUND_SUM_ADD,
+};
 
 static loom_status run_loop(exec_state *st, const loom__op *op);
 static loom_status run_fused_unfused(exec_state *st, const loom__op *op, const loom__dview *in,
@@ -324,7 +335,15 @@ static loom_status alloc_outputs(exec_state *st, const loom__op *op) {
       if (!st->fill_slot) st->data[id] = st->scalars[id]; /* devices: set up front (fills_init) */
       continue;
     }
-    if (!l->owns || (st->bound && st->bound[id])) continue;
+    if (!l->owns) continue;
+    if (st->bound && st->bound[id]) {
+      int64_t bytes;
+      loom_status s = LOOM_OK;
+      if (st->bound[id] >= BOUND_SUM_FIRST && !(s = loom_type_bytes(&st->g->values[id].type, &bytes)))
+        s = take(st, id, bytes);
+      if (s) return s;
+      continue;
+    }
     if (op->kind == LOOM_OP_CONSTANT) {
       if (!st->be->host_memory) { /* written in from the graph */
         loom_status s = take_written(st, id, op->const_bytes, op->const_data);
@@ -404,7 +423,8 @@ static loom_status run_one(exec_state *st, const loom__op *op) {
                           .in = ins,
                           .out = out_views,
                           .scratch = scratch.ptr,
-                          .scratch_bytes = scratch_bytes};
+                          .scratch_bytes = scratch_bytes,
+                          .accumulate = st->bound && st->bound[op->outputs[0]] == BOUND_SUM_ADD};
     /* Under a limit the estimate is a promise: no temporaries beyond the scratch. */
     if (st->meter->limit == 0) {
       call.temp_take = temp_take;
@@ -753,14 +773,17 @@ static loom_status run_schedule(exec_state *st, const int32_t *order, const loom
  * (ir/estimate.c, loom__loop_scratch_bytes) step for step:
  * - the body's parameters read the operands where they are (views: nothing counted), but the
  *   slices of a streamed operand count their bytes for the loop's whole run, two slices where
- *   it has more than one piece (slice_slots): read in place where its storage is reachable
- *   (host memory, a caller's buffer, an outer loop's operand), else written into two buffers of
- *   the device in turn from the caller's host tensor, the next piece's while a piece computes
- *   (double buffering); an input an outer loop
+ *   it has more than one piece and double buffers (the loop's slices, slice_slots): read in
+ *   place where its storage is reachable (host memory, a caller's buffer, an outer loop's
+ *   operand), else written into the device's buffers from the caller's host tensor: with two,
+ *   in turn, the next piece's while a piece computes (double buffering); with one, each
+ *   piece's behind the piece before it; an input an outer loop
  *   passes whole to a body that streams it is not held at all, and the body's state keeps the
  *   host tensor behind it (pass_inputs), so the inner loop writes its slices from there;
  * - a concat result the body computes into storage of its own is computed straight into its
  *   slot of the loop's result (loom__loop_result_in_place); the others are copied there;
+ * - a dot whose result the loop sums is computed into the loop's result itself, where the
+ *   backend can add a product to what is there (dot_into_sum);
  * - the other results of piece 0 are copied into the loop's results, which then accumulate:
  *   sum, prod, max and min by the binary op in place; argmax/argmin and topk pairs by the ops
  *   of a small merge graph built once per run, and the backend's merge_index for the indices.
@@ -781,16 +804,19 @@ typedef struct loop_body {
 } loop_body;
 
 /* A streamed operand's slices, held for the whole run of the loop: the meter counts one
- * full piece's slice, two where the loop has more than one piece (loom__loop_scratch_bytes:
- * the next piece's slice is brought in while a piece runs). Where the slices are written from
- * the caller's host tensor (`from`), they go into two device buffers in turn: piece i + 1's
- * is written ahead (loom__buffer_write_ahead, on the device's transfer queue) while piece i's
- * kernels run, and joined to the device's queue when piece i + 1 begins. Elsewhere (host
- * memory, a caller's buffer, an outer loop's slice) they are read in place and only counted. */
+ * full piece's slice, two where the loop has more than one piece and its slices say 2
+ * (loom__loop_scratch_bytes: the next piece's slice is brought in while a piece runs). Where
+ * the slices are written from the caller's host tensor (`from`), they go into the device
+ * buffers in turn: with two, piece i + 1's is written ahead (loom__buffer_write_ahead, on the
+ * device's transfer queue) while piece i's kernels run, and joined to the device's queue when
+ * piece i + 1 begins; with one, piece i's is written when it begins, behind piece i - 1's
+ * kernels. Elsewhere (host memory, a caller's buffer, an outer loop's slice) they are read in
+ * place and only counted. */
 typedef struct slice_slots {
   block b[2];              /* the device buffers of the written slices */
+  int32_t count;           /* how many: 1, or 2 to double buffer */
   int64_t slice;           /* one full piece's slice, in bytes */
-  int64_t counted;         /* what the meter counts for them: slice, or 2 slice */
+  int64_t counted;         /* what the meter counts for them: count slices */
   const loom_tensor *from; /* the caller's host tensor written from; NULL: read in place */
 } slice_slots;
 
@@ -963,6 +989,28 @@ static loom_status pass_inputs(loop_run *lr, exec_state *st) {
   return LOOM_OK;
 }
 
+/* Whether result j of the loop, summed across pieces, is a dot the backend can compute into the
+ * loop's sum itself (BOUND_SUM_*): the body's own storage for it (not a view, returned once,
+ * read by nothing else in the body, which would see the running sum), and the sum dense and of
+ * its type. A nested dot's inner loop (k in pieces) then clears no piece buffer and runs no add:
+ * OpenBLAS's clearing of each piece's output (beta = 0) was about a sixth of its time. */
+static bool dot_into_sum(const loop_run *lr, const exec_state *st, int32_t j) {
+  const loom_graph *g = st->g;
+  const loom__dview *res = &lr->results[j];
+  int32_t v = g->outputs[j], o = g->values[v].op;
+  if (!st->be->dot_accumulates || lr->l->combines[j].combine != LOOM_COMBINE_SUM || o < 0 ||
+      g->ops[o].kind != LOOM_OP_DOT || st->layouts[v].base != v || !st->layouts[v].owns ||
+      st->layouts[v].offset != 0 || !res->buffer || !dview_dense(res) ||
+      !loom_type_equal(&res->type, &g->values[v].type))
+    return false;
+  for (int32_t k = 0; k < g->n_outputs; k++)
+    if (k != j && g->outputs[k] == v) return false;
+  for (int32_t i = 0; i < g->n_ops; i++)
+    for (int32_t k = 0; k < g->ops[i].n_inputs; k++)
+      if (g->ops[i].inputs[k] == v) return false;
+  return true;
+}
+
 /* The state for body g: parameters laid out as the operands are (their strides), held through
  * the piece (the estimate counts a streamed slice so), in-place results bound. */
 static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
@@ -988,8 +1036,10 @@ static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
   for (int32_t i = 0; i < g->n_ops; i++) b->order[i] = i;
   compute_last_use(st, b->order);
   for (int32_t p = 0; p < g->n_params; p++) st->last_use[g->params[p]] = INT32_MAX;
-  for (int32_t j = 0; j < lr->op->n_outputs; j++)
-    if (loom__loop_result_in_place(lr->outer->g, lr->op, j)) st->bound[g->outputs[j]] = 1;
+  for (int32_t j = 0; j < lr->op->n_outputs; j++) {
+    if (loom__loop_result_in_place(lr->outer->g, lr->op, j)) st->bound[g->outputs[j]] = BOUND_SLOT;
+    if (dot_into_sum(lr, st, j)) st->bound[g->outputs[j]] = BOUND_SUM_FIRST;
+  }
   return LOOM_OK;
 }
 
@@ -1036,13 +1086,13 @@ static bool window_clip(const loop_run *lr, int32_t p, int64_t lo, int64_t len, 
   return loom__loop_windowed(r) && (first < 0 || first + count > dim);
 }
 
-/* Writes piece i's slice of operand p into its buffer (slot i % 2), from the caller's host
- * tensor: ahead, beside the kernels queued so far (the buffer's last readers, piece i - 2,
- * are among them). The slice is one run of that tensor's bytes: it is C-order and whole, and a
+/* Writes piece i's slice of operand p into its buffer (slot i % count), from the caller's
+ * host tensor: ahead, beside the kernels queued so far (the buffer's last readers, piece
+ * i - count, are among them). The slice is one run of that tensor's bytes: it is C-order and whole, and a
  * streamed slice's axes before the sliced one have length 1 (loom__value_streamed). */
 static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   slice_slots *sl = &lr->slots[p];
-  block *b = &sl->b[i % 2];
+  block *b = &sl->b[i % sl->count];
   const loom__dview *ov = &lr->operands[p];
   int32_t axis = lr->l->rules[p].axis;
   int64_t lo = i * lr->l->piece, len = LOOM_MIN(lr->l->piece, lr->l->n - lo), from, to, head, first, count;
@@ -1100,12 +1150,13 @@ static loom_status slots_init(loop_run *lr) {
     slice_slots *sl = &lr->slots[p];
     loom_status s = loom_type_bytes(&b->values[b->params[p]].type, &sl->slice);
     if (s) return s;
-    int32_t count = lr->trips > 1 ? 2 : 1;
+    int32_t count = lr->trips > 1 ? lr->l->slices : 1;
     char what[96] = "";
     bool fits = o->meter->limit <= 0 || count * sl->slice <= o->meter->limit - o->meter->in_use;
     if (!fits) slots_what(lr, p, count, what, sizeof what); /* labels only for messages */
     if ((s = loom__meter_take(o->meter, count * sl->slice, what))) return s;
     sl->counted = count * sl->slice;
+    sl->count = count;
     sl->from = lr->operands[p].buffer || o->be->host_memory ? NULL : host_source(o, lr->op->inputs[p]);
     if (!sl->from || sl->slice == 0) {
       sl->from = NULL;
@@ -1140,8 +1191,9 @@ static void slots_deinit(loop_run *lr) {
 /* Parameter p's slice for piece i: read in place at element offset off of the operand's
  * storage where it is reachable (host memory, a caller's buffer, an outer loop's slice;
  * without a buffer or a host tensor behind it the operand is empty), else its buffer, whose
- * write the device's queue now waits for; then piece i + 1's slice is written ahead into the
- * other buffer, beside piece i's kernels (queued after this). The slots hold the counts. */
+ * write the device's queue now waits for (with one buffer, written now: piece 0's was in
+ * slots_init); then, with two, piece i + 1's slice is written ahead into the other buffer,
+ * beside piece i's kernels (queued after this). The slots hold the counts. */
 static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t i, int64_t off) {
   int32_t id = st->g->params[p];
   slice_slots *sl = &lr->slots[p];
@@ -1150,8 +1202,9 @@ static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t 
     st->data[id] = lr->operands[p].buffer;
     return LOOM_OK;
   }
-  block *b = &sl->b[i % 2];
-  loom_status s = loom__buffer_join(b->buffer);
+  block *b = &sl->b[i % sl->count];
+  loom_status s = sl->count == 1 && i > 0 ? slice_write(lr, p, i) : LOOM_OK;
+  if (!s) s = loom__buffer_join(b->buffer);
   if (!s) s = loom_buffer_acquire(b->buffer, st->node, LOOM_ACCESS_READ, &b->handle);
   if (s) return s;
   b->acquired = true;
@@ -1161,7 +1214,7 @@ static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t 
    * axes before the window's are longer than 1 (its readers are never views: loop.c) */
   if (loom__loop_windowed(&lr->l->rules[p]))
     loom__view_dense_strides(&st->g->values[id].type, st->layouts[id].strides);
-  return i + 1 < lr->trips ? slice_write(lr, p, i + 1) : LOOM_OK;
+  return sl->count == 2 && i + 1 < lr->trips ? slice_write(lr, p, i + 1) : LOOM_OK;
 }
 
 /* Parameter p for a piece whose window passes its operand's ends: a dense copy of the body's
@@ -1249,6 +1302,11 @@ static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t i, int64_t l
     if (!st->bound[v]) continue;
     const loom__dview *res = &lr->results[j];
     st->data[v] = res->buffer;
+    if (st->bound[v] >= BOUND_SUM_FIRST) { /* the sum itself: written by piece 0, added to after */
+      st->bound[v] = i == 0 ? BOUND_SUM_FIRST : BOUND_SUM_ADD;
+      st->base_off[v] = res->offset;
+      continue;
+    }
     st->base_off[v] = res->offset + lo * res->strides[lr->l->combines[j].axis];
   }
   return LOOM_OK;
@@ -1429,8 +1487,8 @@ static loom_status piece_result(loop_run *lr, exec_state *st, int32_t j, int64_t
   bool pair = c->combine == LOOM_COMBINE_ARGMAX || c->combine == LOOM_COMBINE_ARGMIN ||
               c->combine == LOOM_COMBINE_TOPK;
   if (c->combine == LOOM_COMBINE_INDEX || elements_of(&res->type) == 0) return LOOM_OK;
+  if (st->bound[st->g->outputs[j]]) return LOOM_OK; /* computed in place: its slot, or the sum */
   if (c->combine == LOOM_COMBINE_CONCAT) {
-    if (st->bound[st->g->outputs[j]]) return LOOM_OK; /* computed in place */
     if (lr->streams_out[j]) return stream_out(lr, st, j, lo);
     loom__dview slot = *res;
     slot.type = v.type;

@@ -38,11 +38,12 @@
  * entries, backend.h). A graph input only loops read, each slicing it contiguously or passing
  * it whole to a body whose own loops stream it (loom__value_streamed: a dot's rows outside, its
  * k inside), is not held by the run, at any level: the innermost loop counts its slices for its
- * run, one piece's and, where it runs more than one, the next one's, read in place where the
- * input is reachable (host memory on cpu0, a caller's buffer) and written otherwise into two
- * device buffers used in turn from the caller's host tensor (which every body the input is
- * passed through whole keeps for its parameter): the next piece's slice is written ahead on
- * the device's transfer queue while the piece computes (loom__buffer_write_ahead). What a
+ * run, one piece's and, where it runs more than one and double buffers (the loop's slices,
+ * loom_graph_loop_set_slices), the next one's, read in place where the input is reachable
+ * (host memory on cpu0, a caller's buffer) and written otherwise into device buffers from the
+ * caller's host tensor (which every body the input is passed through whole keeps for its
+ * parameter): with two used in turn, the next piece's slice is written ahead on the device's
+ * transfer queue while the piece computes (loom__buffer_write_ahead). What a
  * piece holds is what loom__loop_scratch_bytes estimates, so a loop's measured peak is its
  * estimate too.
  */

@@ -1,9 +1,25 @@
 /* Rewriting a graph for a set of runners (see loom_graph_optimize_for_runners in plan.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/core.h"
 #include "loom/plan.h"
+
+/* The slices a loop holds of each streamed operand on these runners (loom_optimize_options):
+ * on cpu devices a piece reads its slice in place from host memory, so a second slice would
+ * overlap nothing and only halve the room for the pieces (a dot under a limit ran in pieces
+ * half as long); a device with memory of its own writes the next slice in while a piece
+ * computes, unless LOOM_WRITE_AHEAD=0 puts that write behind the piece. A loop may end up on
+ * any of the runners, so one device that double buffers decides for all. */
+static int32_t slices_for(const loom_runner *runners, int32_t n_runners) {
+  const char *ahead = getenv("LOOM_WRITE_AHEAD");
+  if (ahead && strcmp(ahead, "0") == 0) return 1;
+  for (int32_t i = 0; i < n_runners; i++)
+    if (strncasecmp(runners[i].device, "cpu", 3) != 0) return 2;
+  return 1;
+}
 
 loom_status loom_graph_optimize_for_runners(const loom_graph *graph, const loom_runner *runners,
                                             int32_t n_runners, const loom_optimize_options *opts,
@@ -22,6 +38,7 @@ loom_status loom_graph_optimize_for_runners(const loom_graph *graph, const loom_
     loom_optimize_options_init(&o);
   o.limit = 0;
   for (int32_t i = 0; i < n_runners; i++) o.limit = LOOM_MAX(o.limit, runners[i].limit);
+  if (o.slices == 0) o.slices = slices_for(runners, n_runners);
   loom_status s = loom_graph_optimize(graph, &o, out_graph, report);
   if (s != LOOM_ERR_OUT_OF_MEMORY || o.limit == 0) return s;
   /* The splitter can still fit the graph as several stages: rewrite without chunking. */

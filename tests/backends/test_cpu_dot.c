@@ -138,10 +138,11 @@ static int64_t dot_wrap(loom_dtype dt, uint64_t v) {
   }
 }
 
-/* Compares out (dense, type ot) with the naive product of a and b. Relative tolerance tol
- * against sum |a||b| for float types; exact for integers. */
+/* Compares out (dense, type ot) with the naive product of a and b, added to base (dense, type
+ * ot) where base is not NULL. Relative tolerance tol against sum |a||b| (+ |base|) for float
+ * types; exact for integers (wrapping). */
 static void dot_compare(const loom__view *a, const loom__view *b, const loom_type *ot, const void *out,
-                        double tol) {
+                        const void *base, double tol) {
   int32_t ra = a->type.rank, rb = b->type.rank;
   int32_t nb = ot->rank - (ra >= 2) - (rb >= 2);
   int64_t k = a->type.dims[ra - 1], total = 1;
@@ -154,8 +155,9 @@ static void dot_compare(const loom__view *a, const loom__view *b, const loom_typ
       rem /= ot->dims[d];
     }
     int64_t i = ra >= 2 ? oi[ot->rank - 1 - (rb >= 2)] : 0, j = rb >= 2 ? oi[ot->rank - 1] : 0;
-    double re = 0, im = 0, mag = 0;
-    uint64_t wrapped = 0;
+    double re = base ? dot_get(dt, base, e, 0) : 0, im = base ? dot_get(dt, base, e, 1) : 0;
+    double mag = hypot(re, im);
+    uint64_t wrapped = base && loom_dtype_is_integer(dt) ? (uint64_t)dot_get_int(dt, base, e) : 0;
     for (int64_t q = 0; q < k; q++) {
       int64_t ao = dot_operand_off(a, oi, nb, i, q, true), bo = dot_operand_off(b, oi, nb, q, j, false);
       double ar = dot_get(dt, a->data, ao, 0), ai = dot_get(dt, a->data, ao, 1);
@@ -209,9 +211,39 @@ static void dot_check(const loom__view *a, const loom__view *b, double tol, int 
   if (s)
     loom_test_fail(__FILE__, __LINE__, "loom__cpu_dot: %s", loom_last_error());
   else
-    dot_compare(a, b, &out.type, out.data, tol);
+    dot_compare(a, b, &out.type, out.data, NULL, tol);
   free(scratch);
   free(out.data);
+  loom_graph_destroy(g);
+}
+
+/* loom__cpu_dot_into with accumulate: out starts as random values (kept in base) and must end
+ * as base + a . b, with the op's scratch. */
+static void dot_check_acc(const loom__view *a, const loom__view *b, double tol) {
+  loom_graph *g = NULL;
+  ASSERT_OK(loom_graph_create("dot", &g));
+  loom_value r = loom_dot(g, loom_graph_param(g, "a", &a->type), loom_graph_param(g, "b", &b->type));
+  if (r.id < 0) {
+    loom_test_fail(__FILE__, __LINE__, "loom_dot: %s", loom_last_error());
+    loom_graph_destroy(g);
+    return;
+  }
+  const loom__op *op = &g->ops[g->n_ops - 1];
+  const loom_type *ot = loom_value_type(g, r);
+  void *base_storage = NULL;
+  loom__view in[2] = {*a, *b}, out = dot_view(ot->dtype, ot->rank, ot->dims, NULL, &base_storage);
+  int64_t bytes = 0, sbytes = loom__op_scratch_bytes(g, op);
+  loom_type_bytes(ot, &bytes);
+  void *base = malloc((size_t)bytes + 1), *scratch = sbytes ? malloc((size_t)sbytes) : NULL;
+  memcpy(base, out.data, (size_t)bytes);
+  loom_status s = loom__cpu_dot_into(g, op, in, &out, true, scratch, sbytes);
+  if (s)
+    loom_test_fail(__FILE__, __LINE__, "loom__cpu_dot_into: %s", loom_last_error());
+  else
+    dot_compare(a, b, ot, out.data, base, tol);
+  free(scratch);
+  free(base);
+  free(base_storage);
   loom_graph_destroy(g);
 }
 
@@ -428,4 +460,42 @@ TEST(cpu_dot_out_of_memory) {
   free(out.data);
   loom_graph_destroy(g);
   ASSERT_TRUE(sw.failures > 0);
+}
+
+/* A loop summing partial dots over k adds each piece's product into the sum (exec.c,
+ * dot_into_sum): every path of the kernel (gemm, both gemv, the plain loop of a small batch,
+ * integers, f16 through f32, complex, packed operands, k = 0) adds to what out holds. */
+TEST(cpu_dot_accumulates) {
+  static const struct {
+    loom_dtype dt;
+    int32_t ra, rb;
+    int64_t da[3], db[3];
+    double tol;
+  } cases[] = {
+      {LOOM_F64, 2, 2, {64, 65}, {65, 66}, TOL_F64},  /* gemm */
+      {LOOM_F32, 2, 2, {33, 47}, {47, 29}, TOL_F32},  /* gemm */
+      {LOOM_F64, 2, 1, {200, 300}, {300}, TOL_F64},   /* gemv, A b */
+      {LOOM_F32, 1, 2, {300}, {300, 200}, TOL_F32},   /* gemv, B^T a */
+      {LOOM_F32, 3, 2, {4, 5, 6}, {6, 3}, TOL_F32},   /* a small batch: the plain loop */
+      {LOOM_C128, 2, 2, {20, 30}, {30, 10}, TOL_F64}, /* complex gemm */
+      {LOOM_C64, 2, 1, {20, 30}, {30}, TOL_F32},      /* complex gemv */
+      {LOOM_I32, 2, 2, {7, 9}, {9, 5}, 0},            /* integers, wrapping */
+      {LOOM_F16, 2, 2, {6, 7}, {7, 5}, 2e-3},         /* f16: the sum rounded once more */
+      {LOOM_F32, 2, 2, {3, 0}, {0, 4}, TOL_F32},      /* k = 0: out is left as it is */
+  };
+  for (int32_t c = 0; c < LOOM_ARRAY_SIZE(cases) && !loom_test_failed(); c++) {
+    void *sa, *sb;
+    loom__view a = dot_view(cases[c].dt, cases[c].ra, cases[c].da, NULL, &sa);
+    loom__view b = dot_view(cases[c].dt, cases[c].rb, cases[c].db, NULL, &sb);
+    dot_check_acc(&a, &b, cases[c].tol);
+    free(sa);
+    free(sb);
+  }
+  if (loom_test_failed()) return;
+  void *sa, *sb; /* operands packed first (stepped rows, a transposed view) */
+  loom__view a = dot_view(LOOM_F64, 2, DIMS(30, 20), DIMS(1, 60), &sa);
+  loom__view b = dot_view(LOOM_F64, 2, DIMS(20, 25), DIMS(50, 2), &sb);
+  dot_check_acc(&a, &b, TOL_F64);
+  free(sa);
+  free(sb);
 }

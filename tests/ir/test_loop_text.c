@@ -1,6 +1,7 @@
 /* Loops in .lir text (docs/ir-loops.md): the parser builds what the C builder builds, the
  * printer writes the canonical nested block, print -> parse -> print is byte-identical (nested
  * loops and unnamed values too), and every malformed loop gets its one-line located message. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -453,7 +454,7 @@ TEST(loop_text_error_header) {
   ASSERT_PARSE_ERROR(
       "graph g(a: f32[4,3]) {\n  r = loop n=4 piece=2 axis=0 {\n    in x = a axis=0\n"
       "    out x concat axis=0\n  }\n  return r\n}\n",
-      "t.lir:2:24: error: loop: unknown attribute 'axis' (a loop takes n=N piece=P)");
+      "t.lir:2:24: error: loop: unknown attribute 'axis' (a loop takes n=N piece=P and optionally slices=S)");
   ASSERT_PARSE_ERROR(
       "graph g(a: f32[4,3]) {\n  r = loop n=4 n=4 piece=2 {\n    in x = a axis=0\n"
       "    out x concat axis=0\n  }\n  return r\n}\n",
@@ -692,4 +693,117 @@ TEST(loop_text_windows) {
       "    in xs = x axis=2 halo=2\n    out xs concat axis=2\n  }\n  return y\n}\n",
       "t.lir:2:7: error: loop: result 1 (f32[1,1,4]): concat along axis 2 needs a result that "
       "holds the piece there");
+}
+
+/* ---- slices (docs/ir-loops.md, Memory) -------------------------------------------------- */
+
+/* A loop over 10 rows in pieces of 4 (a last piece of 2) holding one slice of x, its body a
+ * loop over 3 columns holding the default two: only the outer one prints its slices. */
+static const char slices_text[] =
+    "graph slices(x: f32[10,3]) {\n"
+    "  r = loop n=10 piece=4 slices=1 {\n"
+    "    in xs = x axis=0\n"
+    "    s = loop n=3 piece=2 {\n"
+    "      in c = xs axis=1\n"
+    "      u = reduce_sum c axes=[1] : f32[4]\n"
+    "      out u sum\n"
+    "    }\n"
+    "    out s concat axis=0\n"
+    "  }\n"
+    "  return r\n"
+    "}\n";
+
+TEST(loop_text_slices) {
+  ASSERT_CANONICAL(slices_text);
+  loom_graph *g = parse_str(slices_text);
+  ASSERT_TRUE(g != NULL);
+  ASSERT_EQ(loom_graph_loop_slices(g, 0), 1);
+  const loom_graph *outer = NULL;
+  ASSERT_OK(loom_graph_loop_get(g, 0, &outer, NULL, NULL));
+  ASSERT_EQ(loom_graph_loop_slices(outer, 0), LOOM_LOOP_SLICES_DEFAULT);
+  ASSERT_EQ(loom_graph_loop_slices(outer, 1), 0); /* not a loop */
+  ASSERT_EQ(loom_graph_loop_slices(g, 1), 0);     /* no such op */
+  /* The inner loop's slices survive a clone and the body rebuilt for the last piece. */
+  loom_graph *inner_one = NULL, *tail = NULL;
+  ASSERT_OK(loom_graph_clone(outer, &inner_one));
+  ASSERT_OK(loom_graph_loop_set_slices(inner_one, 0, 1));
+  loom__loop l = *first_loop(g)->loop;
+  l.body = inner_one;
+  ASSERT_OK(loom__loop_body_for(&l, 2, &tail));
+  ASSERT_EQ(loom_graph_loop_slices(tail, 0), 1);
+  loom_graph_destroy(tail);
+  loom_graph_destroy(inner_one);
+  loom_graph *c = NULL;
+  ASSERT_OK(loom_graph_clone(g, &c));
+  ASSERT_EQ(loom_graph_loop_slices(c, 0), 1);
+  loom_graph_destroy(c);
+  /* The setter's refusals leave the loop as it was. */
+  ASSERT_STATUS(loom_graph_loop_set_slices(g, 0, 3), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_STREQ(loom_last_error(),
+               "loop: slices=3: a loop holds 1 or 2 slices of a streamed operand (2: the next piece's is "
+               "brought in while a piece runs)");
+  ASSERT_STATUS(loom_graph_loop_set_slices(g, 0, 0), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_STATUS(loom_graph_loop_set_slices(g, 1, 1), LOOM_ERR_INVALID_ARGUMENT); /* no such op */
+  ASSERT_STATUS(loom_graph_loop_set_slices(NULL, 0, 1), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(loom_graph_loop_slices(g, 0), 1);
+  loom_graph_destroy(g);
+  /* slices=2 is the default, so it is not printed; the attributes come in any order. */
+  loom_graph *h = parse_str(
+      "graph g(a: f32[4,3]) {\n  r = loop slices=2 piece=2 n=4 {\n    in x = a axis=0\n"
+      "    out x concat axis=0\n  }\n  return r\n}\n");
+  ASSERT_TRUE(h != NULL);
+  char *text = NULL;
+  ASSERT_OK(loom_graph_to_string(h, &text));
+  ASSERT_CONTAINS(text, "  r = loop n=4 piece=2 {\n");
+  free(text);
+  loom_graph_destroy(h);
+}
+
+TEST(loop_text_error_slices) {
+  ASSERT_PARSE_ERROR(
+      "graph g(a: f32[4,3]) {\n  r = loop n=4 piece=2 slices=3 {\n    in x = a axis=0\n"
+      "    out x concat axis=0\n  }\n  return r\n}\n",
+      "t.lir:2:31: error: loop: slices=3: a loop holds 1 or 2 slices of a streamed operand (2: the next "
+      "piece's is brought in while a piece runs)");
+  ASSERT_PARSE_ERROR(
+      "graph g(a: f32[4,3]) {\n  r = loop n=4 piece=2 slices=0 {\n    in x = a axis=0\n"
+      "    out x concat axis=0\n  }\n  return r\n}\n",
+      "t.lir:2:31: error: loop: slices=0: a loop holds 1 or 2 slices of a streamed operand (2: the next "
+      "piece's is brought in while a piece runs)");
+  ASSERT_PARSE_ERROR(
+      "graph g(a: f32[4,3]) {\n  r = loop n=4 slices=1 piece=2 slices=1 {\n    in x = a axis=0\n"
+      "    out x concat axis=0\n  }\n  return r\n}\n",
+      "t.lir:2:33: error: attribute 'slices' is given twice");
+  ASSERT_PARSE_ERROR(
+      "graph g(a: f32[4,3]) {\n  r = loop n=4 piece=2 slices=two {\n    in x = a axis=0\n"
+      "    out x concat axis=0\n  }\n  return r\n}\n",
+      "t.lir:2:31: error: loop: attribute 'slices' takes an integer, found 'two'");
+}
+
+/* The estimate counts what slices says: a loop streaming x holds one more slice of it with
+ * slices=2 than with slices=1 where it runs several pieces, and the same in one piece. */
+TEST(loop_estimate_counts_the_slices) {
+  static const char *const texts[] = {
+      "graph g(x: f32[16,4]) {\n  r = loop n=16 piece=4 slices=%d {\n    in xs = x axis=0\n"
+      "    s = reduce_sum xs axes=[0] : f32[4]\n    out s sum\n  }\n  return r\n}\n",
+      "graph g(x: f32[16,4]) {\n  r = loop n=16 piece=16 slices=%d {\n    in xs = x axis=0\n"
+      "    s = reduce_sum xs axes=[0] : f32[4]\n    out s sum\n  }\n  return r\n}\n"};
+  const int64_t slice[] = {4 * 4 * 4, 16 * 4 * 4};
+  for (int32_t t = 0; t < 2; t++) {
+    int64_t peak[3] = {0};
+    for (int32_t k = 1; k <= 2; k++) {
+      char text[512];
+      snprintf(text, sizeof text, texts[t], (int)k);
+      loom_graph *g = parse_str(text);
+      ASSERT_TRUE(g != NULL);
+      loom_estimate e;
+      ASSERT_OK(loom_graph_estimate(g, NULL, &e));
+      ASSERT_EQ(e.input_bytes, 0); /* x is streamed */
+      peak[k] = e.peak_bytes;
+      loom_estimate_deinit(&e);
+      loom_graph_destroy(g);
+    }
+    ASSERT_EQ(peak[2] - peak[1], t == 0 ? slice[0] : 0);
+    ASSERT_TRUE(peak[1] >= slice[t]);
+  }
 }

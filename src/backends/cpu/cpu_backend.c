@@ -24,7 +24,9 @@ static loom_status cpu_run(void *dev, const loom__op_call *c) {
   if (!ins) return loom__oom("operand views");
   for (int32_t i = 0; i < n_in; i++) loom__dview_to_host(&c->in[i], &ins[i]);
   for (int32_t r = 0; r < n_out && r < 2; r++) loom__dview_to_host(&c->out[r], &out_views[r]);
-  loom_status s = loom__cpu_run_op(c->g, c->op, ins, out_views, c->scratch, c->scratch_bytes);
+  loom_status s = c->accumulate && c->op->kind == LOOM_OP_DOT
+                      ? loom__cpu_dot_into(c->g, c->op, ins, out_views, true, c->scratch, c->scratch_bytes)
+                      : loom__cpu_run_op(c->g, c->op, ins, out_views, c->scratch, c->scratch_bytes);
   if (ins != in_views) loom__free(ins);
   return s;
 }
@@ -70,6 +72,7 @@ static loom_status cpu_merge_index(void *dev, int64_t total, int64_t k, int64_t 
 const loom__backend loom__cpu_backend = {
     .name = "cpu",
     .host_memory = true,
+    .dot_accumulates = true,
     .run_op = cpu_run,
     .synchronize = cpu_synchronize,
     .copy = cpu_copy,

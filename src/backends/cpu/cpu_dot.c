@@ -52,6 +52,7 @@ typedef struct dot_problem {
   dot_mat a, b; /* n x k and k x m */
   char *c;      /* dense [batch, n, m] of dtype */
   loom_dtype dtype;
+  bool accumulate; /* c += the product (a loop's sum over k pieces), not c = it */
 } dot_problem;
 
 static loom_status dot_setup(const loom__view *va, const loom__view *vb, const loom__view *out,
@@ -105,7 +106,8 @@ static loom_status dot_setup(const loom__view *va, const loom__view *vb, const l
       const T *a = (const T *)p->a.data + loom__batch_offset(bi, p->nb, p->bdims, p->a.bs) + i * p->a.rs; \
       const T *b = (const T *)p->b.data + loom__batch_offset(bi, p->nb, p->bdims, p->b.bs);               \
       T *c = (T *)p->c + r * p->m;                                                                        \
-      for (int64_t j = 0; j < p->m; j++) c[j] = (T)0;                                                     \
+      if (!p->accumulate)                                                                                 \
+        for (int64_t j = 0; j < p->m; j++) c[j] = (T)0;                                                   \
       for (int64_t q = 0; q < p->k; q++) {                                                                \
         ACC av = (ACC)a[q * p->a.cs];                                                                     \
         const T *brow = b + q * p->b.rs;                                                                  \
@@ -251,42 +253,48 @@ static bool fold(const dot_mat *x, dot_fold *f) {
 }
 
 /* y = op(A) x with A stored rows x cols (row-major, leading dimension lda). */
+/* y = op(A) x (+ y where acc) with A stored rows x cols (row-major, leading dimension lda). */
 static void blas_gemv(loom_dtype t, enum CBLAS_TRANSPOSE tr, int rows, int cols, const void *a, int lda,
-                      const void *x, int incx, void *y) {
+                      const void *x, int incx, void *y, bool acc) {
   static const float one_c[2] = {1, 0}, zero_c[2] = {0, 0};
   static const double one_z[2] = {1, 0}, zero_z[2] = {0, 0};
   switch (t) {
     case LOOM_F32:
-      cblas_sgemv(CblasRowMajor, tr, rows, cols, 1.0f, a, lda, x, incx, 0.0f, y, 1);
+      cblas_sgemv(CblasRowMajor, tr, rows, cols, 1.0f, a, lda, x, incx, acc ? 1.0f : 0.0f, y, 1);
       break;
     case LOOM_F64:
-      cblas_dgemv(CblasRowMajor, tr, rows, cols, 1.0, a, lda, x, incx, 0.0, y, 1);
+      cblas_dgemv(CblasRowMajor, tr, rows, cols, 1.0, a, lda, x, incx, acc ? 1.0 : 0.0, y, 1);
       break;
     case LOOM_C64:
-      cblas_cgemv(CblasRowMajor, tr, rows, cols, one_c, a, lda, x, incx, zero_c, y, 1);
+      cblas_cgemv(CblasRowMajor, tr, rows, cols, one_c, a, lda, x, incx, acc ? one_c : zero_c, y, 1);
       break;
     default:
-      cblas_zgemv(CblasRowMajor, tr, rows, cols, one_z, a, lda, x, incx, zero_z, y, 1);
+      cblas_zgemv(CblasRowMajor, tr, rows, cols, one_z, a, lda, x, incx, acc ? one_z : zero_z, y, 1);
       break;
   }
 }
 
+/* c = op(a) op(b), or with acc c += it: beta = 1 skips OpenBLAS's pass clearing c (beta = 0),
+ * which cost a loop of partial dots about a sixth of its time. */
 static void blas_gemm(loom_dtype t, dot_fold fa, dot_fold fb, int n, int m, int k, const void *a,
-                      const void *b, void *c) {
+                      const void *b, void *c, bool acc) {
   static const float one_c[2] = {1, 0}, zero_c[2] = {0, 0};
   static const double one_z[2] = {1, 0}, zero_z[2] = {0, 0};
   switch (t) {
     case LOOM_F32:
-      cblas_sgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, 1.0f, a, fa.ld, b, fb.ld, 0.0f, c, m);
+      cblas_sgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, 1.0f, a, fa.ld, b, fb.ld, acc ? 1.0f : 0.0f, c,
+                  m);
       break;
     case LOOM_F64:
-      cblas_dgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, 1.0, a, fa.ld, b, fb.ld, 0.0, c, m);
+      cblas_dgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, 1.0, a, fa.ld, b, fb.ld, acc ? 1.0 : 0.0, c, m);
       break;
     case LOOM_C64:
-      cblas_cgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, one_c, a, fa.ld, b, fb.ld, zero_c, c, m);
+      cblas_cgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, one_c, a, fa.ld, b, fb.ld, acc ? one_c : zero_c,
+                  c, m);
       break;
     default:
-      cblas_zgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, one_z, a, fa.ld, b, fb.ld, zero_z, c, m);
+      cblas_zgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, one_z, a, fa.ld, b, fb.ld, acc ? one_z : zero_z,
+                  c, m);
       break;
   }
 }
@@ -301,17 +309,17 @@ static void blas_one(const dot_problem *p, int64_t bi, dot_fold fa, dot_fold fb)
   if (m == 1) { /* c[n] = op(A) b, b a column: its step is its row stride */
     int incb = p->k == 1 ? 1 : (int)p->b.rs;
     if (fa.trans == CblasNoTrans)
-      blas_gemv(p->dtype, CblasNoTrans, n, k, a, fa.ld, b, incb, c);
+      blas_gemv(p->dtype, CblasNoTrans, n, k, a, fa.ld, b, incb, c, p->accumulate);
     else
-      blas_gemv(p->dtype, CblasTrans, k, n, a, fa.ld, b, incb, c);
+      blas_gemv(p->dtype, CblasTrans, k, n, a, fa.ld, b, incb, c, p->accumulate);
   } else if (n == 1) { /* c[m] = op(B)^T a, a a row: its step is its column stride */
     int inca = p->k == 1 ? 1 : (int)p->a.cs;
     if (fb.trans == CblasNoTrans)
-      blas_gemv(p->dtype, CblasTrans, k, m, b, fb.ld, a, inca, c);
+      blas_gemv(p->dtype, CblasTrans, k, m, b, fb.ld, a, inca, c, p->accumulate);
     else
-      blas_gemv(p->dtype, CblasNoTrans, m, k, b, fb.ld, a, inca, c);
+      blas_gemv(p->dtype, CblasNoTrans, m, k, b, fb.ld, a, inca, c, p->accumulate);
   } else {
-    blas_gemm(p->dtype, fa, fb, n, m, k, a, b, c);
+    blas_gemm(p->dtype, fa, fb, n, m, k, a, b, c, p->accumulate);
   }
 }
 
@@ -341,6 +349,7 @@ static loom_status dot_float(dot_problem *p, loom__cpu_arena *ar) {
 static loom_status dot_half(dot_problem *p, loom__cpu_arena *ar) {
   loom_dtype storage = p->dtype;
   char *out = p->c;
+  bool acc = p->accumulate;
   int64_t total = p->batch * p->n * p->m;
   float *c32 = loom__cpu_arena_take(ar, total * (int64_t)sizeof(float), false);
   if (!c32) return loom__oom("dot: f32 result of an f16/bf16 product");
@@ -349,21 +358,31 @@ static loom_status dot_half(dot_problem *p, loom__cpu_arena *ar) {
   if (s) return s;
   p->dtype = LOOM_F32;
   p->c = (char *)c32;
+  p->accumulate = false; /* the f32 product is fresh; the sum is taken on store, as an add would */
   s = dot_float(p, ar);
   if (s) return s;
   uint16_t *o = (uint16_t *)out;
-  for (int64_t i = 0; i < total; i++)
-    o[i] = storage == LOOM_F16 ? loom_f32_to_f16(c32[i]) : loom_f32_to_bf16(c32[i]);
+  for (int64_t i = 0; i < total; i++) {
+    float v = c32[i];
+    if (acc) v += storage == LOOM_F16 ? loom_f16_to_f32(o[i]) : loom_bf16_to_f32(o[i]);
+    o[i] = storage == LOOM_F16 ? loom_f32_to_f16(v) : loom_f32_to_bf16(v);
+  }
   return LOOM_OK;
 }
 
 loom_status loom__cpu_dot(const loom_graph *g, const loom__op *op, const loom__view *in,
                           const loom__view *out, void *scratch, int64_t scratch_bytes) {
+  return loom__cpu_dot_into(g, op, in, out, false, scratch, scratch_bytes);
+}
+
+loom_status loom__cpu_dot_into(const loom_graph *g, const loom__op *op, const loom__view *in,
+                               const loom__view *out, bool accumulate, void *scratch, int64_t scratch_bytes) {
   (void)g;
   dot_problem p;
   loom_status s = dot_setup(&in[0], &in[1], &out[0], &p);
   if (s) return s;
-  if (p.batch == 0 || p.n == 0 || p.m == 0) return LOOM_OK;
+  p.accumulate = accumulate;
+  if (p.batch == 0 || p.n == 0 || p.m == 0 || (p.k == 0 && accumulate)) return LOOM_OK;
   if (p.k == 0) {
     memset(p.c, 0, (size_t)(p.batch * p.n * p.m * loom_dtype_size(p.dtype)));
     return LOOM_OK;

@@ -22,6 +22,10 @@ loom_status loom__cpu_reduce(const loom_graph *g, const loom__op *op, const loom
 /* dot through CBLAS (cpu_dot.c) */
 loom_status loom__cpu_dot(const loom_graph *g, const loom__op *op, const loom__view *in,
                           const loom__view *out, void *scratch, int64_t scratch_bytes);
+/* The same, out[0] += the product where `accumulate` (loom__op_call.accumulate): BLAS with
+ * beta = 1, the plain loops from the values there. */
+loom_status loom__cpu_dot_into(const loom_graph *g, const loom__op *op, const loom__view *in,
+                               const loom__view *out, bool accumulate, void *scratch, int64_t scratch_bytes);
 /* conv (cpu_conv.c) */
 loom_status loom__cpu_conv(const loom_graph *g, const loom__op *op, const loom__view *in,
                            const loom__view *out, void *scratch, int64_t scratch_bytes);
