@@ -132,6 +132,10 @@ static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int
       return map_dot(in, &g->values[op->inputs[1 - i]].type, out, ax, i);
     case LOOM_CLASS_CONV:
       return ax == 0 ? (i == 0 ? 0 : AX_WHOLE) : AX_FAIL;
+    case LOOM_CLASS_QUANT: /* dequantize: q along ax, a per-channel scale where ax is its axis */
+      if (op->kind != LOOM_OP_DEQUANTIZE) return AX_FAIL;
+      if (i == 0) return ax;
+      return (a->set & LOOM_ATTR_AXIS) && norm_axis(a->axis, out->rank) == ax ? 0 : AX_WHOLE;
     case LOOM_CLASS_LAYOUT:
       if (op->kind == LOOM_OP_TRANSPOSE) return (int32_t)a->perm.v[ax];
       if (op->kind == LOOM_OP_BROADCAST) return map_broadcast(in, out, ax);

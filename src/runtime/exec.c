@@ -411,7 +411,7 @@ static void view_extent(const loom__dview *v, int64_t *lo, int64_t *hi) {
  * the device's, so the meter does not count it. The executor's access to the base ends first
  * (the HMM reads no buffer while it is being written); the buffer stays until the run ends. */
 static loom_status download_value(exec_state *st, int32_t id, const loom__dview *v, loom_tensor *out) {
-  int64_t es = loom_dtype_size(v->type.dtype), n = 1;
+  int64_t es = loom_dtype_size(v->type.dtype), n = 1, bytes = 0;
   for (int32_t d = 0; d < v->type.rank; d++) n *= v->type.dims[d];
   if (n == 0) return LOOM_OK;
   block *b = &st->blocks[st->layouts[id].base];
@@ -419,8 +419,10 @@ static loom_status download_value(exec_state *st, int32_t id, const loom__dview 
   if (s) return s;
   loom__layout dense = st->layouts[id];
   memcpy(dense.strides, v->strides, sizeof dense.strides);
-  if (loom__layout_contiguous(&dense, &v->type))
-    return loom_buffer_read(b->buffer, v->offset * es, out->data, n * es);
+  if (loom__layout_contiguous(&dense, &v->type) && !loom_type_bytes(&v->type, &bytes))
+    return loom_buffer_read(b->buffer, loom__dtype_offset_bytes(v->type.dtype, v->offset), out->data, bytes);
+  if (v->type.dtype == LOOM_Q4) /* no op makes a strided q4 view that could be returned */
+    return loom__error(LOOM_ERR_INTERNAL, "a q4 output that is not dense");
   int64_t lo, hi;
   view_extent(v, &lo, &hi);
   int64_t span = (hi - lo + 1) * es;
@@ -781,9 +783,29 @@ static loom__dview block_view(const block *b, const loom_type *t) {
   return v;
 }
 
+/* A q4 view copied as bytes: rows of whole bytes (an even start, unit nibble stride along the
+ * last axis, even strides elsewhere), which is what a loop's q4 pieces are (loom_graph_add_loop
+ * refuses odd pieces along a q4 row). */
+static loom_status q4_view_copy(exec_state *st, const loom__dview *dst, const loom__dview *src) {
+  int32_t rank = src->type.rank;
+  int64_t dims[LOOM_MAX_RANK], ds[LOOM_MAX_RANK], ss[LOOM_MAX_RANK];
+  bool ok = rank > 0 && src->offset % 2 == 0 && dst->offset % 2 == 0 && src->strides[rank - 1] == 1 &&
+            dst->strides[rank - 1] == 1;
+  for (int32_t d = 0; ok && d < rank; d++) {
+    ok = d == rank - 1 || (src->strides[d] % 2 == 0 && dst->strides[d] % 2 == 0);
+    dims[d] = d == rank - 1 ? loom__q4_row_nibbles(src->type.dims[d]) / 2 : src->type.dims[d];
+    ds[d] = d == rank - 1 ? 1 : dst->strides[d] / 2;
+    ss[d] = d == rank - 1 ? 1 : src->strides[d] / 2;
+  }
+  if (!ok)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "a copy of a q4 view that is not made of whole bytes (docs/ir-quant.md)");
+  return st->be->copy(st->dev, 1, rank, dims, dst->buffer, dst->offset / 2, ds, src->buffer, src->offset / 2, ss);
+}
+
 /* Copies view src into view dst (same dims) through the backend, in order with the ops. */
 static loom_status view_copy(exec_state *st, const loom__dview *dst, const loom__dview *src) {
   if (elements_of(&src->type) == 0) return LOOM_OK;
+  if (src->type.dtype == LOOM_Q4) return q4_view_copy(st, dst, src);
   static const int64_t one = 1;
   int32_t rank = src->type.rank;
   bool scalar = rank == 0; /* a copy walks at least one dimension */
@@ -973,7 +995,7 @@ static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   loom_status s = block_end_access(b); /* its readers are queued: the write goes behind them */
   if (s || bytes == 0) return s;
   const char *src =
-      (const char *)sl->from->data + slice_offset(lr, p, lo) * loom_dtype_size(sl->from->type.dtype);
+      (const char *)sl->from->data + loom__dtype_offset_bytes(sl->from->type.dtype, slice_offset(lr, p, lo));
   return loom__buffer_write_ahead(b->buffer, 0, src, bytes);
 }
 
@@ -1096,8 +1118,7 @@ static void release_streamed(loop_run *lr, exec_state *st, int64_t lo) {
         ov->buffer || st->be->host_memory ? NULL : host_source(lr->outer, lr->op->inputs[p]);
     const char *base = in ? in->data : st->be->host_memory ? ov->buffer : NULL;
     if (!base || loom_type_bytes(&g->values[g->params[p]].type, &bytes)) continue;
-    int64_t size = loom_dtype_size(g->values[g->params[p]].type.dtype);
-    loom__mapped_release(base + off * size, (size_t)bytes);
+    loom__mapped_release(base + loom__dtype_offset_bytes(g->values[g->params[p]].type.dtype, off), (size_t)bytes);
   }
 }
 
@@ -1216,21 +1237,22 @@ static loom_status stream_out(loop_run *lr, exec_state *st, int32_t j, int64_t l
   while (g->outputs[k] != v) k++; /* returned: loom__value_streamed_out checked it */
   const loom_type *whole = &g->values[v].type;
   int32_t axis = lr->l->combines[j].axis;
-  int64_t es = loom_dtype_size(whole->dtype), row = 1;
-  for (int32_t d = axis + 1; d < whole->rank; d++) row *= whole->dims[d];
+  int64_t row[LOOM_MAX_RANK], bytes = 0; /* dense strides: a q4 row's count its padding */
+  loom__view_dense_strides(whole, row);
   loom__dview pv;
   int32_t id = st->g->outputs[j];
   view_of(st, id, &pv);
-  int64_t bytes = elements_of(&pv.type) * es;
+  loom_type_bytes(&pv.type, &bytes);
   if (bytes == 0) return LOOM_OK;
-  char *dst = (char *)lr->outer->outputs[k].data + lo * row * es;
+  char *dst = (char *)lr->outer->outputs[k].data + loom__dtype_offset_bytes(whole->dtype, lo * row[axis]);
+  int64_t at = loom__dtype_offset_bytes(pv.type.dtype, pv.offset);
   if (st->be->host_memory) {
-    memcpy(dst, (const char *)pv.buffer + pv.offset * es, (size_t)bytes);
+    memcpy(dst, (const char *)pv.buffer + at, (size_t)bytes);
     return LOOM_OK;
   }
   block *b = &st->blocks[st->layouts[id].base];
   loom_status s = block_end_access(b);
-  return s ? s : loom_buffer_read(b->buffer, pv.offset * es, dst, bytes);
+  return s ? s : loom_buffer_read(b->buffer, at, dst, bytes);
 }
 
 /* Piece i's result j (and j + 1 for a pair) into the loop's results. */

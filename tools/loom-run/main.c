@@ -299,6 +299,11 @@ static int name_outputs(run_state *st) {
 static int check_saveable_outputs(const run_state *st) {
   for (int32_t i = 0; i < st->n_outputs; i++) {
     const loom_type *type = loom_value_type(st->graph, loom_graph_output_at(st->graph, i));
+    if (loom_dtype_is_quantized(type->dtype))
+      return run_fail(EXIT_RUN,
+                      "output %s is %s, which has no NumPy dtype; dequantize it in the graph "
+                      "(dequantize %s SCALE) to write it",
+                      st->out_names[i], loom_dtype_name(type->dtype), st->out_names[i]);
     if (!loom_dtype_npy_descr(type->dtype))
       return run_fail(EXIT_RUN,
                       "output %s is %s, which has no NumPy dtype; cast it to f32 in the graph "
