@@ -6,7 +6,7 @@
 #include "gpu_util.h"
 #include "runtime/context.h"
 
-const loom_dtype gt_all_dtypes[LOOM_DTYPE_COUNT] = {LOOM_BOOL, LOOM_I8,  LOOM_U8,  LOOM_I16,
+const loom_dtype gt_all_dtypes[GT_N_DTYPES] = {LOOM_BOOL, LOOM_I8,  LOOM_U8,  LOOM_I16,
                                                     LOOM_I32,  LOOM_I64, LOOM_F16, LOOM_BF16,
                                                     LOOM_F32,  LOOM_F64, LOOM_C64, LOOM_C128};
 

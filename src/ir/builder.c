@@ -276,7 +276,7 @@ loom_status loom_quantize(loom_graph *g, loom_value x, loom_dtype to, int64_t ax
   loom_attrs_init(&a);
   a.set = LOOM_ATTR_TO | (axis >= 0 ? LOOM_ATTR_AXIS : 0);
   a.to = to;
-  a.axis = axis;
+  if (axis >= 0) a.axis = axis; /* unset attributes keep their defaults, as the parser's */
   loom_value outs[2];
   loom_status s = loom_graph_add(g, LOOM_OP_QUANTIZE, &x, 1, &a, NULL, NULL, outs, 2);
   if (out_q) *out_q = outs[0];
@@ -288,7 +288,7 @@ loom_value loom_dequantize(loom_graph *g, loom_value q, loom_value scale, int64_
   loom_attrs a;
   loom_attrs_init(&a);
   a.set = axis >= 0 ? LOOM_ATTR_AXIS : 0;
-  a.axis = axis;
+  if (axis >= 0) a.axis = axis;
   loom_value in[2] = {q, scale};
   return add1(g, LOOM_OP_DEQUANTIZE, in, 2, &a, NULL, NULL);
 }

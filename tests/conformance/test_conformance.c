@@ -192,7 +192,7 @@ static bool check_one(const char *tmpl, loom_dtype d, loom_dtype e, double scale
 
 /* Every dtype on the devices of `on`. */
 static bool sweep_on(const device_set *on, const char *tmpl, double scale, const char *file, int line) {
-  for (int32_t i = 0; i < LOOM_DTYPE_COUNT; i++)
+  for (int32_t i = 0; i < GT_N_DTYPES; i++)
     if (!check_on(on, tmpl, gt_all_dtypes[i], gt_all_dtypes[i], scale, 1 + (uint64_t)i, file, line))
       return false;
   return true;
@@ -276,8 +276,8 @@ TEST(select_every_dtype) {
 
 TEST(cast_every_pair) {
   if (!have_devices()) return;
-  for (int32_t i = 0; i < LOOM_DTYPE_COUNT; i++)
-    for (int32_t j = 0; j < LOOM_DTYPE_COUNT; j++) {
+  for (int32_t i = 0; i < GT_N_DTYPES; i++)
+    for (int32_t j = 0; j < GT_N_DTYPES; j++) {
       loom_dtype d = gt_all_dtypes[i], e = gt_all_dtypes[j];
       if (!check_one("graph cast(a: $D[3,5]) { r = cast a to=$E\n return r }", d, e, 1, 7, __FILE__,
                      __LINE__))
