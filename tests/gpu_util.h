@@ -28,7 +28,8 @@ const char *gt_no_device(uint32_t kind);
 loom_graph *gt_parse(const char *fmt, ...) LOOM_PRINTF(1, 2);
 
 /* Inputs for every parameter: floats uniform in [-2, 2) (rounded to the dtype), signed
- * integers in [-50, 50), unsigned in [0, 100), bool 0/1, complex parts as floats. */
+ * integers in [-50, 50), unsigned in [0, 100), bool 0/1, complex parts as floats, q8/q4
+ * uniform bytes of their packed storage. */
 loom_status gt_inputs(const loom_graph *g, uint64_t seed, loom_tensor *out);
 void gt_tensors_free(loom_tensor *t, int32_t n);
 

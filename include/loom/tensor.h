@@ -94,9 +94,9 @@ LOOM_API void loom_tensor_deinit(loom_tensor *t);
 
 /* Fills an allocated tensor with seeded pseudo-random values, the same on every machine and
  * build for the same (seed, stream): floats uniform in [0,1) on a grid the dtype holds exactly,
- * complex numbers part by part, integers uniform in [0,100), bools 0 or 1, q8/q4 uniform bytes of their packed storage. loom-run --random
- * uses the parameter's index as the stream, so one input's values do not depend on the
- * others. Errors: INVALID_ARGUMENT (NULL tensor, an invalid type, NULL data for a non-empty
+ * complex numbers part by part, integers uniform in [0,100), bools 0 or 1, q8/q4 uniform bytes of their
+ * packed storage. loom-run --random uses the parameter's index as the stream, so one input's values do not
+ * depend on the others. Errors: INVALID_ARGUMENT (NULL tensor, an invalid type, NULL data for a non-empty
  * tensor). */
 LOOM_API loom_status loom_tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream);
 

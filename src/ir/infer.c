@@ -108,7 +108,8 @@ static loom_status make_result(loom_op op, loom_dtype dtype, int32_t rank, const
   const char *name = loom_op_name(op);
   loom_type r; /* built aside: dims may point into *out */
   memset(&r, 0, sizeof r);
-  if (!dtype_in(dtype, M_ALL | M_QUANT)) return loom__error(INVALID, "%s: unknown dtype %d", name, (int)dtype);
+  if (!dtype_in(dtype, M_ALL | M_QUANT))
+    return loom__error(INVALID, "%s: unknown dtype %d", name, (int)dtype);
   if (rank < 0 || rank > LOOM_MAX_RANK)
     return loom__error(INVALID, "%s: rank %d is outside 0..%d", name, (int)rank, LOOM_MAX_RANK);
   r.dtype = dtype;
@@ -241,7 +242,8 @@ static loom_status infer_select(const loom_type *c, const loom_type *a, const lo
 
 static loom_status infer_cast(const loom_type *x, const loom_attrs *a, loom_type *out) {
   if (dtype_in(a->to, M_QUANT))
-    return loom__error(INVALID, "cast: cannot cast %s to %s (quantize makes quantized values, with their scale)",
+    return loom__error(INVALID,
+                       "cast: cannot cast %s to %s (quantize makes quantized values, with their scale)",
                        TS(x), loom_dtype_name(a->to));
   if (!dtype_in(a->to, M_ALL)) return loom__error(INVALID, "cast: unknown dtype %d", (int)a->to);
   if (loom_dtype_is_complex(x->dtype) && !loom_dtype_is_complex(a->to))
@@ -596,11 +598,13 @@ static loom_status quant_axis(loom_op op, const loom_attrs *a, const loom_type *
 static loom_status infer_quantize(const loom_type *x, const loom_attrs *a, loom_type *out) {
   if (x->dtype != LOOM_F32) return loom__error(INVALID, "quantize: takes f32, got %s", TS(x));
   if (!dtype_in(a->to, M_QUANT))
-    return loom__error(INVALID, "quantize: to=%s is not a quantized dtype (q8 or q4)", loom_dtype_name(a->to));
+    return loom__error(INVALID, "quantize: to=%s is not a quantized dtype (q8 or q4)",
+                       loom_dtype_name(a->to));
   int32_t axis;
   loom_status s = quant_axis(LOOM_OP_QUANTIZE, a, x, &axis);
   if (!s) s = make_result(LOOM_OP_QUANTIZE, a->to, x->rank, x->dims, &out[0]);
-  if (!s) s = make_result(LOOM_OP_QUANTIZE, LOOM_F32, axis < 0 ? 0 : 1, axis < 0 ? NULL : &x->dims[axis], &out[1]);
+  if (!s)
+    s = make_result(LOOM_OP_QUANTIZE, LOOM_F32, axis < 0 ? 0 : 1, axis < 0 ? NULL : &x->dims[axis], &out[1]);
   return s;
 }
 
@@ -609,14 +613,16 @@ static loom_status infer_dequantize(const loom_type *q, const loom_type *scale, 
                                     loom_type *out) {
   if (!dtype_in(q->dtype, M_QUANT))
     return loom__error(INVALID, "dequantize: takes a quantized value (q8 or q4) first, got %s", TS(q));
-  if (scale->dtype != LOOM_F32) return loom__error(INVALID, "dequantize: the scale must be f32, got %s", TS(scale));
+  if (scale->dtype != LOOM_F32)
+    return loom__error(INVALID, "dequantize: the scale must be f32, got %s", TS(scale));
   int32_t axis;
   loom_status s = quant_axis(LOOM_OP_DEQUANTIZE, a, q, &axis);
   if (s) return s;
   if (axis < 0 && scale->rank != 0)
     return loom__error(INVALID, "dequantize: a per-tensor scale (no axis=A) is f32[], got %s", TS(scale));
   if (axis >= 0 && (scale->rank != 1 || scale->dims[0] != q->dims[axis]))
-    return loom__error(INVALID, "dequantize: the scale of %s per channel along axis %d must be f32[%lld], got %s",
+    return loom__error(INVALID,
+                       "dequantize: the scale of %s per channel along axis %d must be f32[%lld], got %s",
                        TS(q), (int)axis, (long long)q->dims[axis], TS(scale));
   return make_result(LOOM_OP_DEQUANTIZE, LOOM_F32, q->rank, q->dims, out);
 }
@@ -686,7 +692,8 @@ static loom_status infer_class(const loom_graph *g, loom_op op, const loom_type 
     case LOOM_CLASS_FOURIER:
       return infer_fourier(op, t[0], attrs, out);
     case LOOM_CLASS_QUANT:
-      return op == LOOM_OP_QUANTIZE ? infer_quantize(t[0], attrs, out) : infer_dequantize(t[0], t[1], attrs, out);
+      return op == LOOM_OP_QUANTIZE ? infer_quantize(t[0], attrs, out)
+                                    : infer_dequantize(t[0], t[1], attrs, out);
     case LOOM_CLASS_LOOP:  /* typed by loom_graph_add_loop from its body */
     case LOOM_CLASS_FUSED: /* typed by loom__graph_add_fused from its body */
       break;

@@ -362,8 +362,9 @@ static loom_status check_operands(const loom_graph *g, int64_t n, int64_t piece,
                    (long long)r->offset, (long long)n);
       /* a q4 piece starts on a whole byte of its rows (docs/ir-quant.md) */
       if (t.dtype == LOOM_Q4 && r->axis == t.rank - 1 && (piece % 2 || r->offset % 2))
-        return bad("operand '%s' (%s): a q4 row is sliced at whole bytes: piece %lld and offset %lld must be even",
-                   name, loom_type_format(&t, a, sizeof a), (long long)piece, (long long)r->offset);
+        return bad(
+            "operand '%s' (%s): a q4 row is sliced at whole bytes: piece %lld and offset %lld must be even",
+            name, loom_type_format(&t, a, sizeof a), (long long)piece, (long long)r->offset);
       t.dims[r->axis] = piece;
     }
     const loom_type *pt = &body->values[body->params[i]].type;
@@ -396,8 +397,10 @@ static loom_status check_result(const loom_graph *body, const int32_t *axis_of, 
       return bad("result %d (%s): concat along axis %d needs a result that holds the piece there", (int)j + 1,
                  loom_type_format(t, a, sizeof a), (int)c[j].axis);
     if (t->dtype == LOOM_Q4 && c[j].axis == t->rank - 1 && piece % 2)
-      return bad("result %d (%s): q4 rows are written at whole bytes: concat along the last axis needs an even piece",
-                 (int)j + 1, loom_type_format(t, a, sizeof a));
+      return bad(
+          "result %d (%s): q4 rows are written at whole bytes: concat along the last axis needs an even "
+          "piece",
+          (int)j + 1, loom_type_format(t, a, sizeof a));
     out->dims[c[j].axis] = n;
     return LOOM_OK;
   }

@@ -798,8 +798,10 @@ static loom_status q4_view_copy(exec_state *st, const loom__dview *dst, const lo
     ss[d] = d == rank - 1 ? 1 : src->strides[d] / 2;
   }
   if (!ok)
-    return loom__error(LOOM_ERR_UNSUPPORTED, "a copy of a q4 view that is not made of whole bytes (docs/ir-quant.md)");
-  return st->be->copy(st->dev, 1, rank, dims, dst->buffer, dst->offset / 2, ds, src->buffer, src->offset / 2, ss);
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "a copy of a q4 view that is not made of whole bytes (docs/ir-quant.md)");
+  return st->be->copy(st->dev, 1, rank, dims, dst->buffer, dst->offset / 2, ds, src->buffer, src->offset / 2,
+                      ss);
 }
 
 /* Copies view src into view dst (same dims) through the backend, in order with the ops. */
@@ -1118,7 +1120,8 @@ static void release_streamed(loop_run *lr, exec_state *st, int64_t lo) {
         ov->buffer || st->be->host_memory ? NULL : host_source(lr->outer, lr->op->inputs[p]);
     const char *base = in ? in->data : st->be->host_memory ? ov->buffer : NULL;
     if (!base || loom_type_bytes(&g->values[g->params[p]].type, &bytes)) continue;
-    loom__mapped_release(base + loom__dtype_offset_bytes(g->values[g->params[p]].type.dtype, off), (size_t)bytes);
+    loom__mapped_release(base + loom__dtype_offset_bytes(g->values[g->params[p]].type.dtype, off),
+                         (size_t)bytes);
   }
 }
 

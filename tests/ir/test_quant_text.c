@@ -109,18 +109,22 @@ TEST(quant_text_errors) {
   ASSERT_PARSE_ERROR("graph g(w: q4[4,3]) {\n  r = reshape w shape=[12]\n  return r\n}\n",
                      "t.lir:2:7: error: reshape: operand 1 is q4[4,3]: quantized values are read only by "
                      "dequantize");
-  ASSERT_PARSE_ERROR("graph g(w: q4[4,3]) {\n  r = add w w\n  return r\n}\n",
-                     "t.lir:2:7: error: add: operand 1 is q4[4,3]: quantized values are read only by dequantize");
-  ASSERT_PARSE_ERROR("graph g(w: f32[4,3]) {\n  r = cast w to=q4\n  return r\n}\n",
-                     "t.lir:2:7: error: cast: cannot cast f32[4,3] to q4 (quantize makes quantized values, with "
-                     "their scale)");
-  ASSERT_PARSE_ERROR("graph g() {\n  c = constant [1,2] : q4[2]\n  return c\n}\n",
-                     "t.lir:2:7: error: constant: cannot make q4 values (quantize makes them, with their scale)");
+  ASSERT_PARSE_ERROR(
+      "graph g(w: q4[4,3]) {\n  r = add w w\n  return r\n}\n",
+      "t.lir:2:7: error: add: operand 1 is q4[4,3]: quantized values are read only by dequantize");
+  ASSERT_PARSE_ERROR(
+      "graph g(w: f32[4,3]) {\n  r = cast w to=q4\n  return r\n}\n",
+      "t.lir:2:7: error: cast: cannot cast f32[4,3] to q4 (quantize makes quantized values, with "
+      "their scale)");
+  ASSERT_PARSE_ERROR(
+      "graph g() {\n  c = constant [1,2] : q4[2]\n  return c\n}\n",
+      "t.lir:2:7: error: constant: cannot make q4 values (quantize makes them, with their scale)");
   ASSERT_PARSE_ERROR("graph g() {\n  c = fill value=1 : q8[2]\n  return c\n}\n",
                      "t.lir:2:7: error: fill: cannot make q8 values (quantize makes them, with their scale)");
-  ASSERT_PARSE_ERROR("graph g(w: q4[4,3], s: f32[4]) {\n  r = dequantize w s axis=1\n  return r\n}\n",
-                     "t.lir:2:7: error: dequantize: the scale of q4[4,3] per channel along axis 1 must be f32[3], "
-                     "got f32[4]");
+  ASSERT_PARSE_ERROR(
+      "graph g(w: q4[4,3], s: f32[4]) {\n  r = dequantize w s axis=1\n  return r\n}\n",
+      "t.lir:2:7: error: dequantize: the scale of q4[4,3] per channel along axis 1 must be f32[3], "
+      "got f32[4]");
   ASSERT_PARSE_ERROR("graph g(w: q4[4,3], s: f32[3]) {\n  r = dequantize w s\n  return r\n}\n",
                      "t.lir:2:7: error: dequantize: a per-tensor scale (no axis=A) is f32[], got f32[3]");
   ASSERT_PARSE_ERROR("graph g(w: i8[4,3], s: f32[]) {\n  r = dequantize w s\n  return r\n}\n",
@@ -133,12 +137,14 @@ TEST(quant_text_errors) {
                      "t.lir:2:10: error: quantize: takes f32, got f64[4,3]");
   ASSERT_PARSE_ERROR("graph g(w: f32[4,3]) {\n  q, s = quantize w to=q4 axis=2\n  return q\n}\n",
                      "t.lir:2:10: error: quantize: axis 2 is out of range for f32[4,3] (rank 2)");
-  ASSERT_PARSE_ERROR("graph g(w: q4[4,3], s: f32[3]) {\n  r = dequantize w s axis=1 : f32[4,4]\n  return r\n}\n",
-                     "t.lir:2:31: error: dequantize: declared type f32[4,4] does not equal the inferred type "
-                     "f32[4,3]");
+  ASSERT_PARSE_ERROR(
+      "graph g(w: q4[4,3], s: f32[3]) {\n  r = dequantize w s axis=1 : f32[4,4]\n  return r\n}\n",
+      "t.lir:2:31: error: dequantize: declared type f32[4,4] does not equal the inferred type "
+      "f32[4,3]");
   /* a loop cuts q4 rows at whole bytes only */
-  ASSERT_PARSE_ERROR("graph g(w: q4[2,6], s: f32[]) {\n  r = loop n=6 piece=3 {\n    in ws = w axis=1\n"
-                     "    in ss = s\n    d = dequantize ws ss\n    out d concat axis=1\n  }\n  return r\n}\n",
-                     "t.lir:2:7: error: loop: operand 'w' (q4[2,6]): a q4 row is sliced at whole bytes: piece 3 "
-                     "and offset 0 must be even");
+  ASSERT_PARSE_ERROR(
+      "graph g(w: q4[2,6], s: f32[]) {\n  r = loop n=6 piece=3 {\n    in ws = w axis=1\n"
+      "    in ss = s\n    d = dequantize ws ss\n    out d concat axis=1\n  }\n  return r\n}\n",
+      "t.lir:2:7: error: loop: operand 'w' (q4[2,6]): a q4 row is sliced at whole bytes: piece 3 "
+      "and offset 0 must be even");
 }

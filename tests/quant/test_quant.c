@@ -67,9 +67,10 @@ static const struct {
 static loom_graph *case_graph(int k) {
   char axis[32] = "";
   if (cases[k].axis >= 0) snprintf(axis, sizeof axis, " axis=%d", cases[k].axis);
-  return gt_parse("graph c(x: f32[5,37], w: f32[37,21]) {\n q, s = quantize w to=%s%s\n"
-                  " d = dequantize q s%s\n y = dot x d\n return q, s, d, y\n}",
-                  cases[k].to, axis, axis);
+  return gt_parse(
+      "graph c(x: f32[5,37], w: f32[37,21]) {\n q, s = quantize w to=%s%s\n"
+      " d = dequantize q s%s\n y = dot x d\n return q, s, d, y\n}",
+      cases[k].to, axis, axis);
 }
 
 /* Runs case k on dev (NULL: cpu0) and compares with NumPy's files. */
@@ -164,13 +165,14 @@ static float uniform(uint64_t *state) { /* [-1, 1), the same on every machine */
 static bool qdot_inputs(loom_tensor *x, loom_tensor *w, loom_tensor *qs) {
   int64_t xd[2] = {N, K}, wd[2] = {K, M};
   loom_type xt, wt;
-  if (loom_type_make(LOOM_F32, 2, xd, &xt) || loom_type_make(LOOM_F32, 2, wd, &wt) || loom_tensor_init(x, &xt) ||
-      loom_tensor_init(w, &wt))
+  if (loom_type_make(LOOM_F32, 2, xd, &xt) || loom_type_make(LOOM_F32, 2, wd, &wt) ||
+      loom_tensor_init(x, &xt) || loom_tensor_init(w, &wt))
     return false;
   uint64_t st = 42;
   for (int64_t i = 0; i < N * K; i++) ((float *)x->data)[i] = uniform(&st);
   for (int64_t i = 0; i < K * M; i++) ((float *)w->data)[i] = uniform(&st) * (1.0f + (float)(i % M) / M);
-  loom_graph *q = gt_parse("graph q(w: f32[%d,%d]) {\n q, s = quantize w to=q4 axis=1\n return q, s\n}", K, M);
+  loom_graph *q =
+      gt_parse("graph q(w: f32[%d,%d]) {\n q, s = quantize w to=q4 axis=1\n return q, s\n}", K, M);
   bool ok = q && gt_run(q, NULL, w, qs, 0, NULL) == LOOM_OK;
   if (q && !ok) loom_test_fail(__FILE__, __LINE__, "quantize: %s", loom_last_error());
   loom_graph_destroy(q);
@@ -202,8 +204,8 @@ static void check_qdot(const char *where, const loom_tensor *x, const loom_tenso
       }
       double bound = absx * scale[j] / 2 * (1 + 1e-6) + 1e-5 * absxw, err = fabs(y[i * M + j] - ref);
       if (err > bound) {
-        loom_test_fail(__FILE__, __LINE__, "%s: y[%lld,%lld] = %.9g, x.w = %.9g: off by %g, more than %g", where,
-                       LL(i), LL(j), y[i * M + j], ref, err, bound);
+        loom_test_fail(__FILE__, __LINE__, "%s: y[%lld,%lld] = %.9g, x.w = %.9g: off by %g, more than %g",
+                       where, LL(i), LL(j), y[i * M + j], ref, err, bound);
         return;
       }
       worst = fmax(worst, err / bound);
@@ -218,9 +220,10 @@ static void run_qdot(const loom__exec_device *dev) {
   loom_graph *g = NULL, *opt = NULL;
   loom_estimate e = {0};
   if (!qdot_inputs(&x, &w, qs)) goto done;
-  g = gt_parse("graph qdot(x: f32[%d,%d], q: q4[%d,%d], s: f32[%d]) {\n d = dequantize q s axis=1\n"
-               " y = dot x d\n return y\n}",
-               N, K, K, M, M);
+  g = gt_parse(
+      "graph qdot(x: f32[%d,%d], q: q4[%d,%d], s: f32[%d]) {\n d = dequantize q s axis=1\n"
+      " y = dot x d\n return y\n}",
+      N, K, K, M, M);
   if (!g) goto done;
   int64_t f32_bytes = 0, q4_bytes = 0;
   ASSERT_OK(loom_type_bytes(&w.type, &f32_bytes));
@@ -245,8 +248,10 @@ static void run_qdot(const loom__exec_device *dev) {
     loom_test_fail(__FILE__, __LINE__, "%s under %d bytes: %s", where, LIMIT, loom_last_error());
     goto done;
   }
-  printf("  %s: f32 weight %lld bytes, q4 weight %lld bytes, measured peak %lld bytes (limit %d), estimate %lld\n",
-         where, LL(f32_bytes), LL(q4_bytes), LL(m.peak), LIMIT, LL(e.peak_bytes));
+  printf(
+      "  %s: f32 weight %lld bytes, q4 weight %lld bytes, measured peak %lld bytes (limit %d), estimate "
+      "%lld\n",
+      where, LL(f32_bytes), LL(q4_bytes), LL(m.peak), LIMIT, LL(e.peak_bytes));
   if (m.peak > LIMIT || m.peak != e.peak_bytes)
     loom_test_fail(__FILE__, __LINE__, "%s: measured peak %lld, estimated %lld, limit %d", where, LL(m.peak),
                    LL(e.peak_bytes), LIMIT);

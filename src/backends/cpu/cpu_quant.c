@@ -12,7 +12,7 @@
 /* One row's position: the row's element offsets in each view and its index along the scale's
  * axis (when that axis is not the last). */
 typedef struct row_walk {
-  int32_t rank;       /* >= 1: a rank-0 view is walked as one row of one */
+  int32_t rank; /* >= 1: a rank-0 view is walked as one row of one */
   int64_t dims[LOOM_MAX_RANK];
   int64_t rows, len; /* rows and the length of each */
 } row_walk;
@@ -60,11 +60,13 @@ static loom_status dequantize(const loom__op *op, const loom__view *in, const lo
   const loom__view *q = &in[0], *sc = &in[1];
   int32_t axis = -1;
   if ((op->attrs.set & LOOM_ATTR_AXIS) && !loom__axis_normalize(op->attrs.axis, q->type.rank, &axis))
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: dequantize: axis %lld out of range", (long long)op->attrs.axis);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: dequantize: axis %lld out of range",
+                       (long long)op->attrs.axis);
   row_walk w;
   walk_init(&w, &q->type);
   const float *scale = sc->data;
-  int64_t s_stride = sc->type.rank > 0 ? sc->strides[0] : 0, q_inner = q->type.rank > 0 ? q->strides[q->type.rank - 1] : 1;
+  int64_t s_stride = sc->type.rank > 0 ? sc->strides[0] : 0,
+          q_inner = q->type.rank > 0 ? q->strides[q->type.rank - 1] : 1;
   bool q4 = q->type.dtype == LOOM_Q4, per_col = axis >= 0 && axis == q->type.rank - 1;
   float *o = out->data;
 #pragma omp parallel for schedule(static) if (w.rows * w.len > LOOM_CPU_BLOCK)
@@ -78,7 +80,8 @@ static loom_status dequantize(const loom__op *op, const loom__view *in, const lo
         orow[j] = (float)q4_get(q->data, qo + j * q_inner) * (per_col ? scale[j * s_stride] : s);
     } else {
       const int8_t *qr = (const int8_t *)q->data + qo;
-      for (int64_t j = 0; j < w.len; j++) orow[j] = (float)qr[j * q_inner] * (per_col ? scale[j * s_stride] : s);
+      for (int64_t j = 0; j < w.len; j++)
+        orow[j] = (float)qr[j * q_inner] * (per_col ? scale[j * s_stride] : s);
     }
   }
   return LOOM_OK;
@@ -108,7 +111,8 @@ static loom_status quantize(const loom__op *op, const loom__view *in, const loom
   const loom__view *x = &in[0];
   int32_t axis = -1;
   if ((op->attrs.set & LOOM_ATTR_AXIS) && !loom__axis_normalize(op->attrs.axis, x->type.rank, &axis))
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: quantize: axis %lld out of range", (long long)op->attrs.axis);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: quantize: axis %lld out of range",
+                       (long long)op->attrs.axis);
   bool q4 = out[0].type.dtype == LOOM_Q4, per_col = axis >= 0 && axis == x->type.rank - 1;
   int32_t hi = q4 ? 7 : 127, lo = q4 ? -8 : -128;
   row_walk w;
@@ -136,8 +140,8 @@ static loom_status quantize(const loom__op *op, const loom__view *in, const loom
   return LOOM_OK;
 }
 
-loom_status loom__cpu_quant(const loom_graph *g, const loom__op *op, const loom__view *in, const loom__view *out,
-                            void *scratch, int64_t scratch_bytes) {
+loom_status loom__cpu_quant(const loom_graph *g, const loom__op *op, const loom__view *in,
+                            const loom__view *out, void *scratch, int64_t scratch_bytes) {
   (void)g;
   (void)scratch;
   (void)scratch_bytes;

@@ -618,7 +618,8 @@ loom_status loom__gpu_quant_setup(const loom__op *op, const loom__dview *f, cons
   memset(m, 0, sizeof *m);
   int32_t rank = q->type.rank, axis = -1;
   if (rank > LM_RANK)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: rank %d is past %d", loom_op_name(op->kind), (int)rank, LM_RANK);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: rank %d is past %d", loom_op_name(op->kind), (int)rank,
+                       LM_RANK);
   if ((op->attrs.set & LOOM_ATTR_AXIS) && !loom__axis_normalize(op->attrs.axis, rank, &axis))
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: axis %lld is out of range", loom_op_name(op->kind),
                        (long long)op->attrs.axis);

@@ -22,7 +22,8 @@ static loom_status cl_dequantize(loom__cl_device *d, const loom__op_call *c) {
   cl_long o_off = m.f_off;
   m.f_off = 0;
   cl_mem o = c->out[0].buffer, q = c->in[0].buffer, sc = c->in[1].buffer;
-  loom__cl_arg args[] = {LOOM__CL_ARG(o), LOOM__CL_ARG(q), LOOM__CL_ARG(sc), LOOM__CL_ARG(o_off), LOOM__CL_ARG(m)};
+  loom__cl_arg args[] = {LOOM__CL_ARG(o), LOOM__CL_ARG(q), LOOM__CL_ARG(sc), LOOM__CL_ARG(o_off),
+                         LOOM__CL_ARG(m)};
   return loom__cl_launch(d, k, args, 5, m.rows, QUANT_LOCAL(d));
 }
 
@@ -39,8 +40,8 @@ static loom_status cl_quantize(loom__cl_device *d, const loom__op_call *c) {
   loom__cl_arg margs[] = {LOOM__CL_ARG(sc), LOOM__CL_ARG(x), LOOM__CL_ARG(qmax), LOOM__CL_ARG(m)};
   s = loom__cl_launch(d, kmax, margs, 4, m.channels, QUANT_LOCAL(d));
   if (s || m.rows * m.len == 0) return s;
-  loom__cl_arg qargs[] = {LOOM__CL_ARG(q), LOOM__CL_ARG(x), LOOM__CL_ARG(sc), LOOM__CL_ARG(lo), LOOM__CL_ARG(hi),
-                          LOOM__CL_ARG(m)};
+  loom__cl_arg qargs[] = {LOOM__CL_ARG(q),  LOOM__CL_ARG(x),  LOOM__CL_ARG(sc),
+                          LOOM__CL_ARG(lo), LOOM__CL_ARG(hi), LOOM__CL_ARG(m)};
   return loom__cl_launch(d, kq, qargs, 6, m.rows, QUANT_LOCAL(d));
 }
 
