@@ -83,8 +83,7 @@ loom_status loom__dispatch(const loom__launchers *t, void *dev, const char *id, 
   loom__launch_fn launch = f < LOOM__FAMILY_COUNT ? t->family[f] : NULL;
   if (!launch && f == LOOM__FAMILY_FUSED) return loom__no_fused(id);
   if (!launch && f == LOOM__FAMILY_QUANT)
-    return loom__error(LOOM_ERR_UNSUPPORTED,
-                       "%s: %s: no quantized kernels on this backend (cpu0 and OpenCL have them)", id,
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: %s: no quantized kernels on this backend", id,
                        loom_op_name(c->op->kind));
   if (!launch) return loom__no_family(id, loom_op_name(c->op->kind));
   if (lock) pthread_mutex_lock(lock);

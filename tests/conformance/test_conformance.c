@@ -50,7 +50,7 @@ typedef struct device_kind {
   bool fourier_layouts;
   /* Sizes past one grid of the flat kernels (16384 blocks x 256 threads): CUDA's limits. */
   bool large_launches;
-  /* quantize and dequantize (docs/ir-quant.md): OpenCL has kernels; CUDA refuses them. */
+  /* quantize and dequantize (docs/ir-quant.md). */
   bool quant;
 } device_kind;
 
@@ -85,7 +85,7 @@ static const device_kind kinds[] = {
      {3, 3},
      true,
      true,
-     false},
+     true},
 #endif
 };
 enum { MAX_KINDS = 2 };

@@ -1,7 +1,7 @@
 /* Quantized values run (docs/ir-quant.md): quantize, dequantize and a dot of dequantized
  * weights against NumPy's results (tests/data/quant, written by make_fixtures.py: bit-exact
  * for the quantized values, scales and dequantized weights, the dot within float32 rounding),
- * on cpu0 and on every OpenCL device; and a dot of x f32[64,1024] with 4-bit weights
+ * on cpu0, on every OpenCL device and on every CUDA device; and a dot of x f32[64,1024] with 4-bit weights
  * q4[1024,1024] under a 1 MiB limit: the chunk rewrite keeps dequantize inside the loop, so the
  * executor's meter holds the packed weight (1/8 of its f32 bytes) and one piece, never the f32
  * weight, and the result is the float64 product of x and the unquantized weights within the
@@ -273,6 +273,24 @@ done:
 
 TEST(q4_dot_under_a_limit_holds_an_eighth_cpu0) {
   run_qdot(NULL);
+}
+
+TEST(quantize_dequantize_dot_match_numpy_cuda) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_CUDA, devs);
+  if (nd == 0) return;
+  loom_tensor in[2];
+  if (!load_xw(in)) return;
+  for (int32_t d = 0; d < nd; d++)
+    for (int k = 0; k < LOOM_ARRAY_SIZE(cases) && !loom_test_failed(); k++) check_case(k, devs[d], in);
+  loom_tensor_deinit(&in[0]);
+  loom_tensor_deinit(&in[1]);
+}
+
+TEST(q4_dot_under_a_limit_holds_an_eighth_cuda) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_CUDA, devs);
+  for (int32_t d = 0; d < nd && d < 1; d++) run_qdot(devs[d]);
 }
 
 TEST(q4_dot_under_a_limit_holds_an_eighth_opencl) {
