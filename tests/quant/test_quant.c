@@ -15,6 +15,7 @@
 #include "gpu_util.h"
 #include "ir/ir.h"
 #include "loom/io.h"
+#include "loom/memory.h"
 #include "loom/plan.h"
 
 #define LL(x) ((long long)(x))
@@ -243,6 +244,8 @@ static void run_qdot(const loom__exec_device *dev) {
 
   loom_tensor in[3] = {x, qs[0], qs[1]};
   loom__meter m;
+  loom_mem_node_stats before = {0}, after = {0};
+  if (dev) ASSERT_OK(loom_mem_stats(dev->memory, dev->node, &before));
   loom_status s = gt_run(opt, dev, in, &y, LIMIT, &m);
   if (s) {
     loom_test_fail(__FILE__, __LINE__, "%s under %d bytes: %s", where, LIMIT, loom_last_error());
@@ -255,6 +258,18 @@ static void run_qdot(const loom__exec_device *dev) {
   if (m.peak > LIMIT || m.peak != e.peak_bytes)
     loom_test_fail(__FILE__, __LINE__, "%s: measured peak %lld, estimated %lld, limit %d", where, LL(m.peak),
                    LL(e.peak_bytes), LIMIT);
+  if (dev) {
+    /* the memory manager's own counters on the device's node: the most it held at once is
+     * the meter's peak (earlier tests of this process held less), under the limit and a
+     * quarter of the f32 weight; what it copied in counts x's slices once per outer piece */
+    ASSERT_OK(loom_mem_stats(dev->memory, dev->node, &after));
+    int64_t in_bytes = after.bytes_in - before.bytes_in;
+    printf("  %s: the memory manager's peak live bytes %lld; copied in %lld bytes\n", where,
+           LL(after.peak_live), LL(in_bytes));
+    if (after.peak_live > LIMIT || after.peak_live >= f32_bytes / 4 || in_bytes < q4_bytes)
+      loom_test_fail(__FILE__, __LINE__, "%s: peak live %lld bytes, copied in %lld (q4 weight %lld)", where,
+                     LL(after.peak_live), LL(in_bytes), LL(q4_bytes));
+  }
   check_qdot(where, &x, &w, qs[1].data, y.data);
   /* the graph as written holds the f32 weight whole: refused under the same limit */
   loom_tensor none = {0};
