@@ -21,6 +21,7 @@ set(_cuda_graphs
   "kernel_mv|${_cuda_examples}/kernel_mv.lir|64MiB|-DRTOL=1e-3"
   "spectrum|${_cuda_examples}/spectrum.lir|64MiB|-DATOL=1e-5max^-DATOL_maxe=2e-6"
   "all_ops|${_cuda_data}/data/lir/all_ops.lir|64MiB|"
+  "quant_ops|${_cuda_data}/data/lir/quant_ops.lir|64MiB|"
   "constants|${_cuda_data}/data/lir/constants.lir|64MiB|-DRUN_ONLY=ON"
   "ffts|${_cuda_data}/splitter/data/ffts.lir|64MiB|-DATOL=1e-5max"
   "knn_small|${_cuda_data}/tools/data/knn_small.lir|64MiB|-DKNN=ON"

@@ -6,9 +6,8 @@
 #include "gpu_util.h"
 #include "runtime/context.h"
 
-const loom_dtype gt_all_dtypes[LOOM_DTYPE_COUNT] = {LOOM_BOOL, LOOM_I8,  LOOM_U8,  LOOM_I16,
-                                                    LOOM_I32,  LOOM_I64, LOOM_F16, LOOM_BF16,
-                                                    LOOM_F32,  LOOM_F64, LOOM_C64, LOOM_C128};
+const loom_dtype gt_all_dtypes[GT_N_DTYPES] = {LOOM_BOOL, LOOM_I8,   LOOM_U8,  LOOM_I16, LOOM_I32, LOOM_I64,
+                                               LOOM_F16,  LOOM_BF16, LOOM_F32, LOOM_F64, LOOM_C64, LOOM_C128};
 
 static loom_context *ctx;
 
@@ -165,6 +164,11 @@ static double uniform(uint64_t *s) {
 
 static void fill(loom_tensor *t, uint64_t *s) {
   int64_t n = 0;
+  if (loom_dtype_is_quantized(t->type.dtype)) { /* every byte is a valid q8 or pair of q4 values */
+    loom_type_bytes(&t->type, &n);
+    for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = (uint8_t)(next(s) >> 56);
+    return;
+  }
   loom_type_elements(&t->type, &n);
   for (int64_t i = 0; i < n; i++) {
     switch (t->type.dtype) {

@@ -28,7 +28,8 @@ const char *gt_no_device(uint32_t kind);
 loom_graph *gt_parse(const char *fmt, ...) LOOM_PRINTF(1, 2);
 
 /* Inputs for every parameter: floats uniform in [-2, 2) (rounded to the dtype), signed
- * integers in [-50, 50), unsigned in [0, 100), bool 0/1, complex parts as floats. */
+ * integers in [-50, 50), unsigned in [0, 100), bool 0/1, complex parts as floats, q8/q4
+ * uniform bytes of their packed storage. */
 loom_status gt_inputs(const loom_graph *g, uint64_t seed, loom_tensor *out);
 void gt_tensors_free(loom_tensor *t, int32_t n);
 
@@ -61,7 +62,9 @@ extern const char *const gt_chain_lir;
  * scratch); a byte less is OUT_OF_MEMORY naming the limit, with nothing left allocated. */
 void gt_test_peaks_equal_cpu0(uint32_t kind);
 
-/* Every dtype, in loom_dtype order. */
-extern const loom_dtype gt_all_dtypes[LOOM_DTYPE_COUNT];
+/* Every dtype ops compute in, in loom_dtype order: all but the quantized q8 and q4, which only
+ * dequantize reads (docs/ir-quant.md; tests/quant runs them). */
+#define GT_N_DTYPES 12
+extern const loom_dtype gt_all_dtypes[GT_N_DTYPES];
 
 #endif

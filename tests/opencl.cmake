@@ -24,6 +24,7 @@ set(_ocl_graphs
   "spectrum|${_ocl_examples}/spectrum.lir|-DATOL=1e-5max^-DATOL_maxe=2e-6"
   "knn|${_ocl_examples}/knn.lir|-DKNN=ON"
   "all_ops|${_ocl_data}/data/lir/all_ops.lir|"
+  "quant_ops|${_ocl_data}/data/lir/quant_ops.lir|"
   "comments|${_ocl_data}/data/lir/comments.lir|"
   "passthrough|${_ocl_data}/data/lir/passthrough.lir|"
   "constants|${_ocl_data}/data/lir/constants.lir|-DRUN_ONLY=ON"

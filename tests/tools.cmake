@@ -456,3 +456,11 @@ loom_bench_test(attention_small ARGS attention --n 256 --limit 128KiB --repeats 
   STDOUT_REGEX "\nunconstrained [^\n]*\nlimit [^\n]*\nlimit, unfused +[0-9.]+ " STDERR_REGEX "^$")
 loom_bench_test(knn_l1_unfused ARGS knn --n 500 --m 600 --limits 256KiB --repeats 1 --metric l1 --no-rewrite fuse
   STDOUT_REGEX "kNN \\(L1\\)[^\n]*--no-rewrite fuse\n[^\n]*\nunchunked [^\n]* equal\n256.00 KiB [^\n]* equal" STDERR_REGEX "^$")
+
+# Quantized parameters from their NumPy storage files, and a file of another dtype refused.
+set(_quant ${CMAKE_CURRENT_SOURCE_DIR}/data/quant)
+loom_tool_test(quantized_inputs ARGS ${LOOM_TOOL_DATA}/dequantize.lir --in q=${_quant}/q4_a1_q.npy
+  --in s=${_quant}/q4_a1_s.npy --in q8v=${_quant}/q8_t_q.npy --in s8=${_quant}/q8_t_s.npy --out-dir @WORK@/out
+  STDOUT_REGEX "d +f32\\[37,21\\]" EXPECT_FILES out/d.npy out/d8.npy)
+loom_tool_test(quantized_input_bad_dtype RC 1 ARGS ${LOOM_TOOL_DATA}/dequantize.lir --in q=${_quant}/q8_t_q.npy --random 1
+  STDERR_REGEX "--in q=.*q8_t_q\\.npy: dtype i8 does not match parameter q: q4\\[37,21\\]")

@@ -44,7 +44,8 @@ extern "C" {
   X(ARGMAX, "argmax") X(ARGMIN, "argmin") X(TOPK, "topk")                               \
   X(DOT, "dot") X(CONV, "conv")                                                         \
   X(FFT, "fft") X(IFFT, "ifft") X(RFFT, "rfft") X(IRFFT, "irfft")                       \
-  X(SQUARE, "square") X(LOOP, "loop") X(FUSED, "fused")
+  X(SQUARE, "square") X(LOOP, "loop") X(FUSED, "fused")                                \
+  X(QUANTIZE, "quantize") X(DEQUANTIZE, "dequantize")
 
 typedef enum loom_op {
 #define LOOM_X(e, name) LOOM_OP_##e,
@@ -165,6 +166,18 @@ LOOM_API loom_value loom_conv(loom_graph *graph, loom_value x, loom_value w, con
                               const int64_t *padding, const int64_t *dilation, int64_t groups);
 /* op is fft, ifft, rfft (n ignored) or irfft (n = output length along axis). */
 LOOM_API loom_value loom_fourier(loom_graph *graph, loom_op op, loom_value x, int64_t axis, int64_t n);
+
+/* ---- quantized values (docs/ir-quant.md) ---------------------------------------------------
+ * `quantize x to=q8|q4 [axis=A]`: f32 x -> its quantized values (x's shape) and their f32
+ * scale, symmetric: scale = max|x| / 127 (q8) or / 7 (q4) over the whole tensor (axis < 0: a
+ * scale of shape []) or per index of axis A (a scale of shape [dims[A]]); q = x / scale
+ * rounded half to even, saturated. Writes q to *out_q and the scale to *out_scale (either may
+ * be NULL); the status is the graph's sticky error. */
+LOOM_API loom_status loom_quantize(loom_graph *graph, loom_value x, loom_dtype to, int64_t axis,
+                                   loom_value *out_q, loom_value *out_scale);
+/* `dequantize q scale [axis=A]`: f32 q * scale, the scale per tensor (axis < 0, scale f32[]) or
+ * per index of axis A (scale f32[dims[A]]). */
+LOOM_API loom_value loom_dequantize(loom_graph *graph, loom_value q, loom_value scale, int64_t axis);
 
 /* ---- loops (docs/ir-loops.md) -------------------------------------------------------------
  *

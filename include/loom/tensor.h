@@ -29,7 +29,9 @@ extern "C" {
   X(F32, "f32", 4)        \
   X(F64, "f64", 8)        \
   X(C64, "c64", 8)        \
-  X(C128, "c128", 16)
+  X(C128, "c128", 16)     \
+  X(Q8, "q8", 1)          \
+  X(Q4, "q4", 1)
 
 typedef enum loom_dtype {
 #define LOOM_X(e, name, bytes) LOOM_##e,
@@ -38,7 +40,9 @@ typedef enum loom_dtype {
       LOOM_DTYPE_COUNT
 } loom_dtype;
 
-/* Bytes of one element; 0 for an out-of-range value. */
+/* Bytes of one element; 0 for an out-of-range value. q4 packs two elements in a byte
+ * (docs/ir-quant.md): its entry is 1, the byte a pair shares, and loom_type_bytes gives a q4
+ * tensor's real (packed) size. */
 LOOM_API int64_t loom_dtype_size(loom_dtype dtype);
 /* The IR spelling ("f32"); "?" for an out-of-range value. */
 LOOM_API const char *loom_dtype_name(loom_dtype dtype);
@@ -48,7 +52,9 @@ LOOM_API bool loom_dtype_parse(const char *text, size_t len, loom_dtype *out_dty
 LOOM_API bool loom_dtype_is_float(loom_dtype dtype);   /* f16 bf16 f32 f64 */
 LOOM_API bool loom_dtype_is_complex(loom_dtype dtype); /* c64 c128 */
 LOOM_API bool loom_dtype_is_integer(loom_dtype dtype); /* i8 u8 i16 i32 i64 */
-LOOM_API bool loom_dtype_is_signed(loom_dtype dtype);  /* signed ints, floats, complex */
+LOOM_API bool loom_dtype_is_signed(loom_dtype dtype);  /* signed ints, floats, complex, q8 q4 */
+/* q8 and q4: quantized integers read only by `dequantize` (docs/ir-quant.md). */
+LOOM_API bool loom_dtype_is_quantized(loom_dtype dtype);
 
 /* A tensor type: element type and shape. dims[rank..] are ignored. Plain data. */
 typedef struct loom_type {
@@ -60,7 +66,9 @@ typedef struct loom_type {
 /* Fills *out_type. Fails with LOOM_ERR_INVALID_ARGUMENT for a bad dtype, a rank outside
  * 0..LOOM_MAX_RANK, a negative dimension, or a shape whose byte size overflows int64. */
 LOOM_API loom_status loom_type_make(loom_dtype dtype, int32_t rank, const int64_t *dims, loom_type *out_type);
-/* Element count and byte size. Overflow is LOOM_ERR_INVALID_ARGUMENT, never a wrap. */
+/* Element count and byte size. Overflow is LOOM_ERR_INVALID_ARGUMENT, never a wrap. A q4
+ * tensor's bytes are its packed size: each row (the last axis) ceil(n/2) bytes, low nibble
+ * first, an odd row's last byte padded (a rank-0 q4 is one byte). */
 LOOM_API loom_status loom_type_elements(const loom_type *type, int64_t *out_elements);
 LOOM_API loom_status loom_type_bytes(const loom_type *type, int64_t *out_bytes);
 LOOM_API bool loom_type_equal(const loom_type *a, const loom_type *b);
@@ -86,9 +94,9 @@ LOOM_API void loom_tensor_deinit(loom_tensor *t);
 
 /* Fills an allocated tensor with seeded pseudo-random values, the same on every machine and
  * build for the same (seed, stream): floats uniform in [0,1) on a grid the dtype holds exactly,
- * complex numbers part by part, integers uniform in [0,100), bools 0 or 1. loom-run --random
- * uses the parameter's index as the stream, so one input's values do not depend on the
- * others. Errors: INVALID_ARGUMENT (NULL tensor, an invalid type, NULL data for a non-empty
+ * complex numbers part by part, integers uniform in [0,100), bools 0 or 1, q8/q4 uniform bytes of their
+ * packed storage. loom-run --random uses the parameter's index as the stream, so one input's values do not
+ * depend on the others. Errors: INVALID_ARGUMENT (NULL tensor, an invalid type, NULL data for a non-empty
  * tensor). */
 LOOM_API loom_status loom_tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream);
 

@@ -27,6 +27,8 @@ loom__family loom__family_of(loom__op_class cls) {
       return LOOM__FAMILY_FOURIER;
     case LOOM_CLASS_FUSED:
       return LOOM__FAMILY_FUSED;
+    case LOOM_CLASS_QUANT:
+      return LOOM__FAMILY_QUANT;
     case LOOM_CLASS_LOOP: /* the executor runs a loop's body; no backend sees the loop */
       break;
   }
@@ -47,7 +49,7 @@ bool loom__strides_dense(const loom_type *t, const int64_t *strides) {
   int64_t expect = 1;
   for (int32_t i = t->rank - 1; i >= 0; i--) {
     if (t->dims[i] != 1 && strides[i] != expect) return false;
-    expect *= t->dims[i];
+    expect *= (t->dtype == LOOM_Q4 && i == t->rank - 1) ? loom__q4_row_nibbles(t->dims[i]) : t->dims[i];
   }
   return true;
 }
@@ -80,6 +82,9 @@ loom_status loom__dispatch(const loom__launchers *t, void *dev, const char *id, 
   loom__family f = loom__family_of(loom__op_info_of(c->op->kind)->cls);
   loom__launch_fn launch = f < LOOM__FAMILY_COUNT ? t->family[f] : NULL;
   if (!launch && f == LOOM__FAMILY_FUSED) return loom__no_fused(id);
+  if (!launch && f == LOOM__FAMILY_QUANT)
+    return loom__error(LOOM_ERR_UNSUPPORTED, "%s: %s: no quantized kernels on this backend", id,
+                       loom_op_name(c->op->kind));
   if (!launch) return loom__no_family(id, loom_op_name(c->op->kind));
   if (lock) pthread_mutex_lock(lock);
   s = t->enter ? t->enter(dev) : LOOM_OK;

@@ -24,6 +24,7 @@ typedef enum loom__family {
   LOOM__FAMILY_FOURIER,
   LOOM__FAMILY_FUSED, /* a fused op's body (docs/ir-fusion.md); a backend without one returns
                          UNSUPPORTED and the executor runs the body op by op */
+  LOOM__FAMILY_QUANT, /* quantize dequantize (docs/ir-quant.md) */
   LOOM__FAMILY_COUNT
 } loom__family;
 

@@ -67,6 +67,13 @@ char *loom__format_bytes_vs(int64_t bytes, int64_t other, char *buf, size_t size
  * is_int (exact for i64), else value, converted as C converts, rounded for f16/bf16. */
 void loom__scalar_store(int dtype, double value, int64_t ivalue, bool is_int, void *dst);
 
+/* q4 storage (docs/ir-quant.md): a row of n elements takes n rounded up to even nibbles, so
+ * q4 element offsets and strides count nibbles of rows padded to even. */
+int64_t loom__q4_row_nibbles(int64_t n);
+/* Bytes of an element offset (or count) of dtype into a value's storage: elements x size, for
+ * q4 half the nibbles (exact for the whole rows and even columns the runtime slices at). */
+int64_t loom__dtype_offset_bytes(loom_dtype dtype, int64_t elements);
+
 /* Monotonic seconds. */
 double loom__now(void);
 

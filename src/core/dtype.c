@@ -49,6 +49,13 @@ bool loom_dtype_is_integer(loom_dtype d) {
 bool loom_dtype_is_signed(loom_dtype d) {
   return d != LOOM_BOOL && d != LOOM_U8 && dtype_valid(d);
 }
+bool loom_dtype_is_quantized(loom_dtype d) {
+  return d == LOOM_Q8 || d == LOOM_Q4;
+}
+
+int64_t loom__q4_row_nibbles(int64_t n) {
+  return n + (n & 1);
+}
 
 loom_status loom_type_make(loom_dtype dtype, int32_t rank, const int64_t *dims, loom_type *out) {
   if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_type_make: out_type is NULL");
@@ -86,6 +93,17 @@ loom_status loom_type_bytes(const loom_type *t, int64_t *out) {
   int64_t n;
   loom_status s = loom_type_elements(t, &n);
   if (s) return s;
+  if (t->dtype == LOOM_Q4) {
+    /* rows of ceil(last / 2) bytes: element count with each row padded to even, halved */
+    int64_t last = t->rank > 0 ? t->dims[t->rank - 1] : 1, rows = last > 0 ? n / last : 0;
+    if (!loom__mul_i64(rows, loom__q4_row_nibbles(last) / 2, &n)) {
+      char buf[LOOM_TYPE_STRING_MAX];
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s is larger than int64 bytes",
+                         loom_type_format(t, buf, sizeof buf));
+    }
+    *out = n;
+    return LOOM_OK;
+  }
   if (!loom__mul_i64(n, loom_dtype_size(t->dtype), &n)) {
     char buf[LOOM_TYPE_STRING_MAX];
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s is larger than int64 bytes",
@@ -206,6 +224,12 @@ static int64_t saturate_i64(double v) {
   if (v >= 9.2233720368547758e18) return INT64_MAX;
   if (v <= -9.2233720368547758e18) return INT64_MIN;
   return (int64_t)v;
+}
+
+int64_t loom__dtype_offset_bytes(loom_dtype dtype, int64_t elements) {
+  /* q4 offsets count nibbles of rows padded to even; the piece and slot offsets the runtime
+   * forms for q4 are whole rows or even columns, so the halving is exact */
+  return dtype == LOOM_Q4 ? elements / 2 : elements * loom_dtype_size(dtype);
 }
 
 void loom__scalar_store(int dtype, double value, int64_t ivalue, bool is_int, void *dst) {

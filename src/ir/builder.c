@@ -270,6 +270,29 @@ loom_status loom_topk(loom_graph *g, loom_value x, int64_t k, int64_t axis, bool
   return s;
 }
 
+loom_status loom_quantize(loom_graph *g, loom_value x, loom_dtype to, int64_t axis, loom_value *out_q,
+                          loom_value *out_scale) {
+  loom_attrs a;
+  loom_attrs_init(&a);
+  a.set = LOOM_ATTR_TO | (axis >= 0 ? LOOM_ATTR_AXIS : 0);
+  a.to = to;
+  if (axis >= 0) a.axis = axis; /* unset attributes keep their defaults, as the parser's */
+  loom_value outs[2];
+  loom_status s = loom_graph_add(g, LOOM_OP_QUANTIZE, &x, 1, &a, NULL, NULL, outs, 2);
+  if (out_q) *out_q = outs[0];
+  if (out_scale) *out_scale = outs[1];
+  return s;
+}
+
+loom_value loom_dequantize(loom_graph *g, loom_value q, loom_value scale, int64_t axis) {
+  loom_attrs a;
+  loom_attrs_init(&a);
+  a.set = axis >= 0 ? LOOM_ATTR_AXIS : 0;
+  if (axis >= 0) a.axis = axis;
+  loom_value in[2] = {q, scale};
+  return add1(g, LOOM_OP_DEQUANTIZE, in, 2, &a, NULL, NULL);
+}
+
 loom_value loom_dot(loom_graph *g, loom_value a, loom_value b) {
   loom_value in[2] = {a, b};
   return add1(g, LOOM_OP_DOT, in, 2, NULL, NULL, NULL);

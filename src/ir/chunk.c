@@ -63,6 +63,7 @@ typedef struct region {
   int32_t *uses;        /* per value */
   int32_t *region_uses; /* per value: reads by region ops */
   int64_t min_piece;    /* topk merged across pieces needs pieces of at least k */
+  bool even_pieces;     /* a q4 value is read along its rows: pieces start on whole bytes */
   /* A region inside a loop's body (g is that body): each candidate body is put back into a
    * copy of `outer` at loop op `outer_op`, and measured there. NULL at the top. */
   const loom_graph *outer;
@@ -160,6 +161,10 @@ static int32_t map_back(const loom_graph *g, const loom__op *op, int32_t ax, int
           conv_attr(a, LOOM_ATTR_PADDING, &a->padding, ax - 2, 0) > 0)
         return AX_FAIL;
       return AX_WINDOW + ax;
+    case LOOM_CLASS_QUANT: /* dequantize: q along ax, a per-channel scale where ax is its axis */
+      if (op->kind != LOOM_OP_DEQUANTIZE) return AX_FAIL;
+      if (i == 0) return ax;
+      return (a->set & LOOM_ATTR_AXIS) && norm_axis(a->axis, out->rank) == ax ? 0 : AX_WHOLE;
     case LOOM_CLASS_LAYOUT:
       if (op->kind == LOOM_OP_TRANSPOSE) return (int32_t)a->perm.v[ax];
       if (op->kind == LOOM_OP_BROADCAST) return map_broadcast(in, out, ax);
@@ -376,6 +381,10 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
   }
   for (int32_t o = 0; o < g->n_ops; o++)
     if (is_sink(r, o)) r->sinks[r->n_sinks++] = o;
+  for (int32_t v = 0; v < g->n_values; v++) {
+    const loom_type *vt = &g->values[v].type;
+    if (vt->dtype == LOOM_Q4 && r->axis_of[v] >= 0 && r->axis_of[v] == vt->rank - 1) r->even_pieces = true;
+  }
   return mark_downstream(r) ? LOOM_OK : LOOM_ERR_UNSUPPORTED;
 }
 
@@ -657,9 +666,9 @@ static bool tail_ok(const region *r, int64_t c);
  * pieces needs k in each). */
 static int64_t valid_piece(const region *r, int64_t c) {
   for (int64_t d = c; d >= r->min_piece; d--)
-    if (tail_ok(r, d)) return d;
+    if (tail_ok(r, d) && !(r->even_pieces && d % 2)) return d;
   for (int64_t d = c + 1; d < r->extent; d++) /* 11 in pieces of 5 for a top 5: pieces of 6 */
-    if (tail_ok(r, d)) return d;
+    if (tail_ok(r, d) && !(r->even_pieces && d % 2)) return d;
   return -1; /* none: 3 in pieces for a top 2 */
 }
 

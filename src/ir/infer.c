@@ -41,6 +41,7 @@ enum {
   M_FLOAT = M(F16) | M(BF16) | M(F32) | M(F64),
   M_COMPLEX = M(C64) | M(C128),
   M_ALL = M_BOOL | M_INT | M_FLOAT | M_COMPLEX,
+  M_QUANT = M(Q8) | M(Q4), /* only quantize makes them, only dequantize reads them */
 };
 
 typedef struct dtype_rule {
@@ -107,7 +108,8 @@ static loom_status make_result(loom_op op, loom_dtype dtype, int32_t rank, const
   const char *name = loom_op_name(op);
   loom_type r; /* built aside: dims may point into *out */
   memset(&r, 0, sizeof r);
-  if (!dtype_in(dtype, M_ALL)) return loom__error(INVALID, "%s: unknown dtype %d", name, (int)dtype);
+  if (!dtype_in(dtype, M_ALL | M_QUANT))
+    return loom__error(INVALID, "%s: unknown dtype %d", name, (int)dtype);
   if (rank < 0 || rank > LOOM_MAX_RANK)
     return loom__error(INVALID, "%s: rank %d is outside 0..%d", name, (int)rank, LOOM_MAX_RANK);
   r.dtype = dtype;
@@ -191,6 +193,9 @@ static loom_status check_fill_value(const loom_type *t, const loom_attrs *a) {
 
 static loom_status infer_source(loom_op op, const loom_attrs *a, const loom_type *rt, loom_type *out) {
   if (!rt) return loom__error(INVALID, "%s: needs a result type", loom_op_name(op));
+  if (dtype_in(rt->dtype, M_QUANT))
+    return loom__error(INVALID, "%s: cannot make %s values (quantize makes them, with their scale)",
+                       loom_op_name(op), loom_dtype_name(rt->dtype));
   loom_status s = make_result(op, rt->dtype, rt->rank, rt->dims, out);
   if (s) return s;
   if (op == LOOM_OP_IOTA) {
@@ -236,6 +241,10 @@ static loom_status infer_select(const loom_type *c, const loom_type *a, const lo
 }
 
 static loom_status infer_cast(const loom_type *x, const loom_attrs *a, loom_type *out) {
+  if (dtype_in(a->to, M_QUANT))
+    return loom__error(INVALID,
+                       "cast: cannot cast %s to %s (quantize makes quantized values, with their scale)",
+                       TS(x), loom_dtype_name(a->to));
   if (!dtype_in(a->to, M_ALL)) return loom__error(INVALID, "cast: unknown dtype %d", (int)a->to);
   if (loom_dtype_is_complex(x->dtype) && !loom_dtype_is_complex(a->to))
     return loom__error(INVALID, "cast: cannot cast complex %s to non-complex %s", TS(x),
@@ -577,6 +586,57 @@ static loom_status infer_fourier(loom_op op, const loom_type *x, const loom_attr
   return LOOM_OK;
 }
 
+/* ---- quantized values (docs/ir-quant.md) ------------------------------------------------- */
+
+/* A per-channel axis: absent (per tensor) gives -1. */
+static loom_status quant_axis(loom_op op, const loom_attrs *a, const loom_type *x, int32_t *out) {
+  *out = -1;
+  return (a->set & LOOM_ATTR_AXIS) ? get_axis(op, a->axis, x, out) : LOOM_OK;
+}
+
+/* quantize x to=q8|q4 [axis=A] -> q (x's shape), scale f32 ([] or [dims[A]]) */
+static loom_status infer_quantize(const loom_type *x, const loom_attrs *a, loom_type *out) {
+  if (x->dtype != LOOM_F32) return loom__error(INVALID, "quantize: takes f32, got %s", TS(x));
+  if (!dtype_in(a->to, M_QUANT))
+    return loom__error(INVALID, "quantize: to=%s is not a quantized dtype (q8 or q4)",
+                       loom_dtype_name(a->to));
+  int32_t axis;
+  loom_status s = quant_axis(LOOM_OP_QUANTIZE, a, x, &axis);
+  if (!s) s = make_result(LOOM_OP_QUANTIZE, a->to, x->rank, x->dims, &out[0]);
+  if (!s)
+    s = make_result(LOOM_OP_QUANTIZE, LOOM_F32, axis < 0 ? 0 : 1, axis < 0 ? NULL : &x->dims[axis], &out[1]);
+  return s;
+}
+
+/* dequantize q scale [axis=A] -> f32 of q's shape */
+static loom_status infer_dequantize(const loom_type *q, const loom_type *scale, const loom_attrs *a,
+                                    loom_type *out) {
+  if (!dtype_in(q->dtype, M_QUANT))
+    return loom__error(INVALID, "dequantize: takes a quantized value (q8 or q4) first, got %s", TS(q));
+  if (scale->dtype != LOOM_F32)
+    return loom__error(INVALID, "dequantize: the scale must be f32, got %s", TS(scale));
+  int32_t axis;
+  loom_status s = quant_axis(LOOM_OP_DEQUANTIZE, a, q, &axis);
+  if (s) return s;
+  if (axis < 0 && scale->rank != 0)
+    return loom__error(INVALID, "dequantize: a per-tensor scale (no axis=A) is f32[], got %s", TS(scale));
+  if (axis >= 0 && (scale->rank != 1 || scale->dims[0] != q->dims[axis]))
+    return loom__error(INVALID,
+                       "dequantize: the scale of %s per channel along axis %d must be f32[%lld], got %s",
+                       TS(q), (int)axis, (long long)q->dims[axis], TS(scale));
+  return make_result(LOOM_OP_DEQUANTIZE, LOOM_F32, q->rank, q->dims, out);
+}
+
+/* Quantized values are packed integers without their scale: every op but dequantize refuses
+ * them, so no kernel ever reads a q4 byte as an element. */
+static loom_status check_no_quantized(loom_op op, const loom_type *const *t, int32_t n) {
+  for (int32_t i = 0; i < n && i < 3; i++)
+    if (op != LOOM_OP_DEQUANTIZE && dtype_in(t[i]->dtype, M_QUANT))
+      return loom__error(INVALID, "%s: operand %d is %s: quantized values are read only by dequantize",
+                         loom_op_name(op), (int)i + 1, TS(t[i]));
+  return LOOM_OK;
+}
+
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
 static loom_status infer_layout(const loom_graph *g, loom_op op, const int32_t *inputs, int32_t n,
@@ -631,6 +691,9 @@ static loom_status infer_class(const loom_graph *g, loom_op op, const loom_type 
       return infer_conv(t[0], t[1], attrs, out);
     case LOOM_CLASS_FOURIER:
       return infer_fourier(op, t[0], attrs, out);
+    case LOOM_CLASS_QUANT:
+      return op == LOOM_OP_QUANTIZE ? infer_quantize(t[0], attrs, out)
+                                    : infer_dequantize(t[0], t[1], attrs, out);
     case LOOM_CLASS_LOOP:  /* typed by loom_graph_add_loop from its body */
     case LOOM_CLASS_FUSED: /* typed by loom__graph_add_fused from its body */
       break;
@@ -655,5 +718,7 @@ loom_status loom__infer(const loom_graph *g, loom_op op, const int32_t *inputs, 
   }
   const loom_type *t[3] = {NULL, NULL, NULL};
   for (int32_t i = 0; i < n_inputs && i < 3; i++) t[i] = &loom__val(g, inputs[i])->type;
+  loom_status s = check_no_quantized(op, t, n_inputs);
+  if (s) return s;
   return infer_class(g, op, t, inputs, n_inputs, attrs, result_type, out_types);
 }

@@ -28,6 +28,7 @@ typedef enum loom__op_class {
   LOOM_CLASS_FOURIER,
   LOOM_CLASS_LOOP,  /* a body run over pieces (loop.c) */
   LOOM_CLASS_FUSED, /* a body run as one kernel (fused.c, docs/ir-fusion.md) */
+  LOOM_CLASS_QUANT, /* quantize dequantize (docs/ir-quant.md) */
 } loom__op_class;
 
 typedef struct loom__op_info {

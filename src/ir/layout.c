@@ -10,7 +10,9 @@ void loom__view_dense_strides(const loom_type *type, int64_t *strides) {
   int64_t s = 1;
   for (int32_t i = type->rank - 1; i >= 0; i--) {
     strides[i] = s;
-    s *= type->dims[i] > 0 ? type->dims[i] : 1;
+    int64_t d = type->dims[i] > 0 ? type->dims[i] : 1;
+    /* q4 rows are padded to a whole byte: its strides count nibbles (docs/ir-quant.md) */
+    s *= (type->dtype == LOOM_Q4 && i == type->rank - 1) ? loom__q4_row_nibbles(d) : d;
   }
 }
 

@@ -127,6 +127,12 @@ static int32_t forward_axis(const loom_graph *b, const loom__op *op, int32_t i, 
     }
     case LOOM_CLASS_CONV:
       return (i == 0 && ai == 0) ? 0 : -2;
+    case LOOM_CLASS_QUANT:
+      /* dequantize carries q's axis, and a per-channel scale's along its channel axis; a
+       * quantize's scales are the whole operand's (docs/ir-quant.md) */
+      if (op->kind != LOOM_OP_DEQUANTIZE) return -2;
+      if (i == 0) return ai;
+      return (a->set & LOOM_ATTR_AXIS) && loom__axis_normalize(a->axis, out->rank, &axis) ? axis : -2;
     case LOOM_CLASS_LAYOUT:
       switch (op->kind) {
         case LOOM_OP_TRANSPOSE:
@@ -453,6 +459,11 @@ static loom_status check_operands(const loom_graph *g, int64_t n, int64_t piece,
         return bad("operand '%s' (%s): axis %d holds %lld elements, fewer than offset %lld + n %lld", name,
                    loom_type_format(&t, a, sizeof a), (int)r->axis, (long long)t.dims[r->axis],
                    (long long)r->offset, (long long)n);
+      /* a q4 piece starts on a whole byte of its rows (docs/ir-quant.md) */
+      if (t.dtype == LOOM_Q4 && r->axis == t.rank - 1 && (piece % 2 || r->offset % 2))
+        return bad(
+            "operand '%s' (%s): a q4 row is sliced at whole bytes: piece %lld and offset %lld must be even",
+            name, loom_type_format(&t, a, sizeof a), (long long)piece, (long long)r->offset);
       t.dims[r->axis] = piece;
     }
     const loom_type *pt = &body->values[body->params[i]].type;
@@ -484,6 +495,11 @@ static loom_status check_result(const loom_graph *body, const int32_t *axis_of, 
     if (axis_of[v] != c[j].axis || t->dims[c[j].axis] != piece)
       return bad("result %d (%s): concat along axis %d needs a result that holds the piece there", (int)j + 1,
                  loom_type_format(t, a, sizeof a), (int)c[j].axis);
+    if (t->dtype == LOOM_Q4 && c[j].axis == t->rank - 1 && piece % 2)
+      return bad(
+          "result %d (%s): q4 rows are written at whole bytes: concat along the last axis needs an even "
+          "piece",
+          (int)j + 1, loom_type_format(t, a, sizeof a));
     out->dims[c[j].axis] = n;
     return LOOM_OK;
   }
@@ -491,6 +507,9 @@ static loom_status check_result(const loom_graph *body, const int32_t *axis_of, 
     return bad("result %d (%s) varies with the piece along axis %d: only concat combines such a result",
                (int)j + 1, loom_type_format(t, a, sizeof a), (int)axis_of[v]);
   bool is_complex = t->dtype == LOOM_C64 || t->dtype == LOOM_C128;
+  if (loom_dtype_is_quantized(t->dtype))
+    return bad("result %d: %s of %s (quantized values are read only by dequantize)", (int)j + 1, cn,
+               loom_dtype_name(t->dtype));
   switch (c[j].combine) {
     case LOOM_COMBINE_SUM:
     case LOOM_COMBINE_PROD:

@@ -71,6 +71,9 @@ static const loom__op_info op_table[LOOM_OP_COUNT] = {
     [LOOM_OP_LOOP] = {"loop", LOOM_CLASS_LOOP, 0, -1, 0, 0, 0},
     /* results: its body's outputs (loom__graph_add_fused) */
     [LOOM_OP_FUSED] = {"fused", LOOM_CLASS_FUSED, 0, -1, 0, 0, 0},
+    /* docs/ir-quant.md: axis=A makes the scale per channel along A */
+    [LOOM_OP_QUANTIZE] = {"quantize", LOOM_CLASS_QUANT, 1, 1, 2, A(TO) | A(AXIS), A(TO)},
+    [LOOM_OP_DEQUANTIZE] = {"dequantize", LOOM_CLASS_QUANT, 2, 2, 1, A(AXIS), 0},
 };
 
 const loom__op_info *loom__op_info_of(loom_op op) {

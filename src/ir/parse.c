@@ -716,6 +716,10 @@ static loom_status build_statement(parser *p, stmt *st) {
     return FAIL(&st->op_tok, "%s: needs its result type, as in 'x = %s ... : f32[4]'", info->name,
                 info->name);
   void *data = NULL;
+  /* no literal is a quantized element: the builder's rule, said before the data is read */
+  if (source && loom_dtype_is_quantized(st->types[0].dtype))
+    return FAIL(&st->op_tok, "%s: cannot make %s values (quantize makes them, with their scale)", info->name,
+                loom_dtype_name(st->types[0].dtype));
   if (st->op == LOOM_OP_CONSTANT) {
     lex_state resume = p->lx.st;
     token resume_tok = p->tok;

@@ -185,13 +185,13 @@ static const struct {
   const char *name;
   uint32_t bit;
 } attr_order[] = {
+    {"to", LOOM_ATTR_TO}, /* cast's only attribute; quantize's first: `quantize w to=q4 axis=1` */
     {"k", LOOM_ATTR_K},
     {"axis", LOOM_ATTR_AXIS},
     {"n", LOOM_ATTR_N},
     {"largest", LOOM_ATTR_LARGEST},
     {"axes", LOOM_ATTR_AXES},
     {"keepdims", LOOM_ATTR_KEEPDIMS},
-    {"to", LOOM_ATTR_TO},
     {"value", LOOM_ATTR_VALUE},
     {"shape", LOOM_ATTR_SHAPE},
     {"perm", LOOM_ATTR_PERM},

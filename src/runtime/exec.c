@@ -481,7 +481,7 @@ static void view_extent(const loom__dview *v, int64_t *lo, int64_t *hi) {
  * the device's, so the meter does not count it. The executor's access to the base ends first
  * (the HMM reads no buffer while it is being written); the buffer stays until the run ends. */
 static loom_status download_value(exec_state *st, int32_t id, const loom__dview *v, loom_tensor *out) {
-  int64_t es = loom_dtype_size(v->type.dtype), n = 1;
+  int64_t es = loom_dtype_size(v->type.dtype), n = 1, bytes = 0;
   for (int32_t d = 0; d < v->type.rank; d++) n *= v->type.dims[d];
   if (n == 0) return LOOM_OK;
   block *b = &st->blocks[st->layouts[id].base];
@@ -489,8 +489,10 @@ static loom_status download_value(exec_state *st, int32_t id, const loom__dview 
   if (s) return s;
   loom__layout dense = st->layouts[id];
   memcpy(dense.strides, v->strides, sizeof dense.strides);
-  if (loom__layout_contiguous(&dense, &v->type))
-    return loom_buffer_read(b->buffer, v->offset * es, out->data, n * es);
+  if (loom__layout_contiguous(&dense, &v->type) && !loom_type_bytes(&v->type, &bytes))
+    return loom_buffer_read(b->buffer, loom__dtype_offset_bytes(v->type.dtype, v->offset), out->data, bytes);
+  if (v->type.dtype == LOOM_Q4) /* no op makes a strided q4 view that could be returned */
+    return loom__error(LOOM_ERR_INTERNAL, "a q4 output that is not dense");
   int64_t lo, hi;
   view_extent(v, &lo, &hi);
   int64_t span = (hi - lo + 1) * es;
@@ -871,9 +873,31 @@ static loom__dview block_view(const block *b, const loom_type *t) {
   return v;
 }
 
+/* A q4 view copied as bytes: rows of whole bytes (an even start, unit nibble stride along the
+ * last axis, even strides elsewhere), which is what a loop's q4 pieces are (loom_graph_add_loop
+ * refuses odd pieces along a q4 row). */
+static loom_status q4_view_copy(exec_state *st, const loom__dview *dst, const loom__dview *src) {
+  int32_t rank = src->type.rank;
+  int64_t dims[LOOM_MAX_RANK], ds[LOOM_MAX_RANK], ss[LOOM_MAX_RANK];
+  bool ok = rank > 0 && src->offset % 2 == 0 && dst->offset % 2 == 0 && src->strides[rank - 1] == 1 &&
+            dst->strides[rank - 1] == 1;
+  for (int32_t d = 0; ok && d < rank; d++) {
+    ok = d == rank - 1 || (src->strides[d] % 2 == 0 && dst->strides[d] % 2 == 0);
+    dims[d] = d == rank - 1 ? loom__q4_row_nibbles(src->type.dims[d]) / 2 : src->type.dims[d];
+    ds[d] = d == rank - 1 ? 1 : dst->strides[d] / 2;
+    ss[d] = d == rank - 1 ? 1 : src->strides[d] / 2;
+  }
+  if (!ok)
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "a copy of a q4 view that is not made of whole bytes (docs/ir-quant.md)");
+  return st->be->copy(st->dev, 1, rank, dims, dst->buffer, dst->offset / 2, ds, src->buffer, src->offset / 2,
+                      ss);
+}
+
 /* Copies view src into view dst (same dims) through the backend, in order with the ops. */
 static loom_status view_copy(exec_state *st, const loom__dview *dst, const loom__dview *src) {
   if (elements_of(&src->type) == 0) return LOOM_OK;
+  if (src->type.dtype == LOOM_Q4) return q4_view_copy(st, dst, src);
   static const int64_t one = 1;
   int32_t rank = src->type.rank;
   bool scalar = rank == 0; /* a copy walks at least one dimension */
@@ -1102,6 +1126,15 @@ static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
     return loom__error(LOOM_ERR_INTERNAL, "parameter %d: a streamed operand that is not the caller's tensor",
                        (int)p + 1);
   loom_status s = block_end_access(b); /* its readers are queued: the write goes behind them */
+  if (ov->type.dtype == LOOM_Q4) {
+    /* packed two to a byte: a plain slice (windows are a conv's x), one run of whole bytes */
+    int64_t bytes = sl->slice / lr->l->piece * len;
+    if (s || bytes == 0) return s;
+    lr->outer->root->queued_host = true;
+    const char *src =
+        (const char *)sl->from->data + loom__dtype_offset_bytes(ov->type.dtype, slice_offset(lr, p, lo));
+    return loom__buffer_write_ahead(b->buffer, 0, src, bytes);
+  }
   /* the slice is one run per index before its axis (one run where those axes have length 1, as a
    * plain slice's always do; a window's need not): rows of `row` bytes, `dim` of them a run in
    * the tensor, `count` in the slice */
@@ -1331,12 +1364,13 @@ static void release_streamed(loop_run *lr, exec_state *st, int64_t lo) {
     const char *base = in ? in->data : st->be->host_memory ? ov->buffer : NULL;
     if (!base || loom_type_bytes(t, &bytes) || t->dims[r->axis] == 0) continue;
     bytes = bytes / t->dims[r->axis] * (to - from);
-    int64_t size = loom_dtype_size(t->dtype), runs = 1;
+    int64_t runs = 1;
     for (int32_t d = 0; d < r->axis; d++) runs *= t->dims[d]; /* a window's slice may be several */
     bytes /= LOOM_MAX(runs, 1);
     for (int64_t k = 0; k < runs; k++)
-      loom__mapped_release(base + (off + (r->axis > 0 ? k * ov->strides[r->axis - 1] : 0)) * size,
-                           (size_t)bytes);
+      loom__mapped_release(
+          base + loom__dtype_offset_bytes(t->dtype, off + (r->axis > 0 ? k * ov->strides[r->axis - 1] : 0)),
+          (size_t)bytes);
   }
 }
 
@@ -1456,6 +1490,7 @@ static loom_status stream_out(loop_run *lr, exec_state *st, int32_t j, int64_t l
   while (g->outputs[k] != v) k++; /* returned: loom__value_streamed_out checked it */
   const loom_type *whole = &g->values[v].type;
   int32_t axis = lr->l->combines[j].axis;
+  /* never q4: quantize is not cut into pieces, and no other op makes packed values */
   int64_t es = loom_dtype_size(whole->dtype), row = 1;
   for (int32_t d = axis + 1; d < whole->rank; d++) row *= whole->dims[d];
   loom__dview pv;

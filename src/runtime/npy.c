@@ -489,6 +489,11 @@ static loom_status check_saveable(const char *path, const loom_tensor *t, int64_
   if (t->type.dtype == LOOM_BF16)
     return loom__error(LOOM_ERR_UNSUPPORTED,
                        "%s: bf16 has no NumPy dtype; cast the value to f32 (cast x to=f32) to save it", path);
+  if (loom_dtype_is_quantized(t->type.dtype))
+    return loom__error(
+        LOOM_ERR_UNSUPPORTED,
+        "%s: %s has no NumPy dtype; dequantize the value to f32 (dequantize q scale) to save it", path,
+        loom_dtype_name(t->type.dtype));
   if ((s = loom_type_bytes(&t->type, out_bytes))) return s;
   if (*out_bytes > 0 && !t->data)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: the tensor has no data", path);

@@ -57,6 +57,12 @@ void loom__tensor_fill_random(loom_tensor *t, uint64_t seed, uint64_t stream) {
   rng_seed(&r, seed, stream);
   int64_t n = 0;
   if (loom_type_elements(&t->type, &n) || !t->data) return;
+  if (loom_dtype_is_quantized(t->type.dtype)) {
+    /* any byte is a valid q8 value or pair of q4 values: uniform bytes of the packed storage */
+    if (loom_type_bytes(&t->type, &n)) return;
+    for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = (uint8_t)(next(&r) >> 56);
+    return;
+  }
   for (int64_t i = 0; i < n; i++) {
     switch (t->type.dtype) {
       case LOOM_BOOL:

@@ -50,6 +50,8 @@ typedef struct device_kind {
   bool fourier_layouts;
   /* Sizes past one grid of the flat kernels (16384 blocks x 256 threads): CUDA's limits. */
   bool large_launches;
+  /* quantize and dequantize (docs/ir-quant.md). */
+  bool quant;
 } device_kind;
 
 static const device_kind kinds[] = {
@@ -66,7 +68,8 @@ static const device_kind kinds[] = {
      {{12, 17}, {16, 15}},
      {2, 2},
      false,
-     false},
+     false,
+     true},
 #endif
 #if LOOM_HAVE_CUDA
     /* cuFFT (a power of two, a mixed radix, a prime it does with Bluestein), then the DFT
@@ -80,6 +83,7 @@ static const device_kind kinds[] = {
      {6, 6},
      {{16, 12, 17}, {16, 12, 17}},
      {3, 3},
+     true,
      true,
      true},
 #endif
@@ -192,7 +196,7 @@ static bool check_one(const char *tmpl, loom_dtype d, loom_dtype e, double scale
 
 /* Every dtype on the devices of `on`. */
 static bool sweep_on(const device_set *on, const char *tmpl, double scale, const char *file, int line) {
-  for (int32_t i = 0; i < LOOM_DTYPE_COUNT; i++)
+  for (int32_t i = 0; i < GT_N_DTYPES; i++)
     if (!check_on(on, tmpl, gt_all_dtypes[i], gt_all_dtypes[i], scale, 1 + (uint64_t)i, file, line))
       return false;
   return true;
@@ -276,8 +280,8 @@ TEST(select_every_dtype) {
 
 TEST(cast_every_pair) {
   if (!have_devices()) return;
-  for (int32_t i = 0; i < LOOM_DTYPE_COUNT; i++)
-    for (int32_t j = 0; j < LOOM_DTYPE_COUNT; j++) {
+  for (int32_t i = 0; i < GT_N_DTYPES; i++)
+    for (int32_t j = 0; j < GT_N_DTYPES; j++) {
       loom_dtype d = gt_all_dtypes[i], e = gt_all_dtypes[j];
       if (!check_one("graph cast(a: $D[3,5]) { r = cast a to=$E\n return r }", d, e, 1, 7, __FILE__,
                      __LINE__))
@@ -579,4 +583,39 @@ static bool large_launches(const device_set *on) {
 TEST(large_launches) {
   if (!have_devices()) return;
   FOR_KINDS_WITH(large_launches, large_launches);
+}
+
+/* ---- quantized values (docs/ir-quant.md) ------------------------------------------------------ */
+
+static bool quant_graphs(const device_set *on) {
+  /* per tensor and per channel along each axis, odd rows (q4 padding), strided input */
+  CHECK_TEXT(
+      on,
+      "graph quant(w: f32[7,5]) { q4a, s4a = quantize w to=q4 axis=1\n q4b, s4b = quantize w to=q4 axis=0\n"
+      " q8t, s8t = quantize w to=q8\n d4a = dequantize q4a s4a axis=1\n d4b = dequantize q4b s4b axis=0\n"
+      " d8t = dequantize q8t s8t\n return d4a, d4b, d8t, s4a, s4b, s8t }",
+      1);
+  CHECK_TEXT(on,
+             "graph quant_t(w: f32[6,9]) { t = transpose w perm=[1,0]\n q, s = quantize t to=q4 axis=-1\n"
+             " d = dequantize q s axis=-1\n return d, s }",
+             1);
+  /* dequantize of given values (every byte pattern), rank 0 to 3 */
+  CHECK_TEXT(on,
+             "graph deq(a: q4[3,5], sa: f32[5], b: q8[4,2,3], sb: f32[2], c: q4[], sc: f32[]) {"
+             " da = dequantize a sa axis=1\n db = dequantize b sb axis=1\n dc = dequantize c sc\n"
+             " return da, db, dc }",
+             1);
+  /* the dot of dequantized weights, as the chunk rewrite puts it in a loop */
+  CHECK_TEXT(
+      on,
+      "graph qdot(x: f32[4,10], q: q4[10,6], s: f32[6]) { r = loop n=6 piece=4 {\n in qs = q axis=1\n"
+      " in ss = s axis=0\n in xx = x\n d = dequantize qs ss axis=1\n y = dot xx d\n out y concat axis=1\n"
+      " }\n return r }",
+      4);
+  return true;
+}
+
+TEST(quantized_ops) {
+  if (!have_devices()) return;
+  FOR_KINDS_WITH(quant, quant_graphs);
 }

@@ -123,6 +123,11 @@ TEST(parse_every_op) {
     seen[g->ops[i].kind] = true;
     attrs |= g->ops[i].attrs.set;
   }
+  /* the quantized ops have a file of their own: backends without their kernels run all_ops */
+  loom_graph *qg = NULL;
+  ASSERT_OK(loom_graph_load(lir_path("quant_ops.lir"), &qg));
+  for (int32_t i = 0; i < qg->n_ops; i++) seen[qg->ops[i].kind] = true;
+  loom_graph_destroy(qg);
   for (int op = 0; op < LOOM_OP_COUNT; op++) {
     if (!seen[op])
       loom_test_fail(__FILE__, __LINE__, "op %s is missing from all_ops.lir", loom_op_name((loom_op)op));

@@ -202,10 +202,26 @@ static int take_tensor(run_state *st, loom_safetensors *f, const char *tensor, i
 }
 
 /* Checks input p against its parameter's type; `where` names the flag it came from. */
+/* Whether t holds a quantized parameter's storage as NumPy writes it (docs/ir-quant.md): q8 as
+ * int8 of its shape, q4 as uint8 of its packed shape [.., ceil(n/2)]. */
+static bool quantized_storage(const loom_type *t, const loom_type *want) {
+  if (!loom_dtype_is_quantized(want->dtype) || want->rank < 1 || t->rank != want->rank) return false;
+  if (t->dtype != (want->dtype == LOOM_Q8 ? LOOM_I8 : LOOM_U8)) return false;
+  for (int32_t d = 0; d < want->rank; d++) {
+    int64_t n = want->dims[d];
+    if (t->dims[d] != (want->dtype == LOOM_Q4 && d == want->rank - 1 ? (n + 1) / 2 : n)) return false;
+  }
+  return true;
+}
+
 static int check_input_type(run_state *st, const char *name, int32_t p, const char *where) {
-  const loom_tensor *t = &st->inputs[p];
+  loom_tensor *t = &st->inputs[p];
   const loom_type *want = loom_value_type(st->graph, loom_graph_param_at(st->graph, p));
   if (loom_type_equal(&t->type, want)) return 0;
+  if (quantized_storage(&t->type, want)) { /* the same bytes, read as the parameter's type */
+    t->type = *want;
+    return 0;
+  }
   char have_s[LOOM_TYPE_STRING_MAX], want_s[LOOM_TYPE_STRING_MAX];
   loom_type_format(want, want_s, sizeof want_s);
   loom_type_format(&t->type, have_s, sizeof have_s);
@@ -300,6 +316,11 @@ static int name_outputs(run_state *st) {
 static int check_saveable_outputs(const run_state *st) {
   for (int32_t i = 0; i < st->n_outputs; i++) {
     const loom_type *type = loom_value_type(st->graph, loom_graph_output_at(st->graph, i));
+    if (loom_dtype_is_quantized(type->dtype))
+      return run_fail(EXIT_RUN,
+                      "output %s is %s, which has no NumPy dtype; dequantize it in the graph "
+                      "(dequantize %s SCALE) to write it",
+                      st->out_names[i], loom_dtype_name(type->dtype), st->out_names[i]);
     if (!loom_dtype_npy_descr(type->dtype))
       return run_fail(EXIT_RUN,
                       "output %s is %s, which has no NumPy dtype; cast it to f32 in the graph "
@@ -315,8 +336,9 @@ static int check_safetensors_outputs(const run_state *st) {
     const loom_type *type = loom_value_type(st->graph, loom_graph_output_at(st->graph, i));
     if (!loom_dtype_safetensors_name(type->dtype))
       return run_fail(EXIT_RUN,
-                      "output %s is %s, which .safetensors cannot hold; cast it in the graph to write it",
-                      st->out_names[i], loom_dtype_name(type->dtype));
+                      "output %s is %s, which .safetensors cannot hold; %s it in the graph to write it",
+                      st->out_names[i], loom_dtype_name(type->dtype),
+                      loom_dtype_is_quantized(type->dtype) ? "dequantize" : "cast");
   }
   return 0;
 }

@@ -9,7 +9,7 @@ void loom__dview_to_host(const loom__dview *in, loom__view *out) {
   /* Every field is set (no padding), so no memset of the whole view: it ran per operand. */
   out->type = in->type;
   memcpy(out->strides, in->strides, sizeof out->strides);
-  out->data = in->buffer ? (char *)in->buffer + in->offset * loom_dtype_size(in->type.dtype) : NULL;
+  out->data = in->buffer ? (char *)in->buffer + loom__dtype_offset_bytes(in->type.dtype, in->offset) : NULL;
 }
 
 static loom_status cpu_run(void *dev, const loom__op_call *c) {

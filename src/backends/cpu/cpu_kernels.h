@@ -32,6 +32,10 @@ loom_status loom__cpu_conv(const loom_graph *g, const loom__op *op, const loom__
 /* fft ifft rfft irfft through FFTW (cpu_fft.c) */
 loom_status loom__cpu_fourier(const loom_graph *g, const loom__op *op, const loom__view *in,
                               const loom__view *out, void *scratch, int64_t scratch_bytes);
+/* quantize dequantize (cpu_quant.c, docs/ir-quant.md): q8/q4 views through byte/nibble
+ * strides; scratch unused */
+loom_status loom__cpu_quant(const loom_graph *g, const loom__op *op, const loom__view *in,
+                            const loom__view *out, void *scratch, int64_t scratch_bytes);
 /* A fused op's body (docs/ir-fusion.md) over its operands' views in[] (strided, broadcast) into dense
  * out[] (one per body output), evaluated in blocks of the space's last axis without
  * materializing the body's intermediates (cpu_fused.c). scratch may be NULL: the accumulators

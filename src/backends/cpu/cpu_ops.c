@@ -90,6 +90,7 @@ static const cpu_family families[LOOM__FAMILY_COUNT] = {
     [LOOM__FAMILY_REDUCE] = loom__cpu_reduce,     [LOOM__FAMILY_TOPK] = loom__cpu_reduce,
     [LOOM__FAMILY_DOT] = loom__cpu_dot,           [LOOM__FAMILY_CONV] = loom__cpu_conv,
     [LOOM__FAMILY_FOURIER] = loom__cpu_fourier,   [LOOM__FAMILY_FUSED] = run_fused,
+    [LOOM__FAMILY_QUANT] = loom__cpu_quant,
 };
 
 loom_status loom__cpu_run_op(const loom_graph *g, const loom__op *op, const loom__view *inputs,

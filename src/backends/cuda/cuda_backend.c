@@ -99,6 +99,7 @@ static const loom__launchers launchers = {
             [LOOM__FAMILY_CONV] = loom__cu_conv_op,
             [LOOM__FAMILY_FOURIER] = loom__cu_fourier,
             [LOOM__FAMILY_FUSED] = loom__cu_fused_op,
+            [LOOM__FAMILY_QUANT] = loom__cu_quant_op,
         },
     .enter = cu_enter_dev,
 };

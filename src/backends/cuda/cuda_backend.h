@@ -73,6 +73,8 @@ loom_status loom__cu_layout(void *dev, const loom__op_call *c);
 loom_status loom__cu_reduce_op(void *dev, const loom__op_call *c);
 loom_status loom__cu_topk_op(void *dev, const loom__op_call *c);
 loom_status loom__cu_conv_op(void *dev, const loom__op_call *c);
+/* quantize dequantize (cuda_kernels.c, kernels/cuda/quant.cu, docs/ir-quant.md) */
+loom_status loom__cu_quant_op(void *dev, const loom__op_call *c);
 
 /* ---- dot and the transforms (cuda_blas.c, cuda_fft.c) --------------------------------------- */
 

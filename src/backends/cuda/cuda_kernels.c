@@ -116,3 +116,24 @@ loom_status loom__cu_conv_op(void *dev, const loom__op_call *c) {
                                 c->out[0].buffer, &m),
                   "the conv kernel");
 }
+
+/* ---- quantized values (docs/ir-quant.md) ----------------------------------------------------- */
+
+loom_status loom__cu_quant_op(void *dev, const loom__op_call *c) {
+  loom__cu_device *d = dev;
+  lm_quant m;
+  if (c->op->kind == LOOM_OP_QUANTIZE) {
+    loom_status s = loom__gpu_quant_setup(c->op, &c->in[0], &c->out[0], &c->out[1], &m);
+    if (s) return s;
+    return launched(d, loom__cu_quantize(d->stream, c->out[0].buffer, c->out[1].buffer, c->in[0].buffer, &m),
+                    "the quantize kernels");
+  }
+  loom_status s = loom__gpu_quant_setup(c->op, &c->out[0], &c->in[0], &c->in[1], &m);
+  if (s || m.rows * m.len == 0) return s;
+  /* the output is dense: its offset goes separately, the f32 strides are its own */
+  int64_t o_off = m.f_off;
+  m.f_off = 0;
+  return launched(
+      d, loom__cu_dequantize(d->stream, c->out[0].buffer, c->in[0].buffer, c->in[1].buffer, o_off, &m),
+      "the dequantize kernel");
+}

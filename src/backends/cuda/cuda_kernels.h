@@ -37,6 +37,11 @@ cudaError_t loom__cu_select(cudaStream_t stream, int64_t esize, void *out, const
 cudaError_t loom__cu_copy(cudaStream_t stream, int64_t esize, void *dst, const void *src, const lm_copy *m);
 /* Element sizes 4 and 8 (lm_copy's dst side). */
 cudaError_t loom__cu_zero(cudaStream_t stream, int64_t esize, void *dst, const lm_copy *m);
+/* dequantize into dense f32 `out` (element offset out_off) and quantize into dense q and its
+ * scale, over lm_quant (docs/ir-quant.md; kernels/cuda/quant.cu). */
+cudaError_t loom__cu_dequantize(cudaStream_t stream, float *out, const void *q, const float *scale,
+                                int64_t out_off, const lm_quant *m);
+cudaError_t loom__cu_quantize(cudaStream_t stream, void *q, float *scale, const float *x, const lm_quant *m);
 /* A loop's merged candidates' indices (backend.h, loom__merge_index_fn), offsets applied. */
 cudaError_t loom__cu_merge_index(cudaStream_t stream, int64_t *pos, const int64_t *acc, const int64_t *piece,
                                  int64_t total, int64_t k, int64_t inner, int64_t lo);

@@ -73,6 +73,18 @@ typedef struct lm_ew {
   lm_long off[3];
 } lm_ew;
 
+/* quantize and dequantize (docs/ir-quant.md) over `rows` rows of `len` elements (dims, the last
+ * `len`): the f32 side through element strides fst (f_off), the quantized side through qst
+ * (q_off; q8 bytes or q4 nibbles of rows padded to even, low nibble first); the scale (s_off,
+ * stride s_st) has one entry per index of `axis` (-1: one in all). */
+typedef struct lm_quant {
+  lm_long rank, rows, len, axis, q4, channels;
+  lm_long f_off, q_off, s_off, s_st;
+  lm_long dims[LM_RANK];
+  lm_long fst[LM_RANK];
+  lm_long qst[LM_RANK];
+} lm_quant;
+
 /* A strided copy: dst[dst_off + idx . dst] = src[src_off + idx . src] over dims. */
 typedef struct lm_copy {
   lm_long rank, total, dst_off, src_off, span;

@@ -610,3 +610,35 @@ void loom__gpu_dft_setup(const loom__gpu_fft *p, int64_t in_off, int64_t out_off
   m->in_off = in_off;
   m->out_off = out_off;
 }
+
+/* ---- quantized values ------------------------------------------------------------------------ */
+
+loom_status loom__gpu_quant_setup(const loom__op *op, const loom__dview *f, const loom__dview *q,
+                                  const loom__dview *s, lm_quant *m) {
+  memset(m, 0, sizeof *m);
+  int32_t rank = q->type.rank, axis = -1;
+  if (rank > LM_RANK)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: rank %d is past %d", loom_op_name(op->kind), (int)rank,
+                       LM_RANK);
+  if ((op->attrs.set & LOOM_ATTR_AXIS) && !loom__axis_normalize(op->attrs.axis, rank, &axis))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: axis %lld is out of range", loom_op_name(op->kind),
+                       (long long)op->attrs.axis);
+  /* a rank-0 value is one row of one */
+  m->rank = rank > 0 ? rank : 1;
+  m->axis = axis;
+  m->q4 = q->type.dtype == LOOM_Q4;
+  m->rows = 1;
+  for (int32_t d = 0; d < m->rank; d++) {
+    m->dims[d] = rank > 0 ? q->type.dims[d] : 1;
+    m->fst[d] = rank > 0 ? f->strides[d] : 1;
+    m->qst[d] = rank > 0 ? q->strides[d] : 1;
+    if (d < m->rank - 1) m->rows *= m->dims[d];
+  }
+  m->len = m->dims[m->rank - 1];
+  m->channels = axis < 0 ? 1 : m->dims[axis];
+  m->f_off = f->offset;
+  m->q_off = q->offset;
+  m->s_off = s->offset;
+  m->s_st = s->type.rank > 0 ? s->strides[0] : 0;
+  return LOOM_OK;
+}

@@ -48,6 +48,12 @@ void loom__nest_coalesce(loom__nest *L);
  * m->total is 0 when there is nothing to copy. */
 void loom__gpu_copy_setup(int32_t rank, const int64_t *dims, int64_t dst_off, const int64_t *dst_strides,
                           int64_t src_off, const int64_t *src_strides, int64_t span, lm_copy *m);
+/* The quantize/dequantize kernels' arguments (docs/ir-quant.md): f the f32 side, q the
+ * quantized side (offsets and strides in q8 bytes or q4 nibbles), s the scale, over q's shape;
+ * the channel axis from op's attributes (-1: per tensor). INVALID_ARGUMENT for a rank past
+ * LM_RANK or an axis out of range. */
+loom_status loom__gpu_quant_setup(const loom__op *op, const loom__dview *f, const loom__dview *q,
+                                  const loom__dview *s, lm_quant *m);
 /* The same for zeroing the destination alone (the src members stay 0). */
 void loom__gpu_zero_setup(int32_t rank, const int64_t *dims, int64_t dst_off, const int64_t *dst_strides,
                           int64_t span, lm_copy *m);

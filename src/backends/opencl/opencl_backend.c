@@ -199,6 +199,7 @@ static const loom__launchers launchers = {
             [LOOM__FAMILY_CONV] = loom__cl_conv,
             [LOOM__FAMILY_FOURIER] = loom__cl_fourier,
             [LOOM__FAMILY_FUSED] = loom__cl_fused_op,
+            [LOOM__FAMILY_QUANT] = loom__cl_quant,
         },
     .check = check_fp64,
 };

@@ -112,6 +112,8 @@ loom_status loom__cl_layout(void *dev, const loom__op_call *c);
 loom_status loom__cl_reduce(void *dev, const loom__op_call *c);
 loom_status loom__cl_topk(void *dev, const loom__op_call *c);
 loom_status loom__cl_conv(void *dev, const loom__op_call *c);
+/* quantize dequantize (opencl_quant.c, docs/ir-quant.md) */
+loom_status loom__cl_quant(void *dev, const loom__op_call *c);
 
 /* ---- dot and the transforms (opencl_blas.c, opencl_fft.c) --------------------------------- */
 
