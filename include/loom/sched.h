@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "loom/device.h"
 #include "loom/export.h"
 #include "loom/plan.h"
 #include "loom/status.h"
@@ -37,10 +38,10 @@ extern "C" {
 /* ---- op classes and models ------------------------------------------------------------- */
 
 /* X(ENUM, "name"): the classes of work a model prices, by the names files use. */
-#define LOOM_OP_CLASS_MAP(X)                                                                            \
-  X(GEMM, "gemm")                                                                                       \
-  X(FFT, "fft") X(ELEMENTWISE, "elementwise") X(REDUCTION, "reduction") X(TOPK, "topk") X(CONV, "conv") \
-      X(COPY, "copy")
+#define LOOM_OP_CLASS_MAP(X) \
+  X(GEMM, "gemm")            \
+  X(FFT, "fft")              \
+  X(ELEMENTWISE, "elementwise") X(REDUCTION, "reduction") X(TOPK, "topk") X(CONV, "conv") X(COPY, "copy")
 
 typedef enum loom_op_class {
 #define LOOM_X(e, name) LOOM_OP_CLASS_##e,
@@ -111,6 +112,9 @@ LOOM_API loom_status loom_sched_model_save(const loom_sched_model *model, const 
 /* Reads the model of (name, driver) into *out. Errors: NOT_FOUND (no file; the message names
  * the path), IO, INVALID_ARGUMENT (a malformed file: the message names the path and field). */
 LOOM_API loom_status loom_sched_model_load(const char *name, const char *driver, loom_sched_model *out);
+/* The driver string a device's model file is keyed by: its driver_version, else its version
+ * ("" for cpu0, whose model is then keyed by its name alone). Never NULL. */
+LOOM_API const char *loom_sched_device_driver(const loom_device_info *info);
 /* Prints a model, one line per known class, indented by `indent` spaces. */
 LOOM_API void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *stream);
 

@@ -332,6 +332,12 @@ loom_status loom__sched_model_read(const loom__jr_value *obj, const char *where,
   return LOOM_OK;
 }
 
+const char *loom_sched_device_driver(const loom_device_info *info) {
+  if (!info) return "";
+  if (info->driver_version && *info->driver_version) return info->driver_version;
+  return info->version ? info->version : "";
+}
+
 void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *stream) {
   for (int c = 0; model && c < LOOM_OP_CLASS_COUNT; c++) {
     const loom_sched_class_model *m = &model->cls[c];
