@@ -82,6 +82,10 @@ typedef struct loom_sched_class_model {
 
 typedef struct loom_sched_model {
   loom_sched_class_model cls[LOOM_OP_CLASS_COUNT];
+  /* Transfers between the device's own memory and the host, each way alike: seconds =
+   * host_latency + bytes / host_bandwidth. host_bandwidth 0: not measured (a device that
+   * computes in host memory has no such link). */
+  double host_latency, host_bandwidth;
 } loom_sched_model;
 
 /* Seconds of one kernel of class c and `size` units on `model`; INFINITY when the class is
@@ -164,6 +168,16 @@ LOOM_API int32_t loom_sched_platform_find(const loom_sched_platform *platform, c
  * else through the host (node 0) when both ends link to it; INFINITY when no route. */
 LOOM_API double loom_sched_platform_transfer_time(const loom_sched_platform *platform, int32_t from,
                                                   int32_t to, int64_t bytes);
+
+/* A platform of the devices of `ctx` (all of them, or those `devices` lists: "cpu0,ocl1"),
+ * each with its model from the cache folder, its memory (memory_bytes), and its memory node:
+ * the host (node 0) for a device that computes in host memory, else its own, linked to the
+ * host as its model's host link says. The caller owns *out_platform. Errors: NOT_FOUND (a
+ * device with no model file, or a device with its own memory whose model has no host link:
+ * the message names the device and says to run `loom-bench calibrate`), INVALID_ARGUMENT (a
+ * malformed model file; `devices` naming no device of ctx), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_sched_platform_from_context(const loom_context *ctx, const char *devices,
+                                                      loom_sched_platform **out_platform);
 
 /* ---- problems -------------------------------------------------------------------------- */
 

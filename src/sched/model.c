@@ -209,6 +209,13 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
   loom__json_begin_object(&j);
   loom__sched_model_write(model, &j);
   loom__json_end_object(&j);
+  if (model->host_bandwidth > 0) {
+    loom__json_key(&j, "host_link");
+    loom__json_begin_object(&j);
+    loom__json_kv_double(&j, "bandwidth", model->host_bandwidth);
+    loom__json_kv_double(&j, "latency", model->host_latency);
+    loom__json_end_object(&j);
+  }
   loom__json_end_object(&j);
   s = loom__json_finish(&j);
   if (fclose(f) != 0 && !s) s = loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
@@ -268,6 +275,14 @@ loom_status loom_sched_model_load(const char *name, const char *driver, loom_sch
   const loom__jr_value *models = loom__jr_get(&doc, "models");
   s = models ? loom__sched_model_read(models, where, out)
              : loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: no \"models\" object", path);
+  const loom__jr_value *link = loom__jr_get(&doc, "host_link");
+  if (!s && link) {
+    out->host_bandwidth = loom__jr_number(link, "bandwidth", -1);
+    out->host_latency = loom__jr_number(link, "latency", -1);
+    if (!(out->host_bandwidth > 0) || !(out->host_latency >= 0))
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                      "%s: host_link: \"bandwidth\" must be a number > 0 and \"latency\" one >= 0", path);
+  }
   loom__jr_free(&doc);
   return s;
 }
@@ -349,5 +364,9 @@ void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *str
               m->point_size[m->n_points - 1]);
     }
     fputc('\n', stream);
+  }
+  if (model && model->host_bandwidth > 0) {
+    fprintf(stream, "%*s%-12s latency %.3g s, %.4g GB/s each way\n", indent, "", "host link",
+            model->host_latency, model->host_bandwidth / 1e9);
   }
 }

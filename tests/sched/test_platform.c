@@ -203,3 +203,48 @@ TEST(sched_knn_1m_on_1cpu_4gpu_near_the_bound) {
   for (int d = 1; d < 5; d++) ASSERT_TRUE(r.task_count[d] > 0);
   loom_sched_result_deinit(&r);
 }
+
+TEST(sched_platform_from_context_reads_models) {
+  char dir[] = "/tmp/loom-sched-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir) != NULL);
+  char *old = getenv("LOOM_CACHE_DIR") ? strdup(getenv("LOOM_CACHE_DIR")) : NULL;
+  setenv("LOOM_CACHE_DIR", dir, 1);
+  loom_context *ctx = NULL;
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  loom_sched_platform *p = NULL;
+  /* no models yet: the first device is named, with what to run */
+  ASSERT_STATUS(loom_sched_platform_from_context(ctx, NULL, &p), LOOM_ERR_NOT_FOUND);
+  ASSERT_CONTAINS(loom_last_error(), "cpu0");
+  ASSERT_CONTAINS(loom_last_error(), "loom-bench calibrate");
+  int32_t n = loom_context_device_count(ctx);
+  loom_sched_model m;
+  memset(&m, 0, sizeof m);
+  double sizes[] = {1e6}, secs[] = {1e-3};
+  ASSERT_OK(loom_sched_model_fit(&m, LOOM_OP_CLASS_GEMM, sizes, secs, 1));
+  m.host_bandwidth = 1e10, m.host_latency = 1e-5;
+  for (int32_t i = 0; i < n; i++) {
+    loom_device_info d;
+    ASSERT_OK(loom_context_device_info(ctx, i, &d));
+    ASSERT_OK(loom_sched_model_save(&m, d.name, loom_sched_device_driver(&d)));
+  }
+  ASSERT_OK(loom_sched_platform_from_context(ctx, NULL, &p));
+  ASSERT_EQ(loom_sched_platform_device_count(p), n);
+  const loom_sched_device *cpu = loom_sched_platform_device(p, loom_sched_platform_find(p, "cpu0"));
+  ASSERT_TRUE(cpu != NULL);
+  ASSERT_EQ(cpu->node, 0);
+  ASSERT_NEAR(loom_sched_model_time(&cpu->model, LOOM_OP_CLASS_GEMM, 2e6), 2e-3, 1e-12);
+  loom_sched_platform_destroy(p);
+  ASSERT_OK(loom_sched_platform_from_context(ctx, "cpu0", &p));
+  ASSERT_EQ(loom_sched_platform_device_count(p), 1);
+  loom_sched_platform_destroy(p);
+  ASSERT_STATUS(loom_sched_platform_from_context(ctx, "cpu9", &p), LOOM_ERR_INVALID_ARGUMENT);
+  loom_context_destroy(ctx);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ASSERT_EQ(system(cmd), 0);
+  if (old)
+    setenv("LOOM_CACHE_DIR", old, 1);
+  else
+    unsetenv("LOOM_CACHE_DIR");
+  free(old);
+}

@@ -4,7 +4,9 @@
  * and the model is written to the cache folder keyed by device name and driver, where
  * `loom-info --models` and the scheduler read it. Times are end to end from host memory, so
  * the model of a discrete device includes its transfers: short runs overstate small sizes, as
- * a first model should (it is refitted when calibrated again). */
+ * a first model should (it is refitted when calibrated again). A device with its own memory
+ * also gets its host link measured (bandwidth and latency of writes and reads through the
+ * memory manager). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,12 +95,57 @@ static int calibrate_class(loom_context *ctx, const char *id, const calib_case *
   return 0;
 }
 
-static int calibrate_device(loom_context *ctx, const loom_device_info *d, const calib_options *o) {
+/* The device's own memory node in the memory manager, or -1 when it computes in host memory. */
+static int32_t own_node(loom_context *ctx, int32_t index, loom_mem_manager **out_m) {
+  int32_t node;
+  loom_mem_node_info ni;
+  if (loom_context_memory(ctx, out_m) || loom_mem_device_node(*out_m, index, &node) ||
+      loom_mem_node_info_get(*out_m, node, &ni))
+    return -1;
+  return ni.kind == LOOM_MEMORY_DEVICE ? node : -1;
+}
+
+/* The host link of a device with its own memory: writes and reads back of two sizes through
+ * the memory manager (measure.h), the two ways averaged, a line through the two points.
+ * 1 when a transfer failed (said on stderr). */
+static int calibrate_link(loom_context *ctx, int32_t index, const char *id, const calib_options *o,
+                          loom_sched_model *m) {
+  loom_mem_manager *mm = NULL;
+  int32_t node = own_node(ctx, index, &mm);
+  if (node < 0) return 0;
+  int64_t bytes[2] = {o->quick ? 1 << 16 : 1 << 20, o->quick ? 1 << 20 : 1 << 24};
+  double secs[2];
+  uint8_t *src = malloc((size_t)bytes[1]), *dst = malloc((size_t)bytes[1]);
+  int bad = !src || !dst;
+  char why[256] = "no host memory for the buffers";
+  for (int k = 0; !bad && k < 2; k++) {
+    for (int64_t i = 0; i < bytes[k]; i++) src[i] = (uint8_t)(i * 131 + 7);
+    bench_transfer t = {0};
+    why[0] = '\0';
+    bad = bench_measure_host_transfers(mm, node, src, dst, bytes[k], o->reps, &t, why, sizeof why);
+    secs[k] = (t.h2d_s + t.d2h_s) / 2;
+  }
+  free(src);
+  free(dst);
+  if (bad || !(secs[1] > 0)) {
+    fprintf(stderr, "loom-bench calibrate: %s host link: %s\n", id, why);
+    return 1;
+  }
+  double slope = (secs[1] - secs[0]) / (double)(bytes[1] - bytes[0]);
+  if (!(slope > 0)) slope = secs[1] / (double)bytes[1]; /* noise: through the origin */
+  m->host_bandwidth = 1.0 / slope;
+  m->host_latency = secs[0] - (double)bytes[0] * slope > 0 ? secs[0] - (double)bytes[0] * slope : 0;
+  return 0;
+}
+
+static int calibrate_device(loom_context *ctx, int32_t index, const loom_device_info *d,
+                            const calib_options *o) {
   loom_sched_model m;
   memset(&m, 0, sizeof m);
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     failed += calibrate_class(ctx, d->id, &cases[i], o, &m);
+  failed += calibrate_link(ctx, index, d->id, o, &m);
   const char *driver = loom_sched_device_driver(d);
   printf("%s  %s  (driver %s)%s\n", d->id, d->name, *driver ? driver : "none",
          failed ? "  (some classes failed: not known)" : "");
@@ -164,7 +211,7 @@ int loom_bench_calibrate(int argc, char **argv) {
   for (int32_t i = 0; i < loom_context_device_count(ctx); i++) {
     loom_device_info d;
     if (loom_context_device_info(ctx, i, &d) || !bench_id_listed(o.devices, d.id)) continue;
-    rc |= calibrate_device(ctx, &d, &o);
+    rc |= calibrate_device(ctx, i, &d, &o);
     done++;
   }
   loom_context_destroy(ctx);
