@@ -46,6 +46,7 @@ typedef struct sim {
   double *avail;                 /* [data][node]: when a copy is there; INFINITY: none */
   double *dev_free;              /* per device: when its queue empties */
   double *link_free;             /* per link: when its last transfer ends */
+  double *link_saved;            /* link_free kept across a dmda estimate */
   double *exec;                  /* [task][device]: seconds; INFINITY where it cannot run */
   int32_t *out_start, *out_list; /* the data task t makes: out_list[out_start[t] .. out_start[t + 1]) */
   loom_sched_result *r;
@@ -65,87 +66,90 @@ static double valid_at(const sim *s, int32_t d, int32_t n) {
   return t;
 }
 
-/* One hop over link l of `bytes` ready at `ready`: its arrival; commits when `commit`. */
-static double hop(sim *s, int32_t l, double ready, int64_t bytes, bool commit) {
+/* How far a simulated move goes: PEEK changes nothing; RESERVE books the links (dmda's
+ * estimate, on a copy of the links' state, so that the transfers of one task queue behind
+ * each other as they will); COMMIT books them, counts the bytes and records the copy. */
+typedef enum move_mode { MOVE_PEEK, MOVE_RESERVE, MOVE_COMMIT } move_mode;
+
+/* One hop over link l of `bytes` ready at `ready`: its arrival. */
+static double hop(sim *s, int32_t l, double ready, int64_t bytes, move_mode mode) {
   const loom_sched_link *k = &s->pf->links[l];
   double start = ready > s->link_free[l] ? ready : s->link_free[l];
   double end = start + k->latency + (double)bytes / k->bandwidth;
-  if (commit) {
-    s->link_free[l] = end;
-    s->r->link_bytes[l] += bytes;
-  }
+  if (mode >= MOVE_RESERVE) s->link_free[l] = end;
+  if (mode == MOVE_COMMIT) s->r->link_bytes[l] += bytes;
   return end;
 }
 
+/* The arrival on `to` of `bytes` ready on `from` at `ready`: the direct link, else through
+ * the host; INFINITY when there is no route. */
+static double route(sim *s, int32_t d, int32_t from, int32_t to, double ready, move_mode mode) {
+  int64_t bytes = s->p->data[d].bytes;
+  int32_t l = loom__sched_link_find(s->pf, from, to);
+  if (l >= 0) return hop(s, l, ready, bytes, mode);
+  int32_t l1 = loom__sched_link_find(s->pf, from, 0), l2 = loom__sched_link_find(s->pf, 0, to);
+  if (l1 < 0 || l2 < 0) return INFINITY;
+  double mid = hop(s, l1, ready, bytes, mode);
+  if (mode == MOVE_COMMIT && mid < avail_of(s, d)[0]) avail_of(s, d)[0] = mid;
+  return hop(s, l2, mid, bytes, mode);
+}
+
 /* When data d can be on node `to`: already there, or moved from the copy that gets there
- * first (directly, else through the host). Commits the move when `commit`. */
-static double arrival(sim *s, int32_t d, int32_t to, bool commit) {
+ * first. */
+static double arrival(sim *s, int32_t d, int32_t to, move_mode mode) {
   double here = valid_at(s, d, to);
   if (here < INFINITY) return here;
-  int64_t bytes = s->p->data[d].bytes;
   double best = INFINITY;
   int32_t best_from = -1;
   for (int32_t n = 0; n < s->pf->n_nodes; n++) {
     double ready = valid_at(s, d, n);
     if (ready == INFINITY) continue;
-    int32_t l = loom__sched_link_find(s->pf, n, to), l1 = loom__sched_link_find(s->pf, n, 0),
-            l2 = loom__sched_link_find(s->pf, 0, to);
-    double t = l >= 0               ? hop(s, l, ready, bytes, false)
-               : l1 >= 0 && l2 >= 0 ? hop(s, l2, hop(s, l1, ready, bytes, false), bytes, false)
-                                    : INFINITY;
+    double t = route(s, d, n, to, ready, MOVE_PEEK);
     if (t < best) best = t, best_from = n;
   }
-  if (!commit || best_from < 0) return best;
-  int32_t n = best_from, l = loom__sched_link_find(s->pf, n, to);
-  double ready = valid_at(s, d, n);
-  if (l >= 0) {
-    best = hop(s, l, ready, bytes, true);
-  } else {
-    double mid = hop(s, loom__sched_link_find(s->pf, n, 0), ready, bytes, true);
-    if (mid < avail_of(s, d)[0]) avail_of(s, d)[0] = mid;
-    best = hop(s, loom__sched_link_find(s->pf, 0, to), mid, bytes, true);
-  }
-  avail_of(s, d)[to] = best;
+  if (mode == MOVE_PEEK || best_from < 0) return best;
+  best = route(s, d, best_from, to, valid_at(s, d, best_from), mode);
+  if (mode == MOVE_COMMIT) avail_of(s, d)[to] = best;
   return best;
 }
 
 /* When task t's inputs can all be on device dev's node. */
-static double inputs_ready(sim *s, int32_t t, int32_t dev, bool commit) {
+static double inputs_ready(sim *s, int32_t t, int32_t dev, move_mode mode) {
   const loom_sched_task *task = &s->p->tasks[t];
   double ready = 0;
   for (int32_t i = 0; i < task->n_inputs; i++) {
-    double a = arrival(s, s->p->refs[task->first_input + i], s->pf->devices[dev].node, commit);
+    double a = arrival(s, s->p->refs[task->first_input + i], s->pf->devices[dev].node, mode);
     if (a > ready) ready = a;
   }
   return ready;
 }
 
-/* When task t's graph outputs, done on `dev` at `done`, are home on node 0; commits the moves
- * when `commit`. Results go home as soon as they are made, so the link work overlaps. */
-static double outputs_home(sim *s, int32_t t, int32_t dev, double done, bool commit) {
+/* When task t's graph outputs, done on `dev` at `done`, are home on node 0. Results go home
+ * as soon as they are made, so the link work overlaps the next tasks. */
+static double outputs_home(sim *s, int32_t t, int32_t dev, double done, move_mode mode) {
   int32_t node = s->pf->devices[dev].node;
   double end = done;
   for (int32_t k = s->out_start[t]; k < s->out_start[t + 1]; k++) {
     int32_t d = s->out_list[k];
     if (!s->p->data[d].output || node == 0) continue;
-    double a;
-    if (commit) {
-      a = arrival(s, d, 0, true);
-    } else {
-      int32_t l = loom__sched_link_find(s->pf, node, 0);
-      a = l >= 0 ? hop(s, l, done, s->p->data[d].bytes, false) : done;
-    }
+    /* before the commit the result is not on the node yet: route it from `done` */
+    double a = mode == MOVE_COMMIT ? arrival(s, d, 0, mode) : route(s, d, node, 0, done, mode);
     if (a > end && a < INFINITY) end = a;
   }
   return end;
 }
 
-/* dmda's key: when the task would be done on dev, its graph outputs home included. */
+/* dmda's key: when the task would be done on dev, its graph outputs home included, its
+ * transfers booked on a copy of the links' state. */
 static double finish_on(sim *s, int32_t t, int32_t dev) {
-  double ready = inputs_ready(s, t, dev, false);
+  size_t links = sizeof *s->link_free * (size_t)s->pf->n_links;
+  memcpy(s->link_saved, s->link_free, links);
+  double ready = inputs_ready(s, t, dev, MOVE_RESERVE);
   double start = ready > s->dev_free[dev] ? ready : s->dev_free[dev];
   double done = start + s->exec[(size_t)t * (size_t)s->pf->n_devices + (size_t)dev];
-  return outputs_home(s, t, dev, done, false);
+  double home = outputs_home(s, t, dev, done, MOVE_RESERVE);
+  memcpy(s->link_free, s->link_saved, links);
+  return home;
 }
 
 /* The device the policy picks for task t, or -1 when none can run it. */
@@ -183,7 +187,7 @@ static loom_status cannot_place(const sim *s, int32_t t, loom_sched_policy polic
 }
 
 static void place(sim *s, int32_t t, int32_t dev) {
-  double ready = inputs_ready(s, t, dev, true);
+  double ready = inputs_ready(s, t, dev, MOVE_COMMIT);
   double start = ready > s->dev_free[dev] ? ready : s->dev_free[dev];
   double secs = s->exec[(size_t)t * (size_t)s->pf->n_devices + (size_t)dev];
   s->r->tasks[t] = (loom_sched_placement){.device = dev, .start = start, .finish = start + secs};
@@ -192,7 +196,7 @@ static void place(sim *s, int32_t t, int32_t dev) {
   s->r->task_count[dev]++;
   for (int32_t k = s->out_start[t]; k < s->out_start[t + 1]; k++)
     avail_of(s, s->out_list[k])[s->pf->devices[dev].node] = start + secs;
-  double home = outputs_home(s, t, dev, start + secs, true);
+  double home = outputs_home(s, t, dev, start + secs, MOVE_COMMIT);
   if (home > s->r->makespan) s->r->makespan = home;
 }
 
@@ -202,6 +206,7 @@ static void sim_free(sim *s) {
   loom__free(s->avail);
   loom__free(s->dev_free);
   loom__free(s->link_free);
+  loom__free(s->link_saved);
   loom__free(s->exec);
   loom__free(s->out_start);
   loom__free(s->out_list);
@@ -252,6 +257,7 @@ static loom_status sim_init(sim *s, const loom_sched_problem *p, const loom_sche
   s->avail = loom__malloc(sizeof *s->avail * (ndata * nn + 1));
   s->dev_free = loom__calloc(nd, sizeof *s->dev_free);
   s->link_free = loom__calloc((size_t)pf->n_links + 1, sizeof *s->link_free);
+  s->link_saved = loom__calloc((size_t)pf->n_links + 1, sizeof *s->link_saved);
   s->exec = loom__malloc(sizeof *s->exec * (nt * nd + 1));
   s->out_start = loom__calloc(nt + 2, sizeof *s->out_start);
   s->out_list = loom__malloc(sizeof *s->out_list * (ndata + 1));
@@ -259,8 +265,8 @@ static loom_status sim_init(sim *s, const loom_sched_problem *p, const loom_sche
   r->busy = loom__calloc(nd, sizeof *r->busy);
   r->task_count = loom__calloc(nd, sizeof *r->task_count);
   r->link_bytes = loom__calloc((size_t)pf->n_links + 1, sizeof *r->link_bytes);
-  if (!s->avail || !s->dev_free || !s->link_free || !s->exec || !s->out_start || !s->out_list || !r->tasks ||
-      !r->busy || !r->task_count || !r->link_bytes) {
+  if (!s->avail || !s->dev_free || !s->link_free || !s->link_saved || !s->exec || !s->out_start ||
+      !s->out_list || !r->tasks || !r->busy || !r->task_count || !r->link_bytes) {
     sim_free(s);
     loom_sched_result_deinit(r);
     return loom__oom("schedule");

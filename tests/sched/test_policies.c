@@ -195,3 +195,39 @@ TEST(sched_policy_names) {
   ASSERT_TRUE(!loom_sched_policy_parse("heft", &p));
   ASSERT_STREQ(loom_sched_policy_name(LOOM_SCHED_DMDA), "dmda");
 }
+
+TEST(sched_dmda_counts_transfers_queued_on_one_link) {
+  /* Two 500 kB inputs over one 1 GB/s link take 1 ms one after the other, not 0.5 ms: with
+   * them gpu0 (0.1 ms of work) would finish at 1.1 ms, later than cpu0's 1 ms at home. */
+  const char *nodes[] = {"host", "gpu0"};
+  loom_sched_device devs[] = {device("cpu0", "cpu", 0, 1ll << 40, 1e9),
+                              device("gpu0", "cuda", 1, 1ll << 30, 1e10)};
+  loom_sched_link link = {.a = 0, .b = 1, .bandwidth = 1e9, .latency = 0};
+  loom_sched_platform *pf = NULL;
+  ASSERT_OK(loom_sched_platform_create(nodes, 2, devs, 2, &link, 1, &pf));
+  loom_sched_problem *pr = NULL;
+  ASSERT_OK(loom_sched_problem_create(&pr));
+  int32_t in[2];
+  loom_sched_data d = {.bytes = 500000, .producer = -1, .node = 0, .parent = -1};
+  ASSERT_OK(loom_sched_problem_add_data(pr, &d, &in[0]));
+  ASSERT_OK(loom_sched_problem_add_data(pr, &d, &in[1]));
+  loom_sched_task t;
+  memset(&t, 0, sizeof t);
+  snprintf(t.label, sizeof t.label, "two inputs");
+  t.size[LOOM_OP_CLASS_ELEMENTWISE] = 1e6;
+  t.kernels[LOOM_OP_CLASS_ELEMENTWISE] = 1;
+  t.fixed_device = 1, t.loop = -1;
+  ASSERT_OK(loom_sched_problem_add_task(pr, &t, in, 2, NULL));
+  loom_sched_result r;
+  ASSERT_OK(loom_sched_schedule(pr, pf, LOOM_SCHED_DMDA, &r));
+  ASSERT_EQ(r.tasks[0].device, 0);
+  ASSERT_NEAR(r.makespan, 1e-3, 1e-12);
+  loom_sched_result_deinit(&r);
+  ASSERT_OK(loom_sched_schedule(pr, pf, LOOM_SCHED_FIXED, &r)); /* and on gpu0 it is as said */
+  ASSERT_NEAR(r.tasks[0].start, 1e-3, 1e-12);
+  ASSERT_NEAR(r.makespan, 1.1e-3, 1e-12);
+  ASSERT_EQ(r.link_bytes[0], 1000000);
+  loom_sched_result_deinit(&r);
+  loom_sched_problem_destroy(pr);
+  loom_sched_platform_destroy(pf);
+}
