@@ -37,30 +37,32 @@ extern "C" {
 
 /* ---- op classes and models ------------------------------------------------------------- */
 
-/* X(ENUM, "name"): the classes of work a model prices, by the names files use. */
-#define LOOM_OP_CLASS_MAP(X) \
-  X(GEMM, "gemm")            \
-  X(FFT, "fft")              \
-  X(ELEMENTWISE, "elementwise") X(REDUCTION, "reduction") X(TOPK, "topk") X(CONV, "conv") X(COPY, "copy")
+/* X(ENUM, "name"): the classes of work a model prices, by the names files use. Laid out by
+ * hand, as graph.h's op list. */
+/* clang-format off */
+#define LOOM_OP_CLASS_MAP(X)                                                  \
+  X(GEMM, "gemm") X(FFT, "fft") X(ELEMENTWISE, "elementwise")                 \
+  X(REDUCTION, "reduction") X(TOPK, "topk") X(CONV, "conv") X(COPY, "copy")
 
 typedef enum loom_op_class {
 #define LOOM_X(e, name) LOOM_OP_CLASS_##e,
   LOOM_OP_CLASS_MAP(LOOM_X)
 #undef LOOM_X
-      LOOM_OP_CLASS_COUNT
+  LOOM_OP_CLASS_COUNT
 } loom_op_class;
+/* clang-format on */
 
 /* The name of a class ("gemm"); "?" when out of range. */
 LOOM_API const char *loom_op_class_name(loom_op_class c);
 /* Parses a class name; false when it names none. */
 LOOM_API bool loom_op_class_parse(const char *name, loom_op_class *out_class);
 
-/* The class of graph op `index` and its size in that class's units: GEMM and CONV 2 x
- * multiply-adds, FFT 5 n log2(len) per transform, ELEMENTWISE output elements, REDUCTION and
- * TOPK input elements, COPY bytes written. Views, constants and fill cost nothing (*out_size
- * 0). Fused ops and loops sum their bodies (a loop: once per piece) into sizes[] and
- * kernels[] (LOOM_OP_CLASS_COUNT entries each, added to, not cleared), which is what this
- * function fills for every op. Errors: INVALID_ARGUMENT (bad graph or index). */
+/* Adds the work of graph op `index` to sizes[] and kernels[] (LOOM_OP_CLASS_COUNT entries
+ * each, added to, not cleared): its class's size in that class's units (GEMM and CONV flops,
+ * 2 x multiply-adds; FFT 5 n log2(len); ELEMENTWISE output elements; REDUCTION and TOPK input
+ * elements; COPY bytes written) and one kernel. Views, constants and fill add nothing. A fused
+ * op adds its body's ops, a loop its body's ops once per piece. Errors: INVALID_ARGUMENT (bad
+ * graph, index or NULL arrays). */
 LOOM_API loom_status loom_sched_op_work(const loom_graph *graph, int32_t index, double *sizes,
                                         int32_t *kernels);
 
@@ -68,7 +70,7 @@ LOOM_API loom_status loom_sched_op_work(const loom_graph *graph, int32_t index, 
 
 /* One op class on one device. Where n_points > 0 the table rules (sizes ascending, seconds
  * per kernel measured at that size): piecewise linear between points, the first point's
- * seconds below it, and the last point's seconds per unit beyond it. Else
+ * seconds below it, and the last segment's rate beyond it. Else
  * t = latency + size * seconds_per_unit. A class nobody measured has `known` false: the device
  * cannot run it (the scheduler never places such work there). */
 typedef struct loom_sched_class_model {
