@@ -248,3 +248,32 @@ TEST(sched_platform_from_context_reads_models) {
     unsetenv("LOOM_CACHE_DIR");
   free(old);
 }
+
+/* Every allocation failure on the way from a platform file and a plan to a schedule is
+ * reported as out of memory and frees what it took. */
+TEST(sched_allocation_failures_free_everything) {
+  loom_graph *g = NULL, *opt = NULL;
+  loom_plan *plan = NULL;
+  ASSERT_OK(loom_graph_load(example("knn.lir"), &g));
+  loom_runner runners[2] = {{"cpu0", 256 << 20}, {"ocl0", 256 << 20}};
+  ASSERT_OK(loom_graph_optimize_for_runners(g, runners, 2, NULL, &opt, NULL, NULL, 0));
+  ASSERT_OK(loom_plan_split_by_memory(opt, runners, 2, &plan));
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 0, 5000) {
+    loom_sched_platform *pf = NULL;
+    loom_sched_problem *pr = NULL;
+    loom_sched_result r = {0};
+    loom_test_sweep_arm(&sw);
+    loom_status s = loom_sched_platform_load(example("platforms/cpu-slow-opencl.json"), &pf);
+    if (!s) s = loom_sched_problem_from_plan(plan, pf, &pr);
+    if (!s) s = loom_sched_schedule(pr, pf, LOOM_SCHED_DMDA, &r);
+    if (loom_test_sweep_done(&sw, s)) ASSERT_TRUE(r.tasks == NULL && r.busy == NULL);
+    loom_sched_result_deinit(&r);
+    loom_sched_problem_destroy(pr);
+    loom_sched_platform_destroy(pf);
+  }
+  ASSERT_TRUE(sw.failures > 20);
+  loom_plan_destroy(plan);
+  loom_graph_destroy(opt);
+  loom_graph_destroy(g);
+}
