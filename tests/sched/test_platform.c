@@ -277,3 +277,32 @@ TEST(sched_allocation_failures_free_everything) {
   loom_graph_destroy(opt);
   loom_graph_destroy(g);
 }
+
+/* The unrewritten kNN graph as one task: its work per class counted by hand. */
+TEST(sched_graph_work_by_class) {
+  loom_graph *g = NULL;
+  loom_sched_platform *pf = NULL;
+  loom_sched_problem *pr = NULL;
+  ASSERT_OK(loom_graph_load(example("knn.lir"), &g));
+  ASSERT_OK(loom_sched_platform_load(example("platforms/cpu-slow-opencl.json"), &pf));
+  ASSERT_OK(loom_sched_problem_from_graph(g, pf, &pr));
+  ASSERT_EQ(loom_sched_problem_task_count(pr), 1);
+  const loom_sched_task *t = loom_sched_problem_task(pr, 0);
+  double pairs = 20000.0 * 30000.0;
+  ASSERT_NEAR(t->size[LOOM_OP_CLASS_ELEMENTWISE], 2 * pairs * 3, 0.5); /* sub, mul */
+  ASSERT_EQ(t->kernels[LOOM_OP_CLASS_ELEMENTWISE], 2);
+  ASSERT_NEAR(t->size[LOOM_OP_CLASS_REDUCTION], pairs * 3, 0.5); /* reduce_sum over d */
+  ASSERT_NEAR(t->size[LOOM_OP_CLASS_TOPK], pairs, 0.5);
+  ASSERT_NEAR(t->size[LOOM_OP_CLASS_GEMM], 0, 0); /* the reshapes are views */
+  ASSERT_EQ(t->fixed_device, -1);
+  /* it holds its inputs and every result: x, y, diff, sq, d2, val, idx (the reshapes are views) */
+  ASSERT_EQ(t->memory, 240000ll + 360000 + 2 * 7200000000ll + 2400000000ll + 800000 + 1600000);
+  loom_sched_result r;
+  ASSERT_OK(loom_sched_schedule(pr, pf, LOOM_SCHED_EAGER, &r));
+  /* 16.8 GB fit cpu0's 16 GiB, not ocl0's 2 */
+  ASSERT_EQ(r.tasks[0].device, 0);
+  loom_sched_result_deinit(&r);
+  loom_sched_problem_destroy(pr);
+  loom_sched_platform_destroy(pf);
+  loom_graph_destroy(g);
+}
