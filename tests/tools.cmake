@@ -406,3 +406,5 @@ loom_bench_test(calibrate_cpu0_quick ARGS calibrate --quick --reps 1 --devices c
   STDERR_REGEX "^$")
 loom_bench_test(calibrate_no_device RC 2 ARGS calibrate --devices ocl9 --no-save
   STDERR_REGEX "^loom-bench calibrate: --devices ocl9: no such device here\n$")
+loom_tool_test(simulate_stats_json ARGS ${LOOM_EXAMPLES}/knn.lir --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json
+  --stats-json @WORK@/sched.json STDOUT_REGEX "policy dmda" EXPECT_FILES sched.json)

@@ -275,6 +275,12 @@ LOOM_API void loom_sched_result_deinit(loom_sched_result *result);
  * bytes. */
 LOOM_API void loom_sched_result_print(const loom_sched_result *result, const loom_sched_platform *platform,
                                       FILE *stream);
+/* Writes the result as one JSON object: {"policy", "makespan", "bound", "bound_work",
+ * "bound_path", "devices": [{"id", "kind", "busy", "tasks"}], "links": [{"a", "b", "bytes"}],
+ * "tasks": [{"device", "start", "finish"}]} (seconds; devices and nodes by name). Errors: IO
+ * when writing fails, INVALID_ARGUMENT for NULL arguments. */
+LOOM_API loom_status loom_sched_result_write_json(const loom_sched_result *result,
+                                                  const loom_sched_platform *platform, FILE *stream);
 
 #ifdef __cplusplus
 }

@@ -401,3 +401,48 @@ void loom_sched_result_print(const loom_sched_result *r, const loom_sched_platfo
             loom_bytes_format(r->link_bytes[l], b, sizeof b));
   }
 }
+
+loom_status loom_sched_result_write_json(const loom_sched_result *r, const loom_sched_platform *pf, FILE *f) {
+  if (!r || !pf || !f) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "schedule json: NULL argument");
+  loom__json j;
+  loom__json_init(&j, f, true);
+  loom__json_begin_object(&j);
+  loom__json_kv_string(&j, "policy", loom_sched_policy_name(r->policy));
+  loom__json_kv_double(&j, "makespan", r->makespan);
+  loom__json_kv_double(&j, "bound", r->bound_work > r->bound_path ? r->bound_work : r->bound_path);
+  loom__json_kv_double(&j, "bound_work", r->bound_work);
+  loom__json_kv_double(&j, "bound_path", r->bound_path);
+  loom__json_key(&j, "devices");
+  loom__json_begin_array(&j);
+  for (int32_t d = 0; d < r->n_devices && d < pf->n_devices; d++) {
+    loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "id", pf->devices[d].id);
+    loom__json_kv_string(&j, "kind", pf->devices[d].kind);
+    loom__json_kv_double(&j, "busy", r->busy[d]);
+    loom__json_kv_int64(&j, "tasks", r->task_count[d]);
+    loom__json_end_object(&j);
+  }
+  loom__json_end_array(&j);
+  loom__json_key(&j, "links");
+  loom__json_begin_array(&j);
+  for (int32_t l = 0; l < r->n_links && l < pf->n_links; l++) {
+    loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "a", pf->node_names[pf->links[l].a]);
+    loom__json_kv_string(&j, "b", pf->node_names[pf->links[l].b]);
+    loom__json_kv_int64(&j, "bytes", r->link_bytes[l]);
+    loom__json_end_object(&j);
+  }
+  loom__json_end_array(&j);
+  loom__json_key(&j, "tasks");
+  loom__json_begin_array(&j);
+  for (int32_t t = 0; t < r->n_tasks; t++) {
+    loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "device", pf->devices[r->tasks[t].device].id);
+    loom__json_kv_double(&j, "start", r->tasks[t].start);
+    loom__json_kv_double(&j, "finish", r->tasks[t].finish);
+    loom__json_end_object(&j);
+  }
+  loom__json_end_array(&j);
+  loom__json_end_object(&j);
+  return loom__json_finish(&j);
+}

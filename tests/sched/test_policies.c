@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/json_read.h"
 #include "harness.h"
 #include "loom/sched.h"
 
@@ -227,6 +228,34 @@ TEST(sched_dmda_counts_transfers_queued_on_one_link) {
   ASSERT_NEAR(r.tasks[0].start, 1e-3, 1e-12);
   ASSERT_NEAR(r.makespan, 1.1e-3, 1e-12);
   ASSERT_EQ(r.link_bytes[0], 1000000);
+  loom_sched_result_deinit(&r);
+  loom_sched_problem_destroy(pr);
+  loom_sched_platform_destroy(pf);
+}
+
+TEST(sched_result_json_says_what_the_result_holds) {
+  loom_sched_platform *pf = fast_slow(1ll << 30);
+  loom_sched_problem *pr = pieces(10, 1e7, 1 << 20, 1000, 0);
+  loom_sched_result r;
+  ASSERT_OK(loom_sched_schedule(pr, pf, LOOM_SCHED_DMDA, &r));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ASSERT_TRUE(f != NULL);
+  ASSERT_OK(loom_sched_result_write_json(&r, pf, f));
+  fclose(f);
+  loom__jr_value doc;
+  char why[200] = "";
+  ASSERT_EQ(loom__jr_parse(text, len, &doc, why, sizeof why), 0);
+  ASSERT_STREQ(loom__jr_string(&doc, "policy"), "dmda");
+  ASSERT_NEAR(loom__jr_number(&doc, "makespan", -1), r.makespan, 1e-12 * r.makespan);
+  const loom__jr_value *devs = loom__jr_get(&doc, "devices"), *tasks = loom__jr_get(&doc, "tasks");
+  ASSERT_TRUE(devs && devs->n == 2 && tasks && tasks->n == 10);
+  ASSERT_STREQ(loom__jr_string(&devs->items[1], "id"), "gpu0");
+  ASSERT_EQ((long long)loom__jr_number(&devs->items[1], "tasks", -1), r.task_count[1]);
+  ASSERT_STREQ(loom__jr_string(&tasks->items[9], "device"), r.tasks[9].device ? "gpu0" : "cpu0");
+  loom__jr_free(&doc);
+  free(text);
   loom_sched_result_deinit(&r);
   loom_sched_problem_destroy(pr);
   loom_sched_platform_destroy(pf);

@@ -1,8 +1,10 @@
 /* loom-run --simulate PLATFORM.json: the real planner (rewrites, chunking into loops, stages)
  * for the platform's devices, then the scheduler against the platform's models; no kernel
  * runs, no device of this machine is touched. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loom_run.h"
 
@@ -80,6 +82,19 @@ static int sim_plan(sim_state *s, const run_options *opts) {
   return 0;
 }
 
+/* --stats-json with --simulate: the schedule (loom_sched_result_write_json); nothing is left
+ * behind when writing fails. */
+static int write_json(const sim_state *s, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return run_fail(EXIT_RUN, "--stats-json: %s: %s", path, strerror(errno));
+  loom_status st = loom_sched_result_write_json(&s->result, s->platform, f);
+  if (fclose(f) != 0 || st) {
+    unlink(path);
+    return run_fail(EXIT_RUN, "--stats-json: %s: write error", path);
+  }
+  return 0;
+}
+
 int run_simulate(const run_options *opts) {
   sim_state s = {0};
   loom_sched_policy policy = LOOM_SCHED_DMDA;
@@ -96,6 +111,7 @@ int run_simulate(const run_options *opts) {
            (int)loom_plan_stage_count(s.plan), (int)loom_sched_problem_task_count(s.problem));
     loom_sched_result_print(&s.result, s.platform, stdout);
   }
+  if (!rc && opts->stats_json) rc = write_json(&s, opts->stats_json);
   sim_state_free(&s);
   return rc;
 }
