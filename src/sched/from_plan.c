@@ -86,8 +86,8 @@ static loom_status group_task(builder *b, const int32_t *ops, int32_t n, int32_t
     for (int32_t k = 0; !s && k < info.n_inputs; k++) s = read_value(b, loom_graph_op_input(b->g, ops[i], k));
     if (!s) s = loom_sched_op_work(b->g, ops[i], t.size, t.kernels);
   }
-  /* Values made inside the group are not inputs: drop data whose producer is not yet added
-   * (they are bound below, after the task exists). Reading them first kept the order simple. */
+  /* A value made inside the group has no data yet when its readers are seen (results are
+   * bound below, once the task exists to name as their producer), so it is no input. */
   t.memory = s ? 0 : inputs_bytes(b);
   int32_t id = -1;
   if (!s) s = loom_sched_problem_add_task(b->p, &t, b->inputs, b->n_inputs, &id);
