@@ -5,15 +5,17 @@
 #
 #   core -> ir -> splitter
 #   core -> devices -> backends, hmm -> runtime -> tools
+#   core, ir, splitter, devices -> sched -> runtime, tools
 #
 #   module     may include (src/<module>/...)
 #   core       core
 #   ir         core ir
 #   splitter   core ir splitter
+#   sched      core ir splitter devices sched
 #   devices    core devices
 #   backends   core ir devices backends, and from hmm only hmm/hmm_backend.h (kernels/: backends)
 #   hmm        core devices hmm, and from backends only backends/registry.h
-#   runtime    every module
+#   runtime    every module (sched included)
 #   tools      public headers and the tool's own files only
 #
 # Prints one line per include against the table (file:line, what it includes, the rule) and
@@ -31,10 +33,11 @@ declare -A allowed=(
   [core]="core"
   [ir]="core ir"
   [splitter]="core ir splitter"
+  [sched]="core ir splitter devices sched"
   [devices]="core devices"
   [backends]="core ir devices backends hmm/hmm_backend.h"
   [hmm]="core devices hmm backends/registry.h"
-  [runtime]="core ir splitter devices backends hmm runtime"
+  [runtime]="core ir splitter devices backends hmm runtime sched"
   [tools]=""
 )
 

@@ -82,3 +82,10 @@ if(LOOM_HAVE_OPENCL AND _loom_cuda_discovery)
     "LOOM_FAKE_CUDA_DEVICES=0000:19:00.0,0000:87:00.0" "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-fake"
     "HWLOC_XMLFILE=${LOOM_TOPOLOGIES}/2s-2numa-4gpu.xml")
 endif()
+
+# loom-info --models with an empty cache folder: every device listed, none with a model yet.
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/empty-model-cache)
+add_test(NAME loom_info_models_none COMMAND loom-info --models)
+set_tests_properties(loom_info_models_none PROPERTIES ENVIRONMENT
+  "LOOM_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/empty-model-cache;LOOM_DEVICES=cpu0"
+  PASS_REGULAR_EXPRESSION "^cpu0  [^\n]*\n  model [^\n]*empty-model-cache/models/[^\n]*\\.json\n    none yet: `loom-bench calibrate` measures one\n$")

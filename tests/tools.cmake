@@ -464,3 +464,29 @@ loom_tool_test(quantized_inputs ARGS ${LOOM_TOOL_DATA}/dequantize.lir --in q=${_
   STDOUT_REGEX "d +f32\\[37,21\\]" EXPECT_FILES out/d.npy out/d8.npy)
 loom_tool_test(quantized_input_bad_dtype RC 1 ARGS ${LOOM_TOOL_DATA}/dequantize.lir --in q=${_quant}/q8_t_q.npy --random 1
   STDERR_REGEX "--in q=.*q8_t_q\\.npy: dtype i8 does not match parameter q: q4\\[37,21\\]")
+
+# ---- --simulate: the planner and the scheduler against a platform file (issue 15) ------------
+# kNN at 1e6 x 1e6 on the 1-CPU + 4-GPU example node: every GPU busy, the makespan within 15%
+# of the printed lower bound (the acceptance; the ratio's digits are checked in tests/sched).
+loom_tool_test(simulate_knn_1m ARGS ${LOOM_EXAMPLES}/knn_1m.lir --simulate ${LOOM_EXAMPLES}/platforms/1cpu-4gpu.json
+  STDOUT_REGEX "policy dmda: [0-9]+ tasks, makespan [0-9.]+ s\nlower bound [0-9.]+ s .*makespan / lower bound: 1\\.(0[0-9]|1[0-4])[0-9]\n.*gpu3 +cuda +busy [0-9.]+ s .*link gpu0 <-> host"
+  STDERR_REGEX "^$")
+loom_tool_test(simulate_fixed ARGS ${LOOM_EXAMPLES}/knn.lir --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json
+  --policy fixed STDOUT_REGEX "policy fixed: .*cpu0 +cpu +busy")
+loom_tool_test(simulate_bad_policy RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir
+  --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json --policy heft
+  STDERR_REGEX "loom-run: --policy: 'heft' is none of dmda, eager, fixed")
+loom_tool_test(simulate_policy_alone RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir --policy dmda
+  STDERR_REGEX "loom-run: --policy goes with --simulate")
+loom_tool_test(simulate_missing_platform RC 1 ARGS ${LOOM_EXAMPLES}/knn.lir --simulate @WORK@/none.json
+  STDERR_REGEX "loom-run: .*none\\.json: No such file")
+
+# loom-bench calibrate measures every op class on cpu0 and fits its model (printed, not saved:
+# the shared test cache keeps no model from a test).
+loom_bench_test(calibrate_cpu0_quick ARGS calibrate --quick --reps 1 --devices cpu0 --no-save
+  STDOUT_REGEX "^cpu0 .*\n +gemm +latency [0-9.e+-]+ s, [0-9.e+-]+ units/s, 3 points.*\n +copy +latency"
+  STDERR_REGEX "^$")
+loom_bench_test(calibrate_no_device RC 2 ARGS calibrate --devices ocl9 --no-save
+  STDERR_REGEX "^loom-bench calibrate: --devices ocl9: no such device here\n$")
+loom_tool_test(simulate_stats_json ARGS ${LOOM_EXAMPLES}/knn.lir --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json
+  --stats-json @WORK@/sched.json STDOUT_REGEX "policy dmda" EXPECT_FILES sched.json)

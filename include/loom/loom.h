@@ -19,6 +19,7 @@
 #include "loom/memory.h"
 #include "loom/plan.h"
 #include "loom/runtime.h"
+#include "loom/sched.h"
 #include "loom/status.h"
 #include "loom/tensor.h"
 

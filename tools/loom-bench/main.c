@@ -20,6 +20,9 @@ static const mode modes[] = {
      "on cpu0 and OpenCL devices, beside NumPy"},
     {"cpu", loom_bench_cpu,
      "SGEMM (first call in a process and later) and a batched FFT through Loom vs OpenBLAS and FFTW on cpu0"},
+    {"calibrate", loom_bench_calibrate,
+     "the scheduler's performance models: each op class at three sizes per device, a line fitted, written "
+     "to the cache folder (loom-info --models prints them)"},
     {"compare", loom_bench_compare,
      "two suite reports (--json) side by side: B/A per case, regressions beyond a threshold flagged"},
     {"cuda", loom_bench_cuda,

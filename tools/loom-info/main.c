@@ -10,13 +10,15 @@
 
 static void usage(FILE *out) {
   fputs(
-      "usage: loom-info [--json] [--help]\n"
+      "usage: loom-info [--json | --models] [--help]\n"
       "\n"
       "Lists the devices and memory nodes Loom finds on this machine: the host (hwloc), every\n"
       "OpenCL platform and device, every CUDA device; their memory, free memory, locality,\n"
       "and what is missing and why.\n"
       "\n"
       "  --json   print one JSON object (host, devices, memory_nodes, notes)\n"
+      "  --models print each device's performance model (seconds per op class as a function\n"
+      "           of size) from the cache folder, as `loom-bench calibrate` wrote it\n"
       "  --help   print this help\n"
       "\n"
       "Environment: LOOM_DEVICES selects devices (all, cpu, gpu, opencl, cuda, or ids such as\n"
@@ -281,11 +283,36 @@ static int print_json(const loom_context *ctx) {
   return 0;
 }
 
+/* ---- performance models ------------------------------------------------------------------ */
+
+static int print_models(const loom_context *ctx) {
+  for (int32_t i = 0; i < loom_context_device_count(ctx); i++) {
+    loom_device_info d;
+    if (loom_context_device_info(ctx, i, &d)) continue;
+    const char *driver = loom_sched_device_driver(&d);
+    char path[1100];
+    if (loom_sched_model_path(d.name, driver, path, sizeof path))
+      snprintf(path, sizeof path, "(no cache folder)");
+    printf("%s  %s  (driver %s)\n  model %s\n", d.id, d.name, *driver ? driver : "none", path);
+    loom_sched_model m;
+    loom_status s = loom_sched_model_load(d.name, driver, &m);
+    if (s == LOOM_ERR_NOT_FOUND)
+      printf("    none yet: `loom-bench calibrate` measures one\n");
+    else if (s)
+      printf("    unreadable: %s\n", loom_last_error());
+    else
+      loom_sched_model_print(&m, 4, stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  bool json = false;
+  bool json = false, models = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (strcmp(argv[i], "--models") == 0) {
+      models = true;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -295,13 +322,17 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (json && models) {
+    fprintf(stderr, "loom-info: give --json or --models, not both\n");
+    return 2;
+  }
   loom_context *ctx = NULL;
   loom_status s = loom_context_create(NULL, &ctx);
   if (s != LOOM_OK) {
     fprintf(stderr, "loom-info: %s: %s\n", loom_status_string(s), loom_last_error());
     return 1;
   }
-  int rc = json ? print_json(ctx) : print_report(ctx);
+  int rc = models ? print_models(ctx) : json ? print_json(ctx) : print_report(ctx);
   loom_context_destroy(ctx);
   return rc;
 }

@@ -13,6 +13,8 @@ void run_print_usage(FILE *f) {
       "                [--out FILE.safetensors]\n"
       "                [--runners SPEC | --limit BYTES] [--no-rewrite NAME ...]\n"
       "                [--recover] [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
+      "       loom-run FILE.lir --simulate PLATFORM.json [--policy dmda|eager|fixed]\n"
+      "                [--runners SPEC] [--no-rewrite NAME ...] [--stats-json FILE]\n"
       "\n"
       "Rewrites the graph of FILE.lir to save memory, cuts it into stages that fit the\n"
       "runners' limits, runs them, and prints the time, each stage's estimated and measured\n"
@@ -65,6 +67,16 @@ void run_print_usage(FILE *f) {
       "                      copies, migrations, evictions, stages) as Chrome trace JSON, which\n"
       "                      Perfetto (ui.perfetto.dev) and chrome://tracing open\n"
       "  --print N           print the first N rows of each output\n"
+      "  --simulate PLATFORM.json\n"
+      "                      run nothing: plan the graph for the devices the file describes\n"
+      "                      (docs/sched.md; each device a runner at its memory unless\n"
+      "                      --runners says otherwise), schedule the stages and loop pieces\n"
+      "                      there with --policy, and print the makespan, each device's busy\n"
+      "                      time and a lower bound; inputs are not needed (--stats-json\n"
+      "                      FILE: the schedule as JSON, docs/sched.md)\n"
+      "  --policy NAME       with --simulate: dmda (the default: earliest expected finish,\n"
+      "                      transfers included), eager (the first free device) or fixed\n"
+      "                      (each stage on its runner's device)\n"
       "  --help              this text\n"
       "\n"
       "Nothing is written (outputs, --stats-json, --trace) unless the whole run succeeds.\n"
@@ -183,9 +195,9 @@ static int add_input(run_options *opts, const char *spec) {
 }
 
 static bool takes_value(const char *flag) {
-  static const char *with_value[] = {"--in",         "--in-all",     "--random",  "--out-dir",
-                                     "--out",        "--print",      "--runners", "--limit",
-                                     "--no-rewrite", "--stats-json", "--trace"};
+  static const char *with_value[] = {"--in",    "--in-all",   "--random", "--out-dir",    "--out",
+                                     "--print", "--runners",  "--limit",  "--no-rewrite", "--stats-json",
+                                     "--trace", "--simulate", "--policy"};
   for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
     if (strcmp(flag, with_value[i]) == 0) return true;
   return false;
@@ -237,6 +249,11 @@ static int parse_option(run_options *opts, const char *flag, const char *value) 
     opts->no_rewrite[opts->n_no_rewrite++] = value;
     return 0;
   }
+  if (strcmp(flag, "--simulate") == 0 || strcmp(flag, "--policy") == 0) {
+    if (!*value) return run_fail(EXIT_USAGE, "%s needs a value", flag);
+    *(strcmp(flag, "--simulate") == 0 ? &opts->simulate : &opts->policy) = value;
+    return 0;
+  }
   if (strcmp(flag, "--stats-json") == 0 || strcmp(flag, "--trace") == 0) {
     if (!*value) return run_fail(EXIT_USAGE, "%s needs a file name", flag);
     *(strcmp(flag, "--trace") == 0 ? &opts->trace : &opts->stats_json) = value;
@@ -286,5 +303,7 @@ int run_parse_args(int argc, char **argv, run_options *opts) {
     run_print_usage(stderr);
     return run_fail(EXIT_USAGE, "no graph file given (FILE.lir)");
   }
+  if (opts->policy && !opts->simulate)
+    return run_fail(EXIT_USAGE, "--policy goes with --simulate PLATFORM.json");
   return 0;
 }

@@ -38,6 +38,8 @@ typedef struct run_options {
   const char *stats_json; /* --stats-json FILE, or NULL */
   const char *trace;      /* --trace FILE.json, or NULL */
   bool recover;           /* --recover */
+  const char *simulate;   /* --simulate PLATFORM.json, or NULL */
+  const char *policy;     /* --policy dmda|eager|fixed, or NULL (dmda) */
   bool help;
 } run_options;
 
@@ -55,6 +57,10 @@ int run_fail(int code, const char *fmt, ...)
 /* Prints a library error: as is when it already names a place ("f.lir:3:7: error: ..."),
  * else after "loom-run: ". Returns EXIT_RUN. */
 int run_fail_loom(const char *context);
+
+/* --simulate: plans the graph for the platform's devices and schedules it there, printing
+ * the makespan, each device's busy time and the lower bounds. Returns 0 or an exit code. */
+int run_simulate(const run_options *opts);
 
 /* Prints the first `rows` rows (along axis 0) of t, indented, one per line. */
 void run_print_rows(FILE *f, const loom_tensor *t, int64_t rows);

@@ -745,7 +745,9 @@ int main(int argc, char **argv) {
   run_state st = {0};
   int rc = run_parse_args(argc, argv, &opts);
   if (!rc && opts.help) run_print_usage(stdout);
-  if (!rc && !opts.help) {
+  if (!rc && !opts.help && opts.simulate) {
+    rc = run_simulate(&opts);
+  } else if (!rc && !opts.help) {
     rc = prepare(&st, &opts);
     if (!rc) rc = execute(&st, &opts);
     if (!rc && opts.stats_json) rc = write_stats_json(&st, opts.stats_json);
