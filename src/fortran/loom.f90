@@ -119,11 +119,14 @@ module loom
     real(c_double) :: seconds
   end type c_stage_stats
 
+  ! Mirrors loom_plan_stats field for field: loom_plan_stats_deinit frees both arrays.
   type, bind(C) :: c_plan_stats
     integer(c_int32_t) :: n_stages = 0
     type(c_ptr) :: stages = c_null_ptr
     integer(c_int64_t) :: peak_bytes = 0
     real(c_double) :: seconds = 0
+    integer(c_int32_t) :: n_recoveries = 0
+    type(c_ptr) :: recoveries = c_null_ptr
   end type c_plan_stats
 
   type, bind(C) :: c_run_stats
