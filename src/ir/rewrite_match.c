@@ -246,11 +246,35 @@ static bool operand_role_of(const loom_graph *g, int32_t v, const loom_type *dif
  * where (1) a limit is set and the graph is chunked under it anyway (checked after the
  * expanded form is tried: yield_at), so the expanded form's smaller footprint buys nothing;
  * (2) fuse runs, so the d steps over n x m become one fused loop instead of 3d passes over
- * memory; and (3) the cost model above finds it at most 1.1x the expanded form's time. */
-static bool direct_pays(const loom__match_ctx *m, int64_t d, char *why, size_t size) {
+ * memory; (3) the cost model above finds it at most 1.1x the expanded form's time; and (4)
+ * an order is taken from the distances (decides_order). */
+/* Whether value v decides an order: read, directly or through unary and layout ops, by a topk,
+ * an argmax/argmin or a comparison (a kNN's neighbours, a radius test). There the expanded
+ * form's lost digits swap near neighbours; a Gaussian kernel's exp(-d2/2) moves by about as
+ * much as d2 does, far under its tolerance, and takes the cheaper form. */
+static bool decides_order(const loom_graph *g, int32_t v, int depth) {
+  for (int32_t o = 0; o < g->n_ops; o++) {
+    const loom__op *op = &g->ops[o];
+    bool reads = false;
+    for (int32_t i = 0; i < op->n_inputs; i++) reads |= op->inputs[i] == v;
+    if (!reads) continue;
+    loom__op_class cls = loom__op_info_of(op->kind)->cls;
+    if (cls == LOOM_CLASS_TOPK || cls == LOOM_CLASS_ARGREDUCE || cls == LOOM_CLASS_COMPARE) return true;
+    if (depth > 0 && (cls == LOOM_CLASS_UNARY || cls == LOOM_CLASS_LAYOUT) &&
+        decides_order(g, op->outputs[0], depth - 1))
+      return true;
+  }
+  return false;
+}
+
+static bool direct_pays(const loom__match_ctx *m, int32_t root_value, int64_t d, char *why, size_t size) {
   const loom_optimize_options *o = m->opts;
   why[0] = '\0';
   if (!o || o->limit <= 0 || !loom__rewrite_enabled(o, "chunk")) return false;
+  if (!decides_order(m->g, root_value, 3)) {
+    snprintf(why, size, "; no order is taken from it (no topk, argmin or comparison reads it)");
+    return false;
+  }
   if (!loom__rewrite_enabled(o, "fuse")) {
     snprintf(why, size, "; fuse off: the direct form would take %lld passes", (long long)(3 * d));
     return false;
@@ -338,7 +362,8 @@ static bool distance_find(const loom__match_ctx *m, int32_t o, int32_t variant, 
   d.same = d.x == d.y && d.xf == d.yf;
   loom_distance_form form = m->opts ? m->opts->distance_form : LOOM_DISTANCE_AUTO;
   char why[80] = "";
-  bool pays = form == LOOM_DISTANCE_AUTO && direct_pays(m, d.features, why, sizeof why);
+  bool pays =
+      form == LOOM_DISTANCE_AUTO && direct_pays(m, m->g->ops[o].outputs[0], d.features, why, sizeof why);
   if (form == LOOM_DISTANCE_DIRECT && d.features > LOOM_DISTANCE_UNROLL_MAX_D) return false;
   if (form == LOOM_DISTANCE_DIRECT || (pays && variant == 1)) {
     if (variant != (form == LOOM_DISTANCE_DIRECT ? 0 : 1)) return false;

@@ -336,3 +336,27 @@ TEST(distance_exact_direct_form_is_one_fused_op_in_the_loop) {
   loom_graph_destroy(o);
   loom_graph_destroy(g);
 }
+
+/* A Gaussian kernel's distances decide no order (exp, then a dot): the expanded form stays, and
+ * the report says why, at the d and limit where a kNN keeps the direct form. */
+TEST(distance_exact_kernel_product_keeps_expanded) {
+  loom_graph *g = rw_parse(
+      "graph kmv(x: f32[300,3], y: f32[400,3], b: f32[400]) {\n"
+      "  xe = reshape x shape=[300,1,3]\n  ye = reshape y shape=[1,400,3]\n  diff = sub xe ye\n"
+      "  sq = mul diff diff\n  d2 = reduce_sum sq axes=[2]\n  half = constant 0.5 : f32[]\n"
+      "  e = mul d2 half\n  ne = neg e\n  k = exp ne\n  out = dot k b\n  return out\n}\n");
+  ASSERT_TRUE(g != NULL);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.limit = 64 << 10;
+  loom_graph *f = NULL;
+  loom_rewrite_report rep = {0};
+  ASSERT_OK(loom_graph_optimize(g, &o, &f, &rep));
+  const loom_rewrite_entry *e = rw_entry(&rep, "distance");
+  ASSERT_TRUE(e != NULL);
+  ASSERT_CONTAINS(e->detail, "|a|^2 + |b|^2 - 2 a.b^T");
+  ASSERT_CONTAINS(e->detail, "no order is taken from it");
+  loom_rewrite_report_deinit(&rep);
+  loom_graph_destroy(f);
+  loom_graph_destroy(g);
+}
