@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "json_read.h"
+#include "loom/internal/json_read.h"
 
 typedef struct compare_options {
   const char *a, *b;
@@ -59,7 +59,7 @@ static int parse_args(int argc, char **argv, compare_options *o) {
 }
 
 /* Reads and parses a suite report; 1 (with a message) when it is not one. */
-static int load(const char *path, jr_value *v) {
+static int load(const char *path, loom__jr_value *v) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     fprintf(stderr, "loom-bench compare: cannot read %s\n", path);
@@ -74,33 +74,34 @@ static int load(const char *path, jr_value *v) {
   } while (got > 0);
   fclose(f);
   char why[160];
-  int rc = !text || jr_parse(text, len, v, why, sizeof why);
+  int rc = !text || loom__jr_parse(text, len, v, why, sizeof why);
   free(text);
   if (rc) {
     fprintf(stderr, "loom-bench compare: %s: not JSON: %s\n", path, text ? why : "out of memory");
     return 1;
   }
-  const jr_value *devices = jr_get(v, "devices");
-  if (strcmp(jr_string(v, "schema"), "loom-bench-suite/1") || !devices || devices->type != JR_ARRAY) {
+  const loom__jr_value *devices = loom__jr_get(v, "devices");
+  if (strcmp(loom__jr_string(v, "schema"), "loom-bench-suite/1") || !devices ||
+      devices->type != LOOM__JR_ARRAY) {
     fprintf(stderr, "loom-bench compare: %s: not a loom-bench suite report (no schema loom-bench-suite/1)\n",
             path);
-    jr_free(v);
+    loom__jr_free(v);
     return 1;
   }
   return 0;
 }
 
 /* The case of report r on device `id` with c's name, dtype and size, or NULL. */
-static const jr_value *find_case(const jr_value *r, const char *id, const jr_value *c) {
-  const jr_value *devices = jr_get(r, "devices");
+static const loom__jr_value *find_case(const loom__jr_value *r, const char *id, const loom__jr_value *c) {
+  const loom__jr_value *devices = loom__jr_get(r, "devices");
   for (int32_t i = 0; i < devices->n; i++) {
-    const jr_value *d = &devices->items[i], *cases = jr_get(d, "cases");
-    if (strcmp(jr_string(d, "id"), id) || !cases || cases->type != JR_ARRAY) continue;
+    const loom__jr_value *d = &devices->items[i], *cases = loom__jr_get(d, "cases");
+    if (strcmp(loom__jr_string(d, "id"), id) || !cases || cases->type != LOOM__JR_ARRAY) continue;
     for (int32_t k = 0; k < cases->n; k++) {
-      const jr_value *x = &cases->items[k];
-      if (!strcmp(jr_string(x, "name"), jr_string(c, "name")) &&
-          !strcmp(jr_string(x, "dtype"), jr_string(c, "dtype")) &&
-          !strcmp(jr_string(x, "size"), jr_string(c, "size")))
+      const loom__jr_value *x = &cases->items[k];
+      if (!strcmp(loom__jr_string(x, "name"), loom__jr_string(c, "name")) &&
+          !strcmp(loom__jr_string(x, "dtype"), loom__jr_string(c, "dtype")) &&
+          !strcmp(loom__jr_string(x, "size"), loom__jr_string(c, "size")))
         return x;
     }
   }
@@ -116,8 +117,8 @@ static void print_time(double s) {
     printf(" %.3f ms |", s * 1e3);
 }
 
-static void print_vendor_ratio(const jr_value *c) {
-  double r = c ? jr_number(c, "ratio", -1) : -1;
+static void print_vendor_ratio(const loom__jr_value *c) {
+  double r = c ? loom__jr_number(c, "ratio", -1) : -1;
   if (r > 0)
     printf(" %.2f |", r);
   else
@@ -125,10 +126,11 @@ static void print_vendor_ratio(const jr_value *c) {
 }
 
 /* One row: a case in both reports, or in one (the other NULL). Returns whether it regressed. */
-static bool print_row(const char *id, const jr_value *a, const jr_value *b, double threshold) {
-  const jr_value *c = a ? a : b;
-  printf("| %s | %s | %s | %s |", id, jr_string(c, "name"), jr_string(c, "dtype"), jr_string(c, "size"));
-  double ta = a ? jr_number(a, "seconds", -1) : -1, tb = b ? jr_number(b, "seconds", -1) : -1;
+static bool print_row(const char *id, const loom__jr_value *a, const loom__jr_value *b, double threshold) {
+  const loom__jr_value *c = a ? a : b;
+  printf("| %s | %s | %s | %s |", id, loom__jr_string(c, "name"), loom__jr_string(c, "dtype"),
+         loom__jr_string(c, "size"));
+  double ta = a ? loom__jr_number(a, "seconds", -1) : -1, tb = b ? loom__jr_number(b, "seconds", -1) : -1;
   print_time(ta);
   print_time(tb);
   bool regressed = false;
@@ -147,15 +149,15 @@ static bool print_row(const char *id, const jr_value *a, const jr_value *b, doub
 }
 
 /* Rows of every case of `from`; with `other` absent from the other report only (only_missing). */
-static int32_t rows(const jr_value *from, const jr_value *other, bool from_is_a, bool only_missing,
-                    double threshold) {
-  const jr_value *devices = jr_get(from, "devices");
+static int32_t rows(const loom__jr_value *from, const loom__jr_value *other, bool from_is_a,
+                    bool only_missing, double threshold) {
+  const loom__jr_value *devices = loom__jr_get(from, "devices");
   int32_t regressions = 0;
   for (int32_t i = 0; i < devices->n; i++) {
-    const jr_value *d = &devices->items[i], *cases = jr_get(d, "cases");
-    const char *id = jr_string(d, "id");
-    for (int32_t k = 0; cases && cases->type == JR_ARRAY && k < cases->n; k++) {
-      const jr_value *c = &cases->items[k], *o = find_case(other, id, c);
+    const loom__jr_value *d = &devices->items[i], *cases = loom__jr_get(d, "cases");
+    const char *id = loom__jr_string(d, "id");
+    for (int32_t k = 0; cases && cases->type == LOOM__JR_ARRAY && k < cases->n; k++) {
+      const loom__jr_value *c = &cases->items[k], *o = find_case(other, id, c);
       if (only_missing && o) continue;
       regressions += print_row(id, from_is_a ? c : o, from_is_a ? o : c, threshold);
     }
@@ -163,23 +165,24 @@ static int32_t rows(const jr_value *from, const jr_value *other, bool from_is_a,
   return regressions;
 }
 
-static void print_devices(const char *label, const char *path, const jr_value *r) {
-  const jr_value *devices = jr_get(r, "devices");
-  printf("%s: %s (Loom %s, %s sizes)\n", label, path, jr_string(r, "loom_version"), jr_string(r, "profile"));
+static void print_devices(const char *label, const char *path, const loom__jr_value *r) {
+  const loom__jr_value *devices = loom__jr_get(r, "devices");
+  printf("%s: %s (Loom %s, %s sizes)\n", label, path, loom__jr_string(r, "loom_version"),
+         loom__jr_string(r, "profile"));
   for (int32_t i = 0; i < devices->n; i++)
-    printf("  %s: %s (%s), driver %s\n", jr_string(&devices->items[i], "id"),
-           jr_string(&devices->items[i], "name"), jr_string(&devices->items[i], "vendor"),
-           jr_string(&devices->items[i], "driver"));
+    printf("  %s: %s (%s), driver %s\n", loom__jr_string(&devices->items[i], "id"),
+           loom__jr_string(&devices->items[i], "name"), loom__jr_string(&devices->items[i], "vendor"),
+           loom__jr_string(&devices->items[i], "driver"));
 }
 
 int loom_bench_compare(int argc, char **argv) {
   compare_options o;
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc < 0 ? 0 : rc;
-  jr_value a, b;
+  loom__jr_value a, b;
   if (load(o.a, &a)) return 1;
   if (load(o.b, &b)) {
-    jr_free(&a);
+    loom__jr_free(&a);
     return 1;
   }
   print_devices("A", o.a, &a);
@@ -192,7 +195,7 @@ int loom_bench_compare(int argc, char **argv) {
   rows(&b, &a, false, true, o.threshold);
   printf("\n%d regression%s beyond %.0f%%\n", (int)regressions, regressions == 1 ? "" : "s",
          o.threshold * 100);
-  jr_free(&a);
-  jr_free(&b);
+  loom__jr_free(&a);
+  loom__jr_free(&b);
   return regressions && o.fail_on_regression ? 1 : 0;
 }
