@@ -211,10 +211,21 @@ static loom_status fused_kernel(loom__cu_device *d, const loom_graph *body, cons
 #define FUSED_ITEMS_PER_SM 1024
 #define FUSED_BLOCK 128
 
+/* LOOM_CUDA_FUSED_LAYOUT, read once: 0 none, 1 group, 2 item. */
+static int forced_layout(void) {
+  static _Atomic int forced = -1;
+  int f = forced;
+  if (f < 0) {
+    const char *env = getenv("LOOM_CUDA_FUSED_LAYOUT");
+    f = env && strcmp(env, "group") == 0 ? 1 : env && strcmp(env, "item") == 0 ? 2 : 0;
+    forced = f;
+  }
+  return f;
+}
+
 static int32_t group_for(const loom__cu_device *d, const loom_graph *body) {
-  const char *env = getenv("LOOM_CUDA_FUSED_LAYOUT");
-  if (env && strcmp(env, "group") == 0) return FUSED_BLOCK;
-  if (env && strcmp(env, "item") == 0) return 1;
+  int forced = forced_layout();
+  if (forced) return forced == 1 ? FUSED_BLOCK : 1;
   int64_t n_red = loom__fz_reduced_count(body), n_out = 1;
   const loom_type *t = &body->values[body->outputs[0]].type;
   for (int32_t i = 0; i < t->rank; i++) n_out *= t->dims[i];
