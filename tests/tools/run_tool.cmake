@@ -31,6 +31,13 @@
 #                 and free events
 cmake_minimum_required(VERSION 3.25)
 
+# tools.cmake carries a ';' of the expressions as @SEMICOLON@ (a list separator on its way).
+foreach(v STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX STDERR_NOT_REGEX)
+  if(DEFINED ${v})
+    string(REPLACE "@SEMICOLON@" ";" ${v} "${${v}}")
+  endif()
+endforeach()
+
 function(fail msg)
   message(FATAL_ERROR "${msg}\n--- command: ${TOOL} ${args}\n--- exit: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
 endfunction()
