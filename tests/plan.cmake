@@ -239,6 +239,9 @@ loom_plan_test(loop_one_line ARGS ${LOOM_PLAN_DATA}/huge_streamed.lir --limit 1M
   STDOUT_REGEX "\n  loop y: 8388608 pieces of 131072, slicing x axis 0; body of 1 op: mul\n.*stage 0: runner 0 \\(cpu0, limit 1\\.00 MiB\\)")
 loom_plan_test(knn_million ARGS ${LOOM_PLAN_DATA}/knn_million.lir --limit 64MiB
   STDOUT_REGEX "\n  loop val,idx: [0-9]+ pieces of [0-9]+[^\n]*, slicing x axis 0; body of [0-9]+ ops:[a-z_ ]* fused\n  loop val,idx: fused [^\n]*topk; inputs.*plan for graph 'knn_million': 1 stage on 1 runner")
+# The loop's body fused, its pieces grow from the unfused ops' 4 rows to what 64 MiB holds.
+loom_plan_test(knn_million_grown ARGS ${LOOM_PLAN_DATA}/knn_million.lir --limit 64MiB
+  STDOUT_REGEX "chunk +saved +0 B +loop 'val' grown from pieces of 4 to [0-9]+ \\([0-9] pieces\\)")
 loom_plan_test(input_larger_than_every_limit ARGS ${LOOM_PLAN_DATA}/chain_big_input.lir
   --runners cpu0:6MiB,cpu0:3MiB
   STDOUT_REGEX "loop v[0-9]+: [0-9]+ pieces of [0-9]+, slicing b axis 0; body of 1 op: dot\n  loop out: [0-9]+ pieces of [0-9]+[^\n]*, slicing a axis 0; body of 1 op: dot")

@@ -203,6 +203,14 @@ loom_tool_test(safetensors_out_and_out_dir ARGS ${small} --random 1 --out @WORK@
 loom_tool_test(safetensors_out_c128 RC 1 ARGS ${LOOM_TOOL_DATA}/c128_out.lir --random 1 --out @WORK@/out/o.safetensors MKDIRS out
   STDERR_REGEX "^loom-run: output y is c128, which \\.safetensors cannot hold" NO_FILES_IN out)
 
+# Chunked, then fused inside the pieces: the chunk rewrite sized the pieces for the body's ops
+# one by one (a few rows), the fused body holds only its results, so the loop grows its pieces
+# to the limit; the measured peak stays under it and the result is brute force's.
+loom_tool_test(knn_loop_grown ARGS ${LOOM_TOOL_DATA}/knn_small.lir --random 1 --limit 256KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  STDOUT_REGEX "rewrite chunk +saved +0 B +loop 'val' grown from pieces of [0-9] to [0-9]+ \\([2-9] pieces\\): its body is fused"
+  STATS_JSON stats.json STAGE_LIMIT 262144 KNN_CHECK out=${LOOM_TOOL_DATA}/knn_small.lir)
+
 # ---- recovery from out of memory (issue 17) ------------------------------------------------
 # cpu0's node refuses every allocation over 512 KiB from its 10th on (LOOM_TESTING_REFUSE, the
 # fault injection of loom/testing.h), as a crowded device would: with --recover the stage is

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ir/passes.h"
+#include "ir/repiece.h"
 
 static const char *const rewrite_names[] = {LOOM_REWRITE_NAMES};
 
@@ -131,6 +132,49 @@ static loom_status fuse_instead_of_chunk(const loom_graph *g, const loom_optimiz
   return LOOM_OK;
 }
 
+/* Whether loop l's body was fused and runs fused wherever the plan may place it (arg: the
+ * options' fused_runs): its pieces were sized for its ops one by one. */
+static bool body_fused(const loom__loop *l, void *arg) {
+  bool (*fused_runs)(const loom_graph *) = *(bool (**)(const loom_graph *))arg;
+  bool any = false;
+  for (int32_t i = 0; i < l->body->n_ops; i++) {
+    const loom__op *op = &l->body->ops[i];
+    if (op->loop) return false; /* an inner loop sized its own pieces for the outer piece */
+    if (op->fused && !fused_runs(op->fused)) return false;
+    any = any || op->fused;
+  }
+  return any;
+}
+
+/* After chunk then fuse: the loops whose bodies were fused grow their pieces to the limit
+ * (loom__loops_grow), one report entry per loop that grew. Only with fused_runs, as fusion
+ * before chunking: a body run op by op would need its intermediates for the larger piece. */
+static loom_status grow_fused_loops(loom_graph **g, const loom_optimize_options *opts,
+                                    loom_rewrite_report *report) {
+  if (!opts->fused_runs || !loom__rewrite_enabled(opts, "fuse")) return LOOM_OK;
+  bool (*fused_runs)(const loom_graph *) = opts->fused_runs;
+  loom_graph *grown = NULL;
+  loom_status s = loom__loops_grow(*g, opts->limit, body_fused, &fused_runs, &grown);
+  for (int32_t o = 0; !s && o < grown->n_ops; o++) {
+    const loom__loop *before = (*g)->ops[o].loop, *after = grown->ops[o].loop;
+    if (!after || after->piece == before->piece) continue;
+    char buf[32];
+    const char *name = loom__value_label(grown, grown->ops[o].outputs[0], buf, sizeof buf);
+    s = loom__report_add(report, "chunk", 0,
+                         "loop '%s' grown from pieces of %lld to %lld (%lld pieces): its body is fused and "
+                         "holds less than its ops one by one",
+                         name, (long long)before->piece, (long long)after->piece,
+                         (long long)((after->n + after->piece - 1) / after->piece));
+  }
+  if (s) {
+    loom_graph_destroy(grown);
+    return s;
+  }
+  loom_graph_destroy(*g);
+  *g = grown;
+  return LOOM_OK;
+}
+
 loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_options *opts,
                                 loom_graph **out_graph, loom_rewrite_report *report) {
   if (!out_graph) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize: out_graph is NULL");
@@ -160,6 +204,7 @@ loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_opt
     loom_graph_destroy(cur);
     cur = next;
   }
+  if (!s && chunk && cur) s = grow_fused_loops(&cur, opts, report);
   if (s) {
     loom_graph_destroy(cur);
     if (report) report->count = entries_before; /* a failed call reports nothing */

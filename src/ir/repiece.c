@@ -48,6 +48,7 @@ static loom_status copy_loop(loom__rebuild *rb, int32_t o, int64_t piece) {
   if (!s)
     s = loom_graph_add_loop(rb->dst, l->n, piece, body, ins, l->rules, op->n_inputs, l->combines,
                             op->n_outputs, outs);
+  if (!s) s = loom_graph_loop_set_slices(rb->dst, rb->dst->n_ops - 1, l->slices);
   for (int32_t k = 0; !s && k < op->n_outputs; k++) loom__rebuild_set(rb, op->outputs[k], outs[k]);
   loom_graph_destroy(body);
   loom__free(ins);
@@ -121,5 +122,71 @@ loom_status loom__loops_fit(const loom_graph *g, int64_t limit, loom_graph **out
   }
   *out = best;
   if (out_peak) *out_peak = best_peak;
+  return LOOM_OK;
+}
+
+/* g with top-level loop op `which` in pieces of `piece` (every other op as it is), and its
+ * estimated peak. */
+static loom_status with_piece(const loom_graph *g, int32_t which, int64_t piece, loom_graph **out,
+                              int64_t *peak) {
+  loom__rebuild rb;
+  loom_status s = loom__rebuild_init(&rb, g);
+  for (int32_t o = 0; !s && o < g->n_ops; o++)
+    s = o == which ? copy_loop(&rb, o, piece) : loom__rebuild_copy(&rb, o);
+  if (!s) s = loom__rebuild_finish(&rb, out);
+  loom__rebuild_deinit(&rb);
+  loom_estimate e;
+  if (!s && !(s = loom_graph_estimate(*out, NULL, &e))) {
+    *peak = e.peak_bytes;
+    loom_estimate_deinit(&e);
+  }
+  if (s) {
+    loom_graph_destroy(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
+/* The largest piece in [lo, hi] of loop op `which` of *g with a valid last piece for which the
+ * graph's peak stays at most `limit`, bisected (the peak grows with the piece), with *g
+ * replaced by the graph at that piece. *g at lo fits already. */
+static loom_status grow_loop(loom_graph **g, int32_t which, int64_t limit) {
+  const loom__loop *l = (*g)->ops[which].loop;
+  int64_t least = least_piece(l), lo = l->piece, hi = l->n;
+  loom_status s = LOOM_OK;
+  while (!s && lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    while (mid > lo && !tail_ok(l->n, mid, least)) mid--;
+    if (mid == lo) break;
+    loom_graph *cand = NULL;
+    int64_t peak = 0;
+    s = with_piece(*g, which, mid, &cand, &peak);
+    if (s) break;
+    if (peak <= limit) {
+      loom_graph_destroy(*g);
+      *g = cand;
+      l = (*g)->ops[which].loop;
+      lo = mid;
+    } else {
+      loom_graph_destroy(cand);
+      hi = mid - 1;
+    }
+  }
+  return s;
+}
+
+loom_status loom__loops_grow(const loom_graph *g, int64_t limit,
+                             bool (*grows)(const loom__loop *loop, void *arg), void *arg, loom_graph **out) {
+  *out = NULL;
+  loom_graph *cur = NULL;
+  loom_status s = loom_graph_clone(g, &cur);
+  /* A rebuild copies op by op, so op o stays op o through the growth of each loop. */
+  for (int32_t o = 0; !s && o < g->n_ops; o++)
+    if (cur->ops[o].loop && grows(cur->ops[o].loop, arg)) s = grow_loop(&cur, o, limit);
+  if (s) {
+    loom_graph_destroy(cur);
+    return s;
+  }
+  *out = cur;
   return LOOM_OK;
 }

@@ -14,4 +14,13 @@
  * Errors: INVALID_ARGUMENT (g does not verify), OUT_OF_MEMORY. */
 loom_status loom__loops_fit(const loom_graph *g, int64_t limit, loom_graph **out, int64_t *out_peak);
 
+/* A copy of g whose top-level loops for which `grows` answers true run in the largest pieces
+ * (with `arg`; up to their whole length, with a last piece their combines allow) that keep g's estimated
+ * peak at most `limit`, one loop after another in op order; the other ops and loops as they
+ * are. For loops whose bodies were fused after chunking: the chunk rewrite sized their pieces
+ * for the ops one by one, and a fused body holds far less. g must fit `limit` already. The
+ * caller owns *out. Errors: OUT_OF_MEMORY. */
+loom_status loom__loops_grow(const loom_graph *g, int64_t limit,
+                             bool (*grows)(const loom__loop *loop, void *arg), void *arg, loom_graph **out);
+
 #endif
