@@ -61,7 +61,7 @@ static void print_usage(FILE *f) {
       "                     stderr), as loom-run does.\n"
       "  --no-rewrite NAME  skip one rewrite; may repeat. NAME is one of distance, dot_transpose,\n"
       "                     tile_broadcast, reduce_broadcast, dot_chain, sum_broadcast, schedule,\n"
-      "                     chunk\n"
+      "                     chunk, fuse\n"
       "  --json             print one JSON object instead of text\n"
       "  --help             this text\n"
       "\n"
@@ -135,7 +135,7 @@ static int take_option(int argc, char **argv, int *i, options *o) {
     if (!known_rewrite(v))
       return usage_error(
           "--no-rewrite: unknown rewrite '%s' (known: distance, dot_transpose, tile_broadcast, "
-          "reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk)",
+          "reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk, fuse)",
           v);
     o->disabled[o->n_disabled++] = v;
   } else if (missing) {

@@ -53,7 +53,7 @@ void run_print_usage(FILE *f) {
       "                      8 MiB); with neither set, the graph runs whole on cpu0. A runner\n"
       "                      over its device's LOOM_MEM_LIMIT is lowered to it (said on stderr).\n"
       "  --no-rewrite NAME   skip one rewrite: distance, dot_transpose, tile_broadcast,\n"
-      "                      reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk\n"
+      "                      reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk, fuse\n"
       "  --recover           when a device runs out of memory although the stage fitted its\n"
       "                      limit (another process took memory), re-plan that stage for the\n"
       "                      memory free then (else half its limit, then a quarter; 3 tries)\n"
