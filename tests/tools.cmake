@@ -211,6 +211,27 @@ loom_tool_test(knn_loop_grown ARGS ${LOOM_TOOL_DATA}/knn_small.lir --random 1 --
   STDOUT_REGEX "rewrite chunk +saved +0 B +loop 'val' grown from pieces of [0-9] to [0-9]+ \\([2-9] pieces\\): its body is fused"
   STATS_JSON stats.json STAGE_LIMIT 262144 KNN_CHECK out=${LOOM_TOOL_DATA}/knn_small.lir)
 
+# The rows of the result are made by a broadcast alone: the loop slices the broadcast's view.
+loom_tool_test(broadcast_rows_chunked ARGS ${LOOM_TOOL_DATA}/broadcast_chain.lir --random 1 --limit 128KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_TOOL_DATA}/broadcast_chain.lir --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*sin 's' and the 1 ops before it, along its result's axis 0"
+  STATS_JSON stats.json STAGE_LIMIT 131072 EQUAL out/s.npy=ref/s.npy)
+
+# A loop written by hand passes the limit: the chunk rewrite gives it smaller pieces (then,
+# its body fused, grows them back to what the limit holds); where the graph fits, the loop
+# keeps its pieces; where an input alone passes the limit, the refusal names it.
+set(chunked_knn ${LOOM_TOOL_DATA}/chunked_knn.lir)
+loom_tool_test(loop_shrunk ARGS ${chunked_knn} --random 1 --limit 64KiB --stats-json @WORK@/stats.json
+  --out-dir @WORK@/out
+  REF_ARGS ${chunked_knn} --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*loop 'val' in smaller pieces: 256 -> [0-9]+ \\([0-9]+ pieces\\)"
+  STATS_JSON stats.json STAGE_LIMIT 65536 EQUAL out/val.npy=ref/val.npy out/idx.npy=ref/idx.npy)
+loom_tool_test(loop_kept ARGS ${chunked_knn} --random 1 --limit 4MiB --out-dir @WORK@/out
+  STDOUT_NOT_REGEX "rewrite chunk")
+loom_tool_test(loop_input_too_big RC 1 ARGS ${chunked_knn} --random 1 --limit 16KiB --out-dir @WORK@/out
+  STDERR_REGEX "input 'yt' \\(f32\\[3,2000\\]\\) needs 23\\.44 KiB, the largest limit is 16\\.00 KiB")
+
 # ---- recovery from out of memory (issue 17) ------------------------------------------------
 # cpu0's node refuses every allocation over 512 KiB from its 10th on (LOOM_TESTING_REFUSE, the
 # fault injection of loom/testing.h), as a crowded device would: with --recover the stage is

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "ir/passes.h"
+#include "ir/repiece.h"
 #include "ir/view.h"
 
 /* AX_WINDOW + a: read through a window along axis a (a conv's x along a spatial axis: each
@@ -210,6 +211,13 @@ static void region_free(region *r) {
 /* Adds op o to the region with its results cut along ax, and marks what it reads. */
 static bool join(region *r, int32_t o, int32_t ax) {
   const loom__op *op = &r->g->ops[o];
+  /* A broadcast that makes the cut axis out of an operand read whole would bring the piece's
+   * length into the body through its shape alone, which no body may (docs/ir-loops.md: the
+   * piece enters through the parameters; a last, shorter piece could not be retyped). Left
+   * out, its result (a view) is the loop's sliced operand instead. */
+  if (op->kind == LOOM_OP_BROADCAST && ax >= 0 && ax < AX_WINDOW && map_back(r->g, op, ax, 0) == AX_WHOLE &&
+      r->g->values[op->outputs[0]].type.dims[ax] != 1)
+    return false;
   r->out_axis[o] = ax;
   for (int32_t i = 0; i < op->n_inputs; i++)
     if (operand_axis(r, o, i) == AX_FAIL) return false;
@@ -682,6 +690,16 @@ static loom_status with_body(const loom_graph *outer, int32_t o, loom_graph *bod
   loom__loop *l = (*out)->ops[o].loop;
   loom_graph_destroy(l->body);
   l->body = body;
+  /* A cut inside the body must leave a body the loop can retype for its last piece: an inner
+   * loop slicing the outer piece along the outer loop's own axis cannot be (docs/ir-loops.md),
+   * and the retype is what finds it. */
+  loom_graph *retyped = NULL;
+  if (loom__loop_body_for(l, l->piece, &retyped)) {
+    loom_graph_destroy(*out);
+    *out = NULL;
+    return LOOM_ERR_UNSUPPORTED;
+  }
+  loom_graph_destroy(retyped);
   return LOOM_OK;
 }
 
@@ -1071,6 +1089,19 @@ static loom_status nested_round(const loom_graph *g, int32_t o, chunk_search *cs
   return s;
 }
 
+/* When the op at the peak is a loop: the same loop in smaller pieces, where some fit. */
+static loom_status shrink_round(const loom_graph *g, int32_t o, int64_t limit, loom_graph **out, char *detail,
+                                size_t detail_size) {
+  loom_status s = loom__loop_shrink(g, o, limit, out);
+  if (s) return s;
+  const loom__loop *before = g->ops[o].loop, *after = (*out)->ops[o].loop;
+  char buf[32];
+  snprintf(detail, detail_size, "loop '%s' in smaller pieces: %lld -> %lld (%lld pieces)",
+           loom__value_label(g, g->ops[o].outputs[0], buf, sizeof buf), (long long)before->piece,
+           (long long)after->piece, (long long)((after->n + after->piece - 1) / after->piece));
+  return LOOM_OK;
+}
+
 /* The refusal: the peak op's need, and the least any cut of it left the graph needing. */
 static loom_status too_big(const loom_graph *g, const loom_estimate *e, const chunk_search *cs) {
   const loom_estimate_step *st = &e->steps[e->peak_step];
@@ -1143,6 +1174,8 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     chunk_search cs = {.limit = limit, .slices = slices, .least = INT64_MAX, .current = e.peak_bytes};
     int32_t peak_op = e.steps[e.peak_step].op;
     s = chunk_round(cur, NULL, 0, peak_op, &cs, &next, detail, sizeof detail);
+    if (s == LOOM_ERR_UNSUPPORTED && !cs.fallback && cur->ops[peak_op].loop)
+      s = shrink_round(cur, peak_op, limit, &next, detail, sizeof detail);
     if (s == LOOM_ERR_UNSUPPORTED && !cs.fallback && cur->ops[peak_op].loop)
       s = nested_round(cur, peak_op, &cs, &next, detail, sizeof detail);
     if (s == LOOM_ERR_UNSUPPORTED && cs.fallback) {

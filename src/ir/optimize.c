@@ -204,7 +204,8 @@ loom_status loom_graph_optimize(const loom_graph *graph, const loom_optimize_opt
     loom_graph_destroy(cur);
     cur = next;
   }
-  if (!s && chunk && cur) s = grow_fused_loops(&cur, opts, report);
+  /* Only where the graph needed chunking: a loop of a graph that fits keeps the pieces it has. */
+  if (!s && chunk && cur && peak_of(graph) > opts->limit) s = grow_fused_loops(&cur, opts, report);
   if (s) {
     loom_graph_destroy(cur);
     if (report) report->count = entries_before; /* a failed call reports nothing */

@@ -190,3 +190,38 @@ loom_status loom__loops_grow(const loom_graph *g, int64_t limit,
   *out = cur;
   return LOOM_OK;
 }
+
+loom_status loom__loop_shrink(const loom_graph *g, int32_t which, int64_t limit, loom_graph **out) {
+  *out = NULL;
+  const loom__loop *l = g->ops[which].loop;
+  int64_t least = least_piece(l), lo = least, hi = l->piece - 1;
+  loom_graph *best = NULL;
+  loom_status s = LOOM_OK;
+  /* The largest piece below the loop's own that fits: bisected, the peak growing with it. */
+  while (!s && lo <= hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2, p = mid;
+    while (p >= lo && !tail_ok(l->n, p, least)) p--;
+    if (p < lo) {
+      hi = mid - 1;
+      continue;
+    }
+    loom_graph *cand = NULL;
+    int64_t peak = 0;
+    s = with_piece(g, which, p, &cand, &peak);
+    if (s) break;
+    if (peak <= limit) {
+      loom_graph_destroy(best);
+      best = cand;
+      lo = mid + 1;
+    } else {
+      loom_graph_destroy(cand);
+      hi = p - 1;
+    }
+  }
+  if (s) {
+    loom_graph_destroy(best);
+    return s;
+  }
+  *out = best;
+  return best ? LOOM_OK : LOOM_ERR_UNSUPPORTED;
+}

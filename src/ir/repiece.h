@@ -23,4 +23,11 @@ loom_status loom__loops_fit(const loom_graph *g, int64_t limit, loom_graph **out
 loom_status loom__loops_grow(const loom_graph *g, int64_t limit,
                              bool (*grows)(const loom__loop *loop, void *arg), void *arg, loom_graph **out);
 
+/* A copy of g whose top-level loop op `which` runs in the largest pieces smaller than its own
+ * (at least what its combines allow) for which g's estimated peak is at most `limit`: how the
+ * chunk rewrite fits a loop already in the graph (a hand-written one, or a plan's chunked
+ * graph chunked again for less) without nesting a loop along its own axis. The caller owns
+ * *out. Errors: UNSUPPORTED (no smaller piece fits), OUT_OF_MEMORY. */
+loom_status loom__loop_shrink(const loom_graph *g, int32_t which, int64_t limit, loom_graph **out);
+
 #endif
