@@ -58,12 +58,12 @@ typedef struct loom_mpi_range {
 /* One rank's whole run. */
 typedef struct loom_mpi_rank {
   int32_t rank;
-  int64_t pieces;       /* loop pieces it ran, all loop stages together */
-  int64_t peak_bytes;   /* its largest measured peak, loop-free stages included */
-  int64_t limit_bytes;  /* the limit under which that peak was measured */
-  double seconds;       /* computing: its stages and ranges */
-  double comm_seconds;  /* in MPI calls (waiting for the others included) */
-  int64_t bytes_sent;   /* partial results it sent to the root */
+  int64_t pieces;      /* loop pieces it ran, all loop stages together */
+  int64_t peak_bytes;  /* its largest measured peak, loop-free stages included */
+  int64_t limit_bytes; /* the limit under which that peak was measured */
+  double seconds;      /* computing: its stages and ranges */
+  double comm_seconds; /* in MPI calls (waiting for the others included) */
+  int64_t bytes_sent;  /* partial results it sent to the root */
 } loom_mpi_rank;
 
 /* What an MPI run measured. On the root (rank 0) `ranks` and `ranges` hold every rank's

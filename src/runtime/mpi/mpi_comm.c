@@ -25,7 +25,8 @@ loom_status loom__mpi_comm_init(loom__mpi_comm *c, MPI_Comm user) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_mpi: MPI is %s (call it between MPI_Init and MPI_Finalize)",
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "loom_plan_run_mpi: MPI is %s (call it between MPI_Init and MPI_Finalize)",
                        finalized ? "finalized" : "not initialized");
   if (user == MPI_COMM_NULL)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_mpi: the communicator is MPI_COMM_NULL");
@@ -100,9 +101,10 @@ static loom_status plan_gather(loom__mpi_comm *c, int64_t bytes, int64_t **out_c
   for (int r = 0; !s && c->rank == 0 && r < c->size; r++) {
     int64_t blocks = (all[r] + BLOCK - 1) / BLOCK;
     if (blocks > INT_MAX || *total / BLOCK > INT_MAX - blocks)
-      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                      "rank %d's partial results are %lld bytes: more than MPI can gather at once (%lld GiB in all)", r,
-                      (long long)all[r], (long long)(((int64_t)INT_MAX * BLOCK) >> 30));
+      s = loom__error(
+          LOOM_ERR_INVALID_ARGUMENT,
+          "rank %d's partial results are %lld bytes: more than MPI can gather at once (%lld GiB in all)", r,
+          (long long)all[r], (long long)(((int64_t)INT_MAX * BLOCK) >> 30));
     else {
       all[c->size + r] = *total;
       (*counts)[r] = (int)blocks;
@@ -128,7 +130,8 @@ loom_status loom__mpi_gather_bytes(loom__mpi_comm *c, const void *send, int64_t 
   char *padded = NULL;
   if (!s && bytes % BLOCK) {
     padded = loom__aligned_alloc((size_t)(blocks * BLOCK));
-    if (!padded) s = loom__oom("the partial results to send");
+    if (!padded)
+      s = loom__oom("the partial results to send");
     else {
       memcpy(padded, send, (size_t)bytes);
       memset(padded + bytes, 0, (size_t)(blocks * BLOCK - bytes));
@@ -142,7 +145,8 @@ loom_status loom__mpi_gather_bytes(loom__mpi_comm *c, const void *send, int64_t 
   if (!s && rc == MPI_SUCCESS) rc = MPI_Type_commit(&block);
   double t0 = MPI_Wtime();
   if (!s && rc == MPI_SUCCESS)
-    rc = MPI_Gatherv(padded ? padded : send, (int)blocks, block, *out_recv, counts, displs, block, 0, c->comm);
+    rc =
+        MPI_Gatherv(padded ? padded : send, (int)blocks, block, *out_recv, counts, displs, block, 0, c->comm);
   c->seconds += MPI_Wtime() - t0;
   if (block != MPI_DATATYPE_NULL) MPI_Type_free(&block);
   if (!s && rc != MPI_SUCCESS) s = loom__mpi_error(rc, "MPI_Gatherv of the partial results");

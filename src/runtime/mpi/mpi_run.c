@@ -46,7 +46,9 @@ typedef struct cut_acc {
   int32_t *starts; /* per op of the plan's graph: 1 + the plan's stage that starts there, else 0 */
 } cut_acc;
 
-static bool is_loop(const loom_graph *g, int32_t o) { return o >= 0 && o < g->n_ops && g->ops[o].kind == LOOM_OP_LOOP; }
+static bool is_loop(const loom_graph *g, int32_t o) {
+  return o >= 0 && o < g->n_ops && g->ops[o].kind == LOOM_OP_LOOP;
+}
 
 static bool cut_before(const loom_graph *g, int32_t o, void *acc) {
   const cut_acc *a = acc;
@@ -149,9 +151,10 @@ static loom_status check_same_cut(mpi_run *r) {
   r->c.seconds += MPI_Wtime() - t0;
   if (rc != MPI_SUCCESS) return loom__mpi_error(rc, "MPI_Allreduce comparing the ranks' plans");
   if (lo != hi)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "loom_plan_run_mpi: the ranks' plans differ (their ops, loops, stages or runners): every "
-                       "rank must pass the same plan, made from the same graph and runners");
+    return loom__error(
+        LOOM_ERR_INVALID_ARGUMENT,
+        "loom_plan_run_mpi: the ranks' plans differ (their ops, loops, stages or runners): every "
+        "rank must pass the same plan, made from the same graph and runners");
   return LOOM_OK;
 }
 
@@ -202,7 +205,9 @@ static void values_deinit(mpi_run *r) {
 
 /* ---- running a graph on this rank -------------------------------------------------------- */
 
-static bool never_cut(const loom_graph *g, int32_t o, void *acc) { return false; }
+static bool never_cut(const loom_graph *g, int32_t o, void *acc) {
+  return false;
+}
 
 /* This rank's runner for a stage: the plan's, its limit lowered to this rank's own memory limit
  * on the device's node (LOOM_MEM_LIMIT, or set on the context's manager). */
@@ -213,8 +218,9 @@ static loom_runner own_runner(mpi_run *r, const loom_stage_info *st) {
   int32_t node = -1;
   loom_mem_node_info info;
   if (st->limit > 0 && loom_context_memory(r->ctx, &m) == LOOM_OK &&
-      loom_mem_node_find(m, st->device, &node) == LOOM_OK && loom_mem_node_info_get(m, node, &info) == LOOM_OK &&
-      info.limit_bytes > 0 && info.limit_bytes < run.limit)
+      loom_mem_node_find(m, st->device, &node) == LOOM_OK &&
+      loom_mem_node_info_get(m, node, &info) == LOOM_OK && info.limit_bytes > 0 &&
+      info.limit_bytes < run.limit)
     run.limit = info.limit_bytes;
   return run;
 }
@@ -236,13 +242,13 @@ static loom_status run_local(mpi_run *r, const loom_graph *sg, const loom_runner
   loom_status s = by_memory && n_runners ? loom_plan_split_by_memory(sg, runner, 1, &plan)
                                          : loom_plan_split(sg, never_cut, NULL, runner, n_runners, &plan);
   loom_plan_stats ps = {0};
-  if (!s)
-    s = loom_plan_run_with_options(r->ctx, plan, r->opts, ins, sg->n_params, outs, sg->n_outputs, &ps);
+  if (!s) s = loom_plan_run_with_options(r->ctx, plan, r->opts, ins, sg->n_params, outs, sg->n_outputs, &ps);
   memset(ls, 0, sizeof *ls);
   ls->limit = runner->limit;
   ls->peak = ps.peak_bytes;
   ls->n_stages = plan ? loom_plan_stage_count(plan) : 0;
-  for (int32_t i = 0; i < ps.n_stages; i++) ls->estimated_peak = LOOM_MAX(ls->estimated_peak, ps.stages[i].estimated_peak_bytes);
+  for (int32_t i = 0; i < ps.n_stages; i++)
+    ls->estimated_peak = LOOM_MAX(ls->estimated_peak, ps.stages[i].estimated_peak_bytes);
   loom_plan_stats_deinit(&ps);
   loom_plan_destroy(plan);
   ls->seconds = loom__now() - t0;
@@ -377,7 +383,8 @@ static loom_status combine_on_root(mpi_run *r, const loom_graph *sg, int32_t op,
       t->type = rg->values[rg->outputs[j]].type;
       loom_type_bytes(&t->type, &b);
       if (at + b > counts[rank])
-        s = loom__error(LOOM_ERR_INTERNAL, "rank %d sent %lld bytes of partial results, fewer than its pieces [%lld, %lld) make",
+        s = loom__error(LOOM_ERR_INTERNAL,
+                        "rank %d sent %lld bytes of partial results, fewer than its pieces [%lld, %lld) make",
                         rank, (long long)counts[rank], (long long)first, (long long)last);
       t->data = (char *)recv + displs[rank] + at;
       at += (b + 63) / 64 * 64;
@@ -459,7 +466,8 @@ static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *s
     char lim[32];
     loom__error_prefix("rank %d: stage %d (loop pieces [%lld, %lld) of %lld on %s, limit %s): ", r->c.rank,
                        (int)index, (long long)rec->first, (long long)rec->last, (long long)rec->pieces,
-                       runner.device, runner.limit > 0 ? loom_bytes_format(runner.limit, lim, sizeof lim) : "none");
+                       runner.device,
+                       runner.limit > 0 ? loom_bytes_format(runner.limit, lim, sizeof lim) : "none");
   }
   loom_graph_destroy(rsg);
   loom__free(ins);
@@ -477,7 +485,9 @@ static loom_status run_loop_stage(mpi_run *r, int32_t index, const loom_stage_in
   if (!s && rec->first == rec->last) {
     for (int32_t k = 0; !s && k < st->n_outputs; k++)
       if (loop_result_of(st->graph, op, st->graph->outputs[k]) < 0)
-        s = loom__error(LOOM_ERR_UNSUPPORTED, "rank %d: stage %d returns a value besides its loop's results, and this rank has none of its %lld pieces: run with fewer ranks",
+        s = loom__error(LOOM_ERR_UNSUPPORTED,
+                        "rank %d: stage %d returns a value besides its loop's results, and this rank has "
+                        "none of its %lld pieces: run with fewer ranks",
                         r->c.rank, (int)index, (long long)rec->pieces);
     s = loom__mpi_agree(&r->c, s, "agreeing on a loop stage's status");
   }
@@ -529,7 +539,8 @@ static loom_status gather_stats(mpi_run *r, loom_mpi_stats *stats) {
   loom_mpi_range *by_rank = root ? loom__calloc((size_t)LOOM_MAX(size * nl, 1), sizeof *by_rank) : NULL;
   double t0 = MPI_Wtime();
   r->me.comm_seconds = r->c.seconds;
-  int rc = MPI_Gather(&r->me, (int)sizeof r->me, MPI_BYTE, stats->ranks, (int)sizeof r->me, MPI_BYTE, 0, r->c.comm);
+  int rc = MPI_Gather(&r->me, (int)sizeof r->me, MPI_BYTE, stats->ranks, (int)sizeof r->me, MPI_BYTE, 0,
+                      r->c.comm);
   if (rc == MPI_SUCCESS && nl > 0)
     rc = MPI_Gather(r->ranges, (int)(sizeof *r->ranges * (size_t)nl), MPI_BYTE, by_rank,
                     (int)(sizeof *r->ranges * (size_t)nl), MPI_BYTE, 0, r->c.comm);
@@ -546,20 +557,21 @@ static loom_status gather_stats(mpi_run *r, loom_mpi_stats *stats) {
   return s;
 }
 
-static loom_status check_args(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs, int32_t n_inputs,
-                              loom_tensor *outputs, int32_t n_outputs) {
+static loom_status check_args(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
+                              int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs) {
   if (!ctx || !plan || (n_inputs > 0 && !inputs) || (n_outputs > 0 && !outputs))
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_mpi: NULL context, plan, inputs or outputs");
   const loom_graph *g = loom_plan_graph(plan);
   if (n_inputs != g->n_params || n_outputs != g->n_outputs)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "loom_plan_run_mpi: graph '%s' takes %d inputs and gives %d outputs; %d and %d given", g->name,
-                       (int)g->n_params, (int)g->n_outputs, (int)n_inputs, (int)n_outputs);
+                       "loom_plan_run_mpi: graph '%s' takes %d inputs and gives %d outputs; %d and %d given",
+                       g->name, (int)g->n_params, (int)g->n_outputs, (int)n_inputs, (int)n_outputs);
   for (int32_t p = 0; p < n_inputs; p++) {
     if (!loom_type_equal(&inputs[p].type, &g->values[g->params[p]].type)) {
       char want[LOOM_TYPE_STRING_MAX], have[LOOM_TYPE_STRING_MAX], buf[32];
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_mpi: input %d ('%s') is %s, the parameter %s",
-                         (int)p, loom__value_label(g, g->params[p], buf, sizeof buf),
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                         "loom_plan_run_mpi: input %d ('%s') is %s, the parameter %s", (int)p,
+                         loom__value_label(g, g->params[p], buf, sizeof buf),
                          loom_type_format(&inputs[p].type, have, sizeof have),
                          loom_type_format(&g->values[g->params[p]].type, want, sizeof want));
     }
