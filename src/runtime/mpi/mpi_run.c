@@ -20,6 +20,7 @@
 
 #include "ir/loop_range.h"
 #include "ir/rebuild.h"
+#include "ir/repiece.h"
 #include "runtime/combine.h"
 #include "runtime/mpi/mpi_comm.h"
 
@@ -451,16 +452,28 @@ static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *s
   snprintf(rec->device, sizeof rec->device, "%s", runner.device);
   rec->limit_bytes = runner.limit;
   if (rec->first == rec->last) return LOOM_OK;
+  double t0 = loom__now();
   loom_graph *rsg = NULL;
   loom_tensor *ins = stage_inputs(r, st);
   loom_status s = ins ? LOOM_OK : loom__oom("a stage's inputs");
   if (!s) s = range_stage_graph(st->graph, op, rec->first, rec->last, &rsg);
+  /* A rank whose own limit is below the plan's runs its range in smaller pieces, where that
+   * fits (as loom_plan_run's recovery does); what still does not fit is for the split below. */
+  if (!s && runner.limit < st->limit) {
+    loom_graph *fitted = NULL;
+    s = loom__loops_fit(rsg, runner.limit, &fitted, NULL);
+    if (!s) {
+      loom_graph_destroy(rsg);
+      rsg = fitted;
+    }
+  }
   local_stats ls = {0};
   if (!s) s = run_local(r, rsg, &runner, true, ins, outs, &ls);
   rec->estimated_peak_bytes = ls.estimated_peak;
   rec->peak_bytes = ls.peak;
   rec->n_stages = ls.n_stages;
-  rec->seconds = ls.seconds;
+  rec->seconds = loom__now() - t0; /* the range's graph and plan included */
+  r->me.seconds += rec->seconds - ls.seconds;
   r->me.pieces += rec->last - rec->first;
   if (s) {
     char lim[32];
@@ -476,21 +489,20 @@ static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *s
 
 static loom_status run_loop_stage(mpi_run *r, int32_t index, const loom_stage_info *st, int32_t op,
                                   loom_mpi_range *rec) {
+  /* A stage may also return a value it remakes besides the loop (a view a later stage reads);
+   * each rank takes it from its own range's run, so a rank without pieces would have none.
+   * Every rank sees this alike: no agreement needed. */
+  int64_t trips = loop_trips(st->graph, op);
+  for (int32_t k = 0; trips < r->c.size && k < st->n_outputs; k++)
+    if (loop_result_of(st->graph, op, st->graph->outputs[k]) < 0)
+      return loom__error(LOOM_ERR_UNSUPPORTED,
+                         "stage %d returns a value besides its loop's results, and its loop has %lld pieces for "
+                         "%d ranks: run with at most %lld ranks",
+                         (int)index, (long long)trips, r->c.size, (long long)trips);
   loom_tensor *outs = loom__calloc((size_t)LOOM_MAX(st->n_outputs, 1), sizeof *outs);
   loom_status s = outs ? LOOM_OK : loom__oom("a stage's outputs");
   if (!s) s = run_range(r, index, st, op, rec, outs);
   s = loom__mpi_agree(&r->c, s, "agreeing on a loop stage's status");
-  /* The stage's other outputs (a remade view it returns) are the same on every rank; a rank
-   * with no pieces makes them from its own range-less run below. */
-  if (!s && rec->first == rec->last) {
-    for (int32_t k = 0; !s && k < st->n_outputs; k++)
-      if (loop_result_of(st->graph, op, st->graph->outputs[k]) < 0)
-        s = loom__error(LOOM_ERR_UNSUPPORTED,
-                        "rank %d: stage %d returns a value besides its loop's results, and this rank has "
-                        "none of its %lld pieces: run with fewer ranks",
-                        r->c.rank, (int)index, (long long)rec->pieces);
-    s = loom__mpi_agree(&r->c, s, "agreeing on a loop stage's status");
-  }
   if (!s) s = share_results(r, st->graph, op, outs);
   if (!s) values_after_stage(r, index, st, outs);
   free_tensors(outs, st->n_outputs);
