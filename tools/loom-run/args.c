@@ -100,12 +100,13 @@ void run_print_usage(FILE *f) {
 }
 
 int run_fail(int code, const char *fmt, ...) {
+  /* One write per message: ranks of an MPI run share stderr, and their lines must not mix. */
+  char msg[4096];
   va_list ap;
-  fputs("loom-run: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  fprintf(stderr, "loom-run: %s\n", msg);
   return code;
 }
 

@@ -495,10 +495,11 @@ static loom_status run_loop_stage(mpi_run *r, int32_t index, const loom_stage_in
   int64_t trips = loop_trips(st->graph, op);
   for (int32_t k = 0; trips < r->c.size && k < st->n_outputs; k++)
     if (loop_result_of(st->graph, op, st->graph->outputs[k]) < 0)
-      return loom__error(LOOM_ERR_UNSUPPORTED,
-                         "stage %d returns a value besides its loop's results, and its loop has %lld pieces for "
-                         "%d ranks: run with at most %lld ranks",
-                         (int)index, (long long)trips, r->c.size, (long long)trips);
+      return loom__error(
+          LOOM_ERR_UNSUPPORTED,
+          "stage %d returns a value besides its loop's results, and its loop has %lld pieces for "
+          "%d ranks: run with at most %lld ranks",
+          (int)index, (long long)trips, r->c.size, (long long)trips);
   loom_tensor *outs = loom__calloc((size_t)LOOM_MAX(st->n_outputs, 1), sizeof *outs);
   loom_status s = outs ? LOOM_OK : loom__oom("a stage's outputs");
   if (!s) s = run_range(r, index, st, op, rec, outs);

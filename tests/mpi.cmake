@@ -1,0 +1,82 @@
+# loom-run --mpi under mpirun (tests/mpi/run_mpi.cmake): with 2 and 4 ranks on one machine
+# (oversubscribed: CI has 2 cores), a kNN, reductions and a dot whose loops the ranks share give
+# what the single-process run gives, and a rank whose limit is too small for its share fails
+# the run cleanly (every rank exits with an error; the TIMEOUT catches a hang). Then the C API
+# over MPI_COMM_WORLD (tests/mpi/c/plan_run_mpi.c). Without MPI in the build (LOOM_MPI) or
+# without mpirun, the tests are registered anyway and skip (exit 77), so a skip shows.
+set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 rank_fails c_api.np2 c_api.np3)
+if(NOT LOOM_HAVE_MPI OR NOT LOOM_MPIEXEC)
+  foreach(t ${LOOM_MPI_TESTS})
+    add_test(NAME mpi.${t}
+      COMMAND sh -c "echo 'MPI is not built (LOOM_MPI; install libopenmpi-dev and openmpi-bin) or mpirun is missing'; exit 77")
+    set_tests_properties(mpi.${t} PROPERTIES SKIP_RETURN_CODE 77)
+  endforeach()
+  return()
+endif()
+
+set(LOOM_MPI_DATA ${CMAKE_CURRENT_SOURCE_DIR}/mpi/data)
+# loom_mpi_test(NAME NP GRAPH [CLOSE outputs...] [RANK1_ENV NAME=VALUE] [FAIL_REGEX re FAIL_REGEX2 re]
+#               ARGS args...); the expressions hold no square bracket (CMake lists would not split
+#               there).
+function(loom_mpi_test name np graph)
+  cmake_parse_arguments(PARSE_ARGV 3 T "" "RANK1_ENV;FAIL_REGEX;FAIL_REGEX2" "ARGS;CLOSE")
+  set(defs -DMPIEXEC=${LOOM_MPIEXEC} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
+    -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi-tests/${name} -DGRAPH=${graph} -DNP=${np})
+  string(REPLACE ";" "|" joined "${T_ARGS}")
+  list(APPEND defs "-DARGS=${joined}")
+  if(T_CLOSE)
+    string(REPLACE ";" "|" joined "${T_CLOSE}")
+    list(APPEND defs "-DCLOSE=${joined}")
+  endif()
+  if(T_RANK1_ENV)
+    list(APPEND defs "-DRANK1_ENV=${T_RANK1_ENV}")
+  endif()
+  if(T_FAIL_REGEX)
+    list(APPEND defs "-DEXPECT_FAIL_REGEX=${T_FAIL_REGEX}" "-DEXPECT_FAIL_REGEX2=${T_FAIL_REGEX2}")
+  endif()
+  add_test(NAME mpi.${name} COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi/run_mpi.cmake)
+  # One MPI process per rank, each with one OpenMP thread.
+  set_tests_properties(mpi.${name} PROPERTIES TIMEOUT 120 PROCESSORS ${np}
+    ENVIRONMENT "${LOOM_TEST_ENV};OMP_NUM_THREADS=1")
+endfunction()
+
+#               ARGS args...)
+function(loom_mpi_test name np graph)
+  cmake_parse_arguments(PARSE_ARGV 3 T "" "RANK1_ENV;FAIL_REGEX;FAIL_REGEX2" "ARGS;CLOSE")
+  set(defs -DMPIEXEC=${LOOM_MPIEXEC} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
+    -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi-tests/${name} -DGRAPH=${graph} -DNP=${np})
+  string(REPLACE ";" "|" joined "${T_ARGS}")
+  list(APPEND defs "-DARGS=${joined}")
+  if(T_CLOSE)
+    string(REPLACE ";" "|" joined "${T_CLOSE}")
+    list(APPEND defs "-DCLOSE=${joined}")
+  endif()
+  if(T_RANK1_ENV)
+    list(APPEND defs "-DRANK1_ENV=${T_RANK1_ENV}")
+  endif()
+  if(T_FAIL_REGEX)
+    list(APPEND defs "-DEXPECT_FAIL_REGEX=${T_FAIL_REGEX}" "-DEXPECT_FAIL_REGEX2=${T_FAIL_REGEX2}")
+  endif()
+  add_test(NAME mpi.${name} COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi/run_mpi.cmake)
+  # One MPI process per rank, each with one OpenMP thread.
+  set_tests_properties(mpi.${name} PROPERTIES TIMEOUT 120 PROCESSORS ${np}
+    ENVIRONMENT "${LOOM_TEST_ENV};OMP_NUM_THREADS=1")
+endfunction()
+
+set(knn ${CMAKE_CURRENT_SOURCE_DIR}/tools/data/knn_small.lir)
+# 12 pieces of 167 rows, topk merged (not fused: the loop's body is the distance and topk ops).
+loom_mpi_test(knn.np2 2 ${knn} ARGS --random 1 --limit 4MiB --no-rewrite fuse)
+# 334 fused pieces of 6 rows over 4 ranks.
+loom_mpi_test(knn_fused.np4 4 ${knn} ARGS --random 1 --limit 256KiB)
+# 3 pieces: sum, max and argmin; with 4 ranks one rank has no piece.
+loom_mpi_test(reduce.np2 2 ${LOOM_MPI_DATA}/reduce.lir ARGS --random 1 --limit 1300KiB CLOSE total)
+loom_mpi_test(reduce.np4 4 ${LOOM_MPI_DATA}/reduce.lir ARGS --random 1 --limit 1300KiB CLOSE total)
+# 32 pieces of the inner dimension, summed.
+loom_mpi_test(dot.np2 2 ${LOOM_MPI_DATA}/dot.lir ARGS --random 1 --limit 256KiB CLOSE c)
+loom_mpi_test(dot.np4 4 ${LOOM_MPI_DATA}/dot.lir ARGS --random 1 --limit 256KiB CLOSE c)
+# Rank 1's own memory limit (8 KiB) is too small for a piece of its range: it says so, naming
+# itself, the stage and its pieces; rank 0 says rank 1 failed; neither waits for the other.
+loom_mpi_test(rank_fails 2 ${knn} ARGS --random 1 --limit 256KiB RANK1_ENV LOOM_MEM_LIMIT=cpu0:8KiB
+  FAIL_REGEX "loom-run: rank 1: stage 1 .loop pieces .167, 334. of 334 on cpu0, limit 8.00 KiB.: split_by_memory"
+  FAIL_REGEX2 "loom-run: rank 1 failed: rank 1: stage 1 .loop pieces .167, 334.")
+set_tests_properties(mpi.rank_fails PROPERTIES TIMEOUT 60)
