@@ -80,3 +80,13 @@ loom_mpi_test(rank_fails 2 ${knn} ARGS --random 1 --limit 256KiB RANK1_ENV LOOM_
   FAIL_REGEX "loom-run: rank 1: stage 1 .loop pieces .167, 334. of 334 on cpu0, limit 8.00 KiB.: split_by_memory"
   FAIL_REGEX2 "loom-run: rank 1 failed: rank 1: stage 1 .loop pieces .167, 334.")
 set_tests_properties(mpi.rank_fails PROPERTIES TIMEOUT 60)
+
+# The C API from a program of its own: public headers, the shared library and MPI, as a user's
+# code builds it.
+add_executable(loom_test_mpi_c ${CMAKE_CURRENT_SOURCE_DIR}/mpi/c/plan_run_mpi.c)
+target_link_libraries(loom_test_mpi_c PRIVATE loom MPI::MPI_C)
+foreach(np 2 3)
+  add_test(NAME mpi.c_api.np${np} COMMAND ${LOOM_MPIEXEC} -np ${np} $<TARGET_FILE:loom_test_mpi_c>)
+  set_tests_properties(mpi.c_api.np${np} PROPERTIES TIMEOUT 120 PROCESSORS ${np}
+    ENVIRONMENT "${LOOM_TEST_ENV};OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_btl=self,vader;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+endforeach()
