@@ -11,6 +11,14 @@ if(NOT LOOM_HAVE_MPI OR NOT LOOM_MPIEXEC)
       COMMAND sh -c "echo 'MPI is not built (LOOM_MPI; install libopenmpi-dev and openmpi-bin) or mpirun is missing'; exit 77")
     set_tests_properties(mpi.${t} PROPERTIES SKIP_RETURN_CODE 77)
   endforeach()
+  if(NOT LOOM_HAVE_MPI) # loom-run says why it cannot
+    add_test(NAME mpi.unavailable COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-run>
+      -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi-tests/unavailable -DEXPECT_RC=2
+      "-DARGS=--mpi|${CMAKE_CURRENT_SOURCE_DIR}/tools/data/small.lir|--random|1"
+      "-DSTDERR_REGEX=^loom-run: --mpi: this loom-run was built without MPI .install libopenmpi-dev"
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/run_tool.cmake)
+    set_tests_properties(mpi.unavailable PROPERTIES TIMEOUT 30 ENVIRONMENT "${LOOM_TEST_ENV}")
+  endif()
   return()
 endif()
 

@@ -155,7 +155,7 @@ int run_mpi_execute(const run_options *opts, loom_context *ctx, const loom_plan 
   return EXIT_USAGE;
 }
 void run_mpi_print(const void *stats) {}
-void run_mpi_write_json(const void *stats, loom__json *j) {}
+void run_mpi_write_json(const void *stats, struct loom__json *j) {}
 void run_mpi_free(void *stats) {}
 
 #endif
