@@ -424,10 +424,19 @@ static loom_status share_results(mpi_run *r, const loom_graph *sg, int32_t op, l
     s = loom__tensor_init_unzeroed(&combined[j], &sg->values[sg->ops[op].outputs[j]].type);
   s = loom__mpi_agree(&r->c, s, "combining the partial results");
   for (int32_t j = 0; !s && j < n_res; j++) s = loom__mpi_bcast_tensor(&r->c, &combined[j]);
-  for (int32_t k = 0; !s && k < sg->n_outputs; k++) {
+  /* Each combined result goes to its stage output, moved (a result the stage returns twice
+   * is copied for the first). */
+  for (int32_t k = sg->n_outputs - 1; !s && k >= 0; k--) {
     int32_t j = loop_result_of(sg, op, sg->outputs[k]);
     if (j < 0) continue;
     loom_tensor_deinit(&outs[k]);
+    bool again = false;
+    for (int32_t m = 0; m < k; m++) again |= sg->outputs[m] == sg->outputs[k];
+    if (!again) {
+      outs[k] = combined[j];
+      memset(&combined[j], 0, sizeof combined[j]);
+      continue;
+    }
     s = loom__tensor_init_unzeroed(&outs[k], &combined[j].type);
     int64_t b = 0;
     loom_type_bytes(&combined[j].type, &b);
@@ -525,14 +534,24 @@ static loom_status run_stages(mpi_run *r) {
   return s;
 }
 
+/* The graph's results into outputs: a value the run made is moved to its last place in the
+ * return and copied to the others; an input returned as it is, copied. */
 static loom_status deliver(mpi_run *r, loom_tensor *outputs, int32_t n_outputs) {
   loom_status s = LOOM_OK;
   for (int32_t i = 0; !s && i < n_outputs; i++) {
-    const loom_tensor *v = &r->vals[r->g->outputs[i]];
+    int32_t v = r->g->outputs[i];
+    bool later = false;
+    for (int32_t k = i + 1; k < n_outputs; k++) later |= r->g->outputs[k] == v;
+    if (r->owned[v] && !later) {
+      outputs[i] = r->vals[v];
+      memset(&r->vals[v], 0, sizeof r->vals[v]);
+      r->owned[v] = false;
+      continue;
+    }
     int64_t b = 0;
-    s = loom__tensor_init_unzeroed(&outputs[i], &r->g->values[r->g->outputs[i]].type);
+    s = loom__tensor_init_unzeroed(&outputs[i], &r->g->values[v].type);
     if (!s) s = loom_type_bytes(&outputs[i].type, &b);
-    if (!s && b) memcpy(outputs[i].data, v->data, (size_t)b);
+    if (!s && b) memcpy(outputs[i].data, r->vals[v].data, (size_t)b);
   }
   for (int32_t i = 0; s && i < n_outputs; i++) loom_tensor_deinit(&outputs[i]);
   return s;
