@@ -233,25 +233,30 @@ typedef struct local_stats {
   double seconds;
 } local_stats;
 
-/* Runs graph sg on `runner` as a plan of its own (by_memory: cut to fit the runner's limit, else
- * one stage), from `ins` (its parameters) into `outs`. */
-static loom_status run_local(mpi_run *r, const loom_graph *sg, const loom_runner *runner, bool by_memory,
-                             const loom_tensor *ins, loom_tensor *outs, local_stats *ls) {
-  double t0 = loom__now();
-  loom_plan *plan = NULL;
+/* Graph sg as a plan of its own on `runner`: by_memory, cut to fit the runner's limit; else one
+ * stage. */
+static loom_status make_plan(const loom_graph *sg, const loom_runner *runner, bool by_memory,
+                             loom_plan **out) {
   int32_t n_runners = runner->limit > 0 ? 1 : 0;
-  loom_status s = by_memory && n_runners ? loom_plan_split_by_memory(sg, runner, 1, &plan)
-                                         : loom_plan_split(sg, never_cut, NULL, runner, n_runners, &plan);
+  return by_memory && n_runners ? loom_plan_split_by_memory(sg, runner, 1, out)
+                                : loom_plan_split(sg, never_cut, NULL, runner, n_runners, out);
+}
+
+/* Runs `plan` from `ins` (its graph's parameters) into `outs`, under `limit` (for the record). */
+static loom_status run_local(mpi_run *r, const loom_plan *plan, int64_t limit, const loom_tensor *ins,
+                             loom_tensor *outs, local_stats *ls) {
+  double t0 = loom__now();
+  const loom_graph *g = loom_plan_graph(plan);
   loom_plan_stats ps = {0};
-  if (!s) s = loom_plan_run_with_options(r->ctx, plan, r->opts, ins, sg->n_params, outs, sg->n_outputs, &ps);
+  loom_status s =
+      loom_plan_run_with_options(r->ctx, plan, r->opts, ins, g->n_params, outs, g->n_outputs, &ps);
   memset(ls, 0, sizeof *ls);
-  ls->limit = runner->limit;
+  ls->limit = limit;
   ls->peak = ps.peak_bytes;
-  ls->n_stages = plan ? loom_plan_stage_count(plan) : 0;
+  ls->n_stages = loom_plan_stage_count(plan);
   for (int32_t i = 0; i < ps.n_stages; i++)
     ls->estimated_peak = LOOM_MAX(ls->estimated_peak, ps.stages[i].estimated_peak_bytes);
   loom_plan_stats_deinit(&ps);
-  loom_plan_destroy(plan);
   ls->seconds = loom__now() - t0;
   r->me.seconds += ls->seconds;
   if (ls->peak >= r->me.peak_bytes) {
@@ -280,7 +285,10 @@ static loom_status run_plain_stage(mpi_run *r, int32_t index, const loom_stage_i
   loom_runner runner = {{0}, st->limit};
   snprintf(runner.device, sizeof runner.device, "%s", st->device);
   local_stats ls;
-  if (!s) s = run_local(r, st->graph, &runner, false, ins, outs, &ls);
+  loom_plan *plan = NULL;
+  if (!s) s = make_plan(st->graph, &runner, false, &plan);
+  if (!s) s = run_local(r, plan, runner.limit, ins, outs, &ls);
+  loom_plan_destroy(plan);
   if (s) loom__error_prefix("rank %d: stage %d (%s): ", r->c.rank, (int)index, st->device);
   s = loom__mpi_agree(&r->c, s, "agreeing on a stage's status");
   if (!s) values_after_stage(r, index, st, outs);
@@ -449,10 +457,20 @@ static loom_status share_results(mpi_run *r, const loom_graph *sg, int32_t op, l
   return s;
 }
 
-/* This rank's range of a loop stage, run into outs (the stage's outputs, partial for the
- * loop's results); an empty range (more ranks than pieces) runs nothing. */
-static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *st, int32_t op,
-                             loom_mpi_range *rec, loom_tensor *outs) {
+static void range_error(mpi_run *r, int32_t index, const loom_mpi_range *rec) {
+  char lim[32];
+  loom__error_prefix("rank %d: stage %d (loop pieces [%lld, %lld) of %lld on %s, limit %s): ", r->c.rank,
+                     (int)index, (long long)rec->first, (long long)rec->last, (long long)rec->pieces,
+                     rec->device,
+                     rec->limit_bytes > 0 ? loom_bytes_format(rec->limit_bytes, lim, sizeof lim) : "none");
+}
+
+/* This rank's range of a loop stage, planned for its own runner into *out (NULL for an empty
+ * range: more ranks than pieces). Planned before anything runs, so that a rank whose limit is
+ * too small for a piece is known to every rank before any computes. */
+static loom_status plan_range(mpi_run *r, int32_t index, const loom_stage_info *st, int32_t op,
+                              loom_mpi_range *rec, loom_plan **out) {
+  *out = NULL;
   loom_runner runner = own_runner(r, st);
   rec->stage = index;
   rec->rank = r->c.rank;
@@ -463,9 +481,7 @@ static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *s
   if (rec->first == rec->last) return LOOM_OK;
   double t0 = loom__now();
   loom_graph *rsg = NULL;
-  loom_tensor *ins = stage_inputs(r, st);
-  loom_status s = ins ? LOOM_OK : loom__oom("a stage's inputs");
-  if (!s) s = range_stage_graph(st->graph, op, rec->first, rec->last, &rsg);
+  loom_status s = range_stage_graph(st->graph, op, rec->first, rec->last, &rsg);
   /* A rank whose own limit is below the plan's runs its range in smaller pieces, where that
    * fits (as loom_plan_run's recovery does); what still does not fit is for the split below. */
   if (!s && runner.limit < st->limit) {
@@ -476,22 +492,28 @@ static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *s
       rsg = fitted;
     }
   }
+  if (!s) s = make_plan(rsg, &runner, true, out);
+  if (s) range_error(r, index, rec);
+  loom_graph_destroy(rsg);
+  rec->seconds = loom__now() - t0;
+  r->me.seconds += rec->seconds;
+  return s;
+}
+
+/* Runs the range's plan into outs (the stage's outputs, partial for the loop's results). */
+static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *st, loom_mpi_range *rec,
+                             const loom_plan *plan, loom_tensor *outs) {
+  if (!plan) return LOOM_OK;
+  loom_tensor *ins = stage_inputs(r, st);
+  loom_status s = ins ? LOOM_OK : loom__oom("a stage's inputs");
   local_stats ls = {0};
-  if (!s) s = run_local(r, rsg, &runner, true, ins, outs, &ls);
+  if (!s) s = run_local(r, plan, rec->limit_bytes, ins, outs, &ls);
   rec->estimated_peak_bytes = ls.estimated_peak;
   rec->peak_bytes = ls.peak;
   rec->n_stages = ls.n_stages;
-  rec->seconds = loom__now() - t0; /* the range's graph and plan included */
-  r->me.seconds += rec->seconds - ls.seconds;
+  rec->seconds += ls.seconds; /* with its planning */
   r->me.pieces += rec->last - rec->first;
-  if (s) {
-    char lim[32];
-    loom__error_prefix("rank %d: stage %d (loop pieces [%lld, %lld) of %lld on %s, limit %s): ", r->c.rank,
-                       (int)index, (long long)rec->first, (long long)rec->last, (long long)rec->pieces,
-                       runner.device,
-                       runner.limit > 0 ? loom_bytes_format(runner.limit, lim, sizeof lim) : "none");
-  }
-  loom_graph_destroy(rsg);
+  if (s) range_error(r, index, rec);
   loom__free(ins);
   return s;
 }
@@ -511,7 +533,11 @@ static loom_status run_loop_stage(mpi_run *r, int32_t index, const loom_stage_in
           (int)index, (long long)trips, r->c.size, (long long)trips);
   loom_tensor *outs = loom__calloc((size_t)LOOM_MAX(st->n_outputs, 1), sizeof *outs);
   loom_status s = outs ? LOOM_OK : loom__oom("a stage's outputs");
-  if (!s) s = run_range(r, index, st, op, rec, outs);
+  loom_plan *plan = NULL;
+  if (!s) s = plan_range(r, index, st, op, rec, &plan);
+  s = loom__mpi_agree(&r->c, s, "agreeing on the ranges' plans");
+  if (!s) s = run_range(r, index, st, rec, plan, outs);
+  loom_plan_destroy(plan);
   s = loom__mpi_agree(&r->c, s, "agreeing on a loop stage's status");
   if (!s) s = share_results(r, st->graph, op, outs);
   if (!s) values_after_stage(r, index, st, outs);
