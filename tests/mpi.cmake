@@ -23,6 +23,9 @@ if(NOT LOOM_HAVE_MPI OR NOT LOOM_MPIEXEC)
 endif()
 
 set(LOOM_MPI_DATA ${CMAKE_CURRENT_SOURCE_DIR}/mpi/data)
+# Sanitized builds: Open MPI's own allocations outlive MPI_Finalize (tests/lsan.supp names its
+# libraries); malloc's stacks must be unwound without frame pointers to reach them.
+set(LOOM_MPI_TEST_ENV "OMP_NUM_THREADS=1;ASAN_OPTIONS=fast_unwind_on_malloc=0")
 # loom_mpi_test(NAME NP GRAPH [CLOSE outputs...] [RANK1_ENV NAME=VALUE] [FAIL_REGEX re FAIL_REGEX2 re]
 #               ARGS args...); the expressions hold no square bracket (CMake lists would not split
 #               there).
@@ -45,7 +48,7 @@ function(loom_mpi_test name np graph)
   add_test(NAME mpi.${name} COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi/run_mpi.cmake)
   # One MPI process per rank, each with one OpenMP thread.
   set_tests_properties(mpi.${name} PROPERTIES TIMEOUT 120 PROCESSORS ${np}
-    ENVIRONMENT "${LOOM_TEST_ENV};OMP_NUM_THREADS=1")
+    ENVIRONMENT "${LOOM_TEST_ENV};${LOOM_MPI_TEST_ENV}")
 endfunction()
 
 #               ARGS args...)
@@ -68,7 +71,7 @@ function(loom_mpi_test name np graph)
   add_test(NAME mpi.${name} COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_SOURCE_DIR}/mpi/run_mpi.cmake)
   # One MPI process per rank, each with one OpenMP thread.
   set_tests_properties(mpi.${name} PROPERTIES TIMEOUT 120 PROCESSORS ${np}
-    ENVIRONMENT "${LOOM_TEST_ENV};OMP_NUM_THREADS=1")
+    ENVIRONMENT "${LOOM_TEST_ENV};${LOOM_MPI_TEST_ENV}")
 endfunction()
 
 set(knn ${CMAKE_CURRENT_SOURCE_DIR}/tools/data/knn_small.lir)
@@ -96,5 +99,5 @@ target_link_libraries(loom_test_mpi_c PRIVATE loom MPI::MPI_C)
 foreach(np 2 3)
   add_test(NAME mpi.c_api.np${np} COMMAND ${LOOM_MPIEXEC} -np ${np} $<TARGET_FILE:loom_test_mpi_c>)
   set_tests_properties(mpi.c_api.np${np} PROPERTIES TIMEOUT 120 PROCESSORS ${np}
-    ENVIRONMENT "${LOOM_TEST_ENV};OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_btl=self,vader;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+    ENVIRONMENT "${LOOM_TEST_ENV};${LOOM_MPI_TEST_ENV};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_btl=self,vader;OMPI_MCA_btl_vader_single_copy_mechanism=none")
 endforeach()
