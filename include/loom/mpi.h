@@ -18,13 +18,15 @@
  * (MPI_Bcast), so every rank goes on with the same values. Results equal a single-process run
  * of the plan: bit for bit for concatenations, max/min, arg* and top-k, to rounding for sums.
  *
- * Failure: before each collective the ranks agree on their status (MPI_Allreduce), so a rank
- * whose range fails (its limit too small for a piece, an allocation refused) makes every rank
- * return an error instead of leaving the others waiting: the failing rank's message names the
- * rank, the stage and the pieces; the others' says which rank failed where. MPI errors are
- * returned as LOOM_ERR_INTERNAL naming the call and MPI's message, as far as the
- * communicator's error handler lets the call return (the default, MPI_ERRORS_ARE_FATAL, aborts
- * the job instead).
+ * Failure: after every stage, and before each collective, the ranks agree on their status
+ * (MPI_Allreduce), so a rank that fails (its limit too small for a piece of its range, found
+ * when it plans the range, before any rank computes; an allocation refused while it runs)
+ * makes every rank return an error instead of leaving the others waiting: the failing rank's
+ * message names the rank, the stage and the pieces ("rank 1: stage 1 (loop pieces [167, 334)
+ * of 334 on cpu0, limit 8.00 KiB): ..."); the others return the first failing rank's status
+ * with "rank 1 failed: " and its message. Loom's duplicate of the communicator has
+ * MPI_ERRORS_RETURN, so an MPI call that fails is returned as LOOM_ERR_INTERNAL naming the call
+ * and MPI's message (where MPI itself can go on: a rank that dies takes the job with it).
  */
 #ifndef LOOM_MPI_H
 #define LOOM_MPI_H
@@ -99,11 +101,14 @@ LOOM_API void loom_mpi_stats_deinit(loom_mpi_stats *stats);
  * own (its devices, its memory manager).
  *
  * Thread safety: as loom_plan_run; MPI calls are made from the calling thread only.
- * Errors (the same status on every rank, so that all leave together): INVALID_ARGUMENT (NULL
- * ctx, plan or arrays; counts that do not match the graph's; comm MPI_COMM_NULL; ranks whose
- * plans differ: other stage counts, loops or runners); OUT_OF_MEMORY (a stage or range that
- * cannot fit its rank's limit: on that rank naming the rank, the stage and its pieces, on the
- * others "rank R failed ..."); LOOM_ERR_INTERNAL for an MPI call that failed; and as
+ * Errors (every rank fails together, each failing rank with its own status and message, the
+ * others with the first failing rank's): INVALID_ARGUMENT (NULL ctx, plan or arrays; counts or
+ * input types that do not match the graph's; MPI not initialised; comm MPI_COMM_NULL: these
+ * are found before any communication, so they are not agreed on and a rank passing wrong
+ * arguments alone leaves the others waiting; ranks whose plans differ in their ops, loops,
+ * stages or runners); OUT_OF_MEMORY (a stage or range that cannot fit its rank's limit);
+ * UNSUPPORTED (a loop stage that returns a value besides the loop's results, with fewer pieces
+ * than ranks); LOOM_ERR_INTERNAL for an MPI call that failed; and as
  * loom_plan_run_with_options. */
 LOOM_API loom_status loom_plan_run_mpi(loom_context *ctx, const loom_plan *plan, MPI_Comm comm,
                                        const loom_plan_run_options *opts, const loom_tensor *inputs,

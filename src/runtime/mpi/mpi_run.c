@@ -198,7 +198,7 @@ static void values_after_stage(mpi_run *r, int32_t index, const loom_stage_info 
 }
 
 static void values_deinit(mpi_run *r) {
-  for (int32_t v = 0; r->vals && v < r->g->n_values; v++) value_release(r, v);
+  for (int32_t v = 0; r->vals && r->owned && v < r->g->n_values; v++) value_release(r, v);
   loom__free(r->vals);
   loom__free(r->owned);
   loom__free(r->last_read);
