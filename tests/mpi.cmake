@@ -4,7 +4,8 @@
 # the run cleanly (every rank exits with an error; the TIMEOUT catches a hang). Then the C API
 # over MPI_COMM_WORLD (tests/mpi/c/plan_run_mpi.c). Without MPI in the build (LOOM_MPI) or
 # without mpirun, the tests are registered anyway and skip (exit 77), so a skip shows.
-set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 rank_fails c_api.np2 c_api.np3)
+set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3 rank_fails c_api.np2
+  c_api.np3)
 if(NOT LOOM_HAVE_MPI OR NOT LOOM_MPIEXEC)
   foreach(t ${LOOM_MPI_TESTS})
     add_test(NAME mpi.${t}
@@ -85,6 +86,10 @@ loom_mpi_test(reduce.np4 4 ${LOOM_MPI_DATA}/reduce.lir ARGS --random 1 --limit 1
 # 32 pieces of the inner dimension, summed.
 loom_mpi_test(dot.np2 2 ${LOOM_MPI_DATA}/dot.lir ARGS --random 1 --limit 256KiB CLOSE c)
 loom_mpi_test(dot.np4 4 ${LOOM_MPI_DATA}/dot.lir ARGS --random 1 --limit 256KiB CLOSE c)
+# Two loops (a dot's rows, each a loop of its own summing the inner dimension; then the sum of
+# exp of a dot reading the first's result through a transpose) over 3 ranks: the combined and
+# broadcast result of the first is what the second runs on.
+loom_mpi_test(chain.np3 3 ${LOOM_MPI_DATA}/chain.lir ARGS --random 1 --limit 1MiB CLOSE total)
 # Rank 1's own memory limit (8 KiB) is too small for a piece of its range: it says so, naming
 # itself, the stage and its pieces; rank 0 says rank 1 failed; neither waits for the other.
 loom_mpi_test(rank_fails 2 ${knn} ARGS --random 1 --limit 256KiB RANK1_ENV LOOM_MEM_LIMIT=cpu0:8KiB
