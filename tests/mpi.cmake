@@ -103,6 +103,7 @@ add_executable(loom_test_mpi_c ${CMAKE_CURRENT_SOURCE_DIR}/mpi/c/plan_run_mpi.c)
 target_link_libraries(loom_test_mpi_c PRIVATE loom MPI::MPI_C)
 foreach(np 2 3)
   add_test(NAME mpi.c_api.np${np} COMMAND ${LOOM_MPIEXEC} -np ${np} $<TARGET_FILE:loom_test_mpi_c>)
+  # mpirun's settings as tests/mpi/run_mpi.cmake explains them.
   set_tests_properties(mpi.c_api.np${np} PROPERTIES TIMEOUT 120 PROCESSORS ${np}
-    ENVIRONMENT "${LOOM_TEST_ENV};${LOOM_MPI_TEST_ENV};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_btl=self,vader;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+    ENVIRONMENT "${LOOM_TEST_ENV};${LOOM_MPI_TEST_ENV};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_plm=isolated;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_btl=self,vader;OMPI_MCA_btl_vader_single_copy_mechanism=none")
 endforeach()

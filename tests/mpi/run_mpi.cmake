@@ -17,9 +17,11 @@
 # matching the expression (and EXPECT_FAIL_REGEX2: the ranks' messages come in either order),
 # and write nothing; steps 3 and 4 are skipped.
 #
-# mpirun is told what a root CI container needs (OMPI_ALLOW_RUN_AS_ROOT), to place more ranks
-# than cores (oversubscribe) and to yield the core while waiting, to use shared memory only
-# (btl self,vader) and no single-copy mechanism (CMA, which containers without ptrace refuse).
+# mpirun is told what a root CI container needs (OMPI_ALLOW_RUN_AS_ROOT), to start the ranks on
+# this machine without ssh or rsh (plm isolated: a container without either otherwise refuses
+# to start), to place more ranks than cores (oversubscribe) and to yield the core while
+# waiting, to use shared memory only (btl self,vader) and no single-copy mechanism (CMA, which
+# containers without ptrace refuse).
 cmake_minimum_required(VERSION 3.25)
 
 function(fail msg)
@@ -40,6 +42,7 @@ set(ENV{OMPI_ALLOW_RUN_AS_ROOT} 1)
 set(ENV{OMPI_ALLOW_RUN_AS_ROOT_CONFIRM} 1)
 set(ENV{OMPI_MCA_rmaps_base_oversubscribe} 1)
 set(ENV{OMPI_MCA_mpi_yield_when_idle} 1)
+set(ENV{OMPI_MCA_plm} isolated)
 set(ENV{OMPI_MCA_btl} "self,vader")
 set(ENV{OMPI_MCA_btl_vader_single_copy_mechanism} none)
 
