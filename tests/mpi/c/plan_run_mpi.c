@@ -10,7 +10,9 @@
  *      that Loom's root is another process;
  *   3. rank 1 with a memory limit too small for its range: every rank fails with OUT_OF_MEMORY,
  *      rank 1 naming itself and its pieces, the others naming rank 1; then, its limit restored,
- *      the same run succeeds (a failed run leaves nothing behind).
+ *      the same run succeeds (a failed run leaves nothing behind);
+ *   4. a plan of a stage per op on three runners of different limits: the loop's ranges run
+ *      under the limit of the runner whose stage held it.
  * Exit 0 when every rank passed, 1 otherwise (every rank agrees on it). */
 #include <mpi.h>
 #include <stdio.h>
@@ -131,7 +133,49 @@ static void check_failure(loom_context *ctx, const loom_plan *plan, const loom_t
   loom_mpi_stats_deinit(&st);
 }
 
-static void check_runs(loom_context *ctx, const loom_plan *plan, const loom_tensor *in) {
+static bool cut_everywhere(const loom_graph *g, int32_t op, void *acc) {
+  return true;
+}
+
+/* 4. A plan of many stages on three runners of different limits (loom_plan_split, a stage per
+ * op, stage i on runner i % 3): the same results, and the loop's ranges run under the limit
+ * of the runner whose stage held the loop (here runner 1: the loop is op 4 of the plan's graph,
+ * after a transpose and three slices). */
+static void check_three_runners(loom_context *ctx, const loom_graph *opt, const loom_tensor *in,
+                                const loom_tensor *ref) {
+  loom_runner runners[2] = {{"cpu0", 200 * 1024}, {"cpu0", 160 * 1024}};
+  loom_plan *plan = NULL;
+  CHECK(loom_plan_split(opt, cut_everywhere, NULL, runners, 2, &plan) == LOOM_OK, "split: %s",
+        loom_last_error());
+  if (!plan) return;
+  int64_t want = 0;
+  for (int32_t i = 0; i < loom_plan_stage_count(plan); i++) {
+    loom_stage_info st;
+    loom_op_info info;
+    loom_plan_stage(plan, i, &st);
+    for (int32_t k = 0; k < st.n_ops; k++)
+      if (loom_graph_op_info_get(loom_plan_graph(plan), st.ops[k], &info) == LOOM_OK &&
+          info.kind == LOOM_OP_LOOP)
+        want = st.limit;
+  }
+  CHECK(want > 0, "no stage of the plan holds the loop");
+  if (rank == 0) printf("three runners: the loop's stage has a limit of %lld bytes\n", (long long)want);
+  loom_tensor out[3];
+  loom_mpi_stats st = {0};
+  loom_status s = run(ctx, plan, MPI_COMM_WORLD, in, out, &st);
+  CHECK(s == LOOM_OK, "three runners: %s", loom_last_error());
+  if (!s) check_outputs(ref, out, "three runners");
+  for (int32_t i = 0; !s && rank == 0 && i < st.n_ranges; i++)
+    CHECK(st.ranges[i].limit_bytes == want,
+          "three runners: range %d ran under %lld bytes, its stage's runner has %lld", (int)i,
+          (long long)st.ranges[i].limit_bytes, (long long)want);
+  free_outputs(out);
+  loom_mpi_stats_deinit(&st);
+  loom_plan_destroy(plan);
+}
+
+static void check_runs(loom_context *ctx, const loom_plan *plan, const loom_graph *opt,
+                       const loom_tensor *in) {
   loom_tensor ref[3], out[3];
   loom_mpi_stats st = {0};
   loom_status s = loom_plan_run(ctx, plan, in, 2, ref, 3, NULL);
@@ -161,6 +205,7 @@ static void check_runs(loom_context *ctx, const loom_plan *plan, const loom_tens
   MPI_Comm_free(&reversed);
   /* 3. */
   if (size > 1) check_failure(ctx, plan, in, ref);
+  check_three_runners(ctx, opt, in, ref);
   free_outputs(ref);
 }
 
@@ -190,7 +235,7 @@ int main(int argc, char **argv) {
   /* Every rank goes on only if every rank could make its plan: the runs are collective. */
   int all = 0;
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (!all) check_runs(ctx, plan, in);
+  if (!all) check_runs(ctx, plan, opt, in);
   for (int p = 0; p < 2; p++) loom_tensor_deinit(&in[p]);
   loom_plan_destroy(plan);
   loom_graph_destroy(opt);
