@@ -102,10 +102,9 @@ LOOM_API void loom_mpi_stats_deinit(loom_mpi_stats *stats);
  *
  * Thread safety: as loom_plan_run; MPI calls are made from the calling thread only.
  * Errors (every rank fails together, each failing rank with its own status and message, the
- * others with the first failing rank's): INVALID_ARGUMENT (NULL ctx, plan or arrays; counts or
- * input types that do not match the graph's; MPI not initialised; comm MPI_COMM_NULL: these
- * are found before any communication, so they are not agreed on and a rank passing wrong
- * arguments alone leaves the others waiting; ranks whose plans differ in their ops, loops,
+ * others with the first failing rank's): INVALID_ARGUMENT (MPI not initialised, or comm
+ * MPI_COMM_NULL: returned at once, before any communication; NULL ctx, plan or arrays; counts
+ * or input types that do not match the graph's; ranks whose plans differ in their ops, loops,
  * stages or runners); OUT_OF_MEMORY (a stage or range that cannot fit its rank's limit);
  * UNSUPPORTED (a loop stage that returns a value besides the loop's results, with fewer pieces
  * than ranks); LOOM_ERR_INTERNAL for an MPI call that failed; and as

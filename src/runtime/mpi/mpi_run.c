@@ -660,20 +660,21 @@ loom_status loom_plan_run_mpi(loom_context *ctx, const loom_plan *plan, MPI_Comm
                               const loom_plan_run_options *opts, const loom_tensor *inputs, int32_t n_inputs,
                               loom_tensor *outputs, int32_t n_outputs, loom_mpi_stats *stats) {
   for (int32_t i = 0; outputs && i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
-  /* Argument errors are the same on every rank that passes the same arguments: no agreement
-   * is needed (and without a communicator there is none to agree on). */
-  loom_status s = check_args(ctx, plan, inputs, n_inputs, outputs, n_outputs);
-  if (s) return s;
   /* The statistics are gathered whether the caller wants them or not: a collective every rank
    * enters, whatever each passes. */
   loom_mpi_stats own = {0};
   if (!stats) stats = &own;
   double t0 = loom__now();
   mpi_run r = {.ctx = ctx, .opts = opts};
-  s = loom__mpi_comm_init(&r.c, comm);
+  /* Without a communicator there is nothing to agree on: MPI not initialised, or
+   * MPI_COMM_NULL, is returned at once. Every other error is agreed, the arguments' too, so a
+   * rank passing wrong ones alone does not leave the others waiting. */
+  loom_status s = loom__mpi_comm_init(&r.c, comm);
   if (s) return s;
   r.me.rank = r.c.rank;
-  s = run_init(&r, plan, inputs);
+  s = check_args(ctx, plan, inputs, n_inputs, outputs, n_outputs);
+  s = loom__mpi_agree(&r.c, s, "checking the arguments");
+  if (!s) s = run_init(&r, plan, inputs);
   if (!s) s = run_stages(&r);
   if (!s) s = deliver(&r, outputs, n_outputs);
   s = loom__mpi_agree(&r.c, s, "delivering the outputs");

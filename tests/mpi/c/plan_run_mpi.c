@@ -10,7 +10,8 @@
  *      that Loom's root is another process;
  *   3. rank 1 with a memory limit too small for its range: every rank fails with OUT_OF_MEMORY,
  *      rank 1 naming itself and its pieces, the others naming rank 1; then, its limit restored,
- *      the same run succeeds (a failed run leaves nothing behind);
+ *      rank 1 alone passing a wrong input count fails every rank too; then the same run succeeds
+ *      (a failed run leaves nothing behind);
  *   4. a plan of a stage per op on three runners of different limits: the loop's ranges run
  *      under the limit of the runner whose stage held it.
  * Exit 0 when every rank passed, 1 otherwise (every rank agrees on it). */
@@ -126,6 +127,14 @@ static void check_failure(loom_context *ctx, const loom_plan *plan, const loom_t
   loom_mpi_stats_deinit(&st);
   if (rank == 1)
     CHECK(loom_mem_set_limit(m, node, info.limit_bytes) == LOOM_OK, "limit: %s", loom_last_error());
+  /* Rank 1 alone passes a wrong input count: every rank fails, none waits. */
+  s = loom_plan_run_mpi(ctx, plan, MPI_COMM_WORLD, NULL, in, rank == 1 ? 1 : 2, out, 3, &st);
+  msg = loom_last_error();
+  CHECK(s == LOOM_ERR_INVALID_ARGUMENT, "rank 1's wrong arguments: status %s (%s)", loom_status_string(s),
+        msg);
+  CHECK(rank == 1 || strncmp(msg, "rank 1 failed: loom_plan_run_mpi: graph 'knn' takes 2 inputs", 60) == 0,
+        "rank %d's message: %s", rank, msg);
+  loom_mpi_stats_deinit(&st);
   s = run(ctx, plan, MPI_COMM_WORLD, in, out, &st);
   CHECK(s == LOOM_OK, "the run after a failed one: %s", loom_last_error());
   if (s == LOOM_OK) check_outputs(ref, out, "after a failed run");
