@@ -90,8 +90,10 @@ LOOM_API void loom_mpi_stats_deinit(loom_mpi_stats *stats);
  * options and equal inputs (in parameter order, types equal to the parameters'), in the same
  * order with respect to other collective calls on comm. Loom communicates on a duplicate of
  * comm (MPI_Comm_dup), so the caller's messages never mix with Loom's. MPI must be initialised
- * (MPI_Init or MPI_Init_thread; any thread level, if only one thread of the process calls MPI
- * at a time) and not finalised.
+ * and not finalised; Loom calls MPI from the calling thread only, while its own threads (the
+ * cpu backend's OpenMP threads) compute, so MPI_Init_thread with MPI_THREAD_FUNNELED is the
+ * level the MPI standard asks for (MPI_THREAD_SERIALIZED or MULTIPLE where other threads of the
+ * program call MPI too).
  *
  * outputs: on success, on every rank, outputs[0..n_outputs) are the graph's results, allocated
  * by Loom and released by the caller with loom_tensor_deinit; on failure none is left

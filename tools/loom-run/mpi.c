@@ -26,8 +26,11 @@ int run_mpi_flag(run_options *opts, const char *value) {
 }
 
 int run_mpi_begin(run_options *opts, int *argc, char ***argv) {
-  int rc = MPI_Init(argc, argv);
-  if (rc != MPI_SUCCESS) return run_fail(EXIT_RUN, "--mpi: MPI_Init failed (error %d)", rc);
+  /* FUNNELED: the cpu backend's OpenMP threads run beside the main thread, which alone calls
+   * MPI. */
+  int provided = 0;
+  int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  if (rc != MPI_SUCCESS) return run_fail(EXIT_RUN, "--mpi: MPI_Init_thread failed (error %d)", rc);
   opts->mpi_started = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &opts->mpi_rank);
   if (opts->mpi_rank != 0) { /* rank 0 writes for all */
