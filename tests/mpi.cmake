@@ -4,8 +4,8 @@
 # the run cleanly (every rank exits with an error; the TIMEOUT catches a hang). Then the C API
 # over MPI_COMM_WORLD (tests/mpi/c/plan_run_mpi.c). Without MPI in the build (LOOM_MPI) or
 # without mpirun, the tests are registered anyway and skip (exit 77), so a skip shows.
-set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3 rank_fails c_api.np2
-  c_api.np3)
+set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3 knn_ocl.np2 rank_fails
+  c_api.np2 c_api.np3)
 if(NOT LOOM_HAVE_MPI OR NOT LOOM_MPIEXEC)
   foreach(t ${LOOM_MPI_TESTS})
     add_test(NAME mpi.${t}
@@ -90,6 +90,12 @@ loom_mpi_test(dot.np4 4 ${LOOM_MPI_DATA}/dot.lir ARGS --random 1 --limit 256KiB 
 # exp of a dot reading the first's result through a transpose) over 3 ranks: the combined and
 # broadcast result of the first is what the second runs on.
 loom_mpi_test(chain.np3 3 ${LOOM_MPI_DATA}/chain.lir ARGS --random 1 --limit 1MiB CLOSE total)
+# Each rank's range on an OpenCL device of its own (PoCL's, in CI): skipped where there is none.
+if(LOOM_HAVE_OPENCL)
+  loom_mpi_test(knn_ocl.np2 2 ${knn} ARGS --random 1 --runners ocl0:256KiB)
+  set_tests_properties(mpi.knn_ocl.np2 PROPERTIES TIMEOUT 300
+    SKIP_REGULAR_EXPRESSION "this machine has no device ocl0")
+endif()
 # Rank 1's own memory limit (8 KiB) is too small for a piece of its range: it says so, naming
 # itself, the stage and its pieces; rank 0 says rank 1 failed; neither waits for the other.
 loom_mpi_test(rank_fails 2 ${knn} ARGS --random 1 --limit 256KiB RANK1_ENV LOOM_MEM_LIMIT=cpu0:8KiB
