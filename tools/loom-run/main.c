@@ -528,9 +528,14 @@ static int execute(run_state *st, const run_options *opts) {
   if (rc) return rc;
   loom_status s;
   if (opts->mpi) {
+    loom_optimize_options o;
+    loom_optimize_options_init(&o);
+    o.disabled = opts->no_rewrite;
+    o.n_disabled = opts->n_no_rewrite;
     loom_plan_run_options ro;
     loom_plan_run_options_init(&ro);
     ro.recover = opts->recover;
+    ro.optimize = &o;
     rc = run_mpi_execute(opts, st->ctx, st->plan, st->optimized, &ro, st->inputs, st->n_params, st->outputs,
                          st->n_outputs, &st->mpi, &st->stats);
     loom_testing_fail_node_allocations(NULL, 0, 0);
