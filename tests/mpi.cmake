@@ -4,8 +4,8 @@
 # the run cleanly (every rank exits with an error; the TIMEOUT catches a hang). Then the C API
 # over MPI_COMM_WORLD (tests/mpi/c/plan_run_mpi.c). Without MPI in the build (LOOM_MPI) or
 # without mpirun, the tests are registered anyway and skip (exit 77), so a skip shows.
-set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3 knn_ocl.np2 rank_fails
-  c_api.np2 c_api.np3)
+set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3 knn_ocl.np2 recover_rank.np2
+  rank_fails c_api.np2 c_api.np3)
 if(NOT LOOM_HAVE_MPI OR NOT LOOM_MPIEXEC)
   foreach(t ${LOOM_MPI_TESTS})
     add_test(NAME mpi.${t}
@@ -27,11 +27,11 @@ set(LOOM_MPI_DATA ${CMAKE_CURRENT_SOURCE_DIR}/mpi/data)
 # Sanitized builds: Open MPI's own allocations outlive MPI_Finalize (tests/lsan.supp names its
 # libraries); malloc's stacks must be unwound without frame pointers to reach them.
 set(LOOM_MPI_TEST_ENV "OMP_NUM_THREADS=1;ASAN_OPTIONS=fast_unwind_on_malloc=0")
-# loom_mpi_test(NAME NP GRAPH [CLOSE outputs...] [RANK1_ENV NAME=VALUE] [FAIL_REGEX re FAIL_REGEX2 re]
-#               ARGS args...); the expressions hold no square bracket (CMake lists would not split
+# loom_mpi_test(NAME NP GRAPH [CLOSE outputs...] [RANK1_ENV NAME=VALUE] [RECOVERY]
+#               [FAIL_REGEX re FAIL_REGEX2 re] ARGS args...); the expressions hold no square bracket (CMake lists would not split
 #               there).
 function(loom_mpi_test name np graph)
-  cmake_parse_arguments(PARSE_ARGV 3 T "" "RANK1_ENV;FAIL_REGEX;FAIL_REGEX2" "ARGS;CLOSE")
+  cmake_parse_arguments(PARSE_ARGV 3 T "RECOVERY" "RANK1_ENV;FAIL_REGEX;FAIL_REGEX2" "ARGS;CLOSE")
   set(defs -DMPIEXEC=${LOOM_MPIEXEC} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi-tests/${name} -DGRAPH=${graph} -DNP=${np})
   string(REPLACE ";" "|" joined "${T_ARGS}")
@@ -42,6 +42,9 @@ function(loom_mpi_test name np graph)
   endif()
   if(T_RANK1_ENV)
     list(APPEND defs "-DRANK1_ENV=${T_RANK1_ENV}")
+  endif()
+  if(T_RECOVERY)
+    list(APPEND defs -DEXPECT_RECOVERY=ON)
   endif()
   if(T_FAIL_REGEX)
     list(APPEND defs "-DEXPECT_FAIL_REGEX=${T_FAIL_REGEX}" "-DEXPECT_FAIL_REGEX2=${T_FAIL_REGEX2}")
@@ -54,7 +57,7 @@ endfunction()
 
 #               ARGS args...)
 function(loom_mpi_test name np graph)
-  cmake_parse_arguments(PARSE_ARGV 3 T "" "RANK1_ENV;FAIL_REGEX;FAIL_REGEX2" "ARGS;CLOSE")
+  cmake_parse_arguments(PARSE_ARGV 3 T "RECOVERY" "RANK1_ENV;FAIL_REGEX;FAIL_REGEX2" "ARGS;CLOSE")
   set(defs -DMPIEXEC=${LOOM_MPIEXEC} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi-tests/${name} -DGRAPH=${graph} -DNP=${np})
   string(REPLACE ";" "|" joined "${T_ARGS}")
@@ -65,6 +68,9 @@ function(loom_mpi_test name np graph)
   endif()
   if(T_RANK1_ENV)
     list(APPEND defs "-DRANK1_ENV=${T_RANK1_ENV}")
+  endif()
+  if(T_RECOVERY)
+    list(APPEND defs -DEXPECT_RECOVERY=ON)
   endif()
   if(T_FAIL_REGEX)
     list(APPEND defs "-DEXPECT_FAIL_REGEX=${T_FAIL_REGEX}" "-DEXPECT_FAIL_REGEX2=${T_FAIL_REGEX2}")
@@ -96,6 +102,11 @@ if(LOOM_HAVE_OPENCL)
   set_tests_properties(mpi.knn_ocl.np2 PROPERTIES TIMEOUT 300
     SKIP_REGULAR_EXPRESSION "this machine has no device ocl0")
 endif()
+# Rank 1's memory node refuses its 10th allocation and those after it over 512 KiB, as a
+# crowded device would: with --recover it re-plans its range in smaller pieces and the run
+# goes on, equal to the single-process run.
+loom_mpi_test(recover_rank.np2 2 ${knn} ARGS --random 1 --limit 4MiB --no-rewrite fuse --recover
+  RANK1_ENV LOOM_TESTING_REFUSE=host0:10:512KiB RECOVERY)
 # Rank 1's own memory limit (8 KiB) is too small for a piece of its range: it says so, naming
 # itself, the stage and its pieces; rank 0 says rank 1 failed; neither waits for the other.
 loom_mpi_test(rank_fails 2 ${knn} ARGS --random 1 --limit 256KiB RANK1_ENV LOOM_MEM_LIMIT=cpu0:8KiB

@@ -54,6 +54,7 @@ typedef struct loom_mpi_range {
   int64_t estimated_peak_bytes; /* of its range's plan (largest stage) */
   int64_t peak_bytes;           /* measured */
   int32_t n_stages;             /* stages of its range's plan (more than 1 under a lower limit) */
+  int32_t recoveries;           /* re-plans after out of memory (loom_plan_run_options.recover) */
   double seconds;               /* running its range (planning included) */
 } loom_mpi_range;
 

@@ -2,7 +2,7 @@
 # tests/mpi.cmake:
 #   cmake -DMPIEXEC=mpirun -DTOOL=loom-run -DHELPER=loom-tool-helper -DWORK=dir -DGRAPH=g.lir
 #         -DNP=n -DARGS='a|b|...' [-DCLOSE='out|...'] [-DRANK1_ENV=NAME=VALUE]
-#         [-DEXPECT_FAIL_REGEX=re [-DEXPECT_FAIL_REGEX2=re]] -P run_mpi.cmake
+#         [-DEXPECT_FAIL_REGEX=re [-DEXPECT_FAIL_REGEX2=re]] [-DEXPECT_RECOVERY=ON] -P run_mpi.cmake
 #
 # 1. loom-run GRAPH ARGS --out-dir WORK/ref: the single-process run
 # 2. mpirun -np NP loom-run --mpi GRAPH ARGS --out-dir WORK/mpi --stats-json WORK/stats.json
@@ -12,7 +12,8 @@
 #    named in CLOSE (sums, whose partial sums the ranks group differently), which must agree
 #    within IR.md's float tolerance (loom-tool-helper npy-close)
 # 4. the report: at least one loop was shared, every rank ran under NP ranks' ranges that cover
-#    every piece once, and each range's and each rank's measured peak is at or under its limit
+#    every piece once, and each range's and each rank's measured peak is at or under its limit;
+#    with EXPECT_RECOVERY, some range was re-planned after out of memory (--recover)
 # EXPECT_FAIL_REGEX: the MPI run must fail instead (not hang: the test's TIMEOUT), its stderr
 # matching the expression (and EXPECT_FAIL_REGEX2: the ranks' messages come in either order),
 # and write nothing; steps 3 and 4 are skipped.
@@ -142,6 +143,16 @@ foreach(i RANGE ${last_range})
     fail("rank ${rank}: its range peaked at ${peak} bytes, over its limit ${limit}")
   endif()
 endforeach()
+if(EXPECT_RECOVERY)
+  set(recovered 0)
+  foreach(i RANGE ${last_range})
+    string(JSON n GET "${stats}" mpi ranges ${i} recoveries)
+    math(EXPR recovered "${recovered} + ${n}")
+  endforeach()
+  if(recovered EQUAL 0)
+    fail("no range was re-planned after out of memory (EXPECT_RECOVERY)")
+  endif()
+endif()
 foreach(i RANGE ${last_rank})
   string(JSON peak GET "${stats}" mpi by_rank ${i} peak_bytes)
   string(JSON limit GET "${stats}" mpi by_rank ${i} limit_bytes)

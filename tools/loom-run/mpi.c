@@ -125,6 +125,7 @@ void run_mpi_write_json(const void *p, loom__json *j) {
     loom__json_kv_int64(j, "estimated_peak_bytes", g->estimated_peak_bytes);
     loom__json_kv_int64(j, "peak_bytes", g->peak_bytes);
     loom__json_kv_int64(j, "stages", g->n_stages);
+    loom__json_kv_int64(j, "recoveries", g->recoveries);
     loom__json_kv_double(j, "seconds", g->seconds);
     loom__json_end_object(j);
   }

@@ -229,7 +229,7 @@ static loom_runner own_runner(mpi_run *r, const loom_stage_info *st) {
 /* What one local run measured. */
 typedef struct local_stats {
   int64_t estimated_peak, peak, limit;
-  int32_t n_stages;
+  int32_t n_stages, recoveries;
   double seconds;
 } local_stats;
 
@@ -254,6 +254,7 @@ static loom_status run_local(mpi_run *r, const loom_plan *plan, int64_t limit, c
   ls->limit = limit;
   ls->peak = ps.peak_bytes;
   ls->n_stages = loom_plan_stage_count(plan);
+  ls->recoveries = ps.n_recoveries;
   for (int32_t i = 0; i < ps.n_stages; i++)
     ls->estimated_peak = LOOM_MAX(ls->estimated_peak, ps.stages[i].estimated_peak_bytes);
   loom_plan_stats_deinit(&ps);
@@ -511,6 +512,7 @@ static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *s
   rec->estimated_peak_bytes = ls.estimated_peak;
   rec->peak_bytes = ls.peak;
   rec->n_stages = ls.n_stages;
+  rec->recoveries = ls.recoveries;
   rec->seconds += ls.seconds; /* with its planning */
   r->me.pieces += rec->last - rec->first;
   if (s) range_error(r, index, rec);

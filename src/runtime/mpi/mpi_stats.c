@@ -31,6 +31,9 @@ static void print_range(const loom_mpi_range *g, FILE *f) {
       loom_bytes_format(g->estimated_peak_bytes, est, sizeof est),
       loom_bytes_format(g->peak_bytes, peak, sizeof peak), (int)g->n_stages, g->n_stages == 1 ? "" : "s",
       seconds_text(g->seconds, t, sizeof t));
+  if (g->recoveries > 0)
+    fprintf(f, "            (%d re-plan%s after out of memory: --recover)\n", (int)g->recoveries,
+            g->recoveries == 1 ? "" : "s");
 }
 
 loom_status loom_mpi_stats_print(const loom_mpi_stats *stats, FILE *stream) {
