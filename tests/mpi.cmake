@@ -4,12 +4,13 @@
 # the run cleanly (every rank exits with an error; the TIMEOUT catches a hang). Then the C API
 # over MPI_COMM_WORLD (tests/mpi/c/plan_run_mpi.c). Without MPI in the build (LOOM_MPI) or
 # without mpirun, the tests are registered anyway and skip (exit 77), so a skip shows.
-set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3 knn_ocl.np2 recover_rank.np2
-  rank_fails c_api.np2 c_api.np3)
+set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3 knn_ocl.np2
+  recover_rank.np2 rank_fails c_api.np2 c_api.np3)
 if(NOT LOOM_HAVE_MPI OR NOT LOOM_MPIEXEC)
   foreach(t ${LOOM_MPI_TESTS})
     add_test(NAME mpi.${t}
-      COMMAND sh -c "echo 'MPI is not built (LOOM_MPI; install libopenmpi-dev and openmpi-bin) or mpirun is missing'; exit 77")
+      COMMAND sh -c
+        "echo 'MPI is not built (LOOM_MPI; install libopenmpi-dev and openmpi-bin) or mpirun is missing'; exit 77")
     set_tests_properties(mpi.${t} PROPERTIES SKIP_RETURN_CODE 77)
   endforeach()
   if(NOT LOOM_HAVE_MPI) # loom-run says why it cannot
@@ -28,8 +29,8 @@ set(LOOM_MPI_DATA ${CMAKE_CURRENT_SOURCE_DIR}/mpi/data)
 # libraries); malloc's stacks must be unwound without frame pointers to reach them.
 set(LOOM_MPI_TEST_ENV "OMP_NUM_THREADS=1;ASAN_OPTIONS=fast_unwind_on_malloc=0")
 # loom_mpi_test(NAME NP GRAPH [CLOSE outputs...] [RANK1_ENV NAME=VALUE] [RECOVERY]
-#               [FAIL_REGEX re FAIL_REGEX2 re] ARGS args...); the expressions hold no square bracket (CMake lists would not split
-#               there).
+#               [FAIL_REGEX re FAIL_REGEX2 re] ARGS args...)
+# The expressions hold no square bracket (CMake lists would not split there).
 function(loom_mpi_test name np graph)
   cmake_parse_arguments(PARSE_ARGV 3 T "RECOVERY" "RANK1_ENV;FAIL_REGEX;FAIL_REGEX2" "ARGS;CLOSE")
   set(defs -DMPIEXEC=${LOOM_MPIEXEC} -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
@@ -110,7 +111,8 @@ loom_mpi_test(recover_rank.np2 2 ${knn} ARGS --random 1 --limit 4MiB --no-rewrit
 # Rank 1's own memory limit (8 KiB) is too small for a piece of its range: it says so, naming
 # itself, the stage and its pieces; rank 0 says rank 1 failed; neither waits for the other.
 loom_mpi_test(rank_fails 2 ${knn} ARGS --random 1 --limit 256KiB RANK1_ENV LOOM_MEM_LIMIT=cpu0:8KiB
-  FAIL_REGEX "loom-run: rank 1: stage 1 .loop pieces .167, 334. of 334 on cpu0, limit 8.00 KiB.: split_by_memory"
+  FAIL_REGEX
+    "loom-run: rank 1: stage 1 .loop pieces .167, 334. of 334 on cpu0, limit 8.00 KiB.: split_by_memory"
   FAIL_REGEX2 "loom-run: rank 1 failed: rank 1: stage 1 .loop pieces .167, 334.")
 set_tests_properties(mpi.rank_fails PROPERTIES TIMEOUT 60)
 
@@ -118,9 +120,12 @@ set_tests_properties(mpi.rank_fails PROPERTIES TIMEOUT 60)
 # code builds it.
 add_executable(loom_test_mpi_c ${CMAKE_CURRENT_SOURCE_DIR}/mpi/c/plan_run_mpi.c)
 target_link_libraries(loom_test_mpi_c PRIVATE loom MPI::MPI_C)
+# mpirun's settings as tests/mpi/run_mpi.cmake explains them.
+set(LOOM_MPIRUN_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated
+  OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader
+  OMPI_MCA_btl_vader_single_copy_mechanism=none)
 foreach(np 2 3)
   add_test(NAME mpi.c_api.np${np} COMMAND ${LOOM_MPIEXEC} -np ${np} $<TARGET_FILE:loom_test_mpi_c>)
-  # mpirun's settings as tests/mpi/run_mpi.cmake explains them.
   set_tests_properties(mpi.c_api.np${np} PROPERTIES TIMEOUT 120 PROCESSORS ${np}
-    ENVIRONMENT "${LOOM_TEST_ENV};${LOOM_MPI_TEST_ENV};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_plm=isolated;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_btl=self,vader;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+    ENVIRONMENT "${LOOM_TEST_ENV};${LOOM_MPI_TEST_ENV};${LOOM_MPIRUN_ENV}")
 endforeach()

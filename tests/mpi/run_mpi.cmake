@@ -26,7 +26,8 @@
 cmake_minimum_required(VERSION 3.25)
 
 function(fail msg)
-  message(FATAL_ERROR "${msg}\n--- command: ${cmd}\n--- exit: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
+  message(FATAL_ERROR
+    "${msg}\n--- command: ${cmd}\n--- exit: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
 endfunction()
 
 foreach(v MPIEXEC TOOL HELPER WORK GRAPH NP)
@@ -133,7 +134,8 @@ foreach(i RANGE ${last_range})
     set(next_piece 0)
   endif()
   if(NOT rank EQUAL want_rank OR NOT first EQUAL next_piece OR last LESS first)
-    fail("range ${i}: rank ${rank} pieces [${first}, ${last}): not rank ${want_rank}'s range from piece ${next_piece}")
+    fail("range ${i}: rank ${rank} pieces [${first}, ${last}): \
+not rank ${want_rank}'s range from piece ${next_piece}")
   endif()
   set(next_piece ${last})
   if(want_rank EQUAL last_rank AND NOT last EQUAL pieces)
