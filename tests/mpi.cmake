@@ -4,13 +4,13 @@
 # the run cleanly (every rank exits with an error; the TIMEOUT catches a hang). Then the C API
 # over MPI_COMM_WORLD (tests/mpi/c/plan_run_mpi.c). Without MPI in the build (LOOM_MPI) or
 # without mpirun, the tests are registered anyway and skip (exit 77), so a skip shows.
-set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3 knn_ocl.np2
-  recover_rank.np2 rank_fails c_api.np2 c_api.np3)
+set(LOOM_MPI_TESTS knn.np2 knn_fused.np4 knn_idx.np3 reduce.np2 reduce.np4 dot.np2 dot.np4 chain.np3
+  knn_ocl.np2 recover_rank.np2 rank_fails c_api.np2 c_api.np3)
 if(NOT LOOM_HAVE_MPI OR NOT LOOM_MPIEXEC)
   foreach(t ${LOOM_MPI_TESTS})
     add_test(NAME mpi.${t}
-      COMMAND sh -c
-        "echo 'MPI is not built (LOOM_MPI; install libopenmpi-dev and openmpi-bin) or mpirun is missing'; exit 77")
+      COMMAND sh -c "echo 'MPI is not built (LOOM_MPI; install libopenmpi-dev and openmpi-bin) \
+or mpirun is missing'; exit 77")
     set_tests_properties(mpi.${t} PROPERTIES SKIP_RETURN_CODE 77)
   endforeach()
   if(NOT LOOM_HAVE_MPI) # loom-run says why it cannot
@@ -87,6 +87,8 @@ set(knn ${CMAKE_CURRENT_SOURCE_DIR}/tools/data/knn_small.lir)
 loom_mpi_test(knn.np2 2 ${knn} ARGS --random 1 --limit 4MiB --no-rewrite fuse)
 # 334 fused pieces of 6 rows over 4 ranks.
 loom_mpi_test(knn_fused.np4 4 ${knn} ARGS --random 1 --limit 256KiB)
+# Only the indices returned: the ranks' partial values travel all the same, to merge them by.
+loom_mpi_test(knn_idx.np3 3 ${LOOM_MPI_DATA}/knn_idx.lir ARGS --random 1 --limit 256KiB)
 # 3 pieces: sum, max and argmin; with 4 ranks one rank has no piece.
 loom_mpi_test(reduce.np2 2 ${LOOM_MPI_DATA}/reduce.lir ARGS --random 1 --limit 1300KiB CLOSE total)
 loom_mpi_test(reduce.np4 4 ${LOOM_MPI_DATA}/reduce.lir ARGS --random 1 --limit 1300KiB CLOSE total)

@@ -300,9 +300,18 @@ static loom_status run_plain_stage(mpi_run *r, int32_t index, const loom_stage_i
 
 /* ---- a loop stage ------------------------------------------------------------------------ */
 
+/* The loop result `value` of stage graph sg is (its index in the loop's results), or -1. */
+static int32_t loop_result_of(const loom_graph *sg, int32_t op, int32_t value) {
+  for (int32_t j = 0; j < sg->ops[op].n_outputs; j++)
+    if (sg->ops[op].outputs[j] == value) return j;
+  return -1;
+}
+
 /* Stage graph sg with its loop `op` cut to pieces [first, last): the ops around it copied, the
- * loop replaced by the range graph's, whose operands are sg's loop operands. Its results are
- * sg's, the loop's now over the range only. */
+ * loop replaced by the range graph's, whose operands are sg's loop operands. Its results: every
+ * result of the loop, over the range only, in the loop's order (the combine needs them all,
+ * whichever the stage returns: a top-k's indices are merged by its values), then the stage's
+ * other results (a view it remakes), in the stage's order. */
 static loom_status range_stage_graph(const loom_graph *sg, int32_t op, int64_t first, int64_t last,
                                      loom_graph **out) {
   loom_graph *rg = NULL;
@@ -325,7 +334,16 @@ static loom_status range_stage_graph(const loom_graph *sg, int32_t op, int64_t f
       loom__rebuild_set(&rb, sg->ops[op].outputs[k], loom__rebuild_get(&rrb, rg->ops[0].outputs[k]));
     rrb.dst = NULL;
   }
-  if (!s) s = loom__rebuild_finish(&rb, out);
+  loom_value *ret = s ? NULL : loom__calloc((size_t)(sg->ops[op].n_outputs + sg->n_outputs), sizeof *ret);
+  if (!s && !ret) s = loom__oom("a range's results");
+  int32_t n = 0;
+  for (int32_t j = 0; !s && j < sg->ops[op].n_outputs; j++)
+    ret[n++] = loom__rebuild_get(&rb, sg->ops[op].outputs[j]);
+  for (int32_t k = 0; !s && k < sg->n_outputs; k++)
+    if (loop_result_of(sg, op, sg->outputs[k]) < 0) ret[n++] = loom__rebuild_get(&rb, sg->outputs[k]);
+  if (!s) s = loom_graph_return(rb.dst, ret, n);
+  if (!s) s = loom__graph_dce(rb.dst, out);
+  loom__free(ret);
   loom__rebuild_deinit(&rrb);
   loom__rebuild_deinit(&rb);
   loom_graph_destroy(rg);
@@ -338,33 +356,20 @@ static void rank_range(int64_t trips, int rank, int size, int64_t *first, int64_
   *last = trips * (rank + 1) / size;
 }
 
-/* For stage output k: the loop result it is (its index in the loop's results), or -1. */
-static int32_t loop_result_of(const loom_graph *sg, int32_t op, int32_t value) {
-  for (int32_t j = 0; j < sg->ops[op].n_outputs; j++)
-    if (sg->ops[op].outputs[j] == value) return j;
-  return -1;
-}
-
-/* Packs this rank's partial loop results (outs[k] for loop-result outputs) one after the other,
- * each at a 64-byte boundary. */
-static loom_status pack_partials(const loom_graph *sg, int32_t op, const loom_tensor *outs, char **out_buf,
+/* Packs this rank's partial loop results (parts[0..n_res), the loop's order) one after the
+ * other, each at a 64-byte boundary; nothing for an empty range. */
+static loom_status pack_partials(const loom_tensor *parts, int32_t n_res, char **out_buf,
                                  int64_t *out_bytes) {
-  int64_t total = 0;
-  for (int32_t k = 0; k < sg->n_outputs; k++) {
-    int64_t b = 0;
-    if (loop_result_of(sg, op, sg->outputs[k]) < 0 || !outs[k].data) continue;
-    loom_type_bytes(&outs[k].type, &b);
-    total += (b + 63) / 64 * 64;
-  }
+  int64_t total = 0, b = 0;
+  for (int32_t j = 0; j < n_res; j++)
+    if (parts[j].data && loom_type_bytes(&parts[j].type, &b) == LOOM_OK) total += (b + 63) / 64 * 64;
   *out_bytes = total;
   *out_buf = total ? loom__aligned_alloc((size_t)total) : NULL;
   if (total && !*out_buf) return loom__oom("the partial results to send");
   int64_t at = 0;
-  for (int32_t k = 0; k < sg->n_outputs; k++) {
-    int64_t b = 0;
-    if (loop_result_of(sg, op, sg->outputs[k]) < 0 || !outs[k].data) continue;
-    loom_type_bytes(&outs[k].type, &b);
-    memcpy(*out_buf + at, outs[k].data, (size_t)b);
+  for (int32_t j = 0; j < n_res; j++) {
+    if (!parts[j].data || loom_type_bytes(&parts[j].type, &b) != LOOM_OK) continue;
+    memcpy(*out_buf + at, parts[j].data, (size_t)b);
     memset(*out_buf + at + b, 0, (size_t)((b + 63) / 64 * 64 - b));
     at += (b + 63) / 64 * 64;
   }
@@ -411,15 +416,15 @@ static loom_status combine_on_root(mpi_run *r, const loom_graph *sg, int32_t op,
   return s;
 }
 
-/* Gathers the ranks' partial loop results on the root, combines them there and broadcasts the
- * loop's results; outs[k] of each loop-result output is then the whole result on every rank. */
-static loom_status share_results(mpi_run *r, const loom_graph *sg, int32_t op, loom_tensor *outs) {
+/* Gathers the ranks' partial loop results (parts: this rank's, the loop's order) on the root,
+ * combines them there and broadcasts them: combined[j] is then loop result j, whole, on every
+ * rank (allocated here, the caller's to free). */
+static loom_status share_results(mpi_run *r, const loom_graph *sg, int32_t op, const loom_tensor *parts,
+                                 loom_tensor *combined) {
   int32_t n_res = sg->ops[op].n_outputs;
   char *send = NULL, *recv = NULL;
   int64_t bytes = 0, *counts = NULL, *displs = NULL;
-  loom_tensor *combined = loom__calloc((size_t)n_res, sizeof *combined);
-  loom_status s = combined ? LOOM_OK : loom__oom("the combined results");
-  if (!s) s = pack_partials(sg, op, outs, &send, &bytes);
+  loom_status s = pack_partials(parts, n_res, &send, &bytes);
   s = loom__mpi_agree(&r->c, s, "packing the partial results");
   if (!s) s = loom__mpi_gather_bytes(&r->c, send, bytes, &recv, &counts, &displs);
   r->me.bytes_sent = r->c.bytes_sent;
@@ -433,28 +438,33 @@ static loom_status share_results(mpi_run *r, const loom_graph *sg, int32_t op, l
     s = loom__tensor_init_unzeroed(&combined[j], &sg->values[sg->ops[op].outputs[j]].type);
   s = loom__mpi_agree(&r->c, s, "combining the partial results");
   for (int32_t j = 0; !s && j < n_res; j++) s = loom__mpi_bcast_tensor(&r->c, &combined[j]);
-  /* Each combined result goes to its stage output, moved (a result the stage returns twice
-   * is copied for the first). */
-  for (int32_t k = sg->n_outputs - 1; !s && k >= 0; k--) {
-    int32_t j = loop_result_of(sg, op, sg->outputs[k]);
-    if (j < 0) continue;
-    loom_tensor_deinit(&outs[k]);
-    bool again = false;
-    for (int32_t m = 0; m < k; m++) again |= sg->outputs[m] == sg->outputs[k];
-    if (!again) {
-      outs[k] = combined[j];
-      memset(&combined[j], 0, sizeof combined[j]);
-      continue;
-    }
-    s = loom__tensor_init_unzeroed(&outs[k], &combined[j].type);
-    int64_t b = 0;
-    loom_type_bytes(&combined[j].type, &b);
-    if (!s && b) memcpy(outs[k].data, combined[j].data, (size_t)b);
-  }
   loom__aligned_free(recv);
   loom__free(counts); /* and displs */
-  for (int32_t j = 0; combined && j < n_res; j++) loom_tensor_deinit(&combined[j]);
-  loom__free(combined);
+  return s;
+}
+
+/* The stage's outputs (outs, the stage graph's order) from the combined loop results and the
+ * range's other results (range_outs[n_res..]): each moved to its last place, copied to the
+ * others. */
+static loom_status stage_outputs(const loom_graph *sg, int32_t op, loom_tensor *combined,
+                                 loom_tensor *range_outs, loom_tensor *outs) {
+  int32_t n_res = sg->ops[op].n_outputs, other = n_res;
+  loom_status s = LOOM_OK;
+  for (int32_t k = 0; !s && k < sg->n_outputs; k++) {
+    int32_t j = loop_result_of(sg, op, sg->outputs[k]);
+    loom_tensor *from = j >= 0 ? &combined[j] : &range_outs[other++];
+    bool later = false;
+    for (int32_t m = k + 1; m < sg->n_outputs; m++) later |= sg->outputs[m] == sg->outputs[k];
+    if (!later) {
+      outs[k] = *from;
+      memset(from, 0, sizeof *from);
+      continue;
+    }
+    int64_t b = 0;
+    s = loom__tensor_init_unzeroed(&outs[k], &from->type);
+    if (!s) s = loom_type_bytes(&from->type, &b);
+    if (!s && b) memcpy(outs[k].data, from->data, (size_t)b);
+  }
   return s;
 }
 
@@ -525,25 +535,34 @@ static loom_status run_loop_stage(mpi_run *r, int32_t index, const loom_stage_in
   /* A stage may also return a value it remakes besides the loop (a view a later stage reads);
    * each rank takes it from its own range's run, so a rank without pieces would have none.
    * Every rank sees this alike: no agreement needed. */
-  int64_t trips = loop_trips(st->graph, op);
+  const loom_graph *sg = st->graph;
+  int64_t trips = loop_trips(sg, op);
   for (int32_t k = 0; trips < r->c.size && k < st->n_outputs; k++)
-    if (loop_result_of(st->graph, op, st->graph->outputs[k]) < 0)
+    if (loop_result_of(sg, op, sg->outputs[k]) < 0)
       return loom__error(
           LOOM_ERR_UNSUPPORTED,
           "stage %d returns a value besides its loop's results, and its loop has %lld pieces for "
           "%d ranks: run with at most %lld ranks",
           (int)index, (long long)trips, r->c.size, (long long)trips);
-  loom_tensor *outs = loom__calloc((size_t)LOOM_MAX(st->n_outputs, 1), sizeof *outs);
-  loom_status s = outs ? LOOM_OK : loom__oom("a stage's outputs");
+  /* The range's results (loop results, then the stage's others), the combined loop results and
+   * the stage's outputs, in one allocation. */
+  int32_t n_res = sg->ops[op].n_outputs, n_range = n_res + st->n_outputs;
+  loom_tensor *range_outs = loom__calloc((size_t)(n_range + n_res + st->n_outputs + 1), sizeof *range_outs);
+  loom_tensor *combined = range_outs ? range_outs + n_range : NULL;
+  loom_tensor *outs = range_outs ? combined + n_res : NULL;
+  loom_status s = range_outs ? LOOM_OK : loom__oom("a stage's outputs");
   loom_plan *plan = NULL;
   if (!s) s = plan_range(r, index, st, op, rec, &plan);
   s = loom__mpi_agree(&r->c, s, "agreeing on the ranges' plans");
-  if (!s) s = run_range(r, index, st, rec, plan, outs);
+  if (!s) s = run_range(r, index, st, rec, plan, range_outs);
   loom_plan_destroy(plan);
   s = loom__mpi_agree(&r->c, s, "agreeing on a loop stage's status");
-  if (!s) s = share_results(r, st->graph, op, outs);
+  if (!s) s = share_results(r, sg, op, range_outs, combined);
+  if (!s) s = stage_outputs(sg, op, combined, range_outs, outs);
   if (!s) values_after_stage(r, index, st, outs);
-  free_tensors(outs, st->n_outputs);
+  for (int32_t k = 0; range_outs && k < n_range + n_res + st->n_outputs; k++)
+    loom_tensor_deinit(&range_outs[k]);
+  loom__free(range_outs);
   return s;
 }
 
