@@ -10,6 +10,7 @@ packages=(
   libhwloc-dev libopenblas-dev libopenblas-openmp-dev libfftw3-dev
   clang libclang-rt-dev clang-format
   gfortran
+  openmpi-bin libopenmpi-dev
 )
 
 missing=()

@@ -13,6 +13,7 @@ void run_print_usage(FILE *f) {
       "                [--out FILE.safetensors]\n"
       "                [--runners SPEC | --limit BYTES] [--no-rewrite NAME ...]\n"
       "                [--recover] [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
+      "       mpirun -np N loom-run --mpi FILE.lir ...   (the same options)\n"
       "       loom-run FILE.lir --simulate PLATFORM.json [--policy dmda|eager|fixed]\n"
       "                [--runners SPEC] [--no-rewrite NAME ...] [--stats-json FILE]\n"
       "\n"
@@ -67,6 +68,12 @@ void run_print_usage(FILE *f) {
       "                      copies, migrations, evictions, stages) as Chrome trace JSON, which\n"
       "                      Perfetto (ui.perfetto.dev) and chrome://tracing open\n"
       "  --print N           print the first N rows of each output\n"
+      "  --mpi               run under mpirun: the pieces of each loop are shared between the\n"
+      "                      ranks (one contiguous range each), combined on rank 0 and sent\n"
+      "                      back to all; every rank plans alike from --runners / --limit (a\n"
+      "                      rank's LOOM_MEM_LIMIT lowers only the limit of its own share);\n"
+      "                      rank 0 writes the outputs and prints each rank's pieces, time,\n"
+      "                      and peak against its limit (README, \"Running under MPI\")\n"
       "  --simulate PLATFORM.json\n"
       "                      run nothing: plan the graph for the devices the file describes\n"
       "                      (docs/sched.md; each device a runner at its memory unless\n"
@@ -93,12 +100,13 @@ void run_print_usage(FILE *f) {
 }
 
 int run_fail(int code, const char *fmt, ...) {
+  /* One write per message: ranks of an MPI run share stderr, and their lines must not mix. */
+  char msg[4096];
   va_list ap;
-  fputs("loom-run: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  fprintf(stderr, "loom-run: %s\n", msg);
   return code;
 }
 
@@ -209,6 +217,7 @@ static int parse_option(run_options *opts, const char *flag, const char *value) 
     opts->help = true;
     return 0;
   }
+  if (strcmp(flag, "--mpi") == 0) return run_mpi_flag(opts, value);
   if (strcmp(flag, "--recover") == 0) {
     if (value) return run_fail(EXIT_USAGE, "--recover takes no value");
     opts->recover = true;

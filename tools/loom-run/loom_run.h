@@ -40,6 +40,9 @@ typedef struct run_options {
   bool recover;           /* --recover */
   const char *simulate;   /* --simulate PLATFORM.json, or NULL */
   const char *policy;     /* --policy dmda|eager|fixed, or NULL (dmda) */
+  bool mpi;               /* --mpi */
+  bool mpi_started;       /* MPI_Init done (run_mpi_begin): MPI_Finalize at the end */
+  int mpi_rank;           /* this process's rank in MPI_COMM_WORLD; 0 without --mpi */
   bool help;
 } run_options;
 
@@ -61,6 +64,31 @@ int run_fail_loom(const char *context);
 /* --simulate: plans the graph for the platform's devices and schedules it there, printing
  * the makespan, each device's busy time and the lower bounds. Returns 0 or an exit code. */
 int run_simulate(const run_options *opts);
+
+/* ---- --mpi (mpi.c): the run shared between MPI ranks ---- */
+struct loom__json;
+/* Parses --mpi (no value). Without MPI in the build: a usage error saying so. */
+int run_mpi_flag(run_options *opts, const char *value);
+/* MPI_Init, and this rank's number; ranks other than 0 drop --out-dir, --out, --stats-json and
+ * --trace (rank 0 writes). Returns 0 or an exit code. */
+int run_mpi_begin(run_options *opts, int *argc, char ***argv);
+/* Every rank's exit code after `step` (collective): a rank whose rc is 0 returns the worst of
+ * the others' codes, after saying which rank failed; a failing rank returns its own. */
+int run_mpi_agree(const run_options *opts, int rc, const char *step);
+/* MPI_Finalize when run_mpi_begin started MPI. */
+void run_mpi_end(const run_options *opts);
+/* Runs the plan (NULL: `optimized` as one stage with no limit) with loom_plan_run_mpi on
+ * MPI_COMM_WORLD into outputs; *out_stats (free with run_mpi_free) holds its statistics, and
+ * summary this rank's peak and the time. Returns 0 or an exit code (the same on every rank). */
+int run_mpi_execute(const run_options *opts, loom_context *ctx, const loom_plan *plan,
+                    const loom_graph *optimized, const loom_plan_run_options *ro, const loom_tensor *inputs,
+                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs, void **out_stats,
+                    loom_run_stats *summary);
+/* The report: every rank's pieces, time, peak and limit, then each rank's range of each loop. */
+void run_mpi_print(const void *stats);
+/* --stats-json "mpi": the same as JSON. */
+void run_mpi_write_json(const void *stats, struct loom__json *j);
+void run_mpi_free(void *stats);
 
 /* Prints the first `rows` rows (along axis 0) of t, indented, one per line. */
 void run_print_rows(FILE *f, const loom_tensor *t, int64_t rows);

@@ -46,6 +46,7 @@ typedef struct run_state {
   bool wrote_stats;  /* --stats-json written (removed again if a later step fails) */
   bool wrote_trace;  /* --trace written (likewise) */
   bool wrote_st;     /* --out written (likewise) */
+  void *mpi;         /* --mpi: the run's statistics (mpi.c), freed by run_mpi_free */
 } run_state;
 
 static void run_state_free(run_state *st) {
@@ -73,6 +74,7 @@ static void run_state_free(run_state *st) {
   loom_graph_destroy(st->optimized);
   loom_graph_destroy(st->graph);
   loom_context_destroy(st->ctx);
+  run_mpi_free(st->mpi);
   memset(st, 0, sizeof *st);
 }
 
@@ -457,8 +459,9 @@ static int fit_runners(run_state *st) {
 static int resolve_runners(run_state *st, const run_options *opts) {
   bool given = opts->runners || opts->limit;
   int rc = given ? parse_runners(st, opts) : 0;
-  if (!rc && given) rc = fit_runners(st); /* LOOM_MEM_LIMIT is read (and checked) here ... */
-  if (!rc && !given && loom_runners_from_mem_limits(NULL, &st->runners, &st->n_runners))
+  /* --mpi: every rank plans from the command line alone, so that all plan alike (mpi.c). */
+  if (!rc && given && !opts->mpi) rc = fit_runners(st); /* LOOM_MEM_LIMIT is read (and checked) here ... */
+  if (!rc && !given && !opts->mpi && loom_runners_from_mem_limits(NULL, &st->runners, &st->n_runners))
     rc = run_fail(EXIT_USAGE, "%s", loom_last_error());
   if (rc) return rc;
   /* ... before the context's memory manager reads it, so that it is a usage error. */
@@ -524,6 +527,20 @@ static int execute(run_state *st, const run_options *opts) {
   int rc = arm_refusals();
   if (rc) return rc;
   loom_status s;
+  if (opts->mpi) {
+    loom_optimize_options o;
+    loom_optimize_options_init(&o);
+    o.disabled = opts->no_rewrite;
+    o.n_disabled = opts->n_no_rewrite;
+    loom_plan_run_options ro;
+    loom_plan_run_options_init(&ro);
+    ro.recover = opts->recover;
+    ro.optimize = &o;
+    rc = run_mpi_execute(opts, st->ctx, st->plan, st->optimized, &ro, st->inputs, st->n_params, st->outputs,
+                         st->n_outputs, &st->mpi, &st->stats);
+    loom_testing_fail_node_allocations(NULL, 0, 0);
+    return rc;
+  }
   if (st->plan) {
     loom_optimize_options o;
     loom_optimize_options_init(&o);
@@ -590,7 +607,7 @@ static int write_stats_json(run_state *st, const char *path) {
   loom__json_kv_string(&j, "graph", loom_graph_name(st->graph));
   loom__json_key(&j, "stages");
   loom__json_begin_array(&j);
-  int32_t n = st->plan ? loom_plan_stage_count(st->plan) : 1;
+  int32_t n = st->mpi ? 0 : st->plan ? loom_plan_stage_count(st->plan) : 1; /* --mpi: "mpi" below */
   for (int32_t i = 0; i < n; i++) {
     loom_stage_info info = {0};
     if (st->plan) loom_plan_stage(st->plan, i, &info);
@@ -624,6 +641,7 @@ static int write_stats_json(run_state *st, const char *path) {
   }
   loom__json_end_array(&j);
   write_recoveries_json(st, &j);
+  if (st->mpi) run_mpi_write_json(st->mpi, &j);
   loom_mem_manager *memory = NULL;
   loom_context_memory(st->ctx, &memory);
   loom__json_key(&j, "memory");
@@ -683,7 +701,10 @@ static void print_summary(const run_state *st, const run_options *opts) {
     snprintf(time, sizeof time, "%.3f ms", st->stats.seconds * 1e3);
   else
     snprintf(time, sizeof time, "%.3f s", st->stats.seconds);
-  if (st->plan)
+  if (st->mpi)
+    printf("%s: ran under MPI in %s, peak %s (%lld bytes) on rank 0\n", loom_graph_name(st->graph), time,
+           peak, (long long)st->stats.peak_bytes);
+  else if (st->plan)
     printf("%s: ran on %s in %s, peak %s (%lld bytes) in %d stages\n", loom_graph_name(st->graph),
            st->runners[0].device, time, peak, (long long)st->stats.peak_bytes,
            (int)loom_plan_stage_count(st->plan));
@@ -696,7 +717,8 @@ static void print_summary(const run_state *st, const run_options *opts) {
            loom_bytes_format(st->report.entries[i].bytes_saved, saved, sizeof saved),
            st->report.entries[i].detail);
   }
-  int32_t n_stages = st->plan ? loom_plan_stage_count(st->plan) : 0;
+  int32_t n_stages = st->plan && !st->mpi ? loom_plan_stage_count(st->plan) : 0;
+  run_mpi_print(st->mpi);
   for (int32_t i = 0; i < n_stages; i++) {
     loom_stage_info info;
     char lim[32], est[32], got[32];
@@ -744,23 +766,26 @@ int main(int argc, char **argv) {
   run_options opts;
   run_state st = {0};
   int rc = run_parse_args(argc, argv, &opts);
+  if (!rc && opts.mpi && !opts.help && !opts.simulate) rc = run_mpi_begin(&opts, &argc, &argv);
   if (!rc && opts.help) run_print_usage(stdout);
   if (!rc && !opts.help && opts.simulate) {
     rc = run_simulate(&opts);
   } else if (!rc && !opts.help) {
     rc = prepare(&st, &opts);
+    if (opts.mpi) rc = run_mpi_agree(&opts, rc, "before the run");
     if (!rc) rc = execute(&st, &opts);
     if (!rc && opts.stats_json) rc = write_stats_json(&st, opts.stats_json);
     if (!rc && opts.trace) rc = write_trace(&st, opts.trace);
     if (!rc && opts.out_st) rc = write_safetensors(&st, opts.out_st);
     if (!rc && opts.out_dir) rc = write_outputs(&st, opts.out_dir);
-    if (!rc) print_summary(&st, &opts);
+    if (!rc && opts.mpi_rank == 0) print_summary(&st, &opts);
     if (rc && st.wrote_stats) unlink(opts.stats_json);
     if (rc && st.wrote_trace) unlink(opts.trace);
     if (rc && st.wrote_st) unlink(opts.out_st);
     if (rc) remove_created_dirs(&st);
   }
   run_state_free(&st);
+  run_mpi_end(&opts);
   run_options_free(&opts);
   fflush(stdout);
   return rc ? rc : (ferror(stdout) ? EXIT_RUN : 0);
