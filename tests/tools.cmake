@@ -232,6 +232,27 @@ loom_tool_test(loop_kept ARGS ${chunked_knn} --random 1 --limit 4MiB --out-dir @
 loom_tool_test(loop_input_too_big RC 1 ARGS ${chunked_knn} --random 1 --limit 16KiB --out-dir @WORK@/out
   STDERR_REGEX "input 'yt' \\(f32\\[3,2000\\]\\) needs 23\\.44 KiB, the largest limit is 16\\.00 KiB")
 
+# Graphs that return a value and also reduce it, under an eighth of their naive need: the
+# returned value joins the loop as a result written piece by piece beside the reduction's
+# (a layer's activations and their means; a spectrum and its round trip's largest error); two
+# reductions of one input both read it in pieces; a mean over several axes, one of them cut,
+# divides by all the elements it covers.
+loom_tool_test(returned_and_reduced_conv ARGS ${LOOM_EXAMPLES}/conv_small.lir --random 1 --limit 27KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_EXAMPLES}/conv_small.lir --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*reduce_mean 'p' \\(with 1 more sink\\)"
+  STATS_JSON stats.json STAGE_LIMIT 27648 EQUAL out/r.npy=ref/r.npy CLOSE out/p.npy=ref/p.npy)
+loom_tool_test(returned_and_reduced_spectrum ARGS ${LOOM_EXAMPLES}/spectrum.lir --random 1 --limit 164KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_EXAMPLES}/spectrum.lir --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*reduce_max 'maxe' \\(with 1 more sink\\)"
+  STATS_JSON stats.json STAGE_LIMIT 167936 EQUAL out/f.npy=ref/f.npy out/maxe.npy=ref/maxe.npy out/zb.npy=ref/zb.npy)
+loom_tool_test(two_means_of_one_input ARGS ${LOOM_TOOL_DATA}/mean_two_axes.lir --random 1 --limit 64KiB
+  --stats-json @WORK@/stats.json --out-dir @WORK@/out
+  REF_ARGS ${LOOM_TOOL_DATA}/mean_two_axes.lir --random 1 --out-dir @WORK@/ref
+  STDOUT_REGEX "rewrite chunk [^\n]*\\(with 1 more sink\\)[^\n]*along the reduced axis 0"
+  STATS_JSON stats.json STAGE_LIMIT 65536 CLOSE out/m.npy=ref/m.npy out/c.npy=ref/c.npy)
+
 # ---- recovery from out of memory (issue 17) ------------------------------------------------
 # cpu0's node refuses every allocation over 512 KiB from its 10th on (LOOM_TESTING_REFUSE, the
 # fault injection of loom/testing.h), as a crowded device would: with --recover the stage is

@@ -56,7 +56,11 @@ typedef struct region {
   int64_t extent; /* length of that axis */
   int32_t *sinks; /* every sink, in op order: the first sink and those that joined it */
   int32_t n_sinks;
-  int32_t *sink_axis;   /* per op: for a sink, its cut axis (of its results or its input) */
+  int32_t *sink_axis; /* per op: for a sink, its cut axis (of its results or its input) */
+  /* per op: a sink that reduces its input's cut axis (combined across pieces), not one whose
+   * results hold the axis (written in place). Every sink of a reduced region reduces, but a
+   * returned value that the region reads joins either kind of region as one that does not. */
+  bool *reducing;
   int32_t *axis_of;     /* per value: the axis a region value is cut along */
   int32_t *out_axis;    /* per op: the axis its results are cut along (region ops) */
   bool *in_region;      /* per op */
@@ -192,7 +196,7 @@ static int32_t sink_operand_axis(const region *r, int32_t o, int32_t i) {
 
 /* The axis operand i of region op o is read along in a piece. */
 static int32_t operand_axis(const region *r, int32_t o, int32_t i) {
-  if (r->mode == MODE_REDUCED && is_sink(r, o)) return sink_operand_axis(r, o, i);
+  if (is_sink(r, o) && r->reducing[o]) return sink_operand_axis(r, o, i);
   return map_back(r->g, &r->g->ops[o], r->out_axis[o], i);
 }
 
@@ -205,6 +209,7 @@ static void region_free(region *r) {
   loom__free(r->region_uses);
   loom__free(r->sinks);
   loom__free(r->sink_axis);
+  loom__free(r->reducing);
   memset(r, 0, sizeof *r);
 }
 
@@ -281,8 +286,10 @@ static bool join_sink(region *r, int32_t c, int32_t i) {
     if (i != 0 || op->kind == LOOM_OP_TOPK || t->dims[a] != r->extent || !reduced_by(op, a, t->rank))
       return false;
     r->sink_axis[c] = a;
+    r->reducing[c] = true;
     if (join(r, c, a)) return true;
     r->sink_axis[c] = AX_FAIL;
+    r->reducing[c] = false;
     return false;
   }
   const loom_type *ot = &g->values[op->outputs[0]].type;
@@ -324,6 +331,56 @@ static bool join_readers_as_sinks(region *r, int32_t o) {
   return joined;
 }
 
+/* The same for the graph's inputs read in the region along one axis and by ops outside it
+ * (two reductions of one input): each such reader joins as a sink of its own, so the input is
+ * read only in pieces. True when any joined. */
+static bool join_input_readers_as_sinks(region *r) {
+  const loom_graph *g = r->g;
+  bool joined = false;
+  for (int32_t p = 0; p < g->n_params; p++) {
+    int32_t v = g->params[p];
+    if (r->region_uses[v] == 0 || r->region_uses[v] == r->uses[v] || r->axis_of[v] < 0 ||
+        r->axis_of[v] >= AX_WINDOW)
+      continue;
+    for (int32_t c = 0; c < g->n_ops; c++) {
+      if (r->in_region[c]) continue;
+      for (int32_t i = 0; i < g->ops[c].n_inputs; i++)
+        if (g->ops[c].inputs[i] == v && join_sink(r, c, i)) {
+          joined = true;
+          break;
+        }
+    }
+  }
+  return joined;
+}
+
+/* Producer o's results are read in the region along one axis and returned by the graph, and by
+ * nothing else: o joins as a sink whose results are written in place along that axis (the
+ * returned value, written piece by piece, or streamed out), its results read in the pieces by
+ * the region ops after it. How a sum of a value the graph also returns is cut (a layer's
+ * activations and their mean, a spectrum and its round trip's error). */
+static bool join_returned_as_sink(region *r, int32_t o) {
+  const loom_graph *g = r->g;
+  const loom__op *op = &g->ops[o];
+  if (loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE || op->loop) return false;
+  int32_t ax = AX_FAIL;
+  for (int32_t k = 0; k < op->n_outputs; k++) {
+    int32_t v = op->outputs[k], returned = 0;
+    for (int32_t j = 0; j < g->n_outputs; j++) returned += g->outputs[j] == v;
+    if (r->region_uses[v] == 0 || returned == 0 || r->region_uses[v] + returned != r->uses[v]) return false;
+    int32_t a = r->axis_of[v];
+    if (a < 0 || a >= AX_WINDOW || g->values[v].type.dims[a] != r->extent || (ax != AX_FAIL && a != ax))
+      return false;
+    ax = a;
+  }
+  if (ax == AX_FAIL) return false;
+  r->sink_axis[o] = ax;
+  r->reducing[o] = false;
+  if (join(r, o, ax)) return true;
+  r->sink_axis[o] = AX_FAIL;
+  return false;
+}
+
 /* Marks the ops that run after the pieces (they read a sink's result, or a region value from
  * outside the region), and checks that no region op needs such a result: a piece cannot wait
  * for the whole. */
@@ -333,7 +390,9 @@ static bool mark_downstream(region *r) {
     bool waits = false;
     for (int32_t i = 0; i < g->ops[o].n_inputs && !waits; i++) {
       int32_t p = g->values[g->ops[o].inputs[i]].op;
-      waits = p >= 0 && (is_sink(r, p) || r->downstream[p] || (r->in_region[p] && !r->in_region[o]));
+      /* a region op reads a sink's results only where they hold the piece (written in place) */
+      waits = p >= 0 && ((is_sink(r, p) && (r->reducing[p] || !r->in_region[o])) || r->downstream[p] ||
+                         (r->in_region[p] && !r->in_region[o]));
     }
     if (waits && r->in_region[o]) return false;
     r->downstream[o] = waits;
@@ -353,12 +412,13 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
   r->out_axis = loom__malloc(no * sizeof(int32_t));
   r->sink_axis = loom__malloc(no * sizeof(int32_t));
   r->sinks = loom__malloc(no * sizeof(int32_t));
+  r->reducing = loom__calloc(no, sizeof(bool));
   r->in_region = loom__calloc(no, sizeof(bool));
   r->downstream = loom__calloc(no, sizeof(bool));
   r->uses = loom__malloc(nv * sizeof(int32_t));
   r->region_uses = loom__calloc(nv, sizeof(int32_t));
-  if (!r->axis_of || !r->out_axis || !r->sink_axis || !r->sinks || !r->in_region || !r->downstream ||
-      !r->uses || !r->region_uses)
+  if (!r->axis_of || !r->out_axis || !r->sink_axis || !r->sinks || !r->reducing || !r->in_region ||
+      !r->downstream || !r->uses || !r->region_uses)
     return loom__oom("a chunk region");
   for (size_t v = 0; v < nv; v++) r->axis_of[v] = AX_UNSET;
   for (size_t o = 0; o < no; o++) r->out_axis[o] = r->sink_axis[o] = AX_FAIL;
@@ -373,6 +433,7 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
     r->min_piece = LOOM_MAX(g->ops[sink].attrs.k, 1);
   }
   r->sink_axis[sink] = axis;
+  r->reducing[sink] = mode == MODE_REDUCED;
   if (!join(r, sink, axis)) return LOOM_ERR_UNSUPPORTED;
   /* Walk back from the end; a sink that joins may bring in producers already passed, so walk
    * again until nothing changes (without further sinks one walk is enough). */
@@ -385,7 +446,10 @@ static loom_status region_build(region *r, const loom_graph *g, int32_t sink, ch
         join(r, o, ax);
       else if (more_sinks && join_readers_as_sinks(r, o))
         changed = true;
+      else if (more_sinks && join_returned_as_sink(r, o))
+        changed = true;
     }
+    if (more_sinks && join_input_readers_as_sinks(r)) changed = true;
   }
   for (int32_t o = 0; o < g->n_ops; o++)
     if (is_sink(r, o)) r->sinks[r->n_sinks++] = o;
@@ -508,7 +572,7 @@ static loom_status body_op(body_build *bb, int32_t o) {
   if (kind == LOOM_OP_CONV && ax >= 2 && (attrs.set & LOOM_ATTR_PADDING))
     attrs.padding.v[ax - 2] = 0;                                  /* the window holds the padding */
   if (kind == LOOM_OP_SLICE && ax >= 0) attrs.stop.v[ax] = bb->c; /* all of the piece (slice_keeps) */
-  if (r->mode == MODE_REDUCED && is_sink(r, o) && kind == LOOM_OP_REDUCE_MEAN) kind = LOOM_OP_REDUCE_SUM;
+  if (is_sink(r, o) && r->reducing[o] && kind == LOOM_OP_REDUCE_MEAN) kind = LOOM_OP_REDUCE_SUM;
   loom_value outs[2] = {LOOM_VALUE_NONE, LOOM_VALUE_NONE};
   loom_status s = loom_graph_add(bb->body, kind, ins, op->n_inputs, &attrs, NULL, NULL, outs, op->n_outputs);
   for (int32_t k = 0; !s && k < op->n_outputs; k++) bb->local[op->outputs[k]] = outs[k].id;
@@ -530,7 +594,7 @@ static loom_status sink_results(body_build *bb, int32_t o) {
   const loom__op *sink = &r->g->ops[o];
   int32_t axis = r->sink_axis[o];
   loom_value first = {bb->local[sink->outputs[0]]};
-  if (r->mode == MODE_PARALLEL) {
+  if (!r->reducing[o]) {
     loom_status s = LOOM_OK;
     for (int32_t k = 0; !s && k < sink->n_outputs; k++)
       s = body_result(bb, (loom_value){bb->local[sink->outputs[k]]},
@@ -609,7 +673,7 @@ static loom_status build_body(const region *r, int64_t c, body_build *bb) {
 static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t o, const loom_value *outs,
                                int32_t *next) {
   const loom__op *sink = &r->g->ops[o];
-  if (r->mode == MODE_PARALLEL || sink->kind == LOOM_OP_TOPK) {
+  if (!r->reducing[o] || sink->kind == LOOM_OP_TOPK) {
     for (int32_t k = 0; k < sink->n_outputs; k++) loom__rebuild_set(rb, sink->outputs[k], outs[(*next)++]);
     return rb->dst->error;
   }
@@ -620,8 +684,13 @@ static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t o, co
   }
   loom_value v = outs[(*next)++];
   if (sink->kind == LOOM_OP_REDUCE_MEAN) {
+    /* the pieces' sums over every reduced axis, summed: divided by all those elements */
+    const loom_type *in = &r->g->values[sink->inputs[0]].type;
+    double count = 1;
+    for (int32_t d = 0; d < in->rank; d++)
+      if (loom__axes_contain(&sink->attrs, d, in->rank)) count *= (double)in->dims[d];
     loom_dtype dt = r->g->values[sink->outputs[0]].type.dtype;
-    v = loom_binary(rb->dst, LOOM_OP_MUL, v, loom_scalar_f64(rb->dst, dt, 1.0 / (double)r->extent));
+    v = loom_binary(rb->dst, LOOM_OP_MUL, v, loom_scalar_f64(rb->dst, dt, 1.0 / count));
   }
   loom__rebuild_set(rb, sink->outputs[0], v);
   return rb->dst->error;
