@@ -28,15 +28,19 @@ extern "C" {
 #endif
 
 typedef struct loom_share_options {
-  /* The devices: "auto" (every device of the context a backend of this build runs, cpu0 first)
-   * or a list of ids ("cpu0,ocl0,ocl1"); NULL: "auto". */
+  /* The devices: "auto" (cpu0 first, then every other device of the context a backend of this
+   * build runs, except OpenCL devices of kind CPU such as PoCL's, which would only share cpu0's
+   * cores) or a list of ids ("cpu0,ocl0,ocl1": any device, PoCL's included); NULL: "auto". */
   const char *devices;
   /* How a loop's ranges go to the devices (default LOOM_SCHED_DMDA):
    *   FIXED: no sharing: loom_plan_run_with_options on the plan as it is (its stages' runners).
    *   EAGER: the first free device takes the next range.
-   *   DMDA:  a free device takes the next range only where it would finish it first among the
-   *          devices, each device's time per piece taken from its model (loom-bench calibrate)
-   *          where there is one, then from the ranges it ran (its first range is timed). */
+   *   DMDA:  a free device takes the next range only where the loop ends sooner with it than
+   *          with the other devices running every piece left (StarPU's dmda, earliest
+   *          expected finish, for the pieces of one loop): each device's time per piece from
+   *          its model (loom-bench calibrate) where there is one, then from the ranges it ran
+   *          (a device of unknown speed first runs a single piece). So every device helps while
+   *          there is work, and a slow one leaves the last ranges to faster ones. */
   loom_sched_policy policy;
   /* Per-device limits: a device one of these runners names runs under that runner's limit
    * (the smallest where it is named twice); any other under its memory size. NULL: none. */
@@ -79,11 +83,11 @@ typedef struct loom_share_stats {
 LOOM_API void loom_share_stats_deinit(loom_share_stats *stats);
 
 /* The runners of a device list: `devices` as loom_share_options.devices ("auto" or ids, NULL:
- * "auto"), each at the limit `limits` gives it (as loom_share_options.limits) or else its
- * memory size; a device no backend of this build runs is left out of "auto" and refused in a
- * list. The caller frees *out_runners with free(). Errors: NOT_FOUND (a device the context
- * lacks, naming it and the ids it has), UNSUPPORTED (a device no backend runs), INVALID_ARGUMENT
- * (an empty list, a device named twice), OUT_OF_MEMORY. */
+ * "auto"; "auto" is cpu0 alone where the only other devices are OpenCL CPU devices), each at the limit
+ * `limits` gives it (as loom_share_options.limits) or else its memory size; a device no backend of this build
+ * runs is left out of "auto" and refused in a list. The caller frees *out_runners with free(). Errors:
+ * NOT_FOUND (a device the context lacks, naming it and the ids it has), UNSUPPORTED (a device no backend
+ * runs), INVALID_ARGUMENT (an empty list, a device named twice), OUT_OF_MEMORY. */
 LOOM_API loom_status loom_share_runners(loom_context *ctx, const char *devices, const loom_runner *limits,
                                         int32_t n_limits, loom_runner **out_runners, int32_t *out_count);
 
@@ -91,7 +95,7 @@ LOOM_API loom_status loom_share_runners(loom_context *ctx, const char *devices, 
  * with one runner as loom_graph_optimize_for_runners. With several, the graph is chunked
  * before it is fused (opts->fused_runs ignored: fusing first makes one fused op over the whole
  * space, which no device can share) to a limit that cuts it into loops of pieces enough for
- * every device: the estimated peak of the graph unchunked divided by 4 x the runners, never
+ * every device: the estimated peak of the graph unchunked divided by 16 x the runners, never
  * above the smallest runner's limit; where that fails or makes no loop, it is rewritten as
  * loom_graph_optimize_for_runners does (`note`, may be NULL, says why; else ""). The caller
  * owns *out_graph. Errors: as loom_graph_optimize. */

@@ -10,10 +10,11 @@
  * manager, the OpenCL program caches on disk) is locked where it is kept.
  *
  * The policies decide under one mutex, when a worker is free: eager takes the next range;
- * dmda takes it only where this device would finish it first among the devices, going by each
- * device's seconds per piece (its model where loom-bench calibrate made one, else unknown,
- * and after each range the range's own time) and when each busy device expects to be done.
- * A worker whose device would finish later waits for the next change (a range taken or done).
+ * dmda takes it only where the loop would end sooner with this device running it than with the
+ * others running all that is left (dmda_takes), going by each device's seconds per piece (its
+ * model where loom-bench calibrate made one, then its own ranges' times) and when each busy
+ * device expects to be done. A worker that leaves a range to the others waits for the next
+ * change (a range taken or done) and looks again.
  * A worker that fails marks the loop failed: the others take no more ranges, finish the one
  * they run, and are joined; the first error is the loop's, with its stage, pieces and device.
  */
@@ -36,6 +37,12 @@
 /* A free worker whose device would finish later waits at most this long before it looks again
  * (a change wakes it sooner). */
 #define DMDA_WAIT_SECONDS 0.05
+/* A range's measured time per piece moves the device's rate this far from the one before (the
+ * first sets it): one range, slowed by a neighbour's load, does not decide the rest. */
+#define RATE_WEIGHT 0.5
+/* Sharing chunks a graph to its unchunked peak over this many times the devices: pieces
+ * enough that each device gets several ranges of several pieces. */
+#define PIECES_PER_DEVICE 16
 
 void loom_share_options_init(loom_share_options *opts) {
   if (!opts) return;
@@ -80,14 +87,19 @@ static loom_status add_runner(loom_context *ctx, const char *id, const loom_runn
   return LOOM_OK;
 }
 
-/* "auto": cpu0 first, then every other device a backend of this build runs. */
+/* "auto": cpu0 first, then every other device a backend of this build runs, except OpenCL
+ * devices of kind CPU (PoCL's): they compute on the host's cores, which cpu0 already keeps
+ * busy, so beside it they only take cores from it (on 2 cores cpu0 with PoCL's two devices ran
+ * kNN 1.5x slower than cpu0 alone). A list that names them runs them all the same. */
 static loom_status auto_runners(loom_context *ctx, const loom_runner *limits, int32_t n_limits,
                                 loom_runner *list, int32_t *n) {
   loom_status s = add_runner(ctx, "cpu0", limits, n_limits, list, n);
   for (int32_t i = 0; !s && i < loom_context_device_count(ctx); i++) {
     loom_device_info info;
     const loom__exec_device *dev;
-    if (loom_context_device_info(ctx, i, &info) || strcasecmp(info.id, "cpu0") == 0) continue;
+    if (loom_context_device_info(ctx, i, &info) || strcasecmp(info.id, "cpu0") == 0 ||
+        info.kind == LOOM_DEVICE_CPU)
+      continue;
     if (loom__context_exec_device(ctx, info.id, &dev) == LOOM_OK)
       s = add_runner(ctx, info.id, limits, n_limits, list, n);
   }
@@ -208,8 +220,15 @@ loom_status loom_graph_optimize_for_sharing(const loom_graph *graph, const loom_
     for (int32_t i = 0; i < n_runners; i++) smallest = LOOM_MIN(smallest, runners[i].limit);
     loom_rewrite_report mine = {0};
     loom_status s = unchunked_peak(graph, opts, &peak);
-    int64_t limit = LOOM_MIN(smallest, peak / (4 * (int64_t)n_runners));
-    if (!s) s = chunked_for_sharing(graph, runners, n_runners, opts, LOOM_MAX(limit, 1), out_graph, &mine);
+    /* Fewer, larger pieces where the smallest do not fit (what a piece holds beside its slice,
+     * an operand read whole, may pass the limit of the finest cut). */
+    for (int64_t div = PIECES_PER_DEVICE * (int64_t)n_runners; !s; div /= 4) {
+      int64_t limit = LOOM_MAX(LOOM_MIN(smallest, peak / div), 1);
+      loom_rewrite_report_deinit(&mine);
+      s = chunked_for_sharing(graph, runners, n_runners, opts, limit, out_graph, &mine);
+      if (!s || div < 4 || limit == smallest) break;
+      s = LOOM_OK;
+    }
     if (!s) {
       if (report) {
         loom_rewrite_report_deinit(report);
@@ -240,7 +259,8 @@ typedef struct worker {
   const loom__exec_device *dev;
   loom_runner runner;
   loom_share_device_stats *stats;
-  double rate;       /* seconds per piece: model or last range; 0 unknown */
+  double rate;       /* seconds per piece: model, then measured; 0 unknown */
+  bool measured;     /* rate comes from its own ranges */
   bool eligible;     /* its limit holds a range */
   bool busy, done;   /* running a range; gone */
   double busy_until; /* when its range is expected done (rate known) */
@@ -252,10 +272,12 @@ struct shared_loop {
   const loom_graph *sg; /* the stage's graph: the loop alone */
   int32_t op, stage;
   loom_sched_policy policy;
-  const loom_tensor *ins; /* the loop's operands, in operand order */
-  int64_t trips, chunk;   /* pieces; pieces per range */
-  int32_t n_ranges, next, n_out;
-  loom_tensor *results; /* n_ranges x n_out */
+  const loom_tensor *ins;  /* the loop's operands, in operand order */
+  int64_t trips, chunk;    /* pieces; pieces per range */
+  int64_t next;            /* the first piece no range has taken */
+  int32_t n_ranges, n_out; /* ranges taken so far */
+  loom__partial *parts;    /* per range taken: its pieces and results (up to trips of them) */
+  loom_tensor *results;    /* trips x n_out: range r's at r * n_out */
   worker *workers;
   int32_t n_workers;
   pthread_mutex_t mu;
@@ -266,38 +288,52 @@ struct shared_loop {
   double t0;
 };
 
-static void range_of(const shared_loop *L, int32_t c, int64_t *first, int64_t *last) {
-  *first = (int64_t)c * L->chunk;
-  *last = LOOM_MIN(*first + L->chunk, L->trips);
+/* The pieces w's next range would take: a range, or a single piece where dmda does not know
+ * w's speed yet (that piece is how it learns it, without a whole range on a device that may
+ * prove slow, or slow to start: a first run builds its programs). */
+static int64_t range_pieces(const shared_loop *L, const worker *w) {
+  int64_t n = L->policy == LOOM_SCHED_DMDA && w->rate <= 0 ? 1 : L->chunk;
+  return LOOM_MIN(n, L->trips - L->next);
 }
 
-/* dmda: whether w, free now, would finish range `next` first among the devices (one of
- * unknown speed takes it: that is how its speed becomes known). */
+/* dmda: whether w, free now, should take the next range: whether the loop ends sooner with w
+ * running it than with the other devices running every piece left. The others are taken as
+ * one pool that works at the sum of their speeds from when each is free; a device of unknown
+ * speed counts for nothing there, and takes a range itself (a single piece: that is how its
+ * speed becomes known). So every device helps while there is work enough, however slow, and
+ * at the end a slow device leaves the last ranges to a faster one rather than be waited for. */
 static bool dmda_takes(const shared_loop *L, const worker *w, double now) {
   if (w->rate <= 0) return true;
-  int64_t first, last;
-  range_of(L, L->next, &first, &last);
-  double pieces = (double)(last - first), mine = now + w->rate * pieces;
+  double pieces = (double)range_pieces(L, w), left = (double)(L->trips - L->next);
+  double speed = 0, start = 0; /* pieces per second of the others; sum of free time x speed */
   for (int32_t i = 0; i < L->n_workers; i++) {
     const worker *e = &L->workers[i];
     if (e == w || !e->eligible || e->done || e->rate <= 0) continue;
     double free_at = e->busy ? fmax(now, e->busy_until) : now;
-    if (free_at + e->rate * pieces < mine - 0.02 * w->rate * pieces) return false;
+    speed += 1 / e->rate;
+    start += free_at / e->rate;
   }
-  return true;
+  if (speed == 0) return true;
+  double without = (left + start) / speed,
+         with = fmax(now + w->rate * pieces, (left - pieces + start) / speed);
+  return with <= without;
 }
 
-/* Under L->mu: the next range for w, or -1 when there is none left (or the loop failed). */
+/* Under L->mu: the next range for w (its index), or -1 when no piece is left (or the loop
+ * failed). */
 static int32_t claim(shared_loop *L, worker *w) {
   for (;;) {
-    if (L->failed || L->next >= L->n_ranges) return -1;
+    if (L->failed || L->next >= L->trips) return -1;
     double now = loom__now();
     if (L->policy != LOOM_SCHED_DMDA || dmda_takes(L, w, now)) {
-      int32_t c = L->next++;
-      int64_t first, last;
-      range_of(L, c, &first, &last);
+      int32_t c = L->n_ranges++;
+      int64_t pieces = range_pieces(L, w);
+      L->parts[c].first = L->next;
+      L->parts[c].last = L->next + pieces;
+      L->parts[c].results = &L->results[(size_t)c * (size_t)L->n_out];
+      L->next += pieces;
       w->busy = true;
-      w->busy_until = now + w->rate * (double)(last - first);
+      w->busy_until = now + w->rate * (double)pieces;
       pthread_cond_broadcast(&L->cv);
       return c;
     }
@@ -312,10 +348,8 @@ static int32_t claim(shared_loop *L, worker *w) {
 
 /* Runs range c on w's device into its slot of L->results. */
 static loom_status run_range(shared_loop *L, worker *w, int32_t c, int64_t *peak) {
-  int64_t first, last;
-  range_of(L, c, &first, &last);
   loom_graph *rg = NULL;
-  loom_status s = loom__loop_range_graph(L->sg, L->op, first, last, &rg);
+  loom_status s = loom__loop_range_graph(L->sg, L->op, L->parts[c].first, L->parts[c].last, &rg);
   if (s) return s;
   loom__meter meter = {0};
   meter.limit = w->runner.limit;
@@ -337,8 +371,7 @@ static void *worker_main(void *arg) {
     int32_t c = claim(L, w);
     if (c < 0) break;
     pthread_mutex_unlock(&L->mu);
-    int64_t first, last, peak = 0;
-    range_of(L, c, &first, &last);
+    int64_t first = L->parts[c].first, last = L->parts[c].last, peak = 0;
     double t0 = loom__now();
     loom_status s = run_range(L, w, c, &peak);
     double took = loom__now() - t0;
@@ -352,7 +385,10 @@ static void *worker_main(void *arg) {
     w->stats->busy_seconds += took;
     w->stats->peak_bytes = LOOM_MAX(w->stats->peak_bytes, peak);
     if (!s) {
-      w->rate = took / (double)(last - first); /* the latest range: a first one pays for compiling */
+      double rate = took / (double)(last - first);
+      /* a first range pays for building programs: the ranges after it weigh in */
+      w->rate = w->measured ? RATE_WEIGHT * rate + (1 - RATE_WEIGHT) * w->rate : rate;
+      w->measured = true;
       w->stats->seconds_per_piece = w->rate;
       w->stats->pieces += last - first;
       w->stats->ranges++;
@@ -461,15 +497,10 @@ static loom_status combine_stage(shared_loop *L, loom_tensor *outs) {
   const loom__op *op = &L->sg->ops[L->op];
   loom_tensor louts[LOOM_LOOP_MAX_RESULTS];
   memset(louts, 0, sizeof louts);
-  loom__partial *parts = loom__malloc(sizeof *parts * (size_t)L->n_ranges);
-  loom_status s = parts ? LOOM_OK : loom__oom("the ranges' results");
-  for (int32_t c = 0; !s && c < L->n_ranges; c++) {
-    range_of(L, c, &parts[c].first, &parts[c].last);
-    parts[c].results = &L->results[(size_t)c * (size_t)L->n_out];
-  }
+  loom_status s = LOOM_OK;
   for (int32_t j = 0; !s && j < L->n_out; j++)
     s = loom__tensor_init_unzeroed(&louts[j], &L->sg->values[op->outputs[j]].type);
-  if (!s) s = loom__combine_partials(L->sg, L->op, parts, L->n_ranges, louts);
+  if (!s) s = loom__combine_partials(L->sg, L->op, L->parts, L->n_ranges, louts);
   bool taken[LOOM_LOOP_MAX_RESULTS] = {false};
   for (int32_t k = 0; !s && k < L->sg->n_outputs; k++) {
     int32_t j = 0;
@@ -491,7 +522,6 @@ static loom_status combine_stage(shared_loop *L, loom_tensor *outs) {
     }
   }
   for (int32_t j = 0; j < L->n_out; j++) loom_tensor_deinit(&louts[j]);
-  loom__free(parts);
   return s;
 }
 
@@ -525,15 +555,16 @@ static loom_status share_loop(loom_context *ctx, const loom_graph *sg, int32_t o
   int64_t want = (int64_t)opts->ranges_per_device * n_workers;
   L.chunk = (L.trips + want - 1) / want;
   if (L.chunk < 1) L.chunk = 1;
-  L.n_ranges = (int32_t)((L.trips + L.chunk - 1) / L.chunk);
   loom_tensor *operands = loom__calloc((size_t)LOOM_MAX(o->n_inputs, 1), sizeof *operands);
-  L.results = loom__calloc((size_t)L.n_ranges * (size_t)L.n_out, sizeof *L.results);
-  loom_status s = operands && L.results ? LOOM_OK : loom__oom("a shared loop's ranges");
+  L.results = loom__calloc((size_t)L.trips * (size_t)L.n_out, sizeof *L.results);
+  L.parts = loom__calloc((size_t)L.trips, sizeof *L.parts);
+  loom_status s = operands && L.results && L.parts ? LOOM_OK : loom__oom("a shared loop's ranges");
   for (int32_t i = 0; !s && i < o->n_inputs; i++) operands[i] = ins[sg->values[o->inputs[i]].result];
   L.ins = operands;
   for (int32_t i = 0; i < n_workers; i++) {
     workers[i].L = &L;
-    workers[i].busy = workers[i].done = workers[i].started = false;
+    workers[i].busy = workers[i].done = workers[i].started = workers[i].measured = false;
+    workers[i].rate = 0;
   }
   if (!s) s = choose_devices(&L);
   if (!s && L.policy == LOOM_SCHED_DMDA) model_rates(ctx, &L);
@@ -555,6 +586,7 @@ static loom_status share_loop(loom_context *ctx, const loom_graph *sg, int32_t o
   for (size_t k = 0; L.results && k < (size_t)L.n_ranges * (size_t)L.n_out; k++)
     loom_tensor_deinit(&L.results[k]);
   loom__free(L.results);
+  loom__free(L.parts);
   loom__free(operands);
   return s;
 }
@@ -721,7 +753,14 @@ static loom_status workers_init(share_run *r, const loom_runner *runners, int32_
   return LOOM_OK;
 }
 
+/* Ends the run's figures, and trims the pools of the devices' nodes and the host's: what the
+ * run cached there does not outlive it (as loom_plan_run's does not), whichever worker gave it
+ * back last. */
 static void workers_finish(share_run *r) {
+  const loom__exec_device *cpu = NULL;
+  for (int32_t i = 0; i < r->n_workers; i++)
+    if (r->workers[i].dev) loom_mem_trim(r->workers[i].dev->memory, r->workers[i].dev->node);
+  if (loom__context_exec_device(r->ctx, "cpu0", &cpu) == LOOM_OK) loom_mem_trim(cpu->memory, cpu->node);
   for (int32_t i = 0; i < r->n_workers; i++) {
     loom_share_device_stats *ds = &r->stats->devices[i];
     loom_mem_node_stats ms;
