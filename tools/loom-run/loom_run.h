@@ -40,6 +40,9 @@ typedef struct run_options {
   bool recover;           /* --recover */
   const char *simulate;   /* --simulate PLATFORM.json, or NULL */
   const char *policy;     /* --policy dmda|eager|fixed, or NULL (dmda) */
+  /* --devices auto|LIST for a real run (--policy without --simulate implies "auto"), or NULL:
+   * the plan runs stage after stage on its runners, as before */
+  const char *devices;
   bool help;
 } run_options;
 
@@ -61,6 +64,18 @@ int run_fail_loom(const char *context);
 /* --simulate: plans the graph for the platform's devices and schedules it there, printing
  * the makespan, each device's busy time and the lower bounds. Returns 0 or an exit code. */
 int run_simulate(const run_options *opts);
+
+/* --devices: the runners of the devices opts->devices names (loom_share_runners), each at its
+ * memory, or at the limit --runners gives it (`given`), or at --limit for all; lowered to
+ * LOOM_MEM_LIMIT. The caller frees *out. Returns 0 or an exit code (a device this machine
+ * lacks is a usage error). */
+int run_share_runners(loom_context *ctx, const run_options *opts, const loom_runner *given, int32_t n_given,
+                      loom_runner **out, int32_t *n);
+/* The run report's per-device lines: busy seconds, pieces, ranges, stages, limit, peak, bytes. */
+void run_share_print(FILE *f, const loom_share_stats *st);
+struct loom__json;
+/* --stats-json "devices": one object per device of a shared run. */
+void run_share_write_json(struct loom__json *j, const loom_share_stats *st);
 
 /* Prints the first `rows` rows (along axis 0) of t, indented, one per line. */
 void run_print_rows(FILE *f, const loom_tensor *t, int64_t rows);
