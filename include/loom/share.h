@@ -113,7 +113,7 @@ LOOM_API loom_status loom_graph_optimize_for_sharing(const loom_graph *graph, co
  * run's trace (loom_mem_trace_enable) gets a "range" span per range on its device's lane (the
  * device's memory node) beside the stages', so the devices' overlap shows. A failure on one
  * device stops the others taking ranges; every worker is joined and everything freed before
- * the error returns, naming the stage, the range of pieces and the device ("stage 1 (loop of
+ * the error returns, naming the stage, the range of pieces and the device ("stage 1 (a loop of
  * 40 pieces): pieces [8, 12) on ocl1: ..."). Errors: INVALID_ARGUMENT (NULL arguments, counts
  * or types that do not match the graph, ranges_per_device outside 1..64), NOT_FOUND and
  * UNSUPPORTED (devices, as loom_share_runners), OUT_OF_MEMORY (a loop whose range fits no
