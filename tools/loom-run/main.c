@@ -570,6 +570,10 @@ static int execute(run_state *st, const run_options *opts) {
   loom_mem_manager *memory = NULL;
   if (loom_context_memory(st->ctx, &memory)) return run_fail_loom(NULL);
   if (opts->trace && loom_mem_trace_enable(memory, true)) return run_fail_loom("--trace");
+  if (opts->recover && opts->devices && !(opts->policy && strcmp(opts->policy, "fixed") == 0))
+    fprintf(stderr,
+            "loom-run: note: --recover re-plans stages of --policy fixed only: a shared loop's ranges "
+            "are not recovered\n");
   if (opts->recover && !st->plan)
     fprintf(stderr,
             "loom-run: note: --recover needs runners (--runners, --limit or LOOM_MEM_LIMIT): none here\n");
