@@ -515,6 +515,12 @@ if(LOOM_HAVE_OPENCL)
       STDOUT_REGEX "ran on ocl0,ocl1 .*, 1 loops shared\n.*in [0-9]+ pieces of [0-9]+ \\(one loop\\).*device ocl0 .*device ocl1 "
       KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 2 TRACE trace.json)
   endforeach()
+  # --policy fixed: the plan's stages on their runners, one after another, nothing shared
+  loom_tool_test(devices_ocl_fixed ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
+    ARGS ${knn_small} --random 1 --devices ocl0,ocl1 --policy fixed --out-dir @WORK@/out
+    --stats-json @WORK@/stats.json
+    STDOUT_REGEX "ran on ocl0,ocl1 \\(ocl0,ocl1, policy fixed\\) .* 0 loops shared\n.*device ocl0 .* 0 pieces in +0 ranges +1 stages"
+    KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 2 PIECES 0)
   # --limit is every device's limit: the pieces fit it
   loom_tool_test(devices_ocl_limit ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
     ARGS ${knn_small} --random 1 --devices cpu0,ocl0,ocl1 --limit 4MiB --out-dir @WORK@/out
