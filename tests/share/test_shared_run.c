@@ -5,6 +5,8 @@
  * piece is run once; a device refusing memory fails the run naming the stage, the pieces and
  * the device, with nothing left allocated; a device whose limit holds no range never gets one;
  * and every host allocation failing in turn through a shared run. */
+#define _XOPEN_SOURCE 700 /* nftw, mkdtemp, setenv */
+#include <ftw.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +270,66 @@ TEST(shared_devices_refused) {
   ASSERT_STREQ(runners[0].device, "cpu0");
   free(runners);
   loom_context_destroy(ctx);
+}
+
+/* Writes a model for device `id` in which every class costs seconds_per_unit `rate`. */
+static bool save_model(loom_context *ctx, const char *id, double rate) {
+  int32_t index = -1;
+  loom_device_info info;
+  if (loom_context_find_device(ctx, id, &index) || loom_context_device_info(ctx, index, &info)) return false;
+  loom_sched_model m;
+  memset(&m, 0, sizeof m);
+  for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) {
+    m.cls[c].known = true;
+    m.cls[c].latency = 1e-6;
+    m.cls[c].seconds_per_unit = rate;
+  }
+  m.host_latency = 1e-6;
+  m.host_bandwidth = 1e10;
+  return loom_sched_model_save(&m, info.name, loom_sched_device_driver(&info)) == LOOM_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* With models (loom-bench calibrate's files) that make ocl0 a million times slower than cpu0,
+ * dmda never gives ocl0 a range: cpu0 alone would end the loop before ocl0 ended one. */
+TEST(shared_dmda_follows_the_models) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  if (!f.opencl) {
+    fixture_deinit(&f);
+    return loom_test_skip("no ocl0");
+  }
+  char dir[] = "/tmp/loom-share-models-XXXXXX";
+  const char *was = getenv("LOOM_CACHE_DIR");
+  char *saved = was ? strdup(was) : NULL;
+  ASSERT_TRUE(mkdtemp(dir) != NULL);
+  setenv("LOOM_CACHE_DIR", dir, 1);
+  bool made = save_model(f.ctx, "cpu0", 1e-12) && save_model(f.ctx, "ocl0", 1e-6);
+  loom_tensor out[2];
+  memset(out, 0, sizeof out);
+  loom_share_stats st;
+  memset(&st, 0, sizeof st);
+  loom_status s = made ? run_shared(&f, "cpu0,ocl0", LOOM_SCHED_DMDA, 0, out, &st) : LOOM_ERR_IO;
+  if (saved)
+    setenv("LOOM_CACHE_DIR", saved, 1);
+  else
+    unsetenv("LOOM_CACHE_DIR");
+  free(saved);
+  nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+  ASSERT_TRUE(made);
+  ASSERT_OK(s);
+  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+  ASSERT_EQ(st.devices[1].pieces, 0);
+  ASSERT_TRUE(st.devices[0].pieces > 0);
+  ASSERT_EQ(st.n_shared, 1);
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom_share_stats_deinit(&st);
+  fixture_deinit(&f);
 }
 
 TEST(shared_allocation_failures_sweep) {
