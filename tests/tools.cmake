@@ -515,6 +515,12 @@ if(LOOM_HAVE_OPENCL)
       STDOUT_REGEX "ran on ocl0,ocl1 .*, 1 loops shared\n.*in [0-9]+ pieces of [0-9]+ \\(one loop\\).*device ocl0 .*device ocl1 "
       KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 2 TRACE trace.json)
   endforeach()
+  # kernel_mv: the loop's stage makes two of its operands (the scalar 0.5, a reshape of the
+  # norms), made on the host for the ranges; the sum over the loop's pieces within tolerance
+  loom_tool_test(devices_ocl_kernel_mv ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
+    ARGS ${LOOM_EXAMPLES}/kernel_mv.lir --random 1 --devices cpu0,ocl0,ocl1 --policy eager --out-dir @WORK@/out
+    REF_ARGS ${LOOM_EXAMPLES}/kernel_mv.lir --random 1 --out-dir @WORK@/ref
+    STDOUT_REGEX ", 1 loops shared\n" CLOSE out/out.npy=ref/out.npy)
   # --policy fixed: the plan's stages on their runners, one after another, nothing shared
   loom_tool_test(devices_ocl_fixed ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
     ARGS ${knn_small} --random 1 --devices ocl0,ocl1 --policy fixed --out-dir @WORK@/out

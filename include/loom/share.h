@@ -1,7 +1,9 @@
 /* Running one plan on several devices at once: the pieces of each top-level loop shared among
  * them, placed by a policy (docs/sched.md, "The shared runner").
  *
- * The plan's graph is cut around its top-level loops. A stage without a loop runs as
+ * The plan's graph is cut around its top-level loops (constants, fills and views of a stage's
+ * inputs placed beside a loop are made once on the host for its ranges). A stage without a loop
+ * runs as
  * loom_plan_run runs a stage, on the first device of the list, under that device's limit. A
  * loop's pieces are grouped into ranges, and every device has a worker (a host thread feeding
  * the device's in-order queue) that takes ranges as the policy says and runs each as a graph of

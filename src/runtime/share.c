@@ -28,6 +28,7 @@
 
 #include "hmm/hmm.h"
 #include "ir/loop_range.h"
+#include "ir/rebuild.h"
 #include "loom/share.h"
 #include "runtime/combine.h"
 #include "runtime/context.h"
@@ -525,14 +526,67 @@ static loom_status combine_stage(shared_loop *L, loom_tensor *outs) {
   return s;
 }
 
-/* Whether stage graph sg is one loop of its parameters (what the cut around loops makes);
- * *op is that loop. */
+/* A loop's operand that its stage makes rather than reads: a constant, fill or iota, or a view
+ * of a parameter (a reshape), which the split places beside the loop (kernel_mv's scalar 0.5
+ * and its norms' reshape). They are made on the host for the ranges, at most this many bytes
+ * each; a larger one would be copied whole to every device: that loop is not shared. */
+#define MADE_OPERAND_MAX_BYTES (16 << 20)
+
+static bool is_view(loom_op kind) {
+  return kind == LOOM_OP_RESHAPE || kind == LOOM_OP_TRANSPOSE || kind == LOOM_OP_BROADCAST ||
+         kind == LOOM_OP_SLICE;
+}
+
+/* Whether stage graph sg is one loop (what the cut around loops makes) beside sources and views
+ * only, whose operands are sg's parameters or made by those (MADE_OPERAND_MAX_BYTES); *op is
+ * that loop. */
 static bool lone_loop(const loom_graph *sg, int32_t *op) {
-  if (!sg || sg->n_ops != 1 || !sg->ops[0].loop) return false;
-  for (int32_t i = 0; i < sg->ops[0].n_inputs; i++)
-    if (sg->values[sg->ops[0].inputs[i]].op >= 0) return false;
-  *op = 0;
+  int32_t loop = -1;
+  for (int32_t i = 0; sg && i < sg->n_ops; i++) {
+    if (sg->ops[i].loop && loop >= 0) return false;
+    if (sg->ops[i].loop)
+      loop = i;
+    else if (loom__op_info_of(sg->ops[i].kind)->cls != LOOM_CLASS_SOURCE && !is_view(sg->ops[i].kind))
+      return false;
+  }
+  if (loop < 0) return false;
+  for (int32_t i = 0; i < sg->ops[loop].n_inputs; i++) {
+    const loom__value *v = &sg->values[sg->ops[loop].inputs[i]];
+    int64_t bytes = 0;
+    loom_type_bytes(&v->type, &bytes);
+    if (v->op >= 0 && bytes > MADE_OPERAND_MAX_BYTES) return false;
+  }
+  *op = loop;
   return true;
+}
+
+/* The loop's operands that sg makes (made[i] for operand i; the others untouched): sg without
+ * its loop, returning them, run on cpu0 from sg's parameters `ins`. */
+static loom_status make_operands(loom_context *ctx, const loom_graph *sg, int32_t loop,
+                                 const loom_tensor *ins, loom_tensor *made) {
+  const loom__op *o = &sg->ops[loop];
+  loom_value want[64];
+  int32_t which[64], n = 0;
+  for (int32_t i = 0; i < o->n_inputs; i++)
+    if (sg->values[o->inputs[i]].op >= 0) {
+      if (n == LOOM_ARRAY_SIZE(want))
+        return loom__error(LOOM_ERR_UNSUPPORTED, "a shared loop with over 64 operands its stage makes");
+      which[n++] = i;
+    }
+  if (n == 0) return LOOM_OK;
+  loom__rebuild rb;
+  memset(&rb, 0, sizeof rb);
+  loom_status s = loom__rebuild_init(&rb, sg);
+  for (int32_t i = 0; !s && i < sg->n_ops; i++)
+    if (i != loop) s = loom__rebuild_copy(&rb, i);
+  for (int32_t k = 0; !s && k < n; k++) want[k] = loom__rebuild_get(&rb, o->inputs[which[k]]);
+  if (!s) s = loom_graph_return(rb.dst, want, n);
+  loom_tensor outs[64];
+  if (!s) s = loom_graph_run_on_device(ctx, "cpu0", rb.dst, ins, sg->n_params, outs, n, NULL);
+  for (int32_t k = 0; !s && k < n; k++) made[which[k]] = outs[k];
+  loom__rebuild_deinit(&rb);
+  if (s) loom__error_prefix("the operands a shared loop's stage makes: ");
+  return s;
 }
 
 /* Runs loop stage `stage` (graph sg: one loop) shared among the devices. ins: sg's
@@ -555,11 +609,16 @@ static loom_status share_loop(loom_context *ctx, const loom_graph *sg, int32_t o
   int64_t want = (int64_t)opts->ranges_per_device * n_workers;
   L.chunk = (L.trips + want - 1) / want;
   if (L.chunk < 1) L.chunk = 1;
-  loom_tensor *operands = loom__calloc((size_t)LOOM_MAX(o->n_inputs, 1), sizeof *operands);
+  loom_tensor *operands = loom__calloc((size_t)LOOM_MAX(o->n_inputs, 1) * 2, sizeof *operands);
+  loom_tensor *made = operands ? operands + LOOM_MAX(o->n_inputs, 1) : NULL; /* the sources' */
   L.results = loom__calloc((size_t)L.trips * (size_t)L.n_out, sizeof *L.results);
   L.parts = loom__calloc((size_t)L.trips, sizeof *L.parts);
   loom_status s = operands && L.results && L.parts ? LOOM_OK : loom__oom("a shared loop's ranges");
-  for (int32_t i = 0; !s && i < o->n_inputs; i++) operands[i] = ins[sg->values[o->inputs[i]].result];
+  if (!s) s = make_operands(ctx, sg, op, ins, made);
+  for (int32_t i = 0; !s && i < o->n_inputs; i++) {
+    const loom__value *v = &sg->values[o->inputs[i]];
+    operands[i] = v->op >= 0 ? made[i] : ins[v->result];
+  }
   L.ins = operands;
   for (int32_t i = 0; i < n_workers; i++) {
     workers[i].L = &L;
@@ -587,6 +646,7 @@ static loom_status share_loop(loom_context *ctx, const loom_graph *sg, int32_t o
     loom_tensor_deinit(&L.results[k]);
   loom__free(L.results);
   loom__free(L.parts);
+  for (int32_t i = 0; operands && i < o->n_inputs; i++) loom_tensor_deinit(&made[i]);
   loom__free(operands);
   return s;
 }
