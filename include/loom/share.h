@@ -97,7 +97,7 @@ LOOM_API loom_status loom_share_runners(loom_context *ctx, const char *devices, 
  * with one runner as loom_graph_optimize_for_runners. With several, the graph is chunked
  * before it is fused (opts->fused_runs ignored: fusing first makes one fused op over the whole
  * space, which no device can share) to a limit that cuts it into loops of pieces enough for
- * every device: the estimated peak of the graph unchunked divided by 16 x the runners, never
+ * every device: the estimated peak of the graph unchunked divided by 8 x the runners, never
  * above the smallest runner's limit; where that fails or makes no loop, it is rewritten as
  * loom_graph_optimize_for_runners does (`note`, may be NULL, says why; else ""). The caller
  * owns *out_graph. Errors: as loom_graph_optimize. */

@@ -43,7 +43,7 @@
 #define RATE_WEIGHT 0.5
 /* Sharing chunks a graph to its unchunked peak over this many times the devices: pieces
  * enough that each device gets several ranges of several pieces. */
-#define PIECES_PER_DEVICE 16
+#define PIECES_PER_DEVICE 8
 
 void loom_share_options_init(loom_share_options *opts) {
   if (!opts) return;
@@ -307,16 +307,22 @@ static bool dmda_takes(const shared_loop *L, const worker *w, double now) {
   if (w->rate <= 0) return true;
   double pieces = (double)range_pieces(L, w), left = (double)(L->trips - L->next);
   double speed = 0, start = 0; /* pieces per second of the others; sum of free time x speed */
+  double single = INFINITY;    /* the soonest one of them would end this range */
   for (int32_t i = 0; i < L->n_workers; i++) {
     const worker *e = &L->workers[i];
     if (e == w || !e->eligible || e->done || e->rate <= 0) continue;
     double free_at = e->busy ? fmax(now, e->busy_until) : now;
     speed += 1 / e->rate;
     start += free_at / e->rate;
+    single = fmin(single, free_at + e->rate * pieces);
   }
   if (speed == 0) return true;
-  double without = (left + start) / speed,
-         with = fmax(now + w->rate * pieces, (left - pieces + start) / speed);
+  /* Ranges do not divide: the others cannot end this one sooner than the best of them alone
+   * would. Without that bound, three equal devices each left the last piece to the other two
+   * (who would share it, by the pool's sum of speeds) and all waited. With it, the device that
+   * would end the range soonest always takes it. */
+  double without = fmax((left + start) / speed, single);
+  double with = fmax(now + w->rate * pieces, (left - pieces + start) / speed);
   return with <= without;
 }
 

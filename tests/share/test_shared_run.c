@@ -70,8 +70,8 @@ static bool fixture_init(fixture *f) {
 
 /* Plans knn for `devices` (each at `limit`, 0: its memory), fused or not, and runs it shared
  * with `policy`. */
-static loom_status run_planned(fixture *f, const char *devices, loom_sched_policy policy, int64_t limit,
-                               bool fuse, loom_tensor *out, loom_share_stats *stats) {
+static loom_status run_on(fixture *f, const char *devices, const char *run_devices, loom_sched_policy policy,
+                          int64_t limit, bool fuse, loom_tensor *out, loom_share_stats *stats) {
   loom_runner *runners = NULL, lim[3];
   int32_t n = 0;
   for (int i = 0; i < 3; i++) {
@@ -91,7 +91,7 @@ static loom_status run_planned(fixture *f, const char *devices, loom_sched_polic
   if (!s) s = loom_plan_split_by_memory(opt, runners, policy == LOOM_SCHED_FIXED ? n : 1, &plan);
   loom_share_options so;
   loom_share_options_init(&so);
-  so.devices = devices;
+  so.devices = run_devices;
   so.policy = policy;
   so.limits = limit ? lim : NULL;
   so.n_limits = limit ? 3 : 0;
@@ -102,9 +102,32 @@ static loom_status run_planned(fixture *f, const char *devices, loom_sched_polic
   return s;
 }
 
+static loom_status run_planned(fixture *f, const char *devices, loom_sched_policy policy, int64_t limit,
+                               bool fuse, loom_tensor *out, loom_share_stats *stats) {
+  return run_on(f, devices, devices, policy, limit, fuse, out, stats);
+}
+
 static loom_status run_shared(fixture *f, const char *devices, loom_sched_policy policy, int64_t limit,
                               loom_tensor *out, loom_share_stats *stats) {
   return run_planned(f, devices, policy, limit, true, out, stats);
+}
+
+/* Runs the plan of `devices` (fused or not) on each of `alone` by itself (the whole loop: a
+ * second queue for the slices written ahead, the last piece's kernels), then shared with
+ * both policies twice: a device keeps what it makes on first use, and which ranges a device
+ * runs changes from run to run, so a leak check after this sees only what a run leaves. */
+static bool warm_up(fixture *f, const char *devices, const char *const *alone, int32_t n_alone, bool fuse) {
+  for (int32_t i = 0; i < n_alone + 4; i++) {
+    loom_tensor out[2];
+    loom_sched_policy p = i % 2 ? LOOM_SCHED_EAGER : LOOM_SCHED_DMDA;
+    if (run_on(f, devices, i < n_alone ? alone[i] : devices, p, 0, fuse, out, NULL)) {
+      loom_test_fail(__FILE__, __LINE__, "warming up %s: %s", devices, loom_last_error());
+      return false;
+    }
+    loom_tensor_deinit(&out[0]);
+    loom_tensor_deinit(&out[1]);
+  }
+  return true;
 }
 
 static bool equal(const loom_tensor *a, const loom_tensor *b) {
@@ -184,10 +207,10 @@ TEST(shared_a_failing_device_cancels_the_others) {
     fixture_deinit(&f);
     return loom_test_skip("no ocl0 and ocl1");
   }
-  /* the devices open (and their programs built) once, kept by the context: not a leak. Two
-   * OpenCL devices: each takes a range as it starts (cpu0 beside them could run them all
-   * before ocl1's worker starts, and nothing would fail) */
-  check_run(&f, "ocl0,ocl1", LOOM_SCHED_EAGER);
+  /* Two OpenCL devices: each takes a range as it starts (cpu0 beside them could run them all
+   * before ocl1's worker starts, and nothing would fail). */
+  const char *alone[2] = {"ocl0", "ocl1"};
+  if (!warm_up(&f, "ocl0,ocl1", alone, 2, true)) return fixture_deinit(&f);
   for (int policy = LOOM_SCHED_EAGER; policy <= LOOM_SCHED_DMDA; policy++) {
     int64_t live = loom_testing_live_allocations();
     loom_tensor out[2];
@@ -337,14 +360,10 @@ TEST(shared_allocation_failures_sweep) {
   fixture f;
   if (!fixture_init(&f)) return fixture_deinit(&f);
   const char *devices = f.opencl ? "cpu0,ocl0" : "cpu0";
-  /* Unfused: a fused body's OpenCL kernel is generated for its operands' strides and kept by
-   * the device, and which device runs which range changes from run to run, so a fused plan
-   * may build (and keep) a new kernel in any run, which the sweep would count as a leak. The
-   * ops' own kernels take strides as arguments: after one run nothing new is kept. */
-  loom_tensor warm[2];
-  ASSERT_OK(run_planned(&f, devices, LOOM_SCHED_DMDA, 0, false, warm, NULL));
-  loom_tensor_deinit(&warm[0]);
-  loom_tensor_deinit(&warm[1]);
+  /* Unfused: a fused body's kernel is generated for its operands' strides, which change with
+   * the ranges a device runs; the ops' own kernels take strides as arguments (warm_up). */
+  const char *alone[2] = {"cpu0", "ocl0"};
+  if (!warm_up(&f, devices, alone, f.opencl ? 2 : 1, false)) return fixture_deinit(&f);
   loom_test_sweep sw;
   SWEEP_ALLOCATIONS(&sw, 1, 20000) {
     loom_tensor out[2];
