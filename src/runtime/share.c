@@ -326,13 +326,22 @@ static bool dmda_takes(const shared_loop *L, const worker *w, double now) {
   return with <= without;
 }
 
+/* Whether a device other than w's is running a range. */
+static bool others_busy(const shared_loop *L, const worker *w) {
+  for (int32_t i = 0; i < L->n_workers; i++)
+    if (&L->workers[i] != w && L->workers[i].busy) return true;
+  return false;
+}
+
 /* Under L->mu: the next range for w (its index), or -1 when no piece is left (or the loop
  * failed). */
 static int32_t claim(shared_loop *L, worker *w) {
-  for (;;) {
+  for (bool waited = false;; waited = true) {
     if (L->failed || L->next >= L->trips) return -1;
     double now = loom__now();
-    if (L->policy != LOOM_SCHED_DMDA || dmda_takes(L, w, now)) {
+    /* A worker that waited while no other device ran a range takes it: nothing would change
+     * by waiting longer (dmda_takes lets the soonest device take; this only guards that). */
+    if (L->policy != LOOM_SCHED_DMDA || dmda_takes(L, w, now) || (waited && !others_busy(L, w))) {
       int32_t c = L->n_ranges++;
       int64_t pieces = range_pieces(L, w);
       L->parts[c].first = L->next;
