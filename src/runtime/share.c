@@ -91,7 +91,7 @@ static loom_status add_runner(loom_context *ctx, const char *id, const loom_runn
 /* "auto": cpu0 first, then every other device a backend of this build runs, except OpenCL
  * devices of kind CPU (PoCL's): they compute on the host's cores, which cpu0 already keeps
  * busy, so beside it they only take cores from it (on 2 cores cpu0 with PoCL's two devices ran
- * kNN 1.5x slower than cpu0 alone). A list that names them runs them all the same. */
+ * kNN in twice the time cpu0 alone took). A list that names them runs them all the same. */
 static loom_status auto_runners(loom_context *ctx, const loom_runner *limits, int32_t n_limits,
                                 loom_runner *list, int32_t *n) {
   loom_status s = add_runner(ctx, "cpu0", limits, n_limits, list, n);
