@@ -15,7 +15,7 @@ set(LOOM_EXAMPLES ${CMAKE_SOURCE_DIR}/examples)
 # ENV, EXPECT_FILES, EQUAL and CLOSE take several values.
 function(loom_tool_test name)
   cmake_parse_arguments(PARSE_ARGV 1 T "FIXTURES"
-    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT;STATS_JSON;STAGE_LIMIT;NODE_LIMIT;TRACE;RECOVERIES"
+    "RC;STDOUT_REGEX;STDERR_REGEX;STDOUT_NOT_REGEX;STDERR_NOT_REGEX;ONLY_FILES_IN;NO_FILES_IN;KNN_CHECK;TIMEOUT;STATS_JSON;STAGE_LIMIT;NODE_LIMIT;TRACE;RECOVERIES;DEVICES;PIECES"
     "ARGS;REF_ARGS;ENV;EXPECT_FILES;EQUAL;CLOSE;MKDIRS")
   set(defs -DTOOL=$<TARGET_FILE:loom-run> -DHELPER=$<TARGET_FILE:loom-tool-helper>
     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/${name})
@@ -33,7 +33,7 @@ function(loom_tool_test name)
     endif()
   endforeach()
   foreach(key STDOUT_REGEX STDERR_REGEX STDOUT_NOT_REGEX STDERR_NOT_REGEX ONLY_FILES_IN NO_FILES_IN KNN_CHECK
-      STATS_JSON STAGE_LIMIT NODE_LIMIT TRACE RECOVERIES)
+      STATS_JSON STAGE_LIMIT NODE_LIMIT TRACE RECOVERIES DEVICES PIECES)
     if(DEFINED T_${key})
       # A ';' would cut the -D argument in two (a list separator): carried as @SEMICOLON@.
       string(REPLACE ";" "@SEMICOLON@" value "${T_${key}}")
@@ -529,8 +529,11 @@ loom_tool_test(simulate_fixed ARGS ${LOOM_EXAMPLES}/knn.lir --simulate ${LOOM_EX
 loom_tool_test(simulate_bad_policy RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir
   --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json --policy heft
   STDERR_REGEX "loom-run: --policy: 'heft' is none of dmda, eager, fixed")
-loom_tool_test(simulate_policy_alone RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir --policy dmda
-  STDERR_REGEX "loom-run: --policy goes with --simulate")
+# --policy without --simulate is a real run (on --devices auto): it needs its inputs.
+loom_tool_test(policy_real_run RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir --policy dmda
+  STDERR_REGEX "loom-run: missing inputs: x, y")
+loom_tool_test(devices_with_simulate RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir --devices cpu0
+  --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json STDERR_REGEX "loom-run: --devices is for a real run")
 loom_tool_test(simulate_missing_platform RC 1 ARGS ${LOOM_EXAMPLES}/knn.lir --simulate @WORK@/none.json
   STDERR_REGEX "loom-run: .*none\\.json: No such file")
 
@@ -543,3 +546,44 @@ loom_bench_test(calibrate_no_device RC 2 ARGS calibrate --devices ocl9 --no-save
   STDERR_REGEX "^loom-bench calibrate: --devices ocl9: no such device here\n$")
 loom_tool_test(simulate_stats_json ARGS ${LOOM_EXAMPLES}/knn.lir --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json
   --stats-json @WORK@/sched.json STDOUT_REGEX "policy dmda" EXPECT_FILES sched.json)
+
+# ---- several devices at once (issue 15, loom/share.h) ------------------------------------------
+# --devices: a device the machine lacks or one named twice is a usage error; on cpu0 alone the
+# shared runner runs the graph as a plan (nothing to share).
+loom_tool_test(devices_unknown RC 2 ARGS ${knn_small} --random 1 --devices cpu0,cpu9
+  STDERR_REGEX "loom-run: devices 'cpu0,cpu9': .*cpu9")
+loom_tool_test(devices_twice RC 2 ARGS ${knn_small} --random 1 --devices cpu0,cpu0
+  STDERR_REGEX "named twice")
+loom_tool_test(devices_cpu0 ARGS ${knn_small} --random 1 --devices cpu0 --policy eager --out-dir @WORK@/out
+  --stats-json @WORK@/stats.json
+  STDOUT_REGEX "knn: ran on cpu0 \\(cpu0, policy eager\\) .*\n.*device cpu0 +busy +[0-9.]+ s"
+  KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 1)
+if(LOOM_HAVE_OPENCL)
+  # PoCL's two devices share the kNN's loop (each takes ranges of its pieces, dmda and eager),
+  # the neighbours brute force's; every piece is run once; the trace has a range lane per device.
+  foreach(policy dmda eager)
+    loom_tool_test(devices_ocl_${policy} ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
+      ARGS ${knn_small} --random 1 --devices ocl0,ocl1 --policy ${policy} --out-dir @WORK@/out
+      --stats-json @WORK@/stats.json --trace @WORK@/trace.json
+      STDOUT_REGEX "ran on ocl0,ocl1 .*, 1 loops shared\n.*in [0-9]+ pieces of [0-9]+ \\(one loop\\).*device ocl0 .*device ocl1 "
+      KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 2 TRACE trace.json)
+  endforeach()
+  # kernel_mv: the loop's stage makes two of its operands (the scalar 0.5, a reshape of the
+  # norms), made on the host for the ranges; the sum over the loop's pieces within tolerance
+  loom_tool_test(devices_ocl_kernel_mv ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
+    ARGS ${LOOM_EXAMPLES}/kernel_mv.lir --random 1 --devices cpu0,ocl0,ocl1 --policy eager --out-dir @WORK@/out
+    REF_ARGS ${LOOM_EXAMPLES}/kernel_mv.lir --random 1 --out-dir @WORK@/ref
+    STDOUT_REGEX ", 1 loops shared\n" CLOSE out/out.npy=ref/out.npy)
+  # --policy fixed: the plan's stages on their runners, one after another, nothing shared
+  loom_tool_test(devices_ocl_fixed ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
+    ARGS ${knn_small} --random 1 --devices ocl0,ocl1 --policy fixed --out-dir @WORK@/out
+    --stats-json @WORK@/stats.json
+    STDOUT_REGEX "ran on ocl0,ocl1 \\(ocl0,ocl1, policy fixed\\) .* 0 loops shared\n.*device ocl0 .* 0 pieces in +0 ranges +1 stages"
+    KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 2 PIECES 0)
+  # --limit is every device's limit: the pieces fit it
+  loom_tool_test(devices_ocl_limit ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
+    ARGS ${knn_small} --random 1 --devices cpu0,ocl0,ocl1 --limit 4MiB --out-dir @WORK@/out
+    --stats-json @WORK@/stats.json
+    STDOUT_REGEX "device cpu0 .* limit +4\\.00 MiB .*device ocl0 .* limit +4\\.00 MiB"
+    KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 3)
+endif()

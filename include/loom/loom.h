@@ -20,6 +20,7 @@
 #include "loom/plan.h"
 #include "loom/runtime.h"
 #include "loom/sched.h"
+#include "loom/share.h"
 #include "loom/status.h"
 #include "loom/tensor.h"
 

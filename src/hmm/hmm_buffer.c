@@ -317,11 +317,27 @@ static loom_status check_range(const loom_buffer *b, int64_t offset, const void 
   return LOOM_OK;
 }
 
+/* A device's copy is read by a blocking read on the device's in-order queue, which first waits
+ * for every kernel queued there. Under the manager's lock that wait would hold up every other
+ * thread's buffers on every node (two devices fed by two threads, loom/share.h, would take
+ * turns), so the queue of the copy read is drained first, outside the lock; the read under it
+ * then only moves the bytes. An error of the drain shows again at the read. */
+static void drain_source(loom_mem_manager *m, loom_buffer *b) {
+  loom__hmm_lock(m);
+  loom__hmm_settle(m, b);
+  int32_t src = loom__hmm_valid_source(b, -1);
+  loom__hmm_node *n = src >= 0 ? &m->nodes[src] : NULL;
+  bool device = n && n->kind == LOOM_MEMORY_DEVICE && n->backend->finish;
+  loom__hmm_unlock(m);
+  if (device) (void)n->backend->finish(n);
+}
+
 loom_status loom_buffer_read(loom_buffer *b, int64_t offset, void *dst, int64_t bytes) {
   if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_read: buffer is NULL");
   loom_status s = check_range(b, offset, dst, bytes, "loom_buffer_read");
   if (s != LOOM_OK || bytes == 0) return s;
   loom_mem_manager *m = b->m;
+  drain_source(m, b);
   loom__hmm_lock(m);
   loom__hmm_settle(m, b);
   int32_t src = loom__hmm_valid_source(b, -1);

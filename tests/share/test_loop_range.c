@@ -42,3 +42,20 @@ TEST(share_range_graph_shape) {
   ASSERT_CONTAINS(loom_last_error(), "not a loop");
   loom_graph_destroy(g);
 }
+
+TEST(share_range_graph_allocation_failures) {
+  const char *lir = concat_lir;
+  loom_graph *g = NULL;
+  ASSERT_OK(loom_graph_parse(lir, strlen(lir), "t.lir", &g));
+  for (int last_only = 0; last_only < 2; last_only++) {
+    loom_test_sweep sw;
+    SWEEP_ALLOCATIONS(&sw, 1, 10000) {
+      loom_graph *r = NULL;
+      loom_status s = SWEEP_RUN(&sw, loom__loop_range_graph(g, 0, last_only ? 2 : 1, 3, &r));
+      ASSERT_TRUE(s ? r == NULL : r != NULL);
+      loom_graph_destroy(r);
+    }
+    ASSERT_TRUE(sw.failures > 5);
+  }
+  loom_graph_destroy(g);
+}

@@ -27,6 +27,8 @@
 # NODE_LIMIT      with STATS_JSON: ID=BYTES, the limit memory node ID had
 # RECOVERIES      with STATS_JSON: how many "recoveries" it lists, only the last succeeded,
 #                 each re-planned for less than the one before and measured within it
+# DEVICES         with STATS_JSON: the "devices" array (a shared run) has this many entries,
+#                 each with its figures; PIECES: the pieces they ran add up to this
 # TRACE           a --trace file under WORK: Chrome trace JSON that parses, with allocation
 #                 and free events
 cmake_minimum_required(VERSION 3.25)
@@ -218,6 +220,24 @@ if(DEFINED STATS_JSON)
   endif()
   if(DEFINED NODE_LIMIT AND NOT node_seen)
     fail("${STATS_JSON}: no memory node for ${NODE_LIMIT}")
+  endif()
+  if(DEFINED DEVICES) # a shared run (--devices): one entry per device, the loop's pieces all run
+    string(JSON n_dev ERROR_VARIABLE jerr LENGTH "${stats}" devices)
+    if(jerr OR NOT n_dev EQUAL DEVICES)
+      fail("${STATS_JSON}: \"devices\" has ${n_dev} entries, expected ${DEVICES} ${jerr}")
+    endif()
+    math(EXPR last "${n_dev} - 1")
+    set(pieces 0)
+    foreach(i RANGE ${last})
+      foreach(key device limit_bytes busy_seconds pieces ranges stages peak_bytes bytes_in bytes_out)
+        json_get(v "${stats}" devices ${i} ${key})
+      endforeach()
+      json_get(p "${stats}" devices ${i} pieces)
+      math(EXPR pieces "${pieces} + ${p}")
+    endforeach()
+    if(DEFINED PIECES AND NOT pieces EQUAL PIECES)
+      fail("${STATS_JSON}: the devices ran ${pieces} pieces, expected ${PIECES}")
+    endif()
   endif()
   if(DEFINED RECOVERIES)
     string(JSON n_rec LENGTH "${stats}" recoveries)

@@ -17,6 +17,7 @@ int loom_bench_cuda(int argc, char **argv);
 int loom_bench_suite(int argc, char **argv);
 int loom_bench_compare(int argc, char **argv);
 int loom_bench_calibrate(int argc, char **argv);
+int loom_bench_share(int argc, char **argv);
 
 /* ---- bench_run.c: modes that time whole graphs ---- */
 

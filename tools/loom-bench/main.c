@@ -40,6 +40,9 @@ static const mode modes[] = {
      "the executor's cost per op, per run and per loop piece on cpu0 and OpenCL devices, beside NumPy"},
     {"opencl", loom_bench_opencl,
      "SGEMM 2048^3 and a 2^20-point FFT through Loom vs CLBlast and clFFT, per OpenCL device"},
+    {"share", loom_bench_share,
+     "kNN on several devices at once (the shared runner) vs each device alone: best-of-R times and the "
+     "ratios of issue 15's acceptance"},
     {"suite", loom_bench_suite,
      "every case on every device (GEMM, FFT, reduce, add, topk, conv, transfers, latency) vs the vendor "
      "library and the device's peak; Markdown, --json, --plot SVG"},

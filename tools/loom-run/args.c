@@ -13,6 +13,7 @@ void run_print_usage(FILE *f) {
       "                [--out FILE.safetensors]\n"
       "                [--runners SPEC | --limit BYTES] [--no-rewrite NAME ...]\n"
       "                [--recover] [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
+      "                [--devices auto|LIST] [--policy dmda|eager|fixed]\n"
       "       mpirun -np N loom-run --mpi FILE.lir ...   (the same options)\n"
       "       loom-run FILE.lir --simulate PLATFORM.json [--policy dmda|eager|fixed]\n"
       "                [--runners SPEC] [--no-rewrite NAME ...] [--stats-json FILE]\n"
@@ -83,7 +84,20 @@ void run_print_usage(FILE *f) {
       "                      FILE: the schedule as JSON, docs/sched.md)\n"
       "  --policy NAME       with --simulate: dmda (the default: earliest expected finish,\n"
       "                      transfers included), eager (the first free device) or fixed\n"
-      "                      (each stage on its runner's device)\n"
+      "                      (each stage on its runner's device). In a real run (implies\n"
+      "                      --devices auto unless given): how the devices share a loop's\n"
+      "                      pieces: dmda (the default: a device takes the next range of\n"
+      "                      pieces where it would finish it first, by its model or its\n"
+      "                      measured time per piece), eager (the first free device takes\n"
+      "                      it) or fixed (no sharing: the stages on their runners)\n"
+      "  --devices auto|LIST run on these devices at once (\"auto\": every device found,\n"
+      "                      cpu0 first; or \"cpu0,ocl0,ocl1\"): the graph is cut into loops\n"
+      "                      whose pieces every device shares (a worker thread per device),\n"
+      "                      the other stages run on the first device; each device runs under\n"
+      "                      its memory, or the limit --runners gives it, or --limit for all.\n"
+      "                      The report and --stats-json (\"devices\") give each device's busy\n"
+      "                      seconds, pieces, ranges, stages and bytes moved; --trace shows a\n"
+      "                      \"range\" span per range on its device's lane\n"
       "  --help              this text\n"
       "\n"
       "Nothing is written (outputs, --stats-json, --trace) unless the whole run succeeds.\n"
@@ -205,7 +219,7 @@ static int add_input(run_options *opts, const char *spec) {
 static bool takes_value(const char *flag) {
   static const char *with_value[] = {"--in",    "--in-all",   "--random", "--out-dir",    "--out",
                                      "--print", "--runners",  "--limit",  "--no-rewrite", "--stats-json",
-                                     "--trace", "--simulate", "--policy"};
+                                     "--trace", "--simulate", "--policy", "--devices"};
   for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
     if (strcmp(flag, with_value[i]) == 0) return true;
   return false;
@@ -258,9 +272,11 @@ static int parse_option(run_options *opts, const char *flag, const char *value) 
     opts->no_rewrite[opts->n_no_rewrite++] = value;
     return 0;
   }
-  if (strcmp(flag, "--simulate") == 0 || strcmp(flag, "--policy") == 0) {
+  if (strcmp(flag, "--simulate") == 0 || strcmp(flag, "--policy") == 0 || strcmp(flag, "--devices") == 0) {
     if (!*value) return run_fail(EXIT_USAGE, "%s needs a value", flag);
-    *(strcmp(flag, "--simulate") == 0 ? &opts->simulate : &opts->policy) = value;
+    *(strcmp(flag, "--simulate") == 0 ? &opts->simulate
+      : strcmp(flag, "--policy") == 0 ? &opts->policy
+                                      : &opts->devices) = value;
     return 0;
   }
   if (strcmp(flag, "--stats-json") == 0 || strcmp(flag, "--trace") == 0) {
@@ -312,7 +328,16 @@ int run_parse_args(int argc, char **argv, run_options *opts) {
     run_print_usage(stderr);
     return run_fail(EXIT_USAGE, "no graph file given (FILE.lir)");
   }
-  if (opts->policy && !opts->simulate)
-    return run_fail(EXIT_USAGE, "--policy goes with --simulate PLATFORM.json");
+  loom_sched_policy policy;
+  if (opts->policy && !loom_sched_policy_parse(opts->policy, &policy))
+    return run_fail(EXIT_USAGE, "--policy: '%s' is none of dmda, eager, fixed", opts->policy);
+  if (opts->devices && opts->simulate)
+    return run_fail(EXIT_USAGE, "--devices is for a real run; --simulate runs on the platform's devices");
+  if (opts->mpi && (opts->devices || opts->policy || opts->simulate))
+    return run_fail(EXIT_USAGE, "--mpi shares each loop between the ranks, one runner each: it takes no %s",
+                    opts->simulate  ? "--simulate"
+                    : opts->devices ? "--devices"
+                                    : "--policy");
+  if (opts->policy && !opts->simulate && !opts->devices) opts->devices = "auto";
   return 0;
 }

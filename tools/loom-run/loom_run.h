@@ -43,6 +43,9 @@ typedef struct run_options {
   bool mpi;               /* --mpi */
   bool mpi_started;       /* MPI_Init done (run_mpi_begin): MPI_Finalize at the end */
   int mpi_rank;           /* this process's rank in MPI_COMM_WORLD; 0 without --mpi */
+  /* --devices auto|LIST for a real run (--policy without --simulate implies "auto"), or NULL:
+   * the plan runs stage after stage on its runners, as before */
+  const char *devices;
   bool help;
 } run_options;
 
@@ -89,6 +92,16 @@ void run_mpi_print(const void *stats);
 /* --stats-json "mpi": the same as JSON. */
 void run_mpi_write_json(const void *stats, struct loom__json *j);
 void run_mpi_free(void *stats);
+/* --devices: the runners of the devices opts->devices names (loom_share_runners), each at its
+ * memory, or at the limit --runners gives it (`given`), or at --limit for all; lowered to
+ * LOOM_MEM_LIMIT. The caller frees *out. Returns 0 or an exit code (a device this machine
+ * lacks is a usage error). */
+int run_share_runners(loom_context *ctx, const run_options *opts, const loom_runner *given, int32_t n_given,
+                      loom_runner **out, int32_t *n);
+/* The run report's per-device lines: busy seconds, pieces, ranges, stages, limit, peak, bytes. */
+void run_share_print(FILE *f, const loom_share_stats *st);
+/* --stats-json "devices": one object per device of a shared run. */
+void run_share_write_json(struct loom__json *j, const loom_share_stats *st);
 
 /* Prints the first `rows` rows (along axis 0) of t, indented, one per line. */
 void run_print_rows(FILE *f, const loom_tensor *t, int64_t rows);

@@ -42,11 +42,12 @@ typedef struct run_state {
   loom_rewrite_report report;
   loom_plan *plan;
   loom_plan_stats plan_stats;
-  loom_context *ctx; /* the run's, kept for its memory manager's counters and trace */
-  bool wrote_stats;  /* --stats-json written (removed again if a later step fails) */
-  bool wrote_trace;  /* --trace written (likewise) */
-  bool wrote_st;     /* --out written (likewise) */
-  void *mpi;         /* --mpi: the run's statistics (mpi.c), freed by run_mpi_free */
+  loom_share_stats share_stats; /* --devices: the shared run's per-device figures */
+  loom_context *ctx;            /* the run's, kept for its memory manager's counters and trace */
+  bool wrote_stats;             /* --stats-json written (removed again if a later step fails) */
+  bool wrote_trace;             /* --trace written (likewise) */
+  bool wrote_st;                /* --out written (likewise) */
+  void *mpi;                    /* --mpi: the run's statistics (mpi.c), freed by run_mpi_free */
 } run_state;
 
 static void run_state_free(run_state *st) {
@@ -69,6 +70,7 @@ static void run_state_free(run_state *st) {
   free(st->created_dirs);
   free(st->runners);
   loom_plan_stats_deinit(&st->plan_stats);
+  loom_share_stats_deinit(&st->share_stats);
   loom_plan_destroy(st->plan);
   loom_rewrite_report_deinit(&st->report);
   loom_graph_destroy(st->optimized);
@@ -466,6 +468,17 @@ static int resolve_runners(run_state *st, const run_options *opts) {
   if (rc) return rc;
   /* ... before the context's memory manager reads it, so that it is a usage error. */
   if (loom_context_create(NULL, &st->ctx)) return run_fail_loom("creating a context");
+  if (opts->devices) { /* the devices' runners, with the limits given as theirs */
+    if (given && loom_runners_check_devices(st->ctx, st->runners, &st->n_runners, false, NULL, 0))
+      return run_fail(EXIT_USAGE, "--runners: %s", loom_last_error());
+    loom_runner *shared = NULL;
+    int32_t n = 0;
+    if ((rc = run_share_runners(st->ctx, opts, st->runners, st->n_runners, &shared, &n))) return rc;
+    free(st->runners);
+    st->runners = shared;
+    st->n_runners = n;
+    return 0;
+  }
   if (given) {
     if (loom_runners_check_devices(st->ctx, st->runners, &st->n_runners, false, NULL, 0))
       return run_fail(EXIT_USAGE, "--runners: %s", loom_last_error());
@@ -487,6 +500,18 @@ static int optimize(run_state *st, const run_options *opts) {
   o.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   o.disabled = opts->no_rewrite;
   o.n_disabled = opts->n_no_rewrite;
+  loom_sched_policy policy = LOOM_SCHED_DMDA;
+  if (opts->policy) loom_sched_policy_parse(opts->policy, &policy);
+  if (opts->devices && policy != LOOM_SCHED_FIXED) {
+    /* several devices share loops: chunked before fused; the stages between loops on the first */
+    char note[512];
+    if (loom_graph_optimize_for_sharing(st->graph, st->runners, st->n_runners, &o, &st->optimized,
+                                        &st->report, note, sizeof note) ||
+        loom_plan_split_by_memory(st->optimized, st->runners, 1, &st->plan))
+      return run_fail_loom(NULL);
+    if (note[0]) fprintf(stderr, "loom-run: note: %s\n", note);
+    return 0;
+  }
   if (loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &o, &st->optimized, &st->report,
                                       NULL, 0))
     return run_fail_loom(NULL);
@@ -517,10 +542,41 @@ static int arm_refusals(void) {
   return 0;
 }
 
+/* --devices: the plan run on every device at once (loom/share.h); under --policy fixed its
+ * stages on their runners, as a run without --devices. */
+static loom_status run_shared(run_state *st, const run_options *opts) {
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.disabled = opts->no_rewrite;
+  o.n_disabled = opts->n_no_rewrite;
+  loom_plan_run_options ro;
+  loom_plan_run_options_init(&ro);
+  ro.recover = opts->recover;
+  ro.optimize = &o;
+  loom_share_options so;
+  loom_share_options_init(&so);
+  so.devices = opts->devices;
+  if (opts->policy) loom_sched_policy_parse(opts->policy, &so.policy);
+  so.limits = st->runners;
+  so.n_limits = st->n_runners;
+  so.run = &ro;
+  loom_status s = loom_plan_run_shared(st->ctx, st->plan, &so, st->inputs, st->n_params, st->outputs,
+                                       st->n_outputs, &st->share_stats);
+  st->plan_stats = st->share_stats.plan; /* fixed: the stages' own figures */
+  memset(&st->share_stats.plan, 0, sizeof st->share_stats.plan);
+  st->stats.peak_bytes = st->share_stats.peak_bytes;
+  st->stats.seconds = st->share_stats.seconds;
+  return s;
+}
+
 static int execute(run_state *st, const run_options *opts) {
   loom_mem_manager *memory = NULL;
   if (loom_context_memory(st->ctx, &memory)) return run_fail_loom(NULL);
   if (opts->trace && loom_mem_trace_enable(memory, true)) return run_fail_loom("--trace");
+  if (opts->recover && opts->devices && !(opts->policy && strcmp(opts->policy, "fixed") == 0))
+    fprintf(stderr,
+            "loom-run: note: --recover re-plans stages of --policy fixed only: a shared loop's ranges "
+            "are not recovered\n");
   if (opts->recover && !st->plan)
     fprintf(stderr,
             "loom-run: note: --recover needs runners (--runners, --limit or LOOM_MEM_LIMIT): none here\n");
@@ -541,7 +597,9 @@ static int execute(run_state *st, const run_options *opts) {
     loom_testing_fail_node_allocations(NULL, 0, 0);
     return rc;
   }
-  if (st->plan) {
+  if (opts->devices) {
+    s = run_shared(st, opts);
+  } else if (st->plan) {
     loom_optimize_options o;
     loom_optimize_options_init(&o);
     o.disabled = opts->no_rewrite;
@@ -621,10 +679,11 @@ static int write_stats_json(run_state *st, const char *path) {
       loom_estimate_deinit(&e);
     }
     loom__json_kv_int64(&j, "estimated_peak_bytes", est);
-    loom__json_kv_int64(&j, "peak_bytes",
-                        st->plan ? st->plan_stats.stages[i].peak_bytes : st->stats.peak_bytes);
+    /* a shared run measures its devices, not the plan's stages ("devices") */
+    const loom_stage_stats *ss = st->plan && i < st->plan_stats.n_stages ? &st->plan_stats.stages[i] : NULL;
+    loom__json_kv_int64(&j, "peak_bytes", ss ? ss->peak_bytes : st->plan ? 0 : st->stats.peak_bytes);
     loom__json_kv_int64(&j, "ops", st->plan ? info.n_ops : loom_graph_op_count(st->optimized));
-    loom__json_kv_double(&j, "seconds", st->plan ? st->plan_stats.stages[i].seconds : st->stats.seconds);
+    loom__json_kv_double(&j, "seconds", ss ? ss->seconds : st->plan ? 0 : st->stats.seconds);
     loom__json_end_object(&j);
   }
   loom__json_end_array(&j);
@@ -642,6 +701,7 @@ static int write_stats_json(run_state *st, const char *path) {
   loom__json_end_array(&j);
   write_recoveries_json(st, &j);
   if (st->mpi) run_mpi_write_json(st->mpi, &j);
+  if (st->share_stats.n_devices > 0) run_share_write_json(&j, &st->share_stats);
   loom_mem_manager *memory = NULL;
   loom_context_memory(st->ctx, &memory);
   loom__json_key(&j, "memory");
@@ -694,8 +754,17 @@ static void print_recoveries(const run_state *st) {
   }
 }
 
+/* "ocl0,ocl1": the devices of a shared run. */
+static const char *devices_list(const run_state *st, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < st->n_runners && n < size; i++)
+    n += (size_t)snprintf(buf + n, size - n, i ? ",%s" : "%s", st->runners[i].device);
+  return buf;
+}
+
 static void print_summary(const run_state *st, const run_options *opts) {
-  char peak[32], time[32];
+  char peak[32], time[32], list[512];
   loom_bytes_format(st->stats.peak_bytes, peak, sizeof peak);
   if (st->stats.seconds < 1.0)
     snprintf(time, sizeof time, "%.3f ms", st->stats.seconds * 1e3);
@@ -704,6 +773,11 @@ static void print_summary(const run_state *st, const run_options *opts) {
   if (st->mpi)
     printf("%s: ran under MPI in %s, peak %s (%lld bytes) on rank 0\n", loom_graph_name(st->graph), time,
            peak, (long long)st->stats.peak_bytes);
+  else if (opts->devices)
+    printf("%s: ran on %s (%s, policy %s) in %s, peak %s (%lld bytes) in %d stages, %d loops shared\n",
+           loom_graph_name(st->graph), opts->devices, devices_list(st, list, sizeof list),
+           opts->policy ? opts->policy : "dmda", time, peak, (long long)st->stats.peak_bytes,
+           (int)st->share_stats.n_stages, (int)st->share_stats.n_shared);
   else if (st->plan)
     printf("%s: ran on %s in %s, peak %s (%lld bytes) in %d stages\n", loom_graph_name(st->graph),
            st->runners[0].device, time, peak, (long long)st->stats.peak_bytes,
@@ -717,8 +791,9 @@ static void print_summary(const run_state *st, const run_options *opts) {
            loom_bytes_format(st->report.entries[i].bytes_saved, saved, sizeof saved),
            st->report.entries[i].detail);
   }
-  int32_t n_stages = st->plan && !st->mpi ? loom_plan_stage_count(st->plan) : 0;
+  int32_t n_stages = st->plan && !st->mpi && st->plan_stats.stages ? loom_plan_stage_count(st->plan) : 0;
   run_mpi_print(st->mpi);
+  if (opts->devices) run_share_print(stdout, &st->share_stats);
   for (int32_t i = 0; i < n_stages; i++) {
     loom_stage_info info;
     char lim[32], est[32], got[32];

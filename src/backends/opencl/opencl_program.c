@@ -115,16 +115,22 @@ static unsigned char *cache_read(const char *path, size_t *out_size) {
   return bin;
 }
 
+/* Through a fresh temporary name (loom__file_create_temp: pid and a counter), so that two
+ * threads of one process building the same program for two devices of one kind (PoCL's
+ * "basic basic", the shared runner) never write into one temporary file. */
 static void cache_write(const char *path, const unsigned char *bin, size_t size) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return;
+  int fd = -1;
+  char *tmp = NULL;
+  if (loom__file_create_temp(path, &fd, &tmp) != LOOM_OK) return;
   uint64_t n = size;
-  bool ok =
-      fwrite(cache_magic, 1, 8, f) == 8 && fwrite(&n, sizeof n, 1, f) == 1 && fwrite(bin, 1, size, f) == size;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  bool ok = loom__file_write_all(fd, cache_magic, 8) && loom__file_write_all(fd, &n, sizeof n) &&
+            loom__file_write_all(fd, bin, size);
+  ok = close(fd) == 0 && ok;
+  if (ok)
+    loom__file_commit(tmp, path);
+  else
+    unlink(tmp);
+  loom__free(tmp);
 }
 
 /* ---- building ------------------------------------------------------------------------------ */

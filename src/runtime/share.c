@@ -1,0 +1,959 @@
+/* The shared runner (loom/share.h): a plan cut around its top-level loops, each loop's pieces
+ * run in ranges by one worker thread per device at once, the ranges' results combined on the
+ * host.
+ *
+ * A range is a graph of its own (ir/loop_range.h): the loop over its pieces, reading the
+ * loop's operands whole, which the executor runs on the worker's device as it runs any graph
+ * (exec.h), with a meter at the device's limit; streamed operands stay streamed, so a range
+ * holds what one piece holds, whatever its length. Each device's executor state, queue and
+ * memory node are its own; what the workers share (the context's device table, the memory
+ * manager, the OpenCL program caches on disk) is locked where it is kept.
+ *
+ * The policies decide under one mutex, when a worker is free: eager takes the next range;
+ * dmda takes it only where the loop would end sooner with this device running it than with the
+ * others running all that is left (dmda_takes), going by each device's seconds per piece (its
+ * model where loom-bench calibrate made one, then its own ranges' times) and when each busy
+ * device expects to be done. A worker that leaves a range to the others waits for the next
+ * change (a range taken or done) and looks again.
+ * A worker that fails marks the loop failed: the others take no more ranges, finish the one
+ * they run, and are joined; the first error is the loop's, with its stage, pieces and device.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "hmm/hmm.h"
+#include "ir/loop_range.h"
+#include "ir/rebuild.h"
+#include "loom/share.h"
+#include "runtime/combine.h"
+#include "runtime/context.h"
+#include "runtime/exec.h"
+
+#define RANGES_PER_DEVICE_DEFAULT 6
+/* A free worker whose device would finish later waits at most this long before it looks again
+ * (a change wakes it sooner). */
+#define DMDA_WAIT_SECONDS 0.05
+/* A range's measured time per piece moves the device's rate this far from the one before (the
+ * first sets it): one range, slowed by a neighbour's load, does not decide the rest. */
+#define RATE_WEIGHT 0.5
+/* Sharing chunks a graph to its unchunked peak over this many times the devices: pieces
+ * enough that each device gets several ranges of several pieces. */
+#define PIECES_PER_DEVICE 8
+
+void loom_share_options_init(loom_share_options *opts) {
+  if (!opts) return;
+  memset(opts, 0, sizeof *opts);
+  opts->devices = "auto";
+  opts->policy = LOOM_SCHED_DMDA;
+  opts->ranges_per_device = RANGES_PER_DEVICE_DEFAULT;
+}
+
+void loom_share_stats_deinit(loom_share_stats *stats) {
+  if (!stats) return;
+  loom__free(stats->devices);
+  loom_plan_stats_deinit(&stats->plan);
+  memset(stats, 0, sizeof *stats);
+}
+
+/* ---- devices ------------------------------------------------------------------------------ */
+
+/* The limit `limits` gives device id (the smallest of the runners naming it), or `fallback`. */
+static int64_t limit_of(const char *id, const loom_runner *limits, int32_t n_limits, int64_t fallback) {
+  int64_t best = 0;
+  for (int32_t i = 0; limits && i < n_limits; i++)
+    if (strcasecmp(limits[i].device, id) == 0 && limits[i].limit > 0 && (best == 0 || limits[i].limit < best))
+      best = limits[i].limit;
+  return best > 0 ? best : fallback;
+}
+
+static loom_status add_runner(loom_context *ctx, const char *id, const loom_runner *limits, int32_t n_limits,
+                              loom_runner *list, int32_t *n) {
+  int32_t index = -1;
+  loom_device_info info;
+  loom_status s = loom_context_find_device(ctx, id, &index);
+  if (!s) s = loom_context_device_info(ctx, index, &info);
+  if (s) return s;
+  for (int32_t i = 0; i < *n; i++)
+    if (strcasecmp(list[i].device, info.id) == 0)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "device %s is named twice", info.id);
+  loom_runner *r = &list[(*n)++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->device, sizeof r->device, "%s", info.id);
+  r->limit = limit_of(info.id, limits, n_limits, info.memory_bytes > 0 ? info.memory_bytes : INT64_MAX / 4);
+  return LOOM_OK;
+}
+
+/* "auto": cpu0 first, then every other device a backend of this build runs, except OpenCL
+ * devices of kind CPU (PoCL's): they compute on the host's cores, which cpu0 already keeps
+ * busy, so beside it they only take cores from it (on 2 cores cpu0 with PoCL's two devices ran
+ * kNN in twice the time cpu0 alone took). A list that names them runs them all the same. */
+static loom_status auto_runners(loom_context *ctx, const loom_runner *limits, int32_t n_limits,
+                                loom_runner *list, int32_t *n) {
+  loom_status s = add_runner(ctx, "cpu0", limits, n_limits, list, n);
+  for (int32_t i = 0; !s && i < loom_context_device_count(ctx); i++) {
+    loom_device_info info;
+    const loom__exec_device *dev;
+    if (loom_context_device_info(ctx, i, &info) || strcasecmp(info.id, "cpu0") == 0 ||
+        info.kind == LOOM_DEVICE_CPU)
+      continue;
+    if (loom__context_exec_device(ctx, info.id, &dev) == LOOM_OK)
+      s = add_runner(ctx, info.id, limits, n_limits, list, n);
+  }
+  return s;
+}
+
+static loom_status list_runners(loom_context *ctx, const char *devices, const loom_runner *limits,
+                                int32_t n_limits, loom_runner *list, int32_t *n) {
+  const char *p = devices;
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    char id[32];
+    if (len == 0 || len >= sizeof id)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "devices '%s': an empty or overlong id at column %d",
+                         devices, (int)(p - devices) + 1);
+    snprintf(id, sizeof id, "%.*s", (int)len, p);
+    const loom__exec_device *dev;
+    loom_status s = loom__context_exec_device(ctx, id, &dev);
+    if (!s) s = add_runner(ctx, id, limits, n_limits, list, n);
+    if (s) return s;
+    p += len + (p[len] == ',');
+  }
+  return LOOM_OK;
+}
+
+loom_status loom_share_runners(loom_context *ctx, const char *devices, const loom_runner *limits,
+                               int32_t n_limits, loom_runner **out_runners, int32_t *out_count) {
+  if (out_runners) *out_runners = NULL;
+  if (out_count) *out_count = 0;
+  if (!ctx || !out_runners || !out_count)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_share_runners: NULL argument");
+  if (!devices) devices = "auto";
+  int32_t cap = loom_context_device_count(ctx) + 1, n = 0;
+  loom_runner *list = malloc(sizeof *list * (size_t)cap);
+  if (!list) return loom__oom("the devices' runners");
+  loom_status s = strcmp(devices, "auto") == 0 ? auto_runners(ctx, limits, n_limits, list, &n)
+                  : *devices                   ? list_runners(ctx, devices, limits, n_limits, list, &n)
+                             : loom__error(LOOM_ERR_INVALID_ARGUMENT, "devices: an empty list");
+  if (s) {
+    loom__error_prefix("devices '%s': ", devices);
+    free(list);
+    return s;
+  }
+  *out_runners = list;
+  *out_count = n;
+  return LOOM_OK;
+}
+
+/* ---- planning for several devices ------------------------------------------------------------ */
+
+static bool has_loop(const loom_graph *g) {
+  for (int32_t i = 0; i < g->n_ops; i++)
+    if (g->ops[i].loop) return true;
+  return false;
+}
+
+/* The estimated peak of g rewritten with neither chunking nor fusion: what the whole space
+ * holds, which the pieces divide. */
+static loom_status unchunked_peak(const loom_graph *graph, const loom_optimize_options *opts, int64_t *out) {
+  loom_optimize_options o = *opts;
+  const char **off = loom__malloc(sizeof *off * (size_t)(opts->n_disabled + 1));
+  if (!off) return loom__oom("the rewrites' names");
+  for (int32_t i = 0; i < opts->n_disabled; i++) off[i] = opts->disabled[i];
+  off[opts->n_disabled] = "fuse";
+  o.disabled = off;
+  o.n_disabled = opts->n_disabled + 1;
+  o.limit = 0;
+  o.fused_runs = NULL;
+  loom_graph *g = NULL;
+  loom_estimate e;
+  memset(&e, 0, sizeof e);
+  loom_status s = loom_graph_optimize(graph, &o, &g, NULL);
+  if (!s) s = loom_graph_estimate(g, NULL, &e);
+  if (!s) *out = e.peak_bytes;
+  loom_estimate_deinit(&e);
+  loom_graph_destroy(g);
+  loom__free(off);
+  return s;
+}
+
+/* The graph chunked for sharing: every runner at `limit`, chunk before fuse. */
+static loom_status chunked_for_sharing(const loom_graph *graph, const loom_runner *runners, int32_t n,
+                                       const loom_optimize_options *opts, int64_t limit, loom_graph **out,
+                                       loom_rewrite_report *report) {
+  loom_runner *small = loom__malloc(sizeof *small * (size_t)n);
+  if (!small) return loom__oom("the runners");
+  for (int32_t i = 0; i < n; i++) {
+    small[i] = runners[i];
+    small[i].limit = limit;
+  }
+  loom_optimize_options o = *opts;
+  o.fused_runs = NULL;
+  char note[256] = "";
+  loom_status s = loom_graph_optimize_for_runners(graph, small, n, &o, out, report, note, sizeof note);
+  loom__free(small);
+  if (!s && !has_loop(*out)) {
+    loom_graph_destroy(*out);
+    *out = NULL;
+    return loom__error(LOOM_ERR_UNSUPPORTED, "chunking to %lld bytes made no loop%s%s", (long long)limit,
+                       note[0] ? ": " : "", note);
+  }
+  return s;
+}
+
+loom_status loom_graph_optimize_for_sharing(const loom_graph *graph, const loom_runner *runners,
+                                            int32_t n_runners, const loom_optimize_options *opts,
+                                            loom_graph **out_graph, loom_rewrite_report *report, char *note,
+                                            size_t note_size) {
+  if (note && note_size) note[0] = '\0';
+  if (out_graph) *out_graph = NULL;
+  if (!graph || !out_graph || (n_runners > 0 && !runners))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize_for_sharing: NULL argument");
+  loom_optimize_options defaults;
+  loom_optimize_options_init(&defaults);
+  if (!opts) opts = &defaults;
+  if (n_runners > 1) {
+    int64_t peak = 0, smallest = INT64_MAX;
+    for (int32_t i = 0; i < n_runners; i++) smallest = LOOM_MIN(smallest, runners[i].limit);
+    loom_rewrite_report mine = {0};
+    loom_status s = unchunked_peak(graph, opts, &peak);
+    /* Fewer, larger pieces where the smallest do not fit (what a piece holds beside its slice,
+     * an operand read whole, may pass the limit of the finest cut). */
+    for (int64_t div = PIECES_PER_DEVICE * (int64_t)n_runners; !s; div /= 4) {
+      int64_t limit = LOOM_MAX(LOOM_MIN(smallest, peak / div), 1);
+      loom_rewrite_report_deinit(&mine);
+      s = chunked_for_sharing(graph, runners, n_runners, opts, limit, out_graph, &mine);
+      if (!s || div < 4 || limit == smallest) break;
+      s = LOOM_OK;
+    }
+    if (!s) {
+      if (report) {
+        loom_rewrite_report_deinit(report);
+        *report = mine;
+      } else {
+        loom_rewrite_report_deinit(&mine);
+      }
+      return LOOM_OK;
+    }
+    loom_rewrite_report_deinit(&mine);
+    if (note && note_size)
+      snprintf(note, note_size, "not chunked for sharing (%s): planned as for one device", loom_last_error());
+  }
+  char inner[256] = "";
+  loom_status s = loom_graph_optimize_for_runners(graph, runners, n_runners, opts, out_graph, report, inner,
+                                                  sizeof inner);
+  if (!s && inner[0] && note && note_size && !note[0]) snprintf(note, note_size, "%s", inner);
+  return s;
+}
+
+/* ---- a shared loop ------------------------------------------------------------------------------ */
+
+typedef struct shared_loop shared_loop;
+
+/* One device's worker. */
+typedef struct worker {
+  shared_loop *L;
+  const loom__exec_device *dev;
+  loom_runner runner;
+  loom_share_device_stats *stats;
+  double rate;       /* seconds per piece: model, then measured; 0 unknown */
+  bool measured;     /* rate comes from its own ranges */
+  bool eligible;     /* its limit holds a range */
+  bool busy, done;   /* running a range; gone */
+  double busy_until; /* when its range is expected done (rate known) */
+  pthread_t thread;
+  bool started;
+} worker;
+
+struct shared_loop {
+  const loom_graph *sg; /* the stage's graph: the loop alone */
+  int32_t op, stage;
+  loom_sched_policy policy;
+  const loom_tensor *ins;  /* the loop's operands, in operand order */
+  int64_t trips, chunk;    /* pieces; pieces per range */
+  int64_t next;            /* the first piece no range has taken */
+  int32_t n_ranges, n_out; /* ranges taken so far */
+  loom__partial *parts;    /* per range taken: its pieces and results (up to trips of them) */
+  loom_tensor *results;    /* trips x n_out: range r's at r * n_out */
+  worker *workers;
+  int32_t n_workers;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool failed;
+  loom_status status;
+  char error[1024];
+  double t0;
+};
+
+/* The pieces w's next range would take: a range, or a single piece where dmda does not know
+ * w's speed yet (that piece is how it learns it, without a whole range on a device that may
+ * prove slow, or slow to start: a first run builds its programs). */
+static int64_t range_pieces(const shared_loop *L, const worker *w) {
+  int64_t n = L->policy == LOOM_SCHED_DMDA && w->rate <= 0 ? 1 : L->chunk;
+  return LOOM_MIN(n, L->trips - L->next);
+}
+
+/* dmda: whether w, free now, should take the next range: whether the loop ends sooner with w
+ * running it than with the other devices running every piece left. The others are taken as
+ * one pool that works at the sum of their speeds from when each is free; a device of unknown
+ * speed counts for nothing there, and takes a range itself (a single piece: that is how its
+ * speed becomes known). So every device helps while there is work enough, however slow, and
+ * at the end a slow device leaves the last ranges to a faster one rather than be waited for. */
+static bool dmda_takes(const shared_loop *L, const worker *w, double now) {
+  if (w->rate <= 0) return true;
+  double pieces = (double)range_pieces(L, w), left = (double)(L->trips - L->next);
+  double speed = 0, start = 0; /* pieces per second of the others; sum of free time x speed */
+  double single = INFINITY;    /* the soonest one of them would end this range */
+  for (int32_t i = 0; i < L->n_workers; i++) {
+    const worker *e = &L->workers[i];
+    if (e == w || !e->eligible || e->done || e->rate <= 0) continue;
+    double free_at = e->busy ? fmax(now, e->busy_until) : now;
+    speed += 1 / e->rate;
+    start += free_at / e->rate;
+    single = fmin(single, free_at + e->rate * pieces);
+  }
+  if (speed == 0) return true;
+  /* Ranges do not divide: the others cannot end this one sooner than the best of them alone
+   * would. Without that bound, three equal devices each left the last piece to the other two
+   * (who would share it, by the pool's sum of speeds) and all waited. With it, the device that
+   * would end the range soonest always takes it. */
+  double without = fmax((left + start) / speed, single);
+  double with = fmax(now + w->rate * pieces, (left - pieces + start) / speed);
+  return with <= without;
+}
+
+/* Whether a device other than w's is running a range. */
+static bool others_busy(const shared_loop *L, const worker *w) {
+  for (int32_t i = 0; i < L->n_workers; i++)
+    if (&L->workers[i] != w && L->workers[i].busy) return true;
+  return false;
+}
+
+/* Under L->mu: the next range for w (its index), or -1 when no piece is left (or the loop
+ * failed). */
+static int32_t claim(shared_loop *L, worker *w) {
+  for (bool waited = false;; waited = true) {
+    if (L->failed || L->next >= L->trips) return -1;
+    double now = loom__now();
+    /* A worker that waited while no other device ran a range takes it: nothing would change
+     * by waiting longer (dmda_takes lets the soonest device take; this only guards that). */
+    if (L->policy != LOOM_SCHED_DMDA || dmda_takes(L, w, now) || (waited && !others_busy(L, w))) {
+      int32_t c = L->n_ranges++;
+      int64_t pieces = range_pieces(L, w);
+      L->parts[c].first = L->next;
+      L->parts[c].last = L->next + pieces;
+      L->parts[c].results = &L->results[(size_t)c * (size_t)L->n_out];
+      L->next += pieces;
+      w->busy = true;
+      w->busy_until = now + w->rate * (double)pieces;
+      pthread_cond_broadcast(&L->cv);
+      return c;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(DMDA_WAIT_SECONDS * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&L->cv, &L->mu, &ts);
+  }
+}
+
+/* Runs range c on w's device into its slot of L->results. */
+static loom_status run_range(shared_loop *L, worker *w, int32_t c, int64_t *peak) {
+  loom_graph *rg = NULL;
+  loom_status s = loom__loop_range_graph(L->sg, L->op, L->parts[c].first, L->parts[c].last, &rg);
+  if (s) return s;
+  loom__meter meter = {0};
+  meter.limit = w->runner.limit;
+  loom__exec_options o = {0};
+  o.device = w->dev;
+  double t0 = loom__now();
+  s = loom__execute(rg, &o, L->ins, &L->results[(size_t)c * (size_t)L->n_out], &meter);
+  loom__hmm_trace_event(w->dev->memory, "range", w->dev->node, t0);
+  *peak = meter.peak;
+  loom_graph_destroy(rg);
+  return s;
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  shared_loop *L = w->L;
+  pthread_mutex_lock(&L->mu);
+  for (;;) {
+    int32_t c = claim(L, w);
+    if (c < 0) break;
+    pthread_mutex_unlock(&L->mu);
+    int64_t first = L->parts[c].first, last = L->parts[c].last, peak = 0;
+    double t0 = loom__now();
+    loom_status s = run_range(L, w, c, &peak);
+    double took = loom__now() - t0;
+    char msg[sizeof L->error];
+    if (s)
+      snprintf(msg, sizeof msg, "stage %d (a loop of %lld pieces): pieces [%lld, %lld) on %s: %s",
+               (int)L->stage, (long long)L->trips, (long long)first, (long long)last, w->runner.device,
+               loom_last_error());
+    pthread_mutex_lock(&L->mu);
+    w->busy = false;
+    w->stats->busy_seconds += took;
+    w->stats->peak_bytes = LOOM_MAX(w->stats->peak_bytes, peak);
+    if (!s) {
+      double rate = took / (double)(last - first);
+      /* a first range pays for building programs: the ranges after it weigh in */
+      w->rate = w->measured ? RATE_WEIGHT * rate + (1 - RATE_WEIGHT) * w->rate : rate;
+      w->measured = true;
+      w->stats->seconds_per_piece = w->rate;
+      w->stats->pieces += last - first;
+      w->stats->ranges++;
+    } else if (!L->failed) {
+      L->failed = true;
+      L->status = s;
+      memcpy(L->error, msg, sizeof msg);
+    }
+    pthread_cond_broadcast(&L->cv);
+  }
+  w->done = true;
+  pthread_cond_broadcast(&L->cv);
+  pthread_mutex_unlock(&L->mu);
+  return NULL;
+}
+
+/* Seconds per piece of the loop on each worker's device from the models in the cache folder
+ * (loom-bench calibrate), where every device has one; else they stay unknown. */
+static void model_rates(loom_context *ctx, shared_loop *L) {
+  char list[512] = "";
+  size_t n = 0;
+  for (int32_t i = 0; i < L->n_workers && n < sizeof list; i++)
+    n += (size_t)snprintf(list + n, sizeof list - n, i ? ",%s" : "%s", L->workers[i].runner.device);
+  loom_sched_platform *pf = NULL;
+  double sizes[LOOM_OP_CLASS_COUNT] = {0};
+  int32_t kernels[LOOM_OP_CLASS_COUNT] = {0};
+  if (loom_sched_platform_from_context(ctx, list, &pf) != LOOM_OK ||
+      loom_sched_op_work(L->sg, L->op, sizes, kernels) != LOOM_OK) {
+    loom_sched_platform_destroy(pf);
+    return;
+  }
+  for (int32_t i = 0; i < L->n_workers; i++) {
+    int32_t d = loom_sched_platform_find(pf, L->workers[i].runner.device);
+    const loom_sched_device *sd = d >= 0 ? loom_sched_platform_device(pf, d) : NULL;
+    double t = 0;
+    for (int32_t c = 0; sd && c < LOOM_OP_CLASS_COUNT; c++)
+      if (kernels[c] > 0)
+        t += kernels[c] * loom_sched_model_time(&sd->model, (loom_op_class)c, sizes[c] / kernels[c]);
+    if (sd && isfinite(t) && t > 0) L->workers[i].rate = t / (double)L->trips;
+  }
+  loom_sched_platform_destroy(pf);
+}
+
+/* Which devices a range fits: its estimate within the device's limit. Errors: OUT_OF_MEMORY
+ * when none. */
+static loom_status choose_devices(shared_loop *L) {
+  loom_graph *rg = NULL;
+  loom_estimate e;
+  memset(&e, 0, sizeof e);
+  loom_status s = loom__loop_range_graph(L->sg, L->op, 0, LOOM_MIN(L->chunk, L->trips), &rg);
+  if (!s) s = loom_graph_estimate(rg, NULL, &e);
+  int64_t need = e.peak_bytes;
+  loom_estimate_deinit(&e);
+  loom_graph_destroy(rg);
+  if (s) return s;
+  int32_t n = 0;
+  char limits[512] = "";
+  size_t at = 0;
+  for (int32_t i = 0; i < L->n_workers; i++) {
+    L->workers[i].eligible = need <= L->workers[i].runner.limit;
+    n += L->workers[i].eligible;
+    char b[32];
+    if (at < sizeof limits)
+      at += (size_t)snprintf(limits + at, sizeof limits - at, "%s%s %s", i ? ", " : "",
+                             L->workers[i].runner.device,
+                             loom_bytes_format(L->workers[i].runner.limit, b, sizeof b));
+  }
+  if (n == 0) {
+    char b[32];
+    return loom__error(
+        LOOM_ERR_OUT_OF_MEMORY,
+        "stage %d (a loop of %lld pieces): a range of %lld pieces needs %s, more than any device's "
+        "limit (%s)",
+        (int)L->stage, (long long)L->trips, (long long)L->chunk, loom_bytes_format(need, b, sizeof b),
+        limits);
+  }
+  return LOOM_OK;
+}
+
+/* Starts a worker per device that fits, waits for them all, and reports the first failure. */
+static loom_status run_workers(shared_loop *L) {
+  loom_status s = LOOM_OK;
+  pthread_mutex_lock(&L->mu);
+  for (int32_t i = 0; i < L->n_workers; i++) {
+    worker *w = &L->workers[i];
+    w->done = !w->eligible;
+    if (!w->eligible) continue;
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+      w->done = true;
+      L->failed = true; /* the workers started stop at their next claim */
+      s = loom__error(LOOM_ERR_UNAVAILABLE, "stage %d: cannot start the worker thread of %s", (int)L->stage,
+                      w->runner.device);
+      break;
+    }
+    w->started = true;
+  }
+  pthread_mutex_unlock(&L->mu);
+  for (int32_t i = 0; i < L->n_workers; i++)
+    if (L->workers[i].started) pthread_join(L->workers[i].thread, NULL);
+  if (!s && L->failed) s = loom__error(L->status, "%s", L->error);
+  return s;
+}
+
+/* Combines the ranges' results into the stage's outputs (the loop's results the stage gives). */
+static loom_status combine_stage(shared_loop *L, loom_tensor *outs) {
+  const loom__op *op = &L->sg->ops[L->op];
+  loom_tensor louts[LOOM_LOOP_MAX_RESULTS];
+  memset(louts, 0, sizeof louts);
+  loom_status s = LOOM_OK;
+  for (int32_t j = 0; !s && j < L->n_out; j++)
+    s = loom__tensor_init_unzeroed(&louts[j], &L->sg->values[op->outputs[j]].type);
+  if (!s) s = loom__combine_partials(L->sg, L->op, L->parts, L->n_ranges, louts);
+  bool taken[LOOM_LOOP_MAX_RESULTS] = {false};
+  for (int32_t k = 0; !s && k < L->sg->n_outputs; k++) {
+    int32_t j = 0;
+    while (j < L->n_out && op->outputs[j] != L->sg->outputs[k]) j++;
+    if (j == L->n_out) {
+      s = loom__error(LOOM_ERR_INTERNAL, "stage %d returns a value its loop does not make", (int)L->stage);
+    } else if (!taken[j]) {
+      outs[k] = louts[j];
+      memset(&louts[j], 0, sizeof louts[j]);
+      taken[j] = true;
+    } else {
+      s = loom__tensor_init_unzeroed(&outs[k], &louts[j].type);
+      int64_t bytes = 0;
+      loom_type_bytes(&outs[k].type, &bytes);
+      if (!s && bytes > 0) {
+        for (int32_t q = 0; q < k; q++)
+          if (L->sg->outputs[q] == L->sg->outputs[k]) memcpy(outs[k].data, outs[q].data, (size_t)bytes);
+      }
+    }
+  }
+  for (int32_t j = 0; j < L->n_out; j++) loom_tensor_deinit(&louts[j]);
+  return s;
+}
+
+/* A loop's operand that its stage makes rather than reads: a constant, fill or iota, or a view
+ * of a parameter (a reshape), which the split places beside the loop (kernel_mv's scalar 0.5
+ * and its norms' reshape). They are made on the host for the ranges, at most this many bytes
+ * each; a larger one would be copied whole to every device: that loop is not shared. */
+#define MADE_OPERAND_MAX_BYTES (16 << 20)
+
+static bool is_view(loom_op kind) {
+  return kind == LOOM_OP_RESHAPE || kind == LOOM_OP_TRANSPOSE || kind == LOOM_OP_BROADCAST ||
+         kind == LOOM_OP_SLICE;
+}
+
+/* Whether stage graph sg is one loop (what the cut around loops makes) beside sources and views
+ * only, whose operands are sg's parameters or made by those (MADE_OPERAND_MAX_BYTES); *op is
+ * that loop. */
+static bool lone_loop(const loom_graph *sg, int32_t *op) {
+  int32_t loop = -1;
+  for (int32_t i = 0; sg && i < sg->n_ops; i++) {
+    if (sg->ops[i].loop && loop >= 0) return false;
+    if (sg->ops[i].loop)
+      loop = i;
+    else if (loom__op_info_of(sg->ops[i].kind)->cls != LOOM_CLASS_SOURCE && !is_view(sg->ops[i].kind))
+      return false;
+  }
+  if (loop < 0) return false;
+  for (int32_t i = 0; i < sg->ops[loop].n_inputs; i++) {
+    const loom__value *v = &sg->values[sg->ops[loop].inputs[i]];
+    int64_t bytes = 0;
+    loom_type_bytes(&v->type, &bytes);
+    if (v->op >= 0 && bytes > MADE_OPERAND_MAX_BYTES) return false;
+  }
+  *op = loop;
+  return true;
+}
+
+/* The loop's operands that sg makes (made[i] for operand i; the others untouched): sg without
+ * its loop, returning them, run on cpu0 from sg's parameters `ins`. */
+static loom_status make_operands(loom_context *ctx, const loom_graph *sg, int32_t loop,
+                                 const loom_tensor *ins, loom_tensor *made) {
+  const loom__op *o = &sg->ops[loop];
+  loom_value want[64];
+  int32_t which[64], n = 0;
+  for (int32_t i = 0; i < o->n_inputs; i++)
+    if (sg->values[o->inputs[i]].op >= 0) {
+      if (n == LOOM_ARRAY_SIZE(want))
+        return loom__error(LOOM_ERR_UNSUPPORTED, "a shared loop with over 64 operands its stage makes");
+      which[n++] = i;
+    }
+  if (n == 0) return LOOM_OK;
+  loom__rebuild rb;
+  memset(&rb, 0, sizeof rb);
+  loom_status s = loom__rebuild_init(&rb, sg);
+  for (int32_t i = 0; !s && i < sg->n_ops; i++)
+    if (i != loop) s = loom__rebuild_copy(&rb, i);
+  for (int32_t k = 0; !s && k < n; k++) want[k] = loom__rebuild_get(&rb, o->inputs[which[k]]);
+  if (!s) s = loom_graph_return(rb.dst, want, n);
+  loom_tensor outs[64];
+  if (!s) s = loom_graph_run_on_device(ctx, "cpu0", rb.dst, ins, sg->n_params, outs, n, NULL);
+  for (int32_t k = 0; !s && k < n; k++) made[which[k]] = outs[k];
+  loom__rebuild_deinit(&rb);
+  if (s) loom__error_prefix("the operands a shared loop's stage makes: ");
+  return s;
+}
+
+/* Runs loop stage `stage` (graph sg: one loop) shared among the devices. ins: sg's
+ * parameters; outs: its results (host tensors made here). */
+static loom_status share_loop(loom_context *ctx, const loom_graph *sg, int32_t op, int32_t stage,
+                              const loom_share_options *opts, worker *workers, int32_t n_workers,
+                              const loom_tensor *ins, loom_tensor *outs) {
+  shared_loop L;
+  memset(&L, 0, sizeof L);
+  const loom__op *o = &sg->ops[op];
+  L.sg = sg;
+  L.op = op;
+  L.stage = stage;
+  L.policy = opts->policy;
+  L.trips = loom__loop_trips(o->loop);
+  L.n_out = o->n_outputs;
+  L.workers = workers;
+  L.n_workers = n_workers;
+  L.t0 = loom__now();
+  int64_t want = (int64_t)opts->ranges_per_device * n_workers;
+  L.chunk = (L.trips + want - 1) / want;
+  if (L.chunk < 1) L.chunk = 1;
+  loom_tensor *operands = loom__calloc((size_t)LOOM_MAX(o->n_inputs, 1) * 2, sizeof *operands);
+  loom_tensor *made = operands ? operands + LOOM_MAX(o->n_inputs, 1) : NULL; /* the sources' */
+  L.results = loom__calloc((size_t)L.trips * (size_t)L.n_out, sizeof *L.results);
+  L.parts = loom__calloc((size_t)L.trips, sizeof *L.parts);
+  loom_status s = operands && L.results && L.parts ? LOOM_OK : loom__oom("a shared loop's ranges");
+  if (!s) s = make_operands(ctx, sg, op, ins, made);
+  for (int32_t i = 0; !s && i < o->n_inputs; i++) {
+    const loom__value *v = &sg->values[o->inputs[i]];
+    operands[i] = v->op >= 0 ? made[i] : ins[v->result];
+  }
+  L.ins = operands;
+  for (int32_t i = 0; i < n_workers; i++) {
+    workers[i].L = &L;
+    workers[i].busy = workers[i].done = workers[i].started = workers[i].measured = false;
+    workers[i].rate = 0;
+  }
+  if (!s) s = choose_devices(&L);
+  if (!s && L.policy == LOOM_SCHED_DMDA) model_rates(ctx, &L);
+  bool sync = !s && pthread_mutex_init(&L.mu, NULL) == 0;
+  if (sync && pthread_cond_init(&L.cv, NULL) != 0) {
+    pthread_mutex_destroy(&L.mu);
+    sync = false;
+  }
+  if (!s && !sync)
+    s = loom__error(LOOM_ERR_UNAVAILABLE, "stage %d: cannot make the workers' lock", (int)stage);
+  if (!s) s = run_workers(&L);
+  if (sync) {
+    pthread_cond_destroy(&L.cv);
+    pthread_mutex_destroy(&L.mu);
+  }
+  for (int32_t i = 0; i < n_workers; i++)
+    if (workers[i].stats->ranges > 0 && workers[i].started) workers[i].stats->stages++;
+  if (!s) s = combine_stage(&L, outs);
+  for (size_t k = 0; L.results && k < (size_t)L.n_ranges * (size_t)L.n_out; k++)
+    loom_tensor_deinit(&L.results[k]);
+  loom__free(L.results);
+  loom__free(L.parts);
+  for (int32_t i = 0; operands && i < o->n_inputs; i++) loom_tensor_deinit(&made[i]);
+  loom__free(operands);
+  return s;
+}
+
+/* ---- the run -------------------------------------------------------------------------------------- */
+
+/* A value between stages: a host tensor, the caller's or ours. */
+typedef struct held {
+  loom_tensor t;
+  bool owned;
+  int32_t last_stage; /* INT32_MAX: returned */
+} held;
+
+typedef struct share_run {
+  loom_context *ctx;
+  const loom_share_options *opts;
+  const loom_graph *g;
+  loom_plan *cut;
+  held *vals;
+  worker *workers;
+  int32_t n_workers;
+  loom_share_stats *stats;
+} share_run;
+
+/* loom_plan_split's predicate: a cut before each top-level loop and before the op after one. */
+typedef struct cut_acc {
+  bool seen, after_loop;
+} cut_acc;
+
+static bool cut_around_loops(const loom_graph *g, int32_t op, void *acc) {
+  cut_acc *a = acc;
+  bool loop = g->ops[op].loop != NULL, cut = a->seen && (loop || a->after_loop);
+  a->seen = true;
+  a->after_loop = loop;
+  return cut;
+}
+
+static void held_release(held *h) {
+  if (h->owned) loom_tensor_deinit(&h->t);
+  memset(&h->t, 0, sizeof h->t);
+  h->owned = false;
+}
+
+/* A stage with no loop to share: as loom_plan_run runs it, on the first device, cut by memory
+ * where it passes that device's limit. */
+static loom_status run_whole(share_run *r, const loom_stage_info *st, int32_t index, const loom_tensor *ins,
+                             loom_tensor *outs) {
+  worker *lead = &r->workers[0];
+  loom_plan *sub = NULL;
+  loom_plan_stats ps;
+  memset(&ps, 0, sizeof ps);
+  double t0 = loom__now();
+  loom_status s = loom_plan_split_by_memory(st->graph, &lead->runner, 1, &sub);
+  if (!s) s = loom_plan_run(r->ctx, sub, ins, st->n_inputs, outs, st->n_outputs, &ps);
+  if (s) loom__error_prefix("stage %d (%d ops) on %s: ", (int)index, (int)st->n_ops, lead->runner.device);
+  lead->stats->busy_seconds += loom__now() - t0;
+  lead->stats->peak_bytes = LOOM_MAX(lead->stats->peak_bytes, ps.peak_bytes);
+  lead->stats->stages++;
+  loom_plan_stats_deinit(&ps);
+  loom_plan_destroy(sub);
+  return s;
+}
+
+static loom_status run_cut_stage(share_run *r, int32_t index) {
+  loom_stage_info st;
+  loom_status s = loom_plan_stage(r->cut, index, &st);
+  if (s || !st.graph) return s;
+  loom_tensor *ins =
+      loom__calloc((size_t)LOOM_MAX(st.n_inputs, 1) + (size_t)LOOM_MAX(st.n_outputs, 1), sizeof *ins);
+  if (!ins) return loom__oom("a stage's inputs and outputs");
+  loom_tensor *outs = ins + LOOM_MAX(st.n_inputs, 1);
+  for (int32_t k = 0; k < st.n_inputs; k++) ins[k] = r->vals[st.inputs[k]].t;
+  int32_t op = -1;
+  if (lone_loop(st.graph, &op) && r->n_workers > 1) {
+    s = share_loop(r->ctx, st.graph, op, index, r->opts, r->workers, r->n_workers, ins, outs);
+    if (!s) r->stats->n_shared++;
+  } else {
+    s = run_whole(r, &st, index, ins, outs);
+  }
+  for (int32_t k = 0; k < st.n_outputs; k++) {
+    held *h = &r->vals[st.outputs[k]];
+    if (s) {
+      loom_tensor_deinit(&outs[k]);
+      continue;
+    }
+    held_release(h);
+    h->t = outs[k];
+    h->owned = true;
+  }
+  for (int32_t k = 0; !s && k < st.n_inputs; k++)
+    if (r->vals[st.inputs[k]].last_stage == index) held_release(&r->vals[st.inputs[k]]);
+  loom__free(ins);
+  return s;
+}
+
+static loom_status copy_tensor(const loom_tensor *src, loom_tensor *dst) {
+  int64_t bytes = 0;
+  loom_status s = loom__tensor_init_unzeroed(dst, &src->type);
+  if (!s) s = loom_type_bytes(&src->type, &bytes);
+  if (!s && bytes > 0) memcpy(dst->data, src->data, (size_t)bytes);
+  return s;
+}
+
+/* The returned values: moved out where the run made them, copied otherwise (a parameter
+ * returned, a value returned twice). */
+static loom_status deliver(share_run *r, loom_tensor *outputs, int32_t n_outputs) {
+  for (int32_t i = 0; i < n_outputs; i++) {
+    held *h = &r->vals[r->g->outputs[i]];
+    loom_status s = LOOM_OK;
+    if (h->owned) {
+      outputs[i] = h->t;
+      memset(&h->t, 0, sizeof h->t);
+      h->owned = false;
+      continue;
+    }
+    int32_t twin = -1;
+    for (int32_t j = 0; j < i && twin < 0; j++)
+      if (r->g->outputs[j] == r->g->outputs[i]) twin = j;
+    s = copy_tensor(twin >= 0 ? &outputs[twin] : &h->t, &outputs[i]);
+    if (s) return s;
+  }
+  return LOOM_OK;
+}
+
+static loom_status run_init(share_run *r, const loom_tensor *inputs) {
+  const loom_graph *g = r->g;
+  r->vals = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *r->vals);
+  if (!r->vals) return loom__oom("the values between stages");
+  for (int32_t v = 0; v < g->n_values; v++) r->vals[v].last_stage = -1;
+  for (int32_t p = 0; p < g->n_params; p++) r->vals[g->params[p]].t = inputs[p];
+  cut_acc acc = {false, false};
+  loom_status s = loom_plan_split(g, cut_around_loops, &acc, &r->workers[0].runner, 1, &r->cut);
+  for (int32_t i = 0; !s && i < loom_plan_stage_count(r->cut); i++) {
+    loom_stage_info st;
+    loom_plan_stage(r->cut, i, &st);
+    for (int32_t k = 0; k < st.n_inputs; k++) r->vals[st.inputs[k]].last_stage = i;
+  }
+  for (int32_t i = 0; i < g->n_outputs; i++) r->vals[g->outputs[i]].last_stage = INT32_MAX;
+  return s;
+}
+
+/* The workers and their stats, one per device; the bytes their nodes moved so far (taken off
+ * again at the end). */
+static loom_status workers_init(share_run *r, const loom_runner *runners, int32_t n) {
+  r->workers = loom__calloc((size_t)n, sizeof *r->workers);
+  r->stats->devices = loom__calloc((size_t)n, sizeof *r->stats->devices);
+  if (!r->workers || !r->stats->devices) return loom__oom("the devices' workers");
+  r->n_workers = r->stats->n_devices = n;
+  for (int32_t i = 0; i < n; i++) {
+    worker *w = &r->workers[i];
+    loom_share_device_stats *ds = &r->stats->devices[i];
+    w->runner = runners[i];
+    w->stats = ds;
+    snprintf(ds->device, sizeof ds->device, "%s", runners[i].device);
+    ds->limit_bytes = runners[i].limit;
+    loom_status s = loom__context_exec_device(r->ctx, runners[i].device, &w->dev);
+    if (s) return s;
+    loom_mem_node_stats ms;
+    if (loom_mem_stats(w->dev->memory, w->dev->node, &ms) == LOOM_OK) {
+      ds->bytes_in = -ms.bytes_in;
+      ds->bytes_out = -ms.bytes_out;
+    }
+  }
+  return LOOM_OK;
+}
+
+/* Ends the run's figures, and trims the pools of the devices' nodes and the host's: what the
+ * run cached there does not outlive it (as loom_plan_run's does not), whichever worker gave it
+ * back last. */
+static void workers_finish(share_run *r) {
+  const loom__exec_device *cpu = NULL;
+  for (int32_t i = 0; i < r->n_workers; i++)
+    if (r->workers[i].dev) loom_mem_trim(r->workers[i].dev->memory, r->workers[i].dev->node);
+  if (loom__context_exec_device(r->ctx, "cpu0", &cpu) == LOOM_OK) loom_mem_trim(cpu->memory, cpu->node);
+  for (int32_t i = 0; i < r->n_workers; i++) {
+    loom_share_device_stats *ds = &r->stats->devices[i];
+    loom_mem_node_stats ms;
+    bool counted = false; /* a node two devices share is counted once */
+    for (int32_t j = 0; j < i; j++)
+      counted |= r->workers[j].dev && r->workers[j].dev->node == r->workers[i].dev->node;
+    if (r->workers[i].dev && !counted &&
+        loom_mem_stats(r->workers[i].dev->memory, r->workers[i].dev->node, &ms) == LOOM_OK) {
+      ds->bytes_in += ms.bytes_in;
+      ds->bytes_out += ms.bytes_out;
+    } else {
+      ds->bytes_in = ds->bytes_out = 0;
+    }
+    r->stats->peak_bytes = LOOM_MAX(r->stats->peak_bytes, ds->peak_bytes);
+  }
+}
+
+/* FIXED: the plan as it is; each device's figures from the stages its runners ran. */
+static loom_status run_fixed(share_run *r, const loom_plan *plan, const loom_tensor *inputs, int32_t n_inputs,
+                             loom_tensor *outputs, int32_t n_outputs) {
+  loom_status s = loom_plan_run_with_options(r->ctx, plan, r->opts->run, inputs, n_inputs, outputs, n_outputs,
+                                             &r->stats->plan);
+  for (int32_t i = 0; i < r->stats->plan.n_stages; i++) {
+    loom_stage_info st;
+    if (loom_plan_stage(plan, i, &st)) continue;
+    for (int32_t d = 0; d < r->n_workers; d++) {
+      if (strcasecmp(r->workers[d].runner.device, st.device) != 0) continue;
+      loom_share_device_stats *ds = r->workers[d].stats;
+      ds->busy_seconds += r->stats->plan.stages[i].seconds;
+      ds->peak_bytes = LOOM_MAX(ds->peak_bytes, r->stats->plan.stages[i].peak_bytes);
+      ds->stages++;
+      break;
+    }
+  }
+  r->stats->n_stages = r->stats->plan.n_stages;
+  return s;
+}
+
+/* The plan's own runners' devices, in order, each once (FIXED with devices NULL). */
+static loom_status plan_devices(const loom_plan *plan, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < loom_plan_stage_count(plan); i++) {
+    loom_stage_info st;
+    if (loom_plan_stage(plan, i, &st)) continue;
+    char key[40];
+    snprintf(key, sizeof key, ",%s,", st.device);
+    char have[1100];
+    snprintf(have, sizeof have, ",%s,", buf);
+    if (strstr(have, key)) continue;
+    n += (size_t)snprintf(buf + n, n < size ? size - n : 0, n ? ",%s" : "%s", st.device);
+  }
+  return n < size ? LOOM_OK : loom__error(LOOM_ERR_INVALID_ARGUMENT, "the plan's devices do not fit a list");
+}
+
+static loom_status check_args(loom_context *ctx, const loom_plan *plan, const loom_share_options *opts,
+                              const loom_tensor *inputs, int32_t n_inputs, loom_tensor *outputs,
+                              int32_t n_outputs) {
+  if (!ctx || !plan || (n_outputs > 0 && !outputs) || (n_inputs > 0 && !inputs))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_shared: NULL argument");
+  if (opts->ranges_per_device < 1 || opts->ranges_per_device > 64)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_shared: ranges_per_device %d is not 1 to 64",
+                       (int)opts->ranges_per_device);
+  if ((int)opts->policy < LOOM_SCHED_FIXED || opts->policy > LOOM_SCHED_DMDA)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_shared: policy %d is none",
+                       (int)opts->policy);
+  const loom_graph *g = loom_plan_graph(plan);
+  if (n_outputs != g->n_outputs)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' returns %d value%s, the caller has room for %d",
+                       g->name, (int)g->n_outputs, g->n_outputs == 1 ? "" : "s", (int)n_outputs);
+  return loom__check_inputs(g, inputs, n_inputs);
+}
+
+loom_status loom_plan_run_shared(loom_context *ctx, const loom_plan *plan, const loom_share_options *opts,
+                                 const loom_tensor *inputs, int32_t n_inputs, loom_tensor *outputs,
+                                 int32_t n_outputs, loom_share_stats *stats) {
+  loom_share_options defaults;
+  loom_share_stats own;
+  loom_share_options_init(&defaults);
+  if (!opts) opts = &defaults;
+  if (!stats) stats = &own;
+  memset(stats, 0, sizeof *stats);
+  for (int32_t i = 0; outputs && i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
+  loom_status s = check_args(ctx, plan, opts, inputs, n_inputs, outputs, n_outputs);
+  if (s) return s;
+  share_run r;
+  memset(&r, 0, sizeof r);
+  r.ctx = ctx;
+  r.opts = opts;
+  r.g = loom_plan_graph(plan);
+  r.stats = stats;
+  loom_runner *runners = NULL;
+  int32_t n = 0;
+  char listed[1024];
+  const char *devices = opts->devices;
+  if (opts->policy == LOOM_SCHED_FIXED && !devices) {
+    s = plan_devices(plan, listed, sizeof listed);
+    devices = listed;
+  }
+  double t0 = loom__now();
+  if (!s) s = loom_share_runners(ctx, devices, opts->limits, opts->n_limits, &runners, &n);
+  if (!s) s = workers_init(&r, runners, n);
+  if (!s && opts->policy == LOOM_SCHED_FIXED) {
+    s = run_fixed(&r, plan, inputs, n_inputs, outputs, n_outputs);
+  } else if (!s) {
+    s = run_init(&r, inputs);
+    stats->n_stages = r.cut ? loom_plan_stage_count(r.cut) : 0;
+    for (int32_t i = 0; !s && i < stats->n_stages; i++) s = run_cut_stage(&r, i);
+    if (!s) s = deliver(&r, outputs, n_outputs);
+  }
+  if (r.workers) workers_finish(&r);
+  stats->seconds = loom__now() - t0;
+  for (int32_t v = 0; r.vals && v < r.g->n_values; v++) held_release(&r.vals[v]);
+  for (int32_t i = 0; s && outputs && i < n_outputs; i++) loom_tensor_deinit(&outputs[i]);
+  loom__free(r.vals);
+  loom__free(r.workers);
+  loom_plan_destroy(r.cut);
+  free(runners);
+  if (stats == &own) loom_share_stats_deinit(&own);
+  return s;
+}

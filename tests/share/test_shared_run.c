@@ -1,0 +1,382 @@
+/* The shared runner (loom/share.h): a kNN with a loop-free stage before and after it, planned
+ * for sharing and run on cpu0, on ocl0 and ocl1 (PoCL's two pthread devices, tests/share.cmake)
+ * and on all three, with each policy: the results equal the graph run whole on cpu0 (integer
+ * coordinates, so every distance is exact and ties fall to the lower index everywhere); every
+ * piece is run once; a device refusing memory fails the run naming the stage, the pieces and
+ * the device, with nothing left allocated; a device whose limit holds no range never gets one;
+ * and every host allocation failing in turn through a shared run. */
+#define _XOPEN_SOURCE 700 /* nftw, mkdtemp, setenv */
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* x and y: 157 and 211 points of integer coordinates below 8 (exact distances, many ties);
+ * the stages around the loop: a shift of x before, a square root of the distances after. */
+static const char *const knn_lir =
+    "graph knn(x: f32[157,3], y: f32[211,3]) {\n"
+    "  x1 = add x x\n"
+    "  xs = sub x1 x\n"
+    "  xe = reshape xs shape=[157,1,3]\n"
+    "  ye = reshape y shape=[1,211,3]\n"
+    "  diff = sub xe ye\n"
+    "  sq = mul diff diff\n"
+    "  d2 = reduce_sum sq axes=[2]\n"
+    "  val, idx = topk d2 k=5 axis=1 largest=false\n"
+    "  dist = sqrt val\n"
+    "  return dist, idx\n"
+    "}\n";
+
+typedef struct fixture {
+  loom_context *ctx;
+  loom_graph *g;
+  loom_tensor in[2], ref[2];
+  bool opencl; /* ocl0 and ocl1 are there */
+} fixture;
+
+static void fixture_deinit(fixture *f) {
+  for (int i = 0; i < 2; i++) {
+    loom_tensor_deinit(&f->in[i]);
+    loom_tensor_deinit(&f->ref[i]);
+  }
+  loom_graph_destroy(f->g);
+  loom_context_destroy(f->ctx);
+  memset(f, 0, sizeof *f);
+}
+
+static bool fixture_init(fixture *f) {
+  memset(f, 0, sizeof *f);
+  if (loom_context_create(NULL, &f->ctx) || loom_graph_parse(knn_lir, strlen(knn_lir), "knn.lir", &f->g)) {
+    loom_test_fail(__FILE__, __LINE__, "set-up: %s", loom_last_error());
+    return false;
+  }
+  for (int p = 0; p < 2; p++) {
+    loom_tensor_init(&f->in[p], loom_value_type(f->g, loom_graph_param_at(f->g, p)));
+    loom_tensor_fill_random(&f->in[p], 7, (uint64_t)p);
+    float *x = f->in[p].data;
+    for (int64_t i = 0; i < f->in[p].type.dims[0] * 3; i++) x[i] = floorf(x[i] * 8);
+  }
+  if (loom_graph_run(f->ctx, f->g, f->in, 2, f->ref, 2, NULL)) {
+    loom_test_fail(__FILE__, __LINE__, "the reference run: %s", loom_last_error());
+    return false;
+  }
+  int32_t i0 = -1, i1 = -1;
+  f->opencl = loom_context_find_device(f->ctx, "ocl0", &i0) == LOOM_OK &&
+              loom_context_find_device(f->ctx, "ocl1", &i1) == LOOM_OK;
+  return true;
+}
+
+/* Plans knn for `devices` (each at `limit`, 0: its memory), fused or not, and runs it shared
+ * with `policy`. */
+static loom_status run_on(fixture *f, const char *devices, const char *run_devices, loom_sched_policy policy,
+                          int64_t limit, bool fuse, loom_tensor *out, loom_share_stats *stats) {
+  loom_runner *runners = NULL, lim[3];
+  int32_t n = 0;
+  for (int i = 0; i < 3; i++) {
+    snprintf(lim[i].device, sizeof lim[i].device, "%s", i == 0 ? "cpu0" : i == 1 ? "ocl0" : "ocl1");
+    lim[i].limit = limit;
+  }
+  loom_status s = loom_share_runners(f->ctx, devices, limit ? lim : NULL, limit ? 3 : 0, &runners, &n);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere;
+  const char *no_fuse = "fuse";
+  o.disabled = fuse ? NULL : &no_fuse;
+  o.n_disabled = fuse ? 0 : 1;
+  loom_graph *opt = NULL;
+  loom_plan *plan = NULL;
+  if (!s) s = loom_graph_optimize_for_sharing(f->g, runners, n, &o, &opt, NULL, NULL, 0);
+  if (!s) s = loom_plan_split_by_memory(opt, runners, policy == LOOM_SCHED_FIXED ? n : 1, &plan);
+  loom_share_options so;
+  loom_share_options_init(&so);
+  so.devices = run_devices;
+  so.policy = policy;
+  so.limits = limit ? lim : NULL;
+  so.n_limits = limit ? 3 : 0;
+  if (!s) s = loom_plan_run_shared(f->ctx, plan, &so, f->in, 2, out, 2, stats);
+  loom_plan_destroy(plan);
+  loom_graph_destroy(opt);
+  free(runners);
+  return s;
+}
+
+static loom_status run_planned(fixture *f, const char *devices, loom_sched_policy policy, int64_t limit,
+                               bool fuse, loom_tensor *out, loom_share_stats *stats) {
+  return run_on(f, devices, devices, policy, limit, fuse, out, stats);
+}
+
+static loom_status run_shared(fixture *f, const char *devices, loom_sched_policy policy, int64_t limit,
+                              loom_tensor *out, loom_share_stats *stats) {
+  return run_planned(f, devices, policy, limit, true, out, stats);
+}
+
+/* Runs the plan of `devices` (fused or not) on each of `alone` by itself (the whole loop: a
+ * second queue for the slices written ahead, the last piece's kernels), then shared with
+ * both policies twice: a device keeps what it makes on first use, and which ranges a device
+ * runs changes from run to run, so a leak check after this sees only what a run leaves. */
+static bool warm_up(fixture *f, const char *devices, const char *const *alone, int32_t n_alone, bool fuse) {
+  for (int32_t i = 0; i < n_alone + 4; i++) {
+    loom_tensor out[2];
+    loom_sched_policy p = i % 2 ? LOOM_SCHED_EAGER : LOOM_SCHED_DMDA;
+    if (run_on(f, devices, i < n_alone ? alone[i] : devices, p, 0, fuse, out, NULL)) {
+      loom_test_fail(__FILE__, __LINE__, "warming up %s: %s", devices, loom_last_error());
+      return false;
+    }
+    loom_tensor_deinit(&out[0]);
+    loom_tensor_deinit(&out[1]);
+  }
+  return true;
+}
+
+static bool equal(const loom_tensor *a, const loom_tensor *b) {
+  int64_t bytes = 0;
+  loom_type_bytes(&a->type, &bytes);
+  return loom_type_equal(&a->type, &b->type) && memcmp(a->data, b->data, (size_t)bytes) == 0;
+}
+
+static void check_run(fixture *f, const char *devices, loom_sched_policy policy) {
+  loom_tensor out[2];
+  loom_share_stats st;
+  memset(&st, 0, sizeof st);
+  loom_status s = run_shared(f, devices, policy, 0, out, &st);
+  if (s) {
+    loom_test_fail(__FILE__, __LINE__, "%s, %s: %s", devices, loom_sched_policy_name(policy),
+                   loom_last_error());
+    loom_share_stats_deinit(&st);
+    return;
+  }
+  for (int i = 0; i < 2; i++)
+    if (!equal(&out[i], &f->ref[i]))
+      loom_test_fail(__FILE__, __LINE__, "%s, %s: output %d differs from the whole run on cpu0", devices,
+                     loom_sched_policy_name(policy), i);
+  int64_t pieces = 0;
+  for (int32_t d = 0; d < st.n_devices; d++) pieces += st.devices[d].pieces;
+  bool several = strchr(devices, ',') != NULL; /* auto is cpu0 alone beside PoCL */
+  if (several && policy != LOOM_SCHED_FIXED && (st.n_shared != 1 || pieces < 2))
+    loom_test_fail(__FILE__, __LINE__, "%s, %s: %d loops shared, %lld pieces run", devices,
+                   loom_sched_policy_name(policy), (int)st.n_shared, (long long)pieces);
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom_share_stats_deinit(&st);
+}
+
+TEST(shared_results_equal_whatever_the_policy_and_devices) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  static const loom_sched_policy policies[] = {LOOM_SCHED_DMDA, LOOM_SCHED_EAGER, LOOM_SCHED_FIXED};
+  const char *lists[] = {"cpu0", "ocl0,ocl1", "cpu0,ocl0,ocl1", "auto"};
+  for (int l = 0; l < 4; l++) {
+    if (!f.opencl && l > 0 && l < 3) continue;
+    for (int p = 0; p < 3; p++) check_run(&f, lists[l], policies[p]);
+  }
+  fixture_deinit(&f);
+}
+
+TEST(shared_pieces_run_once_and_counted) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  if (!f.opencl) {
+    fixture_deinit(&f);
+    return loom_test_skip("no ocl0 and ocl1 (PoCL with POCL_DEVICES=\"pthread pthread\")");
+  }
+  loom_tensor out[2];
+  loom_share_stats st;
+  memset(&st, 0, sizeof st);
+  ASSERT_OK(run_shared(&f, "ocl0,ocl1", LOOM_SCHED_EAGER, 0, out, &st));
+  ASSERT_EQ(st.n_devices, 2);
+  ASSERT_STREQ(st.devices[0].device, "ocl0");
+  int64_t pieces = st.devices[0].pieces + st.devices[1].pieces;
+  int32_t ranges = st.devices[0].ranges + st.devices[1].ranges;
+  /* the loop's pieces: 157 rows cut for two devices; each range several of them */
+  ASSERT_TRUE(pieces >= 8);
+  ASSERT_TRUE(ranges >= 8 && ranges <= 12);
+  ASSERT_TRUE(st.devices[0].busy_seconds > 0 || st.devices[1].busy_seconds > 0);
+  ASSERT_EQ(st.devices[0].stages, 2 + (st.devices[0].ranges > 0)); /* before and after the loop */
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom_share_stats_deinit(&st);
+  fixture_deinit(&f);
+}
+
+TEST(shared_a_failing_device_cancels_the_others) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  if (!f.opencl) {
+    fixture_deinit(&f);
+    return loom_test_skip("no ocl0 and ocl1");
+  }
+  /* Two OpenCL devices: each takes a range as it starts (cpu0 beside them could run them all
+   * before ocl1's worker starts, and nothing would fail). */
+  const char *alone[2] = {"ocl0", "ocl1"};
+  if (!warm_up(&f, "ocl0,ocl1", alone, 2, true)) return fixture_deinit(&f);
+  for (int policy = LOOM_SCHED_EAGER; policy <= LOOM_SCHED_DMDA; policy++) {
+    int64_t live = loom_testing_live_allocations();
+    loom_tensor out[2];
+    memset(out, 0, sizeof out);
+    loom_share_stats st;
+    memset(&st, 0, sizeof st);
+    loom_testing_fail_node_allocations("ocl1", 1, 0);
+    loom_status s = run_shared(&f, "ocl0,ocl1", (loom_sched_policy)policy, 0, out, &st);
+    loom_testing_fail_node_allocations(NULL, 0, 0);
+    ASSERT_STATUS(s, LOOM_ERR_OUT_OF_MEMORY);
+    ASSERT_CONTAINS(loom_last_error(), "stage 1 (a loop of ");
+    ASSERT_CONTAINS(loom_last_error(), ") on ocl1: ");
+    ASSERT_CONTAINS(loom_last_error(), "pieces [");
+    ASSERT_TRUE(out[0].data == NULL && out[1].data == NULL);
+    ASSERT_EQ(st.devices[1].ranges, 0); /* it ran none to the end */
+    loom_share_stats_deinit(&st);
+    ASSERT_EQ(loom_testing_live_allocations(), live);
+  }
+  fixture_deinit(&f);
+}
+
+TEST(shared_a_device_too_small_gets_no_range) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  if (!f.opencl) {
+    fixture_deinit(&f);
+    return loom_test_skip("no ocl0 and ocl1");
+  }
+  /* ocl1 at 1 KiB: no range fits it; the others share the loop */
+  loom_runner lim = {"ocl1", 1024};
+  loom_runner *runners = NULL;
+  int32_t n = 0;
+  ASSERT_OK(loom_share_runners(f.ctx, "cpu0,ocl0,ocl1", &lim, 1, &runners, &n));
+  ASSERT_EQ(n, 3);
+  ASSERT_EQ(runners[2].limit, 1024);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  loom_graph *opt = NULL;
+  loom_plan *plan = NULL;
+  ASSERT_OK(loom_graph_optimize_for_sharing(f.g, runners, 2, &o, &opt, NULL, NULL, 0));
+  ASSERT_OK(loom_plan_split_by_memory(opt, runners, 1, &plan));
+  loom_share_options so;
+  loom_share_options_init(&so);
+  so.devices = "cpu0,ocl0,ocl1";
+  so.limits = &lim;
+  so.n_limits = 1;
+  loom_tensor out[2];
+  loom_share_stats st;
+  memset(&st, 0, sizeof st);
+  ASSERT_OK(loom_plan_run_shared(f.ctx, plan, &so, f.in, 2, out, 2, &st));
+  ASSERT_EQ(st.devices[2].ranges, 0);
+  ASSERT_TRUE(st.devices[0].pieces + st.devices[1].pieces > 0);
+  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom_share_stats_deinit(&st);
+  /* every device too small: out of memory naming the need and the limits */
+  loom_runner tiny[3] = {{"cpu0", 1024}, {"ocl0", 1024}, {"ocl1", 1024}};
+  so.limits = tiny;
+  so.n_limits = 3;
+  ASSERT_STATUS(loom_plan_run_shared(f.ctx, plan, &so, f.in, 2, out, 2, NULL), LOOM_ERR_OUT_OF_MEMORY);
+  loom_plan_destroy(plan);
+  loom_graph_destroy(opt);
+  free(runners);
+  fixture_deinit(&f);
+}
+
+TEST(shared_devices_refused) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  loom_runner *runners = NULL;
+  int32_t n = 0;
+  ASSERT_STATUS(loom_share_runners(ctx, "cpu0,cpu9", NULL, 0, &runners, &n), LOOM_ERR_NOT_FOUND);
+  ASSERT_CONTAINS(loom_last_error(), "cpu9");
+  ASSERT_STATUS(loom_share_runners(ctx, "cpu0,cpu0", NULL, 0, &runners, &n), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "named twice");
+  ASSERT_STATUS(loom_share_runners(ctx, "", NULL, 0, &runners, &n), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(loom_share_runners(ctx, "auto", NULL, 0, &runners, &n));
+  ASSERT_TRUE(n >= 1);
+  ASSERT_STREQ(runners[0].device, "cpu0");
+  free(runners);
+  loom_context_destroy(ctx);
+}
+
+/* Writes a model for device `id` in which every class costs seconds_per_unit `rate`. */
+static bool save_model(loom_context *ctx, const char *id, double rate) {
+  int32_t index = -1;
+  loom_device_info info;
+  if (loom_context_find_device(ctx, id, &index) || loom_context_device_info(ctx, index, &info)) return false;
+  loom_sched_model m;
+  memset(&m, 0, sizeof m);
+  for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) {
+    m.cls[c].known = true;
+    m.cls[c].latency = 1e-6;
+    m.cls[c].seconds_per_unit = rate;
+  }
+  m.host_latency = 1e-6;
+  m.host_bandwidth = 1e10;
+  return loom_sched_model_save(&m, info.name, loom_sched_device_driver(&info)) == LOOM_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* With models (loom-bench calibrate's files) that make ocl0 take a second per element (about
+ * an hour a piece), dmda never gives ocl0 a range: cpu0 alone, at its model's speed or at the
+ * speed it measures (in a sanitizer build too), ends the loop before ocl0 would end one. */
+TEST(shared_dmda_follows_the_models) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  if (!f.opencl) {
+    fixture_deinit(&f);
+    return loom_test_skip("no ocl0");
+  }
+  char dir[] = "/tmp/loom-share-models-XXXXXX";
+  const char *was = getenv("LOOM_CACHE_DIR");
+  char *saved = was ? strdup(was) : NULL;
+  ASSERT_TRUE(mkdtemp(dir) != NULL);
+  setenv("LOOM_CACHE_DIR", dir, 1);
+  bool made = save_model(f.ctx, "cpu0", 1e-12) && save_model(f.ctx, "ocl0", 1.0);
+  loom_tensor out[2];
+  memset(out, 0, sizeof out);
+  loom_share_stats st;
+  memset(&st, 0, sizeof st);
+  loom_status s = made ? run_shared(&f, "cpu0,ocl0", LOOM_SCHED_DMDA, 0, out, &st) : LOOM_ERR_IO;
+  if (saved)
+    setenv("LOOM_CACHE_DIR", saved, 1);
+  else
+    unsetenv("LOOM_CACHE_DIR");
+  free(saved);
+  nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+  ASSERT_TRUE(made);
+  ASSERT_OK(s);
+  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+  ASSERT_EQ(st.devices[1].pieces, 0);
+  ASSERT_TRUE(st.devices[0].pieces > 0);
+  ASSERT_EQ(st.n_shared, 1);
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom_share_stats_deinit(&st);
+  fixture_deinit(&f);
+}
+
+TEST(shared_allocation_failures_sweep) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  const char *devices = f.opencl ? "cpu0,ocl0" : "cpu0";
+  /* Unfused: a fused body's kernel is generated for its operands' strides, which change with
+   * the ranges a device runs; the ops' own kernels take strides as arguments (warm_up). */
+  const char *alone[2] = {"cpu0", "ocl0"};
+  if (!warm_up(&f, devices, alone, f.opencl ? 2 : 1, false)) return fixture_deinit(&f);
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 1, 20000) {
+    loom_tensor out[2];
+    memset(out, 0, sizeof out);
+    loom_share_stats st;
+    memset(&st, 0, sizeof st);
+    loom_status s = SWEEP_RUN(&sw, run_planned(&f, devices, LOOM_SCHED_DMDA, 0, false, out, &st));
+    if (!s && !(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1])))
+      loom_test_fail(__FILE__, __LINE__, "allocation %lld failing: wrong results", (long long)sw.nth);
+    loom_tensor_deinit(&out[0]);
+    loom_tensor_deinit(&out[1]);
+    loom_share_stats_deinit(&st);
+  }
+  ASSERT_TRUE(sw.failures > 10);
+  fixture_deinit(&f);
+}
