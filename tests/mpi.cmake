@@ -25,6 +25,13 @@ or mpirun is missing'; exit 77")
 endif()
 
 set(LOOM_MPI_DATA ${CMAKE_CURRENT_SOURCE_DIR}/mpi/data)
+# A rank runs its range on one runner: --devices (several devices at once) is refused by name.
+add_test(NAME mpi.no_devices COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-run>
+  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/mpi-tests/no_devices -DEXPECT_RC=2
+  "-DARGS=--mpi|${CMAKE_CURRENT_SOURCE_DIR}/tools/data/small.lir|--random|1|--devices|auto"
+  "-DSTDERR_REGEX=^loom-run: --mpi shares each loop between the ranks, one runner each: it takes no --devices"
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/run_tool.cmake)
+set_tests_properties(mpi.no_devices PROPERTIES TIMEOUT 30 ENVIRONMENT "${LOOM_TEST_ENV}")
 # Sanitized builds: Open MPI's own allocations outlive MPI_Finalize (tests/lsan.supp names its
 # libraries); malloc's stacks must be unwound without frame pointers to reach them.
 set(LOOM_MPI_TEST_ENV "OMP_NUM_THREADS=1;ASAN_OPTIONS=fast_unwind_on_malloc=0")
