@@ -42,7 +42,9 @@ typedef struct loom_share_options {
    *          expected finish, for the pieces of one loop): each device's time per piece from
    *          its model (loom-bench calibrate) where there is one, then from the ranges it ran
    *          (a device of unknown speed first runs a single piece). So every device helps while
-   *          there is work, and a slow one leaves the last ranges to faster ones. */
+   *          there is work, and a slow one leaves the last ranges to faster ones. Beside cpu0,
+   *          a device computing on the host's cores too (an OpenCL CPU device) gets no range:
+   *          it would only take cores from cpu0. */
   loom_sched_policy policy;
   /* Per-device limits: a device one of these runners names runs under that runner's limit
    * (the smallest where it is named twice); any other under its memory size. NULL: none. */

@@ -91,7 +91,9 @@ static loom_status add_runner(loom_context *ctx, const char *id, const loom_runn
 /* "auto": cpu0 first, then every other device a backend of this build runs, except OpenCL
  * devices of kind CPU (PoCL's): they compute on the host's cores, which cpu0 already keeps
  * busy, so beside it they only take cores from it (on 2 cores cpu0 with PoCL's two devices ran
- * kNN in twice the time cpu0 alone took). A list that names them runs them all the same. */
+ * kNN in twice the time cpu0 alone took), and a plan cut for devices that take no range is
+ * cut for nothing. A list that names them runs them, under eager; dmda gives them no range
+ * beside cpu0 (worker's host_cores). */
 static loom_status auto_runners(loom_context *ctx, const loom_runner *limits, int32_t n_limits,
                                 loom_runner *list, int32_t *n) {
   loom_status s = add_runner(ctx, "cpu0", limits, n_limits, list, n);
@@ -260,9 +262,15 @@ typedef struct worker {
   const loom__exec_device *dev;
   loom_runner runner;
   loom_share_device_stats *stats;
-  double rate;       /* seconds per piece: model, then measured; 0 unknown */
-  bool measured;     /* rate comes from its own ranges */
-  bool eligible;     /* its limit holds a range */
+  double rate;   /* seconds per piece: model, then measured; 0 unknown */
+  bool measured; /* rate comes from its own ranges */
+  bool eligible; /* its limit holds a range */
+  /* A device other than cpu0 that computes on the host's cores (an OpenCL CPU device, PoCL's):
+   * beside cpu0, which keeps every core busy already, it adds no compute, only takes cores from
+   * cpu0 (on 2 cores cpu0 with PoCL's two devices ran kNN in twice cpu0's time alone), so dmda
+   * gives it no range where cpu0 runs the loop too. */
+  bool host_cores;
+  bool is_cpu0;
   bool busy, done;   /* running a range; gone */
   double busy_until; /* when its range is expected done (rate known) */
   pthread_t thread;
@@ -463,8 +471,13 @@ static loom_status choose_devices(shared_loop *L) {
   int32_t n = 0;
   char limits[512] = "";
   size_t at = 0;
+  bool cpu0 = false;
+  for (int32_t i = 0; i < L->n_workers; i++)
+    cpu0 |= L->workers[i].is_cpu0 && need <= L->workers[i].runner.limit;
   for (int32_t i = 0; i < L->n_workers; i++) {
-    L->workers[i].eligible = need <= L->workers[i].runner.limit;
+    const worker *w = &L->workers[i];
+    L->workers[i].eligible =
+        need <= w->runner.limit && !(L->policy == LOOM_SCHED_DMDA && cpu0 && w->host_cores);
     n += L->workers[i].eligible;
     char b[32];
     if (at < sizeof limits)
@@ -818,7 +831,13 @@ static loom_status workers_init(share_run *r, const loom_runner *runners, int32_
     snprintf(ds->device, sizeof ds->device, "%s", runners[i].device);
     ds->limit_bytes = runners[i].limit;
     loom_status s = loom__context_exec_device(r->ctx, runners[i].device, &w->dev);
+    int32_t index = 0;
+    loom_device_info info;
+    if (!s) s = loom_context_find_device(r->ctx, runners[i].device, &index);
+    if (!s) s = loom_context_device_info(r->ctx, index, &info);
     if (s) return s;
+    w->is_cpu0 = strcasecmp(info.id, "cpu0") == 0;
+    w->host_cores = !w->is_cpu0 && info.kind == LOOM_DEVICE_CPU;
     loom_mem_node_stats ms;
     if (loom_mem_stats(w->dev->memory, w->dev->node, &ms) == LOOM_OK) {
       ds->bytes_in = -ms.bytes_in;

@@ -278,6 +278,35 @@ TEST(shared_a_device_too_small_gets_no_range) {
   fixture_deinit(&f);
 }
 
+/* Beside cpu0, dmda gives an OpenCL device that computes on the host's cores (PoCL's) no
+ * range: it would only take cores from cpu0. A GPU would get its share. */
+TEST(shared_dmda_leaves_host_core_devices_to_cpu0) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  if (!f.opencl) {
+    fixture_deinit(&f);
+    return loom_test_skip("no ocl0 and ocl1");
+  }
+  loom_tensor out[2];
+  loom_share_stats st;
+  memset(&st, 0, sizeof st);
+  ASSERT_OK(run_shared(&f, "cpu0,ocl0,ocl1", LOOM_SCHED_DMDA, 0, out, &st));
+  ASSERT_EQ(st.n_devices, 3);
+  ASSERT_TRUE(st.devices[0].pieces > 0);
+  for (int32_t d = 1; d < 3; d++) {
+    int32_t index = 0;
+    loom_device_info info;
+    ASSERT_OK(loom_context_find_device(f.ctx, st.devices[d].device, &index));
+    ASSERT_OK(loom_context_device_info(f.ctx, index, &info));
+    if (info.kind == LOOM_DEVICE_CPU) ASSERT_EQ(st.devices[d].ranges, 0);
+  }
+  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom_share_stats_deinit(&st);
+  fixture_deinit(&f);
+}
+
 TEST(shared_devices_refused) {
   loom_context *ctx = NULL;
   ASSERT_OK(loom_context_create(NULL, &ctx));
