@@ -69,7 +69,7 @@ if(TEST cuda)
   add_test(NAME cuda.fake_driver COMMAND test_cuda refused_by_the_runtime)
   # Prepended, not set: a machine whose libraries are found through LD_LIBRARY_PATH keeps them.
   set_tests_properties(cuda.fake_driver PROPERTIES TIMEOUT 120
-    ENVIRONMENT "${LOOM_TEST_ENV};${_cuda_env};LOOM_FAKE_CUDA_DEVICES=0000:19:00.0"
+    ENVIRONMENT "${LOOM_TEST_ENV};${_cuda_env};LOOM_FAKE_CUDA_DEVICES=0000:19:00.0;${LOOM_TEST_NO_PCI_LEAK}"
     ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:$<TARGET_FILE_DIR:loom_fake_cuda>")
 endif()
 if(TARGET test_conformance)

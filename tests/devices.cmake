@@ -70,10 +70,10 @@ loom_info_test(recorded_topology ${no_cuda} "HWLOC_XMLFILE=${LOOM_TOPOLOGIES}/2s
 # The stand-in driver is only read by builds with CUDA discovery (not LOOM_CUDA=OFF).
 if(_loom_cuda_discovery)
 loom_info_test(fake_cuda_no_gpu ${no_cuda} "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
-loom_info_test(fake_cuda_failures "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda"
+loom_info_test(fake_cuda_failures ${LOOM_TEST_NO_PCI_LEAK} "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda"
   "LOOM_FAKE_CUDA_DEVICES=0000:19:00.0,0000:87:00.0" "LOOM_FAKE_CUDA_FAIL=cuDeviceGetName:1"
   "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
-loom_info_test(fake_cuda_no_free_memory "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda"
+loom_info_test(fake_cuda_no_free_memory ${LOOM_TEST_NO_PCI_LEAK} "LD_LIBRARY_PATH=${LOOM_FAKE_DIR}/cuda"
   "LOOM_FAKE_CUDA_DEVICES=0000:19:00.0" "LOOM_FAKE_CUDA_FAIL=cuMemGetInfo"
   "OCL_ICD_VENDORS=${LOOM_FAKE_DIR}/icd-empty")
 endif()

@@ -362,6 +362,11 @@ static bool join_input_readers_as_sinks(region *r) {
 static bool join_returned_as_sink(region *r, int32_t o) {
   const loom_graph *g = r->g;
   const loom__op *op = &g->ops[o];
+  /* Only beside a reduction: in a region cut along a result's axis, a producer brought in this
+   * way pulls its own inputs in along that axis, and a graph such as a dot whose result feeds a
+   * second dot was cut into a million pieces of one (tests/mpi/data/chain.lir) where two loops
+   * of large pieces do. */
+  if (r->mode != MODE_REDUCED) return false;
   if (loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE || op->loop) return false;
   int32_t ax = AX_FAIL;
   for (int32_t k = 0; k < op->n_outputs; k++) {
