@@ -26,7 +26,7 @@ check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The same suite built with AddressSanitizer and UndefinedBehaviorSanitizer (a test whose only
-# fault is LeakSanitizer's tracer crashing at exit is rerun once: scripts/ctest-sanitized.sh).
+# fault is LeakSanitizer's tracer crashing at exit is rerun, up to twice: scripts/ctest-sanitized.sh).
 check-sanitize: deps
 	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE=ON \
 	  -DLOOM_TEST_CACHE_DIR=$(abspath $(BUILD))/test-cache $(CMAKE_ARGS)
