@@ -50,6 +50,13 @@ static inline bool loom__mul_i64(int64_t a, int64_t b, int64_t *out) {
 static inline bool loom__add_i64(int64_t a, int64_t b, int64_t *out) {
   return !__builtin_add_overflow(a, b, out);
 }
+/* a + b, held at INT64_MAX or INT64_MIN where it would pass them: byte counts of graphs whose
+ * values hold exabytes each (a fuzzer's shapes) stay huge rather than wrap. */
+static inline int64_t loom__sat_add_i64(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
 
 /* Byte sizes as users write them: "123", "64KiB", "512MiB", "1.5GiB", "2GB", "1k".
  * Returns false with *out_end at the first bad character on a parse error; a text read to

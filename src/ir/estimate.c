@@ -66,8 +66,9 @@ static void fill_step(const loom_graph *g, const loom__layout *layouts, const li
   for (int32_t r = 0; r < op->n_outputs; r++) {
     int64_t bytes = 0;
     loom_type_bytes(&g->values[op->outputs[r]].type, &bytes);
-    st->output_logical += bytes;
-    if (layouts[op->outputs[r]].base == op->outputs[r]) st->output_physical += lt->physical[op->outputs[r]];
+    st->output_logical = loom__sat_add_i64(st->output_logical, bytes);
+    if (layouts[op->outputs[r]].base == op->outputs[r])
+      st->output_physical = loom__sat_add_i64(st->output_physical, lt->physical[op->outputs[r]]);
   }
   st->temporary = loom__op_scratch_bytes(g, op);
 }
@@ -84,14 +85,16 @@ static void sweep_live(const loom_graph *g, const loom__layout *layouts, const l
     int32_t from = is_input ? 0 : lt->created[v] + 1;
     int32_t to = lt->last_use[v] == INT32_MAX ? n : lt->last_use[v] + 1; /* exclusive */
     if (from >= to) continue;
-    delta[from] += lt->physical[v];
-    delta[to] -= lt->physical[v];
+    /* saturating: past INT64_MAX the figures are bounds, all far beyond any limit */
+    delta[from] = loom__sat_add_i64(delta[from], lt->physical[v]);
+    delta[to] = loom__sat_add_i64(delta[to], -lt->physical[v]);
   }
   int64_t live = 0;
   for (int32_t p = 0; p < n; p++) {
-    live += delta[p];
+    live = loom__sat_add_i64(live, delta[p]);
     e->steps[p].live_before = live;
-    e->steps[p].peak = live + e->steps[p].output_physical + e->steps[p].temporary;
+    e->steps[p].peak =
+        loom__sat_add_i64(loom__sat_add_i64(live, e->steps[p].output_physical), e->steps[p].temporary);
   }
 }
 
@@ -106,7 +109,8 @@ static loom_status estimate_with(const loom_graph *g, const int32_t *order, cons
   e->n_steps = g->n_ops;
   e->peak_step = -1;
   for (int32_t p = 0; p < g->n_params; p++)
-    if (lt->last_use[g->params[p]] >= 0) e->input_bytes += lt->physical[g->params[p]];
+    if (lt->last_use[g->params[p]] >= 0)
+      e->input_bytes = loom__sat_add_i64(e->input_bytes, lt->physical[g->params[p]]);
   e->peak_bytes = e->input_bytes;
   for (int32_t p = 0; p < g->n_ops; p++) fill_step(g, layouts, lt, order[p], &e->steps[p]);
   int64_t *delta = loom__malloc(sizeof(int64_t) * (size_t)(g->n_ops + 1));
@@ -115,13 +119,13 @@ static loom_status estimate_with(const loom_graph *g, const int32_t *order, cons
   loom__free(delta);
   for (int32_t p = 0; p < g->n_ops; p++) {
     loom_estimate_step *st = &e->steps[p];
-    e->logical_bytes += st->output_logical;
-    e->physical_bytes += st->output_physical;
-    e->temporary_bytes += st->temporary;
+    e->logical_bytes = loom__sat_add_i64(e->logical_bytes, st->output_logical);
+    e->physical_bytes = loom__sat_add_i64(e->physical_bytes, st->output_physical);
+    e->temporary_bytes = loom__sat_add_i64(e->temporary_bytes, st->temporary);
     if (e->peak_step < 0 || st->peak > e->steps[e->peak_step].peak) e->peak_step = p;
     if (st->peak > e->peak_bytes) e->peak_bytes = st->peak;
   }
-  e->total_bytes = e->physical_bytes + e->temporary_bytes;
+  e->total_bytes = loom__sat_add_i64(e->physical_bytes, e->temporary_bytes);
   return LOOM_OK;
 }
 
@@ -261,7 +265,7 @@ static int64_t held_at_end(const loom_graph *b, const loom__layout *layouts, con
     for (int32_t j = 0; j < k && !seen; j++) seen = layouts[b->outputs[j]].base == base;
     int64_t bytes = 0;
     if (!seen && layouts[base].owns && !free_base[base]) loom_type_bytes(&b->values[base].type, &bytes);
-    held += bytes;
+    held = loom__sat_add_i64(held, bytes);
   }
   return held;
 }
@@ -328,7 +332,7 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
      * needs one piece's copy of its own. */
     bool pads = !streamed && loom__loop_window_pads(l, i, g->values[op->inputs[i]].type.dims[r->axis]);
     if (streamed || pads) loom_type_bytes(&b->values[b->params[i]].type, &bytes);
-    total += (streamed ? slices : 1) * bytes;
+    total = loom__sat_add_i64(total, loom__sat_add_i64(bytes, streamed && slices > 1 ? bytes : 0));
   }
   return total;
 }
