@@ -5,7 +5,9 @@
  *   -> reorder (dot_chain, sum_broadcast) -> schedule -> chunk (only with a limit) -> fuse
  *
  * With loom_optimize_options.fused_runs set, a graph over the limit is fused first, and where
- * the fused graph fits, chunking is skipped (fuse_instead_of_chunk).
+ * the fused graph fits, chunking is skipped (fuse_instead_of_chunk); where it must be chunked,
+ * the loops whose bodies fuse grow their pieces after the fuse pass (grow_fused_loops), since
+ * the chunk sized them for the ops one by one.
  *
  * Matching runs first because it changes what there is to reorder (the distance rewrite
  * leaves a dot and sums of broadcasts); the schedule comes after the forms are fixed; chunking
