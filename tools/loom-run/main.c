@@ -542,17 +542,24 @@ static int arm_refusals(void) {
   return 0;
 }
 
+/* The plan-run options of the command line: --recover, re-planning with the rewrites
+ * --no-rewrite leaves (ro->optimize points at *o, which must outlive ro). */
+static void plan_run_options_of(const run_options *opts, loom_optimize_options *o,
+                                loom_plan_run_options *ro) {
+  loom_optimize_options_init(o);
+  o->disabled = opts->no_rewrite;
+  o->n_disabled = opts->n_no_rewrite;
+  loom_plan_run_options_init(ro);
+  ro->recover = opts->recover;
+  ro->optimize = o;
+}
+
 /* --devices: the plan run on every device at once (loom/share.h); under --policy fixed its
  * stages on their runners, as a run without --devices. */
 static loom_status run_shared(run_state *st, const run_options *opts) {
   loom_optimize_options o;
-  loom_optimize_options_init(&o);
-  o.disabled = opts->no_rewrite;
-  o.n_disabled = opts->n_no_rewrite;
   loom_plan_run_options ro;
-  loom_plan_run_options_init(&ro);
-  ro.recover = opts->recover;
-  ro.optimize = &o;
+  plan_run_options_of(opts, &o, &ro);
   loom_share_options so;
   loom_share_options_init(&so);
   so.devices = opts->devices;
@@ -585,13 +592,8 @@ static int execute(run_state *st, const run_options *opts) {
   loom_status s;
   if (opts->mpi) {
     loom_optimize_options o;
-    loom_optimize_options_init(&o);
-    o.disabled = opts->no_rewrite;
-    o.n_disabled = opts->n_no_rewrite;
     loom_plan_run_options ro;
-    loom_plan_run_options_init(&ro);
-    ro.recover = opts->recover;
-    ro.optimize = &o;
+    plan_run_options_of(opts, &o, &ro);
     rc = run_mpi_execute(opts, st->ctx, st->plan, st->optimized, &ro, st->inputs, st->n_params, st->outputs,
                          st->n_outputs, &st->mpi, &st->stats);
     loom_testing_fail_node_allocations(NULL, 0, 0);
@@ -601,13 +603,8 @@ static int execute(run_state *st, const run_options *opts) {
     s = run_shared(st, opts);
   } else if (st->plan) {
     loom_optimize_options o;
-    loom_optimize_options_init(&o);
-    o.disabled = opts->no_rewrite;
-    o.n_disabled = opts->n_no_rewrite;
     loom_plan_run_options ro;
-    loom_plan_run_options_init(&ro);
-    ro.recover = opts->recover;
-    ro.optimize = &o;
+    plan_run_options_of(opts, &o, &ro);
     s = loom_plan_run_with_options(st->ctx, st->plan, &ro, st->inputs, st->n_params, st->outputs,
                                    st->n_outputs, &st->plan_stats);
     st->stats.peak_bytes = st->plan_stats.peak_bytes;
