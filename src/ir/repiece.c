@@ -55,12 +55,19 @@ static loom_status copy_loop(loom__rebuild *rb, int32_t o, int64_t piece) {
   return s;
 }
 
-/* g with its loops at `scale`, and its estimated peak. */
-static loom_status at_scale(const loom_graph *g, double scale, loom_graph **out, int64_t *peak) {
+/* g with its loops in new pieces, and its estimated peak: loop op `which` in pieces of
+ * `piece` and every other op as it is, or with which < 0 every loop at `scale`. */
+static loom_status repieced(const loom_graph *g, int32_t which, int64_t piece, double scale, loom_graph **out,
+                            int64_t *peak) {
   loom__rebuild rb;
   loom_status s = loom__rebuild_init(&rb, g);
-  for (int32_t o = 0; !s && o < g->n_ops; o++)
-    s = g->ops[o].loop ? copy_loop(&rb, o, scaled_piece(g->ops[o].loop, scale)) : loom__rebuild_copy(&rb, o);
+  for (int32_t o = 0; !s && o < g->n_ops; o++) {
+    const loom__loop *l = g->ops[o].loop;
+    if (!l || (which >= 0 && o != which))
+      s = loom__rebuild_copy(&rb, o);
+    else
+      s = copy_loop(&rb, o, which >= 0 ? piece : scaled_piece(l, scale));
+  }
   if (!s) s = loom__rebuild_finish(&rb, out);
   loom__rebuild_deinit(&rb);
   loom_estimate e;
@@ -85,7 +92,7 @@ loom_status loom__loops_fit(const loom_graph *g, int64_t limit, loom_graph **out
   *out = NULL;
   int64_t peak = 0;
   loom_graph *best = NULL;
-  loom_status s = at_scale(g, 1.0, &best, &peak);
+  loom_status s = repieced(g, -1, 0, 1.0, &best, &peak);
   if (s || peak <= limit || !has_loop(g)) {
     *out = best;
     if (out_peak) *out_peak = peak;
@@ -100,7 +107,7 @@ loom_status loom__loops_fit(const loom_graph *g, int64_t limit, loom_graph **out
     double mid = (lo + hi) / 2;
     loom_graph *cand = NULL;
     int64_t p = 0;
-    s = at_scale(g, mid, &cand, &p);
+    s = repieced(g, -1, 0, mid, &cand, &p);
     if (s) break;
     /* A fit is at a larger scale than the fits before it; until one, keep the closest. */
     if (p <= limit || (!fits && p < best_peak)) {
@@ -125,28 +132,6 @@ loom_status loom__loops_fit(const loom_graph *g, int64_t limit, loom_graph **out
   return LOOM_OK;
 }
 
-/* g with top-level loop op `which` in pieces of `piece` (every other op as it is), and its
- * estimated peak. */
-static loom_status with_piece(const loom_graph *g, int32_t which, int64_t piece, loom_graph **out,
-                              int64_t *peak) {
-  loom__rebuild rb;
-  loom_status s = loom__rebuild_init(&rb, g);
-  for (int32_t o = 0; !s && o < g->n_ops; o++)
-    s = o == which ? copy_loop(&rb, o, piece) : loom__rebuild_copy(&rb, o);
-  if (!s) s = loom__rebuild_finish(&rb, out);
-  loom__rebuild_deinit(&rb);
-  loom_estimate e;
-  if (!s && !(s = loom_graph_estimate(*out, NULL, &e))) {
-    *peak = e.peak_bytes;
-    loom_estimate_deinit(&e);
-  }
-  if (s) {
-    loom_graph_destroy(*out);
-    *out = NULL;
-  }
-  return s;
-}
-
 /* The largest piece in [lo, hi] of loop op `which` of *g with a valid last piece for which the
  * graph's peak stays at most `limit`, bisected (the peak grows with the piece), with *g
  * replaced by the graph at that piece. *g at lo fits already. */
@@ -160,7 +145,7 @@ static loom_status grow_loop(loom_graph **g, int32_t which, int64_t limit) {
     if (mid == lo) break;
     loom_graph *cand = NULL;
     int64_t peak = 0;
-    s = with_piece(*g, which, mid, &cand, &peak);
+    s = repieced(*g, which, mid, 1.0, &cand, &peak);
     if (s) break;
     if (peak <= limit) {
       loom_graph_destroy(*g);
@@ -207,7 +192,7 @@ loom_status loom__loop_shrink(const loom_graph *g, int32_t which, int64_t limit,
     }
     loom_graph *cand = NULL;
     int64_t peak = 0;
-    s = with_piece(g, which, p, &cand, &peak);
+    s = repieced(g, which, p, 1.0, &cand, &peak);
     if (s) break;
     if (peak <= limit) {
       loom_graph_destroy(best);
