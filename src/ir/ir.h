@@ -170,6 +170,12 @@ bool loom__loop_window_pads(const loom__loop *l, int32_t i, int64_t dim);
 /* The body retyped for a piece of `len` elements (the last, shorter piece): the same ops on
  * parameters `len` long along their sliced axes. The caller destroys *out. */
 loom_status loom__loop_body_for(const loom__loop *loop, int64_t len, loom_graph **out);
+/* Adds to g the ops that merge a loop result's running value a with a piece's b as combine c
+ * says, in this order (the executor and the partials' combine run them by index): SUM, PROD,
+ * MAX, MIN one binary op; ARGMAX/ARGMIN 0 worse (b <= a, or >=), 1 better (not worse),
+ * 2 a == a, 3 wins (better and a not NaN), 4 the select of the values, 5 wins as i64 (which
+ * indices to take); TOPK 0 the concat of both, 1 their topk. Errors are sticky in g. */
+void loom__loop_merge_ops(loom_graph *g, const loom_loop_output *c, loom_value a, loom_value b);
 
 /* ---- fused ops (fused.c, docs/ir-fusion.md) ---- */
 

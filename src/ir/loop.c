@@ -647,3 +647,37 @@ int32_t loom_graph_loop_slices(const loom_graph *g, int32_t index) {
   if (!g || index < 0 || index >= g->n_ops || !g->ops[index].loop) return 0;
   return g->ops[index].loop->slices;
 }
+
+void loom__loop_merge_ops(loom_graph *g, const loom_loop_output *c, loom_value a, loom_value b) {
+  switch (c->combine) {
+    case LOOM_COMBINE_SUM:
+    case LOOM_COMBINE_PROD:
+    case LOOM_COMBINE_MAX:
+    case LOOM_COMBINE_MIN: {
+      static const loom_op kinds[] = {[LOOM_COMBINE_SUM] = LOOM_OP_ADD,
+                                      [LOOM_COMBINE_PROD] = LOOM_OP_MUL,
+                                      [LOOM_COMBINE_MAX] = LOOM_OP_MAXIMUM,
+                                      [LOOM_COMBINE_MIN] = LOOM_OP_MINIMUM};
+      loom_binary(g, kinds[c->combine], a, b);
+      return;
+    }
+    case LOOM_COMBINE_ARGMAX:
+    case LOOM_COMBINE_ARGMIN: {
+      /* a = acc, b = piece: the piece wins where it is strictly better, or NaN where acc is
+       * not: not (b <= a) (not b >= a for argmin), and a == a. */
+      loom_value worse = loom_binary(g, c->combine == LOOM_COMBINE_ARGMAX ? LOOM_OP_LE : LOOM_OP_GE, b, a);
+      loom_value better = loom_unary(g, LOOM_OP_NOT, worse);
+      loom_value wins = loom_binary(g, LOOM_OP_AND, better, loom_binary(g, LOOM_OP_EQ, a, a));
+      loom_select(g, wins, b, a);
+      loom_cast(g, wins, LOOM_I64);
+      return;
+    }
+    case LOOM_COMBINE_TOPK: {
+      loom_value both[2] = {a, b}, vals, idx;
+      loom_topk(g, loom_concat(g, both, 2, c->axis), c->k, c->axis, c->largest, &vals, &idx);
+      return;
+    }
+    default:
+      return;
+  }
+}

@@ -110,41 +110,6 @@ static loom_status check_types(const combine_run *c) {
   return LOOM_OK;
 }
 
-/* ---- the merge ops, as exec.c's merge graph ---- */
-
-static void merge_ops(loom_graph *m, const loom_loop_output *c, loom_value a, loom_value b) {
-  switch (c->combine) {
-    case LOOM_COMBINE_SUM:
-    case LOOM_COMBINE_PROD:
-    case LOOM_COMBINE_MAX:
-    case LOOM_COMBINE_MIN: {
-      static const loom_op kinds[] = {[LOOM_COMBINE_SUM] = LOOM_OP_ADD,
-                                      [LOOM_COMBINE_PROD] = LOOM_OP_MUL,
-                                      [LOOM_COMBINE_MAX] = LOOM_OP_MAXIMUM,
-                                      [LOOM_COMBINE_MIN] = LOOM_OP_MINIMUM};
-      loom_binary(m, kinds[c->combine], a, b);
-      return;
-    }
-    case LOOM_COMBINE_ARGMAX:
-    case LOOM_COMBINE_ARGMIN: {
-      /* a = kept, b = the later range: it wins where strictly better, or NaN where the kept
-       * value is not (ties keep the earlier, so the lower index, as argmax). */
-      loom_value worse = loom_binary(m, c->combine == LOOM_COMBINE_ARGMAX ? LOOM_OP_LE : LOOM_OP_GE, b, a);
-      loom_value better = loom_unary(m, LOOM_OP_NOT, worse);
-      loom_value wins = loom_binary(m, LOOM_OP_AND, better, loom_binary(m, LOOM_OP_EQ, a, a));
-      loom_select(m, wins, b, a);
-      return;
-    }
-    case LOOM_COMBINE_TOPK: {
-      loom_value both[2] = {a, b}, vals, idx;
-      loom_topk(m, loom_concat(m, both, 2, c->axis), c->k, c->axis, c->largest, &vals, &idx);
-      return;
-    }
-    default:
-      return;
-  }
-}
-
 /* Runs op of merge graph m on host views, with its scratch. */
 static loom_status op_run(const loom_graph *m, int32_t i, const loom__view *in, const loom__view *out) {
   const loom__op *op = &m->ops[i];
@@ -279,7 +244,7 @@ static loom_status combine_result(const combine_run *c, int32_t j) {
   loom_status s = loom_graph_create("partials_merge", &m);
   if (s) return s;
   const loom_type *t = &c->outs[j].type;
-  merge_ops(m, cb, loom_graph_param(m, NULL, t), loom_graph_param(m, NULL, t));
+  loom__loop_merge_ops(m, cb, loom_graph_param(m, NULL, t), loom_graph_param(m, NULL, t));
   s = m->error;
   if (!s)
     s = cb->combine == LOOM_COMBINE_TOPK ? combine_topk(c, m, j)
