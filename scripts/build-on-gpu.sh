@@ -84,7 +84,7 @@ step bench-kmv-1e6 60 ./loom-bench kmv --device cuda0 --n 1000000 --unfused-max 
 # The fused kernel's two layouts for reductions (docs/cuda.md, LOOM_CUDA_FUSED_LAYOUT), forced.
 LOOM_CUDA_FUSED_LAYOUT=group step bench-kmv-group 60 ./loom-bench kmv --device cuda0 --n 100000,1000000 --unfused-max 1 --repeats 1
 LOOM_CUDA_FUSED_LAYOUT=item step bench-kmv-item 60 ./loom-bench kmv --device cuda0 --n 100000,1000000 --unfused-max 1 --repeats 1
-step bench-suite 60 ./loom-bench suite --quick --devices cpu0,cuda0 --json "$OUT/suite.json"
+step bench-suite 60 ./loom-bench suite --quick --devices cpu0,cuda0 --json "$OUT/suite.json" --plot "$OUT/suite.svg"
 # Where the time of an end-to-end run on cuda0 goes: the memory manager's trace (copies,
 # allocations, stages) of a large SGEMM and of a small reduction.
 printf 'graph sgemm(a: f32[8192,8192], b: f32[8192,8192]) {\n  c = dot a b\n  return c\n}\n' > sgemm.lir

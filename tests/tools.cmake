@@ -483,6 +483,19 @@ add_test(NAME loom-bench.suite_tiny COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FIL
   -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/bench.suite_tiny -DDEVICE=cpu0
   -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_bench_suite.cmake)
 set_tests_properties(loom-bench.suite_tiny PROPERTIES TIMEOUT 120 ENVIRONMENT "${LOOM_TEST_ENV}")
+# The same plot as a browser sees it, where Debian's chromium is installed (it is not among the
+# dependencies: scripts/render-svg.sh says why). Every device found, so one roofline each.
+find_program(LOOM_CHROMIUM NAMES chromium chromium-browser)
+if(LOOM_CHROMIUM)
+  add_test(NAME loom-bench.suite_svg_browser COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:loom-bench>
+    -DCHROMIUM=${LOOM_CHROMIUM} -DRENDER=${PROJECT_SOURCE_DIR}/scripts/render-svg.sh
+    -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/bench.suite_svg_browser
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_bench_svg_browser.cmake)
+  set_tests_properties(loom-bench.suite_svg_browser PROPERTIES TIMEOUT 180
+    ENVIRONMENT "${LOOM_TEST_ENV};POCL_DEVICES=pthread pthread")
+else()
+  message(STATUS "chromium not found: loom-bench.suite_svg_browser (the plot in a browser) is not run")
+endif()
 loom_bench_test(suite_help ARGS suite --help
   STDOUT_REGEX "^usage: loom-bench suite \\[--quick\\] \\[--devices LIST\\] \\[--json FILE\\] \\[--plot FILE.svg\\]"
   STDERR_REGEX "^$")

@@ -219,6 +219,8 @@ static frame roofline_frame(const suite_device *d, double top) {
 
 static void draw_roofs(FILE *f, const suite_device *d, const frame *fr) {
   if (d->peak_gflops <= 0) return;
+  /* grouped so a browser's DOM (tests/tools/check_bench_svg_browser.cmake) can count the roofs */
+  fputs("<g class=\"roofline\">\n", f);
   double x0 = pow(10, fr->lx0), x1 = pow(10, fr->lx1), ridge = x1;
   if (d->peak_gbps > 0) {
     ridge = fmin(fmax(d->peak_gflops / d->peak_gbps, x0), x1);
@@ -236,6 +238,7 @@ static void draw_roofs(FILE *f, const suite_device *d, const frame *fr) {
   char label[64];
   snprintf(label, sizeof label, "%.1f GFLOP/s f32", d->peak_gflops);
   svg_text(f, fr->ox + PLOT_W - 4, fy(fr, d->peak_gflops) - 6, "end", 11, label);
+  fputs("</g>\n", f);
 }
 
 static void draw_points(FILE *f, const suite_device *d, const frame *fr) {
@@ -300,12 +303,15 @@ int suite_write_svg(const suite_report *r, const char *path) {
     double top = 10 + (double)i * PANEL_H;
     char title[300];
     snprintf(title, sizeof title, "%s: %s (%s), roofline: Loom's cases", d->id, d->name, d->vendor);
+    /* device ids are [a-z0-9]+ (loom_device_id), safe in an attribute as they are */
+    fprintf(f, "<g class=\"device\" id=\"device-%s\">\n", d->id);
     svg_text(f, 20, top + 16, "start", 14, title);
     frame fr = roofline_frame(d, top);
     frame_axes(f, &fr);
     draw_roofs(f, d, &fr);
     draw_points(f, d, &fr);
     draw_ratios(f, d, top);
+    fputs("</g>\n", f);
   }
   fputs("</svg>\n", f);
   if (fclose(f)) {
