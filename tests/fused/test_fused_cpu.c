@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_vmath.h"
 #include "harness.h"
 
 /* ---- the unfused reference ---------------------------------------------------------------- */
@@ -806,6 +807,170 @@ TEST(fused_cpu_vector_math_ulps) {
     }
   }
   free(x), free(y), free(z);
+}
+
+/* ---- kernel sums in one pass ---------------------------------------------------------------------
+ * cpu_fused.c's find_kernel_sum runs sum_j exp(aff(max(dot3 + u, lo))) b_j in one loop, with the
+ * exp written out (cpu_vmath.h, and an AVX-512 form). The exp alone first: every result within
+ * 2 ulp of the f64 one over its whole range (subnormal results counted in the subnormals' ulp),
+ * and its edges exact. */
+TEST(fused_cpu_inline_exp) {
+  double worst = 0, at = 0;
+  const int64_t n = 1 << 22;
+  for (int64_t i = 0; i <= n; i++) {
+    float x = (float)(-104.0 + 193.0 * (double)i / (double)n);
+    double want = exp((double)x);
+    float got = loom__exp_f32(x);
+    double ulp = want < 0x1p-126 ? 0x1p-149 : ldexp(1.0, ilogb(want) - 23);
+    if (want > 0x1.fffffep127) {
+      if (!isinf(got)) {
+        loom_test_fail(__FILE__, __LINE__, "exp(%.9g) = %.9g, want infinity", x, got);
+        return;
+      }
+      continue;
+    }
+    double e = fabs((double)got - want) / ulp;
+    if (e > worst) worst = e, at = x;
+  }
+  printf("    exp: %.2f ulp at most (at %.7g)\n", worst, at);
+  if (worst > 2) loom_test_fail(__FILE__, __LINE__, "exp: %.2f ulp at %.7g, more than 2", worst, at);
+  ASSERT_TRUE(isnan(loom__exp_f32(NAN)));
+  ASSERT_TRUE(isnan(loom__exp_f32(-NAN)));
+  ASSERT_TRUE(loom__exp_f32(INFINITY) == INFINITY);
+  ASSERT_TRUE(loom__exp_f32(-INFINITY) == 0);
+  ASSERT_TRUE(loom__exp_f32(0) == 1);
+  ASSERT_TRUE(loom__exp_f32(-0.0f) == 1);
+  ASSERT_TRUE(loom__exp_f32(88.72f) == (float)exp(88.72f)); /* the largest results, finite */
+  ASSERT_TRUE(loom__exp_f32(1000) == INFINITY);
+  ASSERT_TRUE(loom__exp_f32(-1000) == 0);
+  ASSERT_TRUE(loom__exp_f32(-103.9f) == 0x1p-149f); /* the least subnormal, by one rounding */
+}
+
+/* Bodies as the distance rewrite and the fusion pass leave a kernel sum (x holds -2 x_i, sx and
+ * sy the squared norms, yt the transposed points), in the forms find_kernel_sum takes and, last,
+ * two it must leave to the passes. Every body reads the same seven operands. */
+typedef struct ks_case {
+  const char *name, *ops; /* ops: the body from d = dot x yt; returns a */
+  bool one_pass;
+} ks_case;
+
+static const ks_case ks_cases[] = {
+    {"gaussian",
+     "  s = add d sx\n  t = add s sy\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
+     "  h = constant -0.5 : f32[]\n  e = mul c h\n",
+     true},
+    {"sub",
+     "  s = add d sx\n  t = sub s sy\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
+     "  h = constant -0.5 : f32[]\n  e = mul c h\n",
+     true},
+    {"u_left",
+     "  s = sub d sx\n  t = add sy s\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
+     "  h = constant -0.25 : f32[]\n  e = mul c h\n",
+     true},
+    {"u_scalar",
+     "  s = add d sx\n  t = add s w\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
+     "  h = constant -0.5 : f32[]\n  e = mul c h\n",
+     true},
+    {"no_max_add", "  s = add d sx\n  t = add s sy\n  h = constant -30 : f32[]\n  e = add t h\n", true},
+    {"no_via", "  t = add d sy\n  z = fill value=1 : f32[]\n  c = maximum t z\n  e = neg c\n", true},
+    {"lo_per_row",
+     "  s = add d sx\n  t = add s sy\n  c = maximum t lo\n  h = constant -0.5 : f32[]\n"
+     "  e = mul c h\n",
+     true},
+    {"no_aff",
+     "  s = add d sx\n  t = add s sy\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
+     "  e = neg c\n",
+     true},
+    /* a maximum with a block, and a value read twice: the passes */
+    {"max_block",
+     "  s = add d sx\n  t = add s sy\n  c = maximum t sy\n  h = constant -0.5 : f32[]\n"
+     "  e = mul c h\n",
+     false},
+    {"read_twice",
+     "  s = add d sx\n  t = add s sy\n  c = mul t t\n  h = constant -0.01 : f32[]\n"
+     "  e = mul c h\n",
+     false},
+};
+
+static loom_graph *ks_body(const ks_case *c, int64_t n, int64_t m) {
+  char text[2048];
+  long long N = (long long)n, M = (long long)m;
+  snprintf(text, sizeof text,
+           "graph ks(x: f32[%lld,3], yt: f32[3,%lld], sx: f32[%lld,1], sy: f32[1,%lld], w: f32[%lld,1], "
+           "lo: f32[%lld,1], b: f32[%lld]) {\n  d = dot x yt\n%s  k = exp e\n  p = mul k b\n"
+           "  a = reduce_sum p axes=[1]\n  return a\n}\n",
+           N, M, N, M, N, N, M, c->ops);
+  loom_graph *g = NULL;
+  if (loom_graph_parse(text, strlen(text), c->name, &g)) {
+    loom_test_fail(__FILE__, __LINE__, "%s: %s", c->name, loom_last_error());
+    return NULL;
+  }
+  return g;
+}
+
+TEST(fused_cpu_kernel_sum) {
+  const int64_t n = 37, m = 2100; /* columns past a block of 1024 and a tail of 52 */
+  rng_state = 2026;
+  float *x = malloc(sizeof(float) * 3 * n), *yt = malloc(sizeof(float) * 3 * m);
+  float *sx = malloc(sizeof(float) * n), *sy = malloc(sizeof(float) * m), *w = malloc(sizeof(float) * n);
+  float *lo = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * m), *a = malloc(sizeof(float) * n);
+  for (int64_t i = 0; i < n; i++) {
+    float p[3] = {(float)runif(0, 3), (float)runif(0, 3), (float)runif(0, 3)};
+    for (int t = 0; t < 3; t++) x[3 * i + t] = -2 * p[t];
+    sx[i] = p[0] * p[0] + p[1] * p[1] + p[2] * p[2];
+    w[i] = (float)runif(-2, 2);
+    lo[i] = (float)runif(0, 4);
+  }
+  for (int64_t j = 0; j < m; j++) {
+    float q[3] = {(float)runif(0, 3), (float)runif(0, 3), (float)runif(0, 3)};
+    for (int t = 0; t < 3; t++) yt[t * m + j] = q[t];
+    sy[j] = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
+    b[j] = (float)runif(-1, 1);
+  }
+  double scale = 0;
+  for (int64_t j = 0; j < m; j++) scale += fabs(b[j]);
+  void *params[7] = {x, yt, sx, sy, w, lo, b};
+  /* the second round with what the unfused ops must carry: a NaN row of x, a NaN lower bound,
+   * an infinite norm */
+  for (int special = 0; special < 2; special++) {
+    if (special) {
+      x[3 * 5 + 1] = NAN;
+      lo[9] = NAN;
+      sy[1500] = INFINITY;
+    }
+    for (size_t c = 0; c < sizeof ks_cases / sizeof ks_cases[0]; c++) {
+      const ks_case *K = &ks_cases[c];
+      loom_graph *g = ks_body(K, n, m);
+      ASSERT_TRUE(g != NULL);
+      tensors ref = {0};
+      ASSERT_OK(run_unfused(g, params, &ref));
+      const float *want = ref.data[g->outputs[0]];
+      for (int portable = 0; portable < 2; portable++) {
+        loom__cpu_ks_portable = portable;
+        loom__view in[7], out = dense_view(&g->values[g->outputs[0]].type, a);
+        for (int32_t p = 0; p < 7; p++) in[p] = dense_view(&g->values[g->params[p]].type, params[p]);
+        ASSERT_OK(loom__cpu_fused(g, in, &out, NULL, 0));
+        if (loom__cpu_ks_taken != K->one_pass)
+          loom_test_fail(__FILE__, __LINE__, "%s: %s in one pass", K->name,
+                         K->one_pass ? "not run" : "run, wrongly,");
+        for (int64_t i = 0; i < n; i++) {
+          bool ok = isnan(want[i])   ? isnan(a[i])
+                    : isinf(want[i]) ? a[i] == want[i]
+                                     : fabs((double)a[i] - want[i]) <= 1e-5 * scale;
+          if (!ok) {
+            loom_test_fail(__FILE__, __LINE__, "%s%s (%s kernel), row %lld: fused %.9g, unfused %.9g",
+                           K->name, special ? " with NaN and infinity" : "",
+                           portable ? "portable" : "AVX-512 or portable", (long long)i, a[i], want[i]);
+            break;
+          }
+        }
+      }
+      loom__cpu_ks_portable = false;
+      tensors_free(&ref);
+      loom_graph_destroy(g);
+    }
+  }
+  free(x), free(yt), free(sx), free(sy), free(w), free(lo), free(b), free(a);
 }
 
 /* Few outputs over many elements: the threads split each output's reduction and merge their

@@ -30,13 +30,17 @@
  * measured beside it on this machine (AVX-512, exp * b summed over 1024-element blocks): its
  * Sleef_expf16_u10 0.32 ns an element, 1.0 ulp, against libmvec's 0.35 ns: 10% on the exp,
  * about 5% on a kernel product, not worth a dependency. An inlined Cephes expf (no call, so no
- * spills) was no faster either once NaN and the ranges were handled (measured, not kept).
+ * spills) was no faster either once NaN and the ranges were handled (measured, not kept). The
+ * one-pass kernel sums below do inline their exp (cpu_vmath.h: 1.9 ulp measured, and an
+ * AVX-512 form through vscalefps): in a loop with nothing stored, the call's spills are what
+ * cost, and the kernel product runs in 0.55 of its time with libmvec's exp.
  *
  * Peepholes, each keeping the unfused roundings: a scalar add/sub/mul or a neg read by one
  * elementwise op is applied as that op reads the block (absorb_scalar_ops); a 3-term f32 dot
  * read by one binary op is computed in its loop (find_dot_epilogues); a sum over the last
  * axis of a product of blocks, and of exp(e) * b, is taken in the same pass
- * (fuse_product_sum). A kernel product's seven ops and reduction take two passes per block.
+ * (fuse_product_sum). A kernel sum as the distance rewrite writes it, sum_j exp(c max(dot3 + u,
+ * lo)) b_j, is one loop per block with nothing stored (find_kernel_sum, kernel_sum_f32).
  *
  * Threads: the tasks (groups of rows, or (row, block) pairs where the last axis is kept) run
  * on OpenMP threads, each writing its own outputs. When there are too few tasks to feed the
@@ -48,6 +52,12 @@
 #include <stdlib.h>
 
 #include "backends/cpu/cpu_loops.h"
+#include "backends/cpu/cpu_vmath.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define LOOM_KS_AVX512 1
+#endif
 
 /* glibc's <math.h> declares libmvec's variants only under -ffast-math, whose finite-math and
  * reassociation would break NaN propagation and the unfused results: declare them here. The
@@ -143,6 +153,11 @@ typedef struct plan {
   int32_t src;                        /* the value folded into the output */
   int32_t prod_b; /* >= 0: src is a mul's first operand, this its second, summed as products */
   bool prod_exp;  /* and the first is exp(src) */
+  /* A kernel sum in one pass (find_kernel_sum): sum_j exp(aff(max(via(dot3) + c u, lo))) b_j;
+   * value ids, via, lo and aff -1 where the body has no such op */
+  bool ks;
+  int32_t ks_dot, ks_via, ks_u, ks_lo, ks_aff;
+  bool ks_sub; /* the epilogue is (dot) - u, else an add */
   final_kind fin;
   kind fkind;
   bool reduced[LOOM_MAX_RANK], last_red;
@@ -537,6 +552,77 @@ static void absorb_scalar_ops(const loom_graph *body, plan *P, const int32_t *us
   }
 }
 
+/* The op computing body value v, or NULL for a parameter. */
+static const loom__op *producer(const loom_graph *body, int32_t v) {
+  int32_t op = body->values[v].op;
+  return op >= 0 ? &body->ops[op] : NULL;
+}
+
+/* An f32 operand the kernel sum reads as it is: a leaf (a block read in place or packed, or one
+ * scalar per row) or a constant, with no absorbed op of its own. */
+static bool ks_operand(const plan *P, int32_t v) {
+  const fvalue *f = &P->v[v];
+  return f->dtype == LOOM_F32 && !f->absorbed && (f->role == R_LEAF || f->role == R_CONST);
+}
+
+/* A chain value between two of the kernel sum's ops: computed per element, read once. */
+static bool ks_link(const plan *P, const int32_t *uses, int32_t v) {
+  const fvalue *f = &P->v[v];
+  return f->role == R_EW && f->vec && f->dtype == LOOM_F32 && uses[v] == 1;
+}
+
+/* A Gaussian (or any exp-of-distance) kernel sum, sum_j exp(c * max(|x_i|^2 + |y_j|^2 - 2 x_i.y_j,
+ * 0)) b_j, as the distance rewrite writes it and the peepholes above leave it: a 3-term dot,
+ * its absorbed scalar op, the epilogue's add or sub of u, a maximum with a scalar, an absorbed
+ * scalar op, the exp, the product with b and the sum. Its three passes over a block become one
+ * loop with no store (kernel_sum_f32), the exp computed inline (cpu_vmath.h) rather than
+ * called. Each op keeps the unfused rounding; only the exp differs (within 2 ulp, libmvec's
+ * 2.6). Anything else in the body, or a chain value read twice, keeps the passes. */
+static void find_kernel_sum(const loom_graph *body, plan *P, const int32_t *uses) {
+  P->ks = false;
+  if (!P->prod_exp || P->prod_b < 0 || P->v[P->src].dtype != LOOM_F32) return;
+  const fvalue *B = &P->v[P->prod_b];
+  if (B->role != R_LEAF || !B->vec || B->dtype != LOOM_F32) return;
+  int32_t x = P->src, aff = -1, lo = -1, chain_ops = 0;
+  if (P->v[x].absorbed) { /* the exp's input through its scalar op */
+    const loom__op *op = producer(body, x);
+    aff = x;
+    x = op->kind == LOOM_OP_NEG || P->v[op->inputs[0]].vec ? op->inputs[0] : op->inputs[1];
+    chain_ops++;
+  }
+  if (!ks_link(P, uses, x) || P->v[x].absorbed) return;
+  const loom__op *op = producer(body, x);
+  if (op->kind == LOOM_OP_MAXIMUM && P->v[op->inputs[0]].vec && !P->v[op->inputs[1]].vec &&
+      ks_operand(P, op->inputs[1]) && P->v[x].epi_dot < 0) {
+    lo = op->inputs[1];
+    x = op->inputs[0];
+    chain_ops++;
+    if (!ks_link(P, uses, x) || P->v[x].absorbed) return;
+    op = producer(body, x);
+  }
+  /* the epilogue: (dot, through its absorbed op if any) + u, u + (dot) or (dot) - u */
+  const fvalue *E = &P->v[x];
+  if (E->epi_dot < 0 || (op->kind != LOOM_OP_ADD && op->kind != LOOM_OP_SUB)) return;
+  int32_t mine = E->epi_via >= 0 ? E->epi_via : E->epi_dot;
+  bool left = op->inputs[0] == mine;
+  if (op->kind == LOOM_OP_SUB && !left) return;
+  int32_t u = op->inputs[left ? 1 : 0];
+  if (!ks_operand(P, u)) return;
+  if (E->epi_via >= 0) { /* the dot's own absorbed op: d + c or d - c (m = 1) */
+    const loom__op *v = producer(body, E->epi_via);
+    if (v->kind != LOOM_OP_ADD && !(v->kind == LOOM_OP_SUB && P->v[v->inputs[0]].vec)) return;
+    chain_ops++;
+  }
+  if (P->n_ops != chain_ops + 2) return; /* the dot, the epilogue and the chain: nothing else */
+  P->ks = true;
+  P->ks_dot = E->epi_dot;
+  P->ks_via = E->epi_via;
+  P->ks_u = u;
+  P->ks_sub = op->kind == LOOM_OP_SUB;
+  P->ks_lo = lo;
+  P->ks_aff = aff;
+}
+
 /* Classifies every body value; the parameters' views come from the caller's strides. */
 static loom_status build_plan(const loom_graph *body, const loom__view *in, const loom__view *out, plan *P,
                               loom__layout *lay) {
@@ -648,6 +734,7 @@ static loom_status build_plan(const loom_graph *body, const loom__view *in, cons
   count_uses(body, P, uses);
   absorb_scalar_ops(body, P, uses);
   find_dot_epilogues(body, P, uses);
+  find_kernel_sum(body, P, uses);
   free(uses);
   fvalue *src = &P->v[P->src];
   if (src->role == R_NONE)
@@ -1728,6 +1815,136 @@ DEF_SUMS(double)
 DEF_SUM_EXP(float, f)
 DEF_SUM_EXP(double, )
 
+/* One term of a kernel sum (find_kernel_sum) from its dot d, each op rounded as the unfused
+ * one: the dot's absorbed add or sub d + a1 (a1 = -0 where there is none: it adds nothing, not
+ * even to -0), + u or - u, the maximum with lo (-inf where there is none; a NaN lo never comes
+ * here), the scalar op x * me (+ ae), the exp, the product with b. `lo > x ? lo : x` keeps a
+ * NaN x and, of two zeros, x, as MAX_F does, and is one instruction. */
+static inline float ks_term(float d, float u, bool sub, float lo, float me, float ae, bool has_ae, float b) {
+  float x = sub ? d - u : d + u;
+  x = lo > x ? lo : x;
+  x = has_ae ? x * me + ae : x * me;
+  return loom__exp_f32(x) * b;
+}
+
+/* The loop of a kernel sum over n columns, SUM_LANES accumulators (with no call in the loop
+ * they stay in registers). uvec, sub and has_ae are constants at each call below, so each call
+ * is compiled to a loop of its own with no test in it. */
+#define KS_LANES SUM_LANES
+static inline __attribute__((always_inline)) double ks_loop(const float *const *bp, const float *av, float a1,
+                                                            const float *restrict u, float su, bool uvec,
+                                                            bool sub, float lo, float me, float ae,
+                                                            bool has_ae, const float *restrict b, int64_t n) {
+  const float *restrict b0 = bp[0], *restrict b1 = bp[1], *restrict b2 = bp[2];
+  const float c0 = av[0], c1 = av[1], c2 = av[2];
+  float acc[KS_LANES] = {0};
+  int64_t j = 0;
+  for (; j + KS_LANES <= n; j += KS_LANES) {
+    _Pragma("omp simd") for (int l = 0; l < KS_LANES; l++) {
+      int64_t i = j + l;
+      float d = fmaf(c2, b2[i], fmaf(c1, b1[i], fmaf(c0, b0[i], a1)));
+      acc[l] += ks_term(d, uvec ? u[i] : su, sub, lo, me, ae, has_ae, b[i]);
+    }
+  }
+  double s = fold_lanes_float(acc);
+  for (; j < n; j++) {
+    float d = fmaf(c2, b2[j], fmaf(c1, b1[j], fmaf(c0, b0[j], a1)));
+    s += ks_term(d, uvec ? u[j] : su, sub, lo, me, ae, has_ae, b[j]);
+  }
+  return s;
+}
+
+#ifdef LOOM_KS_AVX512
+/* The same loop written for AVX-512 (the x86-64-v4 clone of the portable one above costs about
+ * a third more): e^x = (1 + p(r)) 2^n with n rounded by vrndscaleps and 2^n applied by
+ * vscalefps, which overflows to infinity, rounds once below the normal range and carries NaN,
+ * where the portable exp needs seven integer ops, two multiplies and a select. max(c, x) and
+ * min(c, x) return x when it is NaN (maxps gives its second operand then), so the clamps keep
+ * NaN too. The polynomial and its reduction are loom__exp_f32's: the results are within 2 ulp
+ * of e^x as there (fused_cpu_kernel_sum checks both kernels against f64). */
+__attribute__((target("avx512f"))) static inline __m512 ks_exp512(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(0x1.715476p+0f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0x1.62e4p-1f), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0x1.7f7d1cp-20f), r);
+  __m512 r2 = _mm512_mul_ps(r, r);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), r, _mm512_set1_ps(0x1.573e2ep-5f));
+  __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), r, _mm512_set1_ps(0x1.fffdb6p-2f));
+  q = _mm512_fmadd_ps(p, r2, q);
+  __m512 poly = _mm512_fmadd_ps(q, r2, _mm512_mul_ps(_mm512_set1_ps(0x1.ffffecp-1f), r));
+  return _mm512_scalef_ps(_mm512_add_ps(poly, _mm512_set1_ps(1.0f)), n);
+}
+
+/* Sixteen terms at column i (m: the lanes that exist), as ks_term computes each. */
+__attribute__((target("avx512f"))) static inline __m512 ks_terms512(
+    const float *const *bp, __m512 c0, __m512 c1, __m512 c2, __m512 a1, const float *u, __m512 su, bool uvec,
+    bool sub, __m512 lo, __m512 me, __m512 ae, bool has_ae, const float *b, int64_t i, __mmask16 m) {
+  __m512 d = _mm512_fmadd_ps(c0, _mm512_maskz_loadu_ps(m, bp[0] + i), a1);
+  d = _mm512_fmadd_ps(c1, _mm512_maskz_loadu_ps(m, bp[1] + i), d);
+  d = _mm512_fmadd_ps(c2, _mm512_maskz_loadu_ps(m, bp[2] + i), d);
+  __m512 uu = uvec ? _mm512_maskz_loadu_ps(m, u + i) : su;
+  __m512 x = sub ? _mm512_sub_ps(d, uu) : _mm512_add_ps(d, uu);
+  x = _mm512_max_ps(lo, x); /* lo > x ? lo : x: x when NaN (a NaN lo never comes here) */
+  x = _mm512_mul_ps(x, me);
+  if (has_ae) x = _mm512_add_ps(x, ae);
+  return _mm512_mul_ps(ks_exp512(x), _mm512_maskz_loadu_ps(m, b + i));
+}
+
+__attribute__((target("avx512f"), always_inline)) static inline double ks_loop512(
+    const float *const *bp, const float *av, float a1f, const float *u, float suf, bool uvec, bool sub,
+    float lof, float mef, float aef, bool has_ae, const float *b, int64_t n) {
+  const __m512 c0 = _mm512_set1_ps(av[0]), c1 = _mm512_set1_ps(av[1]), c2 = _mm512_set1_ps(av[2]);
+  const __m512 a1 = _mm512_set1_ps(a1f), su = _mm512_set1_ps(suf), lo = _mm512_set1_ps(lof);
+  const __m512 me = _mm512_set1_ps(mef), ae = _mm512_set1_ps(aef);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64)
+    for (int v = 0; v < 4; v++)
+      acc[v] = _mm512_add_ps(acc[v], ks_terms512(bp, c0, c1, c2, a1, u, su, uvec, sub, lo, me, ae, has_ae, b,
+                                                 j + 16 * v, (__mmask16)0xffff));
+  /* the last columns, sixteen at a time under a mask: lanes past n add nothing */
+  for (int v = 0; j < n; j += 16, v++) {
+    __mmask16 m = (__mmask16)(n - j >= 16 ? 0xffff : (1u << (n - j)) - 1);
+    __m512 t = ks_terms512(bp, c0, c1, c2, a1, u, su, uvec, sub, lo, me, ae, has_ae, b, j, m);
+    acc[v] = _mm512_mask_add_ps(acc[v], m, acc[v], t);
+  }
+  float lanes[SUM_LANES];
+  for (int v = 0; v < 4; v++) _mm512_storeu_ps(lanes + 16 * v, acc[v]);
+  return fold_lanes_float(lanes);
+}
+
+__attribute__((target("avx512f"))) static double kernel_sum_avx512(const float *const *bp, const float *av,
+                                                                   float a1, const float *u, float su,
+                                                                   bool sub, float lo, float me, float ae,
+                                                                   const float *b, int64_t n) {
+  bool has_ae = !(ae == 0 && signbit(ae));
+#define KS_CALL(UVEC, SUB, AE) ks_loop512(bp, av, a1, u, su, UVEC, SUB, lo, me, ae, AE, b, n)
+  if (u)
+    return sub ? (has_ae ? KS_CALL(true, true, true) : KS_CALL(true, true, false))
+               : (has_ae ? KS_CALL(true, false, true) : KS_CALL(true, false, false));
+  return sub ? (has_ae ? KS_CALL(false, true, true) : KS_CALL(false, true, false))
+             : (has_ae ? KS_CALL(false, false, true) : KS_CALL(false, false, false));
+#undef KS_CALL
+}
+#endif
+
+bool loom__cpu_ks_portable = false, loom__cpu_ks_taken = false;
+
+CLONES static double kernel_sum_f32(const float *const *bp, const float *av, float a1, const float *u,
+                                    float su, bool sub, float lo, float me, float ae, const float *b,
+                                    int64_t n) {
+  bool has_ae = !(ae == 0 && signbit(ae));
+#define KS_CALL(UVEC, SUB, AE) ks_loop(bp, av, a1, u, su, UVEC, SUB, lo, me, ae, AE, b, n)
+  if (u)
+    return sub ? (has_ae ? KS_CALL(true, true, true) : KS_CALL(true, true, false))
+               : (has_ae ? KS_CALL(true, false, true) : KS_CALL(true, false, false));
+  return sub ? (has_ae ? KS_CALL(false, true, true) : KS_CALL(false, true, false))
+             : (has_ae ? KS_CALL(false, false, true) : KS_CALL(false, false, false));
+#undef KS_CALL
+}
+
 CLONES static void fold_row(const plan *P, lane *L, entry *h, const void *xp, const void *y, const tfm *tf,
                             int64_t n, int64_t j0) {
   if (P->fkind == K_F32) ROW_REDUCE(float);
@@ -1889,6 +2106,36 @@ static void state_free(state *st) {
   free(st->heap);
 }
 
+/* The sum over one block of a kernel sum's row (find_kernel_sum): the leaves, the dot's rows
+ * and the absorbed ops' scalars as eval_block finds them, then one loop. */
+static double kernel_sum_block(const plan *P, work *w, const int64_t *idx, int64_t n) {
+  load_leaves(P, w, idx, n);
+  const float *bp[MAX_K];
+  float av[MAX_K];
+  dot_rows_f32(P, w, producer(P->g, P->ks_dot), idx, n, bp, av);
+  float a1 = -0.0f, me = 1, ae = -0.0f;
+  if (P->ks_via >= 0) { /* an add or a sub of a scalar (find_kernel_sum): m is 1 */
+    absorbed_op(P, w, producer(P->g, P->ks_via));
+    a1 = (float)w->tf[P->ks_via].a;
+  }
+  if (P->ks_aff >= 0) {
+    absorbed_op(P, w, producer(P->g, P->ks_aff));
+    me = (float)w->tf[P->ks_aff].m;
+    ae = (float)w->tf[P->ks_aff].a;
+  }
+  float lo = P->ks_lo >= 0 ? *(const float *)w->ptr[P->ks_lo] : -INFINITY;
+  if (isnan(lo)) return NAN; /* every term is the maximum's NaN */
+  const float *u = w->ptr[P->ks_u];
+  bool uv = P->v[P->ks_u].vec;
+#ifdef LOOM_KS_AVX512
+  if (!loom__cpu_ks_portable && __builtin_cpu_supports("avx512f"))
+    return kernel_sum_avx512(bp, av, a1, uv ? u : NULL, uv ? 0 : u[0], P->ks_sub, lo, me, ae,
+                             w->ptr[P->prod_b], n);
+#endif
+  return kernel_sum_f32(bp, av, a1, uv ? u : NULL, uv ? 0 : u[0], P->ks_sub, lo, me, ae, w->ptr[P->prod_b],
+                        n);
+}
+
 /* Runs units [u0, u1) of a task into st: where the last axis is reduced a unit is one block of
  * the reduced rows, (ro, jb) with jb fastest, for every row of the group; where it is kept a
  * unit is one reduced row ro of the task's block. */
@@ -1902,6 +2149,10 @@ static void run_units(const plan *P, work *w, state *st, int64_t task, int64_t g
       int64_t ro = u / P->nb, jb = u % P->nb, j0 = jb * FB, n = LOOM_MIN(FB, P->M - j0);
       for (int64_t kk = 0; kk < rows; kk++) {
         index_of(P, ko0 + kk, ro, j0, idx);
+        if (P->ks) {
+          st->lanes[kk].v.d += kernel_sum_block(P, w, idx, n);
+          continue;
+        }
         eval_block(P, w, idx, n);
         int64_t ri = P->fin >= F_ARGMAX ? idx[P->axis] : 0; /* axis is the last one here */
         (void)ri;
@@ -2079,6 +2330,7 @@ loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const 
     plan_free(&P);
     return s;
   }
+  __atomic_store_n(&loom__cpu_ks_taken, P.ks, __ATOMIC_RELAXED);
   int64_t total = 1, outputs = 1;
   for (int32_t d = 0; d < P.r; d++) total *= P.dims[d];
   for (int32_t r = 0; r < body->n_outputs; r++) outputs = LOOM_MIN(outputs, loom__cpu_elements(&out[r].type));

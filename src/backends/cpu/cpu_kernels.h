@@ -49,5 +49,9 @@ loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const 
 /* Whether loom__cpu_fused runs `body` with dense operands (LOOM_OK), or UNSUPPORTED naming what
  * it does not run (as loom__cpu_fused would say); OUT_OF_MEMORY. Reads no data. */
 loom_status loom__cpu_fused_supported(const loom_graph *body);
+/* Tests only: loom__cpu_ks_portable runs a fused kernel sum's portable loop where the AVX-512
+ * one would run; loom__cpu_ks_taken says whether the last loom__cpu_fused ran its body as a
+ * kernel sum in one pass (cpu_fused.c, find_kernel_sum). */
+extern bool loom__cpu_ks_portable, loom__cpu_ks_taken;
 
 #endif
