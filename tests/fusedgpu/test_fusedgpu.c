@@ -325,6 +325,50 @@ TEST(kernel_matvec_small_matches_unfused) {
   loom_graph_destroy(g);
 }
 
+/* Points in 2-D and 4-D (a dot of 2 and 4 terms, its second operand read through a transpose,
+ * whose lanes the vector layout loads as K vectors and a shuffle), 1,027 of them (a run of
+ * 1024 and a tail), summed into each row; and the product too: fused against unfused. */
+TEST(dot_of_interleaved_points_matches_unfused) {
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  if (gt_devices(LOOM_BACKEND_OPENCL, devs) == 0) return;
+  const int64_t n = 61, m = 1027;
+  for (int64_t k = 2; k <= 4; k += 2) {
+    for (int reduce = 0; reduce < 2; reduce++) {
+      loom_graph *g = NULL;
+      ASSERT_OK(loom_graph_create("dotk", &g));
+      loom_type tx = {LOOM_F32, 2, {n, k}}, ty = {LOOM_F32, 2, {m, k}}, tb = {LOOM_F32, 1, {m}};
+      loom_value x = loom_graph_param(g, "x", &tx), y = loom_graph_param(g, "y", &ty),
+                 b = loom_graph_param(g, "b", &tb);
+      int64_t perm[] = {1, 0}, rowv[] = {1, m}, ax[] = {1};
+      loom_value d = loom_dot(g, x, loom_transpose(g, y, 2, perm));
+      loom_value e = loom_binary(g, LOOM_OP_MUL, loom_unary(g, LOOM_OP_EXP, loom_unary(g, LOOM_OP_NEG, d)),
+                                 loom_reshape(g, b, 2, rowv));
+      loom_value r = reduce ? loom_reduce(g, LOOM_OP_REDUCE_SUM, e, 1, ax, false)
+                            : loom_reduce(g, LOOM_OP_REDUCE_MAX, e, 1, ax, false);
+      loom_graph_return(g, &r, 1);
+      ASSERT_OK(loom_graph_verify(g));
+      loom_tensor in[3];
+      loom_tensor_init(&in[0], &tx);
+      loom_tensor_init(&in[1], &ty);
+      loom_tensor_init(&in[2], &tb);
+      uint64_t seed = 7 + (uint64_t)k;
+      for (int t = 0; t < 3; t++) {
+        float *v = in[t].data;
+        int64_t count = t == 0 ? n * k : t == 1 ? m * k : m;
+        for (int64_t i = 0; i < count; i++) v[i] = 2.0f * (float)(fz_next(&seed) >> 40) / (float)(1 << 24);
+      }
+      char what[64];
+      snprintf(what, sizeof what, "dot of %d terms then %s, vector layout", (int)k, reduce ? "sum" : "max");
+      loom__cl_fused_testing_layout(3);
+      bool ok = fused_matches(devs[0], g, in, (double)m, what);
+      loom__cl_fused_testing_layout(0);
+      gt_tensors_free(in, 3);
+      loom_graph_destroy(g);
+      if (!ok) return;
+    }
+  }
+}
+
 /* N = 20,000 (the [N,N] kernel matrix would be 1.6 GB): the fused result against a
  * double-precision reference of every 16th row, within 1e-4 relative of the row's sum of
  * |terms| (the sum itself may cancel). */

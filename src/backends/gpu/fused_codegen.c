@@ -594,6 +594,32 @@ static loom_status emit_dot(const gen *G, int32_t i, int32_t v) {
     const char *VT = tname(G, t);
     int64_t sa = G->vaxis == 0 && ta->dims[0] != 1 ? la->strides[0] : 0;
     int64_t sc = G->vaxis == 1 && tc->dims[1] != 1 ? lc->strides[1] : 0;
+    int64_t K = ta->dims[1];
+    if (G->vec == 8 && sc == K && K >= 2 && K <= 4 && lc->strides[0] == 1) {
+      /* c's K rows interleaved along the lanes (a K-column matrix read through its transpose,
+       * points in 3-D): the 8 K elements the lanes read are adjacent, so K vector loads and a
+       * shuffle per row, where a gather would load and insert every lane apart. */
+      char base[160];
+      snprintf(base, sizeof base, "o%d + %" PRId64 " + %s", (int)pc, lc->offset, rc);
+      for (int64_t m = 0; m < K; m++)
+        put(b, "  const %s v%d_l%d = vload8(%d, p%d + (%s));\n", VT, (int)v, (int)m, (int)m, (int)pc, base);
+      put(b, "  const %s v%d = (%s)(0)", VT, (int)v, VT);
+      for (int64_t q = 0; q < K; q++) {
+        char oa[160];
+        snprintf(oa, sizeof oa, "o%d + %" PRId64 " + %s + %" PRId64, (int)pa, la->offset, ra,
+                 q * la->strides[1]);
+        put(b, "\n      + ");
+        emit_lanes(G, pa, oa, sa, VT);
+        put(b, " * (%s)(", VT);
+        for (int64_t k = 0; k < 8; k++) {
+          int64_t e = q + k * K;
+          put(b, "%sv%d_l%d.s%d", k ? ", " : "", (int)v, (int)(e / 8), (int)(e % 8));
+        }
+        put(b, ")");
+      }
+      put(b, ";\n");
+      return LOOM_OK;
+    }
     put(b, "  const %s v%d = (%s)(0)", VT, (int)v, VT);
     for (int64_t q = 0; q < ta->dims[1]; q++) {
       char oa[160], oc[160];
@@ -1060,17 +1086,28 @@ static void emit_vector_kernel(gen *G, int64_t n_out, int64_t n_red) {
     put(b, "    %s vv = (%s)(%s);\n    %s av = (%s)(0);\n", VA, VA,
         op->kind == LOOM_OP_REDUCE_MAX ? (f32 ? "-FZ_INF_F" : "-FZ_INF_D") : (f32 ? "FZ_INF_F" : "FZ_INF_D"),
         AV, AV);
-  put(b,
-      "    for (fz_i64 jb = 0; jb < %" PRId64
-      "; jb += 8) {\n      const fz_i64 i%d = jb;\n      const %s x = ",
-      full, (int)a, VT);
+  /* An f32 sum adds in float lanes over runs of 1024 elements, each run's lanes then added in
+   * double (as the cpu evaluator does): a double add per step would cost as much as a term. */
+  bool runs = sum && wide && f32;
+  if (runs)
+    put(b,
+        "    for (fz_i64 jr = 0; jr < %" PRId64
+        "; jr += 1024) {\n      float8 fv = (float8)(0);\n"
+        "      const fz_i64 je = jr + 1024 < %" PRId64 " ? jr + 1024 : %" PRId64 ";\n",
+        full, full, full);
+  char bound[32] = "je";
+  if (!runs) snprintf(bound, sizeof bound, "%" PRId64, full);
+  put(b, "    for (fz_i64 jb = %s; jb < %s; jb += 8) {\n      const fz_i64 i%d = jb;\n      const %s x = ",
+      runs ? "jr" : "0", bound, (int)a, VT);
   G->vec = 8;
   G->vaxis = a;
   eval_call(G);
   G->vec = 0;
   put(b, ";\n");
   const char *cmp = op->kind == LOOM_OP_REDUCE_MAX ? ">" : "<";
-  if (sum || prod)
+  if (runs)
+    put(b, "      fv += x;\n    }\n      vv += convert_double8(fv);\n    }\n");
+  else if (sum || prod)
     put(b, "      vv %s= %s(x);\n    }\n", prod ? "*" : "+", conv);
   else
     put(b, "      vv = x %s vv ? x : vv;\n      av |= isnan(x);\n    }\n", cmp);
