@@ -576,8 +576,9 @@ static bool ks_link(const plan *P, const int32_t *uses, int32_t v) {
  * its absorbed scalar op, the epilogue's add or sub of u, a maximum with a scalar, an absorbed
  * scalar op, the exp, the product with b and the sum. Its three passes over a block become one
  * loop with no store (kernel_sum_f32), the exp computed inline (cpu_vmath.h) rather than
- * called. Each op keeps the unfused rounding; only the exp differs (within 2 ulp, libmvec's
- * 2.6). Anything else in the body, or a chain value read twice, keeps the passes. */
+ * called. The ops after the dot keep the unfused rounding; the row scalar is added inside the
+ * dot and the exp differs (within 2 ulp, libmvec's 2.6). Anything else in the body, or a chain
+ * value read twice, keeps the passes. */
 static void find_kernel_sum(const loom_graph *body, plan *P, const int32_t *uses) {
   P->ks = false;
   if (!P->prod_exp || P->prod_b < 0 || P->v[P->src].dtype != LOOM_F32) return;
@@ -1815,11 +1816,12 @@ DEF_SUMS(double)
 DEF_SUM_EXP(float, f)
 DEF_SUM_EXP(double, )
 
-/* One term of a kernel sum (find_kernel_sum) from its dot d, each op rounded as the unfused
- * one: the dot's absorbed add or sub d + a1 (a1 = -0 where there is none: it adds nothing, not
- * even to -0), + u or - u, the maximum with lo (-inf where there is none; a NaN lo never comes
- * here), the scalar op x * me (+ ae), the exp, the product with b. `lo > x ? lo : x` keeps a
- * NaN x and, of two zeros, x, as MAX_F does, and is one instruction. */
+/* One term of a kernel sum (find_kernel_sum) from d, its dot with the dot's absorbed add or sub
+ * of a row scalar a1 taken as the dot's first term (ks_loop: a1 + c0 b0 + c1 b1 + c2 b2, three
+ * multiply-adds; the unfused dot's own order of adds is its BLAS's anyway): + u or - u, the
+ * maximum with lo (-inf where there is none; a NaN lo never comes here), the scalar op
+ * x * me (+ ae), the exp, the product with b, each rounded as the unfused op. `lo > x ? lo : x`
+ * keeps a NaN x and, of two zeros, x, as MAX_F does, and is one instruction. */
 static inline float ks_term(float d, float u, bool sub, float lo, float me, float ae, bool has_ae, float b) {
   float x = sub ? d - u : d + u;
   x = lo > x ? lo : x;
