@@ -58,6 +58,14 @@ static inline int64_t loom__sat_add_i64(int64_t a, int64_t b) {
   return b > 0 ? INT64_MAX : INT64_MIN;
 }
 
+/* a * b for a, b >= 0, held at INT64_MAX where it would pass it: the strides of a type with an
+ * axis of 0 elements beside huge ones (a fuzzer's q4[9223372036854775807,0]) hold no data to
+ * step through, and must not wrap on the way. */
+static inline int64_t loom__sat_mul_i64(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /* Byte sizes as users write them: "123", "64KiB", "512MiB", "1.5GiB", "2GB", "1k".
  * Returns false with *out_end at the first bad character on a parse error; a text read to
  * its end that is no whole number of bytes, or is too large (1.5B, 9223372036854775807),

@@ -54,7 +54,7 @@ bool loom_dtype_is_quantized(loom_dtype d) {
 }
 
 int64_t loom__q4_row_nibbles(int64_t n) {
-  return n + (n & 1);
+  return loom__sat_add_i64(n, n & 1); /* an odd INT64_MAX stays there rather than wrap */
 }
 
 loom_status loom_type_make(loom_dtype dtype, int32_t rank, const int64_t *dims, loom_type *out) {

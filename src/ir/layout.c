@@ -12,7 +12,7 @@ void loom__view_dense_strides(const loom_type *type, int64_t *strides) {
     strides[i] = s;
     int64_t d = type->dims[i] > 0 ? type->dims[i] : 1;
     /* q4 rows are padded to a whole byte: its strides count nibbles (docs/ir-quant.md) */
-    s *= (type->dtype == LOOM_Q4 && i == type->rank - 1) ? loom__q4_row_nibbles(d) : d;
+    s = loom__sat_mul_i64(s, (type->dtype == LOOM_Q4 && i == type->rank - 1) ? loom__q4_row_nibbles(d) : d);
   }
 }
 

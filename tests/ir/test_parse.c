@@ -335,6 +335,27 @@ TEST(parse_error_shape_overflow) {
                      "t.lir:1:16: error: dimension '-1' is negative");
 }
 
+/* No elements, yet an axis of 2^63 - 1 beside the empty one (the fuzzer's q4[9223372036854775807,0],
+ * whose dense strides overflowed): parsed, estimated at 0 bytes, no overflow on the way (the
+ * sanitized suite runs this under UBSan). */
+TEST(empty_shapes_with_huge_axes) {
+  static const char *const texts[] = {
+      "graph g(w: q4[9223372036854775807,0]) {\n  return w\n}\n",
+      "graph g(w: q4[0,9223372036854775807]) {\n  return w\n}\n",
+      "graph g(w: f32[0,9223372036854775807,3]) {\n  v = neg w\n  return v\n}\n",
+  };
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    loom_graph *g = NULL;
+    ASSERT_OK(loom_graph_parse(texts[i], strlen(texts[i]), "t.lir", &g));
+    loom_estimate e;
+    memset(&e, 0, sizeof e);
+    ASSERT_OK(loom_graph_estimate(g, NULL, &e));
+    ASSERT_TRUE(e.peak_bytes == 0);
+    loom_estimate_deinit(&e);
+    loom_graph_destroy(g);
+  }
+}
+
 TEST(parse_error_integer_literal_overflow) {
   ASSERT_PARSE_ERROR(G1("b = reshape a shape=[99999999999999999999]"),
                      "t.lir:2:24: error: integer literal '99999999999999999999' does not fit in int64");
