@@ -153,6 +153,39 @@ loom_status loom_share_runners(loom_context *ctx, const char *devices, const loo
 
 /* ---- planning for several devices ------------------------------------------------------------ */
 
+/* Whether device `id` computes on the host's cores beside cpu0 (the worker's host_cores). */
+static loom_status computes_on_host_cores(loom_context *ctx, const char *id, bool *out) {
+  int32_t index = 0;
+  loom_device_info info;
+  loom_status s = loom_context_find_device(ctx, id, &index);
+  if (!s) s = loom_context_device_info(ctx, index, &info);
+  if (!s) *out = strcasecmp(info.id, "cpu0") != 0 && info.kind == LOOM_DEVICE_CPU;
+  return s;
+}
+
+loom_status loom_share_plan_runners(loom_context *ctx, const loom_runner *runners, int32_t n,
+                                    loom_sched_policy policy, loom_runner *out, int32_t *out_count,
+                                    char *left_out, size_t left_out_size) {
+  if (left_out && left_out_size) left_out[0] = '\0';
+  if (out_count) *out_count = 0;
+  if (!ctx || !runners || !out || !out_count || n < 1 || (left_out && !left_out_size))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_share_plan_runners: NULL argument or no runners");
+  bool drop = policy == LOOM_SCHED_DMDA && strcasecmp(runners[0].device, "cpu0") == 0;
+  size_t at = 0;
+  for (int32_t i = 0; i < n; i++) {
+    bool host = false;
+    loom_status s = drop ? computes_on_host_cores(ctx, runners[i].device, &host) : LOOM_OK;
+    if (s) return s;
+    if (!host) {
+      out[(*out_count)++] = runners[i];
+      continue;
+    }
+    if (left_out && at < left_out_size)
+      at += (size_t)snprintf(left_out + at, left_out_size - at, "%s%s", at ? "," : "", runners[i].device);
+  }
+  return LOOM_OK;
+}
+
 static bool has_loop(const loom_graph *g) {
   for (int32_t i = 0; i < g->n_ops; i++)
     if (g->ops[i].loop) return true;

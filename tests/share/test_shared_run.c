@@ -307,6 +307,60 @@ TEST(shared_dmda_leaves_host_core_devices_to_cpu0) {
   fixture_deinit(&f);
 }
 
+/* Planning for the devices the policy gives work: under dmda with cpu0 first, PoCL's CPU devices
+ * are left out (they take no range beside cpu0); under eager, or with another device first,
+ * every device stays; the runners come back in order, in place too. */
+TEST(shared_plan_runners_by_policy) {
+  fixture f;
+  if (!fixture_init(&f)) return fixture_deinit(&f);
+  if (!f.opencl) {
+    fixture_deinit(&f);
+    return loom_test_skip("no ocl0 and ocl1");
+  }
+  bool host0 = false, host1 = false;
+  loom_device_info info;
+  int32_t index = 0;
+  ASSERT_OK(loom_context_find_device(f.ctx, "ocl0", &index));
+  ASSERT_OK(loom_context_device_info(f.ctx, index, &info));
+  host0 = info.kind == LOOM_DEVICE_CPU;
+  ASSERT_OK(loom_context_find_device(f.ctx, "ocl1", &index));
+  ASSERT_OK(loom_context_device_info(f.ctx, index, &info));
+  host1 = info.kind == LOOM_DEVICE_CPU;
+  loom_runner *runners = NULL, kept[3];
+  int32_t n = 0, k = 0;
+  char left[64];
+  ASSERT_OK(loom_share_runners(f.ctx, "cpu0,ocl0,ocl1", NULL, 0, &runners, &n));
+  ASSERT_EQ(n, 3);
+  ASSERT_OK(loom_share_plan_runners(f.ctx, runners, n, LOOM_SCHED_DMDA, kept, &k, left, sizeof left));
+  ASSERT_EQ(k, 3 - (int32_t)host0 - (int32_t)host1);
+  ASSERT_STREQ(kept[0].device, "cpu0");
+  ASSERT_STREQ(left, host0 && host1 ? "ocl0,ocl1" : host0 ? "ocl0" : host1 ? "ocl1" : "");
+  ASSERT_OK(loom_share_plan_runners(f.ctx, runners, n, LOOM_SCHED_EAGER, kept, &k, left, sizeof left));
+  ASSERT_EQ(k, 3);
+  ASSERT_STREQ(left, "");
+  ASSERT_STREQ(kept[2].device, "ocl1");
+  /* ocl0 first: it leads the stages between loops, so nothing is left out */
+  loom_runner swapped[3] = {runners[1], runners[0], runners[2]};
+  ASSERT_OK(loom_share_plan_runners(f.ctx, swapped, 3, LOOM_SCHED_DMDA, swapped, &k, NULL, 0));
+  ASSERT_EQ(k, 3);
+  ASSERT_STREQ(swapped[0].device, "ocl0");
+  /* in place */
+  ASSERT_OK(loom_share_plan_runners(f.ctx, runners, n, LOOM_SCHED_DMDA, runners, &k, NULL, 0));
+  ASSERT_EQ(k, 3 - (int32_t)host0 - (int32_t)host1);
+  ASSERT_STREQ(runners[0].device, "cpu0");
+  ASSERT_STATUS(loom_share_plan_runners(f.ctx, runners, 0, LOOM_SCHED_DMDA, kept, &k, NULL, 0),
+                LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_STATUS(loom_share_plan_runners(NULL, runners, 1, LOOM_SCHED_DMDA, kept, &k, NULL, 0),
+                LOOM_ERR_INVALID_ARGUMENT);
+  loom_runner ghost[2] = {runners[0], runners[0]};
+  snprintf(ghost[1].device, sizeof ghost[1].device, "ocl9");
+  ASSERT_STATUS(loom_share_plan_runners(f.ctx, ghost, 2, LOOM_SCHED_DMDA, kept, &k, NULL, 0),
+                LOOM_ERR_NOT_FOUND);
+  ASSERT_CONTAINS(loom_last_error(), "ocl9");
+  free(runners);
+  fixture_deinit(&f);
+}
+
 TEST(shared_devices_refused) {
   loom_context *ctx = NULL;
   ASSERT_OK(loom_context_create(NULL, &ctx));

@@ -91,9 +91,10 @@ static void config_fail(config *c, const char *what) {
   snprintf(c->why, sizeof c->why, "%s: %s", what, loom_last_error());
 }
 
-/* Plans g for `plan_devices` (sharing where there are several) to run on `run_devices`. */
+/* Plans g for `plan_devices` (sharing where there are several; as loom-run does, for those the
+ * policy gives work: loom_share_plan_runners) to run on `run_devices`. */
 static void config_plan(config *c, loom_context *ctx, const loom_graph *g, const char *plan_devices,
-                        const char *run_devices) {
+                        const char *run_devices, loom_sched_policy policy) {
   loom_runner *runners = NULL;
   int32_t n = 0;
   loom_optimize_options o;
@@ -102,6 +103,10 @@ static void config_plan(config *c, loom_context *ctx, const loom_graph *g, const
   snprintf(c->devices, sizeof c->devices, "%s", run_devices);
   c->ok = true;
   if (loom_share_runners(ctx, plan_devices, NULL, 0, &runners, &n)) return config_fail(c, "devices");
+  if (loom_share_plan_runners(ctx, runners, n, policy, runners, &n, NULL, 0)) {
+    free(runners);
+    return config_fail(c, "devices");
+  }
   if (loom_graph_optimize_for_sharing(g, runners, n, &o, &c->optimized, NULL, NULL, 0) ||
       loom_plan_split_by_memory(c->optimized, runners, 1, &c->plan))
     config_fail(c, "planning");
@@ -278,23 +283,23 @@ int loom_bench_share(int argc, char **argv) {
   int32_t n = 0;
   for (int32_t i = 0; i < n_ids; i++, n++) {
     snprintf(cs[n].label, sizeof cs[n].label, "%s alone (its own plan)", ids[i]);
-    config_plan(&cs[n], ctx, g, ids[i], ids[i]);
+    config_plan(&cs[n], ctx, g, ids[i], ids[i], a.policy);
   }
   int32_t same = n++, list = n++, at_auto = a.with_auto && all[0] ? n++ : -1;
   int32_t at_every = a.with_auto && strcmp(every, all) != 0 && strcmp(every, a.devices) != 0 ? n++ : -1;
   snprintf(cs[same].label, sizeof cs[same].label, "%s alone (the plan of %s)", ids[0], a.devices);
-  config_plan(&cs[same], ctx, g, a.devices, ids[0]);
+  config_plan(&cs[same], ctx, g, a.devices, ids[0], a.policy);
   snprintf(cs[list].label, sizeof cs[list].label, "%s (%s)", a.devices, loom_sched_policy_name(a.policy));
-  config_plan(&cs[list], ctx, g, a.devices, a.devices);
+  config_plan(&cs[list], ctx, g, a.devices, a.devices, a.policy);
   if (at_auto >= 0) {
     snprintf(cs[at_auto].label, sizeof cs[at_auto].label, "auto = %s (%s)", all,
              loom_sched_policy_name(a.policy));
-    config_plan(&cs[at_auto], ctx, g, "auto", "auto");
+    config_plan(&cs[at_auto], ctx, g, "auto", "auto", a.policy);
   }
   if (at_every >= 0) {
     snprintf(cs[at_every].label, sizeof cs[at_every].label, "%s (%s)", every,
              loom_sched_policy_name(a.policy));
-    config_plan(&cs[at_every], ctx, g, every, every);
+    config_plan(&cs[at_every], ctx, g, every, every, a.policy);
   }
   printf("kNN n = %lld, m = %lld, d = %lld, k = %lld; best of %d, the runs interleaved round by round\n",
          (long long)a.n, (long long)a.m, (long long)a.d, (long long)a.k, (int)a.repeats);

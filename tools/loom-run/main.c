@@ -503,12 +503,27 @@ static int optimize(run_state *st, const run_options *opts) {
   loom_sched_policy policy = LOOM_SCHED_DMDA;
   if (opts->policy) loom_sched_policy_parse(opts->policy, &policy);
   if (opts->devices && policy != LOOM_SCHED_FIXED) {
-    /* several devices share loops: chunked before fused; the stages between loops on the first */
-    char note[512];
-    if (loom_graph_optimize_for_sharing(st->graph, st->runners, st->n_runners, &o, &st->optimized,
-                                        &st->report, note, sizeof note) ||
-        loom_plan_split_by_memory(st->optimized, st->runners, 1, &st->plan))
+    /* several devices share loops: chunked before fused; the stages between loops on the first;
+     * planned for the devices the policy gives work (they all still run: the idle ones report
+     * no range) */
+    char note[512], left_out[256];
+    loom_runner *planned = malloc(sizeof *planned * (size_t)(st->n_runners > 0 ? st->n_runners : 1));
+    int32_t n_planned = 0;
+    if (!planned) return run_fail(EXIT_RUN, "out of memory");
+    if (loom_share_plan_runners(st->ctx, st->runners, st->n_runners, policy, planned, &n_planned, left_out,
+                                sizeof left_out) ||
+        loom_graph_optimize_for_sharing(st->graph, planned, n_planned, &o, &st->optimized, &st->report, note,
+                                        sizeof note) ||
+        loom_plan_split_by_memory(st->optimized, planned, 1, &st->plan)) {
+      free(planned);
       return run_fail_loom(NULL);
+    }
+    free(planned);
+    if (left_out[0])
+      fprintf(stderr,
+              "loom-run: note: %s compute%s on cpu0's cores: under dmda they take no range beside cpu0, "
+              "so the graph is planned without them (--policy eager shares with them)\n",
+              left_out, strchr(left_out, ',') ? "" : "s");
     if (note[0]) fprintf(stderr, "loom-run: note: %s\n", note);
     return 0;
   }
