@@ -101,10 +101,10 @@ LOOM_API loom_status loom_share_runners(loom_context *ctx, const char *devices, 
  * them no range beside cpu0 (they would only take cores from it), so a plan cut into pieces
  * for them is cut for nothing (kNN 20,000 x 30,000 on cpu0,ocl0,ocl1 under PoCL: 37 pieces all
  * on cpu0, 0.74 of cpu0's own plan). The run itself may still name them: they stay idle and are
- * reported with no range. Writes the kept runners, in order, to out (room for n) and their
- * count to *out_count; `left_out` (may be NULL; else at least 1 byte) receives the ids left
- * out, comma-separated ("" when none); out may be runners itself. Errors: INVALID_ARGUMENT (NULL arguments, n
- * < 1), NOT_FOUND (a device the context lacks). */
+ * reported with no range. Writes the kept runners, in order, to out (room for n; it may be
+ * `runners` itself) and their count to *out_count; `left_out` (may be NULL; else at least 1
+ * byte) receives the ids left out, comma-separated ("" when none). Errors: INVALID_ARGUMENT
+ * (NULL arguments, n < 1), NOT_FOUND (a device the context lacks). */
 LOOM_API loom_status loom_share_plan_runners(loom_context *ctx, const loom_runner *runners, int32_t n,
                                              loom_sched_policy policy, loom_runner *out, int32_t *out_count,
                                              char *left_out, size_t left_out_size);
