@@ -852,44 +852,53 @@ TEST(fused_cpu_inline_exp) {
 typedef struct ks_case {
   const char *name, *ops; /* ops: the body from d = dot x yt; returns a */
   bool one_pass;
+  bool mean; /* reduce_mean, else reduce_sum */
 } ks_case;
 
 static const ks_case ks_cases[] = {
     {"gaussian",
      "  s = add d sx\n  t = add s sy\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
      "  h = constant -0.5 : f32[]\n  e = mul c h\n",
-     true},
+     true, false},
     {"sub",
      "  s = add d sx\n  t = sub s sy\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
      "  h = constant -0.5 : f32[]\n  e = mul c h\n",
-     true},
+     true, false},
     {"u_left",
      "  s = sub d sx\n  t = add sy s\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
      "  h = constant -0.25 : f32[]\n  e = mul c h\n",
-     true},
+     true, false},
     {"u_scalar",
      "  s = add d sx\n  t = add s w\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
      "  h = constant -0.5 : f32[]\n  e = mul c h\n",
-     true},
-    {"no_max_add", "  s = add d sx\n  t = add s sy\n  h = constant -30 : f32[]\n  e = add t h\n", true},
-    {"no_via", "  t = add d sy\n  z = fill value=1 : f32[]\n  c = maximum t z\n  e = neg c\n", true},
+     true, false},
+    {"no_max_add", "  s = add d sx\n  t = add s sy\n  h = constant -30 : f32[]\n  e = add t h\n", true,
+     false},
+    {"no_via", "  t = add d sy\n  z = fill value=1 : f32[]\n  c = maximum t z\n  e = neg c\n", true, false},
     {"lo_per_row",
      "  s = add d sx\n  t = add s sy\n  c = maximum t lo\n  h = constant -0.5 : f32[]\n"
      "  e = mul c h\n",
-     true},
-    {"no_aff",
+     true, false},
+    {"neg",
      "  s = add d sx\n  t = add s sy\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
      "  e = neg c\n",
-     true},
+     true, false},
+    /* -2 x.y - |x|^2 - |y|^2 = -|x + y|^2: the exp's argument in [-20, 0] with no scalar op */
+    {"no_aff", "  s = sub d sx\n  t = sub s sy\n  z = fill value=-20 : f32[]\n  e = maximum t z\n", true,
+     false},
+    {"mean",
+     "  s = add d sx\n  t = add s sy\n  z = fill value=0 : f32[]\n  c = maximum t z\n"
+     "  h = constant -0.5 : f32[]\n  e = mul c h\n",
+     true, true},
     /* a maximum with a block, and a value read twice: the passes */
     {"max_block",
      "  s = add d sx\n  t = add s sy\n  c = maximum t sy\n  h = constant -0.5 : f32[]\n"
      "  e = mul c h\n",
-     false},
+     false, false},
     {"read_twice",
      "  s = add d sx\n  t = add s sy\n  c = mul t t\n  h = constant -0.01 : f32[]\n"
      "  e = mul c h\n",
-     false},
+     false, false},
 };
 
 static loom_graph *ks_body(const ks_case *c, int64_t n, int64_t m) {
@@ -898,8 +907,8 @@ static loom_graph *ks_body(const ks_case *c, int64_t n, int64_t m) {
   snprintf(text, sizeof text,
            "graph ks(x: f32[%lld,3], yt: f32[3,%lld], sx: f32[%lld,1], sy: f32[1,%lld], w: f32[%lld,1], "
            "lo: f32[%lld,1], b: f32[%lld]) {\n  d = dot x yt\n%s  k = exp e\n  p = mul k b\n"
-           "  a = reduce_sum p axes=[1]\n  return a\n}\n",
-           N, M, N, M, N, N, M, c->ops);
+           "  a = %s p axes=[1]\n  return a\n}\n",
+           N, M, N, M, N, N, M, c->ops, c->mean ? "reduce_mean" : "reduce_sum");
   loom_graph *g = NULL;
   if (loom_graph_parse(text, strlen(text), c->name, &g)) {
     loom_test_fail(__FILE__, __LINE__, "%s: %s", c->name, loom_last_error());
@@ -954,9 +963,10 @@ TEST(fused_cpu_kernel_sum) {
           loom_test_fail(__FILE__, __LINE__, "%s: %s in one pass", K->name,
                          K->one_pass ? "not run" : "run, wrongly,");
         for (int64_t i = 0; i < n; i++) {
-          bool ok = isnan(want[i])   ? isnan(a[i])
-                    : isinf(want[i]) ? a[i] == want[i]
-                                     : fabs((double)a[i] - want[i]) <= 1e-5 * scale;
+          bool ok = isnan(want[i]) ? isnan(a[i])
+                    : isinf(want[i])
+                        ? a[i] == want[i]
+                        : fabs((double)a[i] - want[i]) <= 1e-5 * (K->mean ? scale / (double)m : scale);
           if (!ok) {
             loom_test_fail(__FILE__, __LINE__, "%s%s (%s kernel), row %lld: fused %.9g, unfused %.9g",
                            K->name, special ? " with NaN and infinity" : "",
