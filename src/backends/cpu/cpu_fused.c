@@ -53,6 +53,7 @@
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_vmath.h"
+#include "ir/pattern.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -552,12 +553,6 @@ static void absorb_scalar_ops(const loom_graph *body, plan *P, const int32_t *us
   }
 }
 
-/* The op computing body value v, or NULL for a parameter. */
-static const loom__op *producer(const loom_graph *body, int32_t v) {
-  int32_t op = body->values[v].op;
-  return op >= 0 ? &body->ops[op] : NULL;
-}
-
 /* An f32 operand the kernel sum reads as it is: a leaf (a block read in place or packed, or one
  * scalar per row) or a constant, with no absorbed op of its own. */
 static bool ks_operand(const plan *P, int32_t v) {
@@ -586,20 +581,20 @@ static void find_kernel_sum(const loom_graph *body, plan *P, const int32_t *uses
   if (B->role != R_LEAF || !B->vec || B->dtype != LOOM_F32) return;
   int32_t x = P->src, aff = -1, lo = -1, chain_ops = 0;
   if (P->v[x].absorbed) { /* the exp's input through its scalar op */
-    const loom__op *op = producer(body, x);
+    const loom__op *op = loom__producer(body, x);
     aff = x;
     x = op->kind == LOOM_OP_NEG || P->v[op->inputs[0]].vec ? op->inputs[0] : op->inputs[1];
     chain_ops++;
   }
   if (!ks_link(P, uses, x) || P->v[x].absorbed) return;
-  const loom__op *op = producer(body, x);
+  const loom__op *op = loom__producer(body, x);
   if (op->kind == LOOM_OP_MAXIMUM && P->v[op->inputs[0]].vec && !P->v[op->inputs[1]].vec &&
       ks_operand(P, op->inputs[1]) && P->v[x].epi_dot < 0) {
     lo = op->inputs[1];
     x = op->inputs[0];
     chain_ops++;
     if (!ks_link(P, uses, x) || P->v[x].absorbed) return;
-    op = producer(body, x);
+    op = loom__producer(body, x);
   }
   /* the epilogue: (dot, through its absorbed op if any) + u, u + (dot) or (dot) - u */
   const fvalue *E = &P->v[x];
@@ -610,7 +605,7 @@ static void find_kernel_sum(const loom_graph *body, plan *P, const int32_t *uses
   int32_t u = op->inputs[left ? 1 : 0];
   if (!ks_operand(P, u)) return;
   if (E->epi_via >= 0) { /* the dot's own absorbed op: d + c or d - c (m = 1) */
-    const loom__op *v = producer(body, E->epi_via);
+    const loom__op *v = loom__producer(body, E->epi_via);
     if (v->kind != LOOM_OP_ADD && !(v->kind == LOOM_OP_SUB && P->v[v->inputs[0]].vec)) return;
     chain_ops++;
   }
@@ -1367,7 +1362,7 @@ CLONES static void dot3_epilogue(loom_op op, float *restrict o, const float *con
 /* Binary op c whose one operand is a dot (find_dot_epilogues), over the block. */
 static void dot_epilogue(const plan *P, work *w, const loom__op *c, const int64_t *idx, int64_t n) {
   const fvalue *cv = &P->v[c->outputs[0]];
-  const loom__op *dot = &P->g->ops[P->g->values[cv->epi_dot].op];
+  const loom__op *dot = loom__producer(P->g, cv->epi_dot);
   int32_t mine = cv->epi_via >= 0 ? cv->epi_via : cv->epi_dot;
   bool left = c->inputs[0] == mine;
   int32_t other = c->inputs[left ? 1 : 0];
@@ -1830,8 +1825,7 @@ static inline float ks_term(float d, float u, bool sub, float lo, float me, floa
 }
 
 /* The loop of a kernel sum over n columns, SUM_LANES accumulators (with no call in the loop
- * they stay in registers). uvec, sub and has_ae are constants at each call below, so each call
- * is compiled to a loop of its own with no test in it. */
+ * they stay in registers); KS_DISPATCH calls it with uvec, sub and has_ae constant. */
 #define KS_LANES SUM_LANES
 static inline __attribute__((always_inline)) double ks_loop(const float *const *bp, const float *av, float a1,
                                                             const float *restrict u, float su, bool uvec,
@@ -1855,6 +1849,20 @@ static inline __attribute__((always_inline)) double ks_loop(const float *const *
   }
   return s;
 }
+
+/* Returns LOOP's sum with uvec (u is a block), sub and has_ae (ae is not -0) as constants at
+ * each of its eight calls, so each is compiled to a loop of its own with no test in it; the
+ * portable and the AVX-512 kernel sums both dispatch so. */
+#define KS_CALL(LOOP, UVEC, SUB, AE) LOOP(bp, av, a1, u, su, UVEC, SUB, lo, me, ae, AE, b, n)
+#define KS_DISPATCH(LOOP)                                                                            \
+  do {                                                                                               \
+    bool has_ae_ = !(ae == 0 && signbit(ae));                                                        \
+    if (u)                                                                                           \
+      return sub ? (has_ae_ ? KS_CALL(LOOP, true, true, true) : KS_CALL(LOOP, true, true, false))    \
+                 : (has_ae_ ? KS_CALL(LOOP, true, false, true) : KS_CALL(LOOP, true, false, false)); \
+    return sub ? (has_ae_ ? KS_CALL(LOOP, false, true, true) : KS_CALL(LOOP, false, true, false))    \
+               : (has_ae_ ? KS_CALL(LOOP, false, false, true) : KS_CALL(LOOP, false, false, false)); \
+  } while (0)
 
 #ifdef LOOM_KS_AVX512
 /* The same loop written for AVX-512 (the x86-64-v4 clone of the portable one above costs about
@@ -1921,14 +1929,7 @@ __attribute__((target("avx512f"))) static double kernel_sum_avx512(const float *
                                                                    float a1, const float *u, float su,
                                                                    bool sub, float lo, float me, float ae,
                                                                    const float *b, int64_t n) {
-  bool has_ae = !(ae == 0 && signbit(ae));
-#define KS_CALL(UVEC, SUB, AE) ks_loop512(bp, av, a1, u, su, UVEC, SUB, lo, me, ae, AE, b, n)
-  if (u)
-    return sub ? (has_ae ? KS_CALL(true, true, true) : KS_CALL(true, true, false))
-               : (has_ae ? KS_CALL(true, false, true) : KS_CALL(true, false, false));
-  return sub ? (has_ae ? KS_CALL(false, true, true) : KS_CALL(false, true, false))
-             : (has_ae ? KS_CALL(false, false, true) : KS_CALL(false, false, false));
-#undef KS_CALL
+  KS_DISPATCH(ks_loop512);
 }
 #endif
 
@@ -1937,14 +1938,7 @@ bool loom__cpu_ks_portable = false, loom__cpu_ks_taken = false;
 CLONES static double kernel_sum_f32(const float *const *bp, const float *av, float a1, const float *u,
                                     float su, bool sub, float lo, float me, float ae, const float *b,
                                     int64_t n) {
-  bool has_ae = !(ae == 0 && signbit(ae));
-#define KS_CALL(UVEC, SUB, AE) ks_loop(bp, av, a1, u, su, UVEC, SUB, lo, me, ae, AE, b, n)
-  if (u)
-    return sub ? (has_ae ? KS_CALL(true, true, true) : KS_CALL(true, true, false))
-               : (has_ae ? KS_CALL(true, false, true) : KS_CALL(true, false, false));
-  return sub ? (has_ae ? KS_CALL(false, true, true) : KS_CALL(false, true, false))
-             : (has_ae ? KS_CALL(false, false, true) : KS_CALL(false, false, false));
-#undef KS_CALL
+  KS_DISPATCH(ks_loop);
 }
 
 CLONES static void fold_row(const plan *P, lane *L, entry *h, const void *xp, const void *y, const tfm *tf,
@@ -2114,14 +2108,14 @@ static double kernel_sum_block(const plan *P, work *w, const int64_t *idx, int64
   load_leaves(P, w, idx, n);
   const float *bp[MAX_K];
   float av[MAX_K];
-  dot_rows_f32(P, w, producer(P->g, P->ks_dot), idx, n, bp, av);
+  dot_rows_f32(P, w, loom__producer(P->g, P->ks_dot), idx, n, bp, av);
   float a1 = -0.0f, me = 1, ae = -0.0f;
   if (P->ks_via >= 0) { /* an add or a sub of a scalar (find_kernel_sum): m is 1 */
-    absorbed_op(P, w, producer(P->g, P->ks_via));
+    absorbed_op(P, w, loom__producer(P->g, P->ks_via));
     a1 = (float)w->tf[P->ks_via].a;
   }
   if (P->ks_aff >= 0) {
-    absorbed_op(P, w, producer(P->g, P->ks_aff));
+    absorbed_op(P, w, loom__producer(P->g, P->ks_aff));
     me = (float)w->tf[P->ks_aff].m;
     ae = (float)w->tf[P->ks_aff].a;
   }
