@@ -88,6 +88,12 @@ static loom_status add_runner(loom_context *ctx, const char *id, const loom_runn
   return LOOM_OK;
 }
 
+/* A device other than cpu0 that computes on the host's cores (an OpenCL CPU device, PoCL's):
+ * beside cpu0 it adds no compute (auto, dmda's ranges and loom_share_plan_runners leave it out). */
+static bool on_host_cores(const loom_device_info *info) {
+  return strcasecmp(info->id, "cpu0") != 0 && info->kind == LOOM_DEVICE_CPU;
+}
+
 /* "auto": cpu0 first, then every other device a backend of this build runs, except OpenCL
  * devices of kind CPU (PoCL's): they compute on the host's cores, which cpu0 already keeps
  * busy, so beside it they only take cores from it (on 2 cores cpu0 with PoCL's two devices ran
@@ -100,8 +106,7 @@ static loom_status auto_runners(loom_context *ctx, const loom_runner *limits, in
   for (int32_t i = 0; !s && i < loom_context_device_count(ctx); i++) {
     loom_device_info info;
     const loom__exec_device *dev;
-    if (loom_context_device_info(ctx, i, &info) || strcasecmp(info.id, "cpu0") == 0 ||
-        info.kind == LOOM_DEVICE_CPU)
+    if (loom_context_device_info(ctx, i, &info) || strcasecmp(info.id, "cpu0") == 0 || on_host_cores(&info))
       continue;
     if (loom__context_exec_device(ctx, info.id, &dev) == LOOM_OK)
       s = add_runner(ctx, info.id, limits, n_limits, list, n);
@@ -153,13 +158,13 @@ loom_status loom_share_runners(loom_context *ctx, const char *devices, const loo
 
 /* ---- planning for several devices ------------------------------------------------------------ */
 
-/* Whether device `id` computes on the host's cores beside cpu0 (the worker's host_cores). */
+/* Whether device `id` computes on the host's cores beside cpu0. */
 static loom_status computes_on_host_cores(loom_context *ctx, const char *id, bool *out) {
   int32_t index = 0;
   loom_device_info info;
   loom_status s = loom_context_find_device(ctx, id, &index);
   if (!s) s = loom_context_device_info(ctx, index, &info);
-  if (!s) *out = strcasecmp(info.id, "cpu0") != 0 && info.kind == LOOM_DEVICE_CPU;
+  if (!s) *out = on_host_cores(&info);
   return s;
 }
 
@@ -870,7 +875,7 @@ static loom_status workers_init(share_run *r, const loom_runner *runners, int32_
     if (!s) s = loom_context_device_info(r->ctx, index, &info);
     if (s) return s;
     w->is_cpu0 = strcasecmp(info.id, "cpu0") == 0;
-    w->host_cores = !w->is_cpu0 && info.kind == LOOM_DEVICE_CPU;
+    w->host_cores = on_host_cores(&info);
     loom_mem_node_stats ms;
     if (loom_mem_stats(w->dev->memory, w->dev->node, &ms) == LOOM_OK) {
       ds->bytes_in = -ms.bytes_in;

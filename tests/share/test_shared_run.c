@@ -68,6 +68,21 @@ static bool fixture_init(fixture *f) {
   return true;
 }
 
+/* fixture_init for a test that needs ocl0 and ocl1: false (the test skipped, or failed, and the
+ * fixture released) without them. */
+static bool fixture_init_opencl(fixture *f) {
+  if (!fixture_init(f)) {
+    fixture_deinit(f);
+    return false;
+  }
+  if (!f->opencl) {
+    fixture_deinit(f);
+    loom_test_skip("no ocl0 and ocl1 (PoCL with POCL_DEVICES=\"pthread pthread\")");
+    return false;
+  }
+  return true;
+}
+
 /* Plans knn for `devices` (each at `limit`, 0: its memory), fused or not, and runs it shared
  * with `policy`. */
 static loom_status run_on(fixture *f, const char *devices, const char *run_devices, loom_sched_policy policy,
@@ -176,11 +191,7 @@ TEST(shared_results_equal_whatever_the_policy_and_devices) {
 
 TEST(shared_pieces_run_once_and_counted) {
   fixture f;
-  if (!fixture_init(&f)) return fixture_deinit(&f);
-  if (!f.opencl) {
-    fixture_deinit(&f);
-    return loom_test_skip("no ocl0 and ocl1 (PoCL with POCL_DEVICES=\"pthread pthread\")");
-  }
+  if (!fixture_init_opencl(&f)) return;
   loom_tensor out[2];
   loom_share_stats st;
   memset(&st, 0, sizeof st);
@@ -202,11 +213,7 @@ TEST(shared_pieces_run_once_and_counted) {
 
 TEST(shared_a_failing_device_cancels_the_others) {
   fixture f;
-  if (!fixture_init(&f)) return fixture_deinit(&f);
-  if (!f.opencl) {
-    fixture_deinit(&f);
-    return loom_test_skip("no ocl0 and ocl1");
-  }
+  if (!fixture_init_opencl(&f)) return;
   /* Two OpenCL devices: each takes a range as it starts (cpu0 beside them could run them all
    * before ocl1's worker starts, and nothing would fail). */
   const char *alone[2] = {"ocl0", "ocl1"};
@@ -234,11 +241,7 @@ TEST(shared_a_failing_device_cancels_the_others) {
 
 TEST(shared_a_device_too_small_gets_no_range) {
   fixture f;
-  if (!fixture_init(&f)) return fixture_deinit(&f);
-  if (!f.opencl) {
-    fixture_deinit(&f);
-    return loom_test_skip("no ocl0 and ocl1");
-  }
+  if (!fixture_init_opencl(&f)) return;
   /* ocl1 at 1 KiB: no range fits it; the others share the loop */
   loom_runner lim = {"ocl1", 1024};
   loom_runner *runners = NULL;
@@ -282,11 +285,7 @@ TEST(shared_a_device_too_small_gets_no_range) {
  * range: it would only take cores from cpu0. A GPU would get its share. */
 TEST(shared_dmda_leaves_host_core_devices_to_cpu0) {
   fixture f;
-  if (!fixture_init(&f)) return fixture_deinit(&f);
-  if (!f.opencl) {
-    fixture_deinit(&f);
-    return loom_test_skip("no ocl0 and ocl1");
-  }
+  if (!fixture_init_opencl(&f)) return;
   loom_tensor out[2];
   loom_share_stats st;
   memset(&st, 0, sizeof st);
@@ -312,11 +311,7 @@ TEST(shared_dmda_leaves_host_core_devices_to_cpu0) {
  * every device stays; the runners come back in order, in place too. */
 TEST(shared_plan_runners_by_policy) {
   fixture f;
-  if (!fixture_init(&f)) return fixture_deinit(&f);
-  if (!f.opencl) {
-    fixture_deinit(&f);
-    return loom_test_skip("no ocl0 and ocl1");
-  }
+  if (!fixture_init_opencl(&f)) return;
   bool host0 = false, host1 = false;
   loom_device_info info;
   int32_t index = 0;
@@ -405,11 +400,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
  * speed it measures (in a sanitizer build too), ends the loop before ocl0 would end one. */
 TEST(shared_dmda_follows_the_models) {
   fixture f;
-  if (!fixture_init(&f)) return fixture_deinit(&f);
-  if (!f.opencl) {
-    fixture_deinit(&f);
-    return loom_test_skip("no ocl0");
-  }
+  if (!fixture_init_opencl(&f)) return;
   char dir[] = "/tmp/loom-share-models-XXXXXX";
   const char *was = getenv("LOOM_CACHE_DIR");
   char *saved = was ? strdup(was) : NULL;
