@@ -158,7 +158,8 @@ typedef struct plan {
    * value ids, via, lo and aff -1 where the body has no such op */
   bool ks;
   int32_t ks_dot, ks_via, ks_u, ks_lo, ks_aff;
-  bool ks_sub; /* the epilogue is (dot) - u, else an add */
+  bool ks_sub;    /* the epilogue is (dot) - u, else an add */
+  bool ks_avx512; /* run by kernel_sum_avx512 (the host has AVX-512), else kernel_sum_f32 */
   final_kind fin;
   kind fkind;
   bool reduced[LOOM_MAX_RANK], last_red;
@@ -617,6 +618,9 @@ static void find_kernel_sum(const loom_graph *body, plan *P, const int32_t *uses
   P->ks_sub = op->kind == LOOM_OP_SUB;
   P->ks_lo = lo;
   P->ks_aff = aff;
+#ifdef LOOM_KS_AVX512
+  P->ks_avx512 = !loom__cpu_ks_portable && __builtin_cpu_supports("avx512f");
+#endif
 }
 
 /* Classifies every body value; the parameters' views come from the caller's strides. */
@@ -2124,7 +2128,7 @@ static double kernel_sum_block(const plan *P, work *w, const int64_t *idx, int64
   const float *u = w->ptr[P->ks_u];
   bool uv = P->v[P->ks_u].vec;
 #ifdef LOOM_KS_AVX512
-  if (!loom__cpu_ks_portable && __builtin_cpu_supports("avx512f"))
+  if (P->ks_avx512)
     return kernel_sum_avx512(bp, av, a1, uv ? u : NULL, uv ? 0 : u[0], P->ks_sub, lo, me, ae,
                              w->ptr[P->prod_b], n);
 #endif
