@@ -595,6 +595,14 @@ if(LOOM_HAVE_OPENCL)
     --stats-json @WORK@/stats.json
     STDOUT_REGEX "ran on ocl0,ocl1 \\(ocl0,ocl1, policy fixed\\) .* 0 loops shared\n.*device ocl0 .* 0 pieces in +0 ranges +1 stages"
     KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 2 PIECES 0)
+  # Two towers of dots joined at the end: cut by branch into three stages, a tower on each
+  # device at once (dmda without models: a stage ready while the first device is busy goes to
+  # the next; tests/share/test_branches.c covers eager)
+  loom_tool_test(devices_ocl_towers ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
+    ARGS ${LOOM_EXAMPLES}/towers.lir --random 1 --devices ocl0,ocl1 --out-dir @WORK@/out
+    REF_ARGS ${LOOM_EXAMPLES}/towers.lir --random 1 --out-dir @WORK@/ref
+    STDOUT_REGEX "in 3 stages, 0 loops shared\n.*device ocl0 .* [12] stages .*\n.*device ocl1 .* [12] stages "
+    CLOSE out/s.npy=ref/s.npy)
   # --limit is every device's limit: the pieces fit it
   loom_tool_test(devices_ocl_limit ENV "POCL_DEVICES=pthread pthread" POCL_MEMORY_LIMIT=1
     ARGS ${knn_small} --random 1 --devices cpu0,ocl0,ocl1 --limit 4MiB --out-dir @WORK@/out

@@ -1,14 +1,16 @@
-/* Running one plan on several devices at once: the pieces of each top-level loop shared among
- * them, placed by a policy (docs/sched.md, "The shared runner").
+/* Running one plan on several devices at once: independent stages side by side, and the
+ * pieces of each top-level loop shared among the devices, placed by a policy (docs/sched.md,
+ * "The shared runner").
  *
- * The plan's graph is cut around its top-level loops (constants, fills and views of a stage's
- * inputs placed beside a loop are made once on the host for its ranges). A stage without a loop
- * runs as
- * loom_plan_run runs a stage, on the first device of the list, under that device's limit. A
- * loop's pieces are grouped into ranges, and every device has a worker (a host thread feeding
- * the device's in-order queue) that takes ranges as the policy says and runs each as a graph of
- * its own on its device, under the device's limit; the ranges' results are combined on the host.
- * Values between stages are host tensors.
+ * The plan's graph is cut into stages: by branch where it has independent branches of real
+ * work (two towers of dots joined at the end: each tower a stage), else around its top-level
+ * loops (constants, fills and views of a stage's inputs placed beside a loop are made once on
+ * the host for its ranges). A stage waits only for the stages it reads from. Every device has
+ * a worker (a host thread feeding the device's in-order queue) for the whole run, which takes,
+ * as the policy says, a ready stage to run whole on its device (as loom_plan_run runs a stage,
+ * under that device's limit) or a range of a loop's pieces (a graph of its own, under the
+ * device's limit); the ranges' results are combined on the host. Values between stages are
+ * host tensors; a stage's end wakes the stages reading it.
  *
  * Thread safety: a shared run uses one thread per device of the context; the context may be
  * used by other threads meanwhile, as loom_plan_run says.
@@ -34,17 +36,20 @@ typedef struct loom_share_options {
    * build runs, except OpenCL devices of kind CPU such as PoCL's, which would only share cpu0's
    * cores) or a list of ids ("cpu0,ocl0,ocl1": any device, PoCL's included); NULL: "auto". */
   const char *devices;
-  /* How a loop's ranges go to the devices (default LOOM_SCHED_DMDA):
+  /* How stages and a loop's ranges go to the devices (default LOOM_SCHED_DMDA):
    *   FIXED: no sharing: loom_plan_run_with_options on the plan as it is (its stages' runners).
-   *   EAGER: the first free device takes the next range.
-   *   DMDA:  a free device takes the next range only where the loop ends sooner with it than
+   *   EAGER: the first free device takes the next ready stage, else the next range.
+   *   DMDA:  a free device takes a ready stage where no other device would end it sooner (by
+   *          the models, loom-bench calibrate, transfers included, where every device has
+   *          one; without them the first free device of the list takes it). It takes the
+   *          next range only where the loop ends sooner with it than
    *          with the other devices running every piece left (StarPU's dmda, earliest
    *          expected finish, for the pieces of one loop): each device's time per piece from
    *          its model (loom-bench calibrate) where there is one, then from the ranges it ran
    *          (a device of unknown speed first runs a single piece). So every device helps while
    *          there is work, and a slow one leaves the last ranges to faster ones. Beside cpu0,
-   *          a device computing on the host's cores too (an OpenCL CPU device) gets no range:
-   *          it would only take cores from cpu0. */
+   *          a device computing on the host's cores too (an OpenCL CPU device) gets no stage or
+   *          range: it would only take cores from cpu0. */
   loom_sched_policy policy;
   /* Per-device limits: a device one of these runners names runs under that runner's limit
    * (the smallest where it is named twice); any other under its memory size. NULL: none. */
@@ -77,7 +82,7 @@ typedef struct loom_share_device_stats {
 typedef struct loom_share_stats {
   double seconds;     /* the whole run */
   int64_t peak_bytes; /* the largest peak of any device's run */
-  int32_t n_stages;   /* stages run: the plan's (fixed), else the cut around loops */
+  int32_t n_stages;   /* stages run: the plan's (fixed), else the cut by branch or around loops */
   int32_t n_shared;   /* loops whose pieces were shared */
   int32_t n_devices;
   loom_share_device_stats *devices; /* owned; released by loom_share_stats_deinit */
@@ -124,18 +129,21 @@ LOOM_API loom_status loom_graph_optimize_for_sharing(const loom_graph *graph, co
 
 /* Runs `plan` on the devices opts names (NULL: the defaults), inputs and outputs as
  * loom_plan_run. Under FIXED it is loom_plan_run_with_options. Otherwise the plan's graph is
- * cut around its top-level loops and run as this header's opening comment says: a loop's
- * ranges run on every device whose limit holds one (a device too small for a range never gets
- * one); the other stages on the first device. `stats` (may be NULL, else zero-initialised)
- * receives per-device figures, on failure too; release it with loom_share_stats_deinit. The
- * run's trace (loom_mem_trace_enable) gets a "range" span per range on its device's lane (the
- * device's memory node) beside the stages', so the devices' overlap shows. A failure on one
- * device stops the others taking ranges; every worker is joined and everything freed before
- * the error returns, naming the stage, the range of pieces and the device ("stage 1 (a loop of
- * 40 pieces): pieces [8, 12) on ocl1: ..."). Errors: INVALID_ARGUMENT (NULL arguments, counts
- * or types that do not match the graph, ranges_per_device outside 1..64), NOT_FOUND and
- * UNSUPPORTED (devices, as loom_share_runners), OUT_OF_MEMORY (a loop whose range fits no
- * device's limit, naming its bytes and the limits; a device's run), and the devices' errors. */
+ * cut into stages and run as this header's opening comment says: with one device, around its
+ * loops, on that device; with several, independent stages run on different devices at once, a
+ * loop's ranges on every device whose limit holds one (a device too small for a range never
+ * gets one), a stage run whole on a device whose limit holds its estimate where any does.
+ * `stats` (may be NULL, else zero-initialised) receives per-device figures, on failure too;
+ * release it with loom_share_stats_deinit. The run's trace (loom_mem_trace_enable) gets a
+ * "range" span per range on its device's lane (the device's memory node) beside the stages',
+ * so the devices' overlap shows. A failure on one device stops the others taking work; every
+ * worker is joined and everything freed before the error returns, naming the stage, the range
+ * of pieces and the device ("stage 1 (a loop of 40 pieces): pieces [8, 12) on ocl1: ...", or
+ * "stage 2 (3 ops) on ocl1: ..." for a stage run whole). Errors: INVALID_ARGUMENT (NULL
+ * arguments, counts or types that do not match the graph, ranges_per_device outside 1..64),
+ * NOT_FOUND and UNSUPPORTED (devices, as loom_share_runners), OUT_OF_MEMORY (a loop whose range
+ * fits no device's limit, naming its bytes and the limits; a device's run), UNAVAILABLE (a
+ * worker thread that cannot start), and the devices' errors. */
 LOOM_API loom_status loom_plan_run_shared(loom_context *ctx, const loom_plan *plan,
                                           const loom_share_options *opts, const loom_tensor *inputs,
                                           int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,

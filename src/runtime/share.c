@@ -1,6 +1,7 @@
-/* The shared runner (loom/share.h): a plan cut around its top-level loops, each loop's pieces
- * run in ranges by one worker thread per device at once, the ranges' results combined on the
- * host.
+/* The shared runner (loom/share.h): a plan cut into stages (by branch, share_cut.h, or around
+ * its top-level loops), run by one worker thread per device for the whole run: each takes a
+ * ready stage to run whole on its device, or a range of a shared loop's pieces; the ranges'
+ * results are combined on the host.
  *
  * A range is a graph of its own (ir/loop_range.h): the loop over its pieces, reading the
  * loop's operands whole, which the executor runs on the worker's device as it runs any graph
@@ -9,14 +10,17 @@
  * memory node are its own; what the workers share (the context's device table, the memory
  * manager, the OpenCL program caches on disk) is locked where it is kept.
  *
- * The policies decide under one mutex, when a worker is free: eager takes the next range;
- * dmda takes it only where the loop would end sooner with this device running it than with the
- * others running all that is left (dmda_takes), going by each device's seconds per piece (its
- * model where loom-bench calibrate made one, then its own ranges' times) and when each busy
- * device expects to be done. A worker that leaves a range to the others waits for the next
- * change (a range taken or done) and looks again.
- * A worker that fails marks the loop failed: the others take no more ranges, finish the one
- * they run, and are joined; the first error is the loop's, with its stage, pieces and device.
+ * The run's state (stages, values between them, open loops, what each device does) is under
+ * one mutex; the workers decide under it, when free: open a loop that became ready, run a
+ * ready stage whole (eager: the first; dmda: where no other device would end it sooner, or
+ * without models the first free device of the list), take a loop's next range (eager: always;
+ * dmda: only where the loop would end sooner with this device running it than with the others
+ * running all that is left, dmda_takes, going by each device's seconds per piece: its model
+ * where loom-bench calibrate made one, then its own ranges' times). A worker with nothing to
+ * take waits for the next change (a task taken or done) and looks again. A stage's end wakes
+ * the stages reading it; the worker ending a loop's last range combines it.
+ * A worker that fails marks the run failed: the others take no more work, finish what they
+ * run, and are joined; the first error is the run's, with its stage, pieces and device.
  */
 #include <math.h>
 #include <pthread.h>
@@ -33,6 +37,7 @@
 #include "runtime/combine.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
+#include "runtime/share_cut.h"
 
 #define RANGES_PER_DEVICE_DEFAULT 6
 /* A free worker whose device would finish later waits at most this long before it looks again
@@ -290,77 +295,154 @@ loom_status loom_graph_optimize_for_sharing(const loom_graph *graph, const loom_
   return s;
 }
 
-/* ---- a shared loop ------------------------------------------------------------------------------ */
+/* ---- the run's state ------------------------------------------------------------------------------ */
 
+typedef struct share_run share_run;
 typedef struct shared_loop shared_loop;
 
-/* One device's worker. */
+/* One device's worker: a host thread feeding the device's in-order queue, for the whole run. */
 typedef struct worker {
-  shared_loop *L;
+  share_run *run;
+  int32_t index;
   const loom__exec_device *dev;
   loom_runner runner;
   loom_share_device_stats *stats;
-  double rate;   /* seconds per piece: model, then measured; 0 unknown */
-  bool measured; /* rate comes from its own ranges */
-  bool eligible; /* its limit holds a range */
   /* A device other than cpu0 that computes on the host's cores (an OpenCL CPU device, PoCL's):
    * beside cpu0, which keeps every core busy already, it adds no compute, only takes cores from
    * cpu0 (on 2 cores cpu0 with PoCL's two devices ran kNN in twice cpu0's time alone), so dmda
-   * gives it no range where cpu0 runs the loop too. */
+   * gives it no work where cpu0 is one of the run's devices. */
   bool host_cores;
   bool is_cpu0;
-  bool busy, done;   /* running a range; gone */
-  double busy_until; /* when its range is expected done (rate known) */
+  bool busy;         /* running a task */
+  double busy_until; /* when its task is expected done (now where nothing says) */
   pthread_t thread;
   bool started;
 } worker;
 
+/* What one device knows of one shared loop. */
+typedef struct lane {
+  double rate;   /* seconds per piece: model, then measured; 0 unknown */
+  bool measured; /* rate comes from its own ranges */
+  bool eligible; /* its limit holds a range, and the policy gives it ranges */
+  int32_t ranges;
+} lane;
+
+/* A loop stage whose pieces the devices share. */
 struct shared_loop {
-  const loom_graph *sg; /* the stage's graph: the loop alone */
+  const loom_graph *sg; /* the stage's graph: the loop, beside sources and views */
   int32_t op, stage;
-  loom_sched_policy policy;
-  const loom_tensor *ins;  /* the loop's operands, in operand order */
+  loom_tensor *operands;   /* the loop's, in operand order: the stage's inputs, or made[] */
+  loom_tensor *made;       /* the operands the stage makes (owned) */
   int64_t trips, chunk;    /* pieces; pieces per range */
   int64_t next;            /* the first piece no range has taken */
   int32_t n_ranges, n_out; /* ranges taken so far */
+  int32_t running;         /* ranges being run */
   loom__partial *parts;    /* per range taken: its pieces and results (up to trips of them) */
   loom_tensor *results;    /* trips x n_out: range r's at r * n_out */
+  lane *lanes;             /* per worker */
+};
+
+typedef enum stage_state {
+  STAGE_WAITING, /* for stages it reads from */
+  STAGE_READY,
+  STAGE_BUSY,   /* run whole by a worker, or a loop being opened or combined */
+  STAGE_SHARED, /* a loop whose ranges the workers take */
+  STAGE_DONE,
+} stage_state;
+
+typedef struct stage {
+  int32_t index;
+  loom_stage_info st;
+  stage_state state;
+  int32_t loop_op; /* the loop the devices share; -1: run whole */
+  shared_loop *L;  /* while shared */
+  loom_tensor *ins, *outs;
+  double *seconds; /* per worker: expected seconds from the models, transfers included; NULL: none */
+} stage;
+
+/* A value between stages: a host tensor, the caller's or ours. */
+typedef struct held {
+  loom_tensor t;
+  bool owned;
+  bool returned;    /* a graph output: kept to the end */
+  int32_t readers;  /* stages that read it and are not done */
+  int32_t producer; /* the stage making it; -1: a parameter */
+} held;
+
+struct share_run {
+  loom_context *ctx;
+  const loom_share_options *opts;
+  const loom_graph *g; /* the graph cut: the plan's, or the branch cut's reordering */
+  loom__branch_cut branches;
+  loom_plan *cut;
+  held *vals;
   worker *workers;
   int32_t n_workers;
+  bool cpu0_runs; /* cpu0 is one of the devices */
+  loom_share_stats *stats;
+  loom_sched_platform *models; /* every device's model, where each has one; else NULL */
+  stage *stages;
+  int32_t n_stages, n_done;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool failed;
   loom_status status;
   char error[1024];
-  double t0;
 };
+
+/* Under r->mu: the run fails with the first error only; the workers stop taking work. */
+static void fail(share_run *r, loom_status s, const char *msg) {
+  if (!r->failed) {
+    r->failed = true;
+    r->status = s;
+    snprintf(r->error, sizeof r->error, "%s", msg);
+  }
+  pthread_cond_broadcast(&r->cv);
+}
+
+/* Whether w is free, or when it expects to be. */
+static double free_at(const worker *w, double now) {
+  return w->busy ? fmax(now, w->busy_until) : now;
+}
+
+/* Whether a device other than w's is running something. */
+static bool others_busy(const share_run *r, const worker *w) {
+  for (int32_t i = 0; i < r->n_workers; i++)
+    if (&r->workers[i] != w && r->workers[i].busy) return true;
+  return false;
+}
+
+/* ---- a shared loop ------------------------------------------------------------------------------ */
 
 /* The pieces w's next range would take: a range, or a single piece where dmda does not know
  * w's speed yet (that piece is how it learns it, without a whole range on a device that may
  * prove slow, or slow to start: a first run builds its programs). */
-static int64_t range_pieces(const shared_loop *L, const worker *w) {
-  int64_t n = L->policy == LOOM_SCHED_DMDA && w->rate <= 0 ? 1 : L->chunk;
+static int64_t range_pieces(const share_run *r, const shared_loop *L, const lane *ln) {
+  int64_t n = r->opts->policy == LOOM_SCHED_DMDA && ln->rate <= 0 ? 1 : L->chunk;
   return LOOM_MIN(n, L->trips - L->next);
 }
 
-/* dmda: whether w, free now, should take the next range: whether the loop ends sooner with w
- * running it than with the other devices running every piece left. The others are taken as
- * one pool that works at the sum of their speeds from when each is free; a device of unknown
- * speed counts for nothing there, and takes a range itself (a single piece: that is how its
- * speed becomes known). So every device helps while there is work enough, however slow, and
- * at the end a slow device leaves the last ranges to a faster one rather than be waited for. */
-static bool dmda_takes(const shared_loop *L, const worker *w, double now) {
-  if (w->rate <= 0) return true;
-  double pieces = (double)range_pieces(L, w), left = (double)(L->trips - L->next);
+/* dmda: whether w, free now, should take the loop's next range: whether the loop ends sooner
+ * with w running it than with the other devices running every piece left. The others are
+ * taken as one pool that works at the sum of their speeds from when each is free (busy with a
+ * range or a stage); a device of unknown speed counts for nothing there, and takes a range
+ * itself (a single piece: that is how its speed becomes known). So every device helps while
+ * there is work enough, however slow, and at the end a slow device leaves the last ranges to
+ * a faster one rather than be waited for. */
+static bool dmda_takes(const share_run *r, const shared_loop *L, const worker *w, double now) {
+  const lane *mine = &L->lanes[w->index];
+  if (mine->rate <= 0) return true;
+  double pieces = (double)range_pieces(r, L, mine), left = (double)(L->trips - L->next);
   double speed = 0, start = 0; /* pieces per second of the others; sum of free time x speed */
   double single = INFINITY;    /* the soonest one of them would end this range */
-  for (int32_t i = 0; i < L->n_workers; i++) {
-    const worker *e = &L->workers[i];
-    if (e == w || !e->eligible || e->done || e->rate <= 0) continue;
-    double free_at = e->busy ? fmax(now, e->busy_until) : now;
-    speed += 1 / e->rate;
-    start += free_at / e->rate;
-    single = fmin(single, free_at + e->rate * pieces);
+  for (int32_t i = 0; i < r->n_workers; i++) {
+    const worker *e = &r->workers[i];
+    const lane *ln = &L->lanes[i];
+    if (e == w || !ln->eligible || ln->rate <= 0) continue;
+    double at = free_at(e, now);
+    speed += 1 / ln->rate;
+    start += at / ln->rate;
+    single = fmin(single, at + ln->rate * pieces);
   }
   if (speed == 0) return true;
   /* Ranges do not divide: the others cannot end this one sooner than the best of them alone
@@ -368,44 +450,28 @@ static bool dmda_takes(const shared_loop *L, const worker *w, double now) {
    * (who would share it, by the pool's sum of speeds) and all waited. With it, the device that
    * would end the range soonest always takes it. */
   double without = fmax((left + start) / speed, single);
-  double with = fmax(now + w->rate * pieces, (left - pieces + start) / speed);
+  double with = fmax(now + mine->rate * pieces, (left - pieces + start) / speed);
   return with <= without;
 }
 
-/* Whether a device other than w's is running a range. */
-static bool others_busy(const shared_loop *L, const worker *w) {
-  for (int32_t i = 0; i < L->n_workers; i++)
-    if (&L->workers[i] != w && L->workers[i].busy) return true;
-  return false;
-}
-
-/* Under L->mu: the next range for w (its index), or -1 when no piece is left (or the loop
- * failed). */
-static int32_t claim(shared_loop *L, worker *w) {
-  for (bool waited = false;; waited = true) {
-    if (L->failed || L->next >= L->trips) return -1;
-    double now = loom__now();
-    /* A worker that waited while no other device ran a range takes it: nothing would change
-     * by waiting longer (dmda_takes lets the soonest device take; this only guards that). */
-    if (L->policy != LOOM_SCHED_DMDA || dmda_takes(L, w, now) || (waited && !others_busy(L, w))) {
-      int32_t c = L->n_ranges++;
-      int64_t pieces = range_pieces(L, w);
-      L->parts[c].first = L->next;
-      L->parts[c].last = L->next + pieces;
-      L->parts[c].results = &L->results[(size_t)c * (size_t)L->n_out];
-      L->next += pieces;
-      w->busy = true;
-      w->busy_until = now + w->rate * (double)pieces;
-      pthread_cond_broadcast(&L->cv);
-      return c;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long ns = ts.tv_nsec + (long)(DMDA_WAIT_SECONDS * 1e9);
-    ts.tv_sec += ns / 1000000000L;
-    ts.tv_nsec = ns % 1000000000L;
-    pthread_cond_timedwait(&L->cv, &L->mu, &ts);
-  }
+/* Under r->mu: the next range of L for w (its index), or -1 (no piece left, w not eligible,
+ * or dmda leaves it to others). A worker that waited while no other device ran anything takes
+ * it: nothing would change by waiting longer (dmda_takes lets the soonest device take; this
+ * only guards that). */
+static int32_t claim_range(share_run *r, shared_loop *L, worker *w, bool waited, double now) {
+  lane *ln = &L->lanes[w->index];
+  if (!ln->eligible || L->next >= L->trips) return -1;
+  if (r->opts->policy == LOOM_SCHED_DMDA && !dmda_takes(r, L, w, now) && !(waited && !others_busy(r, w)))
+    return -1;
+  int32_t c = L->n_ranges++;
+  int64_t pieces = range_pieces(r, L, ln);
+  L->parts[c].first = L->next;
+  L->parts[c].last = L->next + pieces;
+  L->parts[c].results = &L->results[(size_t)c * (size_t)L->n_out];
+  L->next += pieces;
+  L->running++;
+  w->busy_until = now + ln->rate * (double)pieces;
+  return c;
 }
 
 /* Runs range c on w's device into its slot of L->results. */
@@ -418,85 +484,33 @@ static loom_status run_range(shared_loop *L, worker *w, int32_t c, int64_t *peak
   loom__exec_options o = {0};
   o.device = w->dev;
   double t0 = loom__now();
-  s = loom__execute(rg, &o, L->ins, &L->results[(size_t)c * (size_t)L->n_out], &meter);
+  s = loom__execute(rg, &o, L->operands, &L->results[(size_t)c * (size_t)L->n_out], &meter);
   loom__hmm_trace_event(w->dev->memory, "range", w->dev->node, t0);
   *peak = meter.peak;
   loom_graph_destroy(rg);
   return s;
 }
 
-static void *worker_main(void *arg) {
-  worker *w = arg;
-  shared_loop *L = w->L;
-  pthread_mutex_lock(&L->mu);
-  for (;;) {
-    int32_t c = claim(L, w);
-    if (c < 0) break;
-    pthread_mutex_unlock(&L->mu);
-    int64_t first = L->parts[c].first, last = L->parts[c].last, peak = 0;
-    double t0 = loom__now();
-    loom_status s = run_range(L, w, c, &peak);
-    double took = loom__now() - t0;
-    char msg[sizeof L->error];
-    if (s)
-      snprintf(msg, sizeof msg, "stage %d (a loop of %lld pieces): pieces [%lld, %lld) on %s: %s",
-               (int)L->stage, (long long)L->trips, (long long)first, (long long)last, w->runner.device,
-               loom_last_error());
-    pthread_mutex_lock(&L->mu);
-    w->busy = false;
-    w->stats->busy_seconds += took;
-    w->stats->peak_bytes = LOOM_MAX(w->stats->peak_bytes, peak);
-    if (!s) {
-      double rate = took / (double)(last - first);
-      /* a first range pays for building programs: the ranges after it weigh in */
-      w->rate = w->measured ? RATE_WEIGHT * rate + (1 - RATE_WEIGHT) * w->rate : rate;
-      w->measured = true;
-      w->stats->seconds_per_piece = w->rate;
-      w->stats->pieces += last - first;
-      w->stats->ranges++;
-    } else if (!L->failed) {
-      L->failed = true;
-      L->status = s;
-      memcpy(L->error, msg, sizeof msg);
-    }
-    pthread_cond_broadcast(&L->cv);
-  }
-  w->done = true;
-  pthread_cond_broadcast(&L->cv);
-  pthread_mutex_unlock(&L->mu);
-  return NULL;
-}
-
-/* Seconds per piece of the loop on each worker's device from the models in the cache folder
- * (loom-bench calibrate), where every device has one; else they stay unknown. */
-static void model_rates(loom_context *ctx, shared_loop *L) {
-  char list[512] = "";
-  size_t n = 0;
-  for (int32_t i = 0; i < L->n_workers && n < sizeof list; i++)
-    n += (size_t)snprintf(list + n, sizeof list - n, i ? ",%s" : "%s", L->workers[i].runner.device);
-  loom_sched_platform *pf = NULL;
+/* Seconds per piece of the loop on each device from the models (loom-bench calibrate), where
+ * every device has one; else they stay unknown. */
+static void model_rates(const share_run *r, shared_loop *L) {
   double sizes[LOOM_OP_CLASS_COUNT] = {0};
   int32_t kernels[LOOM_OP_CLASS_COUNT] = {0};
-  if (loom_sched_platform_from_context(ctx, list, &pf) != LOOM_OK ||
-      loom_sched_op_work(L->sg, L->op, sizes, kernels) != LOOM_OK) {
-    loom_sched_platform_destroy(pf);
-    return;
-  }
-  for (int32_t i = 0; i < L->n_workers; i++) {
-    int32_t d = loom_sched_platform_find(pf, L->workers[i].runner.device);
-    const loom_sched_device *sd = d >= 0 ? loom_sched_platform_device(pf, d) : NULL;
+  if (!r->models || loom_sched_op_work(L->sg, L->op, sizes, kernels) != LOOM_OK) return;
+  for (int32_t i = 0; i < r->n_workers; i++) {
+    int32_t d = loom_sched_platform_find(r->models, r->workers[i].runner.device);
+    const loom_sched_device *sd = d >= 0 ? loom_sched_platform_device(r->models, d) : NULL;
     double t = 0;
     for (int32_t c = 0; sd && c < LOOM_OP_CLASS_COUNT; c++)
       if (kernels[c] > 0)
         t += kernels[c] * loom_sched_model_time(&sd->model, (loom_op_class)c, sizes[c] / kernels[c]);
-    if (sd && isfinite(t) && t > 0) L->workers[i].rate = t / (double)L->trips;
+    if (sd && isfinite(t) && t > 0) L->lanes[i].rate = t / (double)L->trips;
   }
-  loom_sched_platform_destroy(pf);
 }
 
-/* Which devices a range fits: its estimate within the device's limit. Errors: OUT_OF_MEMORY
- * when none. */
-static loom_status choose_devices(shared_loop *L) {
+/* Which devices a range fits: its estimate within the device's limit (under dmda, beside
+ * cpu0, not the devices on the host's cores). Errors: OUT_OF_MEMORY when none. */
+static loom_status choose_devices(const share_run *r, shared_loop *L) {
   loom_graph *rg = NULL;
   loom_estimate e;
   memset(&e, 0, sizeof e);
@@ -510,18 +524,17 @@ static loom_status choose_devices(shared_loop *L) {
   char limits[512] = "";
   size_t at = 0;
   bool cpu0 = false;
-  for (int32_t i = 0; i < L->n_workers; i++)
-    cpu0 |= L->workers[i].is_cpu0 && need <= L->workers[i].runner.limit;
-  for (int32_t i = 0; i < L->n_workers; i++) {
-    const worker *w = &L->workers[i];
-    L->workers[i].eligible =
-        need <= w->runner.limit && !(L->policy == LOOM_SCHED_DMDA && cpu0 && w->host_cores);
-    n += L->workers[i].eligible;
+  for (int32_t i = 0; i < r->n_workers; i++)
+    cpu0 |= r->workers[i].is_cpu0 && need <= r->workers[i].runner.limit;
+  for (int32_t i = 0; i < r->n_workers; i++) {
+    const worker *w = &r->workers[i];
+    L->lanes[i].eligible =
+        need <= w->runner.limit && !(r->opts->policy == LOOM_SCHED_DMDA && cpu0 && w->host_cores);
+    n += L->lanes[i].eligible;
     char b[32];
     if (at < sizeof limits)
-      at += (size_t)snprintf(limits + at, sizeof limits - at, "%s%s %s", i ? ", " : "",
-                             L->workers[i].runner.device,
-                             loom_bytes_format(L->workers[i].runner.limit, b, sizeof b));
+      at += (size_t)snprintf(limits + at, sizeof limits - at, "%s%s %s", i ? ", " : "", w->runner.device,
+                             loom_bytes_format(w->runner.limit, b, sizeof b));
   }
   if (n == 0) {
     char b[32];
@@ -533,30 +546,6 @@ static loom_status choose_devices(shared_loop *L) {
         limits);
   }
   return LOOM_OK;
-}
-
-/* Starts a worker per device that fits, waits for them all, and reports the first failure. */
-static loom_status run_workers(shared_loop *L) {
-  loom_status s = LOOM_OK;
-  pthread_mutex_lock(&L->mu);
-  for (int32_t i = 0; i < L->n_workers; i++) {
-    worker *w = &L->workers[i];
-    w->done = !w->eligible;
-    if (!w->eligible) continue;
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-      w->done = true;
-      L->failed = true; /* the workers started stop at their next claim */
-      s = loom__error(LOOM_ERR_UNAVAILABLE, "stage %d: cannot start the worker thread of %s", (int)L->stage,
-                      w->runner.device);
-      break;
-    }
-    w->started = true;
-  }
-  pthread_mutex_unlock(&L->mu);
-  for (int32_t i = 0; i < L->n_workers; i++)
-    if (L->workers[i].started) pthread_join(L->workers[i].thread, NULL);
-  if (!s && L->failed) s = loom__error(L->status, "%s", L->error);
-  return s;
 }
 
 /* Combines the ranges' results into the stage's outputs (the loop's results the stage gives). */
@@ -603,9 +592,9 @@ static bool is_view(loom_op kind) {
          kind == LOOM_OP_SLICE;
 }
 
-/* Whether stage graph sg is one loop (what the cut around loops makes) beside sources and views
- * only, whose operands are sg's parameters or made by those (MADE_OPERAND_MAX_BYTES); *op is
- * that loop. */
+/* Whether stage graph sg is one loop (what the cuts make) beside sources and views only,
+ * whose operands are sg's parameters or made by those (MADE_OPERAND_MAX_BYTES); *op is that
+ * loop. */
 static bool lone_loop(const loom_graph *sg, int32_t *op) {
   int32_t loop = -1;
   for (int32_t i = 0; sg && i < sg->n_ops; i++) {
@@ -655,99 +644,103 @@ static loom_status make_operands(loom_context *ctx, const loom_graph *sg, int32_
   return s;
 }
 
-/* Runs loop stage `stage` (graph sg: one loop) shared among the devices. ins: sg's
- * parameters; outs: its results (host tensors made here). */
-static loom_status share_loop(loom_context *ctx, const loom_graph *sg, int32_t op, int32_t stage,
-                              const loom_share_options *opts, worker *workers, int32_t n_workers,
-                              const loom_tensor *ins, loom_tensor *outs) {
-  shared_loop L;
-  memset(&L, 0, sizeof L);
-  const loom__op *o = &sg->ops[op];
-  L.sg = sg;
-  L.op = op;
-  L.stage = stage;
-  L.policy = opts->policy;
-  L.trips = loom__loop_trips(o->loop);
-  L.n_out = o->n_outputs;
-  L.workers = workers;
-  L.n_workers = n_workers;
-  L.t0 = loom__now();
-  int64_t want = (int64_t)opts->ranges_per_device * n_workers;
-  L.chunk = (L.trips + want - 1) / want;
-  if (L.chunk < 1) L.chunk = 1;
-  loom_tensor *operands = loom__calloc((size_t)LOOM_MAX(o->n_inputs, 1) * 2, sizeof *operands);
-  loom_tensor *made = operands ? operands + LOOM_MAX(o->n_inputs, 1) : NULL; /* the sources' */
-  L.results = loom__calloc((size_t)L.trips * (size_t)L.n_out, sizeof *L.results);
-  L.parts = loom__calloc((size_t)L.trips, sizeof *L.parts);
-  loom_status s = operands && L.results && L.parts ? LOOM_OK : loom__oom("a shared loop's ranges");
-  if (!s) s = make_operands(ctx, sg, op, ins, made);
-  for (int32_t i = 0; !s && i < o->n_inputs; i++) {
-    const loom__value *v = &sg->values[o->inputs[i]];
-    operands[i] = v->op >= 0 ? made[i] : ins[v->result];
-  }
-  L.ins = operands;
-  for (int32_t i = 0; i < n_workers; i++) {
-    workers[i].L = &L;
-    workers[i].busy = workers[i].done = workers[i].started = workers[i].measured = false;
-    workers[i].rate = 0;
-  }
-  if (!s) s = choose_devices(&L);
-  if (!s && L.policy == LOOM_SCHED_DMDA) model_rates(ctx, &L);
-  bool sync = !s && pthread_mutex_init(&L.mu, NULL) == 0;
-  if (sync && pthread_cond_init(&L.cv, NULL) != 0) {
-    pthread_mutex_destroy(&L.mu);
-    sync = false;
-  }
-  if (!s && !sync)
-    s = loom__error(LOOM_ERR_UNAVAILABLE, "stage %d: cannot make the workers' lock", (int)stage);
-  if (!s) s = run_workers(&L);
-  if (sync) {
-    pthread_cond_destroy(&L.cv);
-    pthread_mutex_destroy(&L.mu);
-  }
-  for (int32_t i = 0; i < n_workers; i++)
-    if (workers[i].stats->ranges > 0 && workers[i].started) workers[i].stats->stages++;
-  if (!s) s = combine_stage(&L, outs);
-  for (size_t k = 0; L.results && k < (size_t)L.n_ranges * (size_t)L.n_out; k++)
-    loom_tensor_deinit(&L.results[k]);
-  loom__free(L.results);
-  loom__free(L.parts);
-  for (int32_t i = 0; operands && i < o->n_inputs; i++) loom_tensor_deinit(&made[i]);
-  loom__free(operands);
-  return s;
+static void loop_free(shared_loop *L) {
+  if (!L) return;
+  for (size_t k = 0; L->results && k < (size_t)L->n_ranges * (size_t)L->n_out; k++)
+    loom_tensor_deinit(&L->results[k]);
+  loom__free(L->results);
+  loom__free(L->parts);
+  for (int32_t i = 0; L->made && i < L->sg->ops[L->op].n_inputs; i++) loom_tensor_deinit(&L->made[i]);
+  loom__free(L->operands);
+  loom__free(L->lanes);
+  loom__free(L);
 }
 
-/* ---- the run -------------------------------------------------------------------------------------- */
+/* Opens loop stage s for sharing: its ranges, the operands it makes, the devices a range fits
+ * and their rates from the models. Runs outside r->mu (it reads only what no worker changes). */
+static loom_status loop_open(share_run *r, stage *st, shared_loop **out) {
+  const loom_graph *sg = st->st.graph;
+  const loom__op *o = &sg->ops[st->loop_op];
+  shared_loop *L = loom__calloc(1, sizeof *L);
+  if (!L) return loom__oom("a shared loop");
+  L->sg = sg;
+  L->op = st->loop_op;
+  L->stage = st->index;
+  L->trips = loom__loop_trips(o->loop);
+  L->n_out = o->n_outputs;
+  int64_t want = (int64_t)r->opts->ranges_per_device * r->n_workers;
+  L->chunk = LOOM_MAX((L->trips + want - 1) / want, 1);
+  L->operands = loom__calloc((size_t)LOOM_MAX(o->n_inputs, 1) * 2, sizeof *L->operands);
+  L->made = L->operands ? L->operands + LOOM_MAX(o->n_inputs, 1) : NULL;
+  L->results = loom__calloc((size_t)L->trips * (size_t)L->n_out, sizeof *L->results);
+  L->parts = loom__calloc((size_t)L->trips, sizeof *L->parts);
+  L->lanes = loom__calloc((size_t)r->n_workers, sizeof *L->lanes);
+  loom_status s =
+      L->operands && L->results && L->parts && L->lanes ? LOOM_OK : loom__oom("a shared loop's ranges");
+  if (!s) s = make_operands(r->ctx, sg, L->op, st->ins, L->made);
+  for (int32_t i = 0; !s && i < o->n_inputs; i++) {
+    const loom__value *v = &sg->values[o->inputs[i]];
+    L->operands[i] = v->op >= 0 ? L->made[i] : st->ins[v->result];
+  }
+  if (!s) s = choose_devices(r, L);
+  if (!s && r->opts->policy == LOOM_SCHED_DMDA) model_rates(r, L);
+  if (s) {
+    loop_free(L);
+    return s;
+  }
+  *out = L;
+  return LOOM_OK;
+}
 
-/* A value between stages: a host tensor, the caller's or ours. */
-typedef struct held {
-  loom_tensor t;
-  bool owned;
-  int32_t last_stage; /* INT32_MAX: returned */
-} held;
+/* ---- stages ------------------------------------------------------------------------------------ */
 
-typedef struct share_run {
-  loom_context *ctx;
-  const loom_share_options *opts;
-  const loom_graph *g;
-  loom_plan *cut;
-  held *vals;
-  worker *workers;
-  int32_t n_workers;
-  loom_share_stats *stats;
-} share_run;
+/* Whether w may run stage st whole: under dmda, beside cpu0, not a device on the host's cores;
+ * and a device whose limit holds the stage's estimate, where any does. */
+static bool stage_eligible(const share_run *r, const worker *w, const stage *st) {
+  if (r->opts->policy == LOOM_SCHED_DMDA && r->cpu0_runs && w->host_cores) return false;
+  if (st->st.estimated_peak <= w->runner.limit) return true;
+  for (int32_t i = 0; i < r->n_workers; i++)
+    if (st->st.estimated_peak <= r->workers[i].runner.limit) return false;
+  return true;
+}
 
-/* loom_plan_split's predicate: a cut before each top-level loop and before the op after one. */
-typedef struct cut_acc {
-  bool seen, after_loop;
-} cut_acc;
+/* Under r->mu: whether free worker w takes ready stage st to run whole. eager: yes. dmda, with
+ * every device's model: where no other device would end it sooner, from when it is free (its
+ * inputs' and outputs' transfers included: values between stages are on the host). dmda
+ * without models: the first free device of the list (cpu0 first under auto) takes it, so a
+ * graph with no independent work runs on one device as it did before sharing, and a stage
+ * ready while that device is busy goes to the next. */
+static bool takes_stage(const share_run *r, const worker *w, const stage *st, double now) {
+  if (!stage_eligible(r, w, st)) return false;
+  if (r->opts->policy == LOOM_SCHED_EAGER) return true;
+  if (st->seconds) {
+    double mine = now + st->seconds[w->index];
+    for (int32_t i = 0; i < r->n_workers; i++) {
+      const worker *e = &r->workers[i];
+      if (e != w && stage_eligible(r, e, st) && free_at(e, now) + st->seconds[i] < mine) return false;
+    }
+    return true;
+  }
+  for (int32_t i = 0; i < w->index; i++)
+    if (!r->workers[i].busy && stage_eligible(r, &r->workers[i], st)) return false;
+  return true;
+}
 
-static bool cut_around_loops(const loom_graph *g, int32_t op, void *acc) {
-  cut_acc *a = acc;
-  bool loop = g->ops[op].loop != NULL, cut = a->seen && (loop || a->after_loop);
-  a->seen = true;
-  a->after_loop = loop;
-  return cut;
+/* A stage run whole on w's device, as loom_plan_run runs it, cut by memory where it passes
+ * that device's limit. */
+static loom_status run_whole(share_run *r, worker *w, stage *st) {
+  loom_plan *sub = NULL;
+  loom_plan_stats ps;
+  memset(&ps, 0, sizeof ps);
+  double t0 = loom__now();
+  loom_status s = loom_plan_split_by_memory(st->st.graph, &w->runner, 1, &sub);
+  if (!s) s = loom_plan_run(r->ctx, sub, st->ins, st->st.n_inputs, st->outs, st->st.n_outputs, &ps);
+  if (s) loom__error_prefix("stage %d (%d ops) on %s: ", (int)st->index, (int)st->st.n_ops, w->runner.device);
+  w->stats->busy_seconds += loom__now() - t0;
+  w->stats->peak_bytes = LOOM_MAX(w->stats->peak_bytes, ps.peak_bytes);
+  loom_plan_stats_deinit(&ps);
+  loom_plan_destroy(sub);
+  return s;
 }
 
 static void held_release(held *h) {
@@ -756,56 +749,347 @@ static void held_release(held *h) {
   h->owned = false;
 }
 
-/* A stage with no loop to share: as loom_plan_run runs it, on the first device, cut by memory
- * where it passes that device's limit. */
-static loom_status run_whole(share_run *r, const loom_stage_info *st, int32_t index, const loom_tensor *ins,
-                             loom_tensor *outs) {
-  worker *lead = &r->workers[0];
-  loom_plan *sub = NULL;
-  loom_plan_stats ps;
-  memset(&ps, 0, sizeof ps);
-  double t0 = loom__now();
-  loom_status s = loom_plan_split_by_memory(st->graph, &lead->runner, 1, &sub);
-  if (!s) s = loom_plan_run(r->ctx, sub, ins, st->n_inputs, outs, st->n_outputs, &ps);
-  if (s) loom__error_prefix("stage %d (%d ops) on %s: ", (int)index, (int)st->n_ops, lead->runner.device);
-  lead->stats->busy_seconds += loom__now() - t0;
-  lead->stats->peak_bytes = LOOM_MAX(lead->stats->peak_bytes, ps.peak_bytes);
-  lead->stats->stages++;
-  loom_plan_stats_deinit(&ps);
-  loom_plan_destroy(sub);
-  return s;
+/* Under r->mu: a stage whose inputs are all made is ready; its inputs are taken from the
+ * values held (they stay held until every stage reading them is done). */
+static void wake_ready(share_run *r) {
+  for (int32_t i = 0; i < r->n_stages; i++) {
+    stage *st = &r->stages[i];
+    if (st->state != STAGE_WAITING) continue;
+    bool ready = true;
+    for (int32_t k = 0; k < st->st.n_inputs && ready; k++) {
+      int32_t p = r->vals[st->st.inputs[k]].producer;
+      ready = p < 0 || r->stages[p].state == STAGE_DONE;
+    }
+    if (!ready) continue;
+    for (int32_t k = 0; k < st->st.n_inputs; k++) st->ins[k] = r->vals[st->st.inputs[k]].t;
+    st->state = STAGE_READY;
+  }
+  pthread_cond_broadcast(&r->cv);
 }
 
-static loom_status run_cut_stage(share_run *r, int32_t index) {
-  loom_stage_info st;
-  loom_status s = loom_plan_stage(r->cut, index, &st);
-  if (s || !st.graph) return s;
-  loom_tensor *ins =
-      loom__calloc((size_t)LOOM_MAX(st.n_inputs, 1) + (size_t)LOOM_MAX(st.n_outputs, 1), sizeof *ins);
-  if (!ins) return loom__oom("a stage's inputs and outputs");
-  loom_tensor *outs = ins + LOOM_MAX(st.n_inputs, 1);
-  for (int32_t k = 0; k < st.n_inputs; k++) ins[k] = r->vals[st.inputs[k]].t;
-  int32_t op = -1;
-  if (lone_loop(st.graph, &op) && r->n_workers > 1) {
-    s = share_loop(r->ctx, st.graph, op, index, r->opts, r->workers, r->n_workers, ins, outs);
-    if (!s) r->stats->n_shared++;
-  } else {
-    s = run_whole(r, &st, index, ins, outs);
+/* Under r->mu: stage st is done: its outputs held, the inputs nothing else reads let go, the
+ * stages waiting for it woken. */
+static void stage_done(share_run *r, stage *st) {
+  for (int32_t k = 0; k < st->st.n_outputs; k++) {
+    held *h = &r->vals[st->st.outputs[k]];
+    held_release(h);
+    h->t = st->outs[k];
+    h->owned = true;
+    memset(&st->outs[k], 0, sizeof st->outs[k]);
   }
-  for (int32_t k = 0; k < st.n_outputs; k++) {
-    held *h = &r->vals[st.outputs[k]];
+  for (int32_t k = 0; k < st->st.n_inputs; k++) {
+    held *h = &r->vals[st->st.inputs[k]];
+    if (--h->readers == 0 && !h->returned) held_release(h);
+  }
+  st->state = STAGE_DONE;
+  r->n_done++;
+  wake_ready(r);
+}
+
+static void outs_release(stage *st) {
+  for (int32_t k = 0; k < st->st.n_outputs; k++) loom_tensor_deinit(&st->outs[k]);
+}
+
+/* ---- the workers ---------------------------------------------------------------------------------- */
+
+typedef enum task_kind { TASK_OPEN, TASK_WHOLE, TASK_RANGE } task_kind;
+
+typedef struct task {
+  task_kind kind;
+  stage *st;
+  int32_t range;
+} task;
+
+/* Under r->mu: w's next task, false when there is none for it now. A loop ready to share is
+ * opened first (the ranges it gives keep every device busy); then a stage to run whole, as the
+ * policy gives it (a stage may hold up the stages after it, a loop's ranges any device can
+ * take); then a range of a shared loop. */
+static bool next_task(share_run *r, worker *w, bool waited, task *t) {
+  double now = loom__now();
+  for (int32_t i = 0; i < r->n_stages; i++) {
+    stage *st = &r->stages[i];
+    if (st->state == STAGE_READY && st->loop_op >= 0) {
+      *t = (task){TASK_OPEN, st, -1};
+      st->state = STAGE_BUSY;
+      return true;
+    }
+  }
+  for (int32_t i = 0; i < r->n_stages; i++) {
+    stage *st = &r->stages[i];
+    if (st->state == STAGE_READY && takes_stage(r, w, st, now)) {
+      *t = (task){TASK_WHOLE, st, -1};
+      st->state = STAGE_BUSY;
+      w->busy_until = now + (st->seconds ? st->seconds[w->index] : 0);
+      return true;
+    }
+  }
+  for (int32_t i = 0; i < r->n_stages; i++) {
+    stage *st = &r->stages[i];
+    int32_t c = st->state == STAGE_SHARED ? claim_range(r, st->L, w, waited, now) : -1;
+    if (c >= 0) {
+      *t = (task){TASK_RANGE, st, c};
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Runs range t->range of a shared loop; the worker that ends its last range combines them and
+ * ends the stage. Called and returns under r->mu. */
+static void do_range(share_run *r, worker *w, task *t) {
+  shared_loop *L = t->st->L;
+  int64_t first = L->parts[t->range].first, last = L->parts[t->range].last, peak = 0;
+  pthread_mutex_unlock(&r->mu);
+  double t0 = loom__now();
+  loom_status s = run_range(L, w, t->range, &peak);
+  double took = loom__now() - t0;
+  char msg[sizeof r->error];
+  if (s)
+    snprintf(msg, sizeof msg, "stage %d (a loop of %lld pieces): pieces [%lld, %lld) on %s: %s",
+             (int)L->stage, (long long)L->trips, (long long)first, (long long)last, w->runner.device,
+             loom_last_error());
+  pthread_mutex_lock(&r->mu);
+  L->running--;
+  w->stats->busy_seconds += took;
+  w->stats->peak_bytes = LOOM_MAX(w->stats->peak_bytes, peak);
+  if (s) {
+    fail(r, s, msg);
+    return;
+  }
+  lane *ln = &L->lanes[w->index];
+  double rate = took / (double)(last - first);
+  /* a first range pays for building programs: the ranges after it weigh in */
+  ln->rate = ln->measured ? RATE_WEIGHT * rate + (1 - RATE_WEIGHT) * ln->rate : rate;
+  ln->measured = true;
+  ln->ranges++;
+  w->stats->seconds_per_piece = ln->rate;
+  w->stats->pieces += last - first;
+  w->stats->ranges++;
+  pthread_cond_broadcast(&r->cv);
+  if (L->next < L->trips || L->running > 0 || r->failed) return;
+  t->st->state = STAGE_BUSY;
+  pthread_mutex_unlock(&r->mu);
+  s = combine_stage(L, t->st->outs);
+  if (s)
+    snprintf(msg, sizeof msg, "stage %d (a loop of %lld pieces): %s", (int)L->stage, (long long)L->trips,
+             loom_last_error());
+  pthread_mutex_lock(&r->mu);
+  if (s) {
+    outs_release(t->st);
+    fail(r, s, msg);
+    return;
+  }
+  for (int32_t i = 0; i < r->n_workers; i++)
+    if (L->lanes[i].ranges > 0) r->workers[i].stats->stages++;
+  r->stats->n_shared++;
+  t->st->L = NULL;
+  stage_done(r, t->st);
+  pthread_mutex_unlock(&r->mu);
+  loop_free(L);
+  pthread_mutex_lock(&r->mu);
+}
+
+/* Runs task t on w. Called and returns under r->mu. */
+static void do_task(share_run *r, worker *w, task *t) {
+  char msg[sizeof r->error];
+  loom_status s = LOOM_OK;
+  stage *st = t->st;
+  w->busy = true;
+  pthread_cond_broadcast(&r->cv); /* a device that left this task to w may take another */
+  if (t->kind == TASK_RANGE) {
+    do_range(r, w, t);
+  } else if (t->kind == TASK_OPEN) {
+    shared_loop *L = NULL;
+    pthread_mutex_unlock(&r->mu);
+    s = loop_open(r, st, &L);
+    if (s) snprintf(msg, sizeof msg, "%s", loom_last_error());
+    pthread_mutex_lock(&r->mu);
     if (s) {
-      loom_tensor_deinit(&outs[k]);
+      fail(r, s, msg);
+    } else {
+      st->L = L;
+      st->state = STAGE_SHARED;
+      pthread_cond_broadcast(&r->cv);
+    }
+  } else {
+    pthread_mutex_unlock(&r->mu);
+    s = run_whole(r, w, st);
+    if (s) {
+      snprintf(msg, sizeof msg, "%s", loom_last_error());
+      outs_release(st);
+    }
+    pthread_mutex_lock(&r->mu);
+    if (s) {
+      fail(r, s, msg);
+    } else {
+      w->stats->stages++;
+      stage_done(r, st);
+    }
+  }
+  w->busy = false;
+  w->busy_until = 0;
+  pthread_cond_broadcast(&r->cv);
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  share_run *r = w->run;
+  bool waited = false;
+  pthread_mutex_lock(&r->mu);
+  while (!r->failed && r->n_done < r->n_stages) {
+    task t;
+    if (next_task(r, w, waited, &t)) {
+      do_task(r, w, &t);
+      waited = false;
       continue;
     }
-    held_release(h);
-    h->t = outs[k];
-    h->owned = true;
+    /* Nothing for this device now: wait for a change (a task taken or done), or a while where
+     * dmda left work to a device that may not come for it (DMDA_WAIT_SECONDS). */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(DMDA_WAIT_SECONDS * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    waited = true;
   }
-  for (int32_t k = 0; !s && k < st.n_inputs; k++)
-    if (r->vals[st.inputs[k]].last_stage == index) held_release(&r->vals[st.inputs[k]]);
-  loom__free(ins);
-  return s;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+/* Starts a worker per device, waits for them all, and reports the first failure. */
+static loom_status run_workers(share_run *r) {
+  pthread_mutex_lock(&r->mu);
+  wake_ready(r);
+  for (int32_t i = 0; i < r->n_workers; i++) {
+    worker *w = &r->workers[i];
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+      char msg[128];
+      snprintf(msg, sizeof msg, "cannot start the worker thread of %s", w->runner.device);
+      fail(r, LOOM_ERR_UNAVAILABLE, msg); /* the workers started stop at their next look */
+      break;
+    }
+    w->started = true;
+  }
+  pthread_mutex_unlock(&r->mu);
+  for (int32_t i = 0; i < r->n_workers; i++)
+    if (r->workers[i].started) pthread_join(r->workers[i].thread, NULL);
+  if (r->failed) return loom__error(r->status, "%s", r->error);
+  if (r->n_done < r->n_stages)
+    return loom__error(LOOM_ERR_INTERNAL, "the shared run ended with %d of %d stages done", (int)r->n_done,
+                       (int)r->n_stages);
+  return LOOM_OK;
+}
+
+/* ---- the cut ------------------------------------------------------------------------------------- */
+
+/* loom_plan_split's predicate: a cut before each top-level loop and before the op after one. */
+typedef struct cut_acc {
+  bool seen, after_loop;
+  const int32_t *stage_of_op; /* the branch cut's, where there is one */
+} cut_acc;
+
+static bool cut_around_loops(const loom_graph *g, int32_t op, void *acc) {
+  cut_acc *a = acc;
+  if (a->stage_of_op) return op > 0 && a->stage_of_op[op] != a->stage_of_op[op - 1];
+  bool loop = g->ops[op].loop != NULL, cut = a->seen && (loop || a->after_loop);
+  a->seen = true;
+  a->after_loop = loop;
+  return cut;
+}
+
+/* Expected seconds of stage st on each device, from the models: its ops' work by class, and
+ * its inputs brought from the host and its outputs taken back. NULL seconds where a device has
+ * no model. */
+static loom_status stage_seconds(share_run *r, stage *st) {
+  if (!r->models || !st->st.graph) return LOOM_OK;
+  double sizes[LOOM_OP_CLASS_COUNT] = {0};
+  int32_t kernels[LOOM_OP_CLASS_COUNT] = {0};
+  for (int32_t o = 0; o < st->st.graph->n_ops; o++)
+    if (loom_sched_op_work(st->st.graph, o, sizes, kernels) != LOOM_OK) return LOOM_OK;
+  int64_t moved = 0;
+  for (int32_t k = 0; k < st->st.n_inputs; k++) {
+    int64_t b = 0;
+    loom_type_bytes(&r->g->values[st->st.inputs[k]].type, &b);
+    moved += b;
+  }
+  for (int32_t k = 0; k < st->st.n_outputs; k++) {
+    int64_t b = 0;
+    loom_type_bytes(&r->g->values[st->st.outputs[k]].type, &b);
+    moved += b;
+  }
+  st->seconds = loom__calloc((size_t)r->n_workers, sizeof *st->seconds);
+  if (!st->seconds) return loom__oom("a stage's expected times");
+  for (int32_t i = 0; i < r->n_workers; i++) {
+    int32_t d = loom_sched_platform_find(r->models, r->workers[i].runner.device);
+    const loom_sched_device *sd = loom_sched_platform_device(r->models, d);
+    double t = sd ? loom_sched_platform_transfer_time(r->models, 0, sd->node, moved) : INFINITY;
+    for (int32_t c = 0; sd && c < LOOM_OP_CLASS_COUNT; c++)
+      if (kernels[c] > 0)
+        t += kernels[c] * loom_sched_model_time(&sd->model, (loom_op_class)c, sizes[c] / kernels[c]);
+    st->seconds[i] = t;
+  }
+  return LOOM_OK;
+}
+
+/* The cut, the values between stages and the stages. With several devices, a graph with
+ * independent branches is cut by branch (share_cut.h); any other around its loops. */
+static loom_status run_init(share_run *r, const loom_graph *plan_graph, const loom_tensor *inputs) {
+  bool branches = false;
+  loom_status s = LOOM_OK;
+  r->g = plan_graph;
+  if (r->n_workers > 1) s = loom__branch_cut_make(plan_graph, &r->branches, &branches);
+  if (s) return s;
+  if (branches) r->g = r->branches.graph;
+  const loom_graph *g = r->g;
+  cut_acc acc = {false, false, branches ? r->branches.stage_of_op : NULL};
+  s = loom_plan_split(g, cut_around_loops, &acc, &r->workers[0].runner, 1, &r->cut);
+  if (s) return s;
+  r->vals = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *r->vals);
+  r->n_stages = loom_plan_stage_count(r->cut);
+  r->stages = loom__calloc((size_t)LOOM_MAX(r->n_stages, 1), sizeof *r->stages);
+  if (!r->vals || !r->stages) return loom__oom("the stages and the values between them");
+  for (int32_t v = 0; v < g->n_values; v++) r->vals[v].producer = -1;
+  for (int32_t p = 0; p < g->n_params; p++) r->vals[g->params[p]].t = inputs[p];
+  for (int32_t i = 0; i < g->n_outputs; i++) r->vals[g->outputs[i]].returned = true;
+  for (int32_t i = 0; i < r->n_stages; i++) {
+    stage *st = &r->stages[i];
+    st->index = i;
+    st->loop_op = -1;
+    s = loom_plan_stage(r->cut, i, &st->st);
+    if (s) return s;
+    st->ins = loom__calloc((size_t)LOOM_MAX(st->st.n_inputs, 1) + (size_t)LOOM_MAX(st->st.n_outputs, 1),
+                           sizeof *st->ins);
+    if (!st->ins) return loom__oom("a stage's inputs and outputs");
+    st->outs = st->ins + LOOM_MAX(st->st.n_inputs, 1);
+    for (int32_t k = 0; k < st->st.n_inputs; k++) r->vals[st->st.inputs[k]].readers++;
+    for (int32_t k = 0; k < st->st.n_outputs; k++) r->vals[st->st.outputs[k]].producer = i;
+    int32_t op = -1;
+    if (r->n_workers > 1 && lone_loop(st->st.graph, &op)) st->loop_op = op;
+    if (!st->st.graph) {
+      st->state = STAGE_DONE;
+      r->n_done++;
+    }
+    if (!s && st->loop_op < 0) s = stage_seconds(r, st);
+    if (s) return s;
+  }
+  return LOOM_OK;
+}
+
+static void run_deinit(share_run *r) {
+  for (int32_t i = 0; r->stages && i < r->n_stages; i++) {
+    loop_free(r->stages[i].L);
+    if (r->stages[i].ins) outs_release(&r->stages[i]);
+    loom__free(r->stages[i].ins);
+    loom__free(r->stages[i].seconds);
+  }
+  for (int32_t v = 0; r->vals && v < r->g->n_values; v++) held_release(&r->vals[v]);
+  loom__free(r->stages);
+  loom__free(r->vals);
+  loom_plan_destroy(r->cut);
+  loom__branch_cut_deinit(&r->branches);
+  loom_sched_platform_destroy(r->models);
 }
 
 static loom_status copy_tensor(const loom_tensor *src, loom_tensor *dst) {
@@ -837,33 +1121,20 @@ static loom_status deliver(share_run *r, loom_tensor *outputs, int32_t n_outputs
   return LOOM_OK;
 }
 
-static loom_status run_init(share_run *r, const loom_tensor *inputs) {
-  const loom_graph *g = r->g;
-  r->vals = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *r->vals);
-  if (!r->vals) return loom__oom("the values between stages");
-  for (int32_t v = 0; v < g->n_values; v++) r->vals[v].last_stage = -1;
-  for (int32_t p = 0; p < g->n_params; p++) r->vals[g->params[p]].t = inputs[p];
-  cut_acc acc = {false, false};
-  loom_status s = loom_plan_split(g, cut_around_loops, &acc, &r->workers[0].runner, 1, &r->cut);
-  for (int32_t i = 0; !s && i < loom_plan_stage_count(r->cut); i++) {
-    loom_stage_info st;
-    loom_plan_stage(r->cut, i, &st);
-    for (int32_t k = 0; k < st.n_inputs; k++) r->vals[st.inputs[k]].last_stage = i;
-  }
-  for (int32_t i = 0; i < g->n_outputs; i++) r->vals[g->outputs[i]].last_stage = INT32_MAX;
-  return s;
-}
-
 /* The workers and their stats, one per device; the bytes their nodes moved so far (taken off
- * again at the end). */
+ * again at the end); the devices' models, where every one has one. */
 static loom_status workers_init(share_run *r, const loom_runner *runners, int32_t n) {
   r->workers = loom__calloc((size_t)n, sizeof *r->workers);
   r->stats->devices = loom__calloc((size_t)n, sizeof *r->stats->devices);
   if (!r->workers || !r->stats->devices) return loom__oom("the devices' workers");
   r->n_workers = r->stats->n_devices = n;
+  char list[512] = "";
+  size_t at = 0;
   for (int32_t i = 0; i < n; i++) {
     worker *w = &r->workers[i];
     loom_share_device_stats *ds = &r->stats->devices[i];
+    w->run = r;
+    w->index = i;
     w->runner = runners[i];
     w->stats = ds;
     snprintf(ds->device, sizeof ds->device, "%s", runners[i].device);
@@ -876,15 +1147,20 @@ static loom_status workers_init(share_run *r, const loom_runner *runners, int32_
     if (s) return s;
     w->is_cpu0 = strcasecmp(info.id, "cpu0") == 0;
     w->host_cores = on_host_cores(&info);
+    r->cpu0_runs |= w->is_cpu0;
+    if (at < sizeof list) at += (size_t)snprintf(list + at, sizeof list - at, i ? ",%s" : "%s", info.id);
     loom_mem_node_stats ms;
     if (loom_mem_stats(w->dev->memory, w->dev->node, &ms) == LOOM_OK) {
       ds->bytes_in = -ms.bytes_in;
       ds->bytes_out = -ms.bytes_out;
     }
   }
+  if (r->opts->policy == LOOM_SCHED_DMDA && n > 1 &&
+      loom_sched_platform_from_context(r->ctx, list, &r->models) != LOOM_OK) {
+    r->models = NULL; /* a device without a model: dmda goes by the ranges' times */
+  }
   return LOOM_OK;
 }
-
 /* Ends the run's figures, and trims the pools of the devices' nodes and the host's: what the
  * run cached there does not outlive it (as loom_plan_run's does not), whichever worker gave it
  * back last. */
@@ -998,18 +1274,26 @@ loom_status loom_plan_run_shared(loom_context *ctx, const loom_plan *plan, const
   if (!s && opts->policy == LOOM_SCHED_FIXED) {
     s = run_fixed(&r, plan, inputs, n_inputs, outputs, n_outputs);
   } else if (!s) {
-    s = run_init(&r, inputs);
-    stats->n_stages = r.cut ? loom_plan_stage_count(r.cut) : 0;
-    for (int32_t i = 0; !s && i < stats->n_stages; i++) s = run_cut_stage(&r, i);
+    bool sync = pthread_mutex_init(&r.mu, NULL) == 0;
+    if (sync && pthread_cond_init(&r.cv, NULL) != 0) {
+      pthread_mutex_destroy(&r.mu);
+      sync = false;
+    }
+    s = sync ? run_init(&r, loom_plan_graph(plan), inputs)
+             : loom__error(LOOM_ERR_UNAVAILABLE, "cannot make the workers' lock");
+    stats->n_stages = r.n_stages;
+    if (!s) s = run_workers(&r);
     if (!s) s = deliver(&r, outputs, n_outputs);
+    if (sync) {
+      pthread_cond_destroy(&r.cv);
+      pthread_mutex_destroy(&r.mu);
+    }
   }
   if (r.workers) workers_finish(&r);
   stats->seconds = loom__now() - t0;
-  for (int32_t v = 0; r.vals && v < r.g->n_values; v++) held_release(&r.vals[v]);
+  run_deinit(&r);
   for (int32_t i = 0; s && outputs && i < n_outputs; i++) loom_tensor_deinit(&outputs[i]);
-  loom__free(r.vals);
   loom__free(r.workers);
-  loom_plan_destroy(r.cut);
   free(runners);
   if (stats == &own) loom_share_stats_deinit(&own);
   return s;

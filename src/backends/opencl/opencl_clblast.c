@@ -2,6 +2,8 @@
  * the device's queue, with transposes folded into the call as flags and CLBlast's temporary
  * buffer taken from the op's scratch (or, without a limit, from the executor's meter). Built
  * when CMake finds CLBlast; none/opencl_clblast_none.c stands in otherwise. */
+#include <pthread.h>
+
 #include <clblast_c.h>
 #include <string.h>
 
@@ -27,6 +29,13 @@ static bool fold_matrix(int64_t rows, int64_t cols, int64_t rs, int64_t cs, fold
   *f = (fold){transposed ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)ld};
   return true;
 }
+
+/* One thread in CLBlast at a time: before 1.6.1 (Debian 12 ships 1.5.3) its caches of
+ * databases and programs were not safe to fill from two threads (CLBlast issue #486, fixed by
+ * its pull request #495), and two devices' first GEMMs at once, as a shared run's workers make
+ * them, crashed in Database's copy under TSan. The calls only enqueue work (the first one for a
+ * device builds its program), so holding the lock costs little. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct blas_call {
   loom_dtype dt;
@@ -100,7 +109,9 @@ loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, con
     b.bo = (size_t)(p->b_off + loom__batch_offset(bi, (int32_t)p->nb, p->bdims, p->b_bs));
     b.co = (size_t)(p->c_off + bi * p->n * p->m);
     size_t size = 0;
+    pthread_mutex_lock(&clblast_lock);
     CLBlastStatusCode st = temp_size(d->queue, &b, &size);
+    pthread_mutex_unlock(&clblast_lock);
     if (st != CLBlastSuccess) return blas_error(d, st, "temporary buffer size");
     need = LOOM_MAX(need, size);
   }
@@ -119,8 +130,10 @@ loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, con
     b.ao = (size_t)(p->a_off + loom__batch_offset(bi, (int32_t)p->nb, p->bdims, p->a_bs));
     b.bo = (size_t)(p->b_off + loom__batch_offset(bi, (int32_t)p->nb, p->bdims, p->b_bs));
     b.co = (size_t)(p->c_off + bi * p->n * p->m);
+    pthread_mutex_lock(&clblast_lock);
     CLBlastStatusCode st =
         gemm(d->queue, &b, (cl_mem)c->in[0].buffer, (cl_mem)c->in[1].buffer, (cl_mem)c->out[0].buffer, tmp);
+    pthread_mutex_unlock(&clblast_lock);
     if (st != CLBlastSuccess) s = blas_error(d, st, "gemm");
   }
   if (extra) c->temp_give(c->temp_ctx, extra, (int64_t)need);
@@ -129,5 +142,7 @@ loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, con
 }
 
 void loom__cl_clblast_release(void) {
+  pthread_mutex_lock(&clblast_lock);
   CLBlastClearCache();
+  pthread_mutex_unlock(&clblast_lock);
 }

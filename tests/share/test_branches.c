@@ -1,0 +1,279 @@
+/* Independent stages on different devices at once (runtime/share_cut.h, loom/share.h): a
+ * graph of two towers of dots joined at the end is cut by branch (each tower a stage, the join
+ * a third), the cut graph computes what the graph does, graphs without two heavy independent
+ * branches are left to the cut around loops, and a shared run on ocl0 and ocl1 (PoCL's two
+ * pthread devices, tests/share.cmake) runs one tower on each, gives the whole run's results
+ * whatever the policy, fails cleanly when one device refuses memory, and survives every host
+ * allocation failing in turn. Integer inputs keep every dot exact, so results compare bit for
+ * bit across devices. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "runtime/share_cut.h"
+
+/* Two towers (x's and y's) of two dots each, 512 x 512: |a3| <= 512 x 3 x 512 < 2^24, exact. */
+#define TOWERS_LIR(N)                                                      \
+  "graph towers(x: f32[" N "," N "], y: f32[" N "," N "], w: f32[" N "," N \
+  "]) {\n"                                                                 \
+  "  a1 = dot x w\n"                                                       \
+  "  a2 = relu a1\n"                                                       \
+  "  a3 = dot a2 w\n"                                                      \
+  "  b1 = dot y w\n"                                                       \
+  "  b2 = relu b1\n"                                                       \
+  "  b3 = dot b2 w\n"                                                      \
+  "  s = add a3 b3\n"                                                      \
+  "  return s, a2\n"                                                       \
+  "}\n"
+
+typedef struct fixture {
+  loom_context *ctx;
+  loom_graph *g;
+  loom_tensor in[3], ref[2];
+  bool opencl;
+} fixture;
+
+static void fixture_deinit(fixture *f) {
+  for (int i = 0; i < 3; i++) loom_tensor_deinit(&f->in[i]);
+  for (int i = 0; i < 2; i++) loom_tensor_deinit(&f->ref[i]);
+  loom_graph_destroy(f->g);
+  loom_context_destroy(f->ctx);
+  memset(f, 0, sizeof *f);
+}
+
+/* x and y in {0..3}, w in {-1, 0, 1}; the reference: the graph run whole on cpu0. */
+static bool fixture_init(fixture *f, const char *lir) {
+  memset(f, 0, sizeof *f);
+  if (loom_context_create(NULL, &f->ctx) || loom_graph_parse(lir, strlen(lir), "towers.lir", &f->g)) {
+    loom_test_fail(__FILE__, __LINE__, "set-up: %s", loom_last_error());
+    return false;
+  }
+  for (int p = 0; p < 3; p++) {
+    loom_tensor_init(&f->in[p], loom_value_type(f->g, loom_graph_param_at(f->g, p)));
+    loom_tensor_fill_random(&f->in[p], 11, (uint64_t)p);
+    float *v = f->in[p].data;
+    int64_t n = f->in[p].type.dims[0] * f->in[p].type.dims[1];
+    for (int64_t i = 0; i < n; i++) v[i] = p < 2 ? floorf(v[i] * 4) : floorf(v[i] * 3) - 1;
+  }
+  if (loom_graph_run(f->ctx, f->g, f->in, 3, f->ref, 2, NULL)) {
+    loom_test_fail(__FILE__, __LINE__, "the reference run: %s", loom_last_error());
+    return false;
+  }
+  int32_t i0 = -1, i1 = -1;
+  f->opencl = loom_context_find_device(f->ctx, "ocl0", &i0) == LOOM_OK &&
+              loom_context_find_device(f->ctx, "ocl1", &i1) == LOOM_OK;
+  return true;
+}
+
+static bool fixture_init_opencl(fixture *f, const char *lir) {
+  if (!fixture_init(f, lir)) {
+    fixture_deinit(f);
+    return false;
+  }
+  if (!f->opencl) {
+    fixture_deinit(f);
+    loom_test_skip("no ocl0 and ocl1 (PoCL with POCL_DEVICES=\"pthread pthread\")");
+    return false;
+  }
+  return true;
+}
+
+static bool equal(const loom_tensor *a, const loom_tensor *b) {
+  int64_t bytes = 0;
+  loom_type_bytes(&a->type, &bytes);
+  return loom_type_equal(&a->type, &b->type) && memcmp(a->data, b->data, (size_t)bytes) == 0;
+}
+
+/* The graph as it is (no rewrite: chunking would make its dots loops), planned for the first
+ * device, run shared on `devices` with `policy`. */
+static loom_status run_towers(fixture *f, const char *devices, loom_sched_policy policy, loom_tensor *out,
+                              loom_share_stats *st) {
+  loom_runner *runners = NULL;
+  int32_t n = 0;
+  loom_plan *plan = NULL;
+  loom_status s = loom_share_runners(f->ctx, devices, NULL, 0, &runners, &n);
+  if (!s) s = loom_plan_split_by_memory(f->g, runners, 1, &plan);
+  loom_share_options so;
+  loom_share_options_init(&so);
+  so.devices = devices;
+  so.policy = policy;
+  if (!s) s = loom_plan_run_shared(f->ctx, plan, &so, f->in, 3, out, 2, st);
+  loom_plan_destroy(plan);
+  free(runners);
+  return s;
+}
+
+/* The op of g that makes the value named `name`. */
+static int32_t op_of(const loom_graph *g, const char *name) {
+  for (int32_t o = 0; o < g->n_ops; o++)
+    for (int32_t r = 0; r < g->ops[o].n_outputs; r++) {
+      const char *n = g->values[g->ops[o].outputs[r]].name;
+      if (n && strcmp(n, name) == 0) return o;
+    }
+  return -1;
+}
+
+TEST(branch_cut_finds_the_towers) {
+  fixture f;
+  if (!fixture_init(&f, TOWERS_LIR("64"))) return fixture_deinit(&f);
+  loom__branch_cut cut;
+  bool found = false;
+  ASSERT_OK(loom__branch_cut_make(f.g, &cut, &found));
+  ASSERT_TRUE(found);
+  ASSERT_EQ(cut.n_stages, 3);
+  ASSERT_EQ(cut.graph->n_ops, f.g->n_ops);
+  for (int32_t o = 1; o < cut.graph->n_ops; o++) ASSERT_TRUE(cut.stage_of_op[o] >= cut.stage_of_op[o - 1]);
+  const loom_graph *g = cut.graph;
+  int32_t a = cut.stage_of_op[op_of(g, "a1")], b = cut.stage_of_op[op_of(g, "b1")];
+  ASSERT_TRUE(a != b);
+  ASSERT_EQ(cut.stage_of_op[op_of(g, "a2")], a);
+  ASSERT_EQ(cut.stage_of_op[op_of(g, "a3")], a);
+  ASSERT_EQ(cut.stage_of_op[op_of(g, "b3")], b);
+  ASSERT_EQ(cut.stage_of_op[op_of(g, "s")], 2); /* the join, after both */
+  ASSERT_TRUE(cut.stage_work[a] > 2 * cut.stage_work[2]);
+  /* the reordered graph computes what the graph does */
+  loom_tensor out[2];
+  ASSERT_OK(loom_graph_run(f.ctx, cut.graph, f.in, 3, out, 2, NULL));
+  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom__branch_cut_deinit(&cut);
+  loom__branch_cut_deinit(&cut); /* twice: a zeroed cut */
+  fixture_deinit(&f);
+}
+
+/* A fork: two dots reading one dot's result are independent of each other, not of it. */
+TEST(branch_cut_finds_a_fork) {
+  static const char *const lir =
+      "graph fork(x: f32[64,64], w: f32[64,64]) {\n"
+      "  a1 = dot x w\n  b1 = dot a1 w\n  c1 = dot a1 w\n"
+      "  s = add b1 c1\n  return s\n}\n";
+  loom_graph *g = NULL;
+  ASSERT_OK(loom_graph_parse(lir, strlen(lir), "fork.lir", &g));
+  loom__branch_cut cut;
+  bool found = false;
+  ASSERT_OK(loom__branch_cut_make(g, &cut, &found));
+  ASSERT_TRUE(found);
+  ASSERT_EQ(cut.n_stages, 4);
+  ASSERT_EQ(cut.stage_of_op[op_of(cut.graph, "a1")], 0);
+  ASSERT_TRUE(cut.stage_of_op[op_of(cut.graph, "b1")] != cut.stage_of_op[op_of(cut.graph, "c1")]);
+  ASSERT_EQ(cut.stage_of_op[op_of(cut.graph, "s")], 3);
+  loom__branch_cut_deinit(&cut);
+  loom_graph_destroy(g);
+}
+
+/* A chain, a heavy tower beside a light one and a lone op have no two heavy independent
+ * branches: they are left to the cut around loops. */
+TEST(branch_cut_leaves_graphs_without_independent_work) {
+  static const char *const graphs[] = {
+      "graph chain(x: f32[64,64], w: f32[64,64]) {\n"
+      "  a1 = dot x w\n  a2 = relu a1\n  a3 = dot a2 w\n  return a3\n}\n",
+      "graph light(x: f32[512,512], y: f32[512,512], w: f32[512,512]) {\n"
+      "  a1 = dot x w\n  a2 = dot a1 w\n  b1 = relu y\n  s = add a2 b1\n  return s\n}\n",
+      "graph lone(x: f32[64,64], w: f32[64,64]) {\n  a1 = dot x w\n  return a1\n}\n",
+  };
+  for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
+    loom_graph *g = NULL;
+    ASSERT_OK(loom_graph_parse(graphs[i], strlen(graphs[i]), "g.lir", &g));
+    loom__branch_cut cut;
+    bool found = true;
+    ASSERT_OK(loom__branch_cut_make(g, &cut, &found));
+    if (found)
+      loom_test_fail(__FILE__, __LINE__, "graph %zu cut by branch into %d stages", i, (int)cut.n_stages);
+    ASSERT_TRUE(cut.graph == NULL && cut.stage_of_op == NULL);
+    loom_graph_destroy(g);
+  }
+}
+
+/* ocl0 and ocl1: each runs a tower (the second device takes the second tower while the first
+ * runs the first: neither policy waits for a busy device when another is free), then one of
+ * them the join; the results are the whole run's. */
+TEST(branches_run_at_once_on_two_devices) {
+  fixture f;
+  if (!fixture_init_opencl(&f, TOWERS_LIR("512"))) return;
+  for (int policy = LOOM_SCHED_EAGER; policy <= LOOM_SCHED_DMDA; policy++) {
+    for (int round = 0; round < 2; round++) { /* the first builds the devices' programs */
+      loom_tensor out[2];
+      loom_share_stats st;
+      memset(&st, 0, sizeof st);
+      ASSERT_OK(run_towers(&f, "ocl0,ocl1", (loom_sched_policy)policy, out, &st));
+      ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+      ASSERT_EQ(st.n_stages, 3);
+      ASSERT_EQ(st.n_shared, 0);
+      ASSERT_EQ(st.devices[0].stages + st.devices[1].stages, 3);
+      if (st.devices[0].stages < 1 || st.devices[1].stages < 1)
+        loom_test_fail(__FILE__, __LINE__, "%s: stages on ocl0 %d, ocl1 %d: a device ran both towers",
+                       loom_sched_policy_name((loom_sched_policy)policy), (int)st.devices[0].stages,
+                       (int)st.devices[1].stages);
+      loom_tensor_deinit(&out[0]);
+      loom_tensor_deinit(&out[1]);
+      loom_share_stats_deinit(&st);
+    }
+  }
+  /* one device: one stage, as loom_plan_run runs it */
+  loom_tensor out[2];
+  loom_share_stats st;
+  memset(&st, 0, sizeof st);
+  ASSERT_OK(run_towers(&f, "ocl0", LOOM_SCHED_DMDA, out, &st));
+  ASSERT_EQ(st.n_stages, 1);
+  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom_share_stats_deinit(&st);
+  fixture_deinit(&f);
+}
+
+/* ocl1 refusing memory: the run fails naming the stage and ocl1, returns nothing, and leaves
+ * nothing allocated; ocl0's tower, running meanwhile, ends and is freed. */
+TEST(branches_a_failing_device_cancels_the_others) {
+  fixture f;
+  if (!fixture_init_opencl(&f, TOWERS_LIR("512"))) return;
+  for (int i = 0; i < 2; i++) { /* warm up: programs built, pools filled */
+    loom_tensor out[2];
+    ASSERT_OK(run_towers(&f, "ocl0,ocl1", LOOM_SCHED_EAGER, out, NULL));
+    loom_tensor_deinit(&out[0]);
+    loom_tensor_deinit(&out[1]);
+  }
+  int64_t live = loom_testing_live_allocations();
+  loom_tensor out[2];
+  memset(out, 0, sizeof out);
+  loom_share_stats st;
+  memset(&st, 0, sizeof st);
+  loom_testing_fail_node_allocations("ocl1", 1, 0);
+  loom_status s = run_towers(&f, "ocl0,ocl1", LOOM_SCHED_EAGER, out, &st);
+  loom_testing_fail_node_allocations(NULL, 0, 0);
+  ASSERT_STATUS(s, LOOM_ERR_OUT_OF_MEMORY);
+  ASSERT_CONTAINS(loom_last_error(), "stage ");
+  ASSERT_CONTAINS(loom_last_error(), " on ocl1: ");
+  ASSERT_TRUE(out[0].data == NULL && out[1].data == NULL);
+  loom_share_stats_deinit(&st);
+  ASSERT_EQ(loom_testing_live_allocations(), live);
+  fixture_deinit(&f);
+}
+
+TEST(branches_allocation_failures_sweep) {
+  fixture f;
+  if (!fixture_init_opencl(&f, TOWERS_LIR("64"))) return;
+  for (int i = 0; i < 2; i++) {
+    loom_tensor out[2];
+    ASSERT_OK(run_towers(&f, "ocl0,ocl1", LOOM_SCHED_EAGER, out, NULL));
+    loom_tensor_deinit(&out[0]);
+    loom_tensor_deinit(&out[1]);
+  }
+  loom_test_sweep sw;
+  SWEEP_ALLOCATIONS(&sw, 1, 20000) {
+    loom_tensor out[2];
+    memset(out, 0, sizeof out);
+    loom_share_stats st;
+    memset(&st, 0, sizeof st);
+    loom_status s = SWEEP_RUN(&sw, run_towers(&f, "ocl0,ocl1", LOOM_SCHED_EAGER, out, &st));
+    if (!s && !(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1])))
+      loom_test_fail(__FILE__, __LINE__, "allocation %lld failing: wrong results", (long long)sw.nth);
+    loom_tensor_deinit(&out[0]);
+    loom_tensor_deinit(&out[1]);
+    loom_share_stats_deinit(&st);
+  }
+  ASSERT_TRUE(sw.failures > 10);
+  fixture_deinit(&f);
+}
