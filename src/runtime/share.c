@@ -656,7 +656,7 @@ static void loop_free(shared_loop *L) {
   loom__free(L);
 }
 
-/* Opens loop stage s for sharing: its ranges, the operands it makes, the devices a range fits
+/* Opens loop stage st for sharing: its ranges, the operands it makes, the devices a range fits
  * and their rates from the models. Runs outside r->mu (it reads only what no worker changes). */
 static loom_status loop_open(share_run *r, stage *st, shared_loop **out) {
   const loom_graph *sg = st->st.graph;
