@@ -541,6 +541,10 @@ loom_tool_test(simulate_knn_1m ARGS ${LOOM_EXAMPLES}/knn_1m.lir --simulate ${LOO
   STDERR_REGEX "^$")
 loom_tool_test(simulate_fixed ARGS ${LOOM_EXAMPLES}/knn.lir --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json
   --policy fixed STDOUT_REGEX "policy fixed: .*cpu0 +cpu +busy")
+# The shared runner's cut (loom_share_cut): the two towers are stages of their own, each on a
+# GPU of its own at the same time, the join after them.
+loom_tool_test(simulate_towers ARGS ${LOOM_EXAMPLES}/towers.lir --simulate ${LOOM_EXAMPLES}/platforms/1cpu-4gpu.json
+  STDOUT_REGEX "3 stages, 3 tasks\n.*\n +gpu0 +cuda +busy [0-9.e-]+ s \\([0-9.]+%\\), [12] tasks\n +gpu1 +cuda +busy [0-9.e-]+ s \\([0-9.]+%\\), [12] tasks\n")
 loom_tool_test(simulate_bad_policy RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir
   --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json --policy heft
   STDERR_REGEX "loom-run: --policy: 'heft' is none of dmda, eager, fixed")

@@ -127,6 +127,19 @@ LOOM_API loom_status loom_graph_optimize_for_sharing(const loom_graph *graph, co
                                                      loom_graph **out_graph, loom_rewrite_report *report,
                                                      char *note, size_t note_size);
 
+/* Cuts `graph` (as loom_graph_optimize_for_sharing rewrote it) into the stages a shared run on
+ * `n_devices` devices runs, each stage on `runner`: with several devices, by branch where the
+ * graph has two independent branches (neither reads what the other makes) each holding at
+ * least a tenth of its work by a rough time per op (a chain of ops is a branch, a loop is one,
+ * branches of under 2% of the work merged into a neighbour: docs/sched.md, "The shared
+ * runner"); else, and with one device, before and after each top-level loop. The plan owns a
+ * copy of the graph, its ops reordered so each stage's are contiguous; a stage reads what
+ * earlier stages make, not only the one before it. loom_plan_run_shared runs this cut, and
+ * loom-run --simulate schedules it. Caller owns *out_plan. Errors: INVALID_ARGUMENT (NULL
+ * arguments, n_devices < 1), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_share_cut(const loom_graph *graph, const loom_runner *runner, int32_t n_devices,
+                                    loom_plan **out_plan);
+
 /* Runs `plan` on the devices opts names (NULL: the defaults), inputs and outputs as
  * loom_plan_run. Under FIXED it is loom_plan_run_with_options. Otherwise the plan's graph is
  * cut into stages and run as this header's opening comment says: with one device, around its

@@ -373,7 +373,6 @@ struct share_run {
   loom_context *ctx;
   const loom_share_options *opts;
   const loom_graph *g; /* the graph cut: the plan's, or the branch cut's reordering */
-  loom__branch_cut branches;
   loom_plan *cut;
   held *vals;
   worker *workers;
@@ -999,6 +998,21 @@ static bool cut_around_loops(const loom_graph *g, int32_t op, void *acc) {
   return cut;
 }
 
+loom_status loom_share_cut(const loom_graph *graph, const loom_runner *runner, int32_t n_devices,
+                           loom_plan **out_plan) {
+  if (out_plan) *out_plan = NULL;
+  if (!graph || !runner || !out_plan || n_devices < 1)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_share_cut: NULL argument or no devices");
+  loom__branch_cut branches;
+  bool found = false;
+  memset(&branches, 0, sizeof branches);
+  loom_status s = n_devices > 1 ? loom__branch_cut_make(graph, &branches, &found) : LOOM_OK;
+  cut_acc acc = {false, false, found ? branches.stage_of_op : NULL};
+  if (!s) s = loom_plan_split(found ? branches.graph : graph, cut_around_loops, &acc, runner, 1, out_plan);
+  loom__branch_cut_deinit(&branches);
+  return s;
+}
+
 /* Expected seconds of stage st on each device, from the models: its ops' work by class, and
  * its inputs brought from the host and its outputs taken back. NULL seconds where a device has
  * no model. */
@@ -1033,19 +1047,11 @@ static loom_status stage_seconds(share_run *r, stage *st) {
   return LOOM_OK;
 }
 
-/* The cut, the values between stages and the stages. With several devices, a graph with
- * independent branches is cut by branch (share_cut.h); any other around its loops. */
+/* The cut (loom_share_cut), the values between stages and the stages. */
 static loom_status run_init(share_run *r, const loom_graph *plan_graph, const loom_tensor *inputs) {
-  bool branches = false;
-  loom_status s = LOOM_OK;
-  r->g = plan_graph;
-  if (r->n_workers > 1) s = loom__branch_cut_make(plan_graph, &r->branches, &branches);
+  loom_status s = loom_share_cut(plan_graph, &r->workers[0].runner, r->n_workers, &r->cut);
   if (s) return s;
-  if (branches) r->g = r->branches.graph;
-  const loom_graph *g = r->g;
-  cut_acc acc = {false, false, branches ? r->branches.stage_of_op : NULL};
-  s = loom_plan_split(g, cut_around_loops, &acc, &r->workers[0].runner, 1, &r->cut);
-  if (s) return s;
+  const loom_graph *g = r->g = loom_plan_graph(r->cut);
   r->vals = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *r->vals);
   r->n_stages = loom_plan_stage_count(r->cut);
   r->stages = loom__calloc((size_t)LOOM_MAX(r->n_stages, 1), sizeof *r->stages);
@@ -1088,7 +1094,6 @@ static void run_deinit(share_run *r) {
   loom__free(r->stages);
   loom__free(r->vals);
   loom_plan_destroy(r->cut);
-  loom__branch_cut_deinit(&r->branches);
   loom_sched_platform_destroy(r->models);
 }
 

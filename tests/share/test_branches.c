@@ -277,3 +277,33 @@ TEST(branches_allocation_failures_sweep) {
   ASSERT_TRUE(sw.failures > 10);
   fixture_deinit(&f);
 }
+
+/* loom_share_cut, the cut a shared run runs: by branch with several devices, around loops
+ * (here: none, one stage) with one; the plan owns its reordered graph. */
+TEST(share_cut_by_devices) {
+  fixture f;
+  if (!fixture_init(&f, TOWERS_LIR("64"))) return fixture_deinit(&f);
+  loom_runner cpu = {"cpu0", 1 << 30};
+  loom_plan *plan = NULL;
+  ASSERT_OK(loom_share_cut(f.g, &cpu, 1, &plan));
+  ASSERT_EQ(loom_plan_stage_count(plan), 1);
+  loom_plan_destroy(plan);
+  ASSERT_OK(loom_share_cut(f.g, &cpu, 2, &plan));
+  ASSERT_EQ(loom_plan_stage_count(plan), 3);
+  ASSERT_TRUE(loom_plan_graph(plan) != f.g);
+  loom_stage_info st;
+  ASSERT_OK(loom_plan_stage(plan, 2, &st));
+  ASSERT_EQ(st.n_ops, 1); /* the join reads both towers */
+  ASSERT_EQ(st.n_inputs, 2);
+  loom_tensor out[2];
+  ASSERT_OK(loom_plan_run(f.ctx, plan, f.in, 3, out, 2, NULL));
+  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+  loom_tensor_deinit(&out[0]);
+  loom_tensor_deinit(&out[1]);
+  loom_plan_destroy(plan);
+  ASSERT_STATUS(loom_share_cut(f.g, &cpu, 0, &plan), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(plan == NULL);
+  ASSERT_STATUS(loom_share_cut(NULL, &cpu, 2, &plan), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_STATUS(loom_share_cut(f.g, NULL, 2, &plan), LOOM_ERR_INVALID_ARGUMENT);
+  fixture_deinit(&f);
+}

@@ -54,7 +54,7 @@ static void sim_state_free(sim_state *s) {
   loom_graph_destroy(s->graph);
 }
 
-static int sim_plan(sim_state *s, const run_options *opts) {
+static int sim_plan(sim_state *s, const run_options *opts, loom_sched_policy policy) {
   loom_optimize_options o;
   loom_optimize_options_init(&o);
   /* Fusion before chunking makes one op over the whole space where that fits: right for one
@@ -77,7 +77,12 @@ static int sim_plan(sim_state *s, const run_options *opts) {
   free(sized);
   if (st) return run_fail_loom(NULL);
   if (note[0]) fprintf(stderr, "loom-run: %s\n", note);
-  if (loom_plan_split_by_memory(s->optimized, s->runners, s->n_runners, &s->plan)) return run_fail_loom(NULL);
+  /* dmda and eager schedule the stages a shared run runs (loom_share_cut: independent
+   * branches are stages of their own); fixed the plan's stages on their runners. */
+  st = policy != LOOM_SCHED_FIXED && s->n_runners > 1
+           ? loom_share_cut(s->optimized, &s->runners[0], s->n_runners, &s->plan)
+           : loom_plan_split_by_memory(s->optimized, s->runners, s->n_runners, &s->plan);
+  if (st) return run_fail_loom(NULL);
   if (loom_sched_problem_from_plan(s->plan, s->platform, &s->problem)) return run_fail_loom(NULL);
   return 0;
 }
@@ -104,7 +109,7 @@ int run_simulate(const run_options *opts) {
   if (loom_graph_load(opts->graph_path, &s.graph)) rc = run_fail_loom(NULL);
   if (!rc && loom_sched_platform_load(opts->simulate, &s.platform)) rc = run_fail_loom(NULL);
   if (!rc) rc = sim_runners(opts, s.platform, &s.runners, &s.n_runners);
-  if (!rc) rc = sim_plan(&s, opts);
+  if (!rc) rc = sim_plan(&s, opts, policy);
   if (!rc && loom_sched_schedule(s.problem, s.platform, policy, &s.result)) rc = run_fail_loom(NULL);
   if (!rc) {
     printf("%s on %s (simulated, no kernel run): %d stages, %d tasks\n", opts->graph_path, opts->simulate,
