@@ -69,7 +69,10 @@ LOOM_API void loom_share_options_init(loom_share_options *opts);
 typedef struct loom_share_device_stats {
   char device[32];
   int64_t limit_bytes;      /* the limit it ran under */
-  double busy_seconds;      /* running stages and ranges, from the host's view (submit to done) */
+  double busy_seconds;      /* running stages and ranges: each by the device's own clock where
+                             * its backend has one (event profiling: OpenCL, CUDA), else from
+                             * the host's view (submit to done) */
+  int32_t device_timed;     /* the stages and ranges timed by the device's clock */
   int64_t pieces;           /* loop pieces it ran */
   int32_t ranges;           /* ranges of pieces it ran */
   int32_t stages;           /* stages it ran: whole ones, and loops it ran ranges of */

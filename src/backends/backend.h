@@ -103,7 +103,12 @@ typedef loom_status (*loom__merge_index_fn)(void *dev, int64_t total, int64_t k,
  *   enqueued in order with the ops, thread-safe as run_op is. Optional: a backend without
  *   them runs no loop (the executor says so).
  * host_memory: buffers are host pointers the host reads and writes directly (cpu): the
- * executor then reads inputs and constants in place instead of copying them in. */
+ * executor then reads inputs and constants in place instead of copying them in.
+ * mark, mark_seconds, mark_release: the device's own clock (event profiling), optional. mark
+ *   enqueues a timestamp on the device's queue that completes when the work enqueued before it
+ *   has (*out_mark is the caller's, given back with mark_release); mark_seconds gives the
+ *   device time between two marks of one queue, waiting for both to complete. A backend
+ *   without them (cpu) is timed on the host. Thread-safe as run_op is. */
 typedef struct loom__backend {
   const char *name;
   bool host_memory;
@@ -116,6 +121,9 @@ typedef struct loom__backend {
   loom_status (*flush)(void *dev);
   loom__strided_copy_fn copy;
   loom__merge_index_fn merge_index;
+  loom_status (*mark)(void *dev, void **out_mark);
+  loom_status (*mark_seconds)(void *dev, void *from, void *to, double *seconds);
+  void (*mark_release)(void *dev, void *mark);
 } loom__backend;
 
 /* The cpu backend (cpu_backend.c): host memory, loom__cpu_run_op. */

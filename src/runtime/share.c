@@ -411,6 +411,38 @@ static bool others_busy(const share_run *r, const worker *w) {
   return false;
 }
 
+/* The time of one task (a stage, a range) on w's device: by the device's own clock where its
+ * backend has one (event profiling: a mark on its queue before the task and one after, once
+ * the task's work is done), else the host's, from submit to done. */
+typedef struct task_clock {
+  void *from; /* the mark before the task; NULL: host time */
+  double t0;
+} task_clock;
+
+static void clock_start(const worker *w, task_clock *c) {
+  const loom__backend *b = w->dev->backend;
+  c->from = NULL;
+  if (b->mark && w->dev->dev && b->mark(w->dev->dev, &c->from) != LOOM_OK) c->from = NULL;
+  c->t0 = loom__now();
+}
+
+/* Seconds since clock_start; `done` is whether the task's work completed (a failed one is
+ * timed on the host: its device may hold nothing more to wait for). Counts a device-timed
+ * task in w's stats. */
+static double clock_stop(const worker *w, task_clock *c, bool done) {
+  double host = loom__now() - c->t0, device = 0;
+  const loom__backend *b = w->dev->backend;
+  void *to = NULL;
+  bool timed = c->from && done && b->mark(w->dev->dev, &to) == LOOM_OK &&
+               b->mark_seconds(w->dev->dev, c->from, to, &device) == LOOM_OK;
+  if (c->from) b->mark_release(w->dev->dev, c->from);
+  if (to) b->mark_release(w->dev->dev, to);
+  c->from = NULL;
+  if (!timed) return host;
+  w->stats->device_timed++;
+  return device;
+}
+
 /* ---- a shared loop ------------------------------------------------------------------------------ */
 
 /* The pieces w's next range would take: a range, or a single piece where dmda does not know
@@ -731,11 +763,12 @@ static loom_status run_whole(share_run *r, worker *w, stage *st) {
   loom_plan *sub = NULL;
   loom_plan_stats ps;
   memset(&ps, 0, sizeof ps);
-  double t0 = loom__now();
+  task_clock clock;
+  clock_start(w, &clock);
   loom_status s = loom_plan_split_by_memory(st->st.graph, &w->runner, 1, &sub);
   if (!s) s = loom_plan_run(r->ctx, sub, st->ins, st->st.n_inputs, st->outs, st->st.n_outputs, &ps);
   if (s) loom__error_prefix("stage %d (%d ops) on %s: ", (int)st->index, (int)st->st.n_ops, w->runner.device);
-  w->stats->busy_seconds += loom__now() - t0;
+  w->stats->busy_seconds += clock_stop(w, &clock, s == LOOM_OK);
   w->stats->peak_bytes = LOOM_MAX(w->stats->peak_bytes, ps.peak_bytes);
   loom_plan_stats_deinit(&ps);
   loom_plan_destroy(sub);
@@ -839,9 +872,10 @@ static void do_range(share_run *r, worker *w, task *t) {
   shared_loop *L = t->st->L;
   int64_t first = L->parts[t->range].first, last = L->parts[t->range].last, peak = 0;
   pthread_mutex_unlock(&r->mu);
-  double t0 = loom__now();
+  task_clock clock;
+  clock_start(w, &clock);
   loom_status s = run_range(L, w, t->range, &peak);
-  double took = loom__now() - t0;
+  double took = clock_stop(w, &clock, s == LOOM_OK);
   char msg[sizeof r->error];
   if (s)
     snprintf(msg, sizeof msg, "stage %d (a loop of %lld pieces): pieces [%lld, %lld) on %s: %s",

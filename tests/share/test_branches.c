@@ -202,6 +202,10 @@ TEST(branches_run_at_once_on_two_devices) {
       ASSERT_EQ(st.n_stages, 3);
       ASSERT_EQ(st.n_shared, 0);
       ASSERT_EQ(st.devices[0].stages + st.devices[1].stages, 3);
+      /* each stage timed by its device's clock (OpenCL event profiling) */
+      ASSERT_EQ(st.devices[0].device_timed, st.devices[0].stages);
+      ASSERT_EQ(st.devices[1].device_timed, st.devices[1].stages);
+      ASSERT_TRUE(st.devices[0].busy_seconds > 0 && st.devices[1].busy_seconds > 0);
       if (st.devices[0].stages < 1 || st.devices[1].stages < 1)
         loom_test_fail(__FILE__, __LINE__, "%s: stages on ocl0 %d, ocl1 %d: a device ran both towers",
                        loom_sched_policy_name((loom_sched_policy)policy), (int)st.devices[0].stages,
@@ -210,6 +214,20 @@ TEST(branches_run_at_once_on_two_devices) {
       loom_tensor_deinit(&out[1]);
       loom_share_stats_deinit(&st);
     }
+  }
+  /* cpu0 beside ocl0 (eager: PoCL's device takes work beside cpu0): cpu0 has no device clock,
+   * its stages are timed on the host */
+  {
+    loom_tensor o2[2];
+    loom_share_stats s2;
+    memset(&s2, 0, sizeof s2);
+    ASSERT_OK(run_towers(&f, "cpu0,ocl0", LOOM_SCHED_EAGER, o2, &s2));
+    ASSERT_TRUE(equal(&o2[0], &f.ref[0]) && equal(&o2[1], &f.ref[1]));
+    ASSERT_EQ(s2.devices[0].device_timed, 0);
+    ASSERT_EQ(s2.devices[1].device_timed, s2.devices[1].stages);
+    loom_tensor_deinit(&o2[0]);
+    loom_tensor_deinit(&o2[1]);
+    loom_share_stats_deinit(&s2);
   }
   /* one device: one stage, as loom_plan_run runs it */
   loom_tensor out[2];

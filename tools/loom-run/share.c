@@ -35,12 +35,12 @@ void run_share_print(FILE *f, const loom_share_stats *st) {
     fprintf(
         f,
         "  device %-6s busy %9.3f s (%5.1f%%)  %6lld pieces in %4d ranges  %d stages  limit %10s  peak %10s"
-        "  in %s  out %s\n",
+        "  in %s  out %s  device clock %d\n",
         d->device, d->busy_seconds, st->seconds > 0 ? 100.0 * d->busy_seconds / st->seconds : 0.0,
         (long long)d->pieces, (int)d->ranges, (int)d->stages,
         loom_bytes_format(d->limit_bytes, lim, sizeof lim),
         loom_bytes_format(d->peak_bytes, peak, sizeof peak), loom_bytes_format(d->bytes_in, in, sizeof in),
-        loom_bytes_format(d->bytes_out, out, sizeof out));
+        loom_bytes_format(d->bytes_out, out, sizeof out), (int)d->device_timed);
   }
 }
 
@@ -53,6 +53,7 @@ void run_share_write_json(loom__json *j, const loom_share_stats *st) {
     loom__json_kv_string(j, "device", d->device);
     loom__json_kv_int64(j, "limit_bytes", d->limit_bytes);
     loom__json_kv_double(j, "busy_seconds", d->busy_seconds);
+    loom__json_kv_int64(j, "device_timed", d->device_timed);
     loom__json_kv_int64(j, "pieces", d->pieces);
     loom__json_kv_int64(j, "ranges", d->ranges);
     loom__json_kv_int64(j, "stages", d->stages);

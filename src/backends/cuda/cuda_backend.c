@@ -144,6 +144,42 @@ static loom_status cu_merge_index(void *dev, int64_t total, int64_t k, int64_t i
   return s;
 }
 
+/* ---- the device's clock ------------------------------------------------------------------ */
+
+/* An event recorded on the device's stream (timing on): it completes when the work before it
+ * has, and cudaEventElapsedTime gives the device time between two. */
+static loom_status cu_mark(void *dev, void **out_mark) {
+  loom__cu_device *d = dev;
+  cudaEvent_t ev = NULL;
+  pthread_mutex_lock(&d->lock);
+  loom_status s = loom__cu_enter(d);
+  if (!s) s = loom__cu_check(d, cudaEventCreate(&ev), "cudaEventCreate");
+  if (!s) s = loom__cu_check(d, cudaEventRecord(ev, d->stream), "cudaEventRecord");
+  pthread_mutex_unlock(&d->lock);
+  if (s) {
+    if (ev) cudaEventDestroy(ev);
+    return s;
+  }
+  *out_mark = ev;
+  return LOOM_OK;
+}
+
+static loom_status cu_mark_seconds(void *dev, void *from, void *to, double *seconds) {
+  loom__cu_device *d = dev;
+  float ms = 0;
+  loom_status s = loom__cu_check(d, cudaEventSynchronize((cudaEvent_t)to), "cudaEventSynchronize");
+  if (!s)
+    s = loom__cu_check(d, cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to),
+                       "cudaEventElapsedTime");
+  if (!s) *seconds = ms > 0 ? ms * 1e-3 : 0;
+  return s;
+}
+
+static void cu_mark_release(void *dev, void *mark) {
+  (void)dev;
+  if (mark) cudaEventDestroy((cudaEvent_t)mark);
+}
+
 const loom__backend loom__cuda_backend = {
     .name = "cuda",
     .host_memory = false,
@@ -153,4 +189,7 @@ const loom__backend loom__cuda_backend = {
     .synchronize = cu_synchronize,
     .copy = cu_strided_copy,
     .merge_index = cu_merge_index,
+    .mark = cu_mark,
+    .mark_seconds = cu_mark_seconds,
+    .mark_release = cu_mark_release,
 };

@@ -247,6 +247,46 @@ static loom_status cl_merge_index(void *dev, int64_t total, int64_t k, int64_t i
   return s;
 }
 
+/* ---- the device's clock ------------------------------------------------------------------ */
+
+/* A marker: on an in-order queue it ends when every command before it has ended, and its
+ * profiling end time (the queue is made with CL_QUEUE_PROFILING_ENABLE) is the device's. */
+static loom_status cl_mark(void *dev, void **out_mark) {
+  loom__cl_device *d = dev;
+  cl_event ev = NULL;
+  pthread_mutex_lock(&d->lock);
+  cl_int err = clEnqueueMarkerWithWaitList(d->queue, 0, NULL, &ev);
+  pthread_mutex_unlock(&d->lock);
+  if (err != CL_SUCCESS) {
+    loom_status s = loom__cl_status(err, "clEnqueueMarkerWithWaitList");
+    loom__error_prefix("%s: ", d->id);
+    return s;
+  }
+  *out_mark = ev;
+  return LOOM_OK;
+}
+
+static loom_status cl_mark_seconds(void *dev, void *from, void *to, double *seconds) {
+  loom__cl_device *d = dev;
+  cl_event ev[2] = {from, to};
+  cl_ulong end[2] = {0, 0};
+  cl_int err = clWaitForEvents(2, ev);
+  for (int i = 0; err == CL_SUCCESS && i < 2; i++)
+    err = clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof end[i], &end[i], NULL);
+  if (err != CL_SUCCESS) {
+    loom_status s = loom__cl_status(err, "clGetEventProfilingInfo");
+    loom__error_prefix("%s: ", d->id);
+    return s;
+  }
+  *seconds = end[1] >= end[0] ? (double)(end[1] - end[0]) * 1e-9 : 0;
+  return LOOM_OK;
+}
+
+static void cl_mark_release(void *dev, void *mark) {
+  (void)dev;
+  if (mark) clReleaseEvent(mark);
+}
+
 const loom__backend loom__opencl_backend = {
     .name = "opencl",
     .host_memory = false,
@@ -257,4 +297,7 @@ const loom__backend loom__opencl_backend = {
     .flush = cl_flush,
     .copy = cl_strided_copy,
     .merge_index = cl_merge_index,
+    .mark = cl_mark,
+    .mark_seconds = cl_mark_seconds,
+    .mark_release = cl_mark_release,
 };

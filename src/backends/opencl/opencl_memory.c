@@ -138,13 +138,17 @@ static loom_status ensure_context(loom__hmm_node *node) {
   return LOOM_OK;
 }
 
-/* An in-order queue of the node's device in its context. */
+/* An in-order queue of the node's device in its context, with profiling on: the shared
+ * runner times stages and ranges by the device's clock (markers' end times). */
 static cl_command_queue make_queue(cl_node *c, cl_int *err) {
-  if (at_least(c, 2, 0)) return clCreateCommandQueueWithProperties(c->context, c->device, NULL, err);
-    /* OpenCL 1.x devices have only the 1.2 call, deprecated in the 2.0 headers. */
+  if (at_least(c, 2, 0)) {
+    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    return clCreateCommandQueueWithProperties(c->context, c->device, props, err);
+  }
+  /* OpenCL 1.x devices have only the 1.2 call, deprecated in the 2.0 headers. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  return clCreateCommandQueue(c->context, c->device, 0, err);
+  return clCreateCommandQueue(c->context, c->device, CL_QUEUE_PROFILING_ENABLE, err);
 #pragma GCC diagnostic pop
 }
 
