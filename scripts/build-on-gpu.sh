@@ -7,7 +7,8 @@
 #   loom-info; the cuda tests (conformance.cuda, cuda.*: every example on cuda0 and under a
 #   memory limit); loom-bench cuda (Loom vs cuBLAS/cuFFT); loom-bench kmv on cuda0 (fused
 #   kernels through NVRTC vs unfused); loom-bench suite --quick on cuda0; the rest of the
-#   tests (the opencl ones on the NVIDIA OpenCL device); loom-bench opencl.
+#   calibrate and the shared runs on cpu0 + cuda0 (issue 15); the rest of the tests (the opencl
+#   ones on the NVIDIA OpenCL device); loom-bench opencl.
 # Run from the repository's root. Everything lands in $OUT (the device tool's folder) when it
 # is set, else in /tmp/loom-out: log.txt (every step, with its time and exit status) and the
 # benchmarks' JSON.
@@ -91,6 +92,14 @@ printf 'graph sgemm(a: f32[8192,8192], b: f32[8192,8192]) {\n  c = dot a b\n  re
 printf 'graph red(x: f32[1048576]) {\n  s = reduce_sum x axes=[0]\n  return s\n}\n' > red.lir
 step trace-sgemm 60 ./loom-run sgemm.lir --random 1 --runners cuda0:4GiB --trace "$OUT/trace-sgemm.json"
 step trace-reduce 30 ./loom-run red.lir --random 1 --runners cuda0:64MiB --trace "$OUT/trace-reduce.json"
+# Issue 15's third point: cpu0 + cuda0 against cuda0 alone. Both devices' models first (dmda
+# places stages and ranges by them), then the two towers (independent stages: where dmda puts
+# each, and why, from the models loom-info prints) and kNN's loop shared (loom-bench share's
+# ratios). Only these: LOOM_GPU_STEPS="calibrate models share-towers share-knn".
+step calibrate 120 ./loom-bench calibrate --devices cpu0,cuda0 --reps 2
+step models 10 ./loom-info --models
+step share-towers 90 sh -c "for d in cuda0 cpu0,cuda0; do for p in dmda eager; do ./loom-run $SRC/examples/towers.lir --random 1 --devices \$d --policy \$p; done; done"
+step share-knn 120 ./loom-bench share --devices cuda0,cpu0 --n 200000 --m 200000 --repeats 3 --no-auto
 # The rest of the tests, then the opencl ones on the NVIDIA OpenCL device where there is one
 # (cases made for PoCL's two devices fail there for want of ocl1).
 step ctest-rest 150 ctest -E '^(conformance\.)?cuda|opencl|fusedgpu' -j"$NPROC" --timeout 120 --output-on-failure
