@@ -49,7 +49,9 @@ bool loom__strides_dense(const loom_type *t, const int64_t *strides) {
   int64_t expect = 1;
   for (int32_t i = t->rank - 1; i >= 0; i--) {
     if (t->dims[i] != 1 && strides[i] != expect) return false;
-    expect *= (t->dtype == LOOM_Q4 && i == t->rank - 1) ? loom__q4_row_nibbles(t->dims[i]) : t->dims[i];
+    /* saturating, as layout.c makes dense strides, so the two agree past int64 */
+    expect = loom__sat_mul_i64(
+        expect, (t->dtype == LOOM_Q4 && i == t->rank - 1) ? loom__q4_row_nibbles(t->dims[i]) : t->dims[i]);
   }
   return true;
 }
