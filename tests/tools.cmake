@@ -513,6 +513,8 @@ loom_bench_test(compare_one_report RC 2 ARGS compare a.json
   STDERR_REGEX "^loom-bench compare: want two reports, A.json and B.json\nusage: loom-bench compare")
 loom_bench_test(compare_bad_threshold RC 2 ARGS compare a.json b.json --threshold -1
   STDERR_REGEX "^loom-bench compare: --threshold '-1': want a fraction from 0 to 100, as 0.1\n$")
+loom_bench_test(compare_bad_floor RC 2 ARGS compare a.json b.json --floor x
+  STDERR_REGEX "^loom-bench compare: --floor 'x': want seconds from 0 to 3600, as 0.0001\n$")
 loom_bench_test(compare_missing_file RC 1 ARGS compare @WORK@/none.json @WORK@/none.json
   STDERR_REGEX "^loom-bench compare: cannot read [^\n]*none.json\n$")
 # Issue 14's benchmarks run at tiny sizes: the fused and unfused runs both finish under the limit

@@ -145,3 +145,20 @@ if(NOT rc EQUAL 1 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\
    NOT out MATCHES "\n1 regression beyond 10%\n")
   fail("compare with a changed B (exit ${rc}):\n${out}\n${err}")
 endif()
+
+# ---- a case of microseconds five times slower in B: under the floor, not judged; with
+# --floor 0, a regression ----
+string(JSON a2 SET "${json}" devices 0 cases 0 seconds 0.000001)
+string(JSON b2 SET "${json}" devices 0 cases 0 seconds 0.000005)
+file(WRITE ${WORK}/a2.json "${a2}")
+file(WRITE ${WORK}/b2.json "${b2}")
+execute_process(COMMAND "${TOOL}" compare ${WORK}/a2.json ${WORK}/b2.json --fail-on-regression
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\| 5\\.00 \\| under the floor \\|")
+  fail("compare of a microsecond case (exit ${rc}):\n${out}\n${err}")
+endif()
+execute_process(COMMAND "${TOOL}" compare ${WORK}/a2.json ${WORK}/b2.json --floor 0 --fail-on-regression
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\| 5\\.00 \\| REGRESSION \\|")
+  fail("compare --floor 0 of a microsecond case (exit ${rc}):\n${out}\n${err}")
+endif()

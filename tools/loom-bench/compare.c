@@ -12,22 +12,26 @@
 typedef struct compare_options {
   const char *a, *b;
   double threshold;
+  double floor; /* cases under this many seconds in both reports are not judged */
   bool fail_on_regression;
 } compare_options;
 
 static int usage(FILE *f, int rc) {
   fputs(
-      "usage: loom-bench compare A.json B.json [--threshold X] [--fail-on-regression]\n"
+      "usage: loom-bench compare A.json B.json [--threshold X] [--floor S] [--fail-on-regression]\n"
       "  Every case of two `loom-bench suite --json` reports side by side: Loom's time in each, B/A\n"
       "  (B's time over A's: above 1, B is slower) and each side's ratio to its vendor library.\n"
       "  --threshold X         flag a regression where B/A > 1 + X (default 0.1)\n"
+      "  --floor S             judge no case that takes under S seconds in both reports (default\n"
+      "                        0.0001: on a shared machine microsecond cases move by more than\n"
+      "                        any threshold); 0 judges every case\n"
       "  --fail-on-regression  exit 1 when a case regressed (else 0 whatever the figures)\n",
       f);
   return rc;
 }
 
 static int parse_args(int argc, char **argv, compare_options *o) {
-  *o = (compare_options){.threshold = 0.1};
+  *o = (compare_options){.threshold = 0.1, .floor = 1e-4};
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     if (!strcmp(f, "--help")) return usage(stdout, -1);
@@ -39,6 +43,14 @@ static int parse_args(int argc, char **argv, compare_options *o) {
       o->threshold = strtod(v, &end);
       if (!*v || *end || !(o->threshold >= 0 && o->threshold <= 100)) {
         fprintf(stderr, "loom-bench compare: --threshold '%s': want a fraction from 0 to 100, as 0.1\n", v);
+        return 2;
+      }
+    } else if (!strcmp(f, "--floor")) {
+      char *end = NULL;
+      const char *v = i + 1 < argc ? argv[++i] : "";
+      o->floor = strtod(v, &end);
+      if (!*v || *end || !(o->floor >= 0 && o->floor <= 3600)) {
+        fprintf(stderr, "loom-bench compare: --floor '%s': want seconds from 0 to 3600, as 0.0001\n", v);
         return 2;
       }
     } else if (f[0] == '-' && f[1] == '-') {
@@ -126,7 +138,8 @@ static void print_vendor_ratio(const loom__jr_value *c) {
 }
 
 /* One row: a case in both reports, or in one (the other NULL). Returns whether it regressed. */
-static bool print_row(const char *id, const loom__jr_value *a, const loom__jr_value *b, double threshold) {
+static bool print_row(const char *id, const loom__jr_value *a, const loom__jr_value *b, double threshold,
+                      double floor) {
   const loom__jr_value *c = a ? a : b;
   printf("| %s | %s | %s | %s |", id, loom__jr_string(c, "name"), loom__jr_string(c, "dtype"),
          loom__jr_string(c, "size"));
@@ -138,6 +151,8 @@ static bool print_row(const char *id, const loom__jr_value *a, const loom__jr_va
     printf(" - | only in %s |", a ? "A" : "B");
   } else if (ta <= 0 || tb <= 0) {
     printf(" - | not measured in %s |", ta <= 0 && tb <= 0 ? "either" : ta <= 0 ? "A" : "B");
+  } else if (ta < floor && tb < floor) {
+    printf(" %.2f | under the floor |", tb / ta);
   } else {
     regressed = tb / ta > 1 + threshold;
     printf(" %.2f | %s |", tb / ta, regressed ? "REGRESSION" : tb / ta < 1 / (1 + threshold) ? "faster" : "");
@@ -150,7 +165,7 @@ static bool print_row(const char *id, const loom__jr_value *a, const loom__jr_va
 
 /* Rows of every case of `from`; with `other` absent from the other report only (only_missing). */
 static int32_t rows(const loom__jr_value *from, const loom__jr_value *other, bool from_is_a,
-                    bool only_missing, double threshold) {
+                    bool only_missing, double threshold, double floor) {
   const loom__jr_value *devices = loom__jr_get(from, "devices");
   int32_t regressions = 0;
   for (int32_t i = 0; i < devices->n; i++) {
@@ -159,7 +174,7 @@ static int32_t rows(const loom__jr_value *from, const loom__jr_value *other, boo
     for (int32_t k = 0; cases && cases->type == LOOM__JR_ARRAY && k < cases->n; k++) {
       const loom__jr_value *c = &cases->items[k], *o = find_case(other, id, c);
       if (only_missing && o) continue;
-      regressions += print_row(id, from_is_a ? c : o, from_is_a ? o : c, threshold);
+      regressions += print_row(id, from_is_a ? c : o, from_is_a ? o : c, threshold, floor);
     }
   }
   return regressions;
@@ -187,12 +202,15 @@ int loom_bench_compare(int argc, char **argv) {
   }
   print_devices("A", o.a, &a);
   print_devices("B", o.b, &b);
-  printf("\nB/A = B's time / A's time; a regression where it is above %.2f\n\n", 1 + o.threshold);
+  printf(
+      "\nB/A = B's time / A's time; a regression where it is above %.2f (cases under %g s in both not "
+      "judged)\n\n",
+      1 + o.threshold, o.floor);
   puts(
       "| device | case | dtype | size | A | B | B/A | | A vs library | B vs library |\n"
       "|---|---|---|---|---|---|---|---|---|---|");
-  int32_t regressions = rows(&a, &b, true, false, o.threshold);
-  rows(&b, &a, false, true, o.threshold);
+  int32_t regressions = rows(&a, &b, true, false, o.threshold, o.floor);
+  rows(&b, &a, false, true, o.threshold, o.floor);
   printf("\n%d regression%s beyond %.0f%%\n", (int)regressions, regressions == 1 ? "" : "s",
          o.threshold * 100);
   loom__jr_free(&a);
