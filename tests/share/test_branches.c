@@ -242,6 +242,42 @@ TEST(branches_run_at_once_on_two_devices) {
   fixture_deinit(&f);
 }
 
+/* ocl1 at 1 KiB: no stage's estimate fits it, so ocl0 runs every stage (eager too: a device
+ * too small for a stage never gets it while another can hold it). */
+TEST(branches_a_device_too_small_gets_no_stage) {
+  fixture f;
+  if (!fixture_init_opencl(&f, TOWERS_LIR("64"))) return;
+  loom_runner lim = {"ocl1", 1024};
+  loom_runner *runners = NULL;
+  int32_t n = 0;
+  loom_plan *plan = NULL;
+  ASSERT_OK(loom_share_runners(f.ctx, "ocl0,ocl1", &lim, 1, &runners, &n));
+  ASSERT_OK(loom_plan_split_by_memory(f.g, runners, 1, &plan));
+  for (int policy = LOOM_SCHED_EAGER; policy <= LOOM_SCHED_DMDA; policy++) {
+    loom_share_options so;
+    loom_share_options_init(&so);
+    so.devices = "ocl0,ocl1";
+    so.policy = (loom_sched_policy)policy;
+    so.limits = &lim;
+    so.n_limits = 1;
+    loom_tensor out[2];
+    loom_share_stats st;
+    memset(&st, 0, sizeof st);
+    ASSERT_OK(loom_plan_run_shared(f.ctx, plan, &so, f.in, 3, out, 2, &st));
+    ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+    ASSERT_EQ(st.n_stages, 3);
+    ASSERT_EQ(st.devices[0].stages, 3);
+    ASSERT_EQ(st.devices[1].stages, 0);
+    ASSERT_EQ(st.devices[1].limit_bytes, 1024);
+    loom_tensor_deinit(&out[0]);
+    loom_tensor_deinit(&out[1]);
+    loom_share_stats_deinit(&st);
+  }
+  loom_plan_destroy(plan);
+  free(runners);
+  fixture_deinit(&f);
+}
+
 /* ocl1 refusing memory: the run fails naming the stage and ocl1, returns nothing, and leaves
  * nothing allocated; ocl0's tower, running meanwhile, ends and is freed. */
 TEST(branches_a_failing_device_cancels_the_others) {
