@@ -32,6 +32,7 @@ loom_status loom_context_create(const loom_context_options *opts, loom_context *
   if (s != LOOM_OK) return s;
   loom_context *ctx = loom__calloc(1, sizeof *ctx);
   if (!ctx) s = loom__oom("a context");
+  if (ctx) loom__history_init(&ctx->history);
   if (s == LOOM_OK && spec && !sel.all && !(ctx->device_filter = loom__strdup(spec)))
     s = loom__oom("a context");
   /* The backends' discovery in the list's order: CUDA first, so that a GPU both runtimes show
@@ -56,5 +57,6 @@ void loom_context_destroy(loom_context *ctx) {
   loom__context_memory_release(ctx);
   loom__devices_deinit(&ctx->devices);
   loom__free(ctx->device_filter);
+  loom__history_deinit(&ctx->history);
   loom__free(ctx);
 }

@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "devices/devices.h"
 #include "loom/runtime.h"
+#include "runtime/stage_history.h"
 
 struct loom__exec_table;
 struct loom_mem_manager;
@@ -18,6 +19,8 @@ struct loom_context {
   struct loom__exec_table *exec;
   /* The default memory manager (loom_context_memory), made with the context. Owned. */
   struct loom_mem_manager *memory;
+  /* Stages' measured times by footprint and device, for the shared runner's dmda. */
+  loom__stage_history history;
 };
 
 /* Makes the context's default manager (loom_context_memory), with the default options:

@@ -38,6 +38,7 @@
 #include "runtime/context.h"
 #include "runtime/exec.h"
 #include "runtime/share_cut.h"
+#include "runtime/stage_history.h"
 
 #define RANGES_PER_DEVICE_DEFAULT 6
 /* A free worker whose device would finish later waits at most this long before it looks again
@@ -357,7 +358,8 @@ typedef struct stage {
   int32_t loop_op; /* the loop the devices share; -1: run whole */
   shared_loop *L;  /* while shared */
   loom_tensor *ins, *outs;
-  double *seconds; /* per worker: expected seconds from the models, transfers included; NULL: none */
+  double *seconds;    /* per worker: expected seconds from the models, transfers included; NULL: none */
+  uint64_t footprint; /* of its graph: its measured times in the context's history */
 } stage;
 
 /* A value between stages: a host tensor, the caller's or ours. */
@@ -735,23 +737,38 @@ static bool stage_eligible(const share_run *r, const worker *w, const stage *st)
   return true;
 }
 
-/* Under r->mu: whether free worker w takes ready stage st to run whole. eager: yes. dmda, with
- * every device's model: where no other device would end it sooner, from when it is free (its
- * inputs' and outputs' transfers included: values between stages are on the host). dmda
- * without models: the first free device of the list (cpu0 first under auto) takes it, so a
- * graph with no independent work runs on one device as it did before sharing, and a stage
- * ready while that device is busy goes to the next. */
+/* Expected seconds of stage st on worker i's device: from the models where every device has
+ * one, else from the context's history of the stage's footprint on that device; false when
+ * neither knows. */
+static bool expected_seconds(const share_run *r, const stage *st, int32_t i, double *out) {
+  if (st->seconds) {
+    *out = st->seconds[i];
+    return true;
+  }
+  return loom__history_get(r->ctx, st->footprint, r->workers[i].runner.device, out);
+}
+
+/* Under r->mu: whether free worker w takes ready stage st to run whole. eager: yes. dmda, where
+ * every device it may go to has an expected time (expected_seconds): where no other device
+ * would end it sooner, from when it is free (the models count the transfers of its inputs
+ * and outputs: values between stages are on the host; measured times hold them). Otherwise
+ * the first free device of the list (cpu0 first under auto) takes it, so a graph with no
+ * independent work runs on one device as it did before sharing, and a stage ready while that
+ * device is busy goes to the next; the times it measures are the history the next run of the
+ * same stage goes by. */
 static bool takes_stage(const share_run *r, const worker *w, const stage *st, double now) {
   if (!stage_eligible(r, w, st)) return false;
   if (r->opts->policy == LOOM_SCHED_EAGER) return true;
-  if (st->seconds) {
-    double mine = now + st->seconds[w->index];
-    for (int32_t i = 0; i < r->n_workers; i++) {
-      const worker *e = &r->workers[i];
-      if (e != w && stage_eligible(r, e, st) && free_at(e, now) + st->seconds[i] < mine) return false;
-    }
-    return true;
+  double mine = 0;
+  bool known = expected_seconds(r, st, w->index, &mine);
+  for (int32_t i = 0; known && i < r->n_workers; i++) {
+    const worker *e = &r->workers[i];
+    double theirs = 0;
+    if (e == w || !stage_eligible(r, e, st)) continue;
+    known = expected_seconds(r, st, i, &theirs);
+    if (known && free_at(e, now) + theirs < now + mine) return false;
   }
+  if (known) return true;
   for (int32_t i = 0; i < w->index; i++)
     if (!r->workers[i].busy && stage_eligible(r, &r->workers[i], st)) return false;
   return true;
@@ -768,7 +785,9 @@ static loom_status run_whole(share_run *r, worker *w, stage *st) {
   loom_status s = loom_plan_split_by_memory(st->st.graph, &w->runner, 1, &sub);
   if (!s) s = loom_plan_run(r->ctx, sub, st->ins, st->st.n_inputs, st->outs, st->st.n_outputs, &ps);
   if (s) loom__error_prefix("stage %d (%d ops) on %s: ", (int)st->index, (int)st->st.n_ops, w->runner.device);
-  w->stats->busy_seconds += clock_stop(w, &clock, s == LOOM_OK);
+  double took = clock_stop(w, &clock, s == LOOM_OK);
+  w->stats->busy_seconds += took;
+  if (!s) loom__history_put(r->ctx, st->footprint, w->runner.device, took);
   w->stats->peak_bytes = LOOM_MAX(w->stats->peak_bytes, ps.peak_bytes);
   loom_plan_stats_deinit(&ps);
   loom_plan_destroy(sub);
@@ -851,7 +870,8 @@ static bool next_task(share_run *r, worker *w, bool waited, task *t) {
     if (st->state == STAGE_READY && takes_stage(r, w, st, now)) {
       *t = (task){TASK_WHOLE, st, -1};
       st->state = STAGE_BUSY;
-      w->busy_until = now + (st->seconds ? st->seconds[w->index] : 0);
+      double expect = 0;
+      w->busy_until = now + (expected_seconds(r, st, w->index, &expect) ? expect : 0);
       return true;
     }
   }
@@ -1112,6 +1132,7 @@ static loom_status run_init(share_run *r, const loom_graph *plan_graph, const lo
       r->n_done++;
     }
     if (!s && st->loop_op < 0) s = stage_seconds(r, st);
+    st->footprint = loom__graph_footprint(st->st.graph);
     if (s) return s;
   }
   return LOOM_OK;

@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "runtime/share_cut.h"
+#include "runtime/stage_history.h"
 
 /* Two towers (x's and y's) of two dots each, 512 x 512: |a3| <= 512 x 3 x 512 < 2^24, exact. */
 #define TOWERS_LIR(N)                                                      \
@@ -86,9 +87,11 @@ static bool equal(const loom_tensor *a, const loom_tensor *b) {
 }
 
 /* The graph as it is (no rewrite: chunking would make its dots loops), planned for the first
- * device, run shared on `devices` with `policy`. */
-static loom_status run_towers(fixture *f, const char *devices, loom_sched_policy policy, loom_tensor *out,
-                              loom_share_stats *st) {
+ * device, run shared on `devices` with `policy`, with the context's history of stage times
+ * kept (runs before it placed by it) or forgotten first. */
+static loom_status run_towers_history(fixture *f, const char *devices, loom_sched_policy policy,
+                                      bool keep_history, loom_tensor *out, loom_share_stats *st) {
+  if (!keep_history) loom__history_clear(f->ctx);
   loom_runner *runners = NULL;
   int32_t n = 0;
   loom_plan *plan = NULL;
@@ -102,6 +105,12 @@ static loom_status run_towers(fixture *f, const char *devices, loom_sched_policy
   loom_plan_destroy(plan);
   free(runners);
   return s;
+}
+
+/* As run_towers_history, the history forgotten: the placement without it (no models either). */
+static loom_status run_towers(fixture *f, const char *devices, loom_sched_policy policy, loom_tensor *out,
+                              loom_share_stats *st) {
+  return run_towers_history(f, devices, policy, false, out, st);
 }
 
 /* The op of g that makes the value named `name`. */
@@ -240,6 +249,67 @@ TEST(branches_run_at_once_on_two_devices) {
   loom_tensor_deinit(&out[1]);
   loom_share_stats_deinit(&st);
   fixture_deinit(&f);
+}
+
+/* dmda by the stages' measured history (no models): with the towers' footprint (both towers
+ * share one) seeded as 1 ms on one device and 1000 s on the other, the fast one runs both
+ * towers; the join, of no history yet, goes to the first free device of the list. The run's
+ * own times join the history. */
+TEST(branches_follow_the_stage_history) {
+  fixture f;
+  if (!fixture_init_opencl(&f, TOWERS_LIR("512"))) return;
+  loom_runner r0 = {"ocl0", 1 << 30};
+  loom_plan *cut = NULL;
+  ASSERT_OK(loom_share_cut(f.g, &r0, 2, &cut));
+  loom_stage_info st0, st1, st2;
+  ASSERT_OK(loom_plan_stage(cut, 0, &st0));
+  ASSERT_OK(loom_plan_stage(cut, 1, &st1));
+  ASSERT_OK(loom_plan_stage(cut, 2, &st2));
+  uint64_t tower = loom__graph_footprint(st0.graph), join = loom__graph_footprint(st2.graph);
+  ASSERT_TRUE(tower == loom__graph_footprint(st1.graph));
+  ASSERT_TRUE(tower != join);
+  loom_plan_destroy(cut);
+  for (int fast = 0; fast < 2; fast++) {
+    const char *dev[2] = {"ocl0", "ocl1"};
+    loom__history_clear(f.ctx);
+    loom__history_put(f.ctx, tower, dev[fast], 1e-3);
+    loom__history_put(f.ctx, tower, dev[1 - fast], 1000);
+    loom_tensor out[2];
+    loom_share_stats st;
+    memset(&st, 0, sizeof st);
+    ASSERT_OK(run_towers_history(&f, "ocl0,ocl1", LOOM_SCHED_DMDA, true, out, &st));
+    ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+    /* the fast device: both towers (and the join where it is ocl0, first in the list) */
+    ASSERT_EQ(st.devices[fast].stages, fast == 0 ? 3 : 2);
+    ASSERT_EQ(st.devices[1 - fast].stages, fast == 0 ? 0 : 1);
+    double t = 0;
+    ASSERT_TRUE(loom__history_get(f.ctx, tower, dev[fast], &t) && t != 1e-3);
+    ASSERT_TRUE(loom__history_get(f.ctx, tower, dev[1 - fast], &t) && t == 1000);
+    ASSERT_TRUE(loom__history_get(f.ctx, join, "ocl0", &t) && t > 0);
+    loom_tensor_deinit(&out[0]);
+    loom_tensor_deinit(&out[1]);
+    loom_share_stats_deinit(&st);
+  }
+  fixture_deinit(&f);
+}
+
+/* The history keeps one entry per footprint and device, the oldest giving way when full. */
+TEST(stage_history_keeps_the_latest) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  double t = 0;
+  ASSERT_TRUE(!loom__history_get(ctx, 7, "cpu0", &t));
+  loom__history_put(ctx, 7, "cpu0", 2.0);
+  loom__history_put(ctx, 7, "cpu0", 4.0); /* halfway: 3 */
+  loom__history_put(ctx, 7, "cpu0", -1);  /* not a time: ignored */
+  ASSERT_TRUE(loom__history_get(ctx, 7, "CPU0", &t));
+  ASSERT_NEAR(t, 3.0, 1e-12);
+  for (uint64_t k = 100; k < 100 + LOOM__HISTORY_SIZE; k++) loom__history_put(ctx, k, "ocl0", 1.0);
+  ASSERT_TRUE(!loom__history_get(ctx, 7, "cpu0", &t)); /* the oldest went */
+  ASSERT_TRUE(loom__history_get(ctx, 100 + LOOM__HISTORY_SIZE - 1, "ocl0", &t));
+  loom__history_clear(ctx);
+  ASSERT_TRUE(!loom__history_get(ctx, 100, "ocl0", &t));
+  loom_context_destroy(ctx);
 }
 
 /* ocl1 at 1 KiB: no stage's estimate fits it, so ocl0 runs every stage (eager too: a device

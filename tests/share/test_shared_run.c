@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "runtime/stage_history.h"
 
 /* x and y: 157 and 211 points of integer coordinates below 8 (exact distances, many ties);
  * the stages around the loop: a shift of x before, a square root of the distances after. */
@@ -87,6 +88,9 @@ static bool fixture_init_opencl(fixture *f) {
  * with `policy`. */
 static loom_status run_on(fixture *f, const char *devices, const char *run_devices, loom_sched_policy policy,
                           int64_t limit, bool fuse, loom_tensor *out, loom_share_stats *stats) {
+  /* each run placed without the times of the runs before it (stage_history.h): these tests
+   * check the placement of a first run */
+  loom__history_clear(f->ctx);
   loom_runner *runners = NULL, lim[3];
   int32_t n = 0;
   for (int i = 0; i < 3; i++) {
