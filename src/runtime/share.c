@@ -17,9 +17,9 @@
  * take a loop's next range (eager: always; dmda: only where the loop would end sooner with
  * this device running it than with the others running all that is left, dmda_takes, going by
  * each device's seconds per piece: its model where loom-bench calibrate made one, then its
- * own ranges' times). A worker with nothing to
- * take waits for the next change (a task taken or done) and looks again. A stage's end wakes
- * the stages reading it; the worker ending a loop's last range combines it.
+ * own ranges' times). A worker with nothing to take waits for the next change (a task taken
+ * or done) and looks again. A stage's end wakes the stages reading it; the worker ending a
+ * loop's last range combines it.
  * A worker that fails marks the run failed: the others take no more work, finish what they
  * run, and are joined; the first error is the run's, with its stage, pieces and device.
  */
