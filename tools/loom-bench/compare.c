@@ -30,6 +30,16 @@ static int usage(FILE *f, int rc) {
   return rc;
 }
 
+/* The number v after flag f into *out: false, having said what was wanted (`want`), where v
+ * is not one from lo to hi. */
+static bool number_arg(const char *f, const char *v, double lo, double hi, const char *want, double *out) {
+  char *end = NULL;
+  *out = strtod(v, &end);
+  if (*v && !*end && *out >= lo && *out <= hi) return true;
+  fprintf(stderr, "loom-bench compare: %s '%s': want %s\n", f, v, want);
+  return false;
+}
+
 static int parse_args(int argc, char **argv, compare_options *o) {
   *o = (compare_options){.threshold = 0.1, .floor = 1e-4};
   for (int i = 1; i < argc; i++) {
@@ -37,22 +47,13 @@ static int parse_args(int argc, char **argv, compare_options *o) {
     if (!strcmp(f, "--help")) return usage(stdout, -1);
     if (!strcmp(f, "--fail-on-regression")) {
       o->fail_on_regression = true;
-    } else if (!strcmp(f, "--threshold")) {
-      char *end = NULL;
+    } else if (!strcmp(f, "--threshold") || !strcmp(f, "--floor")) {
       const char *v = i + 1 < argc ? argv[++i] : "";
-      o->threshold = strtod(v, &end);
-      if (!*v || *end || !(o->threshold >= 0 && o->threshold <= 100)) {
-        fprintf(stderr, "loom-bench compare: --threshold '%s': want a fraction from 0 to 100, as 0.1\n", v);
+      bool threshold = !strcmp(f, "--threshold");
+      if (!number_arg(f, v, 0, threshold ? 100 : 3600,
+                      threshold ? "a fraction from 0 to 100, as 0.1" : "seconds from 0 to 3600, as 0.0001",
+                      threshold ? &o->threshold : &o->floor))
         return 2;
-      }
-    } else if (!strcmp(f, "--floor")) {
-      char *end = NULL;
-      const char *v = i + 1 < argc ? argv[++i] : "";
-      o->floor = strtod(v, &end);
-      if (!*v || *end || !(o->floor >= 0 && o->floor <= 3600)) {
-        fprintf(stderr, "loom-bench compare: --floor '%s': want seconds from 0 to 3600, as 0.0001\n", v);
-        return 2;
-      }
     } else if (f[0] == '-' && f[1] == '-') {
       fprintf(stderr, "loom-bench compare: unknown option '%s'\n", f);
       return usage(stderr, 2);
