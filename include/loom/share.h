@@ -9,8 +9,11 @@
  * a worker (a host thread feeding the device's in-order queue) for the whole run, which takes,
  * as the policy says, a ready stage to run whole on its device (as loom_plan_run runs a stage,
  * under that device's limit) or a range of a loop's pieces (a graph of its own, under the
- * device's limit); the ranges' results are combined on the host. Values between stages are
- * host tensors; a stage's end wakes the stages reading it.
+ * device's limit); the ranges' results are combined on the host. A stage run whole on a
+ * device leaves its results there, resident, for the stages reading them (the memory manager
+ * brings them where those run, device to device between OpenCL devices of one platform,
+ * ordered behind the work that made them); a cpu0 stage's and a loop's results are host
+ * tensors. A stage's end wakes the stages reading it.
  *
  * Thread safety: a shared run uses one thread per device of the context; the context may be
  * used by other threads meanwhile, as loom_plan_run says.

@@ -53,6 +53,7 @@
 #include "backends/backend.h"
 #include "ir/ir.h"
 #include "loom/memory.h"
+#include "loom/plan.h"
 #include "loom/runtime.h"
 
 /* Counts the bytes the runtime holds for one execution. No allocation ever passes `limit`. */
@@ -135,6 +136,16 @@ loom_status loom__check_inputs(const loom_graph *g, const loom_tensor *inputs, i
  * OUT_OF_MEMORY). */
 loom_status loom__context_exec_device(loom_context *ctx, const char *id,
                                       const loom__exec_device **out_device);
+
+/* For the shared runner (share.c): runs `plan` with each parameter either a host tensor
+ * (inputs[p], in_bufs[p] NULL) or a buffer (in_bufs[p]; inputs[p] gives its type only; either
+ * array may be NULL where every parameter is of the other kind). With out_bufs, every output
+ * is handed out as loom_plan_run_buffers does (a buffer resident where its stage ran, the
+ * caller's to free; the run does not wait for an OpenCL device's work); else as host tensors
+ * in outputs, as loom_plan_run does. Errors: as loom_plan_run_buffers. */
+loom_status loom__plan_run_mixed(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
+                                 loom_buffer *const *in_bufs, loom_tensor *outputs, loom_buffer **out_bufs,
+                                 int32_t n_outputs, loom_plan_stats *stats);
 
 /* Makes the context's table of devices and opens cpu0 in it; called by loom_context_create
  * once the devices and the memory manager are there. Errors: OUT_OF_MEMORY. */

@@ -106,7 +106,7 @@ static loom_status run_init(plan_run *r, const loom_plan *plan, const loom_tenso
   for (int32_t v = 0; v < r->g->n_values; v++) r->vals[v].last_stage = r->vals[v].node = -1;
   for (int32_t p = 0; p < r->g->n_params; p++) {
     held_value *h = &r->vals[r->g->params[p]];
-    if (inputs) {
+    if (inputs && !(in_bufs && in_bufs[p])) {
       h->t = inputs[p];
       continue;
     }
@@ -593,7 +593,7 @@ static loom_status run_all(loom_context *ctx, const loom_plan *plan, const loom_
   loom_stage_stats *per = loom__calloc((size_t)LOOM_MAX(n_stages, 1), sizeof *per);
   plan_run r;
   memset(&r, 0, sizeof r);
-  loom_status s = per ? run_init(&r, plan, resident ? NULL : inputs, in_bufs) : loom__oom("plan statistics");
+  loom_status s = per ? run_init(&r, plan, inputs, in_bufs) : loom__oom("plan statistics");
   r.ctx = ctx;
   r.opts = opts && opts->recover ? opts : NULL;
   r.log = &log;
@@ -788,6 +788,22 @@ loom_status loom_plan_run_buffers(loom_context *ctx, const loom_plan *plan, loom
   if (!s) s = check_devices(ctx, plan);
   if (s) return s;
   return run_all(ctx, plan, NULL, true, NULL, inputs, NULL, outputs, n_outputs, stats);
+}
+
+loom_status loom__plan_run_mixed(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
+                                 loom_buffer *const *in_bufs, loom_tensor *outputs, loom_buffer **out_bufs,
+                                 int32_t n_outputs, loom_plan_stats *stats) {
+  if (stats) memset(stats, 0, sizeof *stats);
+  for (int32_t i = 0; out_bufs && i < n_outputs; i++) out_bufs[i] = NULL;
+  for (int32_t i = 0; outputs && !out_bufs && i < n_outputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
+  const loom_graph *g = loom_plan_graph(plan);
+  if (n_outputs != g->n_outputs || (n_outputs > 0 && !outputs && !out_bufs))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "graph '%s' returns %d values, the caller has room for %d",
+                       g->name, (int)g->n_outputs, (int)n_outputs);
+  loom_status s = check_devices(ctx, plan);
+  if (s) return s;
+  return run_all(ctx, plan, NULL, out_bufs != NULL, inputs, in_bufs, out_bufs ? NULL : outputs, out_bufs,
+                 n_outputs, stats);
 }
 
 void loom_plan_stats_deinit(loom_plan_stats *stats) {

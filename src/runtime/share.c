@@ -335,6 +335,8 @@ struct shared_loop {
   int32_t op, stage;
   loom_tensor *operands;   /* the loop's, in operand order: the stage's inputs, or made[] */
   loom_tensor *made;       /* the operands the stage makes (owned) */
+  loom_tensor *params;     /* the stage's inputs on the host: its ins, or read back (read[k]) */
+  bool *read;              /* params[k] was read back from a device's buffer (owned) */
   int64_t trips, chunk;    /* pieces; pieces per range */
   int64_t next;            /* the first piece no range has taken */
   int32_t n_ranges, n_out; /* ranges taken so far */
@@ -359,13 +361,19 @@ typedef struct stage {
   int32_t loop_op; /* the loop the devices share; -1: run whole */
   shared_loop *L;  /* while shared */
   loom_tensor *ins, *outs;
+  /* per input: the buffer holding it where an earlier stage left it on its device (ins[k] then
+   * gives its type); per output: the buffer a whole stage on a device hands it out in */
+  loom_buffer **in_bufs, **out_bufs;
   double *seconds;    /* per worker: expected seconds from the models, transfers included; NULL: none */
   uint64_t footprint; /* of its graph: its measured times in the context's history */
 } stage;
 
 /* A value between stages: a host tensor, the caller's or ours. */
 typedef struct held {
-  loom_tensor t;
+  loom_tensor t;    /* a host tensor; or, with buf, only the value's type */
+  loom_buffer *buf; /* where a whole stage on a device left it, resident there: the next
+                     * stages read it from there (the memory manager copies it where they
+                     * run, ordered behind the work that made it) */
   bool owned;
   bool returned;    /* a graph output: kept to the end */
   int32_t readers;  /* stages that read it and are not done */
@@ -685,6 +693,10 @@ static void loop_free(shared_loop *L) {
   loom__free(L->results);
   loom__free(L->parts);
   for (int32_t i = 0; L->made && i < L->sg->ops[L->op].n_inputs; i++) loom_tensor_deinit(&L->made[i]);
+  for (int32_t k = 0; L->read && k < L->sg->n_params; k++)
+    if (L->read[k]) loom_tensor_deinit(&L->params[k]);
+  loom__free(L->params);
+  loom__free(L->read);
   loom__free(L->operands);
   loom__free(L->lanes);
   loom__free(L);
@@ -709,12 +721,29 @@ static loom_status loop_open(share_run *r, stage *st, shared_loop **out) {
   L->results = loom__calloc((size_t)L->trips * (size_t)L->n_out, sizeof *L->results);
   L->parts = loom__calloc((size_t)L->trips, sizeof *L->parts);
   L->lanes = loom__calloc((size_t)r->n_workers, sizeof *L->lanes);
-  loom_status s =
-      L->operands && L->results && L->parts && L->lanes ? LOOM_OK : loom__oom("a shared loop's ranges");
-  if (!s) s = make_operands(r->ctx, sg, L->op, st->ins, L->made);
+  L->params = loom__calloc((size_t)LOOM_MAX(sg->n_params, 1), sizeof *L->params);
+  L->read = loom__calloc((size_t)LOOM_MAX(sg->n_params, 1), sizeof *L->read);
+  loom_status s = L->operands && L->results && L->parts && L->lanes && L->params && L->read
+                      ? LOOM_OK
+                      : loom__oom("a shared loop's ranges");
+  /* The ranges read the loop's operands from the host: a value a device stage left there is
+   * read back once. */
+  for (int32_t k = 0; !s && k < sg->n_params; k++) {
+    int64_t bytes = 0;
+    if (!st->in_bufs[k]) {
+      L->params[k] = st->ins[k];
+      continue;
+    }
+    s = loom__tensor_init_unzeroed(&L->params[k], &st->ins[k].type);
+    L->read[k] = !s;
+    if (!s) s = loom_type_bytes(&st->ins[k].type, &bytes);
+    if (!s && bytes > 0) s = loom_buffer_read(st->in_bufs[k], 0, L->params[k].data, bytes);
+    if (s) loom__error_prefix("stage %d: reading its input %d back: ", (int)st->index, (int)k);
+  }
+  if (!s) s = make_operands(r->ctx, sg, L->op, L->params, L->made);
   for (int32_t i = 0; !s && i < o->n_inputs; i++) {
     const loom__value *v = &sg->values[o->inputs[i]];
-    L->operands[i] = v->op >= 0 ? L->made[i] : st->ins[v->result];
+    L->operands[i] = v->op >= 0 ? L->made[i] : L->params[v->result];
   }
   if (!s) s = choose_devices(r, L);
   if (!s && r->opts->policy == LOOM_SCHED_DMDA) model_rates(r, L);
@@ -784,7 +813,12 @@ static loom_status run_whole(share_run *r, worker *w, stage *st) {
   task_clock clock;
   clock_start(w, &clock);
   loom_status s = loom_plan_split_by_memory(st->st.graph, &w->runner, 1, &sub);
-  if (!s) s = loom_plan_run(r->ctx, sub, st->ins, st->st.n_inputs, st->outs, st->st.n_outputs, &ps);
+  /* A device's results stay there for the stages reading them; a stage on the host's memory
+   * (cpu0) makes host tensors, as loom_plan_run does, outside the host node's limit. */
+  bool resident = !w->dev->backend->host_memory;
+  if (!s)
+    s = loom__plan_run_mixed(r->ctx, sub, st->ins, st->in_bufs, st->outs, resident ? st->out_bufs : NULL,
+                             st->st.n_outputs, &ps);
   if (s) loom__error_prefix("stage %d (%d ops) on %s: ", (int)st->index, (int)st->st.n_ops, w->runner.device);
   double took = clock_stop(w, &clock, s == LOOM_OK);
   w->stats->busy_seconds += took;
@@ -797,6 +831,8 @@ static loom_status run_whole(share_run *r, worker *w, stage *st) {
 
 static void held_release(held *h) {
   if (h->owned) loom_tensor_deinit(&h->t);
+  if (h->owned) loom_buffer_free(h->buf);
+  h->buf = NULL;
   memset(&h->t, 0, sizeof h->t);
   h->owned = false;
 }
@@ -813,7 +849,10 @@ static void wake_ready(share_run *r) {
       ready = p < 0 || r->stages[p].state == STAGE_DONE;
     }
     if (!ready) continue;
-    for (int32_t k = 0; k < st->st.n_inputs; k++) st->ins[k] = r->vals[st->st.inputs[k]].t;
+    for (int32_t k = 0; k < st->st.n_inputs; k++) {
+      st->ins[k] = r->vals[st->st.inputs[k]].t;
+      st->in_bufs[k] = r->vals[st->st.inputs[k]].buf;
+    }
     st->state = STAGE_READY;
   }
   pthread_cond_broadcast(&r->cv);
@@ -826,8 +865,11 @@ static void stage_done(share_run *r, stage *st) {
     held *h = &r->vals[st->st.outputs[k]];
     held_release(h);
     h->t = st->outs[k];
+    h->buf = st->out_bufs[k];
+    if (h->buf) h->t.type = r->g->values[st->st.outputs[k]].type;
     h->owned = true;
     memset(&st->outs[k], 0, sizeof st->outs[k]);
+    st->out_bufs[k] = NULL;
   }
   for (int32_t k = 0; k < st->st.n_inputs; k++) {
     held *h = &r->vals[st->st.inputs[k]];
@@ -839,7 +881,11 @@ static void stage_done(share_run *r, stage *st) {
 }
 
 static void outs_release(stage *st) {
-  for (int32_t k = 0; k < st->st.n_outputs; k++) loom_tensor_deinit(&st->outs[k]);
+  for (int32_t k = 0; k < st->st.n_outputs; k++) {
+    loom_tensor_deinit(&st->outs[k]);
+    loom_buffer_free(st->out_bufs[k]);
+    st->out_bufs[k] = NULL;
+  }
 }
 
 /* ---- the workers ---------------------------------------------------------------------------------- */
@@ -1120,10 +1166,12 @@ static loom_status run_init(share_run *r, const loom_graph *plan_graph, const lo
     st->loop_op = -1;
     s = loom_plan_stage(r->cut, i, &st->st);
     if (s) return s;
-    st->ins = loom__calloc((size_t)LOOM_MAX(st->st.n_inputs, 1) + (size_t)LOOM_MAX(st->st.n_outputs, 1),
-                           sizeof *st->ins);
+    size_t n_in = (size_t)LOOM_MAX(st->st.n_inputs, 1), n_out = (size_t)LOOM_MAX(st->st.n_outputs, 1);
+    st->ins = loom__calloc(1, (n_in + n_out) * (sizeof(loom_tensor) + sizeof(loom_buffer *)));
     if (!st->ins) return loom__oom("a stage's inputs and outputs");
-    st->outs = st->ins + LOOM_MAX(st->st.n_inputs, 1);
+    st->outs = st->ins + n_in;
+    st->in_bufs = (loom_buffer **)(void *)(st->outs + n_out);
+    st->out_bufs = st->in_bufs + n_in;
     for (int32_t k = 0; k < st->st.n_inputs; k++) r->vals[st->st.inputs[k]].readers++;
     for (int32_t k = 0; k < st->st.n_outputs; k++) r->vals[st->st.outputs[k]].producer = i;
     int32_t op = -1;
@@ -1166,17 +1214,25 @@ static loom_status copy_tensor(const loom_tensor *src, loom_tensor *dst) {
 static loom_status deliver(share_run *r, loom_tensor *outputs, int32_t n_outputs) {
   for (int32_t i = 0; i < n_outputs; i++) {
     held *h = &r->vals[r->g->outputs[i]];
-    loom_status s = LOOM_OK;
-    if (h->owned) {
-      outputs[i] = h->t;
-      memset(&h->t, 0, sizeof h->t);
-      h->owned = false;
-      continue;
-    }
     int32_t twin = -1;
     for (int32_t j = 0; j < i && twin < 0; j++)
       if (r->g->outputs[j] == r->g->outputs[i]) twin = j;
-    s = copy_tensor(twin >= 0 ? &outputs[twin] : &h->t, &outputs[i]);
+    loom_status s = LOOM_OK;
+    if (twin >= 0) {
+      s = copy_tensor(&outputs[twin], &outputs[i]);
+    } else if (h->buf) { /* read back from the device its stage left it on */
+      int64_t bytes = 0;
+      s = loom__tensor_init_unzeroed(&outputs[i], &h->t.type);
+      if (!s) s = loom_type_bytes(&h->t.type, &bytes);
+      if (!s && bytes > 0) s = loom_buffer_read(h->buf, 0, outputs[i].data, bytes);
+      if (!s) held_release(h);
+    } else if (h->owned) {
+      outputs[i] = h->t;
+      memset(&h->t, 0, sizeof h->t);
+      h->owned = false;
+    } else {
+      s = copy_tensor(&h->t, &outputs[i]);
+    }
     if (s) return s;
   }
   return LOOM_OK;
@@ -1350,9 +1406,11 @@ loom_status loom_plan_run_shared(loom_context *ctx, const loom_plan *plan, const
       pthread_mutex_destroy(&r.mu);
     }
   }
+  /* The values still held first: buffers freed go to their nodes' pools, which
+   * workers_finish then trims. */
+  run_deinit(&r);
   if (r.workers) workers_finish(&r);
   stats->seconds = loom__now() - t0;
-  run_deinit(&r);
   for (int32_t i = 0; s && outputs && i < n_outputs; i++) loom_tensor_deinit(&outputs[i]);
   loom__free(r.workers);
   free(runners);

@@ -211,6 +211,15 @@ TEST(branches_run_at_once_on_two_devices) {
       ASSERT_EQ(st.n_stages, 3);
       ASSERT_EQ(st.n_shared, 0);
       ASSERT_EQ(st.devices[0].stages + st.devices[1].stages, 3);
+      /* A tower's result stays on its device for the join: what leaves the devices is a2 and s
+       * (returned, read back at the end) and the tower result the join's device lacks, 1 MiB
+       * each; through the host it was 4 MiB. Under dmda the join goes to ocl0, first in the
+       * list, which then reads b3 from ocl1 beside x and w. */
+      ASSERT_EQ(st.devices[0].bytes_out + st.devices[1].bytes_out, 3 << 20);
+      if (policy == LOOM_SCHED_DMDA) {
+        ASSERT_EQ(st.devices[0].bytes_out, 2 << 20);
+        ASSERT_EQ(st.devices[0].bytes_in, 3 << 20);
+      }
       /* each stage timed by its device's clock (OpenCL event profiling) */
       ASSERT_EQ(st.devices[0].device_timed, st.devices[0].stages);
       ASSERT_EQ(st.devices[1].device_timed, st.devices[1].stages);
