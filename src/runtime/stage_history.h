@@ -36,8 +36,9 @@ typedef struct loom__stage_history {
 
 struct loom_graph;
 
-/* The footprint of graph g: a hash of its parameters' types and of each op's kind, attributes
- * and operand and result types (not names). */
+/* The footprint of graph g: a hash of its parameters' types and of each op's kind, attributes,
+ * operand and result types and constant sizes (not names, nor a constant's contents: what it
+ * costs, as StarPU's footprints go by sizes), loop and fused bodies included. */
 uint64_t loom__graph_footprint(const struct loom_graph *g);
 
 /* Called by loom_context_create and loom_context_destroy. */
