@@ -40,6 +40,7 @@
 #include "runtime/exec.h"
 #include "runtime/share_cut.h"
 #include "runtime/stage_history.h"
+#include "sched/sched_impl.h"
 
 #define RANGES_PER_DEVICE_DEFAULT 6
 /* A free worker whose device would finish later waits at most this long before it looks again
@@ -536,17 +537,13 @@ static loom_status run_range(shared_loop *L, worker *w, int32_t c, int64_t *peak
 /* Seconds per piece of the loop on each device from the models (loom-bench calibrate), where
  * every device has one; else they stay unknown. */
 static void model_rates(const share_run *r, shared_loop *L) {
-  double sizes[LOOM_OP_CLASS_COUNT] = {0};
-  int32_t kernels[LOOM_OP_CLASS_COUNT] = {0};
-  if (!r->models || loom_sched_op_work(L->sg, L->op, sizes, kernels) != LOOM_OK) return;
+  loom_sched_task work = {0};
+  if (!r->models || loom_sched_op_work(L->sg, L->op, work.size, work.kernels) != LOOM_OK) return;
   for (int32_t i = 0; i < r->n_workers; i++) {
-    int32_t d = loom_sched_platform_find(r->models, r->workers[i].runner.device);
-    const loom_sched_device *sd = d >= 0 ? loom_sched_platform_device(r->models, d) : NULL;
-    double t = 0;
-    for (int32_t c = 0; sd && c < LOOM_OP_CLASS_COUNT; c++)
-      if (kernels[c] > 0)
-        t += kernels[c] * loom_sched_model_time(&sd->model, (loom_op_class)c, sizes[c] / kernels[c]);
-    if (sd && isfinite(t) && t > 0) L->lanes[i].rate = t / (double)L->trips;
+    const loom_sched_device *sd = loom_sched_platform_device(
+        r->models, loom_sched_platform_find(r->models, r->workers[i].runner.device));
+    double t = sd ? loom__sched_task_time(&work, &sd->model) : 0;
+    if (isfinite(t) && t > 0) L->lanes[i].rate = t / (double)L->trips;
   }
 }
 
@@ -1114,36 +1111,35 @@ loom_status loom_share_cut(const loom_graph *graph, const loom_runner *runner, i
   return s;
 }
 
+/* The bytes of values ids[0..n) of g. */
+static int64_t values_bytes(const loom_graph *g, const int32_t *ids, int32_t n) {
+  int64_t sum = 0;
+  for (int32_t k = 0; k < n; k++) {
+    int64_t b = 0;
+    loom_type_bytes(&g->values[ids[k]].type, &b);
+    sum += b;
+  }
+  return sum;
+}
+
 /* Expected seconds of stage st on each device, from the models: its ops' work by class, and
  * its inputs brought from the host and its outputs taken back. NULL seconds where a device has
  * no model. */
 static loom_status stage_seconds(share_run *r, stage *st) {
   if (!r->models || !st->st.graph) return LOOM_OK;
-  double sizes[LOOM_OP_CLASS_COUNT] = {0};
-  int32_t kernels[LOOM_OP_CLASS_COUNT] = {0};
+  loom_sched_task work = {0};
   for (int32_t o = 0; o < st->st.graph->n_ops; o++)
-    if (loom_sched_op_work(st->st.graph, o, sizes, kernels) != LOOM_OK) return LOOM_OK;
-  int64_t moved = 0;
-  for (int32_t k = 0; k < st->st.n_inputs; k++) {
-    int64_t b = 0;
-    loom_type_bytes(&r->g->values[st->st.inputs[k]].type, &b);
-    moved += b;
-  }
-  for (int32_t k = 0; k < st->st.n_outputs; k++) {
-    int64_t b = 0;
-    loom_type_bytes(&r->g->values[st->st.outputs[k]].type, &b);
-    moved += b;
-  }
+    if (loom_sched_op_work(st->st.graph, o, work.size, work.kernels) != LOOM_OK) return LOOM_OK;
+  int64_t moved = values_bytes(r->g, st->st.inputs, st->st.n_inputs) +
+                  values_bytes(r->g, st->st.outputs, st->st.n_outputs);
   st->seconds = loom__calloc((size_t)r->n_workers, sizeof *st->seconds);
   if (!st->seconds) return loom__oom("a stage's expected times");
   for (int32_t i = 0; i < r->n_workers; i++) {
     int32_t d = loom_sched_platform_find(r->models, r->workers[i].runner.device);
     const loom_sched_device *sd = loom_sched_platform_device(r->models, d);
-    double t = sd ? loom_sched_platform_transfer_time(r->models, 0, sd->node, moved) : INFINITY;
-    for (int32_t c = 0; sd && c < LOOM_OP_CLASS_COUNT; c++)
-      if (kernels[c] > 0)
-        t += kernels[c] * loom_sched_model_time(&sd->model, (loom_op_class)c, sizes[c] / kernels[c]);
-    st->seconds[i] = t;
+    st->seconds[i] = sd ? loom_sched_platform_transfer_time(r->models, 0, sd->node, moved) +
+                              loom__sched_task_time(&work, &sd->model)
+                        : INFINITY;
   }
   return LOOM_OK;
 }
