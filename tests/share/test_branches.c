@@ -13,6 +13,7 @@
 #include "harness.h"
 #include "runtime/share_cut.h"
 #include "runtime/stage_history.h"
+#include "share_test.h"
 
 /* Two towers (x's and y's) of two dots each, 512 x 512: |a3| <= 512 x 3 x 512 < 2^24, exact. */
 #define TOWERS_LIR(N)                                                      \
@@ -61,9 +62,7 @@ static bool fixture_init(fixture *f, const char *lir) {
     loom_test_fail(__FILE__, __LINE__, "the reference run: %s", loom_last_error());
     return false;
   }
-  int32_t i0 = -1, i1 = -1;
-  f->opencl = loom_context_find_device(f->ctx, "ocl0", &i0) == LOOM_OK &&
-              loom_context_find_device(f->ctx, "ocl1", &i1) == LOOM_OK;
+  f->opencl = share_test_two_opencl(f->ctx);
   return true;
 }
 
@@ -78,12 +77,6 @@ static bool fixture_init_opencl(fixture *f, const char *lir) {
     return false;
   }
   return true;
-}
-
-static bool equal(const loom_tensor *a, const loom_tensor *b) {
-  int64_t bytes = 0;
-  loom_type_bytes(&a->type, &bytes);
-  return loom_type_equal(&a->type, &b->type) && memcmp(a->data, b->data, (size_t)bytes) == 0;
 }
 
 /* The graph as it is (no rewrite: chunking would make its dots loops), planned for the first
@@ -144,9 +137,8 @@ TEST(branch_cut_finds_the_towers) {
   /* the reordered graph computes what the graph does */
   loom_tensor out[2];
   ASSERT_OK(loom_graph_run(f.ctx, cut.graph, f.in, 3, out, 2, NULL));
-  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
-  loom_tensor_deinit(&out[0]);
-  loom_tensor_deinit(&out[1]);
+  ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
+  share_test_release(out, NULL);
   loom__branch_cut_deinit(&cut);
   loom__branch_cut_deinit(&cut); /* twice: a zeroed cut */
   fixture_deinit(&f);
@@ -207,7 +199,7 @@ TEST(branches_run_at_once_on_two_devices) {
       loom_share_stats st;
       memset(&st, 0, sizeof st);
       ASSERT_OK(run_towers(&f, "ocl0,ocl1", (loom_sched_policy)policy, out, &st));
-      ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+      ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
       ASSERT_EQ(st.n_stages, 3);
       ASSERT_EQ(st.n_shared, 0);
       ASSERT_EQ(st.devices[0].stages + st.devices[1].stages, 3);
@@ -228,9 +220,7 @@ TEST(branches_run_at_once_on_two_devices) {
         loom_test_fail(__FILE__, __LINE__, "%s: stages on ocl0 %d, ocl1 %d: a device ran both towers",
                        loom_sched_policy_name((loom_sched_policy)policy), (int)st.devices[0].stages,
                        (int)st.devices[1].stages);
-      loom_tensor_deinit(&out[0]);
-      loom_tensor_deinit(&out[1]);
-      loom_share_stats_deinit(&st);
+      share_test_release(out, &st);
     }
   }
   /* cpu0 beside ocl0 (eager: PoCL's device takes work beside cpu0): cpu0 has no device clock,
@@ -240,12 +230,10 @@ TEST(branches_run_at_once_on_two_devices) {
     loom_share_stats s2;
     memset(&s2, 0, sizeof s2);
     ASSERT_OK(run_towers(&f, "cpu0,ocl0", LOOM_SCHED_EAGER, o2, &s2));
-    ASSERT_TRUE(equal(&o2[0], &f.ref[0]) && equal(&o2[1], &f.ref[1]));
+    ASSERT_TRUE(share_test_outputs_equal(o2, f.ref));
     ASSERT_EQ(s2.devices[0].device_timed, 0);
     ASSERT_EQ(s2.devices[1].device_timed, s2.devices[1].stages);
-    loom_tensor_deinit(&o2[0]);
-    loom_tensor_deinit(&o2[1]);
-    loom_share_stats_deinit(&s2);
+    share_test_release(o2, &s2);
   }
   /* one device: one stage, as loom_plan_run runs it */
   loom_tensor out[2];
@@ -253,10 +241,8 @@ TEST(branches_run_at_once_on_two_devices) {
   memset(&st, 0, sizeof st);
   ASSERT_OK(run_towers(&f, "ocl0", LOOM_SCHED_DMDA, out, &st));
   ASSERT_EQ(st.n_stages, 1);
-  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
-  loom_tensor_deinit(&out[0]);
-  loom_tensor_deinit(&out[1]);
-  loom_share_stats_deinit(&st);
+  ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
+  share_test_release(out, &st);
   fixture_deinit(&f);
 }
 
@@ -287,7 +273,7 @@ TEST(branches_follow_the_stage_history) {
     loom_share_stats st;
     memset(&st, 0, sizeof st);
     ASSERT_OK(run_towers_history(&f, "ocl0,ocl1", LOOM_SCHED_DMDA, true, out, &st));
-    ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+    ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
     /* the fast device: both towers (and the join where it is ocl0, first in the list) */
     ASSERT_EQ(st.devices[fast].stages, fast == 0 ? 3 : 2);
     ASSERT_EQ(st.devices[1 - fast].stages, fast == 0 ? 0 : 1);
@@ -295,9 +281,7 @@ TEST(branches_follow_the_stage_history) {
     ASSERT_TRUE(loom__history_get(f.ctx, tower, dev[fast], &t) && t != 1e-3);
     ASSERT_TRUE(loom__history_get(f.ctx, tower, dev[1 - fast], &t) && t == 1000);
     ASSERT_TRUE(loom__history_get(f.ctx, join, "ocl0", &t) && t > 0);
-    loom_tensor_deinit(&out[0]);
-    loom_tensor_deinit(&out[1]);
-    loom_share_stats_deinit(&st);
+    share_test_release(out, &st);
   }
   fixture_deinit(&f);
 }
@@ -343,14 +327,12 @@ TEST(branches_a_device_too_small_gets_no_stage) {
     loom_share_stats st;
     memset(&st, 0, sizeof st);
     ASSERT_OK(loom_plan_run_shared(f.ctx, plan, &so, f.in, 3, out, 2, &st));
-    ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+    ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
     ASSERT_EQ(st.n_stages, 3);
     ASSERT_EQ(st.devices[0].stages, 3);
     ASSERT_EQ(st.devices[1].stages, 0);
     ASSERT_EQ(st.devices[1].limit_bytes, 1024);
-    loom_tensor_deinit(&out[0]);
-    loom_tensor_deinit(&out[1]);
-    loom_share_stats_deinit(&st);
+    share_test_release(out, &st);
   }
   loom_plan_destroy(plan);
   free(runners);
@@ -365,8 +347,7 @@ TEST(branches_a_failing_device_cancels_the_others) {
   for (int i = 0; i < 2; i++) { /* warm up: programs built, pools filled */
     loom_tensor out[2];
     ASSERT_OK(run_towers(&f, "ocl0,ocl1", LOOM_SCHED_EAGER, out, NULL));
-    loom_tensor_deinit(&out[0]);
-    loom_tensor_deinit(&out[1]);
+    share_test_release(out, NULL);
   }
   int64_t live = loom_testing_live_allocations();
   loom_tensor out[2];
@@ -391,8 +372,7 @@ TEST(branches_allocation_failures_sweep) {
   for (int i = 0; i < 2; i++) {
     loom_tensor out[2];
     ASSERT_OK(run_towers(&f, "ocl0,ocl1", LOOM_SCHED_EAGER, out, NULL));
-    loom_tensor_deinit(&out[0]);
-    loom_tensor_deinit(&out[1]);
+    share_test_release(out, NULL);
   }
   loom_test_sweep sw;
   SWEEP_ALLOCATIONS(&sw, 1, 20000) {
@@ -401,11 +381,9 @@ TEST(branches_allocation_failures_sweep) {
     loom_share_stats st;
     memset(&st, 0, sizeof st);
     loom_status s = SWEEP_RUN(&sw, run_towers(&f, "ocl0,ocl1", LOOM_SCHED_EAGER, out, &st));
-    if (!s && !(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1])))
+    if (!s && !share_test_outputs_equal(out, f.ref))
       loom_test_fail(__FILE__, __LINE__, "allocation %lld failing: wrong results", (long long)sw.nth);
-    loom_tensor_deinit(&out[0]);
-    loom_tensor_deinit(&out[1]);
-    loom_share_stats_deinit(&st);
+    share_test_release(out, &st);
   }
   ASSERT_TRUE(sw.failures > 10);
   fixture_deinit(&f);
@@ -430,9 +408,8 @@ TEST(share_cut_by_devices) {
   ASSERT_EQ(st.n_inputs, 2);
   loom_tensor out[2];
   ASSERT_OK(loom_plan_run(f.ctx, plan, f.in, 3, out, 2, NULL));
-  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
-  loom_tensor_deinit(&out[0]);
-  loom_tensor_deinit(&out[1]);
+  ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
+  share_test_release(out, NULL);
   loom_plan_destroy(plan);
   ASSERT_STATUS(loom_share_cut(f.g, &cpu, 0, &plan), LOOM_ERR_INVALID_ARGUMENT);
   ASSERT_TRUE(plan == NULL);

@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "runtime/stage_history.h"
+#include "share_test.h"
 
 /* x and y: 157 and 211 points of integer coordinates below 8 (exact distances, many ties);
  * the stages around the loop: a shift of x before, a square root of the distances after. */
@@ -63,9 +64,7 @@ static bool fixture_init(fixture *f) {
     loom_test_fail(__FILE__, __LINE__, "the reference run: %s", loom_last_error());
     return false;
   }
-  int32_t i0 = -1, i1 = -1;
-  f->opencl = loom_context_find_device(f->ctx, "ocl0", &i0) == LOOM_OK &&
-              loom_context_find_device(f->ctx, "ocl1", &i1) == LOOM_OK;
+  f->opencl = share_test_two_opencl(f->ctx);
   return true;
 }
 
@@ -143,16 +142,9 @@ static bool warm_up(fixture *f, const char *devices, const char *const *alone, i
       loom_test_fail(__FILE__, __LINE__, "warming up %s: %s", devices, loom_last_error());
       return false;
     }
-    loom_tensor_deinit(&out[0]);
-    loom_tensor_deinit(&out[1]);
+    share_test_release(out, NULL);
   }
   return true;
-}
-
-static bool equal(const loom_tensor *a, const loom_tensor *b) {
-  int64_t bytes = 0;
-  loom_type_bytes(&a->type, &bytes);
-  return loom_type_equal(&a->type, &b->type) && memcmp(a->data, b->data, (size_t)bytes) == 0;
 }
 
 static void check_run(fixture *f, const char *devices, loom_sched_policy policy) {
@@ -167,7 +159,7 @@ static void check_run(fixture *f, const char *devices, loom_sched_policy policy)
     return;
   }
   for (int i = 0; i < 2; i++)
-    if (!equal(&out[i], &f->ref[i]))
+    if (!share_test_equal(&out[i], &f->ref[i]))
       loom_test_fail(__FILE__, __LINE__, "%s, %s: output %d differs from the whole run on cpu0", devices,
                      loom_sched_policy_name(policy), i);
   int64_t pieces = 0;
@@ -176,9 +168,7 @@ static void check_run(fixture *f, const char *devices, loom_sched_policy policy)
   if (several && policy != LOOM_SCHED_FIXED && (st.n_shared != 1 || pieces < 2))
     loom_test_fail(__FILE__, __LINE__, "%s, %s: %d loops shared, %lld pieces run", devices,
                    loom_sched_policy_name(policy), (int)st.n_shared, (long long)pieces);
-  loom_tensor_deinit(&out[0]);
-  loom_tensor_deinit(&out[1]);
-  loom_share_stats_deinit(&st);
+  share_test_release(out, &st);
 }
 
 TEST(shared_results_equal_whatever_the_policy_and_devices) {
@@ -212,9 +202,7 @@ TEST(shared_pieces_run_once_and_counted) {
    * that ran ranges of it */
   ASSERT_EQ(st.devices[0].stages + st.devices[1].stages,
             2 + (st.devices[0].ranges > 0) + (st.devices[1].ranges > 0));
-  loom_tensor_deinit(&out[0]);
-  loom_tensor_deinit(&out[1]);
-  loom_share_stats_deinit(&st);
+  share_test_release(out, &st);
   fixture_deinit(&f);
 }
 
@@ -277,10 +265,8 @@ TEST(shared_a_device_too_small_gets_no_range) {
   ASSERT_OK(loom_plan_run_shared(f.ctx, plan, &so, f.in, 2, out, 2, &st));
   ASSERT_EQ(st.devices[2].ranges, 0);
   ASSERT_TRUE(st.devices[0].pieces + st.devices[1].pieces > 0);
-  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
-  loom_tensor_deinit(&out[0]);
-  loom_tensor_deinit(&out[1]);
-  loom_share_stats_deinit(&st);
+  ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
+  share_test_release(out, &st);
   /* every device too small: out of memory naming the need and the limits */
   loom_runner tiny[3] = {{"cpu0", 1024}, {"ocl0", 1024}, {"ocl1", 1024}};
   so.limits = tiny;
@@ -310,10 +296,8 @@ TEST(shared_dmda_leaves_host_core_devices_to_cpu0) {
     ASSERT_OK(loom_context_device_info(f.ctx, index, &info));
     if (info.kind == LOOM_DEVICE_CPU) ASSERT_EQ(st.devices[d].ranges, 0);
   }
-  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
-  loom_tensor_deinit(&out[0]);
-  loom_tensor_deinit(&out[1]);
-  loom_share_stats_deinit(&st);
+  ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
+  share_test_release(out, &st);
   fixture_deinit(&f);
 }
 
@@ -431,13 +415,11 @@ TEST(shared_dmda_follows_the_models) {
   nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
   ASSERT_TRUE(made);
   ASSERT_OK(s);
-  ASSERT_TRUE(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1]));
+  ASSERT_TRUE(share_test_outputs_equal(out, f.ref));
   ASSERT_EQ(st.devices[1].pieces, 0);
   ASSERT_TRUE(st.devices[0].pieces > 0);
   ASSERT_EQ(st.n_shared, 1);
-  loom_tensor_deinit(&out[0]);
-  loom_tensor_deinit(&out[1]);
-  loom_share_stats_deinit(&st);
+  share_test_release(out, &st);
   fixture_deinit(&f);
 }
 
@@ -456,11 +438,9 @@ TEST(shared_allocation_failures_sweep) {
     loom_share_stats st;
     memset(&st, 0, sizeof st);
     loom_status s = SWEEP_RUN(&sw, run_planned(&f, devices, LOOM_SCHED_DMDA, 0, false, out, &st));
-    if (!s && !(equal(&out[0], &f.ref[0]) && equal(&out[1], &f.ref[1])))
+    if (!s && !share_test_outputs_equal(out, f.ref))
       loom_test_fail(__FILE__, __LINE__, "allocation %lld failing: wrong results", (long long)sw.nth);
-    loom_tensor_deinit(&out[0]);
-    loom_tensor_deinit(&out[1]);
-    loom_share_stats_deinit(&st);
+    share_test_release(out, &st);
   }
   ASSERT_TRUE(sw.failures > 10);
   fixture_deinit(&f);
