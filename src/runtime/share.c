@@ -626,11 +626,6 @@ static loom_status combine_stage(shared_loop *L, loom_tensor *outs) {
  * each; a larger one would be copied whole to every device: that loop is not shared. */
 #define MADE_OPERAND_MAX_BYTES (16 << 20)
 
-static bool is_view(loom_op kind) {
-  return kind == LOOM_OP_RESHAPE || kind == LOOM_OP_TRANSPOSE || kind == LOOM_OP_BROADCAST ||
-         kind == LOOM_OP_SLICE;
-}
-
 /* Whether stage graph sg is one loop (what the cuts make) beside sources and views only,
  * whose operands are sg's parameters or made by those (MADE_OPERAND_MAX_BYTES); *op is that
  * loop. */
@@ -640,7 +635,7 @@ static bool lone_loop(const loom_graph *sg, int32_t *op) {
     if (sg->ops[i].loop && loop >= 0) return false;
     if (sg->ops[i].loop)
       loop = i;
-    else if (loom__op_info_of(sg->ops[i].kind)->cls != LOOM_CLASS_SOURCE && !is_view(sg->ops[i].kind))
+    else if (!loom__op_is_light(sg->ops[i].kind))
       return false;
   }
   if (loop < 0) return false;

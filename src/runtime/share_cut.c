@@ -13,7 +13,9 @@
 #include "ir/rebuild.h"
 #include "loom/sched.h"
 
-double loom__op_rough_seconds(const loom_graph *g, int32_t op) {
+/* Rough seconds of top-level op `op` of g (its work by class at fixed rates): only the ratios
+ * between ops matter, to tell heavy groups from light ones. */
+static double rough_seconds(const loom_graph *g, int32_t op) {
   /* Seconds per unit of each class (flops, elements, bytes) on a device of the kind Loom runs
    * on: rough, since only the ratios between ops matter; and a few microseconds per kernel. */
   static const double per_unit[LOOM_OP_CLASS_COUNT] = {
@@ -58,7 +60,7 @@ static void set_bit(uint64_t *row, int32_t i) {
   row[i / 64] |= (uint64_t)1 << (i % 64);
 }
 
-static bool is_light(loom_op kind) {
+bool loom__op_is_light(loom_op kind) {
   loom__op_class c = loom__op_info_of(kind)->cls;
   return c == LOOM_CLASS_SOURCE || kind == LOOM_OP_RESHAPE || kind == LOOM_OP_TRANSPOSE ||
          kind == LOOM_OP_BROADCAST || kind == LOOM_OP_SLICE;
@@ -103,7 +105,7 @@ static bool rebuild_groups(grouping *gr) {
     int32_t c = gr->gid[o];
     gr->work[c] += gr->op_work[o];
     gr->loop[c] |= g->ops[o].loop != NULL;
-    gr->light_only[c] &= is_light(g->ops[o].kind);
+    gr->light_only[c] &= loom__op_is_light(g->ops[o].kind);
     for (int32_t i = 0; i < g->ops[o].n_inputs; i++) {
       int32_t p = g->values[g->ops[o].inputs[i]].op;
       if (p >= 0 && gr->gid[p] != c) set_bit(&gr->succ[(size_t)gr->gid[p] * (size_t)gr->words], c);
@@ -283,7 +285,7 @@ loom_status loom__branch_cut_make(const loom_graph *g, loom__branch_cut *out, bo
   }
   for (int32_t o = 0; o < n; o++) {
     gr.root[o] = o;
-    gr.op_work[o] = loom__op_rough_seconds(g, o);
+    gr.op_work[o] = rough_seconds(g, o);
     gr.total += gr.op_work[o];
   }
   chain_ops(&gr);

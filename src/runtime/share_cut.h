@@ -36,11 +36,11 @@ typedef struct loom__branch_cut {
  * work each (or more than LOOM__BRANCH_MAX_GROUPS groups): the caller cuts around loops.
  * Errors: OUT_OF_MEMORY, and the builder's while the graph is reordered. */
 loom_status loom__branch_cut_make(const loom_graph *g, loom__branch_cut *out, bool *found);
+/* Whether an op of this kind is a source (constant, fill, iota) or a view (reshape, transpose,
+ * broadcast, slice): what a loop's stage may hold beside the loop, made on the host for its
+ * ranges, and a light group may join a loop's stage with. */
+bool loom__op_is_light(loom_op kind);
 /* Frees what a cut owns. Accepts a zeroed one. */
 void loom__branch_cut_deinit(loom__branch_cut *cut);
-
-/* Rough seconds of top-level op `op` of g (its work by class at fixed rates): only the ratios
- * between ops matter, to tell heavy groups from light ones. */
-double loom__op_rough_seconds(const loom_graph *g, int32_t op);
 
 #endif
