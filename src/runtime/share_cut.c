@@ -158,23 +158,15 @@ static bool has_independent_heavy(const grouping *gr) {
   return false;
 }
 
-/* The one successor (or predecessor) group of c; -1 when it has none or several. */
-static int32_t only_succ(const grouping *gr, int32_t c) {
+/* The one successor (succ) or predecessor group of c; -1 when it has none or several. */
+static int32_t only_neighbour(const grouping *gr, int32_t c, bool succ) {
   int32_t one = -1;
   for (int32_t b = 0; b < gr->k; b++) {
-    if (!bit(&gr->succ[(size_t)c * (size_t)gr->words], b)) continue;
+    bool edge = succ ? bit(&gr->succ[(size_t)c * (size_t)gr->words], b)
+                     : bit(&gr->succ[(size_t)b * (size_t)gr->words], c);
+    if (!edge) continue;
     if (one >= 0) return -1;
     one = b;
-  }
-  return one;
-}
-
-static int32_t only_pred(const grouping *gr, int32_t c) {
-  int32_t one = -1;
-  for (int32_t a = 0; a < gr->k; a++) {
-    if (!bit(&gr->succ[(size_t)a * (size_t)gr->words], c)) continue;
-    if (one >= 0) return -1;
-    one = a;
   }
   return one;
 }
@@ -190,10 +182,10 @@ static bool merge_one(grouping *gr) {
   for (int32_t at = 0; at < gr->k; at++) {
     int32_t c = gr->order[at];
     if (gr->loop[c] || gr->work[c] >= cheap) continue;
-    int32_t into = only_succ(gr, c);
+    int32_t into = only_neighbour(gr, c, true);
     if (into >= 0 && gr->loop[into] && !gr->light_only[c]) into = -1;
     if (into < 0) {
-      into = only_pred(gr, c);
+      into = only_neighbour(gr, c, false);
       if (into >= 0 && gr->loop[into]) into = -1;
     }
     if (into < 0) continue;
