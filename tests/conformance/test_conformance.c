@@ -462,6 +462,55 @@ TEST(dot_through_the_library_and_the_kernel) {
   }
 }
 
+#if LOOM_HAVE_OPENCL
+/* Under a limit CLBlast's temporaries must fit the op's scratch (1x the output, IR.md); a
+ * product whose indirect GEMM wants more runs in blocks: of rows and columns (square, and with
+ * a transposed operand: a transpose flag at each block's offset), or of k (a long inner dim,
+ * each block after the first adding to C). Each gives cpu0's results with cpu0's peak (no
+ * byte beyond the estimate), and is counted as blocked. */
+TEST(dot_in_blocks_under_a_limit) {
+  if (!gt_have_devices(LOOM_BACKEND_OPENCL)) return;
+  const loom__exec_device *devs[GT_MAX_DEVICES];
+  int32_t nd = gt_devices(LOOM_BACKEND_OPENCL, devs);
+  static const struct {
+    const char *lir;
+    double scale;
+  } cases[] = {
+      {"graph sq(a: f32[1000,1000], b: f32[1000,1000]) { at = transpose a perm=[1,0]\n r = dot a b\n"
+       " s = dot at b\n return r, s }",
+       50},
+      {"graph long_k(c: f32[128,65536], d: f32[65536,128]) { q = dot c d\n return q }", 500},
+  };
+  for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+    loom_graph *g = gt_parse("%s", cases[t].lir);
+    ASSERT_TRUE(g != NULL);
+    int32_t no = loom_graph_output_count(g);
+    loom_tensor in[2], ref[2], got[2];
+    ASSERT_OK(gt_inputs(g, 11 + t, in));
+    loom__meter cpu_meter, dev_meter;
+    ASSERT_OK(gt_run(g, NULL, in, ref, 1ll << 30, &cpu_meter));
+    for (int32_t k = 0; k < nd; k++) {
+      int64_t before = loom__opencl_testing_blocked_dots();
+      ASSERT_OK(gt_run(g, devs[k], in, got, 1ll << 30, &dev_meter));
+      ASSERT_EQ(loom__opencl_testing_blocked_dots() - before, no);
+      ASSERT_EQ(dev_meter.peak, cpu_meter.peak);
+      for (int32_t i = 0; i < no; i++) {
+        double rtol, atol;
+        char msg[512];
+        gt_tolerance(LOOM_F32, cases[t].scale, &rtol, &atol);
+        if (!gt_close(&ref[i], &got[i], rtol, atol, msg, sizeof msg))
+          loom_test_fail(__FILE__, __LINE__, "%s output %d on %s: %s", loom_graph_name(g), i, devs[k]->id,
+                         msg);
+      }
+      gt_tensors_free(got, no);
+    }
+    gt_tensors_free(ref, no);
+    gt_tensors_free(in, loom_graph_param_count(g));
+    loom_graph_destroy(g);
+  }
+}
+#endif
+
 /* ---- conv --------------------------------------------------------------------------------- */
 
 TEST(conv_every_dtype) {

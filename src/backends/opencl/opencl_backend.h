@@ -169,6 +169,9 @@ int32_t loom__cl_testing_blas_path(void);
 int32_t loom__cl_testing_fft_path(void);
 /* Makes an open device behave as if it had no fp64. */
 void loom__opencl_testing_disable_fp64(void *dev);
+/* How many products CLBlast has run in blocks (their temporaries would not fit the scratch
+ * whole) since the process began; 0 without CLBlast. */
+int64_t loom__opencl_testing_blocked_dots(void);
 /* The device state behind an exec device of the opencl backend (tests). */
 cl_command_queue loom__opencl_queue(void *dev);
 
