@@ -554,7 +554,8 @@ loom_tool_test(simulate_bad_policy RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir
 loom_tool_test(policy_real_run RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir --policy dmda
   STDERR_REGEX "loom-run: missing inputs: x, y")
 loom_tool_test(devices_with_simulate RC 2 ARGS ${LOOM_EXAMPLES}/knn.lir --devices cpu0
-  --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json STDERR_REGEX "loom-run: --devices is for a real run")
+  --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json
+  STDERR_REGEX "loom-run: --devices is for a real run or --simulate here; --simulate [^ ]*cpu-slow-opencl\\.json runs on the file's devices")
 loom_tool_test(simulate_missing_platform RC 1 ARGS ${LOOM_EXAMPLES}/knn.lir --simulate @WORK@/none.json
   STDERR_REGEX "loom-run: .*none\\.json: No such file")
 
@@ -565,6 +566,14 @@ loom_bench_test(calibrate_cpu0_quick ARGS calibrate --quick --reps 1 --devices c
   STDERR_REGEX "^$")
 loom_bench_test(calibrate_no_device RC 2 ARGS calibrate --devices ocl9 --no-save
   STDERR_REGEX "^loom-bench calibrate: --devices ocl9: no such device here\n$")
+# --simulate here and loom-info --platform: this machine's devices with the models calibrated
+# on it (tests/tools/simulate_here.cmake says what is checked).
+if(LOOM_HAVE_OPENCL)
+  add_test(NAME loom-run.simulate_here COMMAND ${CMAKE_COMMAND} -DRUN=$<TARGET_FILE:loom-run>
+    -DINFO=$<TARGET_FILE:loom-info> -DBENCH=$<TARGET_FILE:loom-bench> -DTOWERS=${LOOM_EXAMPLES}/towers.lir
+    -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/simulate_here -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/simulate_here.cmake)
+  set_tests_properties(loom-run.simulate_here PROPERTIES TIMEOUT 180 ENVIRONMENT "${LOOM_TEST_ENV}")
+endif()
 loom_tool_test(simulate_stats_json ARGS ${LOOM_EXAMPLES}/knn.lir --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json
   --stats-json @WORK@/sched.json STDOUT_REGEX "policy dmda" EXPECT_FILES sched.json)
 

@@ -160,6 +160,13 @@ LOOM_API loom_status loom_sched_platform_create(const char *const *node_names, i
                                                 const loom_sched_device *devices, int32_t n_devices,
                                                 const loom_sched_link *links, int32_t n_links,
                                                 loom_sched_platform **out_platform);
+/* Writes `platform` as a platform file (docs/sched.md) that loom_sched_platform_load reads back
+ * to the same devices, models (tables included), memory nodes and links; `comment` (may be
+ * NULL) becomes its "comment" member. loom-info --platform writes this machine's this way, so
+ * that its calibrated models can be simulated elsewhere (loom-run --simulate). Errors:
+ * INVALID_ARGUMENT (NULL platform or stream), IO when writing fails. */
+LOOM_API loom_status loom_sched_platform_write_json(const loom_sched_platform *platform, const char *comment,
+                                                    FILE *stream);
 LOOM_API void loom_sched_platform_destroy(loom_sched_platform *platform);
 LOOM_API int32_t loom_sched_platform_device_count(const loom_sched_platform *platform);
 /* Device i, owned by the platform; NULL when out of range. */

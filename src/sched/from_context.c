@@ -25,7 +25,12 @@ static loom_status one_device(const loom_context *ctx, const loom_device_info *i
                               char *node_name) {
   memset(out, 0, sizeof *out);
   snprintf(out->id, sizeof out->id, "%s", info->id);
-  snprintf(out->kind, sizeof out->kind, "%s", loom_device_kind_name(info->kind));
+  /* The platform file's kinds name what drives a device (a PoCL device is an "opencl" one,
+   * although a CPU). */
+  const char *kind = info->backends & LOOM_BACKEND_CUDA     ? "cuda"
+                     : info->backends & LOOM_BACKEND_OPENCL ? "opencl"
+                                                            : "cpu";
+  snprintf(out->kind, sizeof out->kind, "%s", kind);
   out->memory = info->memory_bytes > 0 ? info->memory_bytes : 1;
   loom_memory_node_info node;
   loom_status s = loom_context_memory_node_info(ctx, info->memory_node, &node);

@@ -273,6 +273,63 @@ loom_status loom_sched_platform_parse(const char *text, size_t len, const char *
   return s;
 }
 
+/* The device of p that a link from `node` is written under (links belong to a device in the
+ * file's format), or -1. */
+static int32_t device_on(const loom_sched_platform *p, int32_t node) {
+  for (int32_t d = 0; d < p->n_devices; d++) {
+    if (p->devices[d].node == node) return d;
+  }
+  return -1;
+}
+
+loom_status loom_sched_platform_write_json(const loom_sched_platform *p, const char *comment, FILE *stream) {
+  if (!p || !stream) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "platform json: NULL argument");
+  loom__json j;
+  loom__json_init(&j, stream, true);
+  loom__json_begin_object(&j);
+  if (comment) loom__json_kv_string(&j, "comment", comment);
+  loom__json_key(&j, "devices");
+  loom__json_begin_array(&j);
+  for (int32_t d = 0; d < p->n_devices; d++) {
+    const loom_sched_device *dev = &p->devices[d];
+    loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "id", dev->id);
+    loom__json_kv_string(&j, "kind", dev->kind);
+    loom__json_kv_int64(&j, "memory", dev->memory);
+    /* "node" only where the reader's default (a CPU on the host, else a node of its own
+     * named by its id) would be wrong. */
+    const char *node = p->node_names[dev->node];
+    const char *implied = strcasecmp(dev->kind, "cpu") == 0 ? "host" : dev->id;
+    if (strcasecmp(node, implied) != 0) loom__json_kv_string(&j, "node", node);
+    loom__json_key(&j, "models");
+    loom__json_begin_object(&j);
+    loom__sched_model_write(&dev->model, &j);
+    loom__json_end_object(&j);
+    /* Each link once, under the first device on one of its ends. */
+    bool any = false;
+    for (int32_t l = 0; l < p->n_links; l++) {
+      const loom_sched_link *k = &p->links[l];
+      int32_t under_a = device_on(p, k->a), under = under_a >= 0 ? under_a : device_on(p, k->b);
+      if (under != d) continue;
+      if (!any) {
+        loom__json_key(&j, "links");
+        loom__json_begin_array(&j);
+        any = true;
+      }
+      loom__json_begin_object(&j);
+      loom__json_kv_string(&j, "to", p->node_names[under_a >= 0 ? k->b : k->a]);
+      loom__json_kv_double(&j, "bandwidth", k->bandwidth);
+      loom__json_kv_double(&j, "latency", k->latency);
+      loom__json_end_object(&j);
+    }
+    if (any) loom__json_end_array(&j);
+    loom__json_end_object(&j);
+  }
+  loom__json_end_array(&j);
+  loom__json_end_object(&j);
+  return loom__json_finish(&j);
+}
+
 loom_status loom_sched_platform_load(const char *path, loom_sched_platform **out_platform) {
   if (out_platform) *out_platform = NULL;
   if (!path || !out_platform) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "platform: NULL argument");

@@ -124,6 +124,87 @@ TEST(sched_example_platforms_load) {
   loom_sched_platform_destroy(p);
 }
 
+/* p and q hold the same devices (ids, kinds, memory, models at every table point and beyond)
+ * and move data alike between every two nodes. */
+static void expect_same_platform(const loom_sched_platform *p, const loom_sched_platform *q) {
+  int32_t n = loom_sched_platform_device_count(p);
+  ASSERT_EQ(loom_sched_platform_device_count(q), n);
+  for (int32_t i = 0; i < n; i++) {
+    const loom_sched_device *a = loom_sched_platform_device(p, i), *b = loom_sched_platform_device(q, i);
+    ASSERT_STREQ(a->id, b->id);
+    ASSERT_STREQ(a->kind, b->kind);
+    ASSERT_EQ(a->memory, b->memory);
+    ASSERT_EQ(a->node, b->node);
+    for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) {
+      const loom_sched_class_model *ma = &a->model.cls[c], *mb = &b->model.cls[c];
+      ASSERT_EQ(ma->known, mb->known);
+      ASSERT_EQ(ma->n_points, mb->n_points);
+      for (double size = 1; ma->known && size < 1e13; size *= 7.3)
+        ASSERT_NEAR(loom_sched_model_time(&a->model, (loom_op_class)c, size),
+                    loom_sched_model_time(&b->model, (loom_op_class)c, size), 0);
+    }
+  }
+  for (int32_t i = 0; i < n; i++) {
+    for (int32_t k = 0; k < n; k++) {
+      int32_t from = loom_sched_platform_device(p, i)->node, to = loom_sched_platform_device(p, k)->node;
+      ASSERT_NEAR(loom_sched_platform_transfer_time(p, from, to, 123456789),
+                  loom_sched_platform_transfer_time(q, from, to, 123456789), 0);
+      ASSERT_NEAR(loom_sched_platform_transfer_time(p, 0, to, 1000),
+                  loom_sched_platform_transfer_time(q, 0, to, 1000), 0);
+    }
+  }
+}
+
+/* p written as a platform file and read back into *q; the comment, quotes and all, kept. */
+static void rewrite(const loom_sched_platform *p, const char *comment, loom_sched_platform **q) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ASSERT_TRUE(f != NULL);
+  ASSERT_OK(loom_sched_platform_write_json(p, comment, f));
+  ASSERT_EQ(fclose(f), 0);
+  if (comment) ASSERT_CONTAINS(text, "\"comment\": \"a \\\"quoted\\\" comment\"");
+  ASSERT_OK(loom_sched_platform_parse(text, len, "written.json", q));
+  free(text);
+}
+
+/* A platform written out reads back the same: the shipped ones (rates, NVLink between GPUs),
+ * and one with measured tables, a GPU computing in host memory (an integrated one: its node is
+ * written, as the reader would give it one of its own) and a CPU with a node of its own. */
+TEST(sched_platform_written_reads_back) {
+  const char *files[] = {"platforms/1cpu-4gpu.json", "platforms/cpu-slow-opencl.json"};
+  for (int f = 0; f < 2; f++) {
+    loom_sched_platform *p = NULL;
+    ASSERT_OK(loom_sched_platform_load(example(files[f]), &p));
+    loom_sched_platform *q = NULL;
+    rewrite(p, f == 0 ? "a \"quoted\" comment" : NULL, &q);
+    ASSERT_TRUE(q != NULL);
+    expect_same_platform(p, q);
+    loom_sched_platform_destroy(q);
+    loom_sched_platform_destroy(p);
+  }
+  const char *nodes[] = {"host", "numa1"};
+  loom_sched_device devs[3] = {{.id = "cpu0", .kind = "cpu", .node = 0, .memory = 1 << 30},
+                               {.id = "igpu", .kind = "opencl", .node = 0, .memory = 1 << 29},
+                               {.id = "cpu1", .kind = "cpu", .node = 1, .memory = 3ll << 32}};
+  double sizes[] = {1e3, 1e5, 1e7}, secs[] = {1e-5, 2e-4, 1e-2};
+  for (int d = 0; d < 3; d++) {
+    ASSERT_OK(loom_sched_model_fit(&devs[d].model, LOOM_OP_CLASS_GEMM, sizes, secs, 3));
+    ASSERT_OK(
+        loom_sched_model_fit(&devs[d].model, (loom_op_class)(LOOM_OP_CLASS_COPY - d), sizes + d, secs, 1));
+  }
+  loom_sched_link link = {.a = 1, .b = 0, .bandwidth = 3.3e10, .latency = 1.5e-6};
+  loom_sched_platform *p = NULL;
+  ASSERT_OK(loom_sched_platform_create(nodes, 2, devs, 3, &link, 1, &p));
+  loom_sched_platform *q = NULL;
+  rewrite(p, NULL, &q);
+  ASSERT_TRUE(q != NULL);
+  expect_same_platform(p, q);
+  loom_sched_platform_destroy(q);
+  loom_sched_platform_destroy(p);
+  ASSERT_STATUS(loom_sched_platform_write_json(NULL, NULL, stdout), LOOM_ERR_INVALID_ARGUMENT);
+}
+
 /* What loom-run --simulate does: plan for the platform's devices (pieces sized for the
  * smallest), then schedule. */
 static loom_status simulate(const char *lir, const char *platform, loom_sched_policy policy,
@@ -232,6 +313,12 @@ TEST(sched_platform_from_context_reads_models) {
   const loom_sched_device *cpu = loom_sched_platform_device(p, loom_sched_platform_find(p, "cpu0"));
   ASSERT_TRUE(cpu != NULL);
   ASSERT_EQ(cpu->node, 0);
+  ASSERT_STREQ(cpu->kind, "cpu");
+  for (int32_t i = 0; i < n; i++) { /* kinds by what drives the device, as platform files name them */
+    const loom_sched_device *d = loom_sched_platform_device(p, i);
+    if (strncmp(d->id, "ocl", 3) == 0) ASSERT_STREQ(d->kind, "opencl");
+    if (strncmp(d->id, "cuda", 4) == 0) ASSERT_STREQ(d->kind, "cuda");
+  }
   ASSERT_NEAR(loom_sched_model_time(&cpu->model, LOOM_OP_CLASS_GEMM, 2e6), 2e-3, 1e-12);
   loom_sched_platform_destroy(p);
   ASSERT_OK(loom_sched_platform_from_context(ctx, "cpu0", &p));

@@ -1,16 +1,19 @@
 /* loom-info: every device and memory node Loom finds, as a report grouped by memory node or
- * as JSON (--json; keys in docs/loom-info.md). Exits 0 whatever was or was not found; 1 when
- * no context could be made (a bad LOOM_DEVICES); 2 on a bad command line. */
+ * as JSON (--json; keys in docs/loom-info.md), their performance models (--models), or this
+ * machine as a platform file for loom-run --simulate (--platform). Exits 0 whatever was or
+ * was not found; 1 when no context could be made (a bad LOOM_DEVICES) or --platform lacks a
+ * model; 2 on a bad command line. */
 #include <stdio.h>
 #include <string.h>
 
 #include "loom/device.h"
 #include "loom/internal/json.h"
 #include "loom/loom.h"
+#include "loom/sched.h"
 
 static void usage(FILE *out) {
   fputs(
-      "usage: loom-info [--json | --models] [--help]\n"
+      "usage: loom-info [--json | --models | --platform] [--help]\n"
       "\n"
       "Lists the devices and memory nodes Loom finds on this machine: the host (hwloc), every\n"
       "OpenCL platform and device, every CUDA device; their memory, free memory, locality,\n"
@@ -19,6 +22,9 @@ static void usage(FILE *out) {
       "  --json   print one JSON object (host, devices, memory_nodes, notes)\n"
       "  --models print each device's performance model (seconds per op class as a function\n"
       "           of size) from the cache folder, as `loom-bench calibrate` wrote it\n"
+      "  --platform print this machine as a platform file (docs/sched.md): each device with\n"
+      "           its memory, its model and its link to the host, for `loom-run --simulate`\n"
+      "           here or elsewhere (every device needs a model: `loom-bench calibrate`)\n"
       "  --help   print this help\n"
       "\n"
       "Environment: LOOM_DEVICES selects devices (all, cpu, gpu, opencl, cuda, or ids such as\n"
@@ -306,13 +312,38 @@ static int print_models(const loom_context *ctx) {
   return 0;
 }
 
+/* This machine as a platform file on stdout, its devices named in the comment. */
+static int print_platform(const loom_context *ctx) {
+  loom_sched_platform *p = NULL;
+  if (loom_sched_platform_from_context(ctx, NULL, &p)) {
+    fprintf(stderr, "loom-info: --platform: %s\n", loom_last_error());
+    return 1;
+  }
+  char comment[1024];
+  int used = snprintf(comment, sizeof comment, "this machine's devices, measured by loom-bench calibrate:");
+  for (int32_t i = 0; i < loom_context_device_count(ctx) && used > 0 && (size_t)used < sizeof comment; i++) {
+    loom_device_info d;
+    if (loom_context_device_info(ctx, i, &d)) continue;
+    used += snprintf(comment + used, sizeof comment - (size_t)used, "%s %s %s", i ? ";" : "", d.id, d.name);
+  }
+  loom_status s = loom_sched_platform_write_json(p, comment, stdout);
+  loom_sched_platform_destroy(p);
+  if (s) {
+    fprintf(stderr, "loom-info: --platform: %s\n", loom_last_error());
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  bool json = false, models = false;
+  bool json = false, models = false, platform = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (strcmp(argv[i], "--models") == 0) {
       models = true;
+    } else if (strcmp(argv[i], "--platform") == 0) {
+      platform = true;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -322,8 +353,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (json && models) {
-    fprintf(stderr, "loom-info: give --json or --models, not both\n");
+  if (json + models + platform > 1) {
+    fprintf(stderr, "loom-info: give one of --json, --models and --platform\n");
     return 2;
   }
   loom_context *ctx = NULL;
@@ -332,7 +363,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "loom-info: %s: %s\n", loom_status_string(s), loom_last_error());
     return 1;
   }
-  int rc = models ? print_models(ctx) : json ? print_json(ctx) : print_report(ctx);
+  int rc = platform ? print_platform(ctx)
+           : models ? print_models(ctx)
+           : json   ? print_json(ctx)
+                    : print_report(ctx);
   loom_context_destroy(ctx);
   return rc;
 }

@@ -1,6 +1,8 @@
 /* loom-run --simulate PLATFORM.json: the real planner (rewrites, chunking into loops, stages)
  * for the platform's devices, then the scheduler against the platform's models; no kernel
- * runs, no device of this machine is touched. */
+ * runs, no device of this machine is touched. --simulate here: this machine's devices and
+ * calibrated models (StarPU's simulation of a machine from its own history-based models), so
+ * that what several devices would gain can be read off before running, or why they would not. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,19 @@ static int sim_runners(const run_options *opts, const loom_sched_platform *pf, l
     (*out)[i].limit = d->memory;
   }
   return 0;
+}
+
+/* The platform file, or with "here" this machine's devices (--devices: which) with their
+ * calibrated models. */
+static int sim_platform(const run_options *opts, loom_sched_platform **out) {
+  if (strcmp(opts->simulate, "here") != 0)
+    return loom_sched_platform_load(opts->simulate, out) ? run_fail_loom(NULL) : 0;
+  loom_context *ctx = NULL;
+  if (loom_context_create(NULL, &ctx)) return run_fail_loom("creating a context");
+  const char *list = opts->devices && strcmp(opts->devices, "auto") != 0 ? opts->devices : NULL;
+  loom_status st = loom_sched_platform_from_context(ctx, list, out);
+  loom_context_destroy(ctx);
+  return st ? run_fail_loom("--simulate here") : 0;
 }
 
 typedef struct sim_state {
@@ -107,12 +122,13 @@ int run_simulate(const run_options *opts) {
   if (opts->policy && !loom_sched_policy_parse(opts->policy, &policy))
     return run_fail(EXIT_USAGE, "--policy: '%s' is none of dmda, eager, fixed", opts->policy);
   if (loom_graph_load(opts->graph_path, &s.graph)) rc = run_fail_loom(NULL);
-  if (!rc && loom_sched_platform_load(opts->simulate, &s.platform)) rc = run_fail_loom(NULL);
+  if (!rc) rc = sim_platform(opts, &s.platform);
   if (!rc) rc = sim_runners(opts, s.platform, &s.runners, &s.n_runners);
   if (!rc) rc = sim_plan(&s, opts, policy);
   if (!rc && loom_sched_schedule(s.problem, s.platform, policy, &s.result)) rc = run_fail_loom(NULL);
   if (!rc) {
-    printf("%s on %s (simulated, no kernel run): %d stages, %d tasks\n", opts->graph_path, opts->simulate,
+    printf("%s on %s (simulated, no kernel run): %d stages, %d tasks\n", opts->graph_path,
+           strcmp(opts->simulate, "here") == 0 ? "this machine's models" : opts->simulate,
            (int)loom_plan_stage_count(s.plan), (int)loom_sched_problem_task_count(s.problem));
     loom_sched_result_print(&s.result, s.platform, stdout);
   }
