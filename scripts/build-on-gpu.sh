@@ -95,14 +95,19 @@ step trace-reduce 30 ./loom-run red.lir --random 1 --runners cuda0:64MiB --trace
 # Issue 15's third point: cpu0 + cuda0 against cuda0 alone. Both devices' models first (dmda
 # places stages and ranges by them), then the two towers (independent stages: where dmda puts
 # each, and why, from the models loom-info prints) and kNN's loop shared (loom-bench share's
-# ratios). Only these: LOOM_GPU_STEPS="calibrate models platform predict share-towers share-knn".
+# ratios). Only these: LOOM_GPU_STEPS="calibrate models platform predict share-towers
+# share-gpu-host share-knn".
 step calibrate 120 ./loom-bench calibrate --devices cpu0,cuda0 --reps 2
 step models 10 ./loom-info --models
 # This machine as a platform file (kept: later sessions simulate it without a GPU), and what
 # the models predict for the runs below (docs/sched.md, "--simulate here").
 step platform 10 sh -c "LOOM_DEVICES=cpu0,cuda0 ./loom-info --platform > $OUT/platform.json"
-step predict 30 sh -c "for d in cuda0 cpu0,cuda0; do ./loom-run $SRC/examples/towers.lir --simulate here --devices \$d; ./loom-run $SRC/examples/knn_400k.lir --simulate here --devices \$d; done"
+step predict 30 sh -c "for d in cuda0 cpu0,cuda0; do for g in towers gpu_and_host knn_400k; do ./loom-run $SRC/examples/\$g.lir --simulate here --devices \$d; done; done"
 step share-towers 90 sh -c "for d in cuda0 cpu0,cuda0; do for p in dmda eager; do ./loom-run $SRC/examples/towers.lir --random 1 --devices \$d --policy \$p; done; done"
+# A branch for each device (a 4096^3 product, the sum of a 4 GiB matrix on the host): where the
+# host should help the GPU (docs/sched.md, "Where the host helps a GPU"; predicted 2.06x on the
+# H200 of docs/cuda.md).
+step share-gpu-host 120 sh -c "for d in cuda0 cpu0,cuda0 cuda0 cpu0,cuda0; do ./loom-run $SRC/examples/gpu_and_host.lir --random 1 --devices \$d; done"
 step share-knn 120 ./loom-bench share --devices cuda0,cpu0 --n 200000 --m 200000 --repeats 3 --no-auto
 # The rest of the tests, then the opencl ones on the NVIDIA OpenCL device where there is one
 # (cases made for PoCL's two devices fail there for want of ocl1).

@@ -167,6 +167,13 @@ LOOM_API loom_status loom_sched_platform_create(const char *const *node_names, i
  * INVALID_ARGUMENT (NULL platform or stream), IO when writing fails. */
 LOOM_API loom_status loom_sched_platform_write_json(const loom_sched_platform *platform, const char *comment,
                                                     FILE *stream);
+/* A new platform of the devices `devices` lists ("cuda0" or "cpu0,gpu1"; ids case-insensitive),
+ * in the list's order, with every memory node and link of `platform`: what runs on only some of
+ * a machine's devices, as loom-run --simulate --devices does. The caller owns *out_platform.
+ * Errors: INVALID_ARGUMENT (NULL arguments; an id the platform lacks, an empty one or one
+ * given twice, named in the message), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_sched_platform_subset(const loom_sched_platform *platform, const char *devices,
+                                                loom_sched_platform **out_platform);
 LOOM_API void loom_sched_platform_destroy(loom_sched_platform *platform);
 LOOM_API int32_t loom_sched_platform_device_count(const loom_sched_platform *platform);
 /* Device i, owned by the platform; NULL when out of range. */

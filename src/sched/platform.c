@@ -73,6 +73,45 @@ loom_status loom_sched_platform_create(const char *const *node_names, int32_t n_
   return LOOM_OK;
 }
 
+loom_status loom_sched_platform_subset(const loom_sched_platform *p, const char *devices,
+                                       loom_sched_platform **out_platform) {
+  if (out_platform) *out_platform = NULL;
+  if (!p || !devices || !out_platform)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "platform subset: NULL argument");
+  loom_sched_device *chosen = loom__calloc((size_t)p->n_devices, sizeof *chosen);
+  const char **names = loom__calloc((size_t)p->n_nodes, sizeof *names);
+  loom_status s = chosen && names ? LOOM_OK : loom__oom("platform subset");
+  int32_t n = 0;
+  for (const char *at = devices; !s && at;) {
+    const char *end = strchr(at, ',');
+    size_t len = end ? (size_t)(end - at) : strlen(at);
+    char id[LOOM_SCHED_NAME_MAX];
+    int32_t d = -1;
+    if (len > 0 && len < sizeof id) {
+      memcpy(id, at, len);
+      id[len] = '\0';
+      d = loom_sched_platform_find(p, id);
+    }
+    if (d < 0) {
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "platform: '%.*s' in '%s' is none of its devices", (int)len,
+                      at, devices);
+      break;
+    }
+    for (int32_t k = 0; k < n && !s; k++) {
+      if (strcasecmp(chosen[k].id, p->devices[d].id) == 0)
+        s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "platform: '%s' names %s twice", devices, id);
+    }
+    if (!s) chosen[n++] = p->devices[d];
+    at = end ? end + 1 : NULL;
+  }
+  /* Every node and link stays: a node left without a device is only a place data may pass. */
+  for (int32_t i = 0; !s && i < p->n_nodes; i++) names[i] = p->node_names[i];
+  if (!s) s = loom_sched_platform_create(names, p->n_nodes, chosen, n, p->links, p->n_links, out_platform);
+  loom__free(chosen);
+  loom__free(names);
+  return s;
+}
+
 int32_t loom_sched_platform_device_count(const loom_sched_platform *p) {
   return p ? p->n_devices : 0;
 }

@@ -172,8 +172,9 @@ static void rewrite(const loom_sched_platform *p, const char *comment, loom_sche
  * and one with measured tables, a GPU computing in host memory (an integrated one: its node is
  * written, as the reader would give it one of its own) and a CPU with a node of its own. */
 TEST(sched_platform_written_reads_back) {
-  const char *files[] = {"platforms/1cpu-4gpu.json", "platforms/cpu-slow-opencl.json"};
-  for (int f = 0; f < 2; f++) {
+  const char *files[] = {"platforms/1cpu-4gpu.json", "platforms/cpu-slow-opencl.json",
+                         "platforms/h200-node.json"};
+  for (int f = 0; f < 3; f++) {
     loom_sched_platform *p = NULL;
     ASSERT_OK(loom_sched_platform_load(example(files[f]), &p));
     loom_sched_platform *q = NULL;
@@ -203,6 +204,34 @@ TEST(sched_platform_written_reads_back) {
   loom_sched_platform_destroy(q);
   loom_sched_platform_destroy(p);
   ASSERT_STATUS(loom_sched_platform_write_json(NULL, NULL, stdout), LOOM_ERR_INVALID_ARGUMENT);
+}
+
+/* A subset keeps the listed devices in the list's order, with every node and link (a GPU
+ * left alone still reaches the host over its link); ids it lacks, empty or repeated are named. */
+TEST(sched_platform_subset) {
+  loom_sched_platform *p = NULL, *q = NULL;
+  ASSERT_OK(loom_sched_platform_load(example("platforms/1cpu-4gpu.json"), &p));
+  ASSERT_OK(loom_sched_platform_subset(p, "GPU2,cpu0", &q));
+  ASSERT_EQ(loom_sched_platform_device_count(q), 2);
+  ASSERT_STREQ(loom_sched_platform_device(q, 0)->id, "gpu2");
+  ASSERT_STREQ(loom_sched_platform_device(q, 1)->id, "cpu0");
+  const loom_sched_device *g = loom_sched_platform_device(q, 0);
+  ASSERT_NEAR(loom_sched_platform_transfer_time(q, g->node, 0, 25000000),
+              loom_sched_platform_transfer_time(p, g->node, 0, 25000000), 0);
+  ASSERT_NEAR(loom_sched_model_time(&g->model, LOOM_OP_CLASS_GEMM, 1e9),
+              loom_sched_model_time(&loom_sched_platform_device(p, 3)->model, LOOM_OP_CLASS_GEMM, 1e9), 0);
+  loom_sched_platform_destroy(q);
+  const char *bad[][2] = {{"cpu0,gpu7", "'gpu7' in 'cpu0,gpu7' is none of its devices"},
+                          {"cpu0,,gpu1", "'' in 'cpu0,,gpu1' is none of its devices"},
+                          {"gpu1,GPU1", "names GPU1 twice"}};
+  for (int i = 0; i < 3; i++) {
+    q = (loom_sched_platform *)1;
+    ASSERT_STATUS(loom_sched_platform_subset(p, bad[i][0], &q), LOOM_ERR_INVALID_ARGUMENT);
+    ASSERT_TRUE(q == NULL);
+    ASSERT_CONTAINS(loom_last_error(), bad[i][1]);
+  }
+  ASSERT_STATUS(loom_sched_platform_subset(p, NULL, &q), LOOM_ERR_INVALID_ARGUMENT);
+  loom_sched_platform_destroy(p);
 }
 
 /* What loom-run --simulate does: plan for the platform's devices (pieces sized for the

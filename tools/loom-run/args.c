@@ -15,8 +15,9 @@ void run_print_usage(FILE *f) {
       "                [--recover] [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
       "                [--devices auto|LIST] [--policy dmda|eager|fixed]\n"
       "       mpirun -np N loom-run --mpi FILE.lir ...   (the same options)\n"
-      "       loom-run FILE.lir --simulate PLATFORM.json|here [--policy dmda|eager|fixed]\n"
-      "                [--runners SPEC] [--no-rewrite NAME ...] [--stats-json FILE]\n"
+      "       loom-run FILE.lir --simulate PLATFORM.json|here [--devices LIST]\n"
+      "                [--policy dmda|eager|fixed] [--runners SPEC] [--no-rewrite NAME ...]\n"
+      "                [--stats-json FILE]\n"
       "\n"
       "Rewrites the graph of FILE.lir to save memory, cuts it into stages that fit the\n"
       "runners' limits, runs them, and prints the time, each stage's estimated and measured\n"
@@ -81,11 +82,12 @@ void run_print_usage(FILE *f) {
       "                      --runners says otherwise), schedule the stages and loop pieces\n"
       "                      there with --policy, and print the makespan, each device's busy\n"
       "                      time and a lower bound; inputs are not needed (--stats-json\n"
-      "                      FILE: the schedule as JSON, docs/sched.md). --simulate here:\n"
-      "                      this machine's devices (those --devices lists, else all) with\n"
-      "                      the models `loom-bench calibrate` measured here: what a run\n"
-      "                      on several devices would gain, by the models, without running\n"
-      "                      it (`loom-info --platform` writes the same platform as a file)\n"
+      "                      FILE: the schedule as JSON, docs/sched.md); --devices LIST:\n"
+      "                      only those of its devices (cuda0 against cpu0,cuda0).\n"
+      "                      --simulate here: this machine's devices with the models\n"
+      "                      `loom-bench calibrate` measured here: what a run on several\n"
+      "                      devices would gain, by the models, without running it\n"
+      "                      (`loom-info --platform` writes the same platform as a file)\n"
       "  --policy NAME       with --simulate: dmda (the default: earliest expected finish,\n"
       "                      transfers included), eager (the first free device) or fixed\n"
       "                      (each stage on its runner's device). In a real run (implies\n"
@@ -340,11 +342,6 @@ int run_parse_args(int argc, char **argv, run_options *opts) {
   loom_sched_policy policy;
   if (opts->policy && !loom_sched_policy_parse(opts->policy, &policy))
     return run_fail(EXIT_USAGE, "--policy: '%s' is none of dmda, eager, fixed", opts->policy);
-  if (opts->devices && opts->simulate && strcmp(opts->simulate, "here") != 0)
-    return run_fail(EXIT_USAGE,
-                    "--devices is for a real run or --simulate here; --simulate %s runs on the "
-                    "file's devices",
-                    opts->simulate);
   if (opts->mpi && (opts->devices || opts->policy || opts->simulate))
     return run_fail(EXIT_USAGE, "--mpi shares each loop between the ranks, one runner each: it takes no %s",
                     opts->simulate  ? "--simulate"

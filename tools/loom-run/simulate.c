@@ -34,17 +34,26 @@ static int sim_runners(const run_options *opts, const loom_sched_platform *pf, l
   return 0;
 }
 
-/* The platform file, or with "here" this machine's devices (--devices: which) with their
- * calibrated models. */
+/* The platform file's devices, or with "here" this machine's with their calibrated models;
+ * --devices: which of them. */
 static int sim_platform(const run_options *opts, loom_sched_platform **out) {
-  if (strcmp(opts->simulate, "here") != 0)
-    return loom_sched_platform_load(opts->simulate, out) ? run_fail_loom(NULL) : 0;
-  loom_context *ctx = NULL;
-  if (loom_context_create(NULL, &ctx)) return run_fail_loom("creating a context");
   const char *list = opts->devices && strcmp(opts->devices, "auto") != 0 ? opts->devices : NULL;
-  loom_status st = loom_sched_platform_from_context(ctx, list, out);
-  loom_context_destroy(ctx);
-  return st ? run_fail_loom("--simulate here") : 0;
+  if (strcmp(opts->simulate, "here") == 0) {
+    loom_context *ctx = NULL;
+    if (loom_context_create(NULL, &ctx)) return run_fail_loom("creating a context");
+    loom_status st = loom_sched_platform_from_context(ctx, list, out);
+    loom_context_destroy(ctx);
+    return st ? run_fail_loom("--simulate here") : 0;
+  }
+  loom_sched_platform *whole = NULL;
+  if (loom_sched_platform_load(opts->simulate, &whole)) return run_fail_loom(NULL);
+  if (!list) {
+    *out = whole;
+    return 0;
+  }
+  loom_status st = loom_sched_platform_subset(whole, list, out);
+  loom_sched_platform_destroy(whole);
+  return st ? run_fail(EXIT_USAGE, "--devices: %s", loom_last_error()) : 0;
 }
 
 typedef struct sim_state {
