@@ -44,7 +44,8 @@ typedef struct loom_share_options {
    *   EAGER: the first free device takes the next ready stage, else the next range.
    *   DMDA:  a free device takes a ready stage where no other device would end it sooner (by
    *          the models, loom-bench calibrate, transfers included, where every device has
-   *          one; else by the times the context measured of stages like it on each device;
+   *          one; else by the times measured of stages like it on each device, by this
+   *          context or, through the cache folder, an earlier process (LOOM_STAGE_HISTORY);
    *          without either the first free device of the list takes it). It takes the
    *          next range only where the loop ends sooner with it than
    *          with the other devices running every piece left (StarPU's dmda, earliest

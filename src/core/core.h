@@ -99,6 +99,11 @@ loom_status loom__file_create_temp(const char *path, int *out_fd, char **out_nam
 /* Renames the temporary file `temp` over `path`; on failure `temp` is removed.
  * Errors: IO naming both paths. */
 loom_status loom__file_commit(const char *temp, const char *path);
+/* mkdir -p: `dir` and every folder above it (0777 less the umask). False when one cannot be
+ * made (errno says why) or the path is over 4095 bytes. */
+bool loom__make_dirs(const char *dir);
+/* The folders above the file `path`, as loom__make_dirs. */
+bool loom__make_parents(const char *path);
 /* Writes all n bytes of buf to fd, in writes of at most 1 GiB, retrying on EINTR. False on a
  * write error (errno says which). */
 bool loom__file_write_all(int fd, const void *buf, size_t n);

@@ -1,11 +1,12 @@
 /* Files written all or nothing: a fresh temporary name beside the final path, renamed over
  * it once complete (rename is atomic on POSIX file systems), so a reader never sees a
- * half-written file and a failure leaves nothing behind. */
+ * half-written file and a failure leaves nothing behind; and the folders they go in. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -56,4 +57,37 @@ bool loom__file_write_all(int fd, const void *buf, size_t n) {
     n -= (size_t)w;
   }
   return true;
+}
+
+bool loom__make_dirs(const char *dir) {
+  char buf[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof buf) {
+    errno = ENAMETOOLONG;
+    return false;
+  }
+  memcpy(buf, dir, n + 1);
+  for (char *p = buf + 1;; p++) {
+    if (*p != '/' && *p != '\0') continue;
+    char saved = *p;
+    *p = '\0';
+    bool ok = mkdir(buf, 0777) == 0 || errno == EEXIST;
+    *p = saved;
+    if (!ok) return false;
+    if (saved == '\0') return true;
+  }
+}
+
+bool loom__make_parents(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash || slash == path) return true;
+  char buf[4096];
+  size_t n = (size_t)(slash - path);
+  if (n >= sizeof buf) {
+    errno = ENAMETOOLONG;
+    return false;
+  }
+  memcpy(buf, path, n);
+  buf[n] = '\0';
+  return loom__make_dirs(buf);
 }

@@ -53,6 +53,7 @@ loom_status loom_context_create(const loom_context_options *opts, loom_context *
 
 void loom_context_destroy(loom_context *ctx) {
   if (!ctx) return;
+  loom__history_save(ctx);
   loom__context_exec_release(ctx);
   loom__context_memory_release(ctx);
   loom__devices_deinit(&ctx->devices);

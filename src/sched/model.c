@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -146,20 +145,6 @@ loom_status loom_sched_model_path(const char *name, const char *driver, char *bu
   return LOOM_OK;
 }
 
-/* mkdir -p of the folders above `path`. */
-static bool make_parents(const char *path) {
-  char buf[1100];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    bool ok = mkdir(buf, 0777) == 0 || errno == EEXIST;
-    *p = '/';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 void loom__sched_model_write(const loom_sched_model *model, loom__json *j) {
   for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) {
     const loom_sched_class_model *m = &model->cls[c];
@@ -188,7 +173,7 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
   if (!model) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "models: NULL model");
   loom_status s = loom_sched_model_path(name, driver, path, sizeof path);
   if (s) return s;
-  if (!make_parents(path))
+  if (!loom__make_parents(path))
     return loom__error(LOOM_ERR_IO, "%s: cannot create its folder: %s", path, strerror(errno));
   int fd = -1;
   char *tmp = NULL;

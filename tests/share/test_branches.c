@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "harness.h"
+#include "loom/sched.h"
 #include "runtime/share_cut.h"
 #include "runtime/stage_history.h"
 #include "share_test.h"
@@ -303,6 +306,102 @@ TEST(stage_history_keeps_the_latest) {
   loom__history_clear(ctx);
   ASSERT_TRUE(!loom__history_get(ctx, 100, "ocl0", &t));
   loom_context_destroy(ctx);
+}
+
+/* Sets `name` to `value` (NULL: unset), returning the old value in *old (free it). */
+static void swap_env(const char *name, const char *value, char **old) {
+  const char *was = getenv(name);
+  *old = was ? strdup(was) : NULL;
+  if (value)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
+}
+
+/* Puts back what swap_env took (and frees it). */
+static void restore_env(const char *name, char *old) {
+  if (old)
+    setenv(name, old, 1);
+  else
+    unsetenv(name);
+  free(old);
+}
+
+/* A new context, a time kept on `device` in it (when seconds > 0), destroyed: what a process
+ * running one stage leaves on disk. */
+static void one_context(const char *device, uint64_t footprint, double seconds) {
+  loom_context *ctx = NULL;
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  if (seconds > 0) loom__history_put(ctx, footprint, device, seconds);
+  loom_context_destroy(ctx);
+}
+
+/* What a new context finds of footprint on device (-1: nothing). */
+static double found(const char *device, uint64_t footprint) {
+  loom_context *ctx = NULL;
+  double t = -1;
+  if (loom_context_create(NULL, &ctx)) return -2;
+  if (!loom__history_get(ctx, footprint, device, &t)) t = -1;
+  loom_context_destroy(ctx);
+  return t;
+}
+
+/* The history outlives the context (StarPU's history-based models are files): a context's
+ * times are on disk when it is destroyed, the next context (the next process) places by them,
+ * merged with what the file had; devices of one name share the file (ocl0's time is ocl1's);
+ * a malformed file is as none and is replaced; LOOM_STAGE_HISTORY=0 neither reads nor writes;
+ * a cache folder that cannot be written loses nothing else, not even the caller's last error. */
+TEST(stage_history_is_kept_on_disk) {
+  char dir[] = "/tmp/loom-history-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir) != NULL);
+  char *old_dir, *old_flag;
+  swap_env("LOOM_CACHE_DIR", dir, &old_dir);
+  swap_env("LOOM_STAGE_HISTORY", "1", &old_flag);
+  loom_context *ctx = NULL;
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  loom__history_put(ctx, 42, "cpu0", 2.0);
+  loom__history_put(ctx, 42, "cpu0", 4.0);
+  loom__history_put(ctx, 43, "cpu0", 1.0);
+  loom_device_info cpu;
+  ASSERT_OK(loom_context_device_info(ctx, 0, &cpu));
+  char file[1200];
+  ASSERT_OK(loom_sched_model_path(cpu.name, loom_sched_device_driver(&cpu), file, sizeof file));
+  snprintf(file + strlen(file) - 5, 20, ".stages.json");
+  bool two_opencl = share_test_two_opencl(ctx);
+  loom_context_destroy(ctx);
+  ASSERT_TRUE(access(file, R_OK) == 0);
+  ASSERT_NEAR(found("cpu0", 42), 3.0, 1e-12);
+  one_context("cpu0", 44, 5.0); /* merged with the file's: 42 and 43 stay */
+  ASSERT_NEAR(found("cpu0", 43), 1.0, 1e-12);
+  ASSERT_NEAR(found("cpu0", 44), 5.0, 1e-12);
+  if (two_opencl) {
+    one_context("ocl0", 50, 0.25);
+    ASSERT_NEAR(found("ocl1", 50), 0.25, 1e-12);
+  }
+  FILE *f = fopen(file, "w");
+  ASSERT_TRUE(f != NULL);
+  fputs("{\"stages\": [{\"footprint\": 12}", f);
+  fclose(f);
+  ASSERT_NEAR(found("cpu0", 42), -1, 0);
+  one_context("cpu0", 45, 0.5);
+  ASSERT_NEAR(found("cpu0", 45), 0.5, 1e-12);
+  setenv("LOOM_STAGE_HISTORY", "0", 1);
+  one_context("cpu0", 46, 0.5);
+  ASSERT_NEAR(found("cpu0", 45), -1, 0); /* not read either */
+  setenv("LOOM_STAGE_HISTORY", "1", 1);
+  ASSERT_NEAR(found("cpu0", 46), -1, 0);
+  ASSERT_NEAR(found("cpu0", 45), 0.5, 1e-12);
+  setenv("LOOM_CACHE_DIR", "/dev/null/none", 1);
+  ASSERT_OK(loom_context_create(NULL, &ctx));
+  loom__history_put(ctx, 47, "cpu0", 1.0);
+  loom__error(LOOM_ERR_IO, "the caller's own failure");
+  loom_context_destroy(ctx);
+  ASSERT_STREQ(loom_last_error(), "the caller's own failure");
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ASSERT_EQ(system(cmd), 0);
+  restore_env("LOOM_CACHE_DIR", old_dir);
+  restore_env("LOOM_STAGE_HISTORY", old_flag);
 }
 
 /* ocl1 at 1 KiB: no stage's estimate fits it, so ocl0 runs every stage (eager too: a device

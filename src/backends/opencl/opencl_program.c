@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/opencl/opencl_backend.h"
@@ -62,19 +61,6 @@ static void hash_string(hash128 *h, const char *s) {
 
 /* ---- the cache directory -------------------------------------------------------------------- */
 
-/* mkdir -p; false when it cannot be made. */
-static bool make_dirs(char *path) {
-  for (char *p = path + 1;; p++) {
-    if (*p != '/' && *p != '\0') continue;
-    char saved = *p;
-    *p = '\0';
-    bool ok = mkdir(path, 0777) == 0 || errno == EEXIST;
-    *p = saved;
-    if (!ok) return false;
-    if (saved == '\0') return true;
-  }
-}
-
 /* The file for key h in buf, or false when there is no usable cache directory. */
 static bool cache_path(hash128 h, char *buf, size_t size) {
   const char *dir = getenv("LOOM_CACHE_DIR");
@@ -88,7 +74,7 @@ static bool cache_path(hash128 h, char *buf, size_t size) {
     snprintf(base, sizeof base, "%s/.cache/loom/opencl", home);
   else
     return false;
-  if (!make_dirs(base)) return false;
+  if (!loom__make_dirs(base)) return false;
   int n =
       snprintf(buf, size, "%s/%016llx%016llx.bin", base, (unsigned long long)h.a, (unsigned long long)h.b);
   return n > 0 && (size_t)n < size;
