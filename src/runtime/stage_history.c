@@ -1,7 +1,6 @@
 /* Measured seconds of stages by footprint and device (stage_history.h). */
 #include "runtime/stage_history.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +9,9 @@
 #include <unistd.h>
 
 #include "core/json.h"
-#include "core/json_read.h"
 #include "ir/ir.h"
-#include "loom/sched.h"
 #include "runtime/context.h"
+#include "sched/sched_impl.h"
 
 /* A time moves the kept one this far (the first sets it): as the shared runner's rates. */
 #define HISTORY_WEIGHT 0.5
@@ -128,26 +126,7 @@ static bool history_path(const loom_context *ctx, const char *id, char *buf, siz
 /* The entries of the history file at `path` into *doc's "stages" array; NULL when there is
  * none (no file, not JSON, not the format). */
 static const loom__jr_value *read_file(const char *path, loom__jr_value *doc) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *text = NULL;
-  size_t cap = 0, len = 0;
-  for (;;) {
-    if (len == cap) {
-      char *grown = cap < (1 << 22) ? loom__realloc(text, cap ? cap * 2 : 16384) : NULL;
-      if (!grown) break;
-      text = grown, cap = cap ? cap * 2 : 16384;
-    }
-    size_t got = fread(text + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  bool whole = feof(f) && !ferror(f);
-  fclose(f);
-  char why[128];
-  bool parsed = whole && text && loom__jr_parse(text, len, doc, why, sizeof why) == 0;
-  loom__free(text);
-  if (!parsed) return NULL;
+  if (loom__sched_read_json(path, doc)) return NULL;
   const loom__jr_value *stages = loom__jr_get(doc, "stages");
   if (stages && stages->type == LOOM__JR_ARRAY) return stages;
   loom__jr_free(doc);
@@ -158,13 +137,13 @@ static const loom__jr_value *read_file(const char *path, loom__jr_value *doc) {
  * "runs": >= 1}. */
 static bool read_entry(const loom__jr_value *v, uint64_t *footprint, double *seconds, int32_t *runs) {
   const char *fp = loom__jr_string(v, "footprint");
-  char *end = NULL;
-  errno = 0;
-  unsigned long long x = strtoull(fp, &end, 16);
   *seconds = loom__jr_number(v, "seconds", -1);
   double r = loom__jr_number(v, "runs", 0);
-  if (strlen(fp) != 16 || *end || errno || !(*seconds > 0) || !(r >= 1 && r < 1e9)) return false;
-  *footprint = x, *runs = (int32_t)r;
+  if (strlen(fp) != 16 || strspn(fp, "0123456789abcdefABCDEF") != 16 || !(*seconds > 0) ||
+      !(r >= 1 && r < 1e9))
+    return false;
+  *footprint = strtoull(fp, NULL, 16);
+  *runs = (int32_t)r;
   return true;
 }
 
