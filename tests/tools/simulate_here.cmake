@@ -70,3 +70,5 @@ endif()
 
 run("--simulate here, a device not here" 1 ${RUN} ${TOWERS} --simulate here --devices ocl7)
 expect("its stderr" "${err}" "names no device of this machine")
+run("--simulate here, a device twice" 2 ${RUN} ${TOWERS} --simulate here --devices ocl0,ocl0)
+expect("its stderr" "${err}" "^loom-run: --devices: platform: 'ocl0,ocl0' names ocl0 twice\n$")

@@ -19,7 +19,8 @@ static int sim_runners(const run_options *opts, const loom_sched_platform *pf, l
       return run_fail(EXIT_USAGE, "--runners: %s", loom_last_error());
     for (int32_t i = 0; i < *n; i++) {
       if (loom_sched_platform_find(pf, (*out)[i].device) < 0)
-        return run_fail(EXIT_USAGE, "--runners: runner %d: %s has no device %s", (int)i, opts->simulate,
+        return run_fail(EXIT_USAGE, "--runners: runner %d: %s has no device %s", (int)i,
+                        strcmp(opts->simulate, "here") == 0 ? "this machine's platform" : opts->simulate,
                         (*out)[i].device);
     }
     return 0;
@@ -35,18 +36,19 @@ static int sim_runners(const run_options *opts, const loom_sched_platform *pf, l
 }
 
 /* The platform file's devices, or with "here" this machine's with their calibrated models;
- * --devices: which of them. */
+ * --devices: which of them, in the list's order, each once (as a real run takes them). */
 static int sim_platform(const run_options *opts, loom_sched_platform **out) {
   const char *list = opts->devices && strcmp(opts->devices, "auto") != 0 ? opts->devices : NULL;
+  loom_sched_platform *whole = NULL;
   if (strcmp(opts->simulate, "here") == 0) {
     loom_context *ctx = NULL;
     if (loom_context_create(NULL, &ctx)) return run_fail_loom("creating a context");
-    loom_status st = loom_sched_platform_from_context(ctx, list, out);
+    loom_status st = loom_sched_platform_from_context(ctx, list, &whole);
     loom_context_destroy(ctx);
-    return st ? run_fail_loom("--simulate here") : 0;
+    if (st) return run_fail_loom("--simulate here");
+  } else if (loom_sched_platform_load(opts->simulate, &whole)) {
+    return run_fail_loom(NULL);
   }
-  loom_sched_platform *whole = NULL;
-  if (loom_sched_platform_load(opts->simulate, &whole)) return run_fail_loom(NULL);
   if (!list) {
     *out = whole;
     return 0;
