@@ -33,14 +33,15 @@ static bool fold_matrix(int64_t rows, int64_t cols, int64_t rs, int64_t cs, fold
 }
 
 /* One thread in CLBlast at a time while it fills its caches: before 1.6.1 (Debian 12 ships
- * 1.5.3) two threads storing the same database or program at once made the second fail
- * (CLBlast issue #486, fixed by its pull request #495: two devices of one name share a key),
- * and two devices' first GEMMs at once, as a shared run's workers make them, crashed there
- * under TSan. A device's first call for a precision stores everything its GEMMs use (one
- * program holds the routine's kernels, direct and indirect); after it, its calls only read
- * the caches, under CLBlast's own lock, and run without ours. Holding ours through every call
- * would serialize the devices: on PoCL's basic devices a call runs its kernels before it
- * returns. */
+ * 1.5.3) two threads storing the same binary at once made the second fail (CLBlast issue #486,
+ * fixed by its pull request #495: its binary cache is keyed by the device's name, which two
+ * PoCL devices share), and two devices' first GEMMs at once, as a shared run's workers make
+ * them, crashed there under TSan. A device's first GEMM in a precision stores everything its
+ * later calls use (the routine's one program holds every GEMM kernel, direct and indirect, and
+ * its databases); the temporary-size query stores only two databases, so it does not count.
+ * After that first GEMM the device's calls only read the caches, under CLBlast's own lock,
+ * and run without ours. Holding ours through every call would serialize the devices: on
+ * PoCL's basic devices a call runs its kernels before it returns. */
 static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define WARM_MAX 64
@@ -63,11 +64,11 @@ static bool clblast_enter(const loom__cl_device *d, loom_dtype dt) {
   return true;
 }
 
-/* After it: a call that succeeded under the lock makes the pair warm (a full table only keeps
- * later pairs locked); the lock is let go where it was held. */
-static void clblast_leave(const loom__cl_device *d, loom_dtype dt, bool held, bool ok) {
+/* After it: a GEMM that succeeded under the lock (`warmed`) makes the pair warm (a full table
+ * only keeps later pairs locked); the lock is let go where it was held. */
+static void clblast_leave(const loom__cl_device *d, loom_dtype dt, bool held, bool warmed) {
   if (!held) return;
-  if (ok && n_warm < WARM_MAX) {
+  if (warmed && n_warm < WARM_MAX) {
     warm[n_warm].device = d;
     warm[n_warm++].dt = dt;
   }
@@ -234,6 +235,20 @@ static bool halve(const blas_call *whole, blocking *bl) {
          BLOCK_CALLS_MAX;
 }
 
+/* Before a product's first block: a device's first GEMM in a precision, under the lock, is a
+ * 1 x 1 x 1 product into C's first element (which the product then overwrites, its first
+ * block not adding): it fills CLBlast's caches and runs next to nothing, so the product's own
+ * kernels, which on PoCL run inside the call, run unlocked beside the other devices'. */
+static CLBlastStatusCode warm_up(loom__cl_device *d, const blas_call *first, cl_mem A, cl_mem B, cl_mem C) {
+  if (!clblast_enter(d, first->dt)) return CLBlastSuccess;
+  blas_call one = *first;
+  one.n = one.m = one.k = 1;
+  one.add = false;
+  CLBlastStatusCode st = gemm(d->queue, &one, A, B, C, NULL);
+  clblast_leave(d, first->dt, true, st == CLBlastSuccess);
+  return st;
+}
+
 /* The batch's element bi as one call. */
 static blas_call element_call(const blas_call *whole, const lm_gemm *p, int64_t bi) {
   blas_call b = *whole;
@@ -281,7 +296,7 @@ loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, con
   CLBlastStatusCode st = CLBlastSuccess;
   bool held = clblast_enter(d, dt);
   bool fits = fit_blocks(d, &whole, p, SIZE_MAX, &bl, &need, &st);
-  clblast_leave(d, dt, held, st == CLBlastSuccess);
+  clblast_leave(d, dt, held, false);
   if (!fits) return blas_error(d, st, "temporary buffer size");
   cl_mem tmp = NULL;
   void *extra = NULL;
@@ -292,23 +307,24 @@ loom_status loom__cl_clblast_dot(loom__cl_device *d, const loom__op_call *c, con
   } else if (need > 0) {
     held = clblast_enter(d, dt);
     fits = fit_blocks(d, &whole, p, (size_t)LOOM_MAX(c->scratch_bytes, 0), &bl, &need, &st);
-    clblast_leave(d, dt, held, st == CLBlastSuccess);
+    clblast_leave(d, dt, held, false);
     if (!fits && st != CLBlastSuccess) return blas_error(d, st, "temporary buffer size");
     if (!fits) return LOOM_OK; /* no blocking fits the scratch: the kernel */
     tmp = need > 0 ? (cl_mem)c->scratch : NULL;
     blocked_dots++;
   }
-  loom_status s = LOOM_OK;
+  cl_mem A = (cl_mem)c->in[0].buffer, B = (cl_mem)c->in[1].buffer, C = (cl_mem)c->out[0].buffer;
+  blas_call first = element_call(&whole, p, 0);
+  first = block_call(&first, p, &bl, 0, 0, 0);
+  st = warm_up(d, &first, A, B, C);
+  loom_status s = st == CLBlastSuccess ? LOOM_OK : blas_error(d, st, "gemm");
   for (int64_t bi = 0; !s && bi < p->batch; bi++) {
     blas_call e = element_call(&whole, p, bi);
     for (size_t i = 0; !s && i < blocks_of(e.n, bl.bn); i++) {
       for (size_t j = 0; !s && j < blocks_of(e.m, bl.bm); j++) {
         for (size_t l = 0; !s && l < blocks_of(e.k, bl.bk); l++) {
           blas_call b = block_call(&e, p, &bl, i, j, l);
-          held = clblast_enter(d, dt);
-          st = gemm(d->queue, &b, (cl_mem)c->in[0].buffer, (cl_mem)c->in[1].buffer, (cl_mem)c->out[0].buffer,
-                    tmp);
-          clblast_leave(d, dt, held, st == CLBlastSuccess);
+          st = gemm(d->queue, &b, A, B, C, tmp);
           if (st != CLBlastSuccess) s = blas_error(d, st, "gemm");
         }
       }
