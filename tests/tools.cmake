@@ -582,7 +582,9 @@ if(LOOM_HAVE_OPENCL)
   add_test(NAME loom-run.simulate_here COMMAND ${CMAKE_COMMAND} -DRUN=$<TARGET_FILE:loom-run>
     -DINFO=$<TARGET_FILE:loom-info> -DBENCH=$<TARGET_FILE:loom-bench> -DTOWERS=${LOOM_EXAMPLES}/towers.lir
     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/simulate_here -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/simulate_here.cmake)
-  set_tests_properties(loom-run.simulate_here PROPERTIES TIMEOUT 180 ENVIRONMENT "${LOOM_TEST_ENV}")
+  # clFFT's plan destructor deletes through the wrong type (its own bug, as in tests/opencl.cmake).
+  set_tests_properties(loom-run.simulate_here PROPERTIES TIMEOUT 180
+    ENVIRONMENT "${LOOM_TEST_ENV};ASAN_OPTIONS=new_delete_type_mismatch=0")
 endif()
 loom_tool_test(simulate_stats_json ARGS ${LOOM_EXAMPLES}/knn.lir --simulate ${LOOM_EXAMPLES}/platforms/cpu-slow-opencl.json
   --stats-json @WORK@/sched.json STDOUT_REGEX "policy dmda" EXPECT_FILES sched.json)
