@@ -32,54 +32,23 @@
   "  return s, a2\n"                                                       \
   "}\n"
 
-typedef struct fixture {
-  loom_context *ctx;
-  loom_graph *g;
-  loom_tensor in[3], ref[2];
-  bool opencl;
-} fixture;
+typedef share_fixture fixture;
 
-static void fixture_deinit(fixture *f) {
-  for (int i = 0; i < 3; i++) loom_tensor_deinit(&f->in[i]);
-  for (int i = 0; i < 2; i++) loom_tensor_deinit(&f->ref[i]);
-  loom_graph_destroy(f->g);
-  loom_context_destroy(f->ctx);
-  memset(f, 0, sizeof *f);
+/* x and y in {0..3}, w in {-1, 0, 1}. */
+static void towers_integers(float *v, int32_t p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) v[i] = p < 2 ? floorf(v[i] * 4) : floorf(v[i] * 3) - 1;
 }
 
-/* x and y in {0..3}, w in {-1, 0, 1}; the reference: the graph run whole on cpu0. */
+static void fixture_deinit(fixture *f) {
+  share_fixture_deinit(f);
+}
+
 static bool fixture_init(fixture *f, const char *lir) {
-  memset(f, 0, sizeof *f);
-  if (loom_context_create(NULL, &f->ctx) || loom_graph_parse(lir, strlen(lir), "towers.lir", &f->g)) {
-    loom_test_fail(__FILE__, __LINE__, "set-up: %s", loom_last_error());
-    return false;
-  }
-  for (int p = 0; p < 3; p++) {
-    loom_tensor_init(&f->in[p], loom_value_type(f->g, loom_graph_param_at(f->g, p)));
-    loom_tensor_fill_random(&f->in[p], 11, (uint64_t)p);
-    float *v = f->in[p].data;
-    int64_t n = f->in[p].type.dims[0] * f->in[p].type.dims[1];
-    for (int64_t i = 0; i < n; i++) v[i] = p < 2 ? floorf(v[i] * 4) : floorf(v[i] * 3) - 1;
-  }
-  if (loom_graph_run(f->ctx, f->g, f->in, 3, f->ref, 2, NULL)) {
-    loom_test_fail(__FILE__, __LINE__, "the reference run: %s", loom_last_error());
-    return false;
-  }
-  f->opencl = share_test_two_opencl(f->ctx);
-  return true;
+  return share_fixture_init(f, lir, "towers.lir", 11, towers_integers);
 }
 
 static bool fixture_init_opencl(fixture *f, const char *lir) {
-  if (!fixture_init(f, lir)) {
-    fixture_deinit(f);
-    return false;
-  }
-  if (!f->opencl) {
-    fixture_deinit(f);
-    loom_test_skip("no ocl0 and ocl1 (PoCL with POCL_DEVICES=\"pthread pthread\")");
-    return false;
-  }
-  return true;
+  return share_fixture_init_opencl(f, lir, "towers.lir", 11, towers_integers);
 }
 
 /* The graph as it is (no rewrite: chunking would make its dots loops), planned for the first

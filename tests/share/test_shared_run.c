@@ -31,56 +31,24 @@ static const char *const knn_lir =
     "  return dist, idx\n"
     "}\n";
 
-typedef struct fixture {
-  loom_context *ctx;
-  loom_graph *g;
-  loom_tensor in[2], ref[2];
-  bool opencl; /* ocl0 and ocl1 are there */
-} fixture;
+typedef share_fixture fixture;
+
+/* Coordinates in {0..7}: every distance exact on every device. */
+static void knn_integers(float *v, int32_t p, int64_t n) {
+  (void)p;
+  for (int64_t i = 0; i < n; i++) v[i] = floorf(v[i] * 8);
+}
 
 static void fixture_deinit(fixture *f) {
-  for (int i = 0; i < 2; i++) {
-    loom_tensor_deinit(&f->in[i]);
-    loom_tensor_deinit(&f->ref[i]);
-  }
-  loom_graph_destroy(f->g);
-  loom_context_destroy(f->ctx);
-  memset(f, 0, sizeof *f);
+  share_fixture_deinit(f);
 }
 
 static bool fixture_init(fixture *f) {
-  memset(f, 0, sizeof *f);
-  if (loom_context_create(NULL, &f->ctx) || loom_graph_parse(knn_lir, strlen(knn_lir), "knn.lir", &f->g)) {
-    loom_test_fail(__FILE__, __LINE__, "set-up: %s", loom_last_error());
-    return false;
-  }
-  for (int p = 0; p < 2; p++) {
-    loom_tensor_init(&f->in[p], loom_value_type(f->g, loom_graph_param_at(f->g, p)));
-    loom_tensor_fill_random(&f->in[p], 7, (uint64_t)p);
-    float *x = f->in[p].data;
-    for (int64_t i = 0; i < f->in[p].type.dims[0] * 3; i++) x[i] = floorf(x[i] * 8);
-  }
-  if (loom_graph_run(f->ctx, f->g, f->in, 2, f->ref, 2, NULL)) {
-    loom_test_fail(__FILE__, __LINE__, "the reference run: %s", loom_last_error());
-    return false;
-  }
-  f->opencl = share_test_two_opencl(f->ctx);
-  return true;
+  return share_fixture_init(f, knn_lir, "knn.lir", 7, knn_integers);
 }
 
-/* fixture_init for a test that needs ocl0 and ocl1: false (the test skipped, or failed, and the
- * fixture released) without them. */
 static bool fixture_init_opencl(fixture *f) {
-  if (!fixture_init(f)) {
-    fixture_deinit(f);
-    return false;
-  }
-  if (!f->opencl) {
-    fixture_deinit(f);
-    loom_test_skip("no ocl0 and ocl1 (PoCL with POCL_DEVICES=\"pthread pthread\")");
-    return false;
-  }
-  return true;
+  return share_fixture_init_opencl(f, knn_lir, "knn.lir", 7, knn_integers);
 }
 
 /* Plans knn for `devices` (each at `limit`, 0: its memory), fused or not, and runs it shared
