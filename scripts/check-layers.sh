@@ -3,19 +3,21 @@
 # and tools/: a file may include the public headers (loom/...), the headers of its own module
 # and those of the modules below it, nothing else.
 #
+#   core -> io (file formats: .npy, .safetensors, mapped files, random fills)
 #   core -> ir -> splitter
 #   core -> devices -> backends, hmm -> runtime -> tools
 #   core, ir, splitter, devices -> sched -> runtime, tools
 #
 #   module     may include (src/<module>/...)
 #   core       core
+#   io         core io
 #   ir         core ir
 #   splitter   core ir splitter
 #   sched      core ir splitter devices sched
 #   devices    core devices
 #   backends   core ir devices backends, and from hmm only hmm/hmm_backend.h (kernels/: backends)
 #   hmm        core devices hmm, and from backends only backends/registry.h
-#   runtime    every module (sched included)
+#   runtime    every module (sched and io included)
 #   tools      public headers and the tool's own files only
 #
 # Prints one line per include against the table (file:line, what it includes, the rule) and
@@ -31,13 +33,14 @@ generated=" loom_backends.h "
 
 declare -A allowed=(
   [core]="core"
+  [io]="core io"
   [ir]="core ir"
   [splitter]="core ir splitter"
   [sched]="core ir splitter devices sched"
   [devices]="core devices"
   [backends]="core ir devices backends hmm/hmm_backend.h"
   [hmm]="core devices hmm backends/registry.h"
-  [runtime]="core ir splitter devices backends hmm runtime sched"
+  [runtime]="core io ir splitter devices backends hmm runtime sched"
   [tools]=""
 )
 

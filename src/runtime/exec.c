@@ -3,7 +3,7 @@
 
 #include "hmm/hmm.h"
 #include "runtime/exec.h"
-#include "runtime/mapped.h"
+#include "io/mapped.h"
 
 /* How the executor allocates: plain device memory (a cl_mem on OpenCL, which kernels take as
  * it is; host memory on a host node) of exactly the size asked, so the node counts what the

@@ -8,7 +8,7 @@
 #include "harness.h"
 #include "loom/io.h"
 #include "loom/testing.h"
-#include "runtime/npy.h"
+#include "io/npy.h"
 
 /* ---- a scratch directory per test ------------------------------------------------------ */
 

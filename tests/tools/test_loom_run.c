@@ -6,7 +6,7 @@
 #include "harness.h"
 #include "knn_ref.h"
 #include "loom/testing.h"
-#include "runtime/random.h"
+#include "io/random.h"
 
 /* The values behind --random are part of loom-run's contract: the same seed gives the same
  * inputs on every machine. These were computed once; a change here breaks reproducibility. */

@@ -23,7 +23,7 @@
 #include "../knn_ref.h"
 #include "loom/io.h"
 #include "loom/loom.h"
-#include "runtime/random.h"
+#include "io/random.h"
 
 static int fail(const char *what) {
   fprintf(stderr, "loom-tool-helper: %s: %s\n", what, loom_last_error());

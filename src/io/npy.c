@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runtime/mapped.h"
-#include "runtime/npy.h"
+#include "io/mapped.h"
+#include "io/npy.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 /* .npy files are read and written by copying bytes: a big-endian host would need swaps. */

@@ -2,7 +2,7 @@
  * defined on 64-bit integers only, so the sequence is the same everywhere. */
 #include <string.h>
 
-#include "runtime/random.h"
+#include "io/random.h"
 
 typedef struct rng {
   uint64_t s[4];

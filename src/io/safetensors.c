@@ -21,7 +21,7 @@
 
 #include "core/core.h"
 #include "loom/io.h"
-#include "runtime/mapped.h"
+#include "io/mapped.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "loom's safetensors reader and writer assume a little-endian host"

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "runtime/mapped.h"
+#include "io/mapped.h"
 
 typedef struct mapping {
   uintptr_t lo, hi;
