@@ -7,6 +7,7 @@
 #   core -> ir -> splitter
 #   core -> devices -> backends, hmm -> runtime -> tools
 #   core, ir, splitter, devices -> sched -> runtime, tools
+#   runtime (its table for libloom_mpi only) -> mpi (libloom_mpi, a library of its own)
 #
 #   module     may include (src/<module>/...)
 #   core       core
@@ -18,6 +19,8 @@
 #   backends   core ir devices backends, and from hmm only hmm/hmm_backend.h (kernels/: backends)
 #   hmm        core devices hmm, and from backends only backends/registry.h
 #   runtime    every module (sched and io included)
+#   mpi        mpi, and from runtime only runtime/mpi_hooks.h (libloom_mpi sees no other internal
+#              symbol of libloom)
 #   tools      public headers and the tool's own files only
 #
 # Prints one line per include against the table (file:line, what it includes, the rule) and
@@ -41,6 +44,7 @@ declare -A allowed=(
   [backends]="core ir devices backends hmm/hmm_backend.h"
   [hmm]="core devices hmm backends/registry.h"
   [runtime]="core io ir splitter devices backends hmm runtime sched"
+  [mpi]="mpi runtime/mpi_hooks.h"
   [tools]=""
 )
 

@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-dev clang-format
   gfortran
   openmpi-bin libopenmpi-dev
+  libudev-dev # pkg-config --static --libs loom: hwloc.pc names -ludev
 )
 
 missing=()

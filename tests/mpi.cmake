@@ -125,10 +125,10 @@ loom_mpi_test(rank_fails 2 ${knn} ARGS --random 1 --limit 256KiB RANK1_ENV LOOM_
   FAIL_REGEX2 "loom-run: rank 1 failed: rank 1: stage 1 .loop pieces .[0-9]+, [0-9]+.")
 set_tests_properties(mpi.rank_fails PROPERTIES TIMEOUT 60)
 
-# The C API from a program of its own: public headers, the shared library and MPI, as a user's
-# code builds it.
+# The C API from a program of its own: public headers, libloom_mpi over the shared libloom, and MPI,
+# as a user's code builds it.
 add_executable(loom_test_mpi_c ${CMAKE_CURRENT_SOURCE_DIR}/mpi/c/plan_run_mpi.c)
-target_link_libraries(loom_test_mpi_c PRIVATE loom MPI::MPI_C)
+target_link_libraries(loom_test_mpi_c PRIVATE loom_mpi)
 # mpirun's settings as tests/mpi/run_mpi.cmake explains them.
 set(LOOM_MPIRUN_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated
   OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader

@@ -18,11 +18,7 @@
  */
 #include <string.h>
 
-#include "ir/loop_range.h"
-#include "ir/rebuild.h"
-#include "ir/repiece.h"
-#include "runtime/combine.h"
-#include "runtime/mpi/mpi_comm.h"
+#include "mpi/mpi_comm.h"
 
 /* The run's state on one rank. */
 typedef struct mpi_run {
@@ -75,9 +71,9 @@ static loom_runner runner_at(const loom_plan *plan, const int32_t *starts, int32
 static loom_status cut_plan(const loom_plan *plan, loom_plan **out) {
   const loom_graph *g = loom_plan_graph(plan);
   int32_t n = g->n_ops;
-  int32_t *starts = loom__calloc((size_t)n + 1, sizeof *starts);
-  loom_runner *runners = loom__calloc((size_t)n + 1, sizeof *runners);
-  loom_status s = starts && runners ? LOOM_OK : loom__oom("cutting the plan around its loops");
+  int32_t *starts = LOOM_LIB->calloc((size_t)n + 1, sizeof *starts);
+  loom_runner *runners = LOOM_LIB->calloc((size_t)n + 1, sizeof *runners);
+  loom_status s = starts && runners ? LOOM_OK : LOOM_LIB->oom("cutting the plan around its loops");
   for (int32_t i = 0; !s && i < loom_plan_stage_count(plan); i++) {
     loom_stage_info st;
     s = loom_plan_stage(plan, i, &st);
@@ -97,8 +93,8 @@ static loom_status cut_plan(const loom_plan *plan, loom_plan **out) {
   }
   /* A plan made without runners has no limits: so has the cut. */
   if (!s) s = loom_plan_split(g, cut_before, &acc, runners, limited ? n_runners : 0, out);
-  loom__free(starts);
-  loom__free(runners);
+  LOOM_LIB->free(starts);
+  LOOM_LIB->free(runners);
   return s;
 }
 
@@ -152,7 +148,7 @@ static loom_status check_same_cut(mpi_run *r) {
   r->c.seconds += MPI_Wtime() - t0;
   if (rc != MPI_SUCCESS) return loom__mpi_error(rc, "MPI_Allreduce comparing the ranks' plans");
   if (lo != hi)
-    return loom__error(
+    return LOOM_LIB->error(
         LOOM_ERR_INVALID_ARGUMENT,
         "loom_plan_run_mpi: the ranks' plans differ (their ops, loops, stages or runners): every "
         "rank must pass the same plan, made from the same graph and runners");
@@ -164,10 +160,10 @@ static loom_status check_same_cut(mpi_run *r) {
 static loom_status values_init(mpi_run *r, const loom_tensor *inputs) {
   const loom_graph *g = r->g;
   size_t n = (size_t)LOOM_MAX(g->n_values, 1);
-  r->vals = loom__calloc(n, sizeof *r->vals);
-  r->owned = loom__calloc(n, sizeof *r->owned);
-  r->last_read = loom__calloc(n, sizeof *r->last_read);
-  if (!r->vals || !r->owned || !r->last_read) return loom__oom("the values between stages");
+  r->vals = LOOM_LIB->calloc(n, sizeof *r->vals);
+  r->owned = LOOM_LIB->calloc(n, sizeof *r->owned);
+  r->last_read = LOOM_LIB->calloc(n, sizeof *r->last_read);
+  if (!r->vals || !r->owned || !r->last_read) return LOOM_LIB->oom("the values between stages");
   for (int32_t v = 0; v < g->n_values; v++) r->last_read[v] = -1;
   for (int32_t p = 0; p < g->n_params; p++) r->vals[g->params[p]] = inputs[p];
   for (int32_t i = 0; i < loom_plan_stage_count(r->cut); i++) {
@@ -199,9 +195,9 @@ static void values_after_stage(mpi_run *r, int32_t index, const loom_stage_info 
 
 static void values_deinit(mpi_run *r) {
   for (int32_t v = 0; r->vals && r->owned && v < r->g->n_values; v++) value_release(r, v);
-  loom__free(r->vals);
-  loom__free(r->owned);
-  loom__free(r->last_read);
+  LOOM_LIB->free(r->vals);
+  LOOM_LIB->free(r->owned);
+  LOOM_LIB->free(r->last_read);
 }
 
 /* ---- running a graph on this rank -------------------------------------------------------- */
@@ -245,7 +241,7 @@ static loom_status make_plan(const loom_graph *sg, const loom_runner *runner, bo
 /* Runs `plan` from `ins` (its graph's parameters) into `outs`, under `limit` (for the record). */
 static loom_status run_local(mpi_run *r, const loom_plan *plan, int64_t limit, const loom_tensor *ins,
                              loom_tensor *outs, local_stats *ls) {
-  double t0 = loom__now();
+  double t0 = LOOM_LIB->now();
   const loom_graph *g = loom_plan_graph(plan);
   loom_plan_stats ps = {0};
   loom_status s =
@@ -258,7 +254,7 @@ static loom_status run_local(mpi_run *r, const loom_plan *plan, int64_t limit, c
   for (int32_t i = 0; i < ps.n_stages; i++)
     ls->estimated_peak = LOOM_MAX(ls->estimated_peak, ps.stages[i].estimated_peak_bytes);
   loom_plan_stats_deinit(&ps);
-  ls->seconds = loom__now() - t0;
+  ls->seconds = LOOM_LIB->now() - t0;
   r->me.seconds += ls->seconds;
   if (ls->peak >= r->me.peak_bytes) {
     r->me.peak_bytes = ls->peak;
@@ -268,21 +264,21 @@ static loom_status run_local(mpi_run *r, const loom_plan *plan, int64_t limit, c
 }
 
 static loom_tensor *stage_inputs(mpi_run *r, const loom_stage_info *st) {
-  loom_tensor *ins = loom__calloc((size_t)LOOM_MAX(st->n_inputs, 1), sizeof *ins);
+  loom_tensor *ins = LOOM_LIB->calloc((size_t)LOOM_MAX(st->n_inputs, 1), sizeof *ins);
   for (int32_t k = 0; ins && k < st->n_inputs; k++) ins[k] = r->vals[st->inputs[k]];
   return ins;
 }
 
 static void free_tensors(loom_tensor *ts, int32_t n) {
   for (int32_t k = 0; ts && k < n; k++) loom_tensor_deinit(&ts[k]);
-  loom__free(ts);
+  LOOM_LIB->free(ts);
 }
 
 /* A loop-free stage: the same on every rank. */
 static loom_status run_plain_stage(mpi_run *r, int32_t index, const loom_stage_info *st) {
   loom_tensor *ins = stage_inputs(r, st);
-  loom_tensor *outs = loom__calloc((size_t)LOOM_MAX(st->n_outputs, 1), sizeof *outs);
-  loom_status s = ins && outs ? LOOM_OK : loom__oom("a stage's inputs and outputs");
+  loom_tensor *outs = LOOM_LIB->calloc((size_t)LOOM_MAX(st->n_outputs, 1), sizeof *outs);
+  loom_status s = ins && outs ? LOOM_OK : LOOM_LIB->oom("a stage's inputs and outputs");
   loom_runner runner = {{0}, st->limit};
   snprintf(runner.device, sizeof runner.device, "%s", st->device);
   local_stats ls;
@@ -290,10 +286,10 @@ static loom_status run_plain_stage(mpi_run *r, int32_t index, const loom_stage_i
   if (!s) s = make_plan(st->graph, &runner, false, &plan);
   if (!s) s = run_local(r, plan, runner.limit, ins, outs, &ls);
   loom_plan_destroy(plan);
-  if (s) loom__error_prefix("rank %d: stage %d (%s): ", r->c.rank, (int)index, st->device);
+  if (s) LOOM_LIB->error_prefix("rank %d: stage %d (%s): ", r->c.rank, (int)index, st->device);
   s = loom__mpi_agree(&r->c, s, "agreeing on a stage's status");
   if (!s) values_after_stage(r, index, st, outs);
-  loom__free(ins);
+  LOOM_LIB->free(ins);
   free_tensors(outs, st->n_outputs);
   return s;
 }
@@ -316,36 +312,36 @@ static loom_status range_stage_graph(const loom_graph *sg, int32_t op, int64_t f
                                      loom_graph **out) {
   loom_graph *rg = NULL;
   loom__rebuild rb = {0}, rrb = {0};
-  loom_status s = loom__loop_range_graph(sg, op, first, last, &rg);
-  if (!s) s = loom__rebuild_init(&rb, sg);
+  loom_status s = LOOM_LIB->loop_range_graph(sg, op, first, last, &rg);
+  if (!s) s = LOOM_LIB->rebuild_init(&rb, sg);
   for (int32_t o = 0; !s && o < sg->n_ops; o++) {
     if (o != op) {
-      s = loom__rebuild_copy(&rb, o);
+      s = LOOM_LIB->rebuild_copy(&rb, o);
       continue;
     }
     /* The range's loop, copied with its parameters mapped to the stage's loop operands. */
-    s = loom__rebuild_init_empty(&rrb, rg, NULL);
+    s = LOOM_LIB->rebuild_init_empty(&rrb, rg, NULL);
     if (s) break;
     loom_graph_destroy(rrb.dst);
     rrb.dst = rb.dst;
     for (int32_t k = 0; k < rg->n_params; k++) rrb.map[rg->params[k]] = rb.map[sg->ops[op].inputs[k]];
-    s = loom__rebuild_copy(&rrb, 0);
+    s = LOOM_LIB->rebuild_copy(&rrb, 0);
     for (int32_t k = 0; !s && k < sg->ops[op].n_outputs; k++)
-      loom__rebuild_set(&rb, sg->ops[op].outputs[k], loom__rebuild_get(&rrb, rg->ops[0].outputs[k]));
+      LOOM_LIB->rebuild_set(&rb, sg->ops[op].outputs[k], LOOM_LIB->rebuild_get(&rrb, rg->ops[0].outputs[k]));
     rrb.dst = NULL;
   }
-  loom_value *ret = s ? NULL : loom__calloc((size_t)(sg->ops[op].n_outputs + sg->n_outputs), sizeof *ret);
-  if (!s && !ret) s = loom__oom("a range's results");
+  loom_value *ret = s ? NULL : LOOM_LIB->calloc((size_t)(sg->ops[op].n_outputs + sg->n_outputs), sizeof *ret);
+  if (!s && !ret) s = LOOM_LIB->oom("a range's results");
   int32_t n = 0;
   for (int32_t j = 0; !s && j < sg->ops[op].n_outputs; j++)
-    ret[n++] = loom__rebuild_get(&rb, sg->ops[op].outputs[j]);
+    ret[n++] = LOOM_LIB->rebuild_get(&rb, sg->ops[op].outputs[j]);
   for (int32_t k = 0; !s && k < sg->n_outputs; k++)
-    if (loop_result_of(sg, op, sg->outputs[k]) < 0) ret[n++] = loom__rebuild_get(&rb, sg->outputs[k]);
+    if (loop_result_of(sg, op, sg->outputs[k]) < 0) ret[n++] = LOOM_LIB->rebuild_get(&rb, sg->outputs[k]);
   if (!s) s = loom_graph_return(rb.dst, ret, n);
-  if (!s) s = loom__graph_dce(rb.dst, out);
-  loom__free(ret);
-  loom__rebuild_deinit(&rrb);
-  loom__rebuild_deinit(&rb);
+  if (!s) s = LOOM_LIB->graph_dce(rb.dst, out);
+  LOOM_LIB->free(ret);
+  LOOM_LIB->rebuild_deinit(&rrb);
+  LOOM_LIB->rebuild_deinit(&rb);
   loom_graph_destroy(rg);
   return s;
 }
@@ -364,8 +360,8 @@ static loom_status pack_partials(const loom_tensor *parts, int32_t n_res, char *
   for (int32_t j = 0; j < n_res; j++)
     if (parts[j].data && loom_type_bytes(&parts[j].type, &b) == LOOM_OK) total += (b + 63) / 64 * 64;
   *out_bytes = total;
-  *out_buf = total ? loom__aligned_alloc((size_t)total) : NULL;
-  if (total && !*out_buf) return loom__oom("the partial results to send");
+  *out_buf = total ? LOOM_LIB->aligned_alloc((size_t)total) : NULL;
+  if (total && !*out_buf) return LOOM_LIB->oom("the partial results to send");
   int64_t at = 0;
   for (int32_t j = 0; j < n_res; j++) {
     if (!parts[j].data || loom_type_bytes(&parts[j].type, &b) != LOOM_OK) continue;
@@ -381,9 +377,9 @@ static loom_status pack_partials(const loom_tensor *parts, int32_t n_res, char *
 static loom_status combine_on_root(mpi_run *r, const loom_graph *sg, int32_t op, const char *recv,
                                    const int64_t *counts, const int64_t *displs, loom_tensor *combined) {
   int32_t n_res = sg->ops[op].n_outputs, size = r->c.size;
-  loom__partial *parts = loom__calloc((size_t)size, sizeof *parts);
-  loom_tensor *views = loom__calloc((size_t)size * (size_t)n_res, sizeof *views);
-  loom_status s = parts && views ? LOOM_OK : loom__oom("the partial results");
+  loom__partial *parts = LOOM_LIB->calloc((size_t)size, sizeof *parts);
+  loom_tensor *views = LOOM_LIB->calloc((size_t)size * (size_t)n_res, sizeof *views);
+  loom_status s = parts && views ? LOOM_OK : LOOM_LIB->oom("the partial results");
   int32_t n_parts = 0;
   int64_t trips = loop_trips(sg, op);
   for (int rank = 0; !s && rank < size; rank++) {
@@ -391,16 +387,17 @@ static loom_status combine_on_root(mpi_run *r, const loom_graph *sg, int32_t op,
     rank_range(trips, rank, size, &first, &last);
     if (first == last) continue;
     loom_graph *rg = NULL;
-    s = loom__loop_range_graph(sg, op, first, last, &rg);
+    s = LOOM_LIB->loop_range_graph(sg, op, first, last, &rg);
     for (int32_t j = 0; !s && j < n_res; j++) {
       loom_tensor *t = &views[n_parts * n_res + j];
       int64_t b = 0;
       t->type = rg->values[rg->outputs[j]].type;
       loom_type_bytes(&t->type, &b);
       if (at + b > counts[rank])
-        s = loom__error(LOOM_ERR_INTERNAL,
-                        "rank %d sent %lld bytes of partial results, fewer than its pieces [%lld, %lld) make",
-                        rank, (long long)counts[rank], (long long)first, (long long)last);
+        s = LOOM_LIB->error(
+            LOOM_ERR_INTERNAL,
+            "rank %d sent %lld bytes of partial results, fewer than its pieces [%lld, %lld) make", rank,
+            (long long)counts[rank], (long long)first, (long long)last);
       t->data = (char *)recv + displs[rank] + at;
       at += (b + 63) / 64 * 64;
     }
@@ -409,10 +406,10 @@ static loom_status combine_on_root(mpi_run *r, const loom_graph *sg, int32_t op,
     n_parts++;
   }
   for (int32_t j = 0; !s && j < n_res; j++)
-    s = loom__tensor_init_unzeroed(&combined[j], &sg->values[sg->ops[op].outputs[j]].type);
-  if (!s) s = loom__combine_partials(sg, op, parts, n_parts, combined);
-  loom__free(parts);
-  loom__free(views);
+    s = LOOM_LIB->tensor_init_unzeroed(&combined[j], &sg->values[sg->ops[op].outputs[j]].type);
+  if (!s) s = LOOM_LIB->combine_partials(sg, op, parts, n_parts, combined);
+  LOOM_LIB->free(parts);
+  LOOM_LIB->free(views);
   return s;
 }
 
@@ -428,18 +425,18 @@ static loom_status share_results(mpi_run *r, const loom_graph *sg, int32_t op, c
   s = loom__mpi_agree(&r->c, s, "packing the partial results");
   if (!s) s = loom__mpi_gather_bytes(&r->c, send, bytes, &recv, &counts, &displs);
   r->me.bytes_sent = r->c.bytes_sent;
-  loom__aligned_free(send);
+  LOOM_LIB->aligned_free(send);
   if (!s && r->c.rank == 0) {
-    double t0 = loom__now();
+    double t0 = LOOM_LIB->now();
     s = combine_on_root(r, sg, op, recv, counts, displs, combined);
-    r->me.seconds += loom__now() - t0;
+    r->me.seconds += LOOM_LIB->now() - t0;
   }
   for (int32_t j = 0; !s && r->c.rank != 0 && j < n_res; j++)
-    s = loom__tensor_init_unzeroed(&combined[j], &sg->values[sg->ops[op].outputs[j]].type);
+    s = LOOM_LIB->tensor_init_unzeroed(&combined[j], &sg->values[sg->ops[op].outputs[j]].type);
   s = loom__mpi_agree(&r->c, s, "combining the partial results");
   for (int32_t j = 0; !s && j < n_res; j++) s = loom__mpi_bcast_tensor(&r->c, &combined[j]);
-  loom__aligned_free(recv);
-  loom__free(counts); /* and displs */
+  LOOM_LIB->aligned_free(recv);
+  LOOM_LIB->free(counts); /* and displs */
   return s;
 }
 
@@ -461,7 +458,7 @@ static loom_status stage_outputs(const loom_graph *sg, int32_t op, loom_tensor *
       continue;
     }
     int64_t b = 0;
-    s = loom__tensor_init_unzeroed(&outs[k], &from->type);
+    s = LOOM_LIB->tensor_init_unzeroed(&outs[k], &from->type);
     if (!s) s = loom_type_bytes(&from->type, &b);
     if (!s && b) memcpy(outs[k].data, from->data, (size_t)b);
   }
@@ -470,10 +467,10 @@ static loom_status stage_outputs(const loom_graph *sg, int32_t op, loom_tensor *
 
 static void range_error(mpi_run *r, int32_t index, const loom_mpi_range *rec) {
   char lim[32];
-  loom__error_prefix("rank %d: stage %d (loop pieces [%lld, %lld) of %lld on %s, limit %s): ", r->c.rank,
-                     (int)index, (long long)rec->first, (long long)rec->last, (long long)rec->pieces,
-                     rec->device,
-                     rec->limit_bytes > 0 ? loom_bytes_format(rec->limit_bytes, lim, sizeof lim) : "none");
+  LOOM_LIB->error_prefix(
+      "rank %d: stage %d (loop pieces [%lld, %lld) of %lld on %s, limit %s): ", r->c.rank, (int)index,
+      (long long)rec->first, (long long)rec->last, (long long)rec->pieces, rec->device,
+      rec->limit_bytes > 0 ? loom_bytes_format(rec->limit_bytes, lim, sizeof lim) : "none");
 }
 
 /* This rank's range of a loop stage, planned for its own runner into *out (NULL for an empty
@@ -490,14 +487,14 @@ static loom_status plan_range(mpi_run *r, int32_t index, const loom_stage_info *
   snprintf(rec->device, sizeof rec->device, "%s", runner.device);
   rec->limit_bytes = runner.limit;
   if (rec->first == rec->last) return LOOM_OK;
-  double t0 = loom__now();
+  double t0 = LOOM_LIB->now();
   loom_graph *rsg = NULL;
   loom_status s = range_stage_graph(st->graph, op, rec->first, rec->last, &rsg);
   /* A rank whose own limit is below the plan's runs its range in smaller pieces, where that
    * fits (as loom_plan_run's recovery does); what still does not fit is for the split below. */
   if (!s && runner.limit < st->limit) {
     loom_graph *fitted = NULL;
-    s = loom__loops_fit(rsg, runner.limit, &fitted, NULL);
+    s = LOOM_LIB->loops_fit(rsg, runner.limit, &fitted, NULL);
     if (!s) {
       loom_graph_destroy(rsg);
       rsg = fitted;
@@ -506,7 +503,7 @@ static loom_status plan_range(mpi_run *r, int32_t index, const loom_stage_info *
   if (!s) s = make_plan(rsg, &runner, true, out);
   if (s) range_error(r, index, rec);
   loom_graph_destroy(rsg);
-  rec->seconds = loom__now() - t0;
+  rec->seconds = LOOM_LIB->now() - t0;
   r->me.seconds += rec->seconds;
   return s;
 }
@@ -516,7 +513,7 @@ static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *s
                              const loom_plan *plan, loom_tensor *outs) {
   if (!plan) return LOOM_OK;
   loom_tensor *ins = stage_inputs(r, st);
-  loom_status s = ins ? LOOM_OK : loom__oom("a stage's inputs");
+  loom_status s = ins ? LOOM_OK : LOOM_LIB->oom("a stage's inputs");
   local_stats ls = {0};
   if (!s) s = run_local(r, plan, rec->limit_bytes, ins, outs, &ls);
   rec->estimated_peak_bytes = ls.estimated_peak;
@@ -526,7 +523,7 @@ static loom_status run_range(mpi_run *r, int32_t index, const loom_stage_info *s
   rec->seconds += ls.seconds; /* with its planning */
   r->me.pieces += rec->last - rec->first;
   if (s) range_error(r, index, rec);
-  loom__free(ins);
+  LOOM_LIB->free(ins);
   return s;
 }
 
@@ -539,7 +536,7 @@ static loom_status run_loop_stage(mpi_run *r, int32_t index, const loom_stage_in
   int64_t trips = loop_trips(sg, op);
   for (int32_t k = 0; trips < r->c.size && k < st->n_outputs; k++)
     if (loop_result_of(sg, op, sg->outputs[k]) < 0)
-      return loom__error(
+      return LOOM_LIB->error(
           LOOM_ERR_UNSUPPORTED,
           "stage %d returns a value besides its loop's results, and its loop has %lld pieces for "
           "%d ranks: run with at most %lld ranks",
@@ -547,10 +544,11 @@ static loom_status run_loop_stage(mpi_run *r, int32_t index, const loom_stage_in
   /* The range's results (loop results, then the stage's others), the combined loop results and
    * the stage's outputs, in one allocation. */
   int32_t n_res = sg->ops[op].n_outputs, n_range = n_res + st->n_outputs;
-  loom_tensor *range_outs = loom__calloc((size_t)(n_range + n_res + st->n_outputs + 1), sizeof *range_outs);
+  loom_tensor *range_outs =
+      LOOM_LIB->calloc((size_t)(n_range + n_res + st->n_outputs + 1), sizeof *range_outs);
   loom_tensor *combined = range_outs ? range_outs + n_range : NULL;
   loom_tensor *outs = range_outs ? combined + n_res : NULL;
-  loom_status s = range_outs ? LOOM_OK : loom__oom("a stage's outputs");
+  loom_status s = range_outs ? LOOM_OK : LOOM_LIB->oom("a stage's outputs");
   loom_plan *plan = NULL;
   if (!s) s = plan_range(r, index, st, op, rec, &plan);
   s = loom__mpi_agree(&r->c, s, "agreeing on the ranges' plans");
@@ -562,7 +560,7 @@ static loom_status run_loop_stage(mpi_run *r, int32_t index, const loom_stage_in
   if (!s) values_after_stage(r, index, st, outs);
   for (int32_t k = 0; range_outs && k < n_range + n_res + st->n_outputs; k++)
     loom_tensor_deinit(&range_outs[k]);
-  loom__free(range_outs);
+  LOOM_LIB->free(range_outs);
   return s;
 }
 
@@ -596,7 +594,7 @@ static loom_status deliver(mpi_run *r, loom_tensor *outputs, int32_t n_outputs) 
       continue;
     }
     int64_t b = 0;
-    s = loom__tensor_init_unzeroed(&outputs[i], &r->g->values[v].type);
+    s = LOOM_LIB->tensor_init_unzeroed(&outputs[i], &r->g->values[v].type);
     if (!s) s = loom_type_bytes(&outputs[i].type, &b);
     if (!s && b) memcpy(outputs[i].data, r->vals[v].data, (size_t)b);
   }
@@ -610,12 +608,12 @@ static loom_status gather_stats(mpi_run *r, loom_mpi_stats *stats) {
   int32_t nl = r->n_loop_stages;
   stats->n_ranks_stats = root ? size : 1;
   stats->n_ranges = root ? size * nl : nl;
-  stats->ranks = loom__calloc((size_t)stats->n_ranks_stats, sizeof *stats->ranks);
-  stats->ranges = loom__calloc((size_t)LOOM_MAX(stats->n_ranges, 1), sizeof *stats->ranges);
-  loom_status s = stats->ranks && stats->ranges ? LOOM_OK : loom__oom("the MPI run's statistics");
+  stats->ranks = LOOM_LIB->calloc((size_t)stats->n_ranks_stats, sizeof *stats->ranks);
+  stats->ranges = LOOM_LIB->calloc((size_t)LOOM_MAX(stats->n_ranges, 1), sizeof *stats->ranges);
+  loom_status s = stats->ranks && stats->ranges ? LOOM_OK : LOOM_LIB->oom("the MPI run's statistics");
   s = loom__mpi_agree(&r->c, s, "gathering the statistics");
   if (s) return s;
-  loom_mpi_range *by_rank = root ? loom__calloc((size_t)LOOM_MAX(size * nl, 1), sizeof *by_rank) : NULL;
+  loom_mpi_range *by_rank = root ? LOOM_LIB->calloc((size_t)LOOM_MAX(size * nl, 1), sizeof *by_rank) : NULL;
   double t0 = MPI_Wtime();
   r->me.comm_seconds = r->c.seconds;
   int rc = MPI_Gather(&r->me, (int)sizeof r->me, MPI_BYTE, stats->ranks, (int)sizeof r->me, MPI_BYTE, 0,
@@ -632,27 +630,29 @@ static loom_status gather_stats(mpi_run *r, loom_mpi_stats *stats) {
   /* by stage, then rank */
   for (int32_t l = 0; root && by_rank && l < nl; l++)
     for (int rank = 0; rank < size; rank++) stats->ranges[l * size + rank] = by_rank[rank * nl + l];
-  loom__free(by_rank);
+  LOOM_LIB->free(by_rank);
   return s;
 }
 
 static loom_status check_args(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
                               int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs) {
   if (!ctx || !plan || (n_inputs > 0 && !inputs) || (n_outputs > 0 && !outputs))
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_mpi: NULL context, plan, inputs or outputs");
+    return LOOM_LIB->error(LOOM_ERR_INVALID_ARGUMENT,
+                           "loom_plan_run_mpi: NULL context, plan, inputs or outputs");
   const loom_graph *g = loom_plan_graph(plan);
   if (n_inputs != g->n_params || n_outputs != g->n_outputs)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "loom_plan_run_mpi: graph '%s' takes %d inputs and gives %d outputs; %d and %d given",
-                       g->name, (int)g->n_params, (int)g->n_outputs, (int)n_inputs, (int)n_outputs);
+    return LOOM_LIB->error(
+        LOOM_ERR_INVALID_ARGUMENT,
+        "loom_plan_run_mpi: graph '%s' takes %d inputs and gives %d outputs; %d and %d given", g->name,
+        (int)g->n_params, (int)g->n_outputs, (int)n_inputs, (int)n_outputs);
   for (int32_t p = 0; p < n_inputs; p++) {
     if (!loom_type_equal(&inputs[p].type, &g->values[g->params[p]].type)) {
       char want[LOOM_TYPE_STRING_MAX], have[LOOM_TYPE_STRING_MAX], buf[32];
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                         "loom_plan_run_mpi: input %d ('%s') is %s, the parameter %s", (int)p,
-                         loom__value_label(g, g->params[p], buf, sizeof buf),
-                         loom_type_format(&inputs[p].type, have, sizeof have),
-                         loom_type_format(&g->values[g->params[p]].type, want, sizeof want));
+      return LOOM_LIB->error(LOOM_ERR_INVALID_ARGUMENT,
+                             "loom_plan_run_mpi: input %d ('%s') is %s, the parameter %s", (int)p,
+                             LOOM_LIB->value_label(g, g->params[p], buf, sizeof buf),
+                             loom_type_format(&inputs[p].type, have, sizeof have),
+                             loom_type_format(&g->values[g->params[p]].type, want, sizeof want));
     }
   }
   return LOOM_OK;
@@ -670,8 +670,8 @@ static loom_status run_init(mpi_run *r, const loom_plan *plan, const loom_tensor
     loom_plan_stage(r->cut, i, &st);
     r->n_loop_stages += stage_loop(st.graph) >= 0;
   }
-  if (!s && !(r->ranges = loom__calloc((size_t)LOOM_MAX(r->n_loop_stages, 1), sizeof *r->ranges)))
-    s = loom__oom("the ranges of the loops");
+  if (!s && !(r->ranges = LOOM_LIB->calloc((size_t)LOOM_MAX(r->n_loop_stages, 1), sizeof *r->ranges)))
+    s = LOOM_LIB->oom("the ranges of the loops");
   s = loom__mpi_agree(&r->c, s, "preparing the MPI run");
   if (!s) s = check_same_cut(r);
   return s;
@@ -685,7 +685,9 @@ loom_status loom_plan_run_mpi(loom_context *ctx, const loom_plan *plan, MPI_Comm
    * enters, whatever each passes. */
   loom_mpi_stats own = {0};
   if (!stats) stats = &own;
-  double t0 = loom__now();
+  loom_status lib = loom__mpi_lib_check();
+  if (lib) return lib;
+  double t0 = LOOM_LIB->now();
   mpi_run r = {.ctx = ctx, .opts = opts};
   /* Without a communicator there is nothing to agree on: MPI not initialised, or
    * MPI_COMM_NULL, is returned at once. Every other error is agreed, the arguments' too, so a
@@ -705,12 +707,12 @@ loom_status loom_plan_run_mpi(loom_context *ctx, const loom_plan *plan, MPI_Comm
   stats->n_stages = r.cut ? loom_plan_stage_count(r.cut) : 0;
   stats->n_loop_stages = r.n_loop_stages;
   if (!s) s = gather_stats(&r, stats);
-  stats->seconds = loom__now() - t0;
+  stats->seconds = LOOM_LIB->now() - t0;
   loom_mpi_stats_deinit(&own);
   if (s)
     for (int32_t i = 0; i < n_outputs; i++) loom_tensor_deinit(&outputs[i]);
   values_deinit(&r);
-  loom__free(r.ranges);
+  LOOM_LIB->free(r.ranges);
   loom_plan_destroy(r.cut);
   loom__mpi_comm_deinit(&r.c);
   return s;
@@ -718,7 +720,7 @@ loom_status loom_plan_run_mpi(loom_context *ctx, const loom_plan *plan, MPI_Comm
 
 void loom_mpi_stats_deinit(loom_mpi_stats *stats) {
   if (!stats) return;
-  loom__free(stats->ranks);
-  loom__free(stats->ranges);
+  LOOM_LIB->free(stats->ranks);
+  LOOM_LIB->free(stats->ranges);
   memset(stats, 0, sizeof *stats);
 }

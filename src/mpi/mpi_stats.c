@@ -1,6 +1,5 @@
 /* loom_mpi_stats_print: the report of an MPI run (loom/mpi.h), as loom-run --mpi prints it. */
-#include "core/core.h"
-#include "loom/mpi.h"
+#include "mpi/mpi_comm.h"
 
 static const char *seconds_text(double s, char *buf, size_t size) {
   if (s < 1.0)
@@ -38,7 +37,7 @@ static void print_range(const loom_mpi_range *g, FILE *f) {
 
 loom_status loom_mpi_stats_print(const loom_mpi_stats *stats, FILE *stream) {
   if (!stats || !stream)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mpi_stats_print: NULL stats or stream");
+    return LOOM_LIB->error(LOOM_ERR_INVALID_ARGUMENT, "loom_mpi_stats_print: NULL stats or stream");
   char t[32];
   fprintf(stream, "  mpi: %d rank%s, %d stage%s of which %d loop%s shared, %s on rank %d\n",
           (int)stats->n_ranks, stats->n_ranks == 1 ? "" : "s", (int)stats->n_stages,
@@ -46,6 +45,6 @@ loom_status loom_mpi_stats_print(const loom_mpi_stats *stats, FILE *stream) {
           seconds_text(stats->seconds, t, sizeof t), (int)stats->rank);
   for (int32_t i = 0; i < stats->n_ranks_stats; i++) print_rank(&stats->ranks[i], stream);
   for (int32_t i = 0; i < stats->n_ranges; i++) print_range(&stats->ranges[i], stream);
-  if (ferror(stream)) return loom__error(LOOM_ERR_IO, "loom_mpi_stats_print: a write failed");
+  if (ferror(stream)) return LOOM_LIB->error(LOOM_ERR_IO, "loom_mpi_stats_print: a write failed");
   return LOOM_OK;
 }

@@ -1,13 +1,22 @@
 /* The MPI side of loom_plan_run_mpi (loom/mpi.h): status agreement and the collectives that
  * move tensors between ranks, each timed into the rank's MPI seconds. Shared by mpi_run.c (the
  * run) and mpi_comm.c (the collectives). */
-#ifndef LOOM_RUNTIME_MPI_COMM_H
-#define LOOM_RUNTIME_MPI_COMM_H
+#ifndef LOOM_MPI_COMM_H
+#define LOOM_MPI_COMM_H
 
 #include <mpi.h>
 
-#include "core/core.h"
 #include "loom/mpi.h"
+#include "runtime/mpi_hooks.h"
+
+/* libloom's internals: libloom_mpi is a library of its own, which reaches them through the
+ * table libloom exports (runtime/mpi_hooks.h), never by their hidden symbols. */
+#define LOOM_LIB (loom__mpi_hooks_get())
+
+/* Whether the libloom loaded is the one this libloom_mpi was built with (the table's size and
+ * version): INTERNAL naming both versions, else OK. Call first in every entry point that
+ * reaches libloom's internals. */
+loom_status loom__mpi_lib_check(void);
 
 /* The communicator Loom works on (a duplicate of the caller's) and what it measured. */
 typedef struct loom__mpi_comm {

@@ -1,6 +1,6 @@
 /* The collectives of loom_plan_run_mpi (see mpi_comm.h). Every call is timed into the rank's
  * MPI seconds: the time a rank waits there is the time the others take to catch up. */
-#include "runtime/mpi/mpi_comm.h"
+#include "mpi/mpi_comm.h"
 
 #include <limits.h>
 #include <string.h>
@@ -11,11 +11,23 @@
 /* Broadcasts go in pieces of at most this many bytes (MPI counts are int). */
 #define BCAST_PIECE ((int64_t)1 << 30)
 
+loom_status loom__mpi_lib_check(void) {
+  const loom__mpi_hooks *h = LOOM_LIB;
+  /* size, version and error lead the table in every version, so they can be read whatever
+   * libloom this is. */
+  if (h->size != sizeof(loom__mpi_hooks) || strcmp(h->version, LOOM_VERSION_STRING) != 0)
+    return h->error(LOOM_ERR_INTERNAL,
+                    "libloom_mpi %s was built with another libloom than the one loaded (%s): install both "
+                    "from one build",
+                    LOOM_VERSION_STRING, h->version);
+  return LOOM_OK;
+}
+
 loom_status loom__mpi_error(int code, const char *what) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
   if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error %d", code);
-  return loom__error(LOOM_ERR_INTERNAL, "%s failed: %s", what, text);
+  return LOOM_LIB->error(LOOM_ERR_INTERNAL, "%s failed: %s", what, text);
 }
 
 loom_status loom__mpi_comm_init(loom__mpi_comm *c, MPI_Comm user) {
@@ -25,11 +37,11 @@ loom_status loom__mpi_comm_init(loom__mpi_comm *c, MPI_Comm user) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "loom_plan_run_mpi: MPI is %s (call it between MPI_Init and MPI_Finalize)",
-                       finalized ? "finalized" : "not initialized");
+    return LOOM_LIB->error(LOOM_ERR_INVALID_ARGUMENT,
+                           "loom_plan_run_mpi: MPI is %s (call it between MPI_Init and MPI_Finalize)",
+                           finalized ? "finalized" : "not initialized");
   if (user == MPI_COMM_NULL)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_mpi: the communicator is MPI_COMM_NULL");
+    return LOOM_LIB->error(LOOM_ERR_INVALID_ARGUMENT, "loom_plan_run_mpi: the communicator is MPI_COMM_NULL");
   double t0 = MPI_Wtime();
   int rc = MPI_Comm_dup(user, &c->comm);
   if (rc != MPI_SUCCESS) {
@@ -74,7 +86,7 @@ loom_status loom__mpi_agree(loom__mpi_comm *c, loom_status s, const char *where)
   if (s) return s; /* a failing rank keeps its own status and message */
   if (rc != MPI_SUCCESS) return loom__mpi_error(rc, where);
   report.message[sizeof report.message - 1] = '\0';
-  return loom__error((loom_status)report.status, "rank %d failed: %s", first, report.message);
+  return LOOM_LIB->error((loom_status)report.status, "rank %d failed: %s", first, report.message);
 }
 
 /* Root: each rank's byte count, and where its bytes go (BLOCK aligned). */
@@ -83,13 +95,13 @@ static loom_status plan_gather(loom__mpi_comm *c, int64_t bytes, int64_t **out_c
   loom_status s = LOOM_OK;
   int64_t *all = NULL;
   if (c->rank == 0) {
-    all = loom__calloc((size_t)c->size * 2, sizeof *all);
-    *counts = loom__calloc((size_t)c->size * 2, sizeof **counts);
-    if (!all || !*counts) s = loom__oom("the partial results' sizes");
+    all = LOOM_LIB->calloc((size_t)c->size * 2, sizeof *all);
+    *counts = LOOM_LIB->calloc((size_t)c->size * 2, sizeof **counts);
+    if (!all || !*counts) s = LOOM_LIB->oom("the partial results' sizes");
   }
   s = loom__mpi_agree(c, s, "gathering the partial results' sizes");
   if (s) {
-    loom__free(all);
+    LOOM_LIB->free(all);
     return s;
   }
   double t0 = MPI_Wtime();
@@ -101,7 +113,7 @@ static loom_status plan_gather(loom__mpi_comm *c, int64_t bytes, int64_t **out_c
   for (int r = 0; !s && c->rank == 0 && r < c->size; r++) {
     int64_t blocks = (all[r] + BLOCK - 1) / BLOCK;
     if (blocks > INT_MAX || *total / BLOCK > INT_MAX - blocks)
-      s = loom__error(
+      s = LOOM_LIB->error(
           LOOM_ERR_INVALID_ARGUMENT,
           "rank %d's partial results are %lld bytes: more than MPI can gather at once (%lld GiB in all)", r,
           (long long)all[r], (long long)(((int64_t)INT_MAX * BLOCK) >> 30));
@@ -129,16 +141,16 @@ loom_status loom__mpi_gather_bytes(loom__mpi_comm *c, const void *send, int64_t 
   /* The last block of each rank's bytes is padded: MPI sends whole blocks. */
   char *padded = NULL;
   if (!s && bytes % BLOCK) {
-    padded = loom__aligned_alloc((size_t)(blocks * BLOCK));
+    padded = LOOM_LIB->aligned_alloc((size_t)(blocks * BLOCK));
     if (!padded)
-      s = loom__oom("the partial results to send");
+      s = LOOM_LIB->oom("the partial results to send");
     else {
       memcpy(padded, send, (size_t)bytes);
       memset(padded + bytes, 0, (size_t)(blocks * BLOCK - bytes));
     }
   }
-  if (!s && c->rank == 0 && total > 0 && !(*out_recv = loom__aligned_alloc((size_t)total)))
-    s = loom__oom("the partial results gathered from the ranks");
+  if (!s && c->rank == 0 && total > 0 && !(*out_recv = LOOM_LIB->aligned_alloc((size_t)total)))
+    s = LOOM_LIB->oom("the partial results gathered from the ranks");
   s = loom__mpi_agree(c, s, "gathering the partial results");
   MPI_Datatype block = MPI_DATATYPE_NULL;
   int rc = s ? MPI_SUCCESS : MPI_Type_contiguous(BLOCK, MPI_BYTE, &block);
@@ -151,11 +163,11 @@ loom_status loom__mpi_gather_bytes(loom__mpi_comm *c, const void *send, int64_t 
   if (block != MPI_DATATYPE_NULL) MPI_Type_free(&block);
   if (!s && rc != MPI_SUCCESS) s = loom__mpi_error(rc, "MPI_Gatherv of the partial results");
   if (!s) c->bytes_sent += bytes;
-  loom__aligned_free(padded);
-  loom__free(counts); /* and displs */
+  LOOM_LIB->aligned_free(padded);
+  LOOM_LIB->free(counts); /* and displs */
   if (s) {
-    loom__aligned_free(*out_recv);
-    loom__free(*out_counts); /* and *out_displs */
+    LOOM_LIB->aligned_free(*out_recv);
+    LOOM_LIB->free(*out_counts); /* and *out_displs */
     *out_recv = NULL;
     *out_counts = *out_displs = NULL;
   }
