@@ -1,9 +1,10 @@
 /* Running a plan on the ranks of an MPI communicator (README, "Running under MPI").
  *
- * Include this header only in a program that has MPI (it includes <mpi.h>) and link MPI
- * yourself (CMake: find_package(MPI COMPONENTS C), MPI::MPI_C). The functions are in libloom
- * when it was built with MPI (LOOM_MPI; CMake's status line says whether it is on); the header
- * is installed only then.
+ * Include this header only in a program that has MPI (it includes <mpi.h>). The functions are
+ * in libloom_mpi, a library of its own over libloom, so that libloom needs no MPI: link it
+ * (CMake: find_package(Loom COMPONENTS mpi), Loom::loom_mpi, which brings MPI::MPI_C;
+ * pkg-config: loom-mpi). It is built, and this header installed, only where Loom was built with
+ * MPI (LOOM_MPI; CMake's status line says whether it is on).
  *
  * How the ranks share a run: the plan's graph is cut around its top-level loops (the chunk
  * rewrite's, docs/ir-loops.md), inside the plan's own stages. A loop-free stage runs on every
