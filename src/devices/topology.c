@@ -67,6 +67,16 @@ static const char *cpu_info(hwloc_topology_t topo, const char *name) {
   return v ? v : "";
 }
 
+/* A copy of s without its leading and trailing blanks: the CPU's brand string pads its 48
+ * bytes with spaces on some CPUs ("AMD EPYC 9B45           "), which would reach JSON and the
+ * performance models' file names. NULL when out of memory. */
+static char *strdup_trimmed(const char *s) {
+  while (*s == ' ' || *s == '\t') s++;
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+  return loom__strndup(s, n);
+}
+
 static loom_status load_numa_nodes(loom__host *host) {
   hwloc_topology_t topo = host->topology;
   int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
@@ -158,8 +168,8 @@ loom_status loom__host_load(loom__host *host, const char *xml_path, bool with_io
   host->l2_bytes = first_cache_size(topo, HWLOC_OBJ_L2CACHE);
   host->l3_bytes = first_cache_size(topo, HWLOC_OBJ_L3CACHE);
   host->clock_mhz = host->recorded ? 0 : read_clock_mhz();
-  host->cpu_model = loom__strdup(cpu_info(topo, "CPUModel"));
-  host->cpu_vendor = loom__strdup(cpu_info(topo, "CPUVendor"));
+  host->cpu_model = strdup_trimmed(cpu_info(topo, "CPUModel"));
+  host->cpu_vendor = strdup_trimmed(cpu_info(topo, "CPUVendor"));
   loom_status s = host->cpu_model && host->cpu_vendor ? LOOM_OK : loom__oom("the host's description");
   if (s == LOOM_OK) s = load_numa_nodes(host);
   if (s != LOOM_OK) {
