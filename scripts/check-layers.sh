@@ -12,6 +12,7 @@
 #   module     may include (src/<module>/...)
 #   core       core
 #   io         core io
+#   onnx       core io ir onnx (ONNX models read into the IR)
 #   ir         core ir
 #   splitter   core ir splitter
 #   sched      core ir splitter devices sched
@@ -37,6 +38,7 @@ generated=" loom_backends.h "
 declare -A allowed=(
   [core]="core"
   [io]="core io"
+  [onnx]="core io ir onnx"
   [ir]="core ir"
   [splitter]="core ir splitter"
   [sched]="core ir splitter devices sched"

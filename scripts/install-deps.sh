@@ -12,6 +12,7 @@ packages=(
   gfortran
   openmpi-bin libopenmpi-dev
   libudev-dev # pkg-config --static --libs loom: hwloc.pc names -ludev
+  libprotobuf-c-dev protobuf-c-compiler libonnx-testdata python3-onnx
 )
 
 missing=()

@@ -17,6 +17,7 @@
 #include "loom/graph.h"
 #include "loom/io.h"
 #include "loom/memory.h"
+#include "loom/onnx.h"
 #include "loom/plan.h"
 #include "loom/runtime.h"
 #include "loom/sched.h"

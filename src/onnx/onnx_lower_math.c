@@ -1,0 +1,352 @@
+/* Elementwise ONNX ops: the IR's unary, binary, compare and select ops, and the activations and
+ * functions composed of them (Clip, Elu, Softplus, Erf, Round, Mod, ...). */
+#include <math.h>
+#include <string.h>
+
+#include "onnx/onnx_internal.h"
+
+#define G (c->g)
+#define IN(k) loom__onnx_value(c, k)
+#define UN(op, x) loom_unary(G, LOOM_OP_##op, x)
+#define BIN(op, a, b) loom_binary(G, LOOM_OP_##op, a, b)
+#define DT(v) (loom__onnx_type(c, v)->dtype)
+#define K(v, value) loom__onnx_scalar(c, DT(v), value)
+
+static loom_status lower_unary(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  return loom__onnx_out(c, 0, loom_unary(G, (loom_op)op, IN(0)));
+}
+
+static loom_status lower_binary(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  if (c->opset < 7 && loom__onnx_attr_i(n, "broadcast", 0)) return loom__onnx_refuse(c, "legacy broadcast");
+  return loom__onnx_out(c, 0, loom_binary(G, (loom_op)op, IN(0), IN(1)));
+}
+
+/* Max, Min, Sum, Mean: a fold of any number of inputs. */
+static loom_status lower_variadic(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  if (!n->n_input) return loom__onnx_invalid(c, "no inputs");
+  loom_op bop = op == LOOM_OP_REDUCE_MEAN ? LOOM_OP_ADD : (loom_op)op;
+  loom_value acc = IN(0);
+  for (int32_t k = 1; k < (int32_t)n->n_input; k++) acc = loom_binary(G, bop, acc, IN(k));
+  if (op == LOOM_OP_REDUCE_MEAN) acc = BIN(DIV, acc, K(acc, (double)n->n_input));
+  if (n->n_input == 1) {
+    const loom_type t_copy = *loom__onnx_type(c, acc), *t = &t_copy;
+    acc = loom_reshape(G, acc, t->rank, t->dims); /* its own value, for its own name */
+  }
+  return loom__onnx_out(c, 0, acc);
+}
+
+static loom_status lower_xor(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  return loom__onnx_out(c, 0, BIN(NE, IN(0), IN(1)));
+}
+
+static loom_status lower_where(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  return loom__onnx_out(c, 0, loom_select(G, IN(0), IN(1), IN(2)));
+}
+
+static loom_status lower_reciprocal(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  return loom__onnx_out(c, 0, BIN(DIV, K(x, 1), x));
+}
+
+static loom_status lower_identity(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom__onnx_val *x = loom__onnx_in(c, 0);
+  if (!x) return loom__onnx_invalid(c, "input 0 is missing");
+  if (x->host && x->v.id < 0) {
+    int64_t bytes;
+    loom_type_bytes(&x->type, &bytes);
+    void *copy = loom__malloc(bytes ? (size_t)bytes : 1);
+    if (!copy) return loom__oom("a constant");
+    memcpy(copy, x->host, (size_t)bytes);
+    return loom__onnx_out_const(c, 0, &x->type, copy);
+  }
+  loom_value v = loom__onnx_materialize(c, x);
+  const loom_type t_copy = *loom__onnx_type(c, v), *t = &t_copy;
+  return loom__onnx_out(c, 0, loom_reshape(G, v, t->rank, t->dims));
+}
+
+/* Dropout at inference: the input itself, and a mask of all true where one is asked for. */
+static loom_status lower_dropout(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom__onnx_val *train = loom__onnx_in(c, 2);
+  if (train) {
+    int64_t v[1];
+    int32_t cnt;
+    bool known = train->host && train->type.dtype == LOOM_BOOL;
+    if (!known || ((const uint8_t *)train->host)[0])
+      return loom__onnx_refuse(c, "training_mode must be a constant false (Loom runs inference only)");
+    (void)v;
+    (void)cnt;
+  }
+  if (c->opset < 7 && !loom__onnx_attr_i(n, "is_test", 0))
+    return loom__onnx_refuse(c, "is_test=0 (training)");
+  loom_value x = IN(0);
+  const loom_type t_copy = *loom__onnx_type(c, x), *t = &t_copy;
+  loom_status s = loom__onnx_out(c, 0, loom_reshape(G, x, t->rank, t->dims));
+  if (!s && n->n_output > 1 && n->output[1][0]) {
+    loom_type bt = *t;
+    bt.dtype = LOOM_BOOL;
+    s = loom__onnx_out(c, 1, loom_fill(G, &bt, 1));
+  }
+  return s;
+}
+
+static loom_status lower_cast(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_dtype to;
+  if (op) {
+    to = DT(IN(1)); /* CastLike */
+  } else {
+    int64_t code = loom__onnx_attr_i(n, "to", 0);
+    if (!loom__onnx_dtype((int32_t)code, &to))
+      return loom__onnx_refuse(c, "cast to %s: Loom has no such dtype", loom__onnx_dtype_name((int32_t)code));
+  }
+  loom_value x = IN(0);
+  /* ONNX's bfloat16 conversion truncates where Loom's rounds to nearest even. */
+  if ((to == LOOM_BF16) != (DT(x) == LOOM_BF16)) return loom__onnx_refuse(c, "casts to or from bfloat16");
+  if (DT(x) == to) {
+    const loom_type t_copy = *loom__onnx_type(c, x), *t = &t_copy;
+    return loom__onnx_out(c, 0, loom_reshape(G, x, t->rank, t->dims));
+  }
+  /* Float to bool is x != 0, as ONNX says; the IR's cast of a float truncates first. */
+  if (to == LOOM_BOOL && loom_dtype_is_float(DT(x))) return loom__onnx_out(c, 0, BIN(NE, x, K(x, 0)));
+  return loom__onnx_out(c, 0, loom_cast(G, x, to));
+}
+
+/* Clip: bounds from attributes (opset < 11) or optional inputs. */
+static loom_status lower_clip(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  if (c->opset < 11) {
+    x = BIN(MAXIMUM, x, K(x, loom__onnx_attr_f(n, "min", -INFINITY)));
+    return loom__onnx_out(c, 0, BIN(MINIMUM, x, K(x, loom__onnx_attr_f(n, "max", INFINITY))));
+  }
+  if (loom__onnx_in(c, 1)) x = BIN(MAXIMUM, x, IN(1));
+  if (loom__onnx_in(c, 2)) x = BIN(MINIMUM, x, IN(2));
+  if (!loom__onnx_in(c, 1) && !loom__onnx_in(c, 2)) {
+    const loom_type t_copy = *loom__onnx_type(c, x), *t = &t_copy;
+    x = loom_reshape(G, x, t->rank, t->dims);
+  }
+  return loom__onnx_out(c, 0, x);
+}
+
+enum {
+  ACT_LEAKY,
+  ACT_ELU,
+  ACT_SELU,
+  ACT_HSIGMOID,
+  ACT_SOFTPLUS,
+  ACT_SOFTSIGN,
+  ACT_THRESH,
+  ACT_CELU,
+  ACT_HSWISH
+};
+
+/* The activations of one input and float attributes, each as the spec's formula. */
+static loom_status lower_activation(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0), y = LOOM_VALUE_NONE, zero = K(x, 0), one = K(x, 1);
+  switch (op) {
+    case ACT_LEAKY:
+      y = loom_select(G, BIN(LT, x, zero), BIN(MUL, x, K(x, loom__onnx_attr_f(n, "alpha", 0.01f))), x);
+      break;
+    case ACT_ELU: {
+      loom_value e = BIN(MUL, BIN(SUB, UN(EXP, x), one), K(x, loom__onnx_attr_f(n, "alpha", 1.0f)));
+      y = loom_select(G, BIN(LT, x, zero), e, x);
+      break;
+    }
+    case ACT_SELU: {
+      double alpha = loom__onnx_attr_f(n, "alpha", 1.67326319217681884765625f);
+      double gamma = loom__onnx_attr_f(n, "gamma", 1.05070102214813232421875f);
+      loom_value e = BIN(SUB, BIN(MUL, UN(EXP, x), K(x, alpha)), K(x, alpha));
+      y = BIN(MUL, loom_select(G, BIN(LE, x, zero), e, x), K(x, gamma));
+      break;
+    }
+    case ACT_HSIGMOID: {
+      loom_value l = BIN(ADD, BIN(MUL, x, K(x, loom__onnx_attr_f(n, "alpha", 0.2f))),
+                         K(x, loom__onnx_attr_f(n, "beta", 0.5f)));
+      y = BIN(MAXIMUM, zero, BIN(MINIMUM, one, l));
+      break;
+    }
+    case ACT_SOFTPLUS: /* max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
+      y = BIN(ADD, BIN(MAXIMUM, x, zero), UN(LOG, BIN(ADD, one, UN(EXP, UN(NEG, UN(ABS, x))))));
+      break;
+    case ACT_SOFTSIGN:
+      y = BIN(DIV, x, BIN(ADD, one, UN(ABS, x)));
+      break;
+    case ACT_THRESH:
+      y = loom_select(G, BIN(GT, x, K(x, loom__onnx_attr_f(n, "alpha", 1.0f))), x, zero);
+      break;
+    case ACT_CELU: {
+      loom_value alpha = K(x, loom__onnx_attr_f(n, "alpha", 1.0f));
+      loom_value e = BIN(MUL, alpha, BIN(SUB, UN(EXP, BIN(DIV, x, alpha)), one));
+      y = BIN(ADD, BIN(MAXIMUM, zero, x), BIN(MINIMUM, zero, e));
+      break;
+    }
+    case ACT_HSWISH: {
+      loom_value l = BIN(ADD, BIN(MUL, x, K(x, 1.0 / 6.0)), K(x, 0.5));
+      y = BIN(MUL, x, BIN(MAXIMUM, zero, BIN(MINIMUM, one, l)));
+      break;
+    }
+  }
+  return loom__onnx_out(c, 0, y);
+}
+
+static loom_status lower_prelu(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0), slope = IN(1);
+  return loom__onnx_out(c, 0, loom_select(G, BIN(LT, x, K(x, 0)), BIN(MUL, x, slope), x));
+}
+
+static loom_status lower_shrink(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  double lambd = loom__onnx_attr_f(n, "lambd", 0.5f), bias = loom__onnx_attr_f(n, "bias", 0.0f);
+  if (!loom_dtype_is_float(DT(x))) {
+    x = loom_cast(G, x, LOOM_F64);
+  }
+  loom_value hi = loom_select(G, BIN(GT, x, K(x, lambd)), BIN(SUB, x, K(x, bias)), K(x, 0));
+  loom_value y = loom_select(G, BIN(LT, x, K(x, -lambd)), BIN(ADD, x, K(x, bias)), hi);
+  loom_dtype want = DT(IN(0));
+  return loom__onnx_out(c, 0, DT(y) == want ? y : loom_cast(G, y, want));
+}
+
+/* erf(x) to float precision: the Taylor series below |x| = 0.5 (where 1 - erfc would lose the
+ * relative accuracy of small values), Numerical Recipes' erfc Chebyshev fit above (fractional
+ * error under 1.2e-7 everywhere). */
+static loom_value erf_of(loom__onnx *c, loom_value x) {
+  static const double cheb[] = {-1.26551223, 1.00002368,  0.37409196, 0.09678418,  -0.18628806,
+                                0.27886807,  -1.13520398, 1.48851587, -0.82215223, 0.17087277};
+  loom_value a = UN(ABS, x), x2 = BIN(MUL, x, x);
+  loom_value t = BIN(DIV, K(x, 1), BIN(ADD, K(x, 1), BIN(MUL, K(x, 0.5), a)));
+  loom_value p = K(x, cheb[9]);
+  for (int i = 8; i >= 0; i--) p = BIN(ADD, BIN(MUL, p, t), K(x, cheb[i]));
+  loom_value erfc = BIN(MUL, t, UN(EXP, BIN(SUB, p, x2)));
+  loom_value big = BIN(MUL, UN(SIGN, x), BIN(SUB, K(x, 1), erfc));
+  /* 2/sqrt(pi) (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320 + x^13/9360) */
+  static const double taylor[] = {1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320, 1.0 / 9360};
+  loom_value s = K(x, taylor[6]);
+  for (int i = 5; i >= 0; i--) s = BIN(ADD, BIN(MUL, s, x2), K(x, taylor[i]));
+  loom_value small = BIN(MUL, BIN(MUL, s, x), K(x, 1.1283791670955126));
+  return loom_select(G, BIN(LT, a, K(x, 0.5)), small, big);
+}
+
+static loom_status lower_erf(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  if (!loom_dtype_is_float(DT(x))) return loom__onnx_refuse(c, "Erf of a non-float dtype");
+  return loom__onnx_out(c, 0, erf_of(c, x));
+}
+
+static loom_status lower_tan_hyp(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0), y;
+  if (op == 0) {
+    y = BIN(DIV, UN(SIN, x), UN(COS, x));
+  } else {
+    loom_value e = UN(EXP, x), ei = UN(EXP, UN(NEG, x));
+    y = BIN(MUL, op == 1 ? BIN(SUB, e, ei) : BIN(ADD, e, ei), K(x, 0.5));
+  }
+  return loom__onnx_out(c, 0, y);
+}
+
+static loom_status lower_isnan(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  return loom__onnx_out(c, 0, BIN(NE, x, x));
+}
+
+static loom_status lower_isinf(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  bool pos = loom__onnx_attr_i(n, "detect_positive", 1), neg = loom__onnx_attr_i(n, "detect_negative", 1);
+  loom_value p = BIN(EQ, x, K(x, INFINITY)), m = BIN(EQ, x, K(x, -INFINITY));
+  loom_value y = pos && neg ? BIN(OR, p, m) : pos ? p : neg ? m : BIN(NE, x, x);
+  if (!pos && !neg) y = BIN(AND, y, BIN(EQ, x, x)); /* all false */
+  return loom__onnx_out(c, 0, y);
+}
+
+/* Round half to even: floor(x + 0.5), less one where that lands on an odd number from a tie. */
+static loom_status lower_round(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  loom_value r = UN(FLOOR, BIN(ADD, x, K(x, 0.5)));
+  loom_value tie = BIN(EQ, BIN(SUB, r, x), K(x, 0.5));
+  loom_value odd = BIN(NE, BIN(SUB, r, BIN(MUL, K(x, 2), UN(FLOOR, BIN(MUL, r, K(x, 0.5))))), K(x, 0));
+  return loom__onnx_out(c, 0, loom_select(G, BIN(AND, tie, odd), BIN(SUB, r, K(x, 1)), r));
+}
+
+/* Mod: fmod=1 takes the dividend's sign (C's fmod), fmod=0 the divisor's (Python's %). */
+static loom_status lower_mod(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value a = IN(0), b = IN(1);
+  bool fmod = loom__onnx_attr_i(n, "fmod", 0);
+  loom_dtype d = DT(a);
+  loom_value r;
+  if (loom_dtype_is_float(d)) {
+    if (!fmod) return loom__onnx_refuse(c, "fmod=0 on floats");
+    loom_value q = BIN(DIV, a, b);
+    loom_value tq = loom_select(G, BIN(LT, q, K(q, 0)), UN(CEIL, q), UN(FLOOR, q));
+    r = BIN(SUB, a, BIN(MUL, b, tq));
+  } else {
+    r = BIN(SUB, a, BIN(MUL, b, BIN(DIV, a, b))); /* integer div truncates: C's % */
+    if (!fmod) {
+      loom_value zero = K(a, 0);
+      loom_value fix = BIN(AND, BIN(NE, r, zero), BIN(NE, BIN(LT, r, zero), BIN(LT, b, zero)));
+      r = loom_select(G, fix, BIN(ADD, r, b), r);
+    }
+  }
+  return loom__onnx_out(c, 0, r);
+}
+
+static loom_status lower_pow(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0), y = IN(1);
+  loom_dtype dx = DT(x), dy = DT(y);
+  if (dx == dy) return loom__onnx_out(c, 0, BIN(POW, x, y));
+  if (loom_dtype_is_float(dx)) return loom__onnx_out(c, 0, BIN(POW, x, loom_cast(G, y, dx)));
+  /* An integer base: the power in f64, exact for the integers it can hold, then cast back. */
+  loom_value p = BIN(POW, loom_cast(G, x, LOOM_F64), loom_cast(G, y, LOOM_F64));
+  return loom__onnx_out(c, 0, loom_cast(G, p, dx));
+}
+
+/* Trilu: keeps the elements on and above (upper) or on and below (lower) diagonal k of the last
+ * two axes. */
+static loom_status lower_trilu(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  const loom_type t_copy = *loom__onnx_type(c, x), *t = &t_copy;
+  int64_t k = 0;
+  if (loom__onnx_in(c, 1)) {
+    int32_t cnt;
+    loom_status s = loom__onnx_in_ints(c, 1, &k, 1, &cnt);
+    if (s) return s;
+  }
+  if (t->rank < 2) return loom__onnx_invalid(c, "Trilu needs rank >= 2");
+  loom_type it = {LOOM_I64, 2, {t->dims[t->rank - 2], t->dims[t->rank - 1]}};
+  loom_value row = loom_iota(G, &it, 0), col = loom_iota(G, &it, 1);
+  loom_value diff = BIN(SUB, col, row), kk = loom__onnx_scalar(c, LOOM_I64, (double)k);
+  loom_value keep = loom__onnx_attr_i(n, "upper", 1) ? BIN(GE, diff, kk) : BIN(LE, diff, kk);
+  loom_value zero = DT(x) == LOOM_BOOL ? loom__onnx_scalar(c, LOOM_BOOL, 0) : K(x, 0);
+  return loom__onnx_out(c, 0, loom_select(G, keep, x, zero));
+}
+
+/* clang-format off */
+const loom__onnx_op loom__onnx_ops_math[] = {
+    {"Neg", lower_unary, LOOM_OP_NEG, ""}, {"Abs", lower_unary, LOOM_OP_ABS, ""},
+    {"Sign", lower_unary, LOOM_OP_SIGN, ""}, {"Exp", lower_unary, LOOM_OP_EXP, ""},
+    {"Log", lower_unary, LOOM_OP_LOG, ""}, {"Sqrt", lower_unary, LOOM_OP_SQRT, ""},
+    {"Sin", lower_unary, LOOM_OP_SIN, ""}, {"Cos", lower_unary, LOOM_OP_COS, ""},
+    {"Tanh", lower_unary, LOOM_OP_TANH, ""}, {"Sigmoid", lower_unary, LOOM_OP_SIGMOID, ""},
+    {"Relu", lower_unary, LOOM_OP_RELU, ""}, {"Floor", lower_unary, LOOM_OP_FLOOR, ""},
+    {"Ceil", lower_unary, LOOM_OP_CEIL, ""}, {"Not", lower_unary, LOOM_OP_NOT, ""},
+    {"Add", lower_binary, LOOM_OP_ADD, ""}, {"Sub", lower_binary, LOOM_OP_SUB, ""},
+    {"Mul", lower_binary, LOOM_OP_MUL, ""}, {"Div", lower_binary, LOOM_OP_DIV, ""},
+    {"Pow", lower_pow, 0, ""}, {"Equal", lower_binary, LOOM_OP_EQ, ""},
+    {"Less", lower_binary, LOOM_OP_LT, ""}, {"LessOrEqual", lower_binary, LOOM_OP_LE, ""},
+    {"Greater", lower_binary, LOOM_OP_GT, ""}, {"GreaterOrEqual", lower_binary, LOOM_OP_GE, ""},
+    {"And", lower_binary, LOOM_OP_AND, ""}, {"Or", lower_binary, LOOM_OP_OR, ""},
+    {"Xor", lower_xor, 0, ""}, {"Where", lower_where, 0, ""},
+    {"Max", lower_variadic, LOOM_OP_MAXIMUM, ""}, {"Min", lower_variadic, LOOM_OP_MINIMUM, ""},
+    {"Sum", lower_variadic, LOOM_OP_ADD, ""}, {"Mean", lower_variadic, LOOM_OP_REDUCE_MEAN, ""},
+    {"Reciprocal", lower_reciprocal, 0, ""}, {"Identity", lower_identity, 0, ""},
+    {"Dropout", lower_dropout, 0, "seed,ratio,is_test"}, {"Cast", lower_cast, 0, "to"},
+    {"CastLike", lower_cast, 1, ""}, {"Clip", lower_clip, 0, "min,max"},
+    {"LeakyRelu", lower_activation, ACT_LEAKY, "alpha"}, {"Elu", lower_activation, ACT_ELU, "alpha"},
+    {"Selu", lower_activation, ACT_SELU, "alpha,gamma"},
+    {"HardSigmoid", lower_activation, ACT_HSIGMOID, "alpha,beta"},
+    {"Softplus", lower_activation, ACT_SOFTPLUS, ""}, {"Softsign", lower_activation, ACT_SOFTSIGN, ""},
+    {"ThresholdedRelu", lower_activation, ACT_THRESH, "alpha"}, {"Celu", lower_activation, ACT_CELU, "alpha"},
+    {"HardSwish", lower_activation, ACT_HSWISH, ""}, {"PRelu", lower_prelu, 0, ""},
+    {"Shrink", lower_shrink, 0, "lambd,bias"}, {"Erf", lower_erf, 0, ""},
+    {"Tan", lower_tan_hyp, 0, ""}, {"Sinh", lower_tan_hyp, 1, ""}, {"Cosh", lower_tan_hyp, 2, ""},
+    {"IsNaN", lower_isnan, 0, ""}, {"IsInf", lower_isinf, 0, "detect_positive,detect_negative"},
+    {"Round", lower_round, 0, ""}, {"Mod", lower_mod, 0, "fmod"}, {"Trilu", lower_trilu, 0, "upper"},
+    {NULL, NULL, 0, NULL},
+};
+/* clang-format on */

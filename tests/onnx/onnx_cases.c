@@ -1,0 +1,197 @@
+/* Running one ONNX conformance case (onnx_cases.h). */
+#include "onnx_cases.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_TENSORS 32
+#define MAX_SETS 8
+
+/* The tensors prefix_0.pb, prefix_1.pb, ... of one data set, in order. */
+typedef struct tensor_set {
+  int32_t n;
+  loom_tensor t[MAX_TENSORS];
+  char *name[MAX_TENSORS];
+} tensor_set;
+
+static void set_free(tensor_set *s) {
+  for (int32_t i = 0; i < s->n; i++) {
+    loom_tensor_deinit(&s->t[i]);
+    free(s->name[i]);
+  }
+  s->n = 0;
+}
+
+static bool set_load(const char *dir, const char *prefix, tensor_set *s, char *why, size_t size) {
+  memset(s, 0, sizeof *s);
+  for (int32_t k = 0; k < MAX_TENSORS; k++) {
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, k);
+    if (stat(path, &st)) break;
+    if (loom_tensor_load_onnx_pb(path, &s->t[k], &s->name[k])) {
+      snprintf(why, size, "%s", loom_last_error());
+      set_free(s);
+      return false;
+    }
+    s->n = k + 1;
+  }
+  return true;
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The case's test_data_set_* folders, sorted; returns how many (at most MAX_SETS). */
+static int32_t data_sets(const char *dir, char sets[MAX_SETS][4096]) {
+  DIR *d = opendir(dir);
+  char *names[MAX_SETS];
+  int32_t n = 0;
+  for (struct dirent *e; d && (e = readdir(d)) && n < MAX_SETS;)
+    if (!strncmp(e->d_name, "test_data_set_", 14)) names[n++] = strdup(e->d_name);
+  if (d) closedir(d);
+  qsort(names, (size_t)n, sizeof names[0], by_name);
+  for (int32_t i = 0; i < n; i++) {
+    snprintf(sets[i], 4096, "%s/%s", dir, names[i]);
+    free(names[i]);
+  }
+  return n;
+}
+
+/* Element i of t as a double (complex: part i of the pairs). */
+static double element(const loom_tensor *t, int64_t i) {
+  const void *p = t->data;
+  switch (t->type.dtype) {
+    case LOOM_BOOL:
+    case LOOM_U8:
+      return ((const uint8_t *)p)[i];
+    case LOOM_I8:
+      return ((const int8_t *)p)[i];
+    case LOOM_I16:
+      return ((const int16_t *)p)[i];
+    case LOOM_I32:
+      return ((const int32_t *)p)[i];
+    case LOOM_I64:
+      return (double)((const int64_t *)p)[i];
+    case LOOM_F16:
+      return loom_f16_to_f32(((const uint16_t *)p)[i]);
+    case LOOM_BF16:
+      return loom_bf16_to_f32(((const uint16_t *)p)[i]);
+    case LOOM_F32:
+    case LOOM_C64:
+      return ((const float *)p)[i];
+    default:
+      return ((const double *)p)[i];
+  }
+}
+
+/* Compares got with want as numpy.testing.assert_allclose(rtol=1e-3, atol=1e-7) does, NaN
+ * equal to NaN; integers exactly (i64 through their bits, not doubles). */
+static bool outputs_equal(const loom_tensor *got, const loom_tensor *want, int32_t k, char *why,
+                          size_t size) {
+  char a[LOOM_TYPE_STRING_MAX], b[LOOM_TYPE_STRING_MAX];
+  if (!loom_type_equal(&got->type, &want->type)) {
+    snprintf(why, size, "output %d: got %s, expected %s", k, loom_type_format(&got->type, a, sizeof a),
+             loom_type_format(&want->type, b, sizeof b));
+    return false;
+  }
+  int64_t n;
+  loom_type_elements(&got->type, &n);
+  if (loom_dtype_is_complex(got->type.dtype)) n *= 2;
+  bool exact = !loom_dtype_is_float(got->type.dtype) && !loom_dtype_is_complex(got->type.dtype);
+  for (int64_t i = 0; i < n; i++) {
+    if (got->type.dtype == LOOM_I64) {
+      int64_t x = ((const int64_t *)got->data)[i], y = ((const int64_t *)want->data)[i];
+      if (x == y) continue;
+      snprintf(why, size, "output %d element %lld: got %lld, expected %lld", k, (long long)i, (long long)x,
+               (long long)y);
+      return false;
+    }
+    double x = element(got, i), y = element(want, i);
+    if (isnan(x) && isnan(y)) continue;
+    bool ok = exact ? x == y : (x == y || fabs(x - y) <= 1e-7 + 1e-3 * fabs(y));
+    if (!ok) {
+      snprintf(why, size, "output %d element %lld: got %.9g, expected %.9g", k, (long long)i, x, y);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Runs the graph on one data set's inputs and compares its outputs. */
+static onnx_outcome run_set(loom_context *ctx, const char *device, const loom_graph *g, const char *set,
+                            char *why, size_t size) {
+  tensor_set in, want;
+  if (!set_load(set, "input", &in, why, size)) return ONNX_FAILED;
+  if (!set_load(set, "output", &want, why, size)) {
+    set_free(&in);
+    return ONNX_FAILED;
+  }
+  onnx_outcome r = ONNX_PASSED;
+  int32_t n_out = loom_graph_output_count(g);
+  loom_tensor got[MAX_TENSORS];
+  memset(got, 0, sizeof got);
+  if (in.n != loom_graph_param_count(g) || n_out != want.n || n_out > MAX_TENSORS) {
+    snprintf(why, size, "%d inputs and %d outputs in the data, %d and %d in the graph", in.n, want.n,
+             loom_graph_param_count(g), n_out);
+    r = ONNX_FAILED;
+  } else if (loom_graph_run_on_device(ctx, device, g, in.t, in.n, got, n_out, NULL)) {
+    snprintf(why, size, "run: %s", loom_last_error());
+    r = ONNX_FAILED;
+  } else {
+    for (int32_t k = 0; k < n_out && r == ONNX_PASSED; k++)
+      if (!outputs_equal(&got[k], &want.t[k], k, why, size)) r = ONNX_FAILED;
+    for (int32_t k = 0; k < n_out; k++) loom_tensor_deinit(&got[k]);
+  }
+  set_free(&in);
+  set_free(&want);
+  return r;
+}
+
+onnx_outcome onnx_case_run(loom_context *ctx, const char *device, const char *dir, char *why, size_t size) {
+  char sets[MAX_SETS][4096], model[4096];
+  int32_t n_sets = data_sets(dir, sets);
+  snprintf(model, sizeof model, "%s/model.onnx", dir);
+  /* The first data set's inputs give the model's input types (some declare symbolic dims). */
+  tensor_set first;
+  memset(&first, 0, sizeof first);
+  if (n_sets && !set_load(sets[0], "input", &first, why, size)) {
+    /* Data Loom cannot hold (strings, unsigned 16-64 bit, sequences): the model must say so. */
+    loom_graph *g = NULL;
+    loom_status s = loom_graph_from_onnx(model, NULL, &g);
+    loom_graph_destroy(g);
+    if (s == LOOM_ERR_UNSUPPORTED) snprintf(why, size, "%s", loom_last_error());
+    return s == LOOM_ERR_UNSUPPORTED ? ONNX_REFUSED : ONNX_FAILED;
+  }
+  const char *names[MAX_TENSORS];
+  loom_type types[MAX_TENSORS];
+  for (int32_t i = 0; i < first.n; i++) names[i] = first.name[i], types[i] = first.t[i].type;
+  loom_onnx_options opt;
+  loom_onnx_options_init(&opt);
+  opt.n_input_types = first.n;
+  opt.input_names = names;
+  opt.input_types = types;
+  loom_graph *g = NULL;
+  loom_status s = loom_graph_from_onnx(model, &opt, &g);
+  set_free(&first);
+  if (s) {
+    snprintf(why, size, "%s", loom_last_error());
+    return s == LOOM_ERR_UNSUPPORTED ? ONNX_REFUSED : ONNX_FAILED;
+  }
+  onnx_outcome r = n_sets ? ONNX_PASSED : ONNX_FAILED;
+  if (!n_sets) snprintf(why, size, "no test_data_set_* folder");
+  for (int32_t i = 0; i < n_sets && r == ONNX_PASSED; i++) r = run_set(ctx, device, g, sets[i], why, size);
+  loom_graph_destroy(g);
+  return r;
+}
+
+bool onnx_refusal_named(const char *why) {
+  const char *node = strstr(why, ": node ");
+  if (node) return strstr(node, " (") && strstr(node, "): ");
+  return strstr(why, ": opset ") || strstr(why, ": input '") || strstr(why, ": sparse initializers");
+}
