@@ -37,9 +37,17 @@ typedef struct loom_onnx_options {
   int32_t n_input_types;
   const char *const *input_names;
   const loom_type *input_types;
+  /* Values for some of the model's inputs, by ONNX name, known when the model is read: each
+   * becomes a constant (copied) rather than a parameter. An input that fixes a shape (Reshape's
+   * shape, Slice's starts, TopK's k, a reduction's axes) must be given here, since a Loom
+   * graph's shapes are fixed. Each value's type must match the model's input as input_types
+   * must. n_input_values entries; the arrays stay the caller's. */
+  int32_t n_input_values;
+  const char *const *value_names;
+  const loom_tensor *input_values;
 } loom_onnx_options;
 
-/* Fills *options with the defaults: no input types given. */
+/* Fills *options with the defaults: no input types or values given. */
 LOOM_API void loom_onnx_options_init(loom_onnx_options *options);
 
 /* Reads the ONNX model at `path` into a new graph, named after the model's graph. `options`

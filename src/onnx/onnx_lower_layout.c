@@ -166,7 +166,8 @@ static loom_status lower_concat(loom__onnx *c, const Onnx__NodeProto *n, int64_t
   }
   if (!k) return loom__onnx_refuse(c, "every input is empty");
   int32_t axis;
-  loom_status s = loom__onnx_axis(c, loom__onnx_attr_i(n, "axis", 0), TY(xs[0])->rank, &axis);
+  loom_status s =
+      loom__onnx_axis(c, loom__onnx_attr_i(n, "axis", c->opset < 4 ? 1 : 0), TY(xs[0])->rank, &axis);
   return s ? s : loom__onnx_out(c, 0, loom_concat(G, xs, k, axis));
 }
 

@@ -67,15 +67,8 @@ static loom_status lower_identity(loom__onnx *c, const Onnx__NodeProto *n, int64
 /* Dropout at inference: the input itself, and a mask of all true where one is asked for. */
 static loom_status lower_dropout(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
   loom__onnx_val *train = loom__onnx_in(c, 2);
-  if (train) {
-    int64_t v[1];
-    int32_t cnt;
-    bool known = train->host && train->type.dtype == LOOM_BOOL;
-    if (!known || ((const uint8_t *)train->host)[0])
-      return loom__onnx_refuse(c, "training_mode must be a constant false (Loom runs inference only)");
-    (void)v;
-    (void)cnt;
-  }
+  if (train && (!train->host || train->type.dtype != LOOM_BOOL || ((const uint8_t *)train->host)[0]))
+    return loom__onnx_refuse(c, "training_mode must be a constant false (Loom runs inference only)");
   if (c->opset < 7 && !loom__onnx_attr_i(n, "is_test", 0))
     return loom__onnx_refuse(c, "is_test=0 (training)");
   loom_value x = IN(0);
@@ -189,6 +182,13 @@ static loom_status lower_activation(loom__onnx *c, const Onnx__NodeProto *n, int
 
 static loom_status lower_prelu(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
   loom_value x = IN(0), slope = IN(1);
+  const loom_type xt = *loom__onnx_type(c, x), st = *loom__onnx_type(c, slope);
+  if (c->opset < 7 && st.rank == 1 && xt.rank > 2 && st.dims[0] == xt.dims[1] && st.dims[0] != 1) {
+    /* PRelu-6's slope is per channel (axis 1), not broadcast from the right. */
+    int64_t dims[LOOM_MAX_RANK];
+    for (int32_t i = 0; i < xt.rank - 1; i++) dims[i] = i == 0 ? st.dims[0] : 1;
+    slope = loom_reshape(G, slope, xt.rank - 1, dims);
+  }
   return loom__onnx_out(c, 0, loom_select(G, BIN(LT, x, K(x, 0)), BIN(MUL, x, slope), x));
 }
 

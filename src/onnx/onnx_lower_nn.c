@@ -245,6 +245,8 @@ static loom_status lower_batchnorm(loom__onnx *c, const Onnx__NodeProto *n, int6
   if (loom__onnx_attr_i(n, "training_mode", 0) || (n->n_output > 1 && n->output[1][0]))
     return loom__onnx_refuse(c, "training mode (Loom runs inference only)");
   if (!loom__onnx_attr_i(n, "spatial", 1)) return loom__onnx_refuse(c, "spatial=0");
+  if (loom__onnx_attr(n, "is_test") && !loom__onnx_attr_i(n, "is_test", 0))
+    return loom__onnx_refuse(c, "is_test=0 (training; Loom runs inference only)");
   loom_value x = IN(0);
   int32_t r = TY(x)->rank;
   double eps = loom__onnx_attr_f(n, "epsilon", 1e-5f);
@@ -303,7 +305,7 @@ const loom__onnx_op loom__onnx_ops_nn[] = {
     {"MaxPool", lower_pool, 1, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
     {"AveragePool", lower_pool, 0, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides"},
     {"GlobalMaxPool", lower_global_pool, 1, ""}, {"GlobalAveragePool", lower_global_pool, 0, ""},
-    {"BatchNormalization", lower_batchnorm, 0, "epsilon,momentum,spatial,training_mode"},
+    {"BatchNormalization", lower_batchnorm, 0, "epsilon,is_test,momentum,spatial,training_mode"},
     {"InstanceNormalization", lower_instancenorm, 0, "epsilon"},
     {"LayerNormalization", lower_layernorm, 0, "axis,epsilon,stash_type"},
     {NULL, NULL, 0, NULL},

@@ -10,8 +10,11 @@
 
 #include "onnx/onnx_internal.h"
 
-/* The opsets of the default domain whose ops are lowered as their spec says. */
-#define OPSET_MIN 7
+/* The opsets of the default domain whose ops are lowered as their spec says. Before opset 7,
+ * ops took attributes that later ones dropped (Add's broadcast, consumed_inputs): the
+ * lowerings do not list those, so a node that uses one is refused, and one that does not means
+ * what the later opset's op means. */
+#define OPSET_MIN 1
 #define OPSET_MAX 17
 
 void loom_onnx_options_init(loom_onnx_options *options) {
@@ -98,6 +101,8 @@ static loom_status input_type(loom__onnx *c, const Onnx__ValueInfoProto *in, con
   const loom_type *given = NULL;
   for (int32_t i = 0; opt && i < opt->n_input_types; i++)
     if (opt->input_names[i] && !strcmp(opt->input_names[i], in->name)) given = &opt->input_types[i];
+  for (int32_t i = 0; opt && i < opt->n_input_values; i++)
+    if (opt->value_names[i] && !strcmp(opt->value_names[i], in->name)) given = &opt->input_values[i].type;
   int32_t rank = tt->shape ? (int32_t)tt->shape->n_dim : -1;
   if (given) {
     bool ok = given->dtype == d && (rank < 0 || given->rank == rank);
@@ -133,6 +138,13 @@ static loom_status input_type(loom__onnx *c, const Onnx__ValueInfoProto *in, con
   return LOOM_OK;
 }
 
+/* The value the options give for input `name`, or NULL. */
+static const loom_tensor *given_value(const char *name, const loom_onnx_options *opt) {
+  for (int32_t i = 0; opt && i < opt->n_input_values; i++)
+    if (opt->value_names[i] && !strcmp(opt->value_names[i], name)) return &opt->input_values[i];
+  return NULL;
+}
+
 static loom_status add_inputs(loom__onnx *c, const Onnx__GraphProto *gp, const loom_onnx_options *opt) {
   for (size_t i = 0; i < gp->n_input; i++) {
     const Onnx__ValueInfoProto *in = gp->input[i];
@@ -144,6 +156,15 @@ static loom_status add_inputs(loom__onnx *c, const Onnx__GraphProto *gp, const l
     loom_status s = input_type(c, in, opt, &type);
     if (!s) s = loom__onnx_add(c, in->name, &type, &v);
     if (s) return s;
+    const loom_tensor *value = given_value(in->name, opt);
+    if (value) { /* known now: a constant like an initializer */
+      int64_t bytes;
+      loom_type_bytes(&type, &bytes);
+      if (!(v->host = loom__malloc(bytes ? (size_t)bytes : 1))) return loom__oom("an input's value");
+      if (bytes) memcpy(v->host, value->data, (size_t)bytes);
+      v->host_owned = true;
+      continue;
+    }
     char name[256];
     lir_name(c->g, in->name, name, sizeof name);
     v->v = loom_graph_param(c->g, name, &type);

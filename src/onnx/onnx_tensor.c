@@ -44,34 +44,38 @@ const char *loom__onnx_dtype_name(int32_t elem_type) {
   return onnx_types[elem_type].name;
 }
 
-/* The count of numbers a typed field must hold for n elements of dtype (complex: two each). */
-static int64_t typed_count(loom_dtype d, int64_t n) {
-  return loom_dtype_is_complex(d) ? 2 * n : n;
-}
-
-/* Converts the typed field that holds dtype d's data (as onnx.proto assigns them) into dst. */
-static loom_status from_typed(const Onnx__TensorProto *t, loom_dtype d, int64_t n, void *dst,
-                              const char *path, const char *what) {
-  size_t have;
-  int64_t need = typed_count(d, n);
+/* How many numbers the typed field that holds dtype d's data holds (as onnx.proto assigns
+ * them: int32_data for bool, 8/16-bit integers, int32 and f16/bf16 bit patterns). */
+static size_t typed_have(const Onnx__TensorProto *t, loom_dtype d) {
   switch (d) {
     case LOOM_F32:
     case LOOM_C64:
-      have = t->n_float_data;
-      if ((int64_t)have == need) memcpy(dst, t->float_data, have * sizeof(float));
-      break;
+      return t->n_float_data;
     case LOOM_F64:
     case LOOM_C128:
-      have = t->n_double_data;
-      if ((int64_t)have == need) memcpy(dst, t->double_data, have * sizeof(double));
-      break;
+      return t->n_double_data;
     case LOOM_I64:
-      have = t->n_int64_data;
-      if ((int64_t)have == need) memcpy(dst, t->int64_data, have * sizeof(int64_t));
-      break;
-    default: /* int32_data holds bool, 8/16-bit integers, int32 and f16/bf16 bit patterns */
-      have = t->n_int32_data;
-      if ((int64_t)have != need) break;
+      return t->n_int64_data;
+    default:
+      return t->n_int32_data;
+  }
+}
+
+/* Converts the typed field into dst, which holds n elements of d (typed_have checked). */
+static void from_typed(const Onnx__TensorProto *t, loom_dtype d, int64_t n, void *dst) {
+  switch (d) {
+    case LOOM_F32:
+    case LOOM_C64:
+      memcpy(dst, t->float_data, t->n_float_data * sizeof(float));
+      return;
+    case LOOM_F64:
+    case LOOM_C128:
+      memcpy(dst, t->double_data, t->n_double_data * sizeof(double));
+      return;
+    case LOOM_I64:
+      memcpy(dst, t->int64_data, t->n_int64_data * sizeof(int64_t));
+      return;
+    default:
       for (int64_t i = 0; i < n; i++) {
         int32_t v = t->int32_data[i];
         switch (loom_dtype_size(d)) {
@@ -87,16 +91,11 @@ static loom_status from_typed(const Onnx__TensorProto *t, loom_dtype d, int64_t 
         }
       }
   }
-  if ((int64_t)have != need)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                       "%s: %s: its dims and type need %lld values, the data holds %zu", path, what,
-                       (long long)need, have);
-  return LOOM_OK;
 }
 
 /* The external file's bytes [offset, offset + bytes) copied into dst through a mapping. */
-static loom_status from_external(const Onnx__TensorProto *t, int64_t bytes, void *dst, const char *path,
-                                 const char *what) {
+static loom_status from_external(const Onnx__TensorProto *t, int64_t bytes, const char *path,
+                                 const char *what, void **out_data) {
   const char *location = NULL;
   int64_t offset = 0, length = -1;
   for (size_t i = 0; i < t->n_external_data; i++) {
@@ -130,7 +129,10 @@ static loom_status from_external(const Onnx__TensorProto *t, int64_t bytes, void
     s = loom__error(LOOM_ERR_IO,
                     "%s: %s: external data '%s' holds %lld bytes, the tensor needs %lld at offset %lld", path,
                     what, file, (long long)st.st_size, (long long)bytes, (long long)offset);
+  } else if (!(*out_data = loom__malloc(bytes ? (size_t)bytes : 1))) {
+    s = loom__oom("a tensor's data");
   } else if (bytes > 0) {
+    void *dst = *out_data;
     /* Mapped from the page holding offset: only the tensor's own pages are read. */
     long page = sysconf(_SC_PAGESIZE);
     int64_t start = offset / page * page;
@@ -138,6 +140,8 @@ static loom_status from_external(const Onnx__TensorProto *t, int64_t bytes, void
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, (off_t)start);
     if (map == MAP_FAILED) {
       s = loom__error(LOOM_ERR_IO, "%s: %s: cannot map '%s': %s", path, what, file, strerror(errno));
+      loom__free(*out_data);
+      *out_data = NULL;
     } else {
       loom__memcpy_wide(dst, (const char *)map + (offset - start), (size_t)bytes);
       munmap(map, len);
@@ -190,14 +194,17 @@ loom_status loom__onnx_tensor_decode(Onnx__TensorProto *t, const char *path, con
     t->raw_data.len = 0;
     return LOOM_OK;
   }
+  if (external) return from_external(t, bytes, path, what, out_data);
+  /* Checked before anything is allocated: dims that lie must not ask for their size. */
+  size_t have = typed_have(t, out_type->dtype);
+  int64_t need = loom_dtype_is_complex(out_type->dtype) ? 2 * n : n;
+  if ((int64_t)have != need)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "%s: %s: its dims and type need %lld values, the data holds %zu", path, what,
+                       (long long)need, have);
   void *data = loom__malloc(bytes ? (size_t)bytes : 1);
   if (!data) return loom__oom("a tensor's data");
-  s = external ? from_external(t, bytes, data, path, what)
-               : from_typed(t, out_type->dtype, n, data, path, what);
-  if (s) {
-    loom__free(data);
-    return s;
-  }
+  from_typed(t, out_type->dtype, n, data);
   *out_data = data;
   return LOOM_OK;
 }

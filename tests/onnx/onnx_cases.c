@@ -123,31 +123,88 @@ static bool outputs_equal(const loom_tensor *got, const loom_tensor *want, int32
   return true;
 }
 
-/* Runs the graph on one data set's inputs and compares its outputs. */
-static onnx_outcome run_set(loom_context *ctx, const char *device, const loom_graph *g, const char *set,
-                            char *why, size_t size) {
-  tensor_set in, want;
-  if (!set_load(set, "input", &in, why, size)) return ONNX_FAILED;
-  if (!set_load(set, "output", &want, why, size)) {
-    set_free(&in);
+/* Reads the model with the data set's input types, and with `bind`, the values of its
+ * integer inputs too (those fix shapes: Reshape's shape, a reduction's axes). */
+static loom_status read_model(const char *model, const tensor_set *in, bool bind, loom_graph **out) {
+  const char *names[MAX_TENSORS], *vnames[MAX_TENSORS];
+  loom_type types[MAX_TENSORS];
+  loom_tensor values[MAX_TENSORS];
+  int32_t nv = 0;
+  for (int32_t i = 0; i < in->n; i++) {
+    names[i] = in->name[i], types[i] = in->t[i].type;
+    if (bind && (in->t[i].type.dtype == LOOM_I64 || in->t[i].type.dtype == LOOM_I32))
+      vnames[nv] = in->name[i], values[nv++] = in->t[i];
+  }
+  loom_onnx_options opt;
+  loom_onnx_options_init(&opt);
+  opt.n_input_types = in->n;
+  opt.input_names = names;
+  opt.input_types = types;
+  opt.n_input_values = nv;
+  opt.value_names = vnames;
+  opt.input_values = values;
+  return loom_graph_from_onnx(model, &opt, out);
+}
+
+/* Runs the graph on one data set's inputs (less those bound as values) and compares. */
+static onnx_outcome run_set(loom_context *ctx, const char *device, const loom_graph *g, tensor_set *in,
+                            const tensor_set *want, bool bind, char *why, size_t size) {
+  loom_tensor args[MAX_TENSORS], got[MAX_TENSORS];
+  int32_t n_args = 0, n_out = loom_graph_output_count(g);
+  for (int32_t i = 0; i < in->n; i++)
+    if (!bind || (in->t[i].type.dtype != LOOM_I64 && in->t[i].type.dtype != LOOM_I32))
+      args[n_args++] = in->t[i];
+  memset(got, 0, sizeof got);
+  if (n_args != loom_graph_param_count(g) || n_out != want->n || n_out > MAX_TENSORS) {
+    snprintf(why, size, "%d inputs and %d outputs in the data, %d and %d in the graph", n_args, want->n,
+             loom_graph_param_count(g), n_out);
+    return ONNX_FAILED;
+  }
+  if (loom_graph_run_on_device(ctx, device, g, args, n_args, got, n_out, NULL)) {
+    snprintf(why, size, "run: %s", loom_last_error());
     return ONNX_FAILED;
   }
   onnx_outcome r = ONNX_PASSED;
-  int32_t n_out = loom_graph_output_count(g);
-  loom_tensor got[MAX_TENSORS];
-  memset(got, 0, sizeof got);
-  if (in.n != loom_graph_param_count(g) || n_out != want.n || n_out > MAX_TENSORS) {
-    snprintf(why, size, "%d inputs and %d outputs in the data, %d and %d in the graph", in.n, want.n,
-             loom_graph_param_count(g), n_out);
-    r = ONNX_FAILED;
-  } else if (loom_graph_run_on_device(ctx, device, g, in.t, in.n, got, n_out, NULL)) {
-    snprintf(why, size, "run: %s", loom_last_error());
-    r = ONNX_FAILED;
-  } else {
-    for (int32_t k = 0; k < n_out && r == ONNX_PASSED; k++)
-      if (!outputs_equal(&got[k], &want.t[k], k, why, size)) r = ONNX_FAILED;
-    for (int32_t k = 0; k < n_out; k++) loom_tensor_deinit(&got[k]);
+  for (int32_t k = 0; k < n_out && r == ONNX_PASSED; k++)
+    if (!outputs_equal(&got[k], &want->t[k], k, why, size)) r = ONNX_FAILED;
+  for (int32_t k = 0; k < n_out; k++) loom_tensor_deinit(&got[k]);
+  return r;
+}
+
+/* Data Loom cannot hold (strings, unsigned 16-64 bit, sequences): the model must refuse. */
+static onnx_outcome unreadable_data(const char *model, char *why, size_t size) {
+  loom_graph *g = NULL;
+  loom_status s = loom_graph_from_onnx(model, NULL, &g);
+  loom_graph_destroy(g);
+  if (s == LOOM_ERR_UNSUPPORTED) snprintf(why, size, "%s", loom_last_error());
+  return s == LOOM_ERR_UNSUPPORTED ? ONNX_REFUSED : ONNX_FAILED;
+}
+
+/* One data set: the model read for its inputs (again with their integer values where the
+ * types alone do not fix the shapes), run and compared. */
+static onnx_outcome run_case_set(loom_context *ctx, const char *device, const char *model, const char *set,
+                                 bool *bind, char *why, size_t size) {
+  tensor_set in, want;
+  if (!set_load(set, "input", &in, why, size)) return unreadable_data(model, why, size);
+  if (!set_load(set, "output", &want, why, size)) {
+    set_free(&in);
+    return unreadable_data(model, why, size);
   }
+  loom_graph *g = NULL;
+  loom_status s = read_model(model, &in, *bind, &g);
+  if (s == LOOM_ERR_UNSUPPORTED && !*bind &&
+      strstr(loom_last_error(), "must be known when the model is read")) {
+    *bind = true;
+    s = read_model(model, &in, true, &g);
+  }
+  onnx_outcome r;
+  if (s) {
+    snprintf(why, size, "%s", loom_last_error());
+    r = s == LOOM_ERR_UNSUPPORTED ? ONNX_REFUSED : ONNX_FAILED;
+  } else {
+    r = run_set(ctx, device, g, &in, &want, *bind, why, size);
+  }
+  loom_graph_destroy(g);
   set_free(&in);
   set_free(&want);
   return r;
@@ -157,36 +214,14 @@ onnx_outcome onnx_case_run(loom_context *ctx, const char *device, const char *di
   char sets[MAX_SETS][4096], model[4096];
   int32_t n_sets = data_sets(dir, sets);
   snprintf(model, sizeof model, "%s/model.onnx", dir);
-  /* The first data set's inputs give the model's input types (some declare symbolic dims). */
-  tensor_set first;
-  memset(&first, 0, sizeof first);
-  if (n_sets && !set_load(sets[0], "input", &first, why, size)) {
-    /* Data Loom cannot hold (strings, unsigned 16-64 bit, sequences): the model must say so. */
-    loom_graph *g = NULL;
-    loom_status s = loom_graph_from_onnx(model, NULL, &g);
-    loom_graph_destroy(g);
-    if (s == LOOM_ERR_UNSUPPORTED) snprintf(why, size, "%s", loom_last_error());
-    return s == LOOM_ERR_UNSUPPORTED ? ONNX_REFUSED : ONNX_FAILED;
+  if (!n_sets) {
+    snprintf(why, size, "no test_data_set_* folder");
+    return ONNX_FAILED;
   }
-  const char *names[MAX_TENSORS];
-  loom_type types[MAX_TENSORS];
-  for (int32_t i = 0; i < first.n; i++) names[i] = first.name[i], types[i] = first.t[i].type;
-  loom_onnx_options opt;
-  loom_onnx_options_init(&opt);
-  opt.n_input_types = first.n;
-  opt.input_names = names;
-  opt.input_types = types;
-  loom_graph *g = NULL;
-  loom_status s = loom_graph_from_onnx(model, &opt, &g);
-  set_free(&first);
-  if (s) {
-    snprintf(why, size, "%s", loom_last_error());
-    return s == LOOM_ERR_UNSUPPORTED ? ONNX_REFUSED : ONNX_FAILED;
-  }
-  onnx_outcome r = n_sets ? ONNX_PASSED : ONNX_FAILED;
-  if (!n_sets) snprintf(why, size, "no test_data_set_* folder");
-  for (int32_t i = 0; i < n_sets && r == ONNX_PASSED; i++) r = run_set(ctx, device, g, sets[i], why, size);
-  loom_graph_destroy(g);
+  bool bind = false;
+  onnx_outcome r = ONNX_PASSED;
+  for (int32_t i = 0; i < n_sets && r == ONNX_PASSED; i++)
+    r = run_case_set(ctx, device, model, sets[i], &bind, why, size);
   return r;
 }
 
