@@ -473,6 +473,8 @@ typedef struct loom_mem_node_stats {
   int64_t failed_allocations; /* OUT_OF_MEMORY returned for this node */
   int64_t peer_bytes_in;      /* of bytes_in, copied from another device without the host (the
                                * OpenCL devices of one platform, queued behind an event) */
+  int64_t admission_waits;    /* stages that waited for room beside other runs' stages here */
+  int64_t admission_wait_us;  /* how long they waited, in all (microseconds) */
 } loom_mem_node_stats;
 
 /* A node's counters. Errors: INVALID_ARGUMENT (NULL pointers, node out of range). */

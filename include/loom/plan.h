@@ -305,10 +305,19 @@ LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
  * A runner's limit is its device's, for every run sharing the context's memory manager: while
  * a stage runs, its limit caps its device's memory node limit (loom/memory.h, "Limits"), so
  * plans run from several threads on one context hold at most the smallest runner limit in
- * force on a device together; a stage that does not fit beside the others fails (nothing
- * waits), with OUT_OF_MEMORY naming the device's node.
- * Errors: as loom_graph_run; OUT_OF_MEMORY when a stage cannot fit its limit, or not beside
- * the stages of other runs on its device. */
+ * force on a device together. A stage is admitted to its device before it runs, for its
+ * estimated peak: where that does not fit beside the stages of other runs running there, it
+ * waits until they end, in order of arrival (a queue per device, so no stage is passed by later
+ * ones), as long as another run's stage holds the device (loom_plan_run_options.wait_seconds
+ * bounds it). A run holds no admission while it waits for one, so runs cannot wait on each
+ * other in a circle. A stage whose allocations pass its estimate beside the others' and are
+ * refused runs once more, admitted for its whole runner limit. The node's counters
+ * (loom_mem_node_stats) count the stages that waited.
+ * Where no stage of another run holds the device but buffers in use there do (a run without a
+ * limit, the program's own), a stage waits while the device's memory is allocated and freed,
+ * and fails once it has stood still for 10 s.
+ * Errors: as loom_graph_run; OUT_OF_MEMORY at once when a stage's estimate passes its runner
+ * limit or its device's own limit (it could never fit); after waiting as said above. */
 LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
                                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
                                    loom_plan_stats *stats);
@@ -345,9 +354,14 @@ typedef struct loom_plan_run_options {
   /* The rewrites a re-plan applies (its limit is ignored); NULL: the defaults. Pass the
    * options the plan was optimized with, so that a rewrite turned off stays off. */
   const loom_optimize_options *optimize;
+  /* How long a stage waits for room on its device that the stages of other runs (other
+   * threads on the same context) hold there, as loom_plan_run says: 0 (the default) as long as
+   * another run's stage holds memory there; > 0 at most that many seconds, then OUT_OF_MEMORY
+   * saying it waited; < 0 not at all (OUT_OF_MEMORY at once, naming the device's node). */
+  double wait_seconds;
 } loom_plan_run_options;
 
-/* Fills *opts with the defaults (no recovery, 3 tries). Accepts NULL. */
+/* Fills *opts with the defaults (no recovery, 3 tries, waiting for room). Accepts NULL. */
 LOOM_API void loom_plan_run_options_init(loom_plan_run_options *opts);
 
 /* loom_plan_run with options (NULL: the defaults, which make it loom_plan_run).

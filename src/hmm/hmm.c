@@ -169,6 +169,11 @@ loom_status loom__hmm_create(const loom__devices *devices, const loom_mem_manage
     loom__free(m);
     return loom__error(LOOM_ERR_UNAVAILABLE, "loom_mem_manager_create: cannot make a mutex");
   }
+  if (pthread_cond_init(&m->admit_cond, NULL) != 0) {
+    pthread_mutex_destroy(&m->lock);
+    loom__free(m);
+    return loom__error(LOOM_ERR_UNAVAILABLE, "loom_mem_manager_create: cannot make a condition variable");
+  }
   m->devices = devices;
   m->mode = opts->mode;
   m->migration = opts->migration;
@@ -208,6 +213,7 @@ void loom_mem_manager_destroy(loom_mem_manager *m) {
   loom__hmm_unlock(m);
   loom__hmm_trace_deinit(&m->trace);
   loom__free(m->nodes);
+  pthread_cond_destroy(&m->admit_cond);
   pthread_mutex_destroy(&m->lock);
   loom__free(m);
 }

@@ -7,6 +7,7 @@
  *                   the migration policy's decisions
  *   hmm_limits.c    limits (LOOM_MEM_LIMIT, parsed by core/limits.c), making room (pool
  *                   release, LRU eviction)
+ *   hmm_admit.c     admission: stages under runner limits wait in turn for room on a node
  *   hmm_pool.c      size classes and the per-node pool
  *   hmm_stats.c     counters and their JSON
  *   hmm_trace.c     the Chrome trace
@@ -79,7 +80,11 @@ struct loom__hmm_node {
    * is lower. own_limit: its size, LOOM_MEM_LIMIT or loom_mem_set_limit. */
   loom_mem_node_stats stats;
   int64_t own_limit;
-  loom__hmm_runner_limit *runner_limits; /* in force on the node, NULL: none */
+  loom__hmm_runner_limit *runner_limits;   /* in force on the node, NULL: none */
+  struct loom__hmm_admission *admit_queue; /* stages waiting to run here, oldest first */
+  int64_t admitted_bytes;                  /* the estimated peaks of the stages admitted */
+  int32_t admitted;                        /* stages admitted and not yet ended */
+  uint64_t admissions;                     /* stages admitted so far */
 };
 
 /* ---- buffers ------------------------------------------------------------------------- */
@@ -153,6 +158,7 @@ typedef struct loom__hmm_trace {
 struct loom_mem_manager {
   const loom__devices *devices; /* the context's table; not owned */
   pthread_mutex_t lock;
+  pthread_cond_t admit_cond; /* signalled when a stage ends or an admission changes (hmm_admit.c) */
   loom_mem_mode mode;
   loom_mem_policy migration, prefetch;
   int32_t threshold;
@@ -275,8 +281,47 @@ loom_status loom__hmm_set_limit_locked(loom_mem_manager *m, int32_t node, int64_
  * node when what the node holds in use (other runs' buffers) cannot be brought under it; rl is
  * then not in force. */
 loom_status loom__hmm_runner_limit_begin(loom_mem_manager *m, int32_t node, loom__hmm_runner_limit *rl);
+/* As loom__hmm_runner_limit_begin, the lock already held. */
+loom_status loom__hmm_runner_limit_begin_locked(loom_mem_manager *m, int32_t node,
+                                                loom__hmm_runner_limit *rl);
 /* Takes rl out of force; the node's limit rises back to the smallest left. Takes the lock. */
 void loom__hmm_runner_limit_end(loom_mem_manager *m, int32_t node, loom__hmm_runner_limit *rl);
+
+/* ---- admission (hmm_admit.c) ----------------------------------------------------------- */
+
+/* A stage's request to run on a node under a runner limit; the caller's storage, linked into
+ * the node's queue while it waits. */
+typedef struct loom__hmm_admission {
+  loom__hmm_runner_limit limit; /* the stage's runner limit (bytes > 0), in force once admitted */
+  int64_t bytes;                /* what it is admitted for: its estimated peak, at most limit.bytes */
+  /* Admitted for the whole limit it would put in force (bytes is then set to that): a stage
+   * run again after its estimate fell short beside other runs' stages. */
+  bool whole;
+  /* How long it may wait for room: 0 as long as a stage of another run holds the node; > 0 at
+   * most that many seconds; < 0 not at all. */
+  double wait_seconds;
+  double waited_seconds; /* out: how long it waited */
+  bool admitted;         /* out */
+  /* out, after loom__hmm_admit_end: another stage was admitted on the node while this one ran,
+   * so an allocation past its estimate may have been refused for the others' bytes */
+  bool crowded;
+  uint64_t serial; /* the node's admissions before this one (to tell whether others came) */
+  struct loom__hmm_admission *next;
+} loom__hmm_admission;
+
+/* Admits a stage to run on node: waits, in order of arrival, until its bytes fit beside those
+ * of the stages admitted there under the limit its runner limit puts in force, then puts that
+ * limit in force (loom__hmm_runner_limit_begin). Takes the lock (and waits without it). Errors:
+ * OUT_OF_MEMORY naming the node: at once when a->bytes passes the node's own limit or the
+ * runner limit (it could never fit), or when it does not fit and a->wait_seconds < 0; after
+ * a->wait_seconds, saying it waited; when no stage is admitted there and the node's allocations
+ * and frees stood still for 10 s (the room held by buffers nobody is releasing). a is then not
+ * admitted and not linked anywhere. */
+loom_status loom__hmm_admit(loom_mem_manager *m, int32_t node, loom__hmm_admission *a);
+/* Ends an admission (nothing when a is not admitted): its runner limit out of force, its bytes
+ * free for the next waiter, who is woken; a->crowded says whether it shared the node. Takes
+ * the lock. */
+void loom__hmm_admit_end(loom_mem_manager *m, int32_t node, loom__hmm_admission *a);
 
 /* ---- the pool (hmm_pool.c) ------------------------------------------------------------- */
 

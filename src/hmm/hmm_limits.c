@@ -162,10 +162,11 @@ loom_status loom__hmm_set_limit_locked(loom_mem_manager *m, int32_t node, int64_
 /* A device's runner limit holds for all the runs that share it, not for each: each stage that
  * runs under a runner limit puts it in force on its node for as long as it runs, and the node's
  * own limit (which the memory manager never lets the node pass, pool included) is lowered to
- * it. A run whose allocation no longer fits beside the others' fails with the manager's
- * OUT_OF_MEMORY naming the node; nothing waits, so nothing can deadlock. */
-loom_status loom__hmm_runner_limit_begin(loom_mem_manager *m, int32_t node, loom__hmm_runner_limit *rl) {
-  loom__hmm_lock(m);
+ * it. Stages come here through admission (hmm_admit.c), which waits until the others leave room;
+ * an allocation that still does not fit beside the others' (a stage past its estimate) fails
+ * with the manager's OUT_OF_MEMORY naming the node. */
+loom_status loom__hmm_runner_limit_begin_locked(loom_mem_manager *m, int32_t node,
+                                                loom__hmm_runner_limit *rl) {
   loom__hmm_node *n = &m->nodes[node];
   rl->next = n->runner_limits;
   n->runner_limits = rl;
@@ -179,6 +180,12 @@ loom_status loom__hmm_runner_limit_begin(loom_mem_manager *m, int32_t node, loom
         "out of memory on %s: the runs sharing it hold %s in use, more than the runner limit of %s", n->id,
         loom__format_bytes(n->stats.in_use, used, sizeof used), loom__format_bytes(bytes, lim, sizeof lim));
   }
+  return s;
+}
+
+loom_status loom__hmm_runner_limit_begin(loom_mem_manager *m, int32_t node, loom__hmm_runner_limit *rl) {
+  loom__hmm_lock(m);
+  loom_status s = loom__hmm_runner_limit_begin_locked(m, node, rl);
   loom__hmm_unlock(m);
   return s;
 }

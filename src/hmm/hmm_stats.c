@@ -62,6 +62,8 @@ static void node_json(loom__json *j, const loom__hmm_node *n) {
   loom__json_kv_int64(j, "migrations_in", s->migrations_in);
   loom__json_kv_int64(j, "bytes_migrated_in", s->bytes_migrated_in);
   loom__json_kv_int64(j, "failed_allocations", s->failed_allocations);
+  loom__json_kv_int64(j, "admission_waits", s->admission_waits);
+  loom__json_kv_int64(j, "admission_wait_us", s->admission_wait_us);
   loom__json_end_object(j);
 }
 

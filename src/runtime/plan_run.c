@@ -16,8 +16,8 @@
  * those it reads are counted by the stage as inputs. A runner limit is the device's, not the
  * run's: while a stage runs, its limit caps the node's limit (loom__hmm_runner_limit_begin),
  * so all the runs sharing the device hold at most the smallest runner limit in force there
- * together, and a run that does not fit beside the others fails with OUT_OF_MEMORY naming the
- * device. While a stage runs, the next stage's
+ * together; a stage is admitted there first, for its estimated peak, waiting in turn while the
+ * other runs' stages leave it no room (run_admit.h, hmm/hmm_admit.c). While a stage runs, the next stage's
  * inputs already held are prefetched to its device when it is another one (the memory
  * manager's prefetch policy, adaptive by default), as far as its runner's limit allows. Values in host memory
  * between stages are not runner memory and are not counted against any limit. Each stage synchronizes its
@@ -36,6 +36,7 @@
 #include "loom/plan.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
+#include "runtime/run_admit.h"
 
 /* The device a stage runs on: cpu0, or a device of the context a compute backend drives
  * (runtime/backends.c), opened on first use. A stage placed elsewhere is refused before
@@ -77,6 +78,7 @@ typedef struct plan_run {
   /* A re-plan's run: the runner limit its stages put in force on the device, that of the
    * stage they replace (their own, lower, limits are their meters'); 0: each stage's own. */
   int64_t device_limit;
+  double wait_seconds; /* loom_plan_run_options.wait_seconds */
   /* loom_plan_run_buffers: the parameters are the caller's buffers, the stages hand out the
    * values the graph returns as buffers on every device (cpu0 included), leave their pools
    * filled for the next run, and return without waiting where they can (exec.h no_wait). */
@@ -262,7 +264,6 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (!ins) s = loom__oom("a stage's inputs and outputs");
   if (!s) s = gather_inputs(r, &st, index, ins, in_bufs);
   loom__meter meter = {0};
-  meter.limit = st.limit;
   loom__exec_options opts = {0};
   if (!s) s = stage_device(r->ctx, st.device, index, &opts.device);
   double t0 = loom__now();
@@ -277,24 +278,18 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
     on_host[k] = r->resident && r->vals[st.outputs[k]].last_stage == INT32_MAX;
   opts.host_buffers = on_host;
   opts.keep_pool = opts.no_wait = r->resident;
-  /* The runner limit is the device's, for every run sharing it (loom__hmm_runner_limit_begin). */
-  loom__hmm_runner_limit shared = {.bytes = r->device_limit > 0 ? r->device_limit : st.limit};
-  bool in_force = false;
   int64_t refusals = node_refusals(opts.device);
   bool ran = !s; /* recovery is for the stage's own memory, not the bookkeeping above */
-  if (!s && st.limit > 0) {
-    s = loom__hmm_runner_limit_begin(opts.device->memory, opts.device->node, &shared);
-    in_force = s == LOOM_OK;
-    if (s)
-      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
-  }
-  if (!s) {
-    s = loom__execute(st.graph, &opts, ins, outs, &meter);
-    if (in_force) loom__hmm_runner_limit_end(opts.device->memory, opts.device->node, &shared);
-    loom__hmm_trace_event(opts.device->memory, "stage", opts.device->node, t0);
-    if (s)
-      loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
-  }
+  /* The runner limit is the device's, for every run sharing it: the stage waits for its turn
+   * and its room there (run_admit.h), for its estimated peak. */
+  loom__admit_spec admit = {.limit = r->device_limit > 0 ? r->device_limit : st.limit,
+                            .estimate = st.estimated_peak,
+                            .wait_seconds = r->wait_seconds};
+  meter.limit = st.limit;
+  if (!s) s = loom__execute_admitted(st.graph, &opts, ins, outs, &meter, &admit);
+  if (ran) loom__hmm_trace_event(opts.device->memory, "stage", opts.device->node, t0);
+  if (ran && s)
+    loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
   stats->peak_bytes = meter.peak;
   if (ran && s == LOOM_ERR_OUT_OF_MEMORY) {
     /* The memory manager refused the allocation the meter had just counted; where the meter
@@ -379,6 +374,7 @@ static loom_status run_replan(plan_run *outer, const loom_stage_info *st, const 
   /* What else the device holds (another run's stages, a program's own buffers) is no part of
    * the re-plan's limit: the device keeps the runner limit of the stage it replaces. */
   r.device_limit = st->limit;
+  r.wait_seconds = outer->wait_seconds;
   for (int32_t p = 0; !s && p < r.g->n_params; p++) {
     r.vals[r.g->params[p]].buffer = in_bufs[p];
     r.vals[r.g->params[p]].borrowed = in_bufs[p] != NULL;
@@ -596,6 +592,7 @@ static loom_status run_all(loom_context *ctx, const loom_plan *plan, const loom_
   loom_status s = per ? run_init(&r, plan, inputs, in_bufs) : loom__oom("plan statistics");
   r.ctx = ctx;
   r.opts = opts && opts->recover ? opts : NULL;
+  r.wait_seconds = opts ? opts->wait_seconds : 0;
   r.log = &log;
   r.resident = resident;
   double t0 = loom__now();

@@ -38,6 +38,7 @@
 #include "runtime/combine.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
+#include "runtime/run_admit.h"
 #include "runtime/share_cut.h"
 #include "runtime/stage_history.h"
 #include "sched/sched_impl.h"
@@ -527,7 +528,9 @@ static loom_status run_range(shared_loop *L, worker *w, int32_t c, int64_t *peak
   loom__exec_options o = {0};
   o.device = w->dev;
   double t0 = loom__now();
-  s = loom__execute(rg, &o, L->operands, &L->results[(size_t)c * (size_t)L->n_out], &meter);
+  /* Admitted on the device as a plan's stage is, beside other runs' (run_admit.h). */
+  loom__admit_spec admit = {.limit = w->runner.limit};
+  s = loom__execute_admitted(rg, &o, L->operands, &L->results[(size_t)c * (size_t)L->n_out], &meter, &admit);
   loom__hmm_trace_event(w->dev->memory, "range", w->dev->node, t0);
   *peak = meter.peak;
   loom_graph_destroy(rg);
