@@ -13,7 +13,7 @@
  * The other way round, Loom computing on the caller's own device memory in order with the
  * caller's stream: loom_buffer_wrap_cuda_ptr makes the caller's device pointer a buffer with no
  * copy, loom_mem_node_cuda_wait(m, node, stream) orders Loom's work after what the caller
- * queued on its stream, loom_graph_run_buffers (loom/memory.h) runs a graph on it in place,
+ * queued on its stream, loom_graph_run_buffers (loom/runtime.h) runs a graph on it in place,
  * and loom_mem_node_cuda_signal(m, node, stream) orders the caller's next work after Loom's:
  * events between the streams, no device-wide synchronize (as loom/opencl.h's, for OpenCL).
  */
@@ -24,10 +24,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include "loom/context.h"
 #include "loom/device.h"
 #include "loom/export.h"
 #include "loom/memory.h"
-#include "loom/runtime.h"
 #include "loom/status.h"
 
 #ifdef __cplusplus

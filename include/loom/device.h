@@ -33,8 +33,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "loom/context.h"
 #include "loom/export.h"
-#include "loom/runtime.h"
 #include "loom/status.h"
 
 #ifdef __cplusplus

@@ -13,6 +13,7 @@
 #ifndef LOOM_LOOM_H
 #define LOOM_LOOM_H
 
+#include "loom/context.h"
 #include "loom/device.h"
 #include "loom/graph.h"
 #include "loom/io.h"

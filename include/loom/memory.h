@@ -58,9 +58,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "loom/context.h"
 #include "loom/device.h"
 #include "loom/export.h"
-#include "loom/runtime.h"
 #include "loom/status.h"
 #include "loom/tensor.h"
 
@@ -497,24 +497,6 @@ LOOM_API loom_status loom_mem_trace_enable(loom_mem_manager *m, bool on);
  * Errors: INVALID_ARGUMENT (NULL pointers), IO (the file cannot be written; nothing is left
  * behind). */
 LOOM_API loom_status loom_mem_trace_write(const loom_mem_manager *m, const char *path);
-
-/* ---- graph runs on buffers ------------------------------------------------------------- */
-
-/* As loom_graph_run_on_device (loom/runtime.h), with buffers of the context's memory manager
- * (loom_context_memory) for inputs and outputs instead of host tensors, so that data the
- * caller keeps on the device stays there: inputs[p] (one per parameter, holding it densely,
- * at least its bytes) is read where the manager makes it valid for the device's memory node,
- * in place when its copy there is valid (the output of an earlier run, the caller's own
- * memory wrapped by loom_buffer_wrap_cl_mem in loom/opencl.h), else copied in; it stays the
- * caller's. outputs[i] receives a new buffer on the device's memory node holding the i-th
- * result (not read back to the host), which the caller frees with loom_buffer_free. The run
- * waits for the device at its end. On failure every outputs[i] is NULL.
- * Thread safety: as loom_graph_run_on_device. Errors: as loom_graph_run_on_device;
- * INVALID_ARGUMENT (counts that do not match the graph's, a NULL input buffer, one of another
- * manager, or smaller than its parameter). */
-LOOM_API loom_status loom_graph_run_buffers(loom_context *ctx, const char *device, const loom_graph *graph,
-                                            loom_buffer *const *inputs, int32_t n_inputs,
-                                            loom_buffer **outputs, int32_t n_outputs, loom_run_stats *stats);
 
 #ifdef __cplusplus
 }

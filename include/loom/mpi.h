@@ -39,6 +39,7 @@
 
 #include "loom/export.h"
 #include "loom/plan.h"
+#include "loom/runtime.h"
 
 #ifdef __cplusplus
 extern "C" {

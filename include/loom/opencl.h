@@ -14,7 +14,7 @@
  * The other way round, Loom computing on the caller's own OpenCL memory on the caller's
  * queue: loom_buffer_wrap_cl_mem(m, node, mem, ...) makes the caller's cl_mem a buffer with no
  * copy, loom_mem_node_cl_wait(m, node, queue) orders Loom's work after what the caller queued,
- * loom_graph_run_buffers (loom/memory.h) runs a graph on it in place, and
+ * loom_graph_run_buffers (loom/runtime.h) runs a graph on it in place, and
  * loom_mem_node_cl_signal(m, node, queue) orders the caller's next commands after Loom's.
  * Both orderings are events between the two queues: neither the host nor the device is
  * synchronized as a whole. examples/interop/opencl_reduce.c does all of it.
@@ -30,10 +30,10 @@
 #endif
 #include <CL/cl.h>
 
+#include "loom/context.h"
 #include "loom/device.h"
 #include "loom/export.h"
 #include "loom/memory.h"
-#include "loom/runtime.h"
 #include "loom/status.h"
 
 #ifdef __cplusplus

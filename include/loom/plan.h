@@ -16,10 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "loom/context.h"
 #include "loom/export.h"
 #include "loom/graph.h"
-#include "loom/memory.h"
-#include "loom/runtime.h"
 #include "loom/status.h"
 
 #ifdef __cplusplus
@@ -115,6 +114,25 @@ LOOM_API loom_status loom_runners_fit_mem_limits(loom_runner *runners, int32_t n
 LOOM_API loom_status loom_runners_check_devices(const loom_context *ctx, loom_runner *runners,
                                                 int32_t *n_runners, bool drop, char *dropped,
                                                 size_t dropped_size);
+
+/* The runner a device gets when the user gives no limit: what it can hold now, so that a graph
+ * larger than the machine is planned to fit instead of failing at its first allocation past the
+ * memory there is (loom-run without --limit). The limit is seven eighths of the device's free
+ * memory (an eighth left for what a run holds outside its runners' limits, its inputs and
+ * results in host memory, and for other programs): for host memory (cpu0, and devices that
+ * share it, at most their own size) MemAvailable from /proc/meminfo read now, else sysinfo;
+ * for a device's own memory the free memory its driver reported when the context found it
+ * (cuMemGetInfo, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD), else its global memory size, less what the
+ * context's memory manager holds there now; at most the memory node's limit (LOOM_MEM_LIMIT,
+ * loom_mem_set_limit). *out_runner gets the device's id (an alias is resolved) and the limit;
+ * *out_source (may be NULL) a static string saying where the figure came from ("7/8 of
+ * MemAvailable in /proc/meminfo", "7/8 of cuMemGetInfo's free memory, less what Loom holds",
+ * "7/8 of the global memory size, less what Loom holds", "the memory node's limit (LOOM_MEM_LIMIT
+ * or loom_mem_set_limit)"). Thread safety: any thread. Errors: INVALID_ARGUMENT (NULL ctx, device or
+ * out_runner), NOT_FOUND (no such device in ctx), UNAVAILABLE (free memory that cannot be
+ * read), OUT_OF_MEMORY (nothing free, naming the device, its free bytes and the source). */
+LOOM_API loom_status loom_runner_default(loom_context *ctx, const char *device, loom_runner *out_runner,
+                                         const char **out_source);
 
 /* ---- rewrites ------------------------------------------------------------------------- */
 
@@ -257,174 +275,6 @@ LOOM_API const loom_graph *loom_plan_graph(const loom_plan *plan);
 LOOM_API loom_status loom_plan_print(const loom_plan *plan, FILE *stream);
 
 /* Measured figures of one stage of a run. */
-typedef struct loom_stage_stats {
-  int64_t estimated_peak_bytes;
-  int64_t peak_bytes; /* as the runtime's allocator counted them */
-  int64_t limit_bytes;
-  double seconds;
-} loom_stage_stats;
-
-/* One try of recovering a stage that ran out of memory (loom_plan_run_options.recover). */
-typedef struct loom_plan_recovery {
-  int32_t stage;       /* the plan's stage that ran out of memory */
-  char device[32];     /* its runner's device */
-  int32_t attempt;     /* 1 for the first try of this stage, up to loom_plan_run_options.recover_tries */
-  int32_t tries;       /* recover_tries: the most there may be */
-  int64_t allocation;  /* the stage's allocation that failed, counted from 1 in the failed run */
-  int64_t limit_bytes; /* what the stage was re-planned for */
-  int64_t free_bytes;  /* the device's free memory as the memory manager counted it then */
-  int32_t n_stages;    /* stages of the re-plan (0 when re-planning itself failed) */
-  int64_t estimated_peak_bytes; /* the re-plan's largest stage estimate */
-  int64_t peak_bytes;           /* its measured peak (a failed one: up to its failure) */
-  bool succeeded;               /* the re-plan ran to the end */
-  char error[256];              /* what failed: the out-of-memory message that caused this try */
-} loom_plan_recovery;
-
-typedef struct loom_plan_stats {
-  int32_t n_stages;
-  loom_stage_stats *stages; /* owned; released by loom_plan_stats_deinit */
-  int64_t peak_bytes;       /* the largest stage peak */
-  double seconds;
-  int32_t n_recoveries;           /* tries of recovery, in the order made */
-  loom_plan_recovery *recoveries; /* owned; released by loom_plan_stats_deinit */
-} loom_plan_stats;
-
-LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
-
-/* Runs the plan's stages in order, each under its runner's limit (no stage's allocations
- * ever pass it, and a device holds no more than that, the values kept there for later stages
- * included). A device stage's results stay on its device for the stages that read them (the
- * memory manager copies them to another device, device to device where both are OpenCL
- * devices of one platform, or reads them back for cpu0), prefetched to the next stage's
- * device while the stage before it runs where the memory manager's prefetch policy says so
- * and the runner's limit leaves room; cpu0's pass in host memory, which no limit counts. Each
- * stage waits for its device at its end. Inputs and outputs as
- * loom_graph_run. `stats` (may be NULL, else zero-initialised) receives the measured peaks,
- * on failure too (the stages that ran, up to the one that failed): release it with
- * loom_plan_stats_deinit whatever the status.
- * A runner's limit is its device's, for every run sharing the context's memory manager: while
- * a stage runs, its limit caps its device's memory node limit (loom/memory.h, "Limits"), so
- * plans run from several threads on one context hold at most the smallest runner limit in
- * force on a device together. A stage is admitted to its device before it runs, for its
- * estimated peak: where that does not fit beside the stages of other runs running there, it
- * waits until they end, in order of arrival (a queue per device, so no stage is passed by later
- * ones), as long as another run's stage holds the device (loom_plan_run_options.wait_seconds
- * bounds it). A run holds no admission while it waits for one, so runs cannot wait on each
- * other in a circle. A stage whose allocations pass its estimate beside the others' and are
- * refused runs once more, admitted for its whole runner limit. The node's counters
- * (loom_mem_node_stats) count the stages that waited.
- * Where no stage of another run holds the device but buffers in use there do (a run without a
- * limit, the program's own), a stage waits while the device's memory is allocated and freed,
- * and fails once it has stood still for 10 s.
- * Errors: as loom_graph_run; OUT_OF_MEMORY at once when a stage's estimate passes its runner
- * limit or its device's own limit (it could never fit); after waiting as said above. */
-LOOM_API loom_status loom_plan_run(loom_context *ctx, const loom_plan *plan, const loom_tensor *inputs,
-                                   int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
-                                   loom_plan_stats *stats);
-
-typedef struct loom_plan_run_options {
-  /* Recovery from out of memory (default false). A device may refuse memory a stage's plan
-   * fitted under its runner limit: another process took some, or a driver keeps more than it
-   * says. With recover on, a stage that fails with OUT_OF_MEMORY is re-planned and run again,
-   * instead of failing the run:
-   *   1. what the failed stage held is freed, the held values it does not read leave the
-   *      device for host memory (evicted), and the device's pool is trimmed;
-   *   2. the new limit: the device's free memory as the memory manager now counts it (its
-   *      limit less what it holds, the stage's own inputs not counted) where that is below
-   *      what the stage was planned to hold (its estimated peak, at most its limit), else half
-   *      of that; each later try halves the one before (or takes the free memory, where lower);
-   *   3. the stage's graph is re-planned for the new limit: its loops (the chunk rewrite's)
-   *      run in smaller pieces, the largest that fit; where that is not enough, it is
-   *      rewritten for the limit (opts->optimize: chunked); then it is cut into stages by
-   *      memory on the same device (loom_plan_split_by_memory), and those run in its place,
-   *      from the same inputs. Where nothing fits the new limit (a step that cannot be cut)
-   *      but the loops in their smallest pieces hold less than the limit the stage last
-   *      failed with, the re-plan is made for what those hold (the try's limit_bytes). The
-   *      re-plan's stages hold at most that limit (as their meters count), and the device
-   *      keeps the replaced stage's runner limit. The results of the stages before it are
-   *      kept, and the stages after it run as planned.
-   * At most recover_tries tries per stage. Every try is recorded in loom_plan_stats
-   * (recoveries), whether it succeeded or not. When none succeeds, the run fails with
-   * OUT_OF_MEMORY naming the stage, its device, the limits tried and the last error; when the
-   * rewrite cannot fit a new limit (an op that cannot be chunked that far), with its error.
-   * Recovery never passes the memory manager's limits: it only lowers what a stage plans for.
-   * Without recover, an OUT_OF_MEMORY stage fails the run as loom_plan_run says. */
-  bool recover;
-  int32_t recover_tries; /* the most re-plans per stage, 1 to 8; default 3 */
-  /* The rewrites a re-plan applies (its limit is ignored); NULL: the defaults. Pass the
-   * options the plan was optimized with, so that a rewrite turned off stays off. */
-  const loom_optimize_options *optimize;
-  /* How long a stage waits for room on its device that the stages of other runs (other
-   * threads on the same context) hold there, as loom_plan_run says: 0 (the default) as long as
-   * another run's stage holds memory there; > 0 at most that many seconds, then OUT_OF_MEMORY
-   * saying it waited; < 0 not at all (OUT_OF_MEMORY at once, naming the device's node). */
-  double wait_seconds;
-} loom_plan_run_options;
-
-/* Fills *opts with the defaults (no recovery, 3 tries, waiting for room). Accepts NULL. */
-LOOM_API void loom_plan_run_options_init(loom_plan_run_options *opts);
-
-/* loom_plan_run with options (NULL: the defaults, which make it loom_plan_run).
- * Errors: as loom_plan_run; INVALID_ARGUMENT (recover_tries out of range with recover on);
- * OUT_OF_MEMORY where recovery is on and every try failed, naming the stage, the device and
- * the limits tried. */
-LOOM_API loom_status loom_plan_run_with_options(loom_context *ctx, const loom_plan *plan,
-                                                const loom_plan_run_options *opts, const loom_tensor *inputs,
-                                                int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
-                                                loom_plan_stats *stats);
-
-/* Resident runs: loom_plan_run on buffers of the context's memory manager (loom_context_memory,
- * loom/memory.h) instead of host tensors, so that data stays where it is between calls: the
- * outputs of one run are the inputs of the next with no copy, and a plan made once runs any
- * number of times.
- *
- * inputs: one buffer per parameter (n_inputs of them, in parameter order), allocated from the
- * context's manager, dense, holding the parameter's bytes. A buffer's tensor type
- * (loom_buffer_get_type) must be the parameter's: a typed buffer (loom_buffer_set_type, or a
- * resident run's output) the same dtype and shape, an untyped one the same dtype and byte
- * size. The buffers stay the caller's: the run reads them and never writes or frees them. A
- * stage reads an input where it is when the buffer has a valid copy on the stage's device (no
- * transfer: the manager's bytes_in / bytes_out do not move); elsewhere the memory manager
- * brings it there, by its migration policy (a temporary copy, or a move after repeated use,
- * loom/memory.h: "migration"). Loom's OpenCL kernels address OpenCL buffers, not shared
- * virtual memory: an input whose copy on an OpenCL device is SVM (allocated without
- * LOOM_MEM_DEVICE_LOCAL where the device offers SVM, as PoCL does) is copied into a device
- * buffer of the run's on every call; allocate inputs with LOOM_MEM_DEVICE_LOCAL (outputs are
- * device buffers).
- *
- * outputs: room for the graph's n_outputs results; on success each is a new buffer typed as
- * its result, resident on the device of the stage that computed it (its memory node: a device
- * stage's result stays on the device, a cpu0 stage's is host memory), owned by the caller, who
- * frees it with loom_buffer_free (or passes it to the next run first). A result that is a
- * view of a stage's value, a parameter returned as is, or a value returned twice gets a
- * buffer of its own on that device, copied (the transfers counted as usual). On failure every
- * outputs[i] is NULL.
- *
- * Repeated runs: the allocations a run frees, and the outputs the caller frees, go to the
- * memory node's pool and stay there (a resident run does not trim the pool as loom_plan_run
- * does), so a plan called over and over allocates device memory in its first calls only;
- * loom_mem_trim gives the cached memory back. The runner limits and the nodes' limits hold as
- * in loom_plan_run, the caller's buffers beside them counting in their nodes' limits (a stage
- * that reads one counts its bytes too). Values between stages are held as in loom_plan_run
- * (a cpu0 stage's as host tensors, unless the graph returns them).
- *
- * Waiting: on an OpenCL device, a stage that needs nothing from host memory (its inputs all
- * buffers, no constants or fill scalars written in) returns once its work is submitted to the
- * device's in-order queue (the memory manager's, loom_mem_node_cl_queue), not waiting for it:
- * calls keep the device busy rather than waiting for it one by one. Whatever reads an output
- * through the memory manager (loom_buffer_read, map, acquire by another node, the next run)
- * is ordered behind that work; work of the caller's own on another queue must wait for the
- * manager's queue first. A device error then shows at the next call that waits for the
- * device, and a stage's seconds in `stats` are the time to queue its work.
- * `stats` as in loom_plan_run. Thread safety: as loom_plan_run (the buffers may not be
- * written by the caller while a run reads them).
- * Errors: INVALID_ARGUMENT (NULL ctx or plan; counts that do not match the graph's; a NULL
- * input; a buffer of another manager; a dtype or shape that is not the parameter's, naming the
- * parameter, both types and, for an untyped buffer, both byte sizes); and as loom_plan_run. */
-LOOM_API loom_status loom_plan_run_buffers(loom_context *ctx, const loom_plan *plan,
-                                           loom_buffer *const *inputs, int32_t n_inputs,
-                                           loom_buffer **outputs, int32_t n_outputs, loom_plan_stats *stats);
-
 #ifdef __cplusplus
 }
 #endif

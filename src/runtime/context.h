@@ -1,6 +1,6 @@
 /* The context's insides, shared by the runtime modules. */
-#ifndef LOOM_CONTEXT_H
-#define LOOM_CONTEXT_H
+#ifndef LOOM_RUNTIME_CONTEXT_H
+#define LOOM_RUNTIME_CONTEXT_H
 
 #include <pthread.h>
 

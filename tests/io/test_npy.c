@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "io/npy.h"
 #include "loom/io.h"
 #include "loom/testing.h"
-#include "io/npy.h"
 
 /* ---- a scratch directory per test ------------------------------------------------------ */
 

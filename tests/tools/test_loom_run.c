@@ -4,9 +4,9 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "io/random.h"
 #include "knn_ref.h"
 #include "loom/testing.h"
-#include "io/random.h"
 
 /* The values behind --random are part of loom-run's contract: the same seed gives the same
  * inputs on every machine. These were computed once; a change here breaks reproducibility. */

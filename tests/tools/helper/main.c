@@ -21,9 +21,9 @@
 #include <string.h>
 
 #include "../knn_ref.h"
+#include "io/random.h"
 #include "loom/io.h"
 #include "loom/loom.h"
-#include "io/random.h"
 
 static int fail(const char *what) {
   fprintf(stderr, "loom-tool-helper: %s: %s\n", what, loom_last_error());
