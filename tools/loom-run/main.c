@@ -458,8 +458,53 @@ static int fit_runners(run_state *st) {
  * LOOM_MEM_LIMIT that does not parse is a usage error, as a bad option is. A runner on a
  * device this machine lacks is a usage error too; such a device in LOOM_MEM_LIMIT, shared by
  * every program, is ignored with a note (loom_runners_check_devices). */
+/* No limit given: where the graph, rewritten as a run without runners rewrites it, needs more
+ * than cpu0 can hold now, it is planned for that (loom_runner_default), and the note says the
+ * limit and where it came from; a graph that fits runs whole, as before. */
+static int default_runner(run_state *st, const run_options *opts) {
+  loom_runner r;
+  const char *source = NULL;
+  loom_estimate e;
+  memset(&e, 0, sizeof e);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere;
+  o.disabled = opts->no_rewrite;
+  o.n_disabled = opts->n_no_rewrite;
+  loom_graph *whole = NULL;
+  if (loom_runner_default(st->ctx, "cpu0", &r, &source) ||
+      loom_graph_optimize_for_runners(st->graph, NULL, 0, &o, &whole, NULL, NULL, 0) ||
+      loom_graph_estimate(whole, NULL, &e)) {
+    loom_graph_destroy(whole);
+    return run_fail_loom("the default limit");
+  }
+  int64_t need = e.peak_bytes;
+  loom_estimate_deinit(&e);
+  loom_graph_destroy(whole);
+  if (need <= r.limit) return 0;
+  /* Where no plan fits that limit either, the graph runs whole, and fails as it always did. */
+  loom_graph *chunked = NULL;
+  loom_plan *trial = NULL;
+  bool plans = !loom_graph_optimize_for_runners(st->graph, &r, 1, &o, &chunked, NULL, NULL, 0) &&
+               !loom_plan_split_by_memory(chunked, &r, 1, &trial);
+  loom_plan_destroy(trial);
+  loom_graph_destroy(chunked);
+  if (!plans) return 0;
+  if (!(st->runners = calloc(1, sizeof *st->runners))) return run_fail(EXIT_RUN, "out of memory");
+  st->runners[0] = r;
+  st->n_runners = 1;
+  char a[32], b[32];
+  fprintf(stderr,
+          "loom-run: note: no --limit: the graph needs %s at its peak, more than cpu0 can hold now; planned "
+          "for cpu0:%s (%s); --limit none runs it whole\n",
+          loom_bytes_format(need, a, sizeof a), loom_bytes_format(r.limit, b, sizeof b), source);
+  return 0;
+}
+
 static int resolve_runners(run_state *st, const run_options *opts) {
-  bool given = opts->runners || opts->limit;
+  /* --limit none: no runners, the graph whole (LOOM_MEM_LIMIT's runners still hold) */
+  bool none = opts->limit && strcmp(opts->limit, "none") == 0;
+  bool given = (opts->runners || opts->limit) && !none;
   int rc = given ? parse_runners(st, opts) : 0;
   /* --mpi: every rank plans from the command line alone, so that all plan alike (mpi.c). */
   if (!rc && given && !opts->mpi) rc = fit_runners(st); /* LOOM_MEM_LIMIT is read (and checked) here ... */
@@ -489,7 +534,7 @@ static int resolve_runners(run_state *st, const run_options *opts) {
     return run_fail_loom(NULL);
   if (dropped[0])
     fprintf(stderr, "loom-run: note: LOOM_MEM_LIMIT names %s, which this machine lacks: ignored\n", dropped);
-  return 0;
+  return st->n_runners == 0 && !none && !opts->mpi ? default_runner(st, opts) : 0;
 }
 
 /* Rewrites the graph for the runners (chunked to the largest limit where that fits the
