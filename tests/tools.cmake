@@ -236,12 +236,15 @@ loom_tool_test(loop_input_too_big RC 1 ARGS ${chunked_knn} --random 1 --limit 16
 # returned value joins the loop as a result written piece by piece beside the reduction's
 # (a layer's activations and their means; a spectrum and its round trip's largest error); two
 # reductions of one input both read it in pieces; a mean over several axes, one of them cut,
-# divides by all the elements it covers.
+# divides by all the elements it covers. The conv's activations r are close, not equal, to the
+# whole run's: a piece's GEMM is of another shape than the whole image's, which OpenBLAS's
+# Haswell kernels (an AVX2 machine's, and a CPU it does not know: Zen 5) sum in another order
+# (7,395 of 16,384 values differ, by up to 2.9e-6 near 9; ctest's isa_avx2 mode runs them).
 loom_tool_test(returned_and_reduced_conv ARGS ${LOOM_EXAMPLES}/conv_small.lir --random 1 --limit 27KiB
   --stats-json @WORK@/stats.json --out-dir @WORK@/out
   REF_ARGS ${LOOM_EXAMPLES}/conv_small.lir --random 1 --out-dir @WORK@/ref
   STDOUT_REGEX "rewrite chunk [^\n]*reduce_mean 'p' \\(with 1 more sink\\)"
-  STATS_JSON stats.json STAGE_LIMIT 27648 EQUAL out/r.npy=ref/r.npy CLOSE out/p.npy=ref/p.npy)
+  STATS_JSON stats.json STAGE_LIMIT 27648 CLOSE out/r.npy=ref/r.npy out/p.npy=ref/p.npy)
 loom_tool_test(returned_and_reduced_spectrum ARGS ${LOOM_EXAMPLES}/spectrum.lir --random 1 --limit 164KiB
   --stats-json @WORK@/stats.json --out-dir @WORK@/out
   REF_ARGS ${LOOM_EXAMPLES}/spectrum.lir --random 1 --out-dir @WORK@/ref

@@ -124,6 +124,34 @@ double su_worst(const loom_tensor *a, const loom_tensor *b, double atol, double 
   return worst;
 }
 
+static bool near(double x, double y, double atol, double rtol) {
+  return fabs(x - y) <= atol + rtol * fabs(x);
+}
+
+/* Whether index ia[r*k + j] of a, where b holds another, is a tie within tolerance. */
+static bool index_tie(const loom_tensor *va, const loom_tensor *ia, const loom_tensor *vb,
+                      const loom_tensor *ib, int64_t r, int64_t k, int64_t j, double atol, double rtol) {
+  double want = get(ia, r * k + j), v = get(va, r * k + j);
+  for (int64_t q = 0; q < k; q++)
+    if (get(ib, r * k + q) == want) return near(v, get(vb, r * k + q), atol, rtol);
+  return near(v, get(vb, r * k + k - 1), atol, rtol); /* cut off in b: a tie with b's last */
+}
+
+int64_t su_knn_mismatches(const loom_tensor *va, const loom_tensor *ia, const loom_tensor *vb,
+                          const loom_tensor *ib, double atol, double rtol) {
+  if (!loom_type_equal(&va->type, &vb->type) || !loom_type_equal(&ia->type, &ib->type) || va->type.rank < 1)
+    return -1;
+  int64_t n = 0, k = va->type.dims[va->type.rank - 1], bad = 0;
+  loom_type_elements(&va->type, &n);
+  for (int64_t e = 0; k > 0 && e < n; e++) {
+    if (!near(get(va, e), get(vb, e), atol, rtol))
+      bad++;
+    else if (get(ia, e) != get(ib, e) && !index_tie(va, ia, vb, ib, e / k, k, e % k, atol, rtol))
+      bad++;
+  }
+  return bad;
+}
+
 bool su_check_plan(const loom_plan *plan, bool within_limits, const char *file, int line) {
   const loom_graph *g = loom_plan_graph(plan);
   int32_t next_op = 0;

@@ -22,6 +22,15 @@ loom_status su_run_plan(const loom_plan *plan, const loom_tensor *in, loom_tenso
  * types differ. */
 double su_worst(const loom_tensor *a, const loom_tensor *b, double atol, double rtol);
 
+/* Compares two k-nearest-neighbour results (topk's values and indices, [rows, k]) that were
+ * computed in different orders (other piece sizes, other kernels), so that equal distances
+ * can differ by rounding: values within |a-b| <= atol + rtol |a|, and an index that differs
+ * only where its value ties, within that tolerance, with the value the other result holds for
+ * that index in the same row, or with the row's last kept value (a tie at the cut). Returns
+ * the number of elements that break this. */
+int64_t su_knn_mismatches(const loom_tensor *va, const loom_tensor *ia, const loom_tensor *vb,
+                          const loom_tensor *ib, double atol, double rtol);
+
 /* Checks what every plan must hold: its stages cover the graph's ops in order, each once;
  * each stage's runner index is valid and, when within_limits, its estimated peak is at or
  * under its limit; stage inputs come from graph inputs or earlier stage outputs. Returns

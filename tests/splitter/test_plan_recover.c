@@ -21,6 +21,11 @@ static const char *knn_lir =
     "  return val, idx\n"
     "}\n";
 
+/* Two kNN results of one input computed in pieces of other sizes: distances within this
+ * tolerance (f32 sums of 3 squares in another order), indices equal except at such ties. */
+#define KNN_ATOL 1e-6
+#define KNN_RTOL 1e-5
+
 /* The plan is chunked for LIMIT; the "device" then refuses allocations over REFUSE. Fusion is
  * off: a fused loop body holds a few KiB where the unfused one fills the limit, and the
  * refusals must hit buffers that a plan for less memory makes smaller (pieces of the distance
@@ -133,12 +138,14 @@ static int64_t sweep(loom_context *ctx, const loom_plan *plan, const loom_tensor
     if (!ok)
       loom_test_fail(file, line, "nth %lld: %s: %s", (long long)nth, loom_status_string(s),
                      loom_last_error());
-    for (int32_t i = 0; ok && i < n_out; i++)
-      if (su_worst(&ref[i], &out[i], 0, 0) != 0) {
-        loom_test_fail(file, line, "nth %lld: output %d differs from the fault-free run", (long long)nth,
-                       (int)i);
-        ok = false;
-      }
+    /* A re-plan runs smaller pieces, whose sums may round otherwise (the reduction's schedule
+     * follows the piece's shape, and vector widths differ between machines): by tolerance. */
+    int64_t bad = ok ? su_knn_mismatches(&ref[0], &ref[1], &out[0], &out[1], KNN_ATOL, KNN_RTOL) : 0;
+    if (bad != 0) {
+      loom_test_fail(file, line, "nth %lld: %lld elements differ from the fault-free run", (long long)nth,
+                     (long long)bad);
+      ok = false;
+    }
     if (ok && (stats.n_recoveries > 0) != (last_refusals > 0)) {
       loom_test_fail(file, line, "nth %lld: %lld allocations refused, %d re-plans listed", (long long)nth,
                      (long long)last_refusals, (int)stats.n_recoveries);
@@ -455,7 +462,8 @@ TEST(recovery_loops_in_smaller_pieces) {
   ASSERT_OK(su_inputs(g, 7, &in));
   ASSERT_OK(su_run_graph(chunked, in, &a));
   ASSERT_OK(su_run_graph(fit, in, &b));
-  for (int32_t i = 0; i < 2; i++) ASSERT_EQ(su_worst(&a[i], &b[i], 0, 0), 0);
+  /* Smaller pieces: the distances' sums may round otherwise (see sweep), so by tolerance. */
+  ASSERT_EQ(su_knn_mismatches(&a[0], &a[1], &b[0], &b[1], KNN_ATOL, KNN_RTOL), 0);
   su_tensors_free(b, 2);
   loom_graph_destroy(fit);
   /* 1 KiB: no piece fits (the inputs alone pass it); the least ones, a row of x each (the loop
@@ -465,7 +473,7 @@ TEST(recovery_loops_in_smaller_pieces) {
   ASSERT_OK(loom_graph_loop_get(fit, loop, NULL, NULL, &smaller));
   ASSERT_EQ(smaller, 1);
   ASSERT_OK(su_run_graph(fit, in, &b));
-  for (int32_t i = 0; i < 2; i++) ASSERT_EQ(su_worst(&a[i], &b[i], 0, 0), 0);
+  ASSERT_EQ(su_knn_mismatches(&a[0], &a[1], &b[0], &b[1], KNN_ATOL, KNN_RTOL), 0);
   su_tensors_free(b, 2);
   su_tensors_free(a, 2);
   su_tensors_free(in, 2);
@@ -505,8 +513,7 @@ TEST(recovery_loops_keep_k_per_piece) {
   ASSERT_OK(su_inputs(g, 8, &in));
   ASSERT_OK(su_run_graph(chunked, in, &a));
   ASSERT_OK(su_run_graph(fit, in, &b));
-  ASSERT_TRUE(su_worst(&a[0], &b[0], 1e-6, 1e-5) <= 1);
-  ASSERT_EQ(su_worst(&a[1], &b[1], 0, 0), 0);
+  ASSERT_EQ(su_knn_mismatches(&a[0], &a[1], &b[0], &b[1], KNN_ATOL, KNN_RTOL), 0);
   su_tensors_free(b, 2);
   su_tensors_free(a, 2);
   su_tensors_free(in, 2);
