@@ -150,6 +150,46 @@ def masked(lines, masks):
     return text
 
 
+def compare(b, lines, out, common, shown):
+    """1 (and the difference on stderr) where the block differs from `out`, both masked; else 0."""
+    masks = common + [(m, "<masked>") for m in b.masks]
+    have, want = masked(lines[b.start:b.end], masks), masked(out, masks)
+    if have == want:
+        return 0
+    diff = difflib.unified_diff(have, want, "the block", "what it prints now", lineterm="", n=1)
+    print(f"{shown}:{b.line}: docs-example '{b.command}' no longer matches what the tool prints "
+          f"(masked; scripts/update-docs.sh rewrites it):\n  " + "\n  ".join(diff), file=sys.stderr)
+    return 1
+
+
+def process(path, shown, common, env, scratch, check):
+    """Checks or rewrites the marked blocks of one file; the number of blocks that failed."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    blocks, unmarked = parse(path, lines)
+    failures = 0
+    for line in unmarked:
+        print(f"{shown}:{line + 1}: a block shows a loom command's output without a docs-example "
+              "marker above it: nothing keeps it current", file=sys.stderr)
+        failures += check
+    for b in reversed(blocks):  # from the end, so earlier blocks' lines stay where they are
+        if re.search(r"\bmpirun\b", b.command) and not shutil.which("mpirun", path=env["PATH"]):
+            print(f"{shown}:{b.line}: skipped: no mpirun (openmpi-bin) for '{b.command}'")
+            continue
+        out = run(b, env, scratch)
+        if out is None:
+            failures += 1
+        elif check:
+            failures += compare(b, lines, out, common, shown)
+        else:
+            lines[b.start:b.end] = out
+    if not check:
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+    print(f"docs-examples: {shown}: {len(blocks)} example block(s) {'checked' if check else 'written'}")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--build", required=True, help="the build folder holding loom-run, loom-plan, ...")
@@ -168,38 +208,7 @@ def main():
         os.symlink(os.path.join(root, "examples"), os.path.join(scratch, "examples"))
         env = environment(args.build, scratch)
         for path in files:
-            with open(path, encoding="utf-8") as f:
-                lines = f.readlines()
-            blocks, unmarked = parse(path, lines)
-            shown = os.path.relpath(path, root)
-            for line in unmarked:
-                print(f"{shown}:{line + 1}: a block shows a loom command's output without a docs-example "
-                      "marker above it: nothing keeps it current", file=sys.stderr)
-                failures += args.check
-            for b in reversed(blocks):  # from the end, so earlier blocks' lines stay where they are
-                if re.search(r"\bmpirun\b", b.command) and not shutil.which("mpirun", path=env["PATH"]):
-                    print(f"{shown}:{b.line}: skipped: no mpirun (openmpi-bin) for '{b.command}'")
-                    continue
-                out = run(b, env, scratch)
-                if out is None:
-                    failures += 1
-                    continue
-                if args.check:
-                    masks = common + [(m, "<masked>") for m in b.masks]
-                    have, want = masked(lines[b.start:b.end], masks), masked(out, masks)
-                    if have != want:
-                        failures += 1
-                        diff = difflib.unified_diff(have, want, "the block", "what it prints now", lineterm="", n=1)
-                        print(f"{shown}:{b.line}: docs-example '{b.command}' no longer matches what the tool "
-                              f"prints (masked; scripts/update-docs.sh rewrites it):\n  " + "\n  ".join(diff),
-                              file=sys.stderr)
-                else:
-                    lines[b.start:b.end] = out
-            if not args.check:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.writelines(lines)
-            print(f"docs-examples: {shown}: {len(blocks)} example block(s) "
-                  f"{'checked' if args.check else 'written'}")
+            failures += process(path, os.path.relpath(path, root), common, env, scratch, args.check)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if failures:

@@ -14,4 +14,7 @@ add_test(NAME install.package
     -DTSAN=${LOOM_TSAN} -DCC=${CMAKE_C_COMPILER} -DFC=$<$<BOOL:${LOOM_HAVE_FORTRAN}>:${CMAKE_Fortran_COMPILER}>
     -DMPIEXEC=${_mpiexec}
     -P ${CMAKE_CURRENT_SOURCE_DIR}/install/check.cmake)
-set_tests_properties(install.package PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE)
+# Only the sanitizers' settings reach the programs (check.cmake clears the rest): LeakSanitizer's
+# suppressions (PoCL, Open MPI), and full stacks to reach Open MPI's allocations.
+set_tests_properties(install.package PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE
+  ENVIRONMENT "${LOOM_TEST_ENV};ASAN_OPTIONS=fast_unwind_on_malloc=0:new_delete_type_mismatch=0")
