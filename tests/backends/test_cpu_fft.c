@@ -1,8 +1,9 @@
 /* The cpu backend's fft, ifft, rfft and irfft (cpu_fft.c) against a naive DFT in double
  * precision, with numpy.fft's conventions: several lengths, the first and last axis and a
  * middle one, f32 and f64, strided and broadcast inputs, irfft ignoring the imaginary parts
- * of DC and Nyquist, round trips, a transform big enough to plan threaded, and transforms
- * from several threads at once (the plan cache's lock). */
+ * of DC and Nyquist, round trips, a transform big enough to plan threaded, batches of rows and
+ * of columns big enough to share among threads, and transforms from several threads at once
+ * (the plan cache's lock). */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -305,6 +306,59 @@ TEST(cpu_fft_large) {
   }
   free(yd);
   free(s);
+}
+
+/* Every `step`-th output element against fft_naive: the batches below are too big to check
+ * whole against an O(n^2) transform. */
+static void fft_compare_some(loom_op kind, const loom__view *x, int32_t axis, int64_t n,
+                             const loom__view *out, double tol, int64_t step) {
+  const loom_type *ot = &out->type;
+  int64_t total = 1;
+  for (int32_t i = 0; i < ot->rank; i++) total *= ot->dims[i];
+  for (int64_t e = 0; e < total; e += step) {
+    int64_t oi[LOOM_MAX_RANK], rem = e, off = 0;
+    for (int32_t d = ot->rank - 1; d >= 0; d--) {
+      oi[d] = rem % ot->dims[d];
+      rem /= ot->dims[d];
+      if (d != axis) off += oi[d] * x->strides[d];
+    }
+    double re, im, mag;
+    fft_naive(kind, x, off, x->strides[axis], x->type.dims[axis], n, oi[axis], &re, &im, &mag);
+    double gr = fft_get(ot->dtype, out->data, e, 0), gi = fft_get(ot->dtype, out->data, e, 1);
+    if (!(fabs(gr - re) <= tol * mag + 1e-30 && fabs(gi - im) <= tol * mag + 1e-30)) {
+      loom_test_fail(__FILE__, __LINE__, "%s element %lld: (%.9g, %.9g), expected (%.9g, %.9g)",
+                     loom_op_name(kind), (long long)e, gr, gi, re, im);
+      return;
+    }
+  }
+}
+
+/* One op on a batch shaped `dims` along `axis`, checked every `step` elements. */
+static void fft_batch(loom_op kind, loom_dtype dt, int32_t rank, const int64_t *dims, int32_t axis, int64_t n,
+                      int64_t step) {
+  void *s;
+  loom__view x = fft_view(dt, rank, dims, NULL, &s), y;
+  void *yd = fft_run(kind, &x, axis, n, 1, &y);
+  if (yd) fft_compare_some(kind, &x, axis, n, &y, fft_is_double(dt) ? 1e-12 : 4e-6, step);
+  free(yd);
+  free(s);
+}
+
+/* The ways of cpu_fft.c big enough to share among threads: 150 rows of 512 in groups of 64
+ * (the last one shorter), and columns of [4, 512, 40] in groups of 16 (the last of 8), each
+ * op, a round trip through the column way in double precision too. */
+TEST(cpu_fft_batched_rows_and_columns) {
+  static const loom_op ops[] = {LOOM_OP_FFT, LOOM_OP_IFFT, LOOM_OP_RFFT, LOOM_OP_IRFFT};
+  for (int o = 0; o < 4 && !loom_test_failed(); o++) {
+    loom_op kind = ops[o];
+    loom_dtype dt = kind == LOOM_OP_RFFT ? LOOM_F32 : LOOM_C64;
+    int64_t n = 512, len = kind == LOOM_OP_IRFFT ? n / 2 + 1 : n;
+    fft_batch(kind, dt, 2, DIMS(150, len), 1, kind == LOOM_OP_IRFFT ? n : 0, 7);
+    if (!loom_test_failed()) fft_batch(kind, dt, 3, DIMS(4, len, 40), 1, kind == LOOM_OP_IRFFT ? n : 0, 5);
+  }
+  if (!loom_test_failed())
+    fft_round_trip(LOOM_OP_FFT, LOOM_OP_IFFT, LOOM_C128, DIMS(4, 512, 40), 3, 1, 1e-12);
+  if (!loom_test_failed()) fft_round_trip(LOOM_OP_RFFT, LOOM_OP_IRFFT, LOOM_F32, DIMS(600, 30), 2, 0, 1e-5);
 }
 
 /* Several threads transform new shapes at once: planning is serialized by the cache's lock,

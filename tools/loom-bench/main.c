@@ -28,6 +28,8 @@ static const mode modes[] = {
     {"cuda", loom_bench_cuda,
      "SGEMM 8192^3 and a 2^24-point FFT through Loom vs cuBLAS and cuFFT, and host <-> device "
      "bandwidth (explicit copies vs managed memory), per CUDA device"},
+    {"fft", loom_bench_fft,
+     "batched c64 FFTs (rows, columns) through Loom vs FFTW's measured plan and SciPy"},
     {"dot", loom_bench_dot,
      "a dot under limits of 0.8, 1/2, 1/4, 1/16 of its naive peak vs unconstrained: time ratios, measured "
      "peaks"},
