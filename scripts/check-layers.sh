@@ -46,7 +46,7 @@ declare -A allowed=(
   [backends]="core ir devices backends hmm/hmm_backend.h"
   [hmm]="core devices hmm backends/registry.h"
   [runtime]="core io ir splitter devices backends hmm runtime sched"
-  [mpi]="mpi runtime/mpi_hooks.h"
+  [mpi]="mpi runtime/mpi_hooks.h runtime/run_hooks.h"
   [tools]=""
 )
 

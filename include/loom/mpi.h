@@ -119,6 +119,16 @@ LOOM_API loom_status loom_plan_run_mpi(loom_context *ctx, const loom_plan *plan,
                                        int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs,
                                        loom_mpi_stats *stats);
 
+/* Makes the communicator loom_run takes (loom_run_options.mpi) from an MPI communicator of the
+ * caller's: a run with it is loom_plan_run_mpi on `comm` (collective, as said above), its
+ * figures in loom_run_stats (rank, n_ranks, n_stages, n_loop_stages and the per-rank array). It
+ * keeps `comm` (not a duplicate: each run duplicates it), which must outlive it. The caller owns
+ * *out_comm and frees it with loom_mpi_comm_destroy. Not collective. Errors: INVALID_ARGUMENT
+ * (MPI_COMM_NULL, NULL out_comm), INTERNAL (a libloom of another build), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_mpi_comm_create(MPI_Comm comm, loom_mpi_comm **out_comm);
+/* Frees what loom_mpi_comm_create made. Accepts NULL. */
+LOOM_API void loom_mpi_comm_destroy(loom_mpi_comm *comm);
+
 /* Prints the report of a run, as loom-run --mpi does: one line per rank (pieces, time, peak
  * against its limit, time in MPI), then one per loop stage and rank (its pieces, device,
  * limit, estimated and measured peak, time). Needs the root's stats (elsewhere it prints the

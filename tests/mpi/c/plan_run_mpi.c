@@ -13,7 +13,8 @@
  *      rank 1 alone passing a wrong input count fails every rank too; then the same run succeeds
  *      (a failed run leaves nothing behind);
  *   4. a plan of a stage per op on three runners of different limits: the loop's ranges run
- *      under the limit of the runner whose stage held it.
+ *      under the limit of the runner whose stage held it;
+ *   and the run of 1. through loom_run with the communicator in its options (loom_mpi_comm).
  * Exit 0 when every rank passed, 1 otherwise (every rank agrees on it). */
 #include <mpi.h>
 #include <stdio.h>
@@ -200,6 +201,30 @@ static void check_runs(loom_context *ctx, const loom_plan *plan, const loom_grap
   }
   free_outputs(out);
   loom_mpi_stats_deinit(&st);
+  /* 1b. the same through loom_run, the communicator in its options (loom_mpi_comm_create) */
+  loom_mpi_comm *comm = NULL;
+  CHECK(loom_mpi_comm_create(MPI_COMM_WORLD, &comm) == LOOM_OK, "loom_mpi_comm_create: %s",
+        loom_last_error());
+  loom_run_options ro;
+  loom_run_options_init(&ro);
+  ro.mpi = comm;
+  loom_run_stats rs = {0};
+  s = comm ? loom_run(ctx, plan, &ro, in, 2, out, 3, &rs) : LOOM_ERR_INTERNAL;
+  CHECK(s == LOOM_OK, "loom_run over MPI: %s", loom_last_error());
+  if (!s) check_outputs(ref, out, "loom_run over MPI_COMM_WORLD");
+  CHECK(rs.rank == rank && rs.n_ranks == size, "loom_run's stats: rank %d of %d, not %d of %d", (int)rs.rank,
+        (int)rs.n_ranks, rank, size);
+  CHECK(rs.n_rank_stats == (rank == 0 ? size : 1), "loom_run's stats: %d ranks' figures on rank %d",
+        (int)rs.n_rank_stats, rank);
+  for (int32_t i = 0; i < rs.n_rank_stats; i++)
+    CHECK(rs.ranks[i].peak_bytes <= rs.ranks[i].limit_bytes, "loom_run: rank %d's peak over its limit",
+          (int)rs.ranks[i].rank);
+  free_outputs(out);
+  loom_run_stats_deinit(&rs);
+  ro.devices = "cpu0"; /* a shared run is no MPI run: refused before any communication */
+  CHECK(loom_run(ctx, plan, &ro, in, 2, out, 3, NULL) == LOOM_ERR_INVALID_ARGUMENT,
+        "loom_run with both devices and MPI was not refused");
+  loom_mpi_comm_destroy(comm);
   /* 2. the caller's communicator, its rank 0 the world's last rank */
   MPI_Comm reversed;
   MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
