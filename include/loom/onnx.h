@@ -67,6 +67,12 @@ LOOM_API loom_status loom_graph_from_onnx(const char *path, const loom_onnx_opti
 LOOM_API loom_status loom_graph_from_onnx_bytes(const void *data, size_t size, const char *path,
                                                 const loom_onnx_options *options, loom_graph **out_graph);
 
+/* Reads a graph from `path`, as the tools do: an ONNX model (loom_graph_from_onnx with the
+ * default options) where the name ends in ".onnx" or the file starts as a ModelProto does (its
+ * ir_version field), else a .lir file (loom_graph_load). The caller owns *out_graph. Errors:
+ * those of the reader chosen. */
+LOOM_API loom_status loom_graph_load_any(const char *path, loom_graph **out_graph);
+
 /* Reads one ONNX TensorProto file (.pb, as ONNX's test data holds its inputs and outputs) into
  * *out, allocated by Loom: the caller releases it with loom_tensor_deinit. *out_name, when not
  * NULL, receives the tensor's name (possibly empty), which the caller frees with free(); NULL

@@ -342,3 +342,24 @@ loom_status loom_graph_from_onnx(const char *path, const loom_onnx_options *opt,
   munmap(map, (size_t)st.st_size);
   return s;
 }
+
+/* Whether the file at path is an ONNX model: by its name, else by its first byte, the tag of
+ * ModelProto's field 1 (ir_version, a varint), which no .lir text starts with. */
+static bool looks_like_onnx(const char *path) {
+  size_t len = strlen(path);
+  if (len >= 5 && !strcmp(path + len - 5, ".onnx")) return true;
+  unsigned char first = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  bool got = fread(&first, 1, 1, f) == 1;
+  fclose(f);
+  return got && first == 0x08;
+}
+
+loom_status loom_graph_load_any(const char *path, loom_graph **out_graph) {
+  if (out_graph) *out_graph = NULL;
+  if (!path || !out_graph)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_load_any: NULL argument");
+  return looks_like_onnx(path) ? loom_graph_from_onnx(path, NULL, out_graph)
+                               : loom_graph_load(path, out_graph);
+}

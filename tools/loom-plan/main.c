@@ -244,7 +244,7 @@ static int optimize(options *o, state *st) {
 }
 
 static int compute(options *o, state *st) {
-  if (loom_graph_load(o->path, &st->graph)) return fail_loom();
+  if (loom_graph_load_any(o->path, &st->graph)) return fail_loom();
   if (loom_graph_estimate(st->graph, NULL, &st->before)) return fail_loom();
   int rc = optimize(o, st);
   if (rc) return rc;

@@ -240,6 +240,12 @@ static int check_input_type(run_state *st, const char *name, int32_t p, const ch
   return run_fail(EXIT_RUN, "%s: type %s does not match parameter %s: %s", where, have_s, name, want_s);
 }
 
+/* True when `path` names an ONNX TensorProto file (.pb), which is read whole. */
+static bool is_onnx_pb(const char *path) {
+  size_t n = strlen(path);
+  return n >= 3 && strcmp(path + n - 3, ".pb") == 0;
+}
+
 /* Loads one --in file and checks it against its parameter's type. */
 static int load_input(run_state *st, const run_input *in, int32_t p) {
   char where[512];
@@ -255,7 +261,8 @@ static int load_input(run_state *st, const run_input *in, int32_t p) {
    * file larger than host memory works; what cannot be mapped (a pipe) is read whole. */
   if (!st->maps && !(st->maps = calloc((size_t)st->n_params, sizeof *st->maps)))
     return run_fail(EXIT_RUN, "%s: out of memory", where);
-  loom_status ms = loom_tensor_map_npy(in->path, t, &st->maps[p]);
+  loom_status ms = is_onnx_pb(in->path) ? loom_tensor_load_onnx_pb(in->path, t, NULL)
+                                        : loom_tensor_map_npy(in->path, t, &st->maps[p]);
   if (ms == LOOM_ERR_UNSUPPORTED && loom_tensor_load_npy(in->path, t) == LOOM_OK) ms = LOOM_OK;
   if (ms) return run_fail_loom(where);
   return check_input_type(st, in->name, p, where);
@@ -876,7 +883,7 @@ static void print_summary(const run_state *st, const run_options *opts) {
 }
 
 static int prepare(run_state *st, const run_options *opts) {
-  if (loom_graph_load(opts->graph_path, &st->graph)) return run_fail_loom(NULL);
+  if (loom_graph_load_any(opts->graph_path, &st->graph)) return run_fail_loom(NULL);
   st->n_params = loom_graph_param_count(st->graph);
   st->n_outputs = loom_graph_output_count(st->graph);
   st->inputs = calloc((size_t)st->n_params + 1, sizeof *st->inputs);

@@ -132,7 +132,7 @@ int run_simulate(const run_options *opts) {
   int rc = 0;
   if (opts->policy && !loom_sched_policy_parse(opts->policy, &policy))
     return run_fail(EXIT_USAGE, "--policy: '%s' is none of dmda, eager, fixed", opts->policy);
-  if (loom_graph_load(opts->graph_path, &s.graph)) rc = run_fail_loom(NULL);
+  if (loom_graph_load_any(opts->graph_path, &s.graph)) rc = run_fail_loom(NULL);
   if (!rc) rc = sim_platform(opts, &s.platform);
   if (!rc) rc = sim_runners(opts, s.platform, &s.runners, &s.n_runners);
   if (!rc) rc = sim_plan(&s, opts, policy);
