@@ -429,7 +429,7 @@ loom_status loom_tensor_map_npy(const char *path, loom_tensor *out, loom_npy_map
     } else {
       /* pieces are read front to back: let the kernel read ahead and drop what was read */
       (void)madvise(m->base, m->length, MADV_SEQUENTIAL);
-      (void)loom__mapped_add(m->base, m->length); /* loops drop the pages they streamed */
+      (void)loom__mapped_add(m->base, m->length, path); /* loops drop the pages they streamed */
     }
   }
   fclose(f);

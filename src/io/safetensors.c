@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "loom/io.h"
 #include "io/mapped.h"
+#include "loom/io.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "loom's safetensors reader and writer assume a little-endian host"
@@ -584,7 +584,7 @@ loom_status loom_safetensors_open(const char *path, loom_safetensors **out) {
       s = loom__error(errno == ENOMEM ? LOOM_ERR_OUT_OF_MEMORY : LOOM_ERR_IO, "%s: mmap: %s", path,
                       strerror(errno));
     } else {
-      (void)loom__mapped_add(st->base, st->length);
+      (void)loom__mapped_add(st->base, st->length, path);
     }
   }
   close(fd);
@@ -605,6 +605,7 @@ loom_status loom_safetensors_open(const char *path, loom_safetensors **out) {
     st->data_start = 8 + (int64_t)hlen;
     s = parse_header(st, (const char *)st->base + 8, (size_t)hlen);
   }
+  if (!s) s = loom__mapped_check(st->base); /* the header's pages, read above */
   if (!s) s = check_layout(st, (int64_t)st->length - st->data_start);
   if (!s) {
     /* Tensors are read in order, once each when streamed. */
@@ -685,6 +686,10 @@ loom_status loom_safetensors_load(const loom_safetensors *st, int32_t i, loom_te
   }
   int64_t bytes = e->end - e->begin;
   if (bytes > 0) memcpy(out->data, (const char *)st->base + st->data_start + e->begin, (size_t)bytes);
+  if ((s = loom__mapped_check(st->base))) { /* the file shrank under the copy */
+    loom_tensor_deinit(out);
+    return s;
+  }
   if (e->type.dtype == LOOM_BOOL) { /* Loom's bools are 0 or 1 */
     unsigned char *b = out->data;
     for (int64_t k = 0; k < bytes; k++) b[k] = b[k] != 0;

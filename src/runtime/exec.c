@@ -2,8 +2,8 @@
 #include <string.h>
 
 #include "hmm/hmm.h"
-#include "runtime/exec.h"
 #include "io/mapped.h"
+#include "runtime/exec.h"
 
 /* How the executor allocates: plain device memory (a cl_mem on OpenCL, which kernels take as
  * it is; host memory on a host node) of exactly the size asked, so the node counts what the
@@ -1738,6 +1738,8 @@ loom_status loom__execute(const loom_graph *g, const loom__exec_options *opts, c
       s = export_value(&st, g->outputs[i], &outputs[i]);
   }
   s = finish(&st, s);
+  /* An input mapped from a file that shrank meanwhile was read as zeros (io/mapped.h). */
+  for (int32_t p = 0; !s && inputs && p < g->n_params; p++) s = loom__mapped_check(inputs[p].data);
   if (s)
     for (int32_t i = 0; i < g->n_outputs; i++) {
       loom_tensor_deinit(&outputs[i]);
