@@ -50,10 +50,12 @@ typedef struct loom_npy_map loom_npy_map;
  * but the header: the pages are read when a run touches them (a graph input streamed by a
  * loop reads each piece's slice as the piece runs), so a file larger than host memory can be
  * an input. out->data belongs to *out_map: release both with loom_npy_unmap, never with
- * loom_tensor_deinit; the file must not shrink while mapped. Header checks and errors as
- * loom_tensor_load_npy, plus UNSUPPORTED for a file that is not a regular file (a pipe: load
- * it instead) or whose data is not aligned for its dtype, and IO when mmap fails. bool
- * values are taken as stored (NumPy writes 0 or 1). */
+ * loom_tensor_deinit; the file must not shrink while mapped. A file that is not a regular
+ * file (a named FIFO, a shell's `<(...)`) cannot be mapped: it is read whole, once, from the
+ * descriptor this call opened (never opened twice, so a FIFO's writer is met once), and its
+ * data belongs to *out_map all the same. Header checks and errors as loom_tensor_load_npy,
+ * plus UNSUPPORTED for data not aligned for its dtype, and IO when mmap fails. bool values of
+ * a mapped file are taken as stored (NumPy writes 0 or 1). */
 LOOM_API loom_status loom_tensor_map_npy(const char *path, loom_tensor *out, loom_npy_map **out_map);
 
 /* Unmaps a file mapped by loom_tensor_map_npy; the tensor's data is gone. Accepts NULL. */

@@ -360,12 +360,8 @@ static loom_status read_data(FILE *f, const char *path, int64_t data_offset, int
   return LOOM_OK;
 }
 
-loom_status loom_tensor_load_npy(const char *path, loom_tensor *out) {
-  if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_load_npy: out is NULL");
-  memset(out, 0, sizeof *out);
-  if (!path) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_load_npy: path is NULL");
-  FILE *f = fopen(path, "rb");
-  if (!f) return loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+/* The header and data of the open file f, read front to back: the one reading of a pipe. */
+static loom_status load_from(FILE *f, const char *path, loom_tensor *out) {
   npy_header h;
   int64_t data_offset = 0, bytes = 0;
   loom_type type;
@@ -374,7 +370,6 @@ loom_status loom_tensor_load_npy(const char *path, loom_tensor *out) {
   if (!s) s = header_type(path, &h, &type);
   if (!s) s = loom_type_bytes(&type, &bytes);
   if (!s) s = read_data(f, path, data_offset, bytes, &data);
-  fclose(f);
   if (s) return s;
   if (type.dtype == LOOM_BOOL) { /* Loom's bools are 0 or 1; NumPy's are too, but be safe. */
     unsigned char *b = data;
@@ -385,12 +380,40 @@ loom_status loom_tensor_load_npy(const char *path, loom_tensor *out) {
   return LOOM_OK;
 }
 
+loom_status loom_tensor_load_npy(const char *path, loom_tensor *out) {
+  if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_load_npy: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!path) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_load_npy: path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f) return loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+  loom_status s = load_from(f, path, out);
+  fclose(f);
+  return s;
+}
+
 /* ---- mapping ---------------------------------------------------------------------------- */
 
 struct loom_npy_map {
-  void *base;
+  void *base; /* the mapping, or NULL */
   size_t length;
+  void *owned; /* a pipe's data, read whole (loom__aligned_free), or NULL */
 };
+
+/* A file that is not a regular one (a named FIFO, `<(cat x.npy)`, a terminal) cannot be mapped
+ * nor opened a second time to be read (the writer has gone, or the bytes are consumed): it is
+ * read whole from the descriptor already open, its data held by the map. */
+static loom_status read_unmappable(FILE *f, const char *path, loom_tensor *out, loom_npy_map **out_map) {
+  loom_npy_map *m = loom__calloc(1, sizeof *m);
+  if (!m) return loom__oom("reading a .npy file");
+  loom_status s = load_from(f, path, out);
+  if (s) {
+    loom__free(m);
+    return s;
+  }
+  m->owned = out->data;
+  *out_map = m;
+  return LOOM_OK;
+}
 
 loom_status loom_tensor_map_npy(const char *path, loom_tensor *out, loom_npy_map **out_map) {
   if (!out || !out_map) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_map_npy: out is NULL");
@@ -399,15 +422,23 @@ loom_status loom_tensor_map_npy(const char *path, loom_tensor *out, loom_npy_map
   if (!path) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_tensor_map_npy: path is NULL");
   FILE *f = fopen(path, "rb");
   if (!f) return loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0) {
+    loom_status s = loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+    fclose(f);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    loom_status s = read_unmappable(f, path, out, out_map);
+    fclose(f);
+    return s;
+  }
   npy_header h;
   int64_t data_offset = 0, bytes = 0;
   loom_type type;
-  struct stat st;
   loom_status s = read_header(f, path, &h, &data_offset);
   if (!s) s = header_type(path, &h, &type);
   if (!s) s = loom_type_bytes(&type, &bytes);
-  if (!s && (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)))
-    s = loom__error(LOOM_ERR_UNSUPPORTED, "%s: not a regular file, cannot be mapped", path);
   if (!s && st.st_size - data_offset < bytes)
     s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: expected %lld data bytes, found %lld", path,
                     (long long)bytes, (long long)LOOM_MAX(st.st_size - data_offset, 0));
@@ -449,6 +480,7 @@ void loom_npy_unmap(loom_npy_map *map) {
     loom__mapped_remove(map->base);
     munmap(map->base, map->length);
   }
+  loom__aligned_free(map->owned);
   loom__free(map);
 }
 
