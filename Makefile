@@ -52,7 +52,7 @@ check-tsan: deps
 # the parser, planner and readers only), then runs each target FUZZ_SECONDS on its corpus in
 # tests/fuzz/corpus/<target>, which keeps what the run adds. Crashes land in $(BUILD)-fuzz.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = fuzz_lir fuzz_npy fuzz_specs fuzz_safetensors fuzz_onnx
+FUZZ_TARGETS = fuzz_lir fuzz_npy fuzz_specs fuzz_safetensors fuzz_json fuzz_onnx
 fuzz: deps
 	cmake -S . -B $(BUILD)-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DLOOM_FUZZ=ON -DLOOM_SANITIZE=ON -DLOOM_BUILD_TESTS=OFF -DLOOM_CUDA=OFF -DLOOM_OPENCL=OFF $(CMAKE_ARGS)

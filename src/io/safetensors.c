@@ -5,9 +5,9 @@
  * to {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, offsets in bytes from
  * the start of the data section; the optional key "__metadata__" maps to an object of strings.
  *
- * The project has a JSON writer only, so the header is read by the small JSON reader below:
- * complete JSON (strings with every escape, numbers, nested values, which are skipped where a
- * key is not one of ours), because a header is untrusted input.
+ * The header is untrusted input: it is read by core's strict JSON reader (json_read.h: every
+ * escape, int64-exact integers, bounded depth, never past the header's end) and the tree then
+ * checked key by key; nested values under keys that are not ours are accepted and ignored.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/json_read.h"
 #include "io/mapped.h"
 #include "loom/io.h"
 
@@ -30,7 +31,6 @@
 /* The Rust library refuses headers over 100 MB; so does Loom (a corrupt length would
  * otherwise have us read gigabytes of "JSON"). */
 #define ST_MAX_HEADER ((uint64_t)100000000)
-#define ST_MAX_DEPTH 64
 
 /* ---- dtypes -------------------------------------------------------------------------- */
 
@@ -68,240 +68,39 @@ struct loom_safetensors {
   int32_t n_meta, cap_meta;
 };
 
-/* ---- the JSON reader -------------------------------------------------------------------- */
+/* ---- the header ------------------------------------------------------------------------ */
 
-typedef struct jreader {
+/* The header is read by core's JSON reader (json_read.h) into a tree, then walked here. */
+typedef struct hreader {
   const char *path;
-  const char *text, *p, *end;
-} jreader;
+  const char *text; /* the header, for quoting a number as written */
+} hreader;
 
-static loom_status jfail(const jreader *r, const char *fmt, ...) LOOM_PRINTF(2, 3);
-static loom_status jfail(const jreader *r, const char *fmt, ...) {
-  char what[256];
+static loom_status hfail(const hreader *r, const loom__jr_value *at, const char *fmt, ...) LOOM_PRINTF(3, 4);
+static loom_status hfail(const hreader *r, const loom__jr_value *at, const char *fmt, ...) {
+  char what[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: bad safetensors header: %s (at byte %lld of the header)",
-                     r->path, what, (long long)(r->p - r->text));
-}
-
-static void jspace(jreader *r) {
-  while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r')) r->p++;
-}
-
-static bool jeat(jreader *r, char c) {
-  jspace(r);
-  if (r->p < r->end && *r->p == c) {
-    r->p++;
-    return true;
-  }
-  return false;
-}
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-static bool read_u16hex(jreader *r, unsigned *out) {
-  if (r->end - r->p < 4) return false;
-  unsigned v = 0;
-  for (int i = 0; i < 4; i++) {
-    int h = hexval(r->p[i]);
-    if (h < 0) return false;
-    v = v << 4 | (unsigned)h;
-  }
-  r->p += 4;
-  *out = v;
-  return true;
-}
-
-static size_t put_utf8(char *o, unsigned cp) {
-  if (cp < 0x80) {
-    o[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (char)(0xC0 | cp >> 6);
-    o[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (char)(0xE0 | cp >> 12);
-    o[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-    o[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (char)(0xF0 | cp >> 18);
-  o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-  o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-  o[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-/* A JSON string, unescaped into fresh storage (*out, NUL-terminated; a "\u0000" in it is
- * refused: names are C strings). With out NULL the string is only checked and skipped. */
-static loom_status jstring(jreader *r, char **out) {
-  jspace(r);
-  if (r->p >= r->end || *r->p != '"') return jfail(r, "expected a string");
-  r->p++;
-  const char *start = r->p;
-  /* Sized by the escaped text up to the closing quote: unescaping never lengthens ("\uXXXX",
-   * 6 bytes, gives at most 3; a pair, 12, gives 4). */
-  const char *q = start;
-  while (q < r->end && *q != '"') q += *q == '\\' && q + 1 < r->end ? 2 : 1;
-  char *buf = out ? loom__malloc((size_t)(q - start) + 1) : NULL;
-  if (out && !buf) return loom__oom("a safetensors header string");
-  size_t n = 0;
-  loom_status s = LOOM_OK;
-  for (;;) {
-    if (r->p >= r->end) {
-      s = jfail(r, "unterminated string");
-      break;
-    }
-    unsigned char c = (unsigned char)*r->p;
-    if (c == '"') {
-      r->p++;
-      break;
-    }
-    if (c < 0x20) {
-      s = jfail(r, "control character in a string");
-      break;
-    }
-    if (c != '\\') {
-      if (buf) buf[n] = (char)c;
-      n++;
-      r->p++;
-      continue;
-    }
-    r->p++;
-    char e = r->p < r->end ? *r->p++ : '\0';
-    const char *simple = strchr("\"\\/bfnrt", e);
-    if (e && simple) {
-      if (buf) buf[n] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
-      n++;
-      continue;
-    }
-    unsigned cp;
-    if (e != 'u' || !read_u16hex(r, &cp)) {
-      s = jfail(r, "bad escape in a string");
-      break;
-    }
-    if (cp >= 0xD800 && cp < 0xDC00) { /* a surrogate pair */
-      unsigned lo;
-      if (r->end - r->p < 6 || r->p[0] != '\\' || r->p[1] != 'u' || (r->p += 2, !read_u16hex(r, &lo)) ||
-          lo < 0xDC00 || lo > 0xDFFF) {
-        s = jfail(r, "unpaired surrogate in a string");
-        break;
-      }
-      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-    } else if (cp >= 0xDC00 && cp < 0xE000) {
-      s = jfail(r, "unpaired surrogate in a string");
-      break;
-    }
-    if (cp == 0 && buf) {
-      s = jfail(r, "NUL character in a name");
-      break;
-    }
-    char tmp[4];
-    size_t k = put_utf8(tmp, cp);
-    if (buf) memcpy(buf + n, tmp, k);
-    n += k;
-  }
-  if (s) {
-    loom__free(buf);
-    return s;
-  }
-  if (buf) {
-    buf[n] = '\0';
-    *out = buf;
-  }
-  return LOOM_OK;
-}
-
-/* A JSON number, checked and skipped. */
-static loom_status jnumber_skip(jreader *r) {
-  const char *q = r->p;
-  if (q < r->end && *q == '-') q++;
-  if (q >= r->end || *q < '0' || *q > '9') return jfail(r, "expected a value");
-  if (*q == '0')
-    q++;
-  else
-    while (q < r->end && *q >= '0' && *q <= '9') q++;
-  if (q < r->end && *q == '.') {
-    q++;
-    if (q >= r->end || *q < '0' || *q > '9') return jfail(r, "bad number");
-    while (q < r->end && *q >= '0' && *q <= '9') q++;
-  }
-  if (q < r->end && (*q == 'e' || *q == 'E')) {
-    q++;
-    if (q < r->end && (*q == '+' || *q == '-')) q++;
-    if (q >= r->end || *q < '0' || *q > '9') return jfail(r, "bad number");
-    while (q < r->end && *q >= '0' && *q <= '9') q++;
-  }
-  r->p = q;
-  return LOOM_OK;
-}
-
-/* Any JSON value, checked and skipped (keys Loom does not use). */
-static loom_status jskip(jreader *r, int depth) {
-  if (depth > ST_MAX_DEPTH) return jfail(r, "nested more than %d deep", ST_MAX_DEPTH);
-  jspace(r);
-  if (r->p >= r->end) return jfail(r, "expected a value");
-  char c = *r->p;
-  loom_status s;
-  if (c == '"') return jstring(r, NULL);
-  if (c == '{' || c == '[') {
-    char close = c == '{' ? '}' : ']';
-    r->p++;
-    if (jeat(r, close)) return LOOM_OK;
-    for (;;) {
-      if (c == '{') {
-        if ((s = jstring(r, NULL))) return s;
-        if (!jeat(r, ':')) return jfail(r, "expected ':'");
-      }
-      if ((s = jskip(r, depth + 1))) return s;
-      if (jeat(r, close)) return LOOM_OK;
-      if (!jeat(r, ',')) return jfail(r, "expected ',' or '%c'", close);
-    }
-  }
-  static const char *words[] = {"true", "false", "null"};
-  for (int i = 0; i < 3; i++) {
-    size_t len = strlen(words[i]);
-    if ((size_t)(r->end - r->p) >= len && memcmp(r->p, words[i], len) == 0) {
-      r->p += len;
-      return LOOM_OK;
-    }
-  }
-  return jnumber_skip(r);
+                     r->path, what, (long long)at->at);
 }
 
 /* A non-negative integer that fits int64 (shapes and offsets). `what` names it in errors. */
-static loom_status juint(jreader *r, const char *what, int64_t *out) {
-  jspace(r);
-  const char *start = r->p;
-  if (r->p < r->end && *r->p == '-') return jfail(r, "%s is negative", what);
-  if (r->p >= r->end || *r->p < '0' || *r->p > '9') return jfail(r, "%s is not an integer", what);
-  int64_t v = 0;
-  bool overflow = false;
-  while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
-    if (!loom__mul_i64(v, 10, &v) || !loom__add_i64(v, *r->p - '0', &v)) overflow = true;
-    r->p++;
-  }
-  if (r->p < r->end && (*r->p == '.' || *r->p == 'e' || *r->p == 'E'))
-    return jfail(r, "%s is not an integer", what);
-  if (overflow)
-    return jfail(r, "%s %.*s does not fit in int64", what, (int)LOOM_MIN(r->p - start, 40), start);
-  *out = v;
+static loom_status hint(const hreader *r, const loom__jr_value *v, const char *what, int64_t *out) {
+  if (v->type != LOOM__JR_NUMBER) return hfail(r, v, "%s is not an integer", what);
+  const char *text = r->text + v->at;
+  bool integral =
+      !memchr(text, '.', v->count) && !memchr(text, 'e', v->count) && !memchr(text, 'E', v->count);
+  if (!integral) return hfail(r, v, "%s is not an integer", what);
+  if (text[0] == '-') return hfail(r, v, "%s is negative", what);
+  if (!loom__jr_int64(v, out))
+    return hfail(r, v, "%s %.*s does not fit in int64", what, (int)LOOM_MIN(v->count, 40), text);
   return LOOM_OK;
 }
 
-/* ---- the header ------------------------------------------------------------------------ */
-
-static loom_status add_meta(loom_safetensors *st, char *key, char *value) {
+static loom_status add_meta(loom_safetensors *st, const char *key, const char *value) {
   if (st->n_meta == st->cap_meta) {
     int32_t cap = st->cap_meta ? st->cap_meta * 2 : 8;
     char **grown = loom__realloc(st->meta, sizeof *grown * 2 * (size_t)cap);
@@ -309,40 +108,32 @@ static loom_status add_meta(loom_safetensors *st, char *key, char *value) {
     st->meta = grown;
     st->cap_meta = cap;
   }
-  st->meta[2 * st->n_meta] = key;
-  st->meta[2 * st->n_meta + 1] = value;
+  char *k = loom__strdup(key), *v = loom__strdup(value);
+  if (!k || !v) {
+    loom__free(k);
+    loom__free(v);
+    return loom__oom("safetensors metadata");
+  }
+  st->meta[2 * st->n_meta] = k;
+  st->meta[2 * st->n_meta + 1] = v;
   st->n_meta++;
   return LOOM_OK;
 }
 
-static loom_status parse_metadata(jreader *r, loom_safetensors *st) {
-  jspace(r);
-  if (r->p < r->end && r->p[0] == 'n' && r->end - r->p >= 4 && memcmp(r->p, "null", 4) == 0) {
-    r->p += 4; /* the Python library writes no key rather than null, but reads both */
-    return LOOM_OK;
+static loom_status read_metadata(const hreader *r, const loom__jr_value *v, loom_safetensors *st) {
+  if (v->type == LOOM__JR_NULL)
+    return LOOM_OK; /* the Python library writes no key rather than null, but reads both */
+  if (v->type != LOOM__JR_OBJECT) return hfail(r, v, "'__metadata__' is not an object of strings");
+  for (int32_t i = 0; i < v->n; i++) {
+    if (v->items[i].type != LOOM__JR_STRING)
+      return hfail(r, &v->items[i], "'__metadata__' value of '%s' is not a string", v->keys[i]);
+    loom_status s = add_meta(st, v->keys[i], v->items[i].string);
+    if (s) return s;
   }
-  if (!jeat(r, '{')) return jfail(r, "'__metadata__' is not an object of strings");
-  if (jeat(r, '}')) return LOOM_OK;
-  for (;;) {
-    char *key = NULL, *value = NULL;
-    loom_status s = jstring(r, &key);
-    if (!s && !jeat(r, ':')) s = jfail(r, "expected ':'");
-    jspace(r);
-    if (!s && (r->p >= r->end || *r->p != '"'))
-      s = jfail(r, "'__metadata__' value of '%s' is not a string", key);
-    if (!s) s = jstring(r, &value);
-    if (!s) s = add_meta(st, key, value);
-    if (s) {
-      loom__free(key);
-      loom__free(value);
-      return s;
-    }
-    if (jeat(r, '}')) return LOOM_OK;
-    if (!jeat(r, ',')) return jfail(r, "expected ',' or '}' in '__metadata__'");
-  }
+  return LOOM_OK;
 }
 
-static loom_status dtype_of(jreader *r, const char *name, const char *text, loom_dtype *out) {
+static loom_status dtype_of(const hreader *r, const char *name, const char *text, loom_dtype *out) {
   for (int32_t i = 0; i < LOOM_ARRAY_SIZE(st_dtypes); i++) {
     if (strcmp(st_dtypes[i].name, text) == 0) {
       *out = st_dtypes[i].dtype;
@@ -355,81 +146,55 @@ static loom_status dtype_of(jreader *r, const char *name, const char *text, loom
                      r->path, name, text);
 }
 
-/* One tensor's object: {"dtype": ..., "shape": [...], "data_offsets": [b, e]}, keys in any
- * order; other keys are skipped, as the Python library does. */
-static loom_status parse_tensor(jreader *r, const char *name, st_entry *e) {
-  if (!jeat(r, '{')) return jfail(r, "tensor '%s' is not an object", name);
-  char *dtype = NULL;
-  int64_t dims[LOOM_MAX_RANK];
-  int32_t rank = -1;
-  bool have_offsets = false;
-  loom_status s = LOOM_OK;
-  bool first = true;
-  while (!s && !jeat(r, '}')) {
-    if (!first && !jeat(r, ',')) {
-      s = jfail(r, "expected ',' or '}' in tensor '%s'", name);
-      break;
-    }
-    first = false;
-    char *key = NULL;
-    if ((s = jstring(r, &key))) break;
-    if (!jeat(r, ':')) {
-      s = jfail(r, "expected ':'");
-    } else if (strcmp(key, "dtype") == 0) {
-      jspace(r);
-      if (dtype)
-        s = jfail(r, "tensor '%s': 'dtype' given twice", name);
-      else if (r->p >= r->end || *r->p != '"')
-        s = jfail(r, "tensor '%s': 'dtype' is not a string", name);
-      else
-        s = jstring(r, &dtype);
-    } else if (strcmp(key, "shape") == 0) {
-      if (rank >= 0)
-        s = jfail(r, "tensor '%s': 'shape' given twice", name);
-      else if (!jeat(r, '['))
-        s = jfail(r, "tensor '%s': 'shape' is not an array", name);
-      rank = 0;
-      if (!s && !jeat(r, ']')) {
-        for (;;) {
-          char what[300];
-          snprintf(what, sizeof what, "tensor '%s': a 'shape' dimension", name);
-          if (rank == LOOM_MAX_RANK) {
-            s = jfail(r, "tensor '%s': 'shape' has more than %d dimensions, Loom's most", name,
-                      LOOM_MAX_RANK);
-            break;
-          }
-          if ((s = juint(r, what, &dims[rank]))) break;
-          rank++;
-          if (jeat(r, ']')) break;
-          if (!jeat(r, ',')) {
-            s = jfail(r, "tensor '%s': expected ',' or ']' in 'shape'", name);
-            break;
-          }
-        }
-      }
-    } else if (strcmp(key, "data_offsets") == 0) {
-      char what[300];
-      snprintf(what, sizeof what, "tensor '%s': a 'data_offsets' entry", name);
-      if (have_offsets)
-        s = jfail(r, "tensor '%s': 'data_offsets' given twice", name);
-      else if (!jeat(r, '['))
-        s = jfail(r, "tensor '%s': 'data_offsets' is not an array", name);
-      if (!s) s = juint(r, what, &e->begin);
-      if (!s && !jeat(r, ',')) s = jfail(r, "tensor '%s': 'data_offsets' needs two entries", name);
-      if (!s) s = juint(r, what, &e->end);
-      if (!s && !jeat(r, ']')) s = jfail(r, "tensor '%s': 'data_offsets' needs two entries", name);
-      have_offsets = true;
-    } else {
-      s = jskip(r, 1);
-    }
-    loom__free(key);
+/* The member `key` of tensor t, refused when the header gives it twice. */
+static loom_status member(const hreader *r, const loom__jr_value *t, const char *name, const char *key,
+                          const loom__jr_value **out) {
+  *out = NULL;
+  for (int32_t i = 0; i < t->n; i++) {
+    if (strcmp(t->keys[i], key) != 0) continue;
+    if (*out) return hfail(r, &t->items[i], "tensor '%s': '%s' given twice", name, key);
+    *out = &t->items[i];
   }
-  if (!s && !dtype) s = jfail(r, "tensor '%s' has no 'dtype'", name);
-  if (!s && rank < 0) s = jfail(r, "tensor '%s' has no 'shape'", name);
-  if (!s && !have_offsets) s = jfail(r, "tensor '%s' has no 'data_offsets'", name);
+  if (!*out) return hfail(r, t, "tensor '%s' has no '%s'", name, key);
+  return LOOM_OK;
+}
+
+static loom_status read_shape(const hreader *r, const loom__jr_value *v, const char *name, int64_t *dims,
+                              int32_t *rank) {
+  if (v->type != LOOM__JR_ARRAY) return hfail(r, v, "tensor '%s': 'shape' is not an array", name);
+  if (v->n > LOOM_MAX_RANK)
+    return hfail(r, v, "tensor '%s': 'shape' has more than %d dimensions, Loom's most", name, LOOM_MAX_RANK);
+  char what[300];
+  snprintf(what, sizeof what, "tensor '%s': a 'shape' dimension", name);
+  for (int32_t k = 0; k < v->n; k++) {
+    loom_status s = hint(r, &v->items[k], what, &dims[k]);
+    if (s) return s;
+  }
+  *rank = v->n;
+  return LOOM_OK;
+}
+
+/* One tensor's object: {"dtype": ..., "shape": [...], "data_offsets": [b, e]}; other keys are
+ * skipped, as the Python library does. */
+static loom_status read_tensor(const hreader *r, const loom__jr_value *t, const char *name, st_entry *e) {
+  if (t->type != LOOM__JR_OBJECT) return hfail(r, t, "tensor '%s' is not an object", name);
+  const loom__jr_value *dtype, *shape, *offsets;
+  loom_status s = member(r, t, name, "dtype", &dtype);
+  if (!s && dtype->type != LOOM__JR_STRING) s = hfail(r, dtype, "tensor '%s': 'dtype' is not a string", name);
+  if (!s) s = member(r, t, name, "shape", &shape);
+  if (!s) s = member(r, t, name, "data_offsets", &offsets);
+  int64_t dims[LOOM_MAX_RANK];
+  int32_t rank = 0;
+  if (!s) s = read_shape(r, shape, name, dims, &rank);
+  if (!s && offsets->type != LOOM__JR_ARRAY)
+    s = hfail(r, offsets, "tensor '%s': 'data_offsets' is not an array", name);
+  if (!s && offsets->n != 2) s = hfail(r, offsets, "tensor '%s': 'data_offsets' needs two entries", name);
+  char what[300];
+  snprintf(what, sizeof what, "tensor '%s': a 'data_offsets' entry", name);
+  if (!s) s = hint(r, &offsets->items[0], what, &e->begin);
+  if (!s) s = hint(r, &offsets->items[1], what, &e->end);
   loom_dtype dt = LOOM_F32;
-  if (!s) s = dtype_of(r, name, dtype, &dt);
-  loom__free(dtype);
+  if (!s) s = dtype_of(r, name, dtype->string, &dt);
   if (s) return s;
   if ((s = loom_type_make(dt, rank, dims, &e->type))) {
     loom__error_prefix("%s: tensor '%s': ", r->path, name);
@@ -498,47 +263,40 @@ static loom_status check_layout(loom_safetensors *st, int64_t data_bytes) {
   return s;
 }
 
-static loom_status parse_header(loom_safetensors *st, const char *text, size_t len) {
-  jreader r = {st->path, text, text, text + len};
-  if (!jeat(&r, '{')) return jfail(&r, "the header is not a JSON object");
-  bool first = true;
+static loom_status read_entries(loom_safetensors *st, const hreader *r, const loom__jr_value *doc) {
   bool seen_meta = false;
-  while (!jeat(&r, '}')) {
-    if (!first && !jeat(&r, ',')) return jfail(&r, "expected ',' or '}'");
-    first = false;
-    char *name = NULL;
-    loom_status s = jstring(&r, &name);
-    if (s) return s;
-    if (!jeat(&r, ':')) {
-      loom__free(name);
-      return jfail(&r, "expected ':'");
-    }
-    if (strcmp(name, "__metadata__") == 0) {
-      loom__free(name);
-      if (seen_meta) return jfail(&r, "'__metadata__' given twice");
+  for (int32_t i = 0; i < doc->n; i++) {
+    loom_status s;
+    if (strcmp(doc->keys[i], "__metadata__") == 0) {
+      if (seen_meta) return hfail(r, &doc->items[i], "'__metadata__' given twice");
       seen_meta = true;
-      if ((s = parse_metadata(&r, st))) return s;
+      if ((s = read_metadata(r, &doc->items[i], st))) return s;
       continue;
     }
-    if (st->n == st->cap) {
-      int32_t cap = st->cap ? st->cap * 2 : 16;
-      st_entry *grown = loom__realloc(st->entries, sizeof *grown * (size_t)cap);
-      if (!grown) {
-        loom__free(name);
-        return loom__oom("a safetensors header");
-      }
-      st->entries = grown;
-      st->cap = cap;
-    }
-    st_entry *e = &st->entries[st->n++];
+    if ((s = loom__grow((void **)&st->entries, &st->cap, st->n + 1, sizeof *st->entries))) return s;
+    st_entry *e = &st->entries[st->n];
     memset(e, 0, sizeof *e);
-    e->name = name;
-    if ((s = parse_tensor(&r, name, e))) return s;
+    if (!(e->name = loom__strdup(doc->keys[i]))) return loom__oom("a safetensors header");
+    st->n++;
+    if ((s = read_tensor(r, &doc->items[i], e->name, e))) return s;
   }
-  jspace(&r);
-  if (r.p != r.end) return jfail(&r, "text after the closing '}'");
-  if (st->n > 1) qsort(st->entries, (size_t)st->n, sizeof *st->entries, entry_cmp);
   return LOOM_OK;
+}
+
+static loom_status parse_header(loom_safetensors *st, const char *text, size_t len) {
+  hreader r = {st->path, text};
+  loom__jr_value doc;
+  char what[200];
+  size_t at = 0;
+  if (loom__jr_parse_at(text, len, &doc, what, sizeof what, &at))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                       "%s: bad safetensors header: %s (at byte %lld of the header)", st->path, what,
+                       (long long)at);
+  loom_status s = doc.type == LOOM__JR_OBJECT ? read_entries(st, &r, &doc)
+                                              : hfail(&r, &doc, "the header is not a JSON object");
+  loom__jr_free(&doc);
+  if (!s && st->n > 1) qsort(st->entries, (size_t)st->n, sizeof *st->entries, entry_cmp);
+  return s;
 }
 
 /* ---- opening ----------------------------------------------------------------------------- */

@@ -213,28 +213,17 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
   return s;
 }
 
+/* A failed read of a JSON file as a status: a missing file is NOT_FOUND (callers treat it as
+ * "no such model yet"), one too large INVALID_ARGUMENT, any other failure IO. */
+static loom_status read_failed(const char *path, const char *why, int err) {
+  if (err == ENOENT) return loom__error(LOOM_ERR_NOT_FOUND, "%s: %s", path, why);
+  return loom__error(err ? LOOM_ERR_IO : LOOM_ERR_INVALID_ARGUMENT, "%s: %s", path, why);
+}
+
 loom_status loom__sched_read_text(const char *path, char **out, size_t *out_len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    return loom__error(errno == ENOENT ? LOOM_ERR_NOT_FOUND : LOOM_ERR_IO, "%s: %s", path, strerror(errno));
-  }
-  size_t cap = 4096, len = 0;
-  char *buf = loom__malloc(cap);
-  while (buf) {
-    len += fread(buf + len, 1, cap - len, f);
-    if (len < cap) break;
-    char *grown = loom__realloc(buf, cap * 2);
-    if (!grown) loom__free(buf);
-    buf = grown, cap *= 2;
-  }
-  bool bad = ferror(f);
-  fclose(f);
-  if (!buf) return loom__oom(path);
-  if (bad) {
-    loom__free(buf);
-    return loom__error(LOOM_ERR_IO, "%s: read error", path);
-  }
-  *out = buf, *out_len = len;
+  char why[256];
+  int err = 0;
+  if (loom__jr_read_text(path, 0, out, out_len, why, sizeof why, &err)) return read_failed(path, why, err);
   return LOOM_OK;
 }
 
@@ -244,7 +233,7 @@ loom_status loom__sched_read_json(const char *path, loom__jr_value *out) {
   loom_status s = loom__sched_read_text(path, &text, &len);
   if (s) return s;
   int bad = loom__jr_parse(text, len, out, why, sizeof why);
-  loom__free(text);
+  free(text);
   if (bad) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: not JSON: %s", path, why);
   return LOOM_OK;
 }

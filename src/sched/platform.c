@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -179,7 +180,10 @@ static int32_t node_index(reading *r, const char *name, bool add) {
 
 static loom_status read_bytes(const reading *r, int32_t dev, const loom__jr_value *v, int64_t *out) {
   const char *end = NULL;
-  if (v && v->type == LOOM__JR_NUMBER && v->number >= 1 && v->number < 9.2e18) {
+  /* Exact where written as an integer (a double would round 2^53 + 1); 1e9 is taken too. */
+  if (loom__jr_int64(v, out) && *out > 0) return LOOM_OK;
+  if (v && v->type == LOOM__JR_NUMBER && !v->is_int && v->number >= 1 && v->number < 9.2e18 &&
+      v->number == (double)(int64_t)v->number) {
     *out = (int64_t)v->number;
     return LOOM_OK;
   }
@@ -377,6 +381,6 @@ loom_status loom_sched_platform_load(const char *path, loom_sched_platform **out
   loom_status s = loom__sched_read_text(path, &text, &len);
   if (s) return s;
   s = loom_sched_platform_parse(text, len, path, out_platform);
-  loom__free(text);
+  free(text);
   return s;
 }

@@ -31,10 +31,11 @@ loom_status loom__sched_model_read(const loom__jr_value *obj, const char *where,
 void loom__sched_model_write(const loom_sched_model *model, loom__json *j);
 /* The index of the link between nodes a and b, or -1. */
 int32_t loom__sched_link_find(const loom_sched_platform *p, int32_t a, int32_t b);
-/* The whole file at `path` into a new string (loom__free). Errors: NOT_FOUND, IO naming it. */
+/* The whole file at `path` into a new string (free()), at most LOOM__JR_FILE_MAX bytes. Errors:
+ * NOT_FOUND, IO naming it; INVALID_ARGUMENT for a larger file (/dev/zero, a runaway pipe). */
 loom_status loom__sched_read_text(const char *path, char **out, size_t *out_len);
 /* Reads and parses the JSON file at `path` into *out (loom__jr_free). Errors: NOT_FOUND and IO
- * naming the path, INVALID_ARGUMENT (not JSON: the path, byte and why). */
+ * naming the path, INVALID_ARGUMENT (too large, or not JSON: the path, byte and why). */
 loom_status loom__sched_read_json(const char *path, loom__jr_value *out);
 /* Adds the work of every op of `body`, times `scale` (a piece's share), to sizes and kernels. */
 loom_status loom__sched_body_work(const loom_graph *body, double scale, double *sizes, int32_t *kernels);
