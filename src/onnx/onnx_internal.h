@@ -71,6 +71,7 @@ extern const loom__onnx_op loom__onnx_ops_layout[];
 extern const loom__onnx_op loom__onnx_ops_reduce[];
 extern const loom__onnx_op loom__onnx_ops_nn[];
 extern const loom__onnx_op loom__onnx_ops_gather[];
+extern const loom__onnx_op loom__onnx_ops_loss[];
 
 /* Computes node n now where its inputs are known small integer vectors (onnx_fold.c): true
  * when it did (its output then known, *out_status the result), false to lower it. */
@@ -113,6 +114,9 @@ bool loom__onnx_attr_s_is(const Onnx__NodeProto *n, const char *name, const char
 loom_value loom__onnx_scalar(loom__onnx *c, loom_dtype dtype, double value);
 /* The type of v. */
 const loom_type *loom__onnx_type(loom__onnx *c, loom_value v);
+/* select(mask, values, 0) summed over axis (broadcasting mask and values), the gather of a
+ * one-hot mask; bools are summed as u8 (onnx_lower_gather.c). */
+loom_value loom__onnx_masked_sum(loom__onnx *c, loom_value mask, loom_value values, int64_t axis);
 /* Normalizes an ONNX axis (negative counts from the end) for rank; refuses when outside. */
 loom_status loom__onnx_axis(loom__onnx *c, int64_t axis, int32_t rank, int32_t *out);
 

@@ -53,8 +53,7 @@ static loom_value positive_indices(loom__onnx *c, loom_value idx, int64_t d) {
   return loom_select(G, BIN(LT, idx, zero), BIN(ADD, idx, loom__onnx_scalar(c, LOOM_I64, (double)d)), idx);
 }
 
-/* select(mask, values, 0) summed over axis; bools are summed as u8. */
-static loom_value masked_sum(loom__onnx *c, loom_value mask, loom_value values, int64_t axis) {
+loom_value loom__onnx_masked_sum(loom__onnx *c, loom_value mask, loom_value values, int64_t axis) {
   loom_dtype d = TY(values)->dtype;
   if (d == LOOM_BOOL) values = loom_cast(G, values, LOOM_U8);
   loom_value sel = loom_select(G, mask, values, loom__onnx_scalar(c, TY(values)->dtype, 0));
@@ -78,7 +77,7 @@ static loom_status gather_onehot(loom__onnx *c, loom_value x, int32_t axis, loom
   memcpy(iot.dims, md, sizeof md);
   loom_value pos = loom_reshape(G, positive_indices(c, idx, d), r, id);
   loom_value mask = BIN(EQ, pos, loom_iota(G, &iot, axis + ni));
-  return loom__onnx_out(c, 0, masked_sum(c, mask, loom_reshape(G, x, r, xd), axis + ni));
+  return loom__onnx_out(c, 0, loom__onnx_masked_sum(c, mask, loom_reshape(G, x, r, xd), axis + ni));
 }
 
 static loom_status lower_gather(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
@@ -131,7 +130,7 @@ static loom_status lower_gather_elements(loom__onnx *c, const Onnx__NodeProto *n
   for (int32_t i = 0; i < r; i++) iot.dims[i] = pt->dims[i];
   iot.dims[r] = d;
   loom_value mask = BIN(EQ, posr, loom_iota(G, &iot, r));
-  loom_value y = masked_sum(c, mask, xr, r); /* [others..., k] in the transposed order */
+  loom_value y = loom__onnx_masked_sum(c, mask, xr, r); /* [others..., k] in the transposed order */
   int64_t inv[LOOM_MAX_RANK];
   for (int32_t i = 0; i < r; i++) inv[perm[i]] = i;
   return loom__onnx_out(c, 0, loom_transpose(G, y, r, inv));

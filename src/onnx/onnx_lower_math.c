@@ -316,8 +316,77 @@ static loom_status lower_trilu(loom__onnx *c, const Onnx__NodeProto *n, int64_t 
   return loom__onnx_out(c, 0, loom_select(G, keep, x, zero));
 }
 
+/* The one number a known scalar (or 1-element) input holds, whatever its dtype. */
+static loom_status known_number(loom__onnx *c, int32_t k, double *out) {
+  loom__onnx_val *v = loom__onnx_in(c, k);
+  int64_t n = 0;
+  if (v) loom_type_elements(&v->type, &n);
+  if (!v || !v->host || n != 1)
+    return loom__onnx_refuse(c, "input %d must be one number known when the model is read", k);
+  switch (v->type.dtype) {
+    case LOOM_F32:
+      *out = ((const float *)v->host)[0];
+      break;
+    case LOOM_F64:
+      *out = ((const double *)v->host)[0];
+      break;
+    case LOOM_I32:
+      *out = ((const int32_t *)v->host)[0];
+      break;
+    case LOOM_I64:
+      *out = (double)((const int64_t *)v->host)[0];
+      break;
+    default:
+      return loom__onnx_refuse(c, "input %d of %s", k, loom_dtype_name(v->type.dtype));
+  }
+  return LOOM_OK;
+}
+
+/* OneHot: `values` [off, on] where indices (negatives counting from depth) equal an iota over
+ * the new axis. */
+static loom_status lower_onehot(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value idx = IN(0), values = IN(2);
+  double depth_f = 0;
+  loom_status s = known_number(c, 1, &depth_f);
+  if (s) return s;
+  int64_t depth = (int64_t)depth_f;
+  const loom_type it = *loom__onnx_type(c, idx);
+  int32_t r = it.rank + 1, axis;
+  if ((s = loom__onnx_axis(c, loom__onnx_attr_i(n, "axis", -1), r, &axis))) return s;
+  if (r > LOOM_MAX_RANK || depth < 1) return loom__onnx_refuse(c, "a result of rank over 8 or depth below 1");
+  if (it.dtype != LOOM_I64) idx = loom_cast(G, idx, LOOM_I64);
+  loom_value d = loom__onnx_scalar(c, LOOM_I64, (double)depth);
+  idx = loom_select(G, BIN(LT, idx, loom__onnx_scalar(c, LOOM_I64, 0)), BIN(ADD, idx, d), idx);
+  loom_type ot = {LOOM_I64, r, {0}};
+  int64_t idims[LOOM_MAX_RANK];
+  for (int32_t i = 0, j = 0; i < r; i++) {
+    ot.dims[i] = i == axis ? depth : it.dims[j];
+    idims[i] = i == axis ? 1 : it.dims[j++];
+  }
+  loom_value hit = BIN(EQ, loom_reshape(G, idx, r, idims), loom_iota(G, &ot, axis));
+  int64_t lo0 = 0, hi0 = 1, lo1 = 1, hi1 = 2;
+  loom_value off = loom_reshape(G, loom_slice(G, values, 1, &lo0, &hi0, NULL), 0, NULL);
+  loom_value on = loom_reshape(G, loom_slice(G, values, 1, &lo1, &hi1, NULL), 0, NULL);
+  return loom__onnx_out(c, 0, loom_select(G, hit, on, off));
+}
+
+/* EyeLike: ones on diagonal k of a 2-D shape, in the dtype asked (the input's by default). */
+static loom_status lower_eyelike(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom__onnx_val *x = loom__onnx_in(c, 0);
+  if (!x || x->type.rank != 2) return loom__onnx_invalid(c, "EyeLike takes a 2-D input");
+  loom_dtype d = x->type.dtype;
+  if (loom__onnx_attr(n, "dtype") && !loom__onnx_dtype((int32_t)loom__onnx_attr_i(n, "dtype", 0), &d))
+    return loom__onnx_refuse(c, "a dtype Loom does not have");
+  loom_type it = x->type;
+  it.dtype = LOOM_I64;
+  loom_value diff = BIN(SUB, loom_iota(G, &it, 1), loom_iota(G, &it, 0));
+  loom_value on = BIN(EQ, diff, loom__onnx_scalar(c, LOOM_I64, (double)loom__onnx_attr_i(n, "k", 0)));
+  return loom__onnx_out(c, 0, d == LOOM_BOOL ? on : loom_cast(G, on, d));
+}
+
 /* clang-format off */
 const loom__onnx_op loom__onnx_ops_math[] = {
+    {"OneHot", lower_onehot, 0, "axis"}, {"EyeLike", lower_eyelike, 0, "dtype,k"},
     {"Neg", lower_unary, LOOM_OP_NEG, ""}, {"Abs", lower_unary, LOOM_OP_ABS, ""},
     {"Sign", lower_unary, LOOM_OP_SIGN, ""}, {"Exp", lower_unary, LOOM_OP_EXP, ""},
     {"Log", lower_unary, LOOM_OP_LOG, ""}, {"Sqrt", lower_unary, LOOM_OP_SQRT, ""},

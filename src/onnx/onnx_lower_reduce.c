@@ -108,8 +108,21 @@ static loom_status lower_argreduce(loom__onnx *c, const Onnx__NodeProto *n, int6
   int32_t axis;
   loom_status s = loom__onnx_axis(c, loom__onnx_attr_i(n, "axis", 0), t->rank, &axis);
   if (s) return s;
-  if (loom__onnx_attr_i(n, "select_last_index", 0)) return loom__onnx_refuse(c, "select_last_index=1");
-  loom_value y = loom_argreduce(G, (loom_op)op, x, axis);
+  loom_value y;
+  if (loom__onnx_attr_i(n, "select_last_index", 0)) {
+    /* The last index holding the extreme: the largest index among those equal to it (NaN
+     * matching NaN, which reduce_max and reduce_min propagate as argmax and argmin do). */
+    int64_t a = axis;
+    loom_value m =
+        loom_reduce(G, op == LOOM_OP_ARGMAX ? LOOM_OP_REDUCE_MAX : LOOM_OP_REDUCE_MIN, x, 1, &a, true);
+    loom_value hit = BIN(OR, BIN(EQ, x, m), BIN(AND, BIN(NE, x, x), BIN(NE, m, m)));
+    loom_type it = *t;
+    it.dtype = LOOM_I64;
+    loom_value idx = loom_select(G, hit, loom_iota(G, &it, axis), loom__onnx_scalar(c, LOOM_I64, -1));
+    y = loom_reduce(G, LOOM_OP_REDUCE_MAX, idx, 1, &a, false);
+  } else {
+    y = loom_argreduce(G, (loom_op)op, x, axis);
+  }
   if (loom__onnx_attr_i(n, "keepdims", 1)) {
     loom_type kt = *t;
     kt.dims[axis] = 1;
