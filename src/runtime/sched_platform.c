@@ -1,11 +1,13 @@
-/* A platform of this machine's devices: their memory from discovery, their models and host
- * links from the cache folder (loom-bench calibrate). */
+/* loom_sched_platform_from_context: a platform of this machine's devices, their memory from discovery,
+ * their models and host links from the cache folder (loom-bench calibrate). The runtime's, not the
+ * scheduler's: it reads the context, and the scheduler stays a pure function of its inputs. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "core/core.h"
-#include "sched/sched_impl.h"
+#include "loom/runtime.h"
+#include "loom/sched.h"
 
 /* Whether `id` is in the comma-separated `list` (NULL: every id). */
 static bool listed(const char *list, const char *id) {
