@@ -129,7 +129,8 @@ def environment(build, scratch):
 
 def run(block, env, scratch):
     """What the block's command prints, as the block's lines; None (and a message) on failure."""
-    # Outputs a command writes (--out-dir) land in a scratch folder that sees the tree's examples.
+    # Outputs a command writes (--out-dir) land in a scratch folder that sees the tree's examples
+    # and docs.
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", block.command], cwd=scratch, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     if proc.returncode != 0:
@@ -205,7 +206,8 @@ def main():
     scratch = tempfile.mkdtemp(prefix="loom-docs-")
     failures = 0
     try:
-        os.symlink(os.path.join(root, "examples"), os.path.join(scratch, "examples"))
+        for name in ("examples", "docs"):  # what commands read: graphs, and graphs in the docs
+            os.symlink(os.path.join(root, name), os.path.join(scratch, name))
         env = environment(args.build, scratch)
         for path in files:
             failures += process(path, os.path.relpath(path, root), common, env, scratch, args.check)
