@@ -12,7 +12,7 @@ add_test(NAME install.package
     -DBUILD_DIR=${CMAKE_BINARY_DIR} -DSOURCE_DIR=${CMAKE_SOURCE_DIR}
     -DPREFIX=${_prefix} -DWORK=${_work} -DGENERATOR=${CMAKE_GENERATOR} -DSANITIZE=${LOOM_SANITIZE}
     -DTSAN=${LOOM_TSAN} -DCC=${CMAKE_C_COMPILER} -DFC=$<$<BOOL:${LOOM_HAVE_FORTRAN}>:${CMAKE_Fortran_COMPILER}>
-    -DMPIEXEC=${_mpiexec}
+    -DMPIEXEC=${_mpiexec} -DCUDA_LIBDIR=$<$<BOOL:${LOOM_HAVE_CUDA}>:${CUDAToolkit_LIBRARY_DIR}>
     -P ${CMAKE_CURRENT_SOURCE_DIR}/install/check.cmake)
 # Only the sanitizers' settings reach the programs (check.cmake clears the rest): LeakSanitizer's
 # suppressions (PoCL, Open MPI), and full stacks to reach Open MPI's allocations.
