@@ -12,6 +12,7 @@
  * The pass runs last, after chunk: the pieces chunk chose were sized for the unfused body, and
  * a loop body's regions are fused the same way (its estimate then shrinks).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -354,12 +355,110 @@ static loom_status build_body(body_build *bb) {
   return s;
 }
 
+/* ---- the cost: fuse only what runs faster fused ----
+ *
+ * A fused op is not free: the cpu evaluator (cpu_fused.c) sets up a plan over its body on
+ * every call and walks S in blocks of up to FUSE_BLOCK elements of its last axis, every body
+ * op dispatched once per block; the ops it replaces each cost the executor's dispatch and their
+ * intermediates' trips through memory. A region is fused where the estimate below says it runs
+ * faster, so fusion never loses to the ops it replaces (loom-bench fusion measures both). The
+ * constants are nanoseconds measured on the project's 2-core machines (docs/bench.md):
+ * 2,000 adds on f32[16] fused in 0.06-0.07 us an op against 0.25 unfused, four in 1.7 us
+ * against 2.0 and on f32[40,30] in 2.2 against 2.4, but two in 2.3 against 1.4; on f32[2^20]
+ * two adds took 0.27 ms fused against 0.15 (three 0.31 against 0.22: the evaluator's loads and
+ * stores cost more than one intermediate's trip through L3), eight 0.34-0.50 against 0.60.
+ * Transcendentals weigh on the other side: the unfused kernels call libm per element (tanh
+ * through expm1f), the evaluator libmvec's vector forms.
+ * Where the graph does not fit its limit, fusion is kept for the memory it saves whatever the
+ * time (loom__rewrite_fuse). */
+#define COST_OP_NS 400.0       /* the executor's dispatch of one unfused op */
+#define COST_FUSED_NS 1000.0   /* a fused op's call: its plan over the body and its buffers */
+#define COST_BODY_OP_NS 60.0   /* each body op, once per call */
+#define COST_BLOCK_OP_NS 15.0  /* each body op, once per block */
+#define COST_TEAM_NS 4000.0    /* an OpenMP team started for one op */
+#define COST_ELEM_NS 0.04      /* a body op on one element, fused */
+#define COST_SPACE_NS 0.2      /* an element of S fused: its leaves' loads, its result's store */
+#define COST_SLOW_NS 2.0       /* a transcendental on one element, unfused: libm, one at a time */
+#define COST_SLOW_FUSED_NS 0.3 /* the same fused: libmvec's vector forms (cpu_fused.c) */
+#define CACHE_BW 160.0         /* bytes a ns where the arrays stay in the caches (L3 included) */
+#define MEMORY_BW 30.0         /* bytes a ns from memory */
+#define CACHED_BYTES (32 << 20)
+#define FUSE_BLOCK 1024
+#define THREADED_ELEMS 16384             /* an unfused elementwise kernel threads past this */
+#define FUSED_THREADED_WORK (16 * 16384) /* the evaluator threads past these elements x ops */
+
+static double bytes_ns(double bytes) {
+  return bytes / (bytes <= CACHED_BYTES ? CACHE_BW : MEMORY_BW);
+}
+
+static double elems_of(const loom_type *t) {
+  int64_t n = 0;
+  loom_type_elements(t, &n);
+  return (double)n;
+}
+
+static double bytes_of(const loom_type *t) {
+  int64_t n = 0;
+  loom_type_bytes(t, &n);
+  return (double)n;
+}
+
+static bool slow_op(loom_op k) {
+  return k == LOOM_OP_EXP || k == LOOM_OP_LOG || k == LOOM_OP_SIN || k == LOOM_OP_COS || k == LOOM_OP_TANH ||
+         k == LOOM_OP_SIGMOID || k == LOOM_OP_POW;
+}
+
+/* The region's ops timed one by one (*unfused) and as one fused op (*fused), in ns. OUT_OF_MEMORY. */
+static loom_status region_cost(const fuse_state *fs, const region *r, int32_t id, double *unfused,
+                               double *fused) {
+  const loom_graph *g = fs->g;
+  bool *counted = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *counted); /* operands, once */
+  if (!counted) return loom__oom("the fuse rewrite's cost");
+  const loom_type *s = &r->space;
+  double elems = elems_of(s), last = (double)s->dims[s->rank - 1];
+  double rows = last > 0 ? elems / last : 0, blocks = rows * ceil(last / FUSE_BLOCK);
+  /* an elementwise region over rows walked as one axis (cpu_fused.c, merge_rows) */
+  if (!final_kind(g->ops[r->root].kind) && r->mv_matrix < 0) blocks = ceil(elems / FUSE_BLOCK);
+  double u = 0, f = COST_FUSED_NS, operand_bytes = 0, n_ops = 0;
+  for (int32_t o = 0; o <= r->root; o++) {
+    if (fs->owner[o] != id || o == r->transposed) continue;
+    const loom__op *op = &g->ops[o];
+    const loom_type *t = &g->values[op->outputs[0]].type;
+    double own = elems_of(t), bytes = bytes_of(t);
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      bool operand = region_operand(fs, r, id, o, i);
+      double b = scalar_value(g, op->inputs[i], s) ? 0 : bytes_of(&g->values[op->inputs[i]].type);
+      bytes += b;
+      if (operand && !counted[op->inputs[i]]) operand_bytes += b;
+      counted[op->inputs[i]] |= operand;
+    }
+    bool slow = slow_op(op->kind);
+    u += COST_OP_NS + bytes_ns(bytes) + own * (slow ? COST_SLOW_NS : 0) +
+         (own > THREADED_ELEMS ? COST_TEAM_NS : 0);
+    /* fused, a value constant along the last axis is computed once a block, any other over S */
+    bool per_block = t->rank == s->rank && t->dims[t->rank - 1] == 1 && last > 1;
+    double computed = per_block ? blocks : elems;
+    f += COST_BODY_OP_NS + blocks * COST_BLOCK_OP_NS +
+         computed * (COST_ELEM_NS + (slow ? COST_SLOW_FUSED_NS : 0));
+    n_ops += 1;
+  }
+  for (int32_t k = 0; k < g->ops[r->root].n_outputs; k++)
+    operand_bytes += bytes_of(&g->values[g->ops[r->root].outputs[k]].type);
+  f += elems * COST_SPACE_NS + bytes_ns(operand_bytes) +
+       (elems * (n_ops + 1) >= FUSED_THREADED_WORK ? COST_TEAM_NS : 0);
+  *unfused = u;
+  *fused = f;
+  loom__free(counted);
+  return LOOM_OK;
+}
+
 /* ---- the rewrite ---- */
 
 typedef struct fuse_pass {
   const loom_optimize_options *opts;
   loom_rewrite_report *report;
   const char *where; /* "" or "the body of loop 'x': " */
+  bool pressed;      /* the graph passes its limit: fuse for memory, whatever the time */
 } fuse_pass;
 
 static loom_status fuse_graph(const fuse_pass *fp, const loom_graph *g, loom_graph **out, bool *changed);
@@ -521,6 +620,13 @@ static loom_status report_regions(const fuse_pass *fp, fuse_state *fs, loom_grap
   for (int32_t i = 0; !s && i < fs->n_regions; i++) {
     region *r = &fs->regions[i];
     loom_graph *next = NULL;
+    double unfused = 0, fused = 0;
+    if ((s = region_cost(fs, r, i, &unfused, &fused))) break;
+    /* TODO(issue 35): the regions rooted in a reduction or a matrix-vector dot run in the
+     * evaluator's one-pass folds (a kernel sum, a kNN's top-k), whose cost the constants above do
+     * not model yet: they are fused as before, for the memory they save. */
+    bool elementwise = !final_kind(fs->g->ops[r->root].kind) && r->mv_matrix < 0;
+    if (elementwise && !fp->pressed && fused >= unfused) continue; /* slower fused: left as it is */
     r->use = true;
     s = emit(fs, bodies, &next);
     if (s) break;
@@ -580,7 +686,7 @@ static loom_status fuse_bodies(const fuse_pass *fp, const loom_graph *g, loom_gr
     char where[160], label[32];
     snprintf(where, sizeof where, "%sthe body of loop '%s': ", fp->where,
              loom__value_label(g, g->ops[o].outputs[0], label, sizeof label));
-    fuse_pass inner = {fp->opts, fp->report, where};
+    fuse_pass inner = {fp->opts, fp->report, where, fp->pressed};
     bool body_changed = false;
     loom_graph *b = NULL;
     loom_status s = fuse_graph(&inner, g->ops[o].loop->body, &b, &body_changed);
@@ -620,10 +726,14 @@ loom_status loom__rewrite_fuse(const loom_graph *g, const loom_optimize_options 
                                loom_rewrite_report *report) {
   *out = NULL;
   if (!loom__rewrite_enabled(opts, "fuse")) return loom_graph_clone(g, out);
-  fuse_pass fp = {opts, report, ""};
+  fuse_pass fp = {opts, report, "", false};
   bool changed;
   int32_t reported = report ? report->count : 0;
-  loom_status s = fuse_graph(&fp, g, out, &changed);
+  int64_t peak = 0;
+  loom_status s = opts && opts->limit > 0 ? peak_of(g, &peak) : LOOM_OK;
+  if (s) return s;
+  fp.pressed = opts && opts->limit > 0 && peak > opts->limit;
+  s = fuse_graph(&fp, g, out, &changed);
   if (s || !changed || !opts || opts->limit <= 0) return s;
   /* Each region was kept only where it alone did not raise the peak; together they may, past
    * the limit the graph was chunked to (found by fuzz_lir: chains of adds between FFTs). Then

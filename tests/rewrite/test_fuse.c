@@ -318,6 +318,36 @@ TEST(fuse_elementwise_chain_and_argmax) {
   loom_graph_destroy(g);
 }
 
+/* An elementwise region is fused only where its cost says it runs faster (region_cost): two
+ * adds on f32[16] cost more fused than the executor's two dispatches, 20 do not; two adds on
+ * f32[2^20] are left too, twenty fused. */
+static loom_graph *add_chain(int32_t ops, int64_t size) {
+  char text[4096];
+  int len = snprintf(text, sizeof text, "graph c(x: f32[%lld], y: f32[%lld]) {\n  v0 = add x y\n",
+                     (long long)size, (long long)size);
+  for (int32_t i = 1; i < ops; i++)
+    len += snprintf(text + len, sizeof text - (size_t)len, "  v%d = add v%d y\n", i, i - 1);
+  snprintf(text + len, sizeof text - (size_t)len, "  return v%d\n}\n", ops - 1);
+  return rw_parse(text);
+}
+
+TEST(fuse_only_what_pays) {
+  static const struct {
+    int32_t ops;
+    int64_t size;
+    int fused;
+  } cases[] = {{2, 16, 0}, {20, 16, 1}, {2, 1 << 20, 0}, {20, 1 << 20, 1}};
+  for (int i = 0; i < LOOM_ARRAY_SIZE(cases); i++) {
+    loom_graph *g = add_chain(cases[i].ops, cases[i].size), *f = NULL;
+    ASSERT_TRUE(g != NULL);
+    ASSERT_OK(optimize(g, 0, true, &f, NULL));
+    ASSERT_EQ(count_fused(f), cases[i].fused);
+    if (cases[i].size == 16) check_same(f, g);
+    loom_graph_destroy(f);
+    loom_graph_destroy(g);
+  }
+}
+
 TEST(fuse_round_trips_as_text) {
   loom_graph *g = rw_parse(knn), *f = NULL, *back = NULL;
   ASSERT_TRUE(g != NULL);

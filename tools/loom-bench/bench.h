@@ -9,6 +9,7 @@ int loom_bench_calls(int argc, char **argv);
 int loom_bench_cpu(int argc, char **argv);
 int loom_bench_dot(int argc, char **argv);
 int loom_bench_fft(int argc, char **argv);
+int loom_bench_fusion(int argc, char **argv);
 int loom_bench_hmm(int argc, char **argv);
 int loom_bench_knn(int argc, char **argv);
 int loom_bench_kmv(int argc, char **argv);

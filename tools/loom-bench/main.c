@@ -30,6 +30,8 @@ static const mode modes[] = {
      "bandwidth (explicit copies vs managed memory), per CUDA device"},
     {"fft", loom_bench_fft,
      "batched c64 FFTs (rows, columns) through Loom vs FFTW's measured plan and SciPy"},
+    {"fusion", loom_bench_fusion,
+     "elementwise chains and bodies planned with and without the fuse rewrite, beside NumPy"},
     {"dot", loom_bench_dot,
      "a dot under limits of 0.8, 1/2, 1/4, 1/16 of its naive peak vs unconstrained: time ratios, measured "
      "peaks"},
