@@ -8,16 +8,20 @@
  * would; FFTW (fftwf_plan_many_dft, FFTW_MEASURE, OpenMP threads as many as Loom's) is planned
  * once outside the timing and writes into a new fftwf_malloc'ed array each call; SciPy runs
  * scipy.fft.fft(x, axis=A, workers=T) in a child python3 on the same shape (its own random
- * input), which allocates its result each call too. Loom and FFTW alternate; each side's
- * figure is the best of R timed calls after a warm-up call (Loom's warm-up makes and measures
+ * input), which allocates its result each call too. The three alternate call by call; each
+ * side's figure is the best of R timed calls after a warm-up call (Loom's warm-up makes and measures
  * its plans, or reads them from the wisdom in the cache folder). Ratios are peer time / Loom
  * time: 1.00 is as fast as the peer, above is faster. Loom's result is checked against FFTW's. */
+#include <fcntl.h>
 #include <fftw3.h>
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "measure.h"
@@ -79,23 +83,74 @@ static int parse_args(int argc, char **argv, fft_args *a) {
   return 0;
 }
 
-/* SciPy's best seconds for the case, or -1 (no interpreter or no SciPy). */
-static double scipy_time(const fft_args *a, const fft_case *c, int threads) {
-  char cmd[1024];
+/* SciPy's side: a child python3 holding the case's input, which runs scipy.fft.fft once each
+ * time a line reaches its stdin and prints the seconds it took, so its calls alternate with
+ * Loom's and FFTW's and a busy machine slows all three alike. */
+typedef struct scipy_side {
+  pid_t pid;
+  FILE *to, *from;
+} scipy_side;
+
+static void scipy_close(scipy_side *p) {
+  if (p->to) fclose(p->to);
+  if (p->from) fclose(p->from);
+  if (p->pid > 0) waitpid(p->pid, NULL, 0);
+  memset(p, 0, sizeof *p);
+}
+
+/* Starts the child; false (and nothing left open) when it cannot be started. */
+static bool scipy_open(scipy_side *p, const fft_args *a, const fft_case *c, int threads) {
+  char script[1024];
   snprintf(
-      cmd, sizeof cmd,
-      "%s -c \"import time, numpy, scipy.fft\n"
+      script, sizeof script,
+      "import sys, time, numpy, scipy.fft\n"
       "x = (numpy.random.rand(%lld, %lld) + 1j * numpy.random.rand(%lld, %lld)).astype(numpy.complex64)\n"
-      "best = 1e9\nfor r in range(%d):\n t = time.perf_counter()\n"
-      " y = scipy.fft.fft(x, axis=%d, workers=%d)\n t = time.perf_counter() - t\n"
-      " best = min(best, t) if r > 0 else best\nprint(best)\" 2>/dev/null",
-      a->python ? a->python : "/usr/bin/python3", (long long)c->rows, (long long)c->cols, (long long)c->rows,
-      (long long)c->cols, (int)a->reps + 1, (int)c->axis, threads);
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
+      "print('ready', flush=True)\n"
+      "for line in sys.stdin:\n"
+      " t = time.perf_counter()\n y = scipy.fft.fft(x, axis=%d, workers=%d)\n"
+      " print(time.perf_counter() - t, flush=True)\n",
+      (long long)c->rows, (long long)c->cols, (long long)c->rows, (long long)c->cols, (int)c->axis, threads);
+  int in[2], out[2];
+  memset(p, 0, sizeof *p);
+  if (pipe(in)) return false;
+  if (pipe(out)) {
+    close(in[0]);
+    close(in[1]);
+    return false;
+  }
+  fflush(stdout);
+  p->pid = fork();
+  if (p->pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, 2);
+    close(in[0]);
+    close(in[1]);
+    close(out[0]);
+    close(out[1]);
+    const char *py = a->python ? a->python : "/usr/bin/python3";
+    execlp(py, py, "-c", script, (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  p->to = p->pid > 0 ? fdopen(in[1], "w") : NULL;
+  p->from = p->pid > 0 ? fdopen(out[0], "r") : NULL;
+  if (!p->to) close(in[1]);
+  if (!p->from) close(out[0]);
+  char word[16] = "";
+  if (!p->to || !p->from || fscanf(p->from, "%15s", word) != 1 || strcmp(word, "ready") != 0) {
+    scipy_close(p);
+    return false;
+  }
+  return true;
+}
+
+/* One SciPy call's seconds, or -1. */
+static double scipy_run(scipy_side *p) {
   double s = -1;
-  if (fscanf(p, "%lf", &s) != 1) s = -1;
-  if (pclose(p) != 0) s = -1;
+  if (!p->pid || fputs("run\n", p->to) == EOF || fflush(p->to) || fscanf(p->from, "%lf", &s) != 1) return -1;
   return s;
 }
 
@@ -140,9 +195,10 @@ static double rel_error(const float *loom, const float *ref, size_t reals) {
   return big > 0 ? diff / big : diff;
 }
 
-/* Loom's and FFTW's best seconds for the case (and the check of Loom's first result). */
-static int loom_and_fftw(const fft_args *a, const fft_case *c, loom_context *ctx, double *loom_s,
-                         double *fftw_s, double *err) {
+/* Loom's, FFTW's and SciPy's best seconds for the case, their calls alternating (SciPy's 0 where
+ * py is not running), and the check of Loom's first result. */
+static int three_sides(const fft_args *a, const fft_case *c, loom_context *ctx, scipy_side *py,
+                       double *loom_s, double *fftw_s, double *scipy_s, double *err) {
   char text[256];
   snprintf(text, sizeof text, "graph fft(x: c64[%lld,%lld]) {\n  y = fft x axis=%d\n  return y\n}\n",
            (long long)c->rows, (long long)c->cols, (int)c->axis);
@@ -166,9 +222,12 @@ static int loom_and_fftw(const fft_args *a, const fft_case *c, loom_context *ctx
   if (!rc) *err = rel_error(out.data, (const float *)ref, 2 * count);
   loom_tensor_deinit(&out);
   fftwf_free(ref);
-  *loom_s = *fftw_s = 0;
+  *loom_s = *fftw_s = *scipy_s = 0;
+  if (py->pid && scipy_run(py) < 0) scipy_close(py); /* its warm-up */
   for (int32_t r = 0; !rc && r < a->reps; r++) {
     double tl = bench_op_run(ctx, "cpu0", &op), tf = fftw_run(p, op.in[0].data, count, NULL);
+    double ts = py->pid ? scipy_run(py) : -1;
+    if (ts > 0) bench_keep(scipy_s, ts);
     if (tl < 0 || tf < 0) {
       fprintf(stderr, "loom-bench fft: %s: %s\n", c->name, tl < 0 ? loom_last_error() : "out of memory");
       rc = 1;
@@ -193,6 +252,7 @@ int loom_bench_fft(int argc, char **argv) {
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc < 0 ? 0 : rc;
   int threads = omp_get_max_threads();
+  signal(SIGPIPE, SIG_IGN); /* a SciPy child that dies fails its call, not this process */
   fftwf_init_threads();
   fftwf_plan_with_nthreads(threads);
   loom_context_options co;
@@ -209,12 +269,18 @@ int loom_bench_fft(int argc, char **argv) {
   for (size_t i = 0; i < sizeof fft_cases / sizeof fft_cases[0]; i++) {
     const fft_case *c = &fft_cases[i];
     if (!bench_id_listed(a.cases, c->name)) continue;
-    double loom_s = 0, fftw_s = 0, err = 0;
-    if (loom_and_fftw(&a, c, ctx, &loom_s, &fftw_s, &err)) {
+    double loom_s = 0, fftw_s = 0, scipy_s = 0, err = 0;
+    scipy_side py;
+    memset(&py, 0, sizeof py);
+    if (!a.no_python && !scipy_open(&py, &a, c, threads))
+      fprintf(stderr, "loom-bench fft: no SciPy side (%s with scipy.fft did not start)\n",
+              a.python ? a.python : "/usr/bin/python3");
+    int bad = three_sides(&a, c, ctx, &py, &loom_s, &fftw_s, &scipy_s, &err);
+    scipy_close(&py);
+    if (bad) {
       rc = 1;
       continue;
     }
-    double scipy_s = a.no_python ? -1 : scipy_time(&a, c, threads);
     char what[64];
     snprintf(what, sizeof what, "%s c64[%lld,%lld] axis=%d", c->name, (long long)c->rows, (long long)c->cols,
              (int)c->axis);
