@@ -146,9 +146,66 @@ static loom_status read_model(const char *model, const tensor_set *in, bool bind
   return loom_graph_from_onnx(model, &opt, out);
 }
 
+/* The graph planned for one runner of `device` under its naive peak / divisor: the
+ * optimized graph's plan, or REFUSED with the planner's reason. */
+static onnx_outcome plan_under(const loom_graph *g, const char *device, onnx_limited *lim,
+                               loom_graph **out_graph, loom_plan **out_plan) {
+  loom_estimate est;
+  memset(&est, 0, sizeof est);
+  if (loom_graph_estimate(g, NULL, &est)) {
+    snprintf(lim->why, sizeof lim->why, "estimate: %s", loom_last_error());
+    return ONNX_FAILED;
+  }
+  loom_runner r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.device, sizeof r.device, "%s", device);
+  r.limit = est.peak_bytes / lim->divisor > 0 ? est.peak_bytes / lim->divisor : 1;
+  lim->limit = r.limit;
+  loom_estimate_deinit(&est);
+  char note[512];
+  if (loom_graph_optimize_for_runners(g, &r, 1, NULL, out_graph, NULL, note, sizeof note) ||
+      loom_plan_split_by_memory(*out_graph, &r, 1, out_plan)) {
+    snprintf(lim->why, sizeof lim->why, "planner: %s", loom_last_error());
+    return ONNX_REFUSED;
+  }
+  lim->stages = loom_plan_stage_count(*out_plan);
+  return ONNX_PASSED;
+}
+
+/* The run under a limit (onnx_limited) of a data set that passed. */
+static void run_limited(loom_context *ctx, const char *device, const loom_graph *g, const loom_tensor *args,
+                        int32_t n_args, const tensor_set *want, onnx_limited *lim) {
+  loom_graph *og = NULL;
+  loom_plan *plan = NULL;
+  loom_tensor got[MAX_TENSORS];
+  loom_run_stats st;
+  memset(got, 0, sizeof got);
+  memset(&st, 0, sizeof st);
+  int32_t n_out = want->n;
+  lim->outcome = plan_under(g, device, lim, &og, &plan);
+  if (lim->outcome == ONNX_PASSED && loom_run(ctx, plan, NULL, args, n_args, got, n_out, &st)) {
+    snprintf(lim->why, sizeof lim->why, "run under %lld bytes: %s", (long long)lim->limit, loom_last_error());
+    lim->outcome = ONNX_FAILED;
+  } else if (lim->outcome == ONNX_PASSED) {
+    for (int32_t k = 0; k < n_out && lim->outcome == ONNX_PASSED; k++)
+      if (!outputs_equal(&got[k], &want->t[k], k, lim->why, sizeof lim->why)) lim->outcome = ONNX_FAILED;
+    for (int32_t k = 0; k < n_out; k++) loom_tensor_deinit(&got[k]);
+    for (int32_t i = 0; i < st.n_stages && lim->outcome == ONNX_PASSED; i++) {
+      const loom_stage_stats *t = &st.stages[i];
+      if (t->peak_bytes <= t->limit_bytes && t->peak_bytes == t->estimated_peak_bytes) continue;
+      snprintf(lim->why, sizeof lim->why, "stage %d: measured peak %lld, estimated %lld, limit %lld", i,
+               (long long)t->peak_bytes, (long long)t->estimated_peak_bytes, (long long)t->limit_bytes);
+      lim->outcome = ONNX_FAILED;
+    }
+  }
+  loom_run_stats_deinit(&st);
+  loom_plan_destroy(plan);
+  loom_graph_destroy(og);
+}
+
 /* Runs the graph on one data set's inputs (less those bound as values) and compares. */
 static onnx_outcome run_set(loom_context *ctx, const char *device, const loom_graph *g, tensor_set *in,
-                            const tensor_set *want, bool bind, char *why, size_t size) {
+                            const tensor_set *want, bool bind, onnx_limited *lim, char *why, size_t size) {
   loom_tensor args[MAX_TENSORS], got[MAX_TENSORS];
   int32_t n_args = 0, n_out = loom_graph_output_count(g);
   for (int32_t i = 0; i < in->n; i++)
@@ -168,6 +225,8 @@ static onnx_outcome run_set(loom_context *ctx, const char *device, const loom_gr
   for (int32_t k = 0; k < n_out && r == ONNX_PASSED; k++)
     if (!outputs_equal(&got[k], &want->t[k], k, why, size)) r = ONNX_FAILED;
   for (int32_t k = 0; k < n_out; k++) loom_tensor_deinit(&got[k]);
+  if (r == ONNX_PASSED && lim && lim->outcome == ONNX_PASSED)
+    run_limited(ctx, device, g, args, n_args, want, lim);
   return r;
 }
 
@@ -183,7 +242,7 @@ static onnx_outcome unreadable_data(const char *model, char *why, size_t size) {
 /* One data set: the model read for its inputs (again with their integer values where the
  * types alone do not fix the shapes), run and compared. */
 static onnx_outcome run_case_set(loom_context *ctx, const char *device, const char *model, const char *set,
-                                 bool *bind, char *why, size_t size) {
+                                 bool *bind, onnx_limited *lim, char *why, size_t size) {
   tensor_set in, want;
   if (!set_load(set, "input", &in, why, size)) return unreadable_data(model, why, size);
   if (!set_load(set, "output", &want, why, size)) {
@@ -202,7 +261,7 @@ static onnx_outcome run_case_set(loom_context *ctx, const char *device, const ch
     snprintf(why, size, "%s", loom_last_error());
     r = s == LOOM_ERR_UNSUPPORTED ? ONNX_REFUSED : ONNX_FAILED;
   } else {
-    r = run_set(ctx, device, g, &in, &want, *bind, why, size);
+    r = run_set(ctx, device, g, &in, &want, *bind, lim, why, size);
   }
   loom_graph_destroy(g);
   set_free(&in);
@@ -210,7 +269,9 @@ static onnx_outcome run_case_set(loom_context *ctx, const char *device, const ch
   return r;
 }
 
-onnx_outcome onnx_case_run(loom_context *ctx, const char *device, const char *dir, char *why, size_t size) {
+onnx_outcome onnx_case_run(loom_context *ctx, const char *device, const char *dir, onnx_limited *lim,
+                           char *why, size_t size) {
+  if (lim) lim->outcome = ONNX_PASSED, lim->why[0] = '\0', lim->limit = 0, lim->stages = 0;
   char sets[MAX_SETS][4096], model[4096];
   int32_t n_sets = data_sets(dir, sets);
   snprintf(model, sizeof model, "%s/model.onnx", dir);
@@ -221,7 +282,7 @@ onnx_outcome onnx_case_run(loom_context *ctx, const char *device, const char *di
   bool bind = false;
   onnx_outcome r = ONNX_PASSED;
   for (int32_t i = 0; i < n_sets && r == ONNX_PASSED; i++)
-    r = run_case_set(ctx, device, model, sets[i], &bind, why, size);
+    r = run_case_set(ctx, device, model, sets[i], &bind, lim, why, size);
   return r;
 }
 

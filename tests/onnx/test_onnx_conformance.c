@@ -6,7 +6,13 @@
  *
  * LOOM_ONNX_DEVICE picks the device (default cpu0; a device this machine lacks skips the
  * test), LOOM_ONNX_EVERY=N runs every Nth case only (a subset for slow devices), and
- * LOOM_ONNX_CASES=substring runs the cases whose folder name contains it. */
+ * LOOM_ONNX_CASES=substring runs the cases whose folder name contains it (=suite/case: that one).
+ *
+ * LOOM_ONNX_LIMIT_DIV=D runs each passing case again as a plan under its graph's naive peak / D
+ * (issue 31's second acceptance point, D = 4): one more line per case, and the summary
+ * `onnx under 1/D: N passed, N failed, N refused by the planner`; a limited run that fails
+ * (results, a stage over its limit, an estimate that is not the measured peak) fails the
+ * test. tests/onnx/run_limited.sh runs each case in a process of its own that way. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +26,7 @@ static int by_name(const void *a, const void *b) {
 
 typedef struct tally {
   int32_t passed, failed, refused, unnamed, seen;
+  int32_t lim_passed, lim_failed, lim_refused;
 } tally;
 
 static void run_suite(loom_context *ctx, const char *device, const char *root, const char *suite, tally *t) {
@@ -39,13 +46,25 @@ static void run_suite(loom_context *ctx, const char *device, const char *root, c
   const char *only = getenv("LOOM_ONNX_CASES");
   long every = getenv("LOOM_ONNX_EVERY") ? atol(getenv("LOOM_ONNX_EVERY")) : 1;
   for (size_t i = 0; i < n; i++) {
-    bool chosen = (!only || strstr(names[i], only)) && t->seen++ % (every > 0 ? every : 1) == 0;
+    char full[4096];
+    snprintf(full, sizeof full, "%s/%s", suite, names[i]);
+    bool match = !only || (only[0] == '=' ? !strcmp(full, only + 1) : strstr(names[i], only) != NULL);
+    bool chosen = match && t->seen++ % (every > 0 ? every : 1) == 0;
     if (chosen) {
       char path[8192], why[2048] = "";
       snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-      onnx_outcome r = onnx_case_run(ctx, device, path, why, sizeof why);
+      onnx_limited lim = {.divisor = getenv("LOOM_ONNX_LIMIT_DIV") ? atoi(getenv("LOOM_ONNX_LIMIT_DIV")) : 0};
+      onnx_outcome r = onnx_case_run(ctx, device, path, lim.divisor > 0 ? &lim : NULL, why, sizeof why);
       static const char *words[] = {"passed", "FAILED", "refused"};
       printf("%s/%s: %s%s%s\n", suite, names[i], words[r], *why ? ": " : "", why);
+      if (r == ONNX_PASSED && lim.divisor > 0) {
+        static const char *lwords[] = {"passed", "FAILED", "not planned"};
+        printf("  under 1/%d (%lld bytes, %d stages): %s%s%s\n", lim.divisor, (long long)lim.limit,
+               lim.stages, lwords[lim.outcome], *lim.why ? ": " : "", lim.why);
+        t->lim_passed += lim.outcome == ONNX_PASSED;
+        t->lim_failed += lim.outcome == ONNX_FAILED;
+        t->lim_refused += lim.outcome == ONNX_REFUSED;
+      }
       if (r == ONNX_PASSED) t->passed++;
       if (r == ONNX_FAILED) t->failed++;
       if (r == ONNX_REFUSED) {
@@ -86,8 +105,12 @@ TEST(conformance) {
   for (int i = 0; i < 3; i++) run_suite(ctx, device, root, suites[i], &t);
   loom_context_destroy(ctx);
   printf("onnx: %d passed, %d failed, %d refused (on %s)\n", t.passed, t.failed, t.refused, device);
+  if (getenv("LOOM_ONNX_LIMIT_DIV"))
+    printf("onnx under 1/%s: %d passed, %d failed, %d refused by the planner\n",
+           getenv("LOOM_ONNX_LIMIT_DIV"), t.lim_passed, t.lim_failed, t.lim_refused);
   long floor = getenv("LOOM_ONNX_MIN_PASS") ? atol(getenv("LOOM_ONNX_MIN_PASS")) : 0;
   ASSERT_EQ(t.failed, 0);
+  ASSERT_EQ(t.lim_failed, 0);
   ASSERT_EQ(t.unnamed, 0);
   ASSERT_TRUE(t.passed >= floor);
 }
