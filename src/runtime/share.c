@@ -23,36 +23,7 @@
  * A worker that fails marks the run failed: the others take no more work, finish what they
  * run, and are joined; the first error is the run's, with its stage, pieces and device.
  */
-#include <math.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <time.h>
-
-#include "hmm/hmm.h"
-#include "ir/loop_range.h"
-#include "ir/rebuild.h"
-#include "loom/share.h"
-#include "runtime/combine.h"
-#include "runtime/context.h"
-#include "runtime/exec.h"
-#include "runtime/run_admit.h"
-#include "runtime/share_cut.h"
-#include "runtime/stage_history.h"
-#include "sched/sched_impl.h"
-
-#define RANGES_PER_DEVICE_DEFAULT 6
-/* A free worker whose device would finish later waits at most this long before it looks again
- * (a change wakes it sooner). */
-#define DMDA_WAIT_SECONDS 0.05
-/* A range's measured time per piece moves the device's rate this far from the one before (the
- * first sets it): one range, slowed by a neighbour's load, does not decide the rest. */
-#define RATE_WEIGHT 0.5
-/* Sharing chunks a graph to its unchunked peak over this many times the devices: pieces
- * enough that each device gets several ranges of several pieces. */
-#define PIECES_PER_DEVICE 8
+#include "runtime/share_run.h"
 
 void loom_share_options_init(loom_share_options *opts) {
   if (!opts) return;
@@ -69,339 +40,6 @@ void loom_share_stats_deinit(loom_share_stats *stats) {
   memset(stats, 0, sizeof *stats);
 }
 
-/* ---- devices ------------------------------------------------------------------------------ */
-
-/* The limit `limits` gives device id (the smallest of the runners naming it), or `fallback`. */
-static int64_t limit_of(const char *id, const loom_runner *limits, int32_t n_limits, int64_t fallback) {
-  int64_t best = 0;
-  for (int32_t i = 0; limits && i < n_limits; i++)
-    if (strcasecmp(limits[i].device, id) == 0 && limits[i].limit > 0 && (best == 0 || limits[i].limit < best))
-      best = limits[i].limit;
-  return best > 0 ? best : fallback;
-}
-
-static loom_status add_runner(loom_context *ctx, const char *id, const loom_runner *limits, int32_t n_limits,
-                              loom_runner *list, int32_t *n) {
-  int32_t index = -1;
-  loom_device_info info;
-  loom_status s = loom_context_find_device(ctx, id, &index);
-  if (!s) s = loom_context_device_info(ctx, index, &info);
-  if (s) return s;
-  for (int32_t i = 0; i < *n; i++)
-    if (strcasecmp(list[i].device, info.id) == 0)
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "device %s is named twice", info.id);
-  loom_runner *r = &list[(*n)++];
-  memset(r, 0, sizeof *r);
-  snprintf(r->device, sizeof r->device, "%s", info.id);
-  r->limit = limit_of(info.id, limits, n_limits, info.memory_bytes > 0 ? info.memory_bytes : INT64_MAX / 4);
-  return LOOM_OK;
-}
-
-/* A device other than cpu0 that computes on the host's cores (an OpenCL CPU device, PoCL's):
- * beside cpu0 it adds no compute (auto, dmda's ranges and loom_share_plan_runners leave it out). */
-static bool on_host_cores(const loom_device_info *info) {
-  return strcasecmp(info->id, "cpu0") != 0 && info->kind == LOOM_DEVICE_CPU;
-}
-
-/* "auto": cpu0 first, then every other device a backend of this build runs, except OpenCL
- * devices of kind CPU (PoCL's): they compute on the host's cores, which cpu0 already keeps
- * busy, so beside it they only take cores from it (on 2 cores cpu0 with PoCL's two devices ran
- * kNN in twice the time cpu0 alone took), and a plan cut for devices that take no range is
- * cut for nothing. A list that names them runs them, under eager; dmda gives them no range
- * beside cpu0 (worker's host_cores). */
-static loom_status auto_runners(loom_context *ctx, const loom_runner *limits, int32_t n_limits,
-                                loom_runner *list, int32_t *n) {
-  loom_status s = add_runner(ctx, "cpu0", limits, n_limits, list, n);
-  for (int32_t i = 0; !s && i < loom_context_device_count(ctx); i++) {
-    loom_device_info info;
-    const loom__exec_device *dev;
-    if (loom_context_device_info(ctx, i, &info) || strcasecmp(info.id, "cpu0") == 0 || on_host_cores(&info))
-      continue;
-    if (loom__context_exec_device(ctx, info.id, &dev) == LOOM_OK)
-      s = add_runner(ctx, info.id, limits, n_limits, list, n);
-  }
-  return s;
-}
-
-static loom_status list_runners(loom_context *ctx, const char *devices, const loom_runner *limits,
-                                int32_t n_limits, loom_runner *list, int32_t *n) {
-  const char *p = devices;
-  while (*p) {
-    size_t len = strcspn(p, ",");
-    char id[32];
-    if (len == 0 || len >= sizeof id)
-      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "devices '%s': an empty or overlong id at column %d",
-                         devices, (int)(p - devices) + 1);
-    snprintf(id, sizeof id, "%.*s", (int)len, p);
-    const loom__exec_device *dev;
-    loom_status s = loom__context_exec_device(ctx, id, &dev);
-    if (!s) s = add_runner(ctx, id, limits, n_limits, list, n);
-    if (s) return s;
-    p += len + (p[len] == ',');
-  }
-  return LOOM_OK;
-}
-
-loom_status loom_share_runners(loom_context *ctx, const char *devices, const loom_runner *limits,
-                               int32_t n_limits, loom_runner **out_runners, int32_t *out_count) {
-  if (out_runners) *out_runners = NULL;
-  if (out_count) *out_count = 0;
-  if (!ctx || !out_runners || !out_count)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_share_runners: NULL argument");
-  if (!devices) devices = "auto";
-  int32_t cap = loom_context_device_count(ctx) + 1, n = 0;
-  loom_runner *list = malloc(sizeof *list * (size_t)cap);
-  if (!list) return loom__oom("the devices' runners");
-  loom_status s = strcmp(devices, "auto") == 0 ? auto_runners(ctx, limits, n_limits, list, &n)
-                  : *devices                   ? list_runners(ctx, devices, limits, n_limits, list, &n)
-                             : loom__error(LOOM_ERR_INVALID_ARGUMENT, "devices: an empty list");
-  if (s) {
-    loom__error_prefix("devices '%s': ", devices);
-    free(list);
-    return s;
-  }
-  *out_runners = list;
-  *out_count = n;
-  return LOOM_OK;
-}
-
-/* ---- planning for several devices ------------------------------------------------------------ */
-
-/* Whether device `id` computes on the host's cores beside cpu0. */
-static loom_status computes_on_host_cores(loom_context *ctx, const char *id, bool *out) {
-  int32_t index = 0;
-  loom_device_info info;
-  loom_status s = loom_context_find_device(ctx, id, &index);
-  if (!s) s = loom_context_device_info(ctx, index, &info);
-  if (!s) *out = on_host_cores(&info);
-  return s;
-}
-
-loom_status loom_share_plan_runners(loom_context *ctx, const loom_runner *runners, int32_t n,
-                                    loom_sched_policy policy, loom_runner *out, int32_t *out_count,
-                                    char *left_out, size_t left_out_size) {
-  if (left_out && left_out_size) left_out[0] = '\0';
-  if (out_count) *out_count = 0;
-  if (!ctx || !runners || !out || !out_count || n < 1 || (left_out && !left_out_size))
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_share_plan_runners: NULL argument or no runners");
-  bool drop = policy == LOOM_SCHED_DMDA && strcasecmp(runners[0].device, "cpu0") == 0;
-  size_t at = 0;
-  for (int32_t i = 0; i < n; i++) {
-    bool host = false;
-    loom_status s = drop ? computes_on_host_cores(ctx, runners[i].device, &host) : LOOM_OK;
-    if (s) return s;
-    if (!host) {
-      out[(*out_count)++] = runners[i];
-      continue;
-    }
-    if (left_out && at < left_out_size)
-      at += (size_t)snprintf(left_out + at, left_out_size - at, "%s%s", at ? "," : "", runners[i].device);
-  }
-  return LOOM_OK;
-}
-
-static bool has_loop(const loom_graph *g) {
-  for (int32_t i = 0; i < g->n_ops; i++)
-    if (g->ops[i].loop) return true;
-  return false;
-}
-
-/* The estimated peak of g rewritten with neither chunking nor fusion: what the whole space
- * holds, which the pieces divide. */
-static loom_status unchunked_peak(const loom_graph *graph, const loom_optimize_options *opts, int64_t *out) {
-  loom_optimize_options o = *opts;
-  const char **off = loom__malloc(sizeof *off * (size_t)(opts->n_disabled + 1));
-  if (!off) return loom__oom("the rewrites' names");
-  for (int32_t i = 0; i < opts->n_disabled; i++) off[i] = opts->disabled[i];
-  off[opts->n_disabled] = "fuse";
-  o.disabled = off;
-  o.n_disabled = opts->n_disabled + 1;
-  o.limit = 0;
-  o.fused_runs = NULL;
-  loom_graph *g = NULL;
-  loom_estimate e;
-  memset(&e, 0, sizeof e);
-  loom_status s = loom_graph_optimize(graph, &o, &g, NULL);
-  if (!s) s = loom_graph_estimate(g, NULL, &e);
-  if (!s) *out = e.peak_bytes;
-  loom_estimate_deinit(&e);
-  loom_graph_destroy(g);
-  loom__free(off);
-  return s;
-}
-
-/* The graph chunked for sharing: every runner at `limit`, chunk before fuse. */
-static loom_status chunked_for_sharing(const loom_graph *graph, const loom_runner *runners, int32_t n,
-                                       const loom_optimize_options *opts, int64_t limit, loom_graph **out,
-                                       loom_rewrite_report *report) {
-  loom_runner *small = loom__malloc(sizeof *small * (size_t)n);
-  if (!small) return loom__oom("the runners");
-  for (int32_t i = 0; i < n; i++) {
-    small[i] = runners[i];
-    small[i].limit = limit;
-  }
-  loom_optimize_options o = *opts;
-  o.fused_runs = NULL;
-  char note[256] = "";
-  loom_status s = loom_graph_optimize_for_runners(graph, small, n, &o, out, report, note, sizeof note);
-  loom__free(small);
-  if (!s && !has_loop(*out)) {
-    loom_graph_destroy(*out);
-    *out = NULL;
-    return loom__error(LOOM_ERR_UNSUPPORTED, "chunking to %lld bytes made no loop%s%s", (long long)limit,
-                       note[0] ? ": " : "", note);
-  }
-  return s;
-}
-
-loom_status loom_graph_optimize_for_sharing(const loom_graph *graph, const loom_runner *runners,
-                                            int32_t n_runners, const loom_optimize_options *opts,
-                                            loom_graph **out_graph, loom_rewrite_report *report, char *note,
-                                            size_t note_size) {
-  if (note && note_size) note[0] = '\0';
-  if (out_graph) *out_graph = NULL;
-  if (!graph || !out_graph || (n_runners > 0 && !runners))
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_optimize_for_sharing: NULL argument");
-  loom_optimize_options defaults;
-  loom_optimize_options_init(&defaults);
-  if (!opts) opts = &defaults;
-  if (n_runners > 1) {
-    int64_t peak = 0, smallest = INT64_MAX;
-    for (int32_t i = 0; i < n_runners; i++) smallest = LOOM_MIN(smallest, runners[i].limit);
-    loom_rewrite_report mine = {0};
-    loom_status s = unchunked_peak(graph, opts, &peak);
-    /* Fewer, larger pieces where the smallest do not fit (what a piece holds beside its slice,
-     * an operand read whole, may pass the limit of the finest cut). */
-    for (int64_t div = PIECES_PER_DEVICE * (int64_t)n_runners; !s; div /= 4) {
-      int64_t limit = LOOM_MAX(LOOM_MIN(smallest, peak / div), 1);
-      loom_rewrite_report_deinit(&mine);
-      s = chunked_for_sharing(graph, runners, n_runners, opts, limit, out_graph, &mine);
-      if (!s || div < 4 || limit == smallest) break;
-      s = LOOM_OK;
-    }
-    if (!s) {
-      if (report) {
-        loom_rewrite_report_deinit(report);
-        *report = mine;
-      } else {
-        loom_rewrite_report_deinit(&mine);
-      }
-      return LOOM_OK;
-    }
-    loom_rewrite_report_deinit(&mine);
-    if (note && note_size)
-      snprintf(note, note_size, "not chunked for sharing (%s): planned as for one device", loom_last_error());
-  }
-  char inner[256] = "";
-  loom_status s = loom_graph_optimize_for_runners(graph, runners, n_runners, opts, out_graph, report, inner,
-                                                  sizeof inner);
-  if (!s && inner[0] && note && note_size && !note[0]) snprintf(note, note_size, "%s", inner);
-  return s;
-}
-
-/* ---- the run's state ------------------------------------------------------------------------------ */
-
-typedef struct share_run share_run;
-typedef struct shared_loop shared_loop;
-
-/* One device's worker: a host thread feeding the device's in-order queue, for the whole run. */
-typedef struct worker {
-  share_run *run;
-  int32_t index;
-  const loom__exec_device *dev;
-  loom_runner runner;
-  loom_share_device_stats *stats;
-  /* A device other than cpu0 that computes on the host's cores (an OpenCL CPU device, PoCL's):
-   * beside cpu0, which keeps every core busy already, it adds no compute, only takes cores from
-   * cpu0 (on 2 cores cpu0 with PoCL's two devices ran kNN in twice cpu0's time alone), so dmda
-   * gives it no work where cpu0 is one of the run's devices. */
-  bool host_cores;
-  bool is_cpu0;
-  bool busy;         /* running a task */
-  double busy_until; /* when its task is expected done (now where nothing says) */
-  pthread_t thread;
-  bool started;
-} worker;
-
-/* What one device knows of one shared loop. */
-typedef struct lane {
-  double rate;   /* seconds per piece: model, then measured; 0 unknown */
-  bool measured; /* rate comes from its own ranges */
-  bool eligible; /* its limit holds a range, and the policy gives it ranges */
-  int32_t ranges;
-} lane;
-
-/* A loop stage whose pieces the devices share. */
-struct shared_loop {
-  const loom_graph *sg; /* the stage's graph: the loop, beside sources and views */
-  int32_t op, stage;
-  loom_tensor *operands;   /* the loop's, in operand order: the stage's inputs, or made[] */
-  loom_tensor *made;       /* the operands the stage makes (owned) */
-  loom_tensor *params;     /* the stage's inputs on the host: its ins, or read back (read[k]) */
-  bool *read;              /* params[k] was read back from a device's buffer (owned) */
-  int64_t trips, chunk;    /* pieces; pieces per range */
-  int64_t next;            /* the first piece no range has taken */
-  int32_t n_ranges, n_out; /* ranges taken so far */
-  int32_t running;         /* ranges being run */
-  loom__partial *parts;    /* per range taken: its pieces and results (up to trips of them) */
-  loom_tensor *results;    /* trips x n_out: range r's at r * n_out */
-  lane *lanes;             /* per worker */
-};
-
-typedef enum stage_state {
-  STAGE_WAITING, /* for stages it reads from */
-  STAGE_READY,
-  STAGE_BUSY,   /* run whole by a worker, or a loop being opened or combined */
-  STAGE_SHARED, /* a loop whose ranges the workers take */
-  STAGE_DONE,
-} stage_state;
-
-typedef struct stage {
-  int32_t index;
-  loom_stage_info st;
-  stage_state state;
-  int32_t loop_op; /* the loop the devices share; -1: run whole */
-  shared_loop *L;  /* while shared */
-  loom_tensor *ins, *outs;
-  /* per input: the buffer holding it where an earlier stage left it on its device (ins[k] then
-   * gives its type); per output: the buffer a whole stage on a device hands it out in */
-  loom_buffer **in_bufs, **out_bufs;
-  double *seconds;    /* per worker: expected seconds from the models, transfers included; NULL: none */
-  uint64_t footprint; /* of its graph: its measured times in the context's history */
-} stage;
-
-/* A value between stages: a host tensor, the caller's or ours. */
-typedef struct held {
-  loom_tensor t;    /* a host tensor; or, with buf, only the value's type */
-  loom_buffer *buf; /* where a whole stage on a device left it, resident there: the next
-                     * stages read it from there (the memory manager copies it where they
-                     * run, ordered behind the work that made it) */
-  bool owned;
-  bool returned;    /* a graph output: kept to the end */
-  int32_t readers;  /* stages that read it and are not done */
-  int32_t producer; /* the stage making it; -1: a parameter */
-} held;
-
-struct share_run {
-  loom_context *ctx;
-  const loom_share_options *opts;
-  const loom_graph *g; /* the graph cut: the plan's, or the branch cut's reordering */
-  loom_plan *cut;
-  held *vals;
-  worker *workers;
-  int32_t n_workers;
-  bool cpu0_runs; /* cpu0 is one of the devices */
-  loom_share_stats *stats;
-  loom_sched_platform *models; /* every device's model, where each has one; else NULL */
-  stage *stages;
-  int32_t n_stages, n_done;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool failed;
-  loom_status status;
-  char error[1024];
-};
-
 /* Under r->mu: the run fails with the first error only; the workers stop taking work. */
 static void fail(share_run *r, loom_status s, const char *msg) {
   if (!r->failed) {
@@ -413,12 +51,12 @@ static void fail(share_run *r, loom_status s, const char *msg) {
 }
 
 /* Whether w is free, or when it expects to be. */
-static double free_at(const worker *w, double now) {
+double loom__share_free_at(const worker *w, double now) {
   return w->busy ? fmax(now, w->busy_until) : now;
 }
 
 /* Whether a device other than w's is running something. */
-static bool others_busy(const share_run *r, const worker *w) {
+bool loom__share_others_busy(const share_run *r, const worker *w) {
   for (int32_t i = 0; i < r->n_workers; i++)
     if (&r->workers[i] != w && r->workers[i].busy) return true;
   return false;
@@ -454,300 +92,6 @@ static double clock_stop(const worker *w, task_clock *c, bool done) {
   if (!timed) return host;
   w->stats->device_timed++;
   return device;
-}
-
-/* ---- a shared loop ------------------------------------------------------------------------------ */
-
-/* The pieces w's next range would take: a range, or a single piece where dmda does not know
- * w's speed yet (that piece is how it learns it, without a whole range on a device that may
- * prove slow, or slow to start: a first run builds its programs). */
-static int64_t range_pieces(const share_run *r, const shared_loop *L, const lane *ln) {
-  int64_t n = r->opts->policy == LOOM_SCHED_DMDA && ln->rate <= 0 ? 1 : L->chunk;
-  return LOOM_MIN(n, L->trips - L->next);
-}
-
-/* dmda: whether w, free now, should take the loop's next range: whether the loop ends sooner
- * with w running it than with the other devices running every piece left. The others are
- * taken as one pool that works at the sum of their speeds from when each is free (busy with a
- * range or a stage); a device of unknown speed counts for nothing there, and takes a range
- * itself (a single piece: that is how its speed becomes known). So every device helps while
- * there is work enough, however slow, and at the end a slow device leaves the last ranges to
- * a faster one rather than be waited for. */
-static bool dmda_takes(const share_run *r, const shared_loop *L, const worker *w, double now) {
-  const lane *mine = &L->lanes[w->index];
-  if (mine->rate <= 0) return true;
-  double pieces = (double)range_pieces(r, L, mine), left = (double)(L->trips - L->next);
-  double speed = 0, start = 0; /* pieces per second of the others; sum of free time x speed */
-  double single = INFINITY;    /* the soonest one of them would end this range */
-  for (int32_t i = 0; i < r->n_workers; i++) {
-    const worker *e = &r->workers[i];
-    const lane *ln = &L->lanes[i];
-    if (e == w || !ln->eligible || ln->rate <= 0) continue;
-    double at = free_at(e, now);
-    speed += 1 / ln->rate;
-    start += at / ln->rate;
-    single = fmin(single, at + ln->rate * pieces);
-  }
-  if (speed == 0) return true;
-  /* Ranges do not divide: the others cannot end this one sooner than the best of them alone
-   * would. Without that bound, three equal devices each left the last piece to the other two
-   * (who would share it, by the pool's sum of speeds) and all waited. With it, the device that
-   * would end the range soonest always takes it. */
-  double without = fmax((left + start) / speed, single);
-  double with = fmax(now + mine->rate * pieces, (left - pieces + start) / speed);
-  return with <= without;
-}
-
-/* Under r->mu: the next range of L for w (its index), or -1 (no piece left, w not eligible,
- * or dmda leaves it to others). A worker that waited while no other device ran anything takes
- * it: nothing would change by waiting longer (dmda_takes lets the soonest device take; this
- * only guards that). */
-static int32_t claim_range(share_run *r, shared_loop *L, worker *w, bool waited, double now) {
-  lane *ln = &L->lanes[w->index];
-  if (!ln->eligible || L->next >= L->trips) return -1;
-  if (r->opts->policy == LOOM_SCHED_DMDA && !dmda_takes(r, L, w, now) && !(waited && !others_busy(r, w)))
-    return -1;
-  int32_t c = L->n_ranges++;
-  int64_t pieces = range_pieces(r, L, ln);
-  L->parts[c].first = L->next;
-  L->parts[c].last = L->next + pieces;
-  L->parts[c].results = &L->results[(size_t)c * (size_t)L->n_out];
-  L->next += pieces;
-  L->running++;
-  w->busy_until = now + ln->rate * (double)pieces;
-  return c;
-}
-
-/* Runs range c on w's device into its slot of L->results. */
-static loom_status run_range(shared_loop *L, worker *w, int32_t c, int64_t *peak) {
-  loom_graph *rg = NULL;
-  loom_status s = loom__loop_range_graph(L->sg, L->op, L->parts[c].first, L->parts[c].last, &rg);
-  if (s) return s;
-  loom__meter meter = {0};
-  meter.limit = w->runner.limit;
-  loom__exec_options o = {0};
-  o.device = w->dev;
-  double t0 = loom__now();
-  /* Admitted on the device as a plan's stage is, beside other runs' (run_admit.h). */
-  loom__admit_spec admit = {.limit = w->runner.limit};
-  s = loom__execute_admitted(rg, &o, L->operands, &L->results[(size_t)c * (size_t)L->n_out], &meter, &admit);
-  loom__hmm_trace_event(w->dev->memory, "range", w->dev->node, t0);
-  *peak = meter.peak;
-  loom_graph_destroy(rg);
-  return s;
-}
-
-/* Seconds per piece of the loop on each device from the models (loom-bench calibrate), where
- * every device has one; else they stay unknown. */
-static void model_rates(const share_run *r, shared_loop *L) {
-  loom_sched_task work = {0};
-  if (!r->models || loom_sched_op_work(L->sg, L->op, work.size, work.kernels) != LOOM_OK) return;
-  for (int32_t i = 0; i < r->n_workers; i++) {
-    const loom_sched_device *sd = loom_sched_platform_device(
-        r->models, loom_sched_platform_find(r->models, r->workers[i].runner.device));
-    double t = sd ? loom__sched_task_time(&work, &sd->model) : 0;
-    if (isfinite(t) && t > 0) L->lanes[i].rate = t / (double)L->trips;
-  }
-}
-
-/* Which devices a range fits: its estimate within the device's limit (under dmda, beside
- * cpu0, not the devices on the host's cores). Errors: OUT_OF_MEMORY when none. */
-static loom_status choose_devices(const share_run *r, shared_loop *L) {
-  loom_graph *rg = NULL;
-  loom_estimate e;
-  memset(&e, 0, sizeof e);
-  loom_status s = loom__loop_range_graph(L->sg, L->op, 0, LOOM_MIN(L->chunk, L->trips), &rg);
-  if (!s) s = loom_graph_estimate(rg, NULL, &e);
-  int64_t need = e.peak_bytes;
-  loom_estimate_deinit(&e);
-  loom_graph_destroy(rg);
-  if (s) return s;
-  int32_t n = 0;
-  char limits[512] = "";
-  size_t at = 0;
-  bool cpu0 = false;
-  for (int32_t i = 0; i < r->n_workers; i++)
-    cpu0 |= r->workers[i].is_cpu0 && need <= r->workers[i].runner.limit;
-  for (int32_t i = 0; i < r->n_workers; i++) {
-    const worker *w = &r->workers[i];
-    L->lanes[i].eligible =
-        need <= w->runner.limit && !(r->opts->policy == LOOM_SCHED_DMDA && cpu0 && w->host_cores);
-    n += L->lanes[i].eligible;
-    char b[32];
-    if (at < sizeof limits)
-      at += (size_t)snprintf(limits + at, sizeof limits - at, "%s%s %s", i ? ", " : "", w->runner.device,
-                             loom_bytes_format(w->runner.limit, b, sizeof b));
-  }
-  if (n == 0) {
-    char b[32];
-    return loom__error(
-        LOOM_ERR_OUT_OF_MEMORY,
-        "stage %d (a loop of %lld pieces): a range of %lld pieces needs %s, more than any device's "
-        "limit (%s)",
-        (int)L->stage, (long long)L->trips, (long long)L->chunk, loom_bytes_format(need, b, sizeof b),
-        limits);
-  }
-  return LOOM_OK;
-}
-
-/* Combines the ranges' results into the stage's outputs (the loop's results the stage gives). */
-static loom_status combine_stage(shared_loop *L, loom_tensor *outs) {
-  const loom__op *op = &L->sg->ops[L->op];
-  loom_tensor louts[LOOM_LOOP_MAX_RESULTS];
-  memset(louts, 0, sizeof louts);
-  loom_status s = LOOM_OK;
-  for (int32_t j = 0; !s && j < L->n_out; j++)
-    s = loom__tensor_init_unzeroed(&louts[j], &L->sg->values[op->outputs[j]].type);
-  if (!s) s = loom__combine_partials(L->sg, L->op, L->parts, L->n_ranges, louts);
-  bool taken[LOOM_LOOP_MAX_RESULTS] = {false};
-  for (int32_t k = 0; !s && k < L->sg->n_outputs; k++) {
-    int32_t j = 0;
-    while (j < L->n_out && op->outputs[j] != L->sg->outputs[k]) j++;
-    if (j == L->n_out) {
-      s = loom__error(LOOM_ERR_INTERNAL, "stage %d returns a value its loop does not make", (int)L->stage);
-    } else if (!taken[j]) {
-      outs[k] = louts[j];
-      memset(&louts[j], 0, sizeof louts[j]);
-      taken[j] = true;
-    } else {
-      s = loom__tensor_init_unzeroed(&outs[k], &louts[j].type);
-      int64_t bytes = 0;
-      loom_type_bytes(&outs[k].type, &bytes);
-      if (!s && bytes > 0) {
-        for (int32_t q = 0; q < k; q++)
-          if (L->sg->outputs[q] == L->sg->outputs[k]) memcpy(outs[k].data, outs[q].data, (size_t)bytes);
-      }
-    }
-  }
-  for (int32_t j = 0; j < L->n_out; j++) loom_tensor_deinit(&louts[j]);
-  return s;
-}
-
-/* A loop's operand that its stage makes rather than reads: a constant, fill or iota, or a view
- * of a parameter (a reshape), which the split places beside the loop (kernel_mv's scalar 0.5
- * and its norms' reshape). They are made on the host for the ranges, at most this many bytes
- * each; a larger one would be copied whole to every device: that loop is not shared. */
-#define MADE_OPERAND_MAX_BYTES (16 << 20)
-
-/* Whether stage graph sg is one loop (what the cuts make) beside sources and views only,
- * whose operands are sg's parameters or made by those (MADE_OPERAND_MAX_BYTES); *op is that
- * loop. */
-static bool lone_loop(const loom_graph *sg, int32_t *op) {
-  int32_t loop = -1;
-  for (int32_t i = 0; sg && i < sg->n_ops; i++) {
-    if (sg->ops[i].loop && loop >= 0) return false;
-    if (sg->ops[i].loop)
-      loop = i;
-    else if (!loom__op_is_light(sg->ops[i].kind))
-      return false;
-  }
-  if (loop < 0) return false;
-  for (int32_t i = 0; i < sg->ops[loop].n_inputs; i++) {
-    const loom__value *v = &sg->values[sg->ops[loop].inputs[i]];
-    int64_t bytes = 0;
-    loom_type_bytes(&v->type, &bytes);
-    if (v->op >= 0 && bytes > MADE_OPERAND_MAX_BYTES) return false;
-  }
-  *op = loop;
-  return true;
-}
-
-/* The loop's operands that sg makes (made[i] for operand i; the others untouched): sg without
- * its loop, returning them, run on cpu0 from sg's parameters `ins`. */
-static loom_status make_operands(loom_context *ctx, const loom_graph *sg, int32_t loop,
-                                 const loom_tensor *ins, loom_tensor *made) {
-  const loom__op *o = &sg->ops[loop];
-  loom_value want[64];
-  int32_t which[64], n = 0;
-  for (int32_t i = 0; i < o->n_inputs; i++)
-    if (sg->values[o->inputs[i]].op >= 0) {
-      if (n == LOOM_ARRAY_SIZE(want))
-        return loom__error(LOOM_ERR_UNSUPPORTED, "a shared loop with over 64 operands its stage makes");
-      which[n++] = i;
-    }
-  if (n == 0) return LOOM_OK;
-  loom__rebuild rb;
-  memset(&rb, 0, sizeof rb);
-  loom_status s = loom__rebuild_init(&rb, sg);
-  for (int32_t i = 0; !s && i < sg->n_ops; i++)
-    if (i != loop) s = loom__rebuild_copy(&rb, i);
-  for (int32_t k = 0; !s && k < n; k++) want[k] = loom__rebuild_get(&rb, o->inputs[which[k]]);
-  if (!s) s = loom_graph_return(rb.dst, want, n);
-  loom_tensor outs[64];
-  if (!s) s = loom_graph_run_on_device(ctx, "cpu0", rb.dst, ins, sg->n_params, outs, n, NULL);
-  for (int32_t k = 0; !s && k < n; k++) made[which[k]] = outs[k];
-  loom__rebuild_deinit(&rb);
-  if (s) loom__error_prefix("the operands a shared loop's stage makes: ");
-  return s;
-}
-
-static void loop_free(shared_loop *L) {
-  if (!L) return;
-  for (size_t k = 0; L->results && k < (size_t)L->n_ranges * (size_t)L->n_out; k++)
-    loom_tensor_deinit(&L->results[k]);
-  loom__free(L->results);
-  loom__free(L->parts);
-  for (int32_t i = 0; L->made && i < L->sg->ops[L->op].n_inputs; i++) loom_tensor_deinit(&L->made[i]);
-  for (int32_t k = 0; L->read && k < L->sg->n_params; k++)
-    if (L->read[k]) loom_tensor_deinit(&L->params[k]);
-  loom__free(L->params);
-  loom__free(L->read);
-  loom__free(L->operands);
-  loom__free(L->lanes);
-  loom__free(L);
-}
-
-/* Opens loop stage st for sharing: its ranges, the operands it makes, the devices a range fits
- * and their rates from the models. Runs outside r->mu (it reads only what no worker changes). */
-static loom_status loop_open(share_run *r, stage *st, shared_loop **out) {
-  const loom_graph *sg = st->st.graph;
-  const loom__op *o = &sg->ops[st->loop_op];
-  shared_loop *L = loom__calloc(1, sizeof *L);
-  if (!L) return loom__oom("a shared loop");
-  L->sg = sg;
-  L->op = st->loop_op;
-  L->stage = st->index;
-  L->trips = loom__loop_trips(o->loop);
-  L->n_out = o->n_outputs;
-  int64_t want = (int64_t)r->opts->ranges_per_device * r->n_workers;
-  L->chunk = LOOM_MAX((L->trips + want - 1) / want, 1);
-  L->operands = loom__calloc((size_t)LOOM_MAX(o->n_inputs, 1) * 2, sizeof *L->operands);
-  L->made = L->operands ? L->operands + LOOM_MAX(o->n_inputs, 1) : NULL;
-  L->results = loom__calloc((size_t)L->trips * (size_t)L->n_out, sizeof *L->results);
-  L->parts = loom__calloc((size_t)L->trips, sizeof *L->parts);
-  L->lanes = loom__calloc((size_t)r->n_workers, sizeof *L->lanes);
-  L->params = loom__calloc((size_t)LOOM_MAX(sg->n_params, 1), sizeof *L->params);
-  L->read = loom__calloc((size_t)LOOM_MAX(sg->n_params, 1), sizeof *L->read);
-  loom_status s = L->operands && L->results && L->parts && L->lanes && L->params && L->read
-                      ? LOOM_OK
-                      : loom__oom("a shared loop's ranges");
-  /* The ranges read the loop's operands from the host: a value a device stage left there is
-   * read back once. */
-  for (int32_t k = 0; !s && k < sg->n_params; k++) {
-    int64_t bytes = 0;
-    if (!st->in_bufs[k]) {
-      L->params[k] = st->ins[k];
-      continue;
-    }
-    s = loom__tensor_init_unzeroed(&L->params[k], &st->ins[k].type);
-    L->read[k] = !s;
-    if (!s) s = loom_type_bytes(&st->ins[k].type, &bytes);
-    if (!s && bytes > 0) s = loom_buffer_read(st->in_bufs[k], 0, L->params[k].data, bytes);
-    if (s) loom__error_prefix("stage %d: reading its input %d back: ", (int)st->index, (int)k);
-  }
-  if (!s) s = make_operands(r->ctx, sg, L->op, L->params, L->made);
-  for (int32_t i = 0; !s && i < o->n_inputs; i++) {
-    const loom__value *v = &sg->values[o->inputs[i]];
-    L->operands[i] = v->op >= 0 ? L->made[i] : L->params[v->result];
-  }
-  if (!s) s = choose_devices(r, L);
-  if (!s && r->opts->policy == LOOM_SCHED_DMDA) model_rates(r, L);
-  if (s) {
-    loop_free(L);
-    return s;
-  }
-  *out = L;
-  return LOOM_OK;
 }
 
 /* ---- stages ------------------------------------------------------------------------------------ */
@@ -791,7 +135,7 @@ static bool takes_stage(const share_run *r, const worker *w, const stage *st, do
     double theirs = 0;
     if (e == w || !stage_eligible(r, e, st)) continue;
     known = expected_seconds(r, st, i, &theirs);
-    if (known && free_at(e, now) + theirs < now + mine) return false;
+    if (known && loom__share_free_at(e, now) + theirs < now + mine) return false;
   }
   if (known) return true;
   for (int32_t i = 0; i < w->index; i++)
@@ -919,7 +263,7 @@ static bool next_task(share_run *r, worker *w, bool waited, task *t) {
   }
   for (int32_t i = 0; i < r->n_stages; i++) {
     stage *st = &r->stages[i];
-    int32_t c = st->state == STAGE_SHARED ? claim_range(r, st->L, w, waited, now) : -1;
+    int32_t c = st->state == STAGE_SHARED ? loom__share_claim_range(r, st->L, w, waited, now) : -1;
     if (c >= 0) {
       *t = (task){TASK_RANGE, st, c};
       return true;
@@ -936,7 +280,7 @@ static void do_range(share_run *r, worker *w, task *t) {
   pthread_mutex_unlock(&r->mu);
   task_clock clock;
   clock_start(w, &clock);
-  loom_status s = run_range(L, w, t->range, &peak);
+  loom_status s = loom__share_run_range(L, w, t->range, &peak);
   double took = clock_stop(w, &clock, s == LOOM_OK);
   char msg[sizeof r->error];
   if (s)
@@ -964,7 +308,7 @@ static void do_range(share_run *r, worker *w, task *t) {
   if (L->next < L->trips || L->running > 0 || r->failed) return;
   t->st->state = STAGE_BUSY;
   pthread_mutex_unlock(&r->mu);
-  s = combine_stage(L, t->st->outs);
+  s = loom__share_combine_stage(L, t->st->outs);
   if (s)
     snprintf(msg, sizeof msg, "stage %d (a loop of %lld pieces): %s", (int)L->stage, (long long)L->trips,
              loom_last_error());
@@ -980,7 +324,7 @@ static void do_range(share_run *r, worker *w, task *t) {
   t->st->L = NULL;
   stage_done(r, t->st);
   pthread_mutex_unlock(&r->mu);
-  loop_free(L);
+  loom__share_loop_free(L);
   pthread_mutex_lock(&r->mu);
 }
 
@@ -996,7 +340,7 @@ static void do_task(share_run *r, worker *w, task *t) {
   } else if (t->kind == TASK_OPEN) {
     shared_loop *L = NULL;
     pthread_mutex_unlock(&r->mu);
-    s = loop_open(r, st, &L);
+    s = loom__share_loop_open(r, st, &L);
     if (s) snprintf(msg, sizeof msg, "%s", loom_last_error());
     pthread_mutex_lock(&r->mu);
     if (s) {
@@ -1169,7 +513,7 @@ static loom_status run_init(share_run *r, const loom_graph *plan_graph, const lo
     for (int32_t k = 0; k < st->st.n_inputs; k++) r->vals[st->st.inputs[k]].readers++;
     for (int32_t k = 0; k < st->st.n_outputs; k++) r->vals[st->st.outputs[k]].producer = i;
     int32_t op = -1;
-    if (r->n_workers > 1 && lone_loop(st->st.graph, &op)) st->loop_op = op;
+    if (r->n_workers > 1 && loom__share_lone_loop(st->st.graph, &op)) st->loop_op = op;
     if (!st->st.graph) {
       st->state = STAGE_DONE;
       r->n_done++;
@@ -1183,7 +527,7 @@ static loom_status run_init(share_run *r, const loom_graph *plan_graph, const lo
 
 static void run_deinit(share_run *r) {
   for (int32_t i = 0; r->stages && i < r->n_stages; i++) {
-    loop_free(r->stages[i].L);
+    loom__share_loop_free(r->stages[i].L);
     if (r->stages[i].ins) outs_release(&r->stages[i]);
     loom__free(r->stages[i].ins);
     loom__free(r->stages[i].seconds);
@@ -1257,7 +601,7 @@ static loom_status workers_init(share_run *r, const loom_runner *runners, int32_
     if (!s) s = loom_context_device_info(r->ctx, index, &info);
     if (s) return s;
     w->is_cpu0 = strcasecmp(info.id, "cpu0") == 0;
-    w->host_cores = on_host_cores(&info);
+    w->host_cores = loom__share_on_host_cores(&info);
     r->cpu0_runs |= w->is_cpu0;
     if (at < sizeof list) at += (size_t)snprintf(list + at, sizeof list - at, i ? ",%s" : "%s", info.id);
     loom_mem_node_stats ms;
