@@ -57,6 +57,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "ir/ir.h"
 #include "ir/lex.h"
 
@@ -155,9 +156,7 @@ static loom_status tok_name(parser *p, const token *t, const char **out) {
 }
 
 static uint64_t hash_text(const char *s, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-  return h;
+  return loom__fnv1a(LOOM__FNV1A_INIT, s, n);
 }
 
 /* The slot of name t: where it is, or the empty slot where it would go. */

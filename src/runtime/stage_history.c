@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "core/json.h"
 #include "ir/ir.h"
 #include "runtime/context.h"
@@ -16,11 +17,8 @@
 /* A time moves the kept one this far (the first sets it): as the shared runner's rates. */
 #define HISTORY_WEIGHT 0.5
 
-/* FNV-1a over bytes. */
 static uint64_t mix(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
+  return loom__fnv1a(h, data, n);
 }
 
 static uint64_t mix_i64(uint64_t h, int64_t v) {
@@ -54,7 +52,7 @@ static uint64_t mix_attrs(uint64_t h, const loom_attrs *a) {
 }
 
 uint64_t loom__graph_footprint(const loom_graph *g) {
-  uint64_t h = 14695981039346656037ull;
+  uint64_t h = LOOM__FNV1A_INIT;
   if (!g) return h;
   h = mix_i64(h, g->n_params);
   for (int32_t p = 0; p < g->n_params; p++) h = mix_type(h, &g->values[g->params[p]].type);
