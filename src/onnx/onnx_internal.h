@@ -101,6 +101,11 @@ loom_status loom__onnx_refuse(loom__onnx *c, const char *fmt, ...) LOOM_PRINTF(2
 /* The same with INVALID_ARGUMENT: what the model gets wrong. */
 loom_status loom__onnx_invalid(loom__onnx *c, const char *fmt, ...) LOOM_PRINTF(2, 3);
 
+/* Rewrites this thread's message with each control character (a newline in a name read from
+ * the file) as '?', so that it stays one line, and starting with "<path>: " where it does not
+ * yet; returns status. */
+loom_status loom__onnx_one_line(loom_status status, const char *path);
+
 /* Attributes of the node being lowered. */
 const Onnx__AttributeProto *loom__onnx_attr(const Onnx__NodeProto *n, const char *name);
 int64_t loom__onnx_attr_i(const Onnx__NodeProto *n, const char *name, int64_t def);

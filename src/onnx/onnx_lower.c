@@ -222,3 +222,14 @@ loom_status loom__onnx_axis(loom__onnx *c, int64_t axis, int32_t rank, int32_t *
   *out = (int32_t)(axis < 0 ? axis + rank : axis);
   return LOOM_OK;
 }
+
+loom_status loom__onnx_one_line(loom_status status, const char *path) {
+  char msg[2048];
+  size_t n = strlen(path);
+  const char *last = loom_last_error();
+  bool named = !strncmp(last, path, n) && last[n] == ':';
+  snprintf(msg, sizeof msg, "%s%s%s", named ? "" : path, named ? "" : ": ", last);
+  for (char *p = msg; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+  return loom__error(status, "%s", msg);
+}

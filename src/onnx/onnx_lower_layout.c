@@ -361,7 +361,9 @@ static loom_status lower_range(loom__onnx *c, const Onnx__NodeProto *n, int64_t 
   double f[3];
   for (int32_t i = 0; i < 3; i++) {
     v[i] = loom__onnx_in(c, i);
-    if (!v[i] || !v[i]->host) return loom__onnx_refuse(c, "input %d must be known when the model is read", i);
+    if (!v[i] || !v[i]->host)
+      return loom__onnx_refuse(c, "input %d ('%s') must be known when the model is read", i,
+                               v[i] ? v[i]->name : "");
     switch (v[i]->type.dtype) {
       case LOOM_F32:
         f[i] = ((const float *)v[i]->host)[0];

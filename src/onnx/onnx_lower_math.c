@@ -16,9 +16,22 @@ static loom_status lower_unary(loom__onnx *c, const Onnx__NodeProto *n, int64_t 
   return loom__onnx_out(c, 0, loom_unary(G, (loom_op)op, IN(0)));
 }
 
+/* Before opset 7, B broadcast against A only with broadcast=1, its dims placed from `axis`
+ * (default: the trailing ones, as NumPy): B is reshaped to A's rank to say so. */
+static loom_value legacy_broadcast(loom__onnx *c, const Onnx__NodeProto *n, loom_value a, loom_value b) {
+  const loom_type at = *loom__onnx_type(c, a), bt = *loom__onnx_type(c, b);
+  int64_t axis = loom__onnx_attr_i(n, "axis", at.rank - bt.rank), dims[LOOM_MAX_RANK];
+  if (!loom__onnx_attr(n, "axis") || axis < 0 || axis + bt.rank > at.rank) return b;
+  for (int32_t i = 0; i < at.rank; i++) dims[i] = i >= axis && i < axis + bt.rank ? bt.dims[i - axis] : 1;
+  return loom_reshape(G, b, at.rank, dims);
+}
+
 static loom_status lower_binary(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
-  if (c->opset < 7 && loom__onnx_attr_i(n, "broadcast", 0)) return loom__onnx_refuse(c, "legacy broadcast");
-  return loom__onnx_out(c, 0, loom_binary(G, (loom_op)op, IN(0), IN(1)));
+  if (c->opset >= 7 && (loom__onnx_attr(n, "broadcast") || loom__onnx_attr(n, "axis")))
+    return loom__onnx_refuse(c, "attributes broadcast and axis (dropped in opset 7)");
+  loom_value a = IN(0), b = IN(1);
+  if (c->opset < 7 && loom__onnx_attr_i(n, "broadcast", 0)) b = legacy_broadcast(c, n, a, b);
+  return loom__onnx_out(c, 0, loom_binary(G, (loom_op)op, a, b));
 }
 
 /* Max, Min, Sum, Mean: a fold of any number of inputs. */
@@ -322,7 +335,7 @@ static loom_status known_number(loom__onnx *c, int32_t k, double *out) {
   int64_t n = 0;
   if (v) loom_type_elements(&v->type, &n);
   if (!v || !v->host || n != 1)
-    return loom__onnx_refuse(c, "input %d must be one number known when the model is read", k);
+    return loom__onnx_refuse(c, "input %d must be one number (it must be known when the model is read)", k);
   switch (v->type.dtype) {
     case LOOM_F32:
       *out = ((const float *)v->host)[0];
@@ -394,12 +407,12 @@ const loom__onnx_op loom__onnx_ops_math[] = {
     {"Tanh", lower_unary, LOOM_OP_TANH, ""}, {"Sigmoid", lower_unary, LOOM_OP_SIGMOID, ""},
     {"Relu", lower_unary, LOOM_OP_RELU, ""}, {"Floor", lower_unary, LOOM_OP_FLOOR, ""},
     {"Ceil", lower_unary, LOOM_OP_CEIL, ""}, {"Not", lower_unary, LOOM_OP_NOT, ""},
-    {"Add", lower_binary, LOOM_OP_ADD, ""}, {"Sub", lower_binary, LOOM_OP_SUB, ""},
-    {"Mul", lower_binary, LOOM_OP_MUL, ""}, {"Div", lower_binary, LOOM_OP_DIV, ""},
-    {"Pow", lower_pow, 0, ""}, {"Equal", lower_binary, LOOM_OP_EQ, ""},
-    {"Less", lower_binary, LOOM_OP_LT, ""}, {"LessOrEqual", lower_binary, LOOM_OP_LE, ""},
-    {"Greater", lower_binary, LOOM_OP_GT, ""}, {"GreaterOrEqual", lower_binary, LOOM_OP_GE, ""},
-    {"And", lower_binary, LOOM_OP_AND, ""}, {"Or", lower_binary, LOOM_OP_OR, ""},
+    {"Add", lower_binary, LOOM_OP_ADD, "axis,broadcast"}, {"Sub", lower_binary, LOOM_OP_SUB, "axis,broadcast"},
+    {"Mul", lower_binary, LOOM_OP_MUL, "axis,broadcast"}, {"Div", lower_binary, LOOM_OP_DIV, "axis,broadcast"},
+    {"Pow", lower_pow, 0, ""}, {"Equal", lower_binary, LOOM_OP_EQ, "axis,broadcast"},
+    {"Less", lower_binary, LOOM_OP_LT, "axis,broadcast"}, {"LessOrEqual", lower_binary, LOOM_OP_LE, ""},
+    {"Greater", lower_binary, LOOM_OP_GT, "axis,broadcast"}, {"GreaterOrEqual", lower_binary, LOOM_OP_GE, ""},
+    {"And", lower_binary, LOOM_OP_AND, "axis,broadcast"}, {"Or", lower_binary, LOOM_OP_OR, "axis,broadcast"},
     {"Xor", lower_xor, 0, ""}, {"Where", lower_where, 0, ""},
     {"Max", lower_variadic, LOOM_OP_MAXIMUM, ""}, {"Min", lower_variadic, LOOM_OP_MINIMUM, ""},
     {"Sum", lower_variadic, LOOM_OP_ADD, ""}, {"Mean", lower_variadic, LOOM_OP_REDUCE_MEAN, ""},

@@ -68,8 +68,9 @@ typedef struct window {
   int64_t pb[MAX_SPATIAL], pe[MAX_SPATIAL], out[MAX_SPATIAL];
 } window;
 
+/* `transposed`: ConvTranspose's, whose pads crop its output: no output size is computed. */
 static loom_status window_of(loom__onnx *c, const Onnx__NodeProto *n, const loom_type *x, const int64_t *k,
-                             bool ceil_mode, window *w) {
+                             bool ceil_mode, bool transposed, window *w) {
   memset(w, 0, sizeof *w);
   w->ns = x->rank - 2;
   if (w->ns < 1 || w->ns > MAX_SPATIAL)
@@ -103,6 +104,7 @@ static loom_status window_of(loom__onnx *c, const Onnx__NodeProto *n, const loom
     } else if (valid) {
       w->pb[i] = w->pe[i] = 0;
     }
+    if (transposed) continue;
     int64_t room = w->in[i] + w->pb[i] + w->pe[i] - span;
     if (room < 0) return loom__onnx_invalid(c, "the kernel is larger than the padded input");
     w->out[i] = (ceil_mode ? (room + w->stride[i] - 1) / w->stride[i] : room / w->stride[i]) + 1;
@@ -119,7 +121,7 @@ static loom_status lower_conv(loom__onnx *c, const Onnx__NodeProto *n, int64_t o
   if (xt->rank != wtt->rank || xt->rank < 3)
     return loom__onnx_invalid(c, "X and W ranks differ or are below 3");
   window w;
-  loom_status s = window_of(c, n, xt, wtt->dims + 2, false, &w);
+  loom_status s = window_of(c, n, xt, wtt->dims + 2, false, false, &w);
   if (s) return s;
   int64_t pad[MAX_SPATIAL];
   for (int32_t i = 0; i < w.ns; i++) {
@@ -131,6 +133,91 @@ static loom_status lower_conv(loom__onnx *c, const Onnx__NodeProto *n, int64_t o
   if (loom__onnx_in(c, 2)) {
     int64_t dims[2 + MAX_SPATIAL] = {1, TY(y)->dims[1], 1, 1, 1};
     y = BIN(ADD, y, loom_reshape(G, IN(2), 2 + w.ns, dims));
+  }
+  return loom__onnx_out(c, 0, y);
+}
+
+/* x with s - 1 zeros between neighbours along axis (a transposed convolution's input). */
+static loom_value spread(loom__onnx *c, loom_value x, int32_t axis, int64_t s) {
+  if (s == 1) return x;
+  const loom_type t = *TY(x);
+  int64_t dims[LOOM_MAX_RANK], lo[LOOM_MAX_RANK] = {0}, hi[LOOM_MAX_RANK];
+  for (int32_t i = 0, j = 0; i <= t.rank; i++) dims[i] = i == axis + 1 ? 1 : t.dims[j++];
+  loom_value parts[2] = {loom_reshape(G, x, t.rank + 1, dims), LOOM_VALUE_NONE};
+  loom_type zt = t;
+  zt.rank = t.rank + 1;
+  memcpy(zt.dims, dims, sizeof dims);
+  zt.dims[axis + 1] = s - 1;
+  parts[1] = loom_fill(G, &zt, 0);
+  loom_value y = loom_concat(G, parts, 2, axis + 1);
+  for (int32_t i = 0; i < t.rank; i++) dims[i] = t.dims[i], hi[i] = t.dims[i];
+  dims[axis] = t.dims[axis] * s;
+  hi[axis] = (t.dims[axis] - 1) * s + 1;
+  return loom_slice(G, loom_reshape(G, y, t.rank, dims), t.rank, lo, hi, NULL);
+}
+
+/* w reversed along axis, one slice per element. */
+static loom_value reversed(loom__onnx *c, loom_value w, int32_t axis) {
+  const loom_type t = *TY(w);
+  int64_t lo[LOOM_MAX_RANK] = {0}, hi[LOOM_MAX_RANK];
+  loom_value parts[16];
+  if (t.dims[axis] > 16) return LOOM_VALUE_NONE;
+  if (t.dims[axis] == 1) return w;
+  for (int32_t i = 0; i < t.rank; i++) hi[i] = t.dims[i];
+  for (int64_t k = 0; k < t.dims[axis]; k++) {
+    lo[axis] = t.dims[axis] - 1 - k;
+    hi[axis] = lo[axis] + 1;
+    parts[k] = loom_slice(G, w, t.rank, lo, hi, NULL);
+  }
+  return loom_concat(G, parts, (int32_t)t.dims[axis], axis);
+}
+
+/* ConvTranspose as the convolution it is the gradient of: the input spread by the strides,
+ * padded by (k - 1) dilation less the pads (output_padding at the end), convolved at stride 1
+ * with the kernel reversed and its channel axes swapped per group. */
+static loom_status lower_conv_transpose(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0), w = IN(1);
+  const loom_type xt = *TY(x), wt = *TY(w);
+  if (loom__onnx_attr(n, "output_shape")) return loom__onnx_refuse(c, "output_shape");
+  if (!loom__onnx_attr_s_is(n, "auto_pad", "NOTSET", true) &&
+      !loom__onnx_attr_s_is(n, "auto_pad", "VALID", false))
+    return loom__onnx_refuse(c, "this auto_pad");
+  if (xt.rank != wt.rank || xt.rank < 3) return loom__onnx_invalid(c, "X and W ranks differ or are below 3");
+  window win;
+  loom_status s = window_of(c, n, &xt, wt.dims + 2, false, true, &win);
+  if (s) return s;
+  int64_t g = loom__onnx_attr_i(n, "group", 1), outpad[MAX_SPATIAL] = {0}, ones[MAX_SPATIAL] = {1, 1, 1};
+  int32_t npad = loom__onnx_attr_ints(n, "output_padding", outpad, MAX_SPATIAL);
+  (void)npad;
+  if (g < 1 || wt.dims[0] % g) return loom__onnx_invalid(c, "group does not divide W's first axis");
+  for (int32_t i = 0; i < win.ns; i++) {
+    x = spread(c, x, 2 + i, win.stride[i]);
+    int64_t span = (win.k[i] - 1) * win.dil[i], before = span - win.pb[i],
+            after = span - win.pe[i] + outpad[i];
+    const loom_type t = *TY(x);
+    int64_t lo[LOOM_MAX_RANK] = {0}, hi[LOOM_MAX_RANK];
+    for (int32_t j = 0; j < t.rank; j++) hi[j] = t.dims[j];
+    lo[2 + i] = before < 0 ? -before : 0;
+    hi[2 + i] = after < 0 ? t.dims[2 + i] + after : t.dims[2 + i];
+    if (before < 0 || after < 0) x = loom_slice(G, x, t.rank, lo, hi, NULL);
+    x = pad_with(c, x, 2 + i, LOOM_MAX(before, 0), LOOM_MAX(after, 0), 0.0);
+  }
+  /* W [C_in, C_out/g, k...] -> [g, C_in/g, C_out/g, k...] -> [g, C_out/g, C_in/g, k...]. */
+  int64_t d5[LOOM_MAX_RANK], perm[LOOM_MAX_RANK], d4[LOOM_MAX_RANK];
+  int32_t r = wt.rank;
+  d5[0] = g, d5[1] = wt.dims[0] / g, d5[2] = wt.dims[1];
+  perm[0] = 0, perm[1] = 2, perm[2] = 1;
+  for (int32_t i = 2; i < r; i++) d5[i + 1] = wt.dims[i], perm[i + 1] = i + 1;
+  d4[0] = g * wt.dims[1], d4[1] = wt.dims[0] / g;
+  for (int32_t i = 2; i < r; i++) d4[i] = wt.dims[i];
+  w = loom_reshape(G, loom_transpose(G, loom_reshape(G, w, r + 1, d5), r + 1, perm), r, d4);
+  for (int32_t i = 0; i < win.ns && w.id >= 0; i++) w = reversed(c, w, 2 + i);
+  if (w.id < 0 && !G->error) return loom__onnx_refuse(c, "a kernel longer than 16");
+  int64_t zero[MAX_SPATIAL] = {0};
+  loom_value y = loom_conv(G, x, w, ones, zero, win.dil, g);
+  if (loom__onnx_in(c, 2)) {
+    int64_t dims[2 + MAX_SPATIAL] = {1, TY(y)->dims[1], 1, 1, 1};
+    y = BIN(ADD, y, loom_reshape(G, IN(2), 2 + win.ns, dims));
   }
   return loom__onnx_out(c, 0, y);
 }
@@ -190,7 +277,7 @@ static loom_status lower_pool(loom__onnx *c, const Onnx__NodeProto *n, int64_t i
   if (is_max && n->n_output > 1 && n->output[1][0]) return loom__onnx_refuse(c, "the Indices output");
   if (loom__onnx_attr_i(n, "storage_order", 0)) return loom__onnx_refuse(c, "storage_order=1");
   window w;
-  loom_status s = window_of(c, n, &xt, k, loom__onnx_attr_i(n, "ceil_mode", 0) != 0, &w);
+  loom_status s = window_of(c, n, &xt, k, loom__onnx_attr_i(n, "ceil_mode", 0) != 0, false, &w);
   if (s) return s;
   if (!is_max && !loom_dtype_is_float(xt.dtype)) return loom__onnx_refuse(c, "an average pool of integers");
   double fill = is_max ? lowest(xt.dtype) : 0.0;
@@ -302,6 +389,8 @@ static loom_status lower_layernorm(loom__onnx *c, const Onnx__NodeProto *n, int6
 const loom__onnx_op loom__onnx_ops_nn[] = {
     {"MatMul", lower_matmul, 0, ""}, {"Gemm", lower_gemm, 0, "alpha,beta,transA,transB,broadcast"},
     {"Conv", lower_conv, 0, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"ConvTranspose", lower_conv_transpose, 0,
+     "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},
     {"MaxPool", lower_pool, 1, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
     {"AveragePool", lower_pool, 0, "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides"},
     {"GlobalMaxPool", lower_global_pool, 1, ""}, {"GlobalAveragePool", lower_global_pool, 0, ""},

@@ -312,7 +312,7 @@ loom_status loom_graph_from_onnx_bytes(const void *data, size_t size, const char
   onnx__model_proto__free_unpacked(m, &loom__onnx_allocator);
   if (s) {
     loom_graph_destroy(c.g);
-    return s;
+    return loom__onnx_one_line(s, path);
   }
   *out_graph = c.g;
   return LOOM_OK;

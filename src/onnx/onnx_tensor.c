@@ -264,5 +264,5 @@ loom_status loom_tensor_load_onnx_pb(const char *path, loom_tensor *out, char **
   }
   loom__free(data);
   onnx__tensor_proto__free_unpacked(t, &loom__onnx_allocator);
-  return s;
+  return s ? loom__onnx_one_line(s, path) : s;
 }

@@ -123,8 +123,16 @@ static bool outputs_equal(const loom_tensor *got, const loom_tensor *want, int32
   return true;
 }
 
-/* Reads the model with the data set's input types, and with `bind`, the values of its
- * integer inputs too (those fix shapes: Reshape's shape, a reduction's axes). */
+/* The inputs given as values where a model needs them to fix its shapes: integer tensors
+ * (Reshape's shape, a reduction's axes) and single numbers (Range's bounds, OneHot's depth). */
+static bool bindable(const loom_tensor *t) {
+  int64_t n = 0;
+  loom_type_elements(&t->type, &n);
+  return t->type.dtype == LOOM_I64 || t->type.dtype == LOOM_I32 || n == 1;
+}
+
+/* Reads the model with the data set's input types, and with `bind`, the values of the inputs
+ * that fix shapes (bindable) too. */
 static loom_status read_model(const char *model, const tensor_set *in, bool bind, loom_graph **out) {
   const char *names[MAX_TENSORS], *vnames[MAX_TENSORS];
   loom_type types[MAX_TENSORS];
@@ -132,8 +140,7 @@ static loom_status read_model(const char *model, const tensor_set *in, bool bind
   int32_t nv = 0;
   for (int32_t i = 0; i < in->n; i++) {
     names[i] = in->name[i], types[i] = in->t[i].type;
-    if (bind && (in->t[i].type.dtype == LOOM_I64 || in->t[i].type.dtype == LOOM_I32))
-      vnames[nv] = in->name[i], values[nv++] = in->t[i];
+    if (bind && bindable(&in->t[i])) vnames[nv] = in->name[i], values[nv++] = in->t[i];
   }
   loom_onnx_options opt;
   loom_onnx_options_init(&opt);
@@ -209,8 +216,7 @@ static onnx_outcome run_set(loom_context *ctx, const char *device, const loom_gr
   loom_tensor args[MAX_TENSORS], got[MAX_TENSORS];
   int32_t n_args = 0, n_out = loom_graph_output_count(g);
   for (int32_t i = 0; i < in->n; i++)
-    if (!bind || (in->t[i].type.dtype != LOOM_I64 && in->t[i].type.dtype != LOOM_I32))
-      args[n_args++] = in->t[i];
+    if (!bind || !bindable(&in->t[i])) args[n_args++] = in->t[i];
   memset(got, 0, sizeof got);
   if (n_args != loom_graph_param_count(g) || n_out != want->n || n_out > MAX_TENSORS) {
     snprintf(why, size, "%d inputs and %d outputs in the data, %d and %d in the graph", n_args, want->n,
