@@ -3,6 +3,7 @@
  * synchronize. */
 #include <string.h>
 
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_kernels.h"
 
 void loom__dview_to_host(const loom__dview *in, loom__view *out) {
@@ -14,6 +15,8 @@ void loom__dview_to_host(const loom__dview *in, loom__view *out) {
 
 static loom_status cpu_run(void *dev, const loom__op_call *c) {
   (void)dev;
+  loom_status bad = loom__cpu_isa_check(); /* a misspelt LOOM_CPU_ISA is named, not ignored */
+  if (bad) return bad;
   loom__view in_views[8], out_views[2];
   int32_t n_in = c->op->n_inputs, n_out = c->op->n_outputs;
   /* Kernels read only the views of the op's operands and results; the ones left over are

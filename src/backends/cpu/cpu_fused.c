@@ -51,6 +51,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_vmath.h"
 #include "ir/pattern.h"
@@ -62,9 +63,9 @@
 
 /* glibc's <math.h> declares libmvec's variants only under -ffast-math, whose finite-math and
  * reassociation would break NaN propagation and the unfused results: declare them here. The
- * kernels are cloned per x86-64 level, so each clone calls the variant of its width
- * (_ZGVeN16v_expf with AVX-512, _ZGVdN8v_expf with AVX2, _ZGVbN4v_expf with SSE2), picked
- * once at load time. */
+ * kernels are compiled once per x86-64 level (ISA_VARIANTS below), so each variant calls the
+ * libmvec function of its width (_ZGVeN16v_expf with AVX-512, _ZGVdN8v_expf with AVX2,
+ * _ZGVbN4v_expf with SSE2). */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__GLIBC__)
 #if defined(__clang__) /* clang has no `simd` attribute: its loops call the scalar functions */
 #define VECMATH
@@ -83,22 +84,59 @@ VECMATH extern double sin(double);
 VECMATH extern double cos(double);
 VECMATH extern double tanh(double);
 VECMATH extern double pow(double, double);
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+
+/* Each kernel's body (KERNEL name_body) is inlined into one function per x86-64 level, each
+ * compiled for its level by a target attribute, and `name` picks one per call by
+ * loom__cpu_isa_level (cpu_isa.h): the CPU's best unless LOOM_CPU_ISA lowers it, so a machine
+ * with AVX-512 can run, and test, the AVX2 and baseline code that other machines run. (GCC's
+ * target_clones did this with ifunc resolvers, which run at load time, before any setting can
+ * be read; they also crashed ThreadSanitizer builds, which now keep every variant.) */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KERNEL static inline __attribute__((always_inline))
+#define ISA_VARIANTS(ret, name, params, args)                                        \
+  __attribute__((target("arch=x86-64-v4"))) static ret name##_v4 params {            \
+    return name##_body args;                                                         \
+  }                                                                                  \
+  __attribute__((target("arch=x86-64-v3"))) static ret name##_v3 params {            \
+    return name##_body args;                                                         \
+  }                                                                                  \
+  static ret name##_v1 params {                                                      \
+    return name##_body args;                                                         \
+  }                                                                                  \
+  static ret name params {                                                           \
+    int isa_ = loom__cpu_isa_level();                                                \
+    return isa_ >= 4 ? name##_v4 args : isa_ >= 3 ? name##_v3 args : name##_v1 args; \
+  }
+#define ISA_VARIANTS_VOID(ret, name, params, args)                         \
+  __attribute__((target("arch=x86-64-v4"))) static void name##_v4 params { \
+    name##_body args;                                                      \
+  }                                                                        \
+  __attribute__((target("arch=x86-64-v3"))) static void name##_v3 params { \
+    name##_body args;                                                      \
+  }                                                                        \
+  static void name##_v1 params {                                           \
+    name##_body args;                                                      \
+  }                                                                        \
+  static void name params {                                                \
+    int isa_ = loom__cpu_isa_level();                                      \
+    if (isa_ >= 4)                                                         \
+      name##_v4 args;                                                      \
+    else if (isa_ >= 3)                                                    \
+      name##_v3 args;                                                      \
+    else                                                                   \
+      name##_v1 args;                                                      \
+  }
 #else
-#define CLONES
-#endif
-/* The clones' ifunc resolvers run while the dynamic linker relocates, before ThreadSanitizer
- * is set up; instrumented, they crash at load. A TSan build keeps one (default) kernel. */
-#if defined(__SANITIZE_THREAD__)
-#define LOOM_NO_CLONES 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LOOM_NO_CLONES 1
-#endif
-#endif
-#ifdef LOOM_NO_CLONES
-#undef CLONES
-#define CLONES
+#define KERNEL static inline
+#define ISA_VARIANTS(ret, name, params, args) \
+  static ret name params {                    \
+    return name##_body args;                  \
+  }
+#define ISA_VARIANTS_VOID(ret, name, params, args) \
+  static void name params {                        \
+    name##_body args;                              \
+  }
 #endif
 
 /* Block length along the last axis: a dozen f32 buffers of FB elements fill about half of a
@@ -622,7 +660,7 @@ static void find_kernel_sum(const loom_graph *body, plan *P, const int32_t *uses
   P->ks_lo = lo;
   P->ks_aff = aff;
 #ifdef LOOM_KS_AVX512
-  P->ks_avx512 = !loom__cpu_ks_portable && __builtin_cpu_supports("avx512f");
+  P->ks_avx512 = !loom__cpu_ks_portable && loom__cpu_isa_level() >= 4;
 #endif
 }
 
@@ -887,7 +925,7 @@ static inline void *slot(const work *w, int32_t s) {
 /* ---- leaves ---------------------------------------------------------------------------------- */
 
 /* Copies n elements of a leaf at stride s into a buffer of its kind. */
-CLONES static void pack(const char *base, loom_dtype dt, int64_t off, int64_t s, int64_t n, void *dst) {
+KERNEL void pack_body(const char *base, loom_dtype dt, int64_t off, int64_t s, int64_t n, void *dst) {
   switch (dt) {
     case LOOM_F32: {
       const float *x = (const float *)base + off;
@@ -912,6 +950,8 @@ CLONES static void pack(const char *base, loom_dtype dt, int64_t off, int64_t s,
     for (int64_t j = 0; j < n; j++) o[j] = load_scalar(base, dt, off + j * s).i;
   }
 }
+ISA_VARIANTS_VOID(void, pack, (const char *base, loom_dtype dt, int64_t off, int64_t s, int64_t n, void *dst),
+                  (base, dt, off, s, n, dst))
 
 static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
   for (int32_t l = 0; l < P->n_leaves; l++) {
@@ -999,106 +1039,112 @@ static void load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n) {
   } while (0)
 
 /* T: float or double; F: the libm suffix (f or nothing). */
-#define DEF_FLOAT_KERNELS(T, F)                                                                    \
-  CLONES static bool unary_##T(loom_op op, void *o, const void *a, const tfm *tf, int64_t n) {     \
-    TF_FROM(T, tf)                                                                                 \
-    switch (op) {                                                                                  \
-      case LOOM_OP_NEG:                                                                            \
-        UN_LOOP(T, T, -x);                                                                         \
-        return true;                                                                               \
-      case LOOM_OP_ABS:                                                                            \
-        UN_LOOP(T, T, fabs##F(x));                                                                 \
-        return true;                                                                               \
-      case LOOM_OP_SIGN:                                                                           \
-        UN_LOOP(T, T, SIGN_F(x));                                                                  \
-        return true;                                                                               \
-      case LOOM_OP_EXP:                                                                            \
-        UN_LOOP(T, T, exp##F(x));                                                                  \
-        return true;                                                                               \
-      case LOOM_OP_LOG:                                                                            \
-        UN_LOOP(T, T, log##F(x));                                                                  \
-        return true;                                                                               \
-      case LOOM_OP_SQRT:                                                                           \
-        UN_LOOP(T, T, sqrt##F(x));                                                                 \
-        return true;                                                                               \
-      case LOOM_OP_RSQRT:                                                                          \
-        UN_LOOP(T, T, (T)1 / sqrt##F(x));                                                          \
-        return true;                                                                               \
-      case LOOM_OP_SIN:                                                                            \
-        UN_LOOP(T, T, sin##F(x));                                                                  \
-        return true;                                                                               \
-      case LOOM_OP_COS:                                                                            \
-        UN_LOOP(T, T, cos##F(x));                                                                  \
-        return true;                                                                               \
-      case LOOM_OP_TANH:                                                                           \
-        UN_LOOP(T, T, tanh##F(x));                                                                 \
-        return true;                                                                               \
-      case LOOM_OP_SIGMOID:                                                                        \
-        UN_LOOP(T, T, (T)1 / ((T)1 + exp##F(-x)));                                                 \
-        return true;                                                                               \
-      case LOOM_OP_RELU:                                                                           \
-        UN_LOOP(T, T, RELU_F(x));                                                                  \
-        return true;                                                                               \
-      case LOOM_OP_FLOOR:                                                                          \
-        UN_LOOP(T, T, floor##F(x));                                                                \
-        return true;                                                                               \
-      case LOOM_OP_CEIL:                                                                           \
-        UN_LOOP(T, T, ceil##F(x));                                                                 \
-        return true;                                                                               \
-      case LOOM_OP_SQUARE:                                                                         \
-        UN_LOOP(T, T, x *x);                                                                       \
-        return true;                                                                               \
-      default:                                                                                     \
-        return false;                                                                              \
-    }                                                                                              \
-  }                                                                                                \
-  CLONES static bool binary_##T(loom_op op, void *o, const void *a, int sa, const void *b, int sb, \
-                                const tfm *tf, int64_t n) {                                        \
-    TF_FROM(T, tf)                                                                                 \
-    switch (op) {                                                                                  \
-      case LOOM_OP_ADD:                                                                            \
-        BIN_LOOP(T, T, x + y);                                                                     \
-        return true;                                                                               \
-      case LOOM_OP_SUB:                                                                            \
-        BIN_LOOP(T, T, x - y);                                                                     \
-        return true;                                                                               \
-      case LOOM_OP_MUL:                                                                            \
-        BIN_LOOP(T, T, x *y);                                                                      \
-        return true;                                                                               \
-      case LOOM_OP_DIV:                                                                            \
-        BIN_LOOP(T, T, x / y);                                                                     \
-        return true;                                                                               \
-      case LOOM_OP_POW:                                                                            \
-        BIN_LOOP(T, T, pow##F(x, y));                                                              \
-        return true;                                                                               \
-      case LOOM_OP_MAXIMUM:                                                                        \
-        BIN_LOOP(T, T, MAX_F(x, y));                                                               \
-        return true;                                                                               \
-      case LOOM_OP_MINIMUM:                                                                        \
-        BIN_LOOP(T, T, MIN_F(x, y));                                                               \
-        return true;                                                                               \
-      case LOOM_OP_EQ:                                                                             \
-        BIN_LOOP(int64_t, T, x == y);                                                              \
-        return true;                                                                               \
-      case LOOM_OP_NE:                                                                             \
-        BIN_LOOP(int64_t, T, x != y);                                                              \
-        return true;                                                                               \
-      case LOOM_OP_LT:                                                                             \
-        BIN_LOOP(int64_t, T, x < y);                                                               \
-        return true;                                                                               \
-      case LOOM_OP_LE:                                                                             \
-        BIN_LOOP(int64_t, T, x <= y);                                                              \
-        return true;                                                                               \
-      case LOOM_OP_GT:                                                                             \
-        BIN_LOOP(int64_t, T, x > y);                                                               \
-        return true;                                                                               \
-      case LOOM_OP_GE:                                                                             \
-        BIN_LOOP(int64_t, T, x >= y);                                                              \
-        return true;                                                                               \
-      default:                                                                                     \
-        return false;                                                                              \
-    }                                                                                              \
-  }
+#define DEF_FLOAT_KERNELS(T, F)                                                                      \
+  KERNEL bool unary_##T##_body(loom_op op, void *o, const void *a, const tfm *tf, int64_t n) {       \
+    TF_FROM(T, tf)                                                                                   \
+    switch (op) {                                                                                    \
+      case LOOM_OP_NEG:                                                                              \
+        UN_LOOP(T, T, -x);                                                                           \
+        return true;                                                                                 \
+      case LOOM_OP_ABS:                                                                              \
+        UN_LOOP(T, T, fabs##F(x));                                                                   \
+        return true;                                                                                 \
+      case LOOM_OP_SIGN:                                                                             \
+        UN_LOOP(T, T, SIGN_F(x));                                                                    \
+        return true;                                                                                 \
+      case LOOM_OP_EXP:                                                                              \
+        UN_LOOP(T, T, exp##F(x));                                                                    \
+        return true;                                                                                 \
+      case LOOM_OP_LOG:                                                                              \
+        UN_LOOP(T, T, log##F(x));                                                                    \
+        return true;                                                                                 \
+      case LOOM_OP_SQRT:                                                                             \
+        UN_LOOP(T, T, sqrt##F(x));                                                                   \
+        return true;                                                                                 \
+      case LOOM_OP_RSQRT:                                                                            \
+        UN_LOOP(T, T, (T)1 / sqrt##F(x));                                                            \
+        return true;                                                                                 \
+      case LOOM_OP_SIN:                                                                              \
+        UN_LOOP(T, T, sin##F(x));                                                                    \
+        return true;                                                                                 \
+      case LOOM_OP_COS:                                                                              \
+        UN_LOOP(T, T, cos##F(x));                                                                    \
+        return true;                                                                                 \
+      case LOOM_OP_TANH:                                                                             \
+        UN_LOOP(T, T, tanh##F(x));                                                                   \
+        return true;                                                                                 \
+      case LOOM_OP_SIGMOID:                                                                          \
+        UN_LOOP(T, T, (T)1 / ((T)1 + exp##F(-x)));                                                   \
+        return true;                                                                                 \
+      case LOOM_OP_RELU:                                                                             \
+        UN_LOOP(T, T, RELU_F(x));                                                                    \
+        return true;                                                                                 \
+      case LOOM_OP_FLOOR:                                                                            \
+        UN_LOOP(T, T, floor##F(x));                                                                  \
+        return true;                                                                                 \
+      case LOOM_OP_CEIL:                                                                             \
+        UN_LOOP(T, T, ceil##F(x));                                                                   \
+        return true;                                                                                 \
+      case LOOM_OP_SQUARE:                                                                           \
+        UN_LOOP(T, T, x *x);                                                                         \
+        return true;                                                                                 \
+      default:                                                                                       \
+        return false;                                                                                \
+    }                                                                                                \
+  }                                                                                                  \
+  ISA_VARIANTS(bool, unary_##T, (loom_op op, void *o, const void *a, const tfm *tf, int64_t n),      \
+               (op, o, a, tf, n))                                                                    \
+  KERNEL bool binary_##T##_body(loom_op op, void *o, const void *a, int sa, const void *b, int sb,   \
+                                const tfm *tf, int64_t n) {                                          \
+    TF_FROM(T, tf)                                                                                   \
+    switch (op) {                                                                                    \
+      case LOOM_OP_ADD:                                                                              \
+        BIN_LOOP(T, T, x + y);                                                                       \
+        return true;                                                                                 \
+      case LOOM_OP_SUB:                                                                              \
+        BIN_LOOP(T, T, x - y);                                                                       \
+        return true;                                                                                 \
+      case LOOM_OP_MUL:                                                                              \
+        BIN_LOOP(T, T, x *y);                                                                        \
+        return true;                                                                                 \
+      case LOOM_OP_DIV:                                                                              \
+        BIN_LOOP(T, T, x / y);                                                                       \
+        return true;                                                                                 \
+      case LOOM_OP_POW:                                                                              \
+        BIN_LOOP(T, T, pow##F(x, y));                                                                \
+        return true;                                                                                 \
+      case LOOM_OP_MAXIMUM:                                                                          \
+        BIN_LOOP(T, T, MAX_F(x, y));                                                                 \
+        return true;                                                                                 \
+      case LOOM_OP_MINIMUM:                                                                          \
+        BIN_LOOP(T, T, MIN_F(x, y));                                                                 \
+        return true;                                                                                 \
+      case LOOM_OP_EQ:                                                                               \
+        BIN_LOOP(int64_t, T, x == y);                                                                \
+        return true;                                                                                 \
+      case LOOM_OP_NE:                                                                               \
+        BIN_LOOP(int64_t, T, x != y);                                                                \
+        return true;                                                                                 \
+      case LOOM_OP_LT:                                                                               \
+        BIN_LOOP(int64_t, T, x < y);                                                                 \
+        return true;                                                                                 \
+      case LOOM_OP_LE:                                                                               \
+        BIN_LOOP(int64_t, T, x <= y);                                                                \
+        return true;                                                                                 \
+      case LOOM_OP_GT:                                                                               \
+        BIN_LOOP(int64_t, T, x > y);                                                                 \
+        return true;                                                                                 \
+      case LOOM_OP_GE:                                                                               \
+        BIN_LOOP(int64_t, T, x >= y);                                                                \
+        return true;                                                                                 \
+      default:                                                                                       \
+        return false;                                                                                \
+    }                                                                                                \
+  }                                                                                                  \
+  ISA_VARIANTS(                                                                                      \
+      bool, binary_##T,                                                                              \
+      (loom_op op, void *o, const void *a, int sa, const void *b, int sb, const tfm *tf, int64_t n), \
+      (op, o, a, sa, b, sb, tf, n))
 /* clang-format off */
 DEF_FLOAT_KERNELS(float, f)
 DEF_FLOAT_KERNELS(double, )
@@ -1125,7 +1171,7 @@ static inline int64_t ipow(int64_t base, int64_t exp) {
 
 /* Integers and bool, held in int64 and wrapped to their dtype afterwards (u8 is never
  * negative there, so the signed forms give its results too). */
-CLONES static bool unary_int(loom_op op, loom_dtype dt, void *o, const void *a, int64_t n) {
+KERNEL bool unary_int_body(loom_op op, loom_dtype dt, void *o, const void *a, int64_t n) {
   TF_NONE
   bool uns = dt == LOOM_U8;
   switch (op) {
@@ -1159,9 +1205,11 @@ CLONES static bool unary_int(loom_op op, loom_dtype dt, void *o, const void *a, 
       return false;
   }
 }
+ISA_VARIANTS(bool, unary_int, (loom_op op, loom_dtype dt, void *o, const void *a, int64_t n),
+             (op, dt, o, a, n))
 
-CLONES static bool binary_int(loom_op op, loom_dtype dt, void *o, const void *a, int sa, const void *b,
-                              int sb, int64_t n) {
+KERNEL bool binary_int_body(loom_op op, loom_dtype dt, void *o, const void *a, int sa, const void *b, int sb,
+                            int64_t n) {
   TF_NONE
   bool arith = dt != LOOM_BOOL;
   switch (op) {
@@ -1214,6 +1262,9 @@ CLONES static bool binary_int(loom_op op, loom_dtype dt, void *o, const void *a,
       return false;
   }
 }
+ISA_VARIANTS(bool, binary_int,
+             (loom_op op, loom_dtype dt, void *o, const void *a, int sa, const void *b, int sb, int64_t n),
+             (op, dt, o, a, sa, b, sb, n))
 
 /* Truncates toward zero and saturates to [lo, hi]; NaN gives 0 (cpu_elementwise.c's cast). */
 static int64_t f64_to_int(double v, int64_t lo, int64_t hi) {
@@ -1243,7 +1294,7 @@ static void int_range(loom_dtype dt, int64_t *lo, int64_t *hi) {
   }
 }
 
-CLONES static void cast_block(kind from, loom_dtype to, void *o, const void *a, int64_t n) {
+KERNEL void cast_block_body(kind from, loom_dtype to, void *o, const void *a, int64_t n) {
   TF_NONE
   kind tk = kind_of(to);
   if (from == K_F32 && tk == K_F32)
@@ -1273,9 +1324,11 @@ CLONES static void cast_block(kind from, loom_dtype to, void *o, const void *a, 
       UN_LOOP(int64_t, double, f64_to_int(x, lo, hi));
   }
 }
+ISA_VARIANTS_VOID(void, cast_block, (kind from, loom_dtype to, void *o, const void *a, int64_t n),
+                  (from, to, o, a, n))
 
-CLONES static void select_block(kind k, void *o, const int64_t *c, int sc, const void *a, int sa,
-                                const void *b, int sb, int64_t n) {
+KERNEL void select_block_body(kind k, void *o, const int64_t *c, int sc, const void *a, int sa, const void *b,
+                              int sb, int64_t n) {
   if (k == K_F32) {
     float *restrict o_ = o;
     const float *a_ = a, *b_ = b;
@@ -1286,6 +1339,10 @@ CLONES static void select_block(kind k, void *o, const int64_t *c, int sc, const
     for (int64_t j = 0; j < n; j++) o_[j] = c[sc ? j : 0] ? a_[sa ? j : 0] : b_[sb ? j : 0];
   }
 }
+ISA_VARIANTS_VOID(void, select_block,
+                  (kind k, void *o, const int64_t *c, int sc, const void *a, int sa, const void *b, int sb,
+                   int64_t n),
+                  (k, o, c, sc, a, sa, b, sb, n))
 
 /* Rounds a block to its dtype, as the unfused kernel's store does. */
 static void normalize_block(loom_dtype dt, void *o, int64_t n) {
@@ -1339,7 +1396,7 @@ static void normalize_block(loom_dtype dt, void *o, int64_t n) {
     w->ptr[io] = o;                                                                                          \
   } while (0)
 
-CLONES static void dot_block(const plan *P, work *w, const loom__op *op, const int64_t *idx, int64_t n) {
+KERNEL void dot_block_body(const plan *P, work *w, const loom__op *op, const int64_t *idx, int64_t n) {
   int32_t ia = op->inputs[0], ib = op->inputs[1], io = op->outputs[0];
   const fvalue *A = &P->v[ia], *B = &P->v[ib], *O = &P->v[io];
   int64_t k = P->g->values[ia].type.dims[1];
@@ -1372,6 +1429,9 @@ CLONES static void dot_block(const plan *P, work *w, const loom__op *op, const i
 #undef DT
   }
 }
+ISA_VARIANTS_VOID(void, dot_block,
+                  (const plan *P, work *w, const loom__op *op, const int64_t *idx, int64_t n),
+                  (P, w, op, idx, n))
 
 /* An f32 dot's k rows of b for the block (packed once while the columns stay) and a's k
  * coefficients for the row. */
@@ -1420,9 +1480,9 @@ static void dot_rows_f32(const plan *P, work *w, const loom__op *op, const int64
     }                                                           \
   } while (0)
 
-CLONES static void dot3_epilogue(loom_op op, float *restrict o, const float *const *bp, const float *av,
-                                 tfm tdot, bool left, const float *restrict ou, bool ov, tfm tother,
-                                 int64_t n) {
+KERNEL void dot3_epilogue_body(loom_op op, float *restrict o, const float *const *bp, const float *av,
+                               tfm tdot, bool left, const float *restrict ou, bool ov, tfm tother,
+                               int64_t n) {
   const float *restrict b0 = bp[0], *restrict b1 = bp[1], *restrict b2 = bp[2];
   const float a0 = av[0], a1 = av[1], a2 = av[2];
   const bool td = tdot.on, to = tother.on;
@@ -1448,6 +1508,10 @@ CLONES static void dot3_epilogue(loom_op op, float *restrict o, const float *con
       break;
   }
 }
+ISA_VARIANTS_VOID(void, dot3_epilogue,
+                  (loom_op op, float *restrict o, const float *const *bp, const float *av, tfm tdot,
+                   bool left, const float *restrict ou, bool ov, tfm tother, int64_t n),
+                  (op, o, bp, av, tdot, left, ou, ov, tother, n))
 
 /* Binary op c whose one operand is a dot (find_dot_epilogues), over the block. */
 static void dot_epilogue(const plan *P, work *w, const loom__op *c, const int64_t *idx, int64_t n) {
@@ -1847,7 +1911,7 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
     _Pragma("omp simd reduction(+ : s)") for (int l = 0; l < 16; l++) s += q[l];              \
     return s;                                                                                 \
   }                                                                                           \
-  CLONES static double sum_##T(const T *restrict x, int64_t n) {                              \
+  KERNEL double sum_##T##_body(const T *restrict x, int64_t n) {                              \
     T acc[SUM_LANES] = {0};                                                                   \
     int64_t j = 0;                                                                            \
     for (; j + SUM_LANES <= n; j += SUM_LANES) {                                              \
@@ -1857,7 +1921,8 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
     for (; j < n; j++) s += x[j];                                                             \
     return s;                                                                                 \
   }                                                                                           \
-  CLONES static double sum_prod_##T(const T *restrict x, const T *restrict y, int64_t n) {    \
+  ISA_VARIANTS(double, sum_##T, (const T *restrict x, int64_t n), (x, n))                     \
+  KERNEL double sum_prod_##T##_body(const T *restrict x, const T *restrict y, int64_t n) {    \
     T acc[SUM_LANES] = {0};                                                                   \
     int64_t j = 0;                                                                            \
     for (; j + SUM_LANES <= n; j += SUM_LANES) {                                              \
@@ -1869,14 +1934,15 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
     double s = fold_lanes_##T(acc);                                                           \
     for (; j < n; j++) s += (T)(x[j] * y[j]);                                                 \
     return s;                                                                                 \
-  }
+  }                                                                                           \
+  ISA_VARIANTS(double, sum_prod_##T, (const T *restrict x, const T *restrict y, int64_t n), (x, y, n))
 /* sum of exp(x[j] (transformed by t) ) * y[j]: the exp, the product and the sum of a
  * Gaussian kernel product in one pass, each rounded to T as the unfused ops store them. */
 /* One vector of lanes: the vector ABI's call clobbers every vector register, so more
  * accumulators would only be spilled around each call to the exp. */
 #define EXP_LANES 16
 #define DEF_SUM_EXP(T, F)                                                                                    \
-  CLONES static double sum_exp_prod_##T(const T *restrict x, const tfm *t, const T *restrict y, int64_t n) { \
+  KERNEL double sum_exp_prod_##T##_body(const T *restrict x, const tfm *t, const T *restrict y, int64_t n) { \
     T acc[EXP_LANES] = {0};                                                                                  \
     const bool ta_ = t && t->on;                                                                             \
     const T ma_ = ta_ ? (T)t->m : 1, aa_ = ta_ ? (T)t->a : 0;                                                \
@@ -1895,7 +1961,9 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
       s += (T)(e * y[j]);                                                                                    \
     }                                                                                                        \
     return s;                                                                                                \
-  }
+  }                                                                                                          \
+  ISA_VARIANTS(double, sum_exp_prod_##T,                                                                     \
+               (const T *restrict x, const tfm *t, const T *restrict y, int64_t n), (x, t, y, n))
 DEF_SUMS(float)
 DEF_SUMS(double)
 DEF_SUM_EXP(float, f)
@@ -2025,14 +2093,17 @@ __attribute__((target("avx512f"))) static double kernel_sum_avx512(const float *
 
 bool loom__cpu_ks_portable = false, loom__cpu_ks_taken = false;
 
-CLONES static double kernel_sum_f32(const float *const *bp, const float *av, float a1, const float *u,
-                                    float su, bool sub, float lo, float me, float ae, const float *b,
-                                    int64_t n) {
+KERNEL double kernel_sum_f32_body(const float *const *bp, const float *av, float a1, const float *u, float su,
+                                  bool sub, float lo, float me, float ae, const float *b, int64_t n) {
   KS_DISPATCH(ks_loop);
 }
+ISA_VARIANTS(double, kernel_sum_f32,
+             (const float *const *bp, const float *av, float a1, const float *u, float su, bool sub, float lo,
+              float me, float ae, const float *b, int64_t n),
+             (bp, av, a1, u, su, sub, lo, me, ae, b, n))
 
-CLONES static void fold_row(const plan *P, lane *L, entry *h, const void *xp, const void *y, const tfm *tf,
-                            int64_t n, int64_t j0) {
+KERNEL void fold_row_body(const plan *P, lane *L, entry *h, const void *xp, const void *y, const tfm *tf,
+                          int64_t n, int64_t j0) {
   if (P->fkind == K_F32) ROW_REDUCE(float);
   if (P->fkind == K_F64) ROW_REDUCE(double);
   if ((P->fin == F_ARGMAX || P->fin == F_ARGMIN) && P->fkind != K_I64) {
@@ -2040,9 +2111,13 @@ CLONES static void fold_row(const plan *P, lane *L, entry *h, const void *xp, co
   }
   for (int64_t j = 0; j < n; j++) fold_one(P, L, h, widen(P->fkind, xp, j), j0 + j);
 }
+ISA_VARIANTS_VOID(void, fold_row,
+                  (const plan *P, lane *L, entry *h, const void *xp, const void *y, const tfm *tf, int64_t n,
+                   int64_t j0),
+                  (P, L, h, xp, y, tf, n, j0))
 
 /* Element j of the block into lane j; i is the index along the reduced axis. */
-CLONES static void fold_cols(const plan *P, state *st, const void *xp, int64_t n, int64_t i) {
+KERNEL void fold_cols_body(const plan *P, state *st, const void *xp, int64_t n, int64_t i) {
   if (P->fin == F_SUM && P->fkind == K_F32) {
     const float *x = xp;
     for (int64_t j = 0; j < n; j++) st->lanes[j].v.d += x[j];
@@ -2051,6 +2126,8 @@ CLONES static void fold_cols(const plan *P, state *st, const void *xp, int64_t n
   for (int64_t j = 0; j < n; j++)
     fold_one(P, &st->lanes[j], st->heap ? st->heap + j * P->k : NULL, widen(P->fkind, xp, j), i);
 }
+ISA_VARIANTS_VOID(void, fold_cols, (const plan *P, state *st, const void *xp, int64_t n, int64_t i),
+                  (P, st, xp, n, i))
 
 /* Merges src's lanes into dst's (a thread's partial after the threads before it). */
 static void state_merge(const plan *P, state *dst, const state *src) {
