@@ -190,7 +190,7 @@ static loom_status try_root(driver *d, const loom__match_ctx *m, const loom__rul
                             loom_rewrite_report *report, bool *applied) {
   char detail[256];
   for (int32_t variant = 0; variant < 8; variant++) {
-    memset(d->match, 0, rule->match_size);
+    if (!rule->find_clears) memset(d->match, 0, rule->match_size);
     detail[0] = '\0';
     if (!rule->find(m, op, variant, d->match, detail, sizeof detail)) return LOOM_OK;
     loom_graph *next = NULL;

@@ -74,6 +74,10 @@ typedef struct loom__rule {
   /* NULL: an application is always kept. Else whether to keep it, given the estimated peaks
    * of the graph before and after it. */
   bool (*keep)(const void *match, int64_t peak_before, int64_t peak_after);
+  /* True: find clears what it uses of the match record itself, once the op passed its first
+   * checks, so the driver does not clear the whole record before every op (reorder's records
+   * are tens of KiB; cleared per op they were most of the time spent planning long graphs). */
+  bool find_clears;
 } loom__rule;
 
 /* Applies each enabled rule of rules[0..n) to g, one application at a time, until none

@@ -87,6 +87,22 @@ loom_status loom__rebuild_copy(loom__rebuild *rb, int32_t op_index) {
   return LOOM_OK;
 }
 
+static void mark_live(const loom_graph *g, bool *live_value, bool *live_op);
+
+/* *out: whether every op of g is needed by its outputs, so dead-code elimination would copy
+ * the whole graph for nothing (a copy per rewrite applied made planning a long graph slow). */
+static loom_status every_op_live(const loom_graph *g, bool *out) {
+  bool *live_value = loom__calloc((size_t)(g->n_values ? g->n_values : 1), sizeof(bool));
+  bool *live_op = loom__calloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof(bool));
+  loom_status s = (!live_value || !live_op) ? loom__oom("dead-code elimination") : LOOM_OK;
+  if (!s) mark_live(g, live_value, live_op);
+  *out = !s;
+  for (int32_t o = 0; !s && o < g->n_ops && *out; o++) *out = live_op[o];
+  loom__free(live_value);
+  loom__free(live_op);
+  return s;
+}
+
 loom_status loom__rebuild_finish(loom__rebuild *rb, loom_graph **out) {
   *out = NULL;
   loom_value outs[64] = {{0}};
@@ -96,6 +112,13 @@ loom_status loom__rebuild_finish(loom__rebuild *rb, loom_graph **out) {
   for (int32_t i = 0; i < n; i++) o[i] = loom__rebuild_get(rb, rb->src->outputs[i]);
   loom_status s = loom_graph_return(rb->dst, o, n);
   if (o != outs) loom__free(o);
+  bool all_live = false;
+  if (!s) s = every_op_live(rb->dst, &all_live);
+  if (!s && all_live) { /* the usual case: the graph as built, not a copy of it */
+    *out = rb->dst;
+    rb->dst = NULL;
+    return LOOM_OK;
+  }
   if (!s) s = loom__graph_dce(rb->dst, out);
   return s;
 }

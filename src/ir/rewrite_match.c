@@ -584,10 +584,10 @@ static loom_status dot_transpose_emit(loom__rebuild *rb, const void *mv) {
 
 /* tile_broadcast first: the broadcast it leaves is what reduce_broadcast and distance read. */
 static const loom__rule match_rules[] = {
-    {"tile_broadcast", sizeof(root_match), tile_find, tile_emit, NULL},
-    {"reduce_broadcast", sizeof(reduce_match), reduce_find, reduce_emit, NULL},
-    {"distance", sizeof(distance_match), distance_find, distance_emit, distance_keep},
-    {"dot_transpose", sizeof(dt_match), dot_transpose_find, dot_transpose_emit, NULL},
+    {"tile_broadcast", sizeof(root_match), tile_find, tile_emit, NULL, false},
+    {"reduce_broadcast", sizeof(reduce_match), reduce_find, reduce_emit, NULL, false},
+    {"distance", sizeof(distance_match), distance_find, distance_emit, distance_keep, false},
+    {"dot_transpose", sizeof(dt_match), dot_transpose_find, dot_transpose_emit, NULL, false},
 };
 
 loom_status loom__rewrite_match(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,

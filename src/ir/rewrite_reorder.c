@@ -185,6 +185,7 @@ static bool chain_find(const loom__match_ctx *m, int32_t o, int32_t variant, voi
   const loom_graph *g = m->g;
   chain_match *c = mv;
   if (variant > 1 || !plain_dot(g, &g->ops[o]) || inner_dot(m, g->ops[o].outputs[0])) return false;
+  memset(c, 0, sizeof *c); /* find_clears: only for the ops that root a chain */
   int32_t lo, hi;
   c->root = o;
   if (!collect_chain(m, g->ops[o].outputs[0], 0, c, &lo, &hi) || c->n < 3 || !chain_dims(g, c)) return false;
@@ -326,6 +327,7 @@ static bool sum_find(const loom__match_ctx *m, int32_t o, int32_t variant, void 
   sum_match *s = mv;
   const loom__op *op = &g->ops[o];
   if (variant > 0 || op->kind != LOOM_OP_ADD || inner_add(m, op->outputs[0])) return false;
+  memset(s, 0, sizeof *s); /* find_clears */
   const loom_type *out = &g->values[op->outputs[0]].type;
   s->root = o;
   s->rank = out->rank;
@@ -369,8 +371,8 @@ static loom_status sum_emit(loom__rebuild *rb, const void *mv) {
 /* ---- the pass ---------------------------------------------------------------------------- */
 
 static const loom__rule reorder_rules[] = {
-    {"dot_chain", sizeof(chain_match), chain_find, chain_emit, chain_keep},
-    {"sum_broadcast", sizeof(sum_match), sum_find, sum_emit, sum_keep},
+    {"dot_chain", sizeof(chain_match), chain_find, chain_emit, chain_keep, true},
+    {"sum_broadcast", sizeof(sum_match), sum_find, sum_emit, sum_keep, true},
 };
 
 loom_status loom__rewrite_reorder(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
