@@ -124,11 +124,13 @@ static bool outputs_equal(const loom_tensor *got, const loom_tensor *want, int32
 }
 
 /* The inputs given as values where a model needs them to fix its shapes: integer tensors
- * (Reshape's shape, a reduction's axes) and single numbers (Range's bounds, OneHot's depth). */
+ * (Reshape's shape, a reduction's axes), single numbers (Range's bounds, OneHot's depth) and
+ * short lists (Resize's scales, one per axis). */
 static bool bindable(const loom_tensor *t) {
   int64_t n = 0;
   loom_type_elements(&t->type, &n);
-  return t->type.dtype == LOOM_I64 || t->type.dtype == LOOM_I32 || n == 1;
+  return t->type.dtype == LOOM_I64 || t->type.dtype == LOOM_I32 || n == 1 ||
+         (t->type.rank == 1 && n > 0 && n <= LOOM_MAX_RANK);
 }
 
 /* Reads the model with the data set's input types, and with `bind`, the values of the inputs
