@@ -23,6 +23,7 @@
 #   mpi        mpi, and from runtime only runtime/mpi_hooks.h (libloom_mpi sees no other internal
 #              symbol of libloom)
 #   tools      public headers and the tool's own files only
+#   blas       blas (libblas.so.3, a user of libloom: the public headers and its own)
 #
 # Prints one line per include against the table (file:line, what it includes, the rule) and
 # exits 1 when there is any, 0 when there is none.
@@ -48,6 +49,7 @@ declare -A allowed=(
   [runtime]="core io ir splitter devices backends hmm runtime sched"
   [mpi]="mpi runtime/mpi_hooks.h runtime/run_hooks.h"
   [tools]=""
+  [blas]="blas"
 )
 
 # module=the module file $1 of the tree belongs to, or "" for files outside the layers.

@@ -18,11 +18,11 @@
  * OpenBLAS's own (pthread) workers. Measured on two cores, 1x64x56x56 * 64x64x3x3: 9 ms
  * with a serial im2col, 95-230 ms with an OpenMP one on a busy machine.
  */
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
 #include "backends/cpu/cpu_arena.h"
+#include "backends/cpu/cpu_blas_host.h"
 #include "backends/cpu/cpu_kernels.h"
 
 /* Output positions per col tile: at least this many from scratch, else a heap tile this big. */
@@ -197,11 +197,11 @@ static void im2col(const conv_problem *p, const char *xg, int64_t j0, int64_t T,
 static void conv_gemm(const conv_problem *p, const void *wg, int64_t ldw, const void *b, int64_t ldb,
                       int64_t T, void *c, int64_t ldc) {
   if (p->ct == LOOM_F64)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->Og, (int)T, (int)p->CgK, 1.0, wg, (int)ldw,
-                b, (int)ldb, 0.0, c, (int)ldc);
+    loom__cpu_blas_get()->dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->Og, (int)T, (int)p->CgK,
+                                1.0, wg, (int)ldw, b, (int)ldb, 0.0, c, (int)ldc);
   else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->Og, (int)T, (int)p->CgK, 1.0f, wg,
-                (int)ldw, b, (int)ldb, 0.0f, c, (int)ldc);
+    loom__cpu_blas_get()->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->Og, (int)T, (int)p->CgK,
+                                1.0f, wg, (int)ldw, b, (int)ldb, 0.0f, c, (int)ldc);
 }
 
 /* Rounds an Og x T f32 block into the f16/bf16 output (leading dim Y). */

@@ -19,12 +19,12 @@
  * Memory: packed operands and the f32 result of f16/bf16 come from the op's scratch (IR.md:
  * 1x the output) while it lasts, then from loom__malloc.
  */
-#include <cblas.h>
 #include <complex.h>
 #include <limits.h>
 #include <string.h>
 
 #include "backends/cpu/cpu_arena.h"
+#include "backends/cpu/cpu_blas_host.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/shapes.h"
 
@@ -260,16 +260,19 @@ static void blas_gemv(loom_dtype t, enum CBLAS_TRANSPOSE tr, int rows, int cols,
   static const double one_z[2] = {1, 0}, zero_z[2] = {0, 0};
   switch (t) {
     case LOOM_F32:
-      cblas_sgemv(CblasRowMajor, tr, rows, cols, 1.0f, a, lda, x, incx, acc ? 1.0f : 0.0f, y, 1);
+      loom__cpu_blas_get()->sgemv(CblasRowMajor, tr, rows, cols, 1.0f, a, lda, x, incx, acc ? 1.0f : 0.0f, y,
+                                  1);
       break;
     case LOOM_F64:
-      cblas_dgemv(CblasRowMajor, tr, rows, cols, 1.0, a, lda, x, incx, acc ? 1.0 : 0.0, y, 1);
+      loom__cpu_blas_get()->dgemv(CblasRowMajor, tr, rows, cols, 1.0, a, lda, x, incx, acc ? 1.0 : 0.0, y, 1);
       break;
     case LOOM_C64:
-      cblas_cgemv(CblasRowMajor, tr, rows, cols, one_c, a, lda, x, incx, acc ? one_c : zero_c, y, 1);
+      loom__cpu_blas_get()->cgemv(CblasRowMajor, tr, rows, cols, one_c, a, lda, x, incx, acc ? one_c : zero_c,
+                                  y, 1);
       break;
     default:
-      cblas_zgemv(CblasRowMajor, tr, rows, cols, one_z, a, lda, x, incx, acc ? one_z : zero_z, y, 1);
+      loom__cpu_blas_get()->zgemv(CblasRowMajor, tr, rows, cols, one_z, a, lda, x, incx, acc ? one_z : zero_z,
+                                  y, 1);
       break;
   }
 }
@@ -282,19 +285,20 @@ static void blas_gemm(loom_dtype t, dot_fold fa, dot_fold fb, int n, int m, int 
   static const double one_z[2] = {1, 0}, zero_z[2] = {0, 0};
   switch (t) {
     case LOOM_F32:
-      cblas_sgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, 1.0f, a, fa.ld, b, fb.ld, acc ? 1.0f : 0.0f, c,
-                  m);
+      loom__cpu_blas_get()->sgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, 1.0f, a, fa.ld, b, fb.ld,
+                                  acc ? 1.0f : 0.0f, c, m);
       break;
     case LOOM_F64:
-      cblas_dgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, 1.0, a, fa.ld, b, fb.ld, acc ? 1.0 : 0.0, c, m);
+      loom__cpu_blas_get()->dgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, 1.0, a, fa.ld, b, fb.ld,
+                                  acc ? 1.0 : 0.0, c, m);
       break;
     case LOOM_C64:
-      cblas_cgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, one_c, a, fa.ld, b, fb.ld, acc ? one_c : zero_c,
-                  c, m);
+      loom__cpu_blas_get()->cgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, one_c, a, fa.ld, b, fb.ld,
+                                  acc ? one_c : zero_c, c, m);
       break;
     default:
-      cblas_zgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, one_z, a, fa.ld, b, fb.ld, acc ? one_z : zero_z,
-                  c, m);
+      loom__cpu_blas_get()->zgemm(CblasRowMajor, fa.trans, fb.trans, n, m, k, one_z, a, fa.ld, b, fb.ld,
+                                  acc ? one_z : zero_z, c, m);
       break;
   }
 }

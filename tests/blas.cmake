@@ -1,0 +1,36 @@
+# Loom's libblas.so.3 (docs/blas.md), judged by Debian's reference BLAS tests (libblas-test):
+# every program of levels 1 to 3 in the four precisions, BLAS and CBLAS, with the shim as
+# libblas.so.3 (LD_LIBRARY_PATH), as configured by default; then the level-3 programs with every
+# call forced through Loom on cpu0, and on PoCL's ocl0 (levels 1 and 2 never reach Loom: those
+# runs would repeat the first). On ocl0, s and c only (f32 and c64, real and complex forms):
+# all four precisions take about three minutes of PoCL there (docs/blas.md has that run).
+# tests/blas/run-reference.sh fails when any routine fails.
+if(TARGET loom_blas_shim)
+  set(LOOM_BLAS_SHIM_DIR ${CMAKE_BINARY_DIR}/blas)
+  set(LOOM_BLAS_REF ${CMAKE_CURRENT_SOURCE_DIR}/blas/run-reference.sh)
+  set(LOOM_BLAS_OUT ${CMAKE_BINARY_DIR}/blas-tests)
+  add_test(NAME blas.reference
+    COMMAND ${LOOM_BLAS_REF} ${LOOM_BLAS_SHIM_DIR} ${LOOM_BLAS_OUT}/default 123 sdcz)
+  add_test(NAME blas.reference.cpu0
+    COMMAND ${LOOM_BLAS_REF} ${LOOM_BLAS_SHIM_DIR} ${LOOM_BLAS_OUT}/cpu0 3 sdcz cpu0)
+  add_test(NAME blas.reference.ocl0
+    COMMAND ${LOOM_BLAS_REF} ${LOOM_BLAS_SHIM_DIR} ${LOOM_BLAS_OUT}/ocl0 3 sc ocl0)
+  set_tests_properties(blas.reference blas.reference.cpu0 blas.reference.ocl0 PROPERTIES
+    SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${LOOM_TEST_ENV}")
+  set_property(TEST blas.reference.cpu0 APPEND PROPERTY ENVIRONMENT
+    LOOM_BLAS_FORCE=1 LOOM_BLAS_DEVICES=cpu0)
+  set_property(TEST blas.reference.ocl0 APPEND PROPERTY ENVIRONMENT
+    LOOM_BLAS_FORCE=1 LOOM_BLAS_DEVICES=ocl0 POCL_DEVICES=pthread POCL_MEMORY_LIMIT=1)
+
+  # The C tests open the shim by path; `blas` also runs with it preloaded, as a program put on
+  # it by LD_PRELOAD (not under ThreadSanitizer, whose runtime must be the first library).
+  foreach(t blas blas_limit)
+    if(TEST ${t})
+      add_dependencies(test_${t} loom_blas_shim)
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT LOOM_BLAS_SHIM=${LOOM_BLAS_SHIM_DIR}/libblas.so.3)
+    endif()
+  endforeach()
+  if(TEST blas AND NOT LOOM_TSAN AND NOT LOOM_SANITIZE)
+    set_property(TEST blas APPEND PROPERTY ENVIRONMENT LD_PRELOAD=${LOOM_BLAS_SHIM_DIR}/libblas.so.3)
+  endif()
+endif()
