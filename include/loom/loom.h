@@ -25,9 +25,6 @@
 #include "loom/share.h"
 #include "loom/status.h"
 #include "loom/tensor.h"
-
-#define LOOM_VERSION_MAJOR 0
-#define LOOM_VERSION_MINOR 1
-#define LOOM_VERSION_PATCH 0
+#include "loom/version.h"
 
 #endif

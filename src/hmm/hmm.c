@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "backends/registry.h"
+#include "core/log.h"
 #include "hmm/hmm.h"
 
 void loom__hmm_lock(const loom_mem_manager *m) {
@@ -37,10 +38,10 @@ void loom__hmm_check_node(const loom__hmm_node *n) {
    * corrupted state). */
   if (s->in_use != s->live_bytes + s->cached_bytes || s->in_use > s->limit || s->live_bytes < 0 ||
       s->cached_bytes != pooled) {
-    fprintf(stderr,
-            "loom: memory node %s accounting corrupted: in_use %lld live %lld cached %lld limit %lld\n",
-            n->id, (long long)s->in_use, (long long)s->live_bytes, (long long)s->cached_bytes,
-            (long long)s->limit);
+    loom__log(LOOM_LOG_ERROR,
+              "memory node %s accounting corrupted: in_use %lld live %lld cached %lld limit %lld", n->id,
+              (long long)s->in_use, (long long)s->live_bytes, (long long)s->cached_bytes,
+              (long long)s->limit);
     abort();
   }
 }

@@ -60,6 +60,7 @@
 #include "core/hash.h"
 #include "ir/ir.h"
 #include "ir/lex.h"
+#include "loom/internal/cli.h"
 
 /* loom_graph_load refuses larger files: .lir is meant to be written and read by people. */
 #define LIR_MAX_FILE_BYTES ((int64_t)1 << 30)
@@ -641,11 +642,22 @@ static loom_status parse_names(parser *p, stmt *st) {
   }
 }
 
+/* "unknown op 'ad' (did you mean 'add'?)": the closest op name, where one is near. */
+static loom_status unknown_op(parser *p, const token *t) {
+  DESC_BUF;
+  const char *names[LOOM_OP_COUNT];
+  for (int i = 0; i < LOOM_OP_COUNT; i++) names[i] = loom_op_name((loom_op)i);
+  char word[64], hint[96];
+  snprintf(word, sizeof word, "%.*s", (int)(t->len < 63 ? t->len : 63), p->lx.text + t->start);
+  loom__did_you_mean(word, names, LOOM_OP_COUNT, hint, sizeof hint);
+  return FAIL(t, "unknown op %s%s", DESC(t), hint);
+}
+
 static loom_status parse_op(parser *p, stmt *st) {
   DESC_BUF;
   token *t = &p->tok;
   if (t->kind != LOOM_TOK_IDENT) return FAIL(t, "expected an op name after '=', found %s", DESC(t));
-  if (!loom_op_parse(p->lx.text + t->start, t->len, &st->op)) return FAIL(t, "unknown op %s", DESC(t));
+  if (!loom_op_parse(p->lx.text + t->start, t->len, &st->op)) return unknown_op(p, t);
   st->op_tok = *t;
   st->info = loom__op_info_of(st->op);
   /* A loop's count is its body's 'out' lines, checked once the body is read. */

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "backends/registry.h"
+#include "loom/internal/cli.h"
 #include "loom/memory.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
@@ -46,7 +47,12 @@ static loom_status not_found(const loom__devices *t, const char *id) {
   list[0] = '\0';
   for (int32_t i = 0; i < t->dev_count && n < sizeof list; i++)
     n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", t->dev[i].id);
-  return loom__error(LOOM_ERR_NOT_FOUND, "device %s is not in this context (it has: %s)", id, list);
+  const char *names[64];
+  int k = 0;
+  for (int32_t i = 0; i < t->dev_count && k < 64; i++) names[k++] = t->dev[i].id;
+  char hint[96];
+  loom__did_you_mean(id, names, k, hint, sizeof hint);
+  return loom__error(LOOM_ERR_NOT_FOUND, "device %s is not in this context (it has: %s)%s", id, list, hint);
 }
 
 /* The memory node device i (-1: cpu0 outside the table) allocates from in the context's

@@ -1,8 +1,10 @@
 /* Creating and destroying a context: options, selection, discovery. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/registry.h"
+#include "core/log.h"
 #include "hmm/hmm.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
@@ -46,6 +48,18 @@ loom_status loom_context_create(const loom_context_options *opts, loom_context *
   if (s != LOOM_OK) {
     loom_context_destroy(ctx);
     return s;
+  }
+  if (loom__log_enabled(LOOM_LOG_INFO)) {
+    char ids[512];
+    size_t k = 0;
+    ids[0] = '\0';
+    for (int32_t i = 0; i < loom_context_device_count(ctx) && k < sizeof ids; i++) {
+      loom_device_info d;
+      if (loom_context_device_info(ctx, i, &d) == LOOM_OK)
+        k += (size_t)snprintf(ids + k, sizeof ids - k, "%s%s", k ? ", " : "", d.id);
+    }
+    loom__log(LOOM_LOG_INFO, "context: %d devices (%s)%s%s", (int)loom_context_device_count(ctx), ids,
+              spec ? ", selected by " : "", spec ? origin : "");
   }
   *out_ctx = ctx;
   return LOOM_OK;

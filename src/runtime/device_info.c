@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "devices/devices.h"
+#include "loom/internal/cli.h"
 #include "loom/plan.h"
 #include "runtime/context.h"
 
@@ -58,6 +59,16 @@ loom_status loom_context_device_info(const loom_context *ctx, int32_t index, loo
   return LOOM_OK;
 }
 
+/* " (did you mean 'ocl0'?)" for the id of `ids` ("cpu0, ocl0": the ids a message lists) closest
+ * to a misspelled `id`, or "". */
+static void device_hint(const char *ids, const char *id, char *buf, size_t size) {
+  char copy[256], *names[64], *save = NULL;
+  int n = 0;
+  snprintf(copy, sizeof copy, "%s", ids);
+  for (char *t = strtok_r(copy, ", ", &save); t && n < 64; t = strtok_r(NULL, ", ", &save)) names[n++] = t;
+  loom__did_you_mean(id, (const char *const *)names, n, buf, size);
+}
+
 loom_status loom_context_find_device(const loom_context *ctx, const char *id, int32_t *out_index) {
   if (!out_index)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_context_find_device: out_index is NULL");
@@ -72,7 +83,9 @@ loom_status loom_context_find_device(const loom_context *ctx, const char *id, in
     int w = snprintf(ids + used, sizeof ids - used, "%s%s", i ? ", " : "", t->dev[i].id);
     if (w > 0) used += (size_t)w;
   }
-  return loom__error(LOOM_ERR_NOT_FOUND, "no device '%s' in this context (devices: %s)", id, ids);
+  char hint[96];
+  device_hint(ids, id, hint, sizeof hint);
+  return loom__error(LOOM_ERR_NOT_FOUND, "no device '%s' in this context (devices: %s)%s", id, ids, hint);
 }
 
 int32_t loom_context_memory_node_count(const loom_context *ctx) {
@@ -165,8 +178,10 @@ loom_status loom_runners_check_devices(const loom_context *ctx, loom_runner *run
     char ids[256] = "";
     if (loom__devices_find(&ctx->devices, "cpu0") < 0) append_id(ids, sizeof ids, "cpu0");
     for (int32_t d = 0; d < ctx->devices.dev_count; d++) append_id(ids, sizeof ids, ctx->devices.dev[d].id);
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "runner %d: this machine has no device %s (it has: %s)",
-                       (int)i, runners[i].device, ids);
+    char hint[96];
+    device_hint(ids, runners[i].device, hint, sizeof hint);
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "runner %d: this machine has no device %s (it has: %s)%s",
+                       (int)i, runners[i].device, ids, hint);
   }
   *n_runners = kept;
   return LOOM_OK;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backends/opencl/opencl_backend.h"
+#include "core/log.h"
 
 /* ---- embedded sources (the generated loom_opencl_sources.c) ------------------------------- */
 
@@ -121,19 +122,26 @@ static void cache_write(const char *path, const unsigned char *bin, size_t size)
 
 /* ---- building ------------------------------------------------------------------------------ */
 
-static loom_status build_failed(loom__cl_device *d, cl_program prog, const char *label, cl_int err) {
-  char log[700] = "";
-  size_t size = 0;
-  if (prog && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) == CL_SUCCESS &&
-      size > 0) {
-    char *full = loom__malloc(size + 1);
-    if (full &&
-        clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, size, full, NULL) == CL_SUCCESS) {
-      full[size] = '\0';
-      snprintf(log, sizeof log, "%s", full);
+/* The compiler's messages for d's build of prog, cut to `size` bytes ("" when there are none). */
+static void build_log(loom__cl_device *d, cl_program prog, char *log, size_t size) {
+  size_t n = 0;
+  log[0] = '\0';
+  if (prog && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS &&
+      n > 0) {
+    char *full = loom__malloc(n + 1);
+    if (full && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, n, full, NULL) == CL_SUCCESS) {
+      full[n] = '\0';
+      snprintf(log, size, "%s", full);
     }
     loom__free(full);
   }
+  size_t len = strlen(log); /* drivers end the log with blank lines */
+  while (len > 0 && (log[len - 1] == '\n' || log[len - 1] == ' ' || log[len - 1] == '\r')) log[--len] = '\0';
+}
+
+static loom_status build_failed(loom__cl_device *d, cl_program prog, const char *label, cl_int err) {
+  char log[700];
+  build_log(d, prog, log, sizeof log);
   const char *name = loom__cl_error_name(err);
   return loom__error(LOOM_ERR_INTERNAL,
                      "%s (%s): building the OpenCL program %s failed (%s, %d); build log:\n%s", d->id,
@@ -204,8 +212,13 @@ loom_status loom__cl_program_build(loom__cl_device *d, const char *label, const 
     if (bin) {
       *out = from_binary(d, bin, size, options);
       loom__free(bin);
-      if (*out) return LOOM_OK;
+      if (*out) {
+        loom__log(LOOM_LOG_DEBUG, "%s: the OpenCL program %s from the cache %s", d->id, label, path);
+        return LOOM_OK;
+      }
       unlink(path); /* stale or damaged: rebuilt below */
+      loom__log(LOOM_LOG_DEBUG, "%s: the cached OpenCL program %s (%s) did not load: rebuilt", d->id, label,
+                path);
     }
   }
   cl_int err = CL_SUCCESS;
@@ -215,12 +228,24 @@ loom_status loom__cl_program_build(loom__cl_device *d, const char *label, const 
     loom__error_prefix("%s: %s: ", d->id, label);
     return s;
   }
+  double t0 = loom__now();
   err = clBuildProgram(prog, 1, &d->device, options, NULL, NULL);
   if (err != CL_SUCCESS) {
     loom_status s = build_failed(d, prog, label, err);
     clReleaseProgram(prog);
     return s;
   }
+  /* A build that succeeded with warnings: the compiler's words are for whoever debugs Loom's
+   * kernels, not for the user's terminal (LOOM_LOG=info shows them). */
+  if (loom__log_enabled(LOOM_LOG_INFO)) {
+    char log[2048];
+    build_log(d, prog, log, sizeof log);
+    if (log[0])
+      loom__log(LOOM_LOG_INFO, "%s (%s): the OpenCL program %s built with messages: %s", d->id, d->name,
+                label, log);
+  }
+  loom__log(LOOM_LOG_DEBUG, "%s: the OpenCL program %s built in %.3f s (%s)", d->id, label, loom__now() - t0,
+            cached ? "then cached" : "no cache folder");
   if (cached) store_binary(d, prog, path);
   *out = prog;
   return LOOM_OK;
