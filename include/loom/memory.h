@@ -498,6 +498,18 @@ LOOM_API loom_status loom_mem_trace_enable(loom_mem_manager *m, bool on);
  * behind). */
 LOOM_API loom_status loom_mem_trace_write(const loom_mem_manager *m, const char *path);
 
+/* The trace's clock (seconds, monotonic), for loom_mem_trace_span's `start`. Thread safe. */
+LOOM_API double loom_mem_trace_now(void);
+
+/* Records a span of the caller's own work in the trace (while it is on), from `start` (a
+ * loom_mem_trace_now() reading) to now, drawn on memory node `node`'s process in a lane of its
+ * own ("caller"), beside Loom's stages and copies there: a program that overlaps its work with
+ * a run (loom_run_submit) sees both in one view. `name` is not copied: pass a string that lives
+ * as long as the manager (a literal). Nothing is recorded while the trace is off. Thread safe.
+ * Errors: INVALID_ARGUMENT (NULL manager or name, a node out of range, a start in the future or
+ * before the manager was made). */
+LOOM_API loom_status loom_mem_trace_span(loom_mem_manager *m, int32_t node, const char *name, double start);
+
 #ifdef __cplusplus
 }
 #endif

@@ -144,6 +144,7 @@ typedef struct loom__hmm_event {
   uint64_t buffer;
   int64_t bytes;
   double ts, dur; /* seconds since the manager was made */
+  bool caller;    /* the caller's own work (loom_mem_trace_span): a lane of its own */
 } loom__hmm_event;
 
 typedef struct loom__hmm_trace {

@@ -67,6 +67,30 @@ void loom__hmm_trace_event(loom_mem_manager *m, const char *name, int32_t node, 
   loom__hmm_unlock(m);
 }
 
+double loom_mem_trace_now(void) {
+  return loom__now();
+}
+
+loom_status loom_mem_trace_span(loom_mem_manager *m, int32_t node, const char *name, double start) {
+  if (!m || !name) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_trace_span: NULL argument");
+  if (node < 0 || node >= m->node_count)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_mem_trace_span: node %d of %d", (int)node,
+                       (int)m->node_count);
+  double now = loom__now();
+  if (!(start >= m->t0 && start <= now))
+    return loom__error(
+        LOOM_ERR_INVALID_ARGUMENT,
+        "loom_mem_trace_span: start %.6f is not a loom_mem_trace_now() reading since the manager "
+        "was made",
+        start);
+  loom__hmm_lock(m);
+  int32_t before = m->trace.count;
+  loom__hmm_trace_span(m, name, node, -1, NULL, 0, start);
+  if (m->trace.count > before) m->trace.items[m->trace.count - 1].caller = true;
+  loom__hmm_unlock(m);
+  return LOOM_OK;
+}
+
 void loom__hmm_trace_deinit(loom__hmm_trace *t) {
   loom__free(t->items);
   memset(t, 0, sizeof *t);
@@ -98,7 +122,7 @@ static void write_event(loom__json *j, const loom_mem_manager *m, const loom__hm
   char ph[2] = {e->ph, '\0'};
   loom__json_begin_object(j);
   loom__json_kv_string(j, "name", e->name);
-  loom__json_kv_string(j, "cat", "hmm");
+  loom__json_kv_string(j, "cat", e->caller ? "caller" : "hmm");
   loom__json_kv_string(j, "ph", ph);
   loom__json_kv_double(j, "ts", e->ts * 1e6);
   if (e->ph == 'X')
@@ -106,7 +130,7 @@ static void write_event(loom__json *j, const loom_mem_manager *m, const loom__hm
   else
     loom__json_kv_string(j, "s", "p");
   loom__json_kv_int64(j, "pid", e->node + 1);
-  loom__json_kv_int64(j, "tid", e->ph == 'X' ? 2 : 1);
+  loom__json_kv_int64(j, "tid", e->caller ? 3 : e->ph == 'X' ? 2 : 1);
   loom__json_key(j, "args");
   loom__json_begin_object(j);
   if (e->buffer) loom__json_kv_int64(j, "buffer", (int64_t)e->buffer);
