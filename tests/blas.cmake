@@ -34,3 +34,12 @@ if(TARGET loom_blas_shim)
     set_property(TEST blas APPEND PROPERTY ENVIRONMENT LD_PRELOAD=${LOOM_BLAS_SHIM_DIR}/libblas.so.3)
   endif()
 endif()
+
+# loom-bench blas runs (small sizes): both sides' results are timed, not judged; the test
+# shows the mode works and prints the forwarded calls' cost.
+if(TARGET loom_blas_shim AND TARGET loom-bench)
+  add_test(NAME blas.bench COMMAND $<TARGET_FILE:loom-bench> blas --sizes 64 --repeat 1
+    --shim ${CMAKE_BINARY_DIR}/blas/libblas.so.3 --json ${CMAKE_BINARY_DIR}/blas-tests/bench.json)
+  set_tests_properties(blas.bench PROPERTIES ENVIRONMENT "${LOOM_TEST_ENV}" TIMEOUT 300
+    PASS_REGULAR_EXPRESSION "daxpy 16 +host +[0-9.]+ +shim +[0-9.]+ +extra")
+endif()

@@ -12,9 +12,13 @@ typedef struct mode {
   const char *what;
 } mode;
 
+int loom_bench_blas(int argc, char **argv); /* bench_blas.c */
+
 static const mode modes[] = {
     {"attention", loom_bench_attention,
      "softmax attention with an n x n score matrix under a limit, fused and unfused, vs unconstrained"},
+    {"blas", loom_bench_blas,
+     "Loom's libblas.so.3 vs OpenBLAS called directly: forwarded calls, level 3, JSON"},
     {"calls", loom_bench_calls,
      "a small plan called 10,000 times in a row: per-call time of host-tensor and resident (buffer) runs "
      "on cpu0 and OpenCL devices, beside NumPy"},

@@ -1,0 +1,220 @@
+/* loom-bench blas: Loom's libblas.so.3 against the host BLAS (OpenBLAS) called directly, in one
+ * run: the cost a forwarded call adds (dgemm 8x8x8, daxpy of 16: ns per call, best of several
+ * batches), and each level-3 routine at a few sizes (best of R runs, the ratio host/shim).
+ * The shim runs as the environment sets it (LOOM_BLAS_FORCE, LOOM_BLAS_DEVICES, ...: docs/blas.md).
+ *
+ *   loom-bench blas [--shim PATH] [--sizes 256,1024] [--repeat R] [--json FILE]
+ *
+ * The shim is opened by path (default: blas/libblas.so.3 beside this executable, the build
+ * tree's layout) and OpenBLAS by its own file, each routine with dlsym on its own handle, so the
+ * two sides are the two libraries whatever the process links.
+ */
+#include <cblas.h>
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+typedef void gemm_fn(const char *, const char *, const int *, const int *, const int *, const double *,
+                     const double *, const int *, const double *, const int *, const double *, double *,
+                     const int *, size_t, size_t);
+typedef void symm_fn(const char *, const char *, const int *, const int *, const double *, const double *,
+                     const int *, const double *, const int *, const double *, double *, const int *, size_t,
+                     size_t);
+typedef void syrk_fn(const char *, const char *, const int *, const int *, const double *, const double *,
+                     const int *, const double *, double *, const int *, size_t, size_t);
+typedef void syr2k_fn(const char *, const char *, const int *, const int *, const double *, const double *,
+                      const int *, const double *, const int *, const double *, double *, const int *, size_t,
+                      size_t);
+typedef void trxm_fn(const char *, const char *, const char *, const char *, const int *, const int *,
+                     const double *, const double *, const int *, double *, const int *, size_t, size_t,
+                     size_t, size_t);
+typedef void axpy_fn(const int *, const double *, const double *, const int *, double *, const int *);
+
+typedef struct blas_side {
+  gemm_fn *gemm;
+  symm_fn *symm;
+  syrk_fn *syrk;
+  syr2k_fn *syr2k;
+  trxm_fn *trmm, *trsm;
+  axpy_fn *axpy;
+} blas_side;
+
+static bool side_open(const char *path, blas_side *s) {
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return false;
+  *(void **)&s->gemm = dlsym(lib, "dgemm_");
+  *(void **)&s->symm = dlsym(lib, "dsymm_");
+  *(void **)&s->syrk = dlsym(lib, "dsyrk_");
+  *(void **)&s->syr2k = dlsym(lib, "dsyr2k_");
+  *(void **)&s->trmm = dlsym(lib, "dtrmm_");
+  *(void **)&s->trsm = dlsym(lib, "dtrsm_");
+  *(void **)&s->axpy = dlsym(lib, "daxpy_");
+  return s->gemm && s->symm && s->syrk && s->syr2k && s->trmm && s->trsm && s->axpy;
+}
+
+typedef struct blas_data {
+  int n;
+  double *a, *b, *c;
+} blas_data;
+
+/* One call of routine r (0 gemm, 1 symm, 2 syrk, 3 syr2k, 4 trmm, 5 trsm) at size n. */
+static void call(const blas_side *s, int r, blas_data *d) {
+  int n = d->n;
+  double one = 1.0, half = 0.5;
+  switch (r) {
+    case 0:
+      s->gemm("N", "N", &n, &n, &n, &one, d->a, &n, d->b, &n, &half, d->c, &n, 1, 1);
+      break;
+    case 1:
+      s->symm("L", "U", &n, &n, &one, d->a, &n, d->b, &n, &half, d->c, &n, 1, 1);
+      break;
+    case 2:
+      s->syrk("U", "N", &n, &n, &one, d->a, &n, &half, d->c, &n, 1, 1);
+      break;
+    case 3:
+      s->syr2k("U", "N", &n, &n, &one, d->a, &n, d->b, &n, &half, d->c, &n, 1, 1);
+      break;
+    case 4:
+      s->trmm("L", "U", "N", "N", &n, &n, &one, d->a, &n, d->c, &n, 1, 1, 1, 1);
+      break;
+    default:
+      s->trsm("L", "U", "N", "N", &n, &n, &one, d->a, &n, d->c, &n, 1, 1, 1, 1);
+      break;
+  }
+}
+
+static double best_of(const blas_side *s, int r, blas_data *d, int repeat) {
+  double best = 1e30;
+  call(s, r, d); /* first calls: OpenBLAS's buffers, Loom's context and caches */
+  for (int i = 0; i < repeat; i++) {
+    double t0 = bench_now();
+    call(s, r, d);
+    double t = bench_now() - t0;
+    best = t < best ? t : best;
+  }
+  return best;
+}
+
+static blas_data data_make(int n) {
+  blas_data d = {n, malloc(sizeof(double) * n * n), malloc(sizeof(double) * n * n),
+                 malloc(sizeof(double) * n * n)};
+  for (int64_t i = 0; i < (int64_t)n * n; i++) {
+    d.a[i] = (double)((i * 7919) % 1000) / 1000.0;
+    d.b[i] = (double)((i * 104729) % 1000) / 1000.0;
+    d.c[i] = 0.0;
+  }
+  for (int i = 0; i < n; i++) d.a[(int64_t)i * n + i] += n; /* a solvable triangle for trsm */
+  return d;
+}
+
+/* ns per call of a forwarded routine: best of 7 batches. */
+static double ns_per_call(const blas_side *s, bool gemm, blas_data *d) {
+  int n = 8, inc = 1, len = 16;
+  double one = 1.0, zero = 0.0, best = 1e30;
+  const int calls = 20000;
+  for (int b = 0; b < 7; b++) {
+    double t0 = bench_now();
+    for (int i = 0; i < calls; i++) {
+      if (gemm)
+        s->gemm("N", "N", &n, &n, &n, &one, d->a, &n, d->b, &n, &zero, d->c, &n, 1, 1);
+      else
+        s->axpy(&len, &one, d->a, &inc, d->c, &inc);
+    }
+    double t = (bench_now() - t0) / calls * 1e9;
+    best = t < best ? t : best;
+  }
+  return best;
+}
+
+static int fail(const char *what, const char *name) {
+  const char *err = dlerror();
+  fprintf(stderr, "loom-bench blas: %s %s%s%s\n", what, name, err ? ": " : "", err ? err : "");
+  return 1;
+}
+
+static void default_shim(char *path, size_t size) {
+  char exe[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[len > 0 ? len : 0] = 0;
+  snprintf(path, size, "%s/blas/libblas.so.3", len > 0 ? dirname(exe) : ".");
+}
+
+int loom_bench_blas(int argc, char **argv) {
+  char shim_path[PATH_MAX];
+  default_shim(shim_path, sizeof shim_path);
+  const char *json_path = NULL, *sizes_text = "256,1024";
+  int repeat = 5;
+  static const char usage[] =
+      "usage: loom-bench blas [--shim PATH] [--sizes 256,1024] [--repeat R] [--json FILE]\n";
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--shim") == 0 && i + 1 < argc)
+      snprintf(shim_path, sizeof shim_path, "%s", argv[++i]);
+    else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
+      json_path = argv[++i];
+    else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
+      sizes_text = argv[++i];
+    else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
+      repeat = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "loom-bench blas: %s: unknown option or missing value\n%s", argv[i], usage);
+      return 2;
+    }
+  }
+  blas_side shim, host;
+  Dl_info info;
+  if (!side_open(shim_path, &shim)) return fail("cannot open the shim", shim_path);
+  if (!dladdr((void *)openblas_get_config, &info) || !side_open(info.dli_fname, &host))
+    return fail("cannot open OpenBLAS by its own file", "openblas_get_config");
+  FILE *json = json_path ? fopen(json_path, "w") : NULL;
+  if (json_path && !json) return fail("cannot write", json_path);
+  if (json)
+    fprintf(json, "{\"shim\": \"%s\", \"host\": \"%s\",\n \"overhead\": [", shim_path, info.dli_fname);
+
+  blas_data small = data_make(16);
+  printf("forwarded calls (ns per call, best of 7 x 20000):\n");
+  for (int g = 1; g >= 0; g--) {
+    double h = ns_per_call(&host, g, &small), s = ns_per_call(&shim, g, &small);
+    const char *name = g ? "dgemm 8x8x8" : "daxpy 16";
+    printf("  %-12s  host %8.1f  shim %8.1f  extra %6.1f ns\n", name, h, s, s - h);
+    if (json)
+      fprintf(json, "%s\n  {\"call\": \"%s\", \"host_ns\": %.2f, \"shim_ns\": %.2f, \"extra_ns\": %.2f}",
+              g ? "" : ",", name, h, s, s - h);
+  }
+  if (json) fprintf(json, "],\n \"level3\": [");
+
+  static const char *const names[] = {"dgemm", "dsymm", "dsyrk", "dsyr2k", "dtrmm", "dtrsm"};
+  printf("level 3 (seconds, best of %d; ratio = host / shim, above 1 when the shim is faster):\n", repeat);
+  bool first = true;
+  for (const char *p = sizes_text; *p;) {
+    int n = atoi(p);
+    if (n <= 0) {
+      fprintf(stderr, "loom-bench blas: --sizes %s: sizes are positive integers\n", sizes_text);
+      return 2;
+    }
+    blas_data d = data_make(n);
+    for (int r = 0; r < 6; r++) {
+      double h = best_of(&host, r, &d, repeat), s = best_of(&shim, r, &d, repeat);
+      printf("  %-7s n=%-6d host %10.6f  shim %10.6f  ratio %.3f\n", names[r], n, h, s, h / s);
+      if (json)
+        fprintf(json,
+                "%s\n  {\"routine\": \"%s\", \"n\": %d, \"host_s\": %.6g, \"shim_s\": %.6g, \"ratio\": %.4f}",
+                first ? "" : ",", names[r], n, h, s, h / s);
+      first = false;
+    }
+    free(d.a), free(d.b), free(d.c);
+    p = strchr(p, ',');
+    p = p ? p + 1 : "";
+  }
+  if (json) fprintf(json, "\n]}\n"), fclose(json);
+  free(small.a), free(small.b), free(small.c);
+  return 0;
+}
