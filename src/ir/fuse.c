@@ -366,7 +366,8 @@ static loom_status build_body(body_build *bb) {
  * 2,000 adds on f32[16] fused in 0.06-0.07 us an op against 0.25 unfused, four in 1.7 us
  * against 2.0 and on f32[40,30] in 2.2 against 2.4, but two in 2.3 against 1.4; on f32[2^20]
  * two adds took 0.27 ms fused against 0.15 (three 0.31 against 0.22: the evaluator's loads and
- * stores cost more than one intermediate's trip through L3), eight 0.34-0.50 against 0.60.
+ * stores cost more than one intermediate's trip through L3), eight 0.34-0.50 against 0.60,
+ * sixteen 2.8 against 1.7 (L3 streams the plain kernels' arrays at over 100 bytes a ns).
  * Transcendentals weigh on the other side: the unfused kernels call libm per element (tanh
  * through expm1f), the evaluator libmvec's vector forms.
  * Where the graph does not fit its limit, fusion is kept for the memory it saves whatever the
@@ -376,7 +377,7 @@ static loom_status build_body(body_build *bb) {
 #define COST_BODY_OP_NS 60.0   /* each body op, once per call */
 #define COST_BLOCK_OP_NS 15.0  /* each body op, once per block */
 #define COST_TEAM_NS 4000.0    /* an OpenMP team started for one op */
-#define COST_ELEM_NS 0.04      /* a body op on one element, fused */
+#define COST_ELEM_NS 0.12      /* a body op on one element, fused (the plain kernels stream faster) */
 #define COST_SPACE_NS 0.2      /* an element of S fused: its leaves' loads, its result's store */
 #define COST_SLOW_NS 2.0       /* a transcendental on one element, unfused: libm, one at a time */
 #define COST_SLOW_FUSED_NS 0.3 /* the same fused: libmvec's vector forms (cpu_fused.c) */
