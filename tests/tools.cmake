@@ -240,6 +240,8 @@ loom_tool_test(loop_input_too_big RC 1 ARGS ${chunked_knn} --random 1 --limit 16
 # whole run's: a piece's GEMM is of another shape than the whole image's, which OpenBLAS's
 # Haswell kernels (an AVX2 machine's, and a CPU it does not know: Zen 5) sum in another order
 # (7,395 of 16,384 values differ, by up to 2.9e-6 near 9; ctest's isa_avx2 mode runs them).
+# Likewise the spectrum's FFTs: FFTW plans a piece's 6 rows otherwise than the whole 64 (and
+# splits batches across threads), so f is close, not equal, to the whole run's.
 loom_tool_test(returned_and_reduced_conv ARGS ${LOOM_EXAMPLES}/conv_small.lir --random 1 --limit 27KiB
   --stats-json @WORK@/stats.json --out-dir @WORK@/out
   REF_ARGS ${LOOM_EXAMPLES}/conv_small.lir --random 1 --out-dir @WORK@/ref
@@ -249,7 +251,7 @@ loom_tool_test(returned_and_reduced_spectrum ARGS ${LOOM_EXAMPLES}/spectrum.lir 
   --stats-json @WORK@/stats.json --out-dir @WORK@/out
   REF_ARGS ${LOOM_EXAMPLES}/spectrum.lir --random 1 --out-dir @WORK@/ref
   STDOUT_REGEX "rewrite chunk [^\n]*reduce_max 'maxe' \\(with 1 more sink\\)"
-  STATS_JSON stats.json STAGE_LIMIT 167936 EQUAL out/f.npy=ref/f.npy out/maxe.npy=ref/maxe.npy out/zb.npy=ref/zb.npy)
+  STATS_JSON stats.json STAGE_LIMIT 167936 CLOSE out/f.npy=ref/f.npy out/maxe.npy=ref/maxe.npy out/zb.npy=ref/zb.npy)
 loom_tool_test(two_means_of_one_input ARGS ${LOOM_TOOL_DATA}/mean_two_axes.lir --random 1 --limit 64KiB
   --stats-json @WORK@/stats.json --out-dir @WORK@/out
   REF_ARGS ${LOOM_TOOL_DATA}/mean_two_axes.lir --random 1 --out-dir @WORK@/ref
