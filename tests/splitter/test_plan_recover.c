@@ -22,7 +22,9 @@ static const char *knn_lir =
     "}\n";
 
 /* Two kNN results of one input computed in pieces of other sizes: distances within this
- * tolerance (f32 sums of 3 squares in another order), indices equal except at such ties. */
+ * tolerance, indices equal except at such ties. Fusion off, the distance rewrite takes the
+ * expanded form |a|^2 + |b|^2 - 2 a.b^T, whose GEMM OpenBLAS sums in an order that depends on
+ * the piece's shape with some of its kernels (Haswell's, which it also runs on a Zen 5). */
 #define KNN_ATOL 1e-6
 #define KNN_RTOL 1e-5
 
@@ -138,8 +140,8 @@ static int64_t sweep(loom_context *ctx, const loom_plan *plan, const loom_tensor
     if (!ok)
       loom_test_fail(file, line, "nth %lld: %s: %s", (long long)nth, loom_status_string(s),
                      loom_last_error());
-    /* A re-plan runs smaller pieces, whose sums may round otherwise (the reduction's schedule
-     * follows the piece's shape, and vector widths differ between machines): by tolerance. */
+    /* A re-plan runs smaller pieces, whose distances may round otherwise (KNN_RTOL's comment):
+     * by tolerance. */
     int64_t bad = ok ? su_knn_mismatches(&ref[0], &ref[1], &out[0], &out[1], KNN_ATOL, KNN_RTOL) : 0;
     if (bad != 0) {
       loom_test_fail(file, line, "nth %lld: %lld elements differ from the fault-free run", (long long)nth,
@@ -462,7 +464,7 @@ TEST(recovery_loops_in_smaller_pieces) {
   ASSERT_OK(su_inputs(g, 7, &in));
   ASSERT_OK(su_run_graph(chunked, in, &a));
   ASSERT_OK(su_run_graph(fit, in, &b));
-  /* Smaller pieces: the distances' sums may round otherwise (see sweep), so by tolerance. */
+  /* Smaller pieces: the distances may round otherwise (KNN_RTOL's comment), so by tolerance. */
   ASSERT_EQ(su_knn_mismatches(&a[0], &a[1], &b[0], &b[1], KNN_ATOL, KNN_RTOL), 0);
   su_tensors_free(b, 2);
   loom_graph_destroy(fit);
