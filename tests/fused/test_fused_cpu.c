@@ -517,6 +517,50 @@ TEST(fused_cpu_random_chains) {
   }
 }
 
+/* Long bodies: 400 ops whose values share the evaluator's buffers by liveness (a value read
+ * twice, once far later, keeps its buffer until then), over rows it walks as one axis
+ * ([37, 50], dense) and rows it cannot ([37, 50] with a row broadcast operand), with and
+ * without a reduction at the end. */
+static loom_graph *long_body(bool row_operand, bool reduce) {
+  loom_graph *g = NULL;
+  loom_graph_create("body", &g);
+  loom_type full, row;
+  loom_type_make(LOOM_F32, 2, (const int64_t[]){37, 50}, &full);
+  loom_type_make(LOOM_F32, 2, (const int64_t[]){37, 1}, &row);
+  loom_value x = loom_graph_param(g, "x", &full), y = loom_graph_param(g, "y", row_operand ? &row : &full);
+  loom_value v = x, keep = x;
+  for (int i = 0; i < 400; i++) {
+    loom_op op = i % 3 == 0 ? LOOM_OP_ADD : i % 3 == 1 ? LOOM_OP_MUL : LOOM_OP_SUB;
+    v = loom_binary(g, op, v, i % 3 == 1 ? y : x);
+    if (i == 10) keep = v;
+    if (i % 50 == 49) v = loom_binary(g, LOOM_OP_MINIMUM, loom_unary(g, LOOM_OP_TANH, v), keep);
+  }
+  if (reduce) {
+    loom_attrs a;
+    loom_attrs_init(&a);
+    a.set |= LOOM_ATTR_AXES;
+    a.axes.count = 1;
+    a.axes.v[0] = 1;
+    loom_value r;
+    loom_graph_add(g, LOOM_OP_REDUCE_SUM, &v, 1, &a, NULL, NULL, &r, 1);
+    v = r;
+  }
+  loom_graph_return(g, &v, 1);
+  return g;
+}
+
+TEST(fused_cpu_long_bodies) {
+  for (int k = 0; k < 4 && !loom_test_failed(); k++) {
+    loom_graph *g = long_body(k & 1, k & 2);
+    ASSERT_OK(loom_graph_verify(g));
+    char label[64];
+    snprintf(label, sizeof label, "long body, %s, %s", k & 1 ? "row operand" : "dense",
+             k & 2 ? "sum" : "none");
+    check_body(g, false, label);
+    loom_graph_destroy(g);
+  }
+}
+
 /* ---- the Gaussian kernel product ----------------------------------------------------------------
  * a_i = sum_j exp(-|x_i - y_j|^2 / 2) b_j, as the fusion pass leaves it after the distance
  * rewrite: |x_i|^2 + |y_j|^2 - 2 x_i.y_j with the dot inline (k = 3). */
