@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build run check check-sanitize check-clang check-tsan fuzz format clean
+.PHONY: all deps build run check check-sanitize check-clang check-tsan fuzz soak format clean
 
 all: build
 
@@ -64,9 +64,26 @@ fuzz: deps
 	    -dict=tests/fuzz/$$t.dict tests/fuzz/corpus/$$t || exit 1; \
 	done
 
+# The soak test (issue 32, tests/soak/soak.c): processes and threads running random graphs
+# under random limits on cpu0 and PoCL, some killed, some with allocation failures injected, and
+# loom-run interrupted while it writes, for SOAK_SECONDS (at most 600); checks limits, results,
+# leftovers and leaks, in a build with the sanitizers (LeakSanitizer checks every process).
+SOAK_SECONDS ?= 600
+SOAK_ENV = POCL_DEVICES=pthread POCL_MEMORY_LIMIT=1 POCL_CACHE_DIR=$(abspath $(BUILD))/test-cache/pocl \
+  LOOM_CACHE_DIR=$(abspath $(BUILD))/test-cache/loom LOOM_MEM_LIMIT= LOOM_STAGE_HISTORY=0 OMP_NUM_THREADS=2 \
+  ASAN_OPTIONS=new_delete_type_mismatch=0 \
+  LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp):print_suppressions=0
+soak: deps
+	@test $(SOAK_SECONDS) -ge 1 -a $(SOAK_SECONDS) -le 600 || { echo "SOAK_SECONDS: 1 to 600"; exit 2; }
+	cmake -S . -B $(BUILD)-soak -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOM_SANITIZE=ON $(CMAKE_ARGS)
+	cmake --build $(BUILD)-soak -j $(JOBS) --target loom_soak loom-run
+	rm -rf $(BUILD)-soak/soak-work
+	$(SOAK_ENV) timeout $$(( $(SOAK_SECONDS) + 60 )) $(BUILD)-soak/tests/soak/loom_soak \
+	  --seconds $(SOAK_SECONDS) --tool $(BUILD)-soak/loom-run --dir $(BUILD)-soak/soak-work
+
 # Rewrites every C source and header to follow .clang-format (ctest's `format` checks it).
 format:
 	scripts/check-format.sh --fix
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-clang $(BUILD)-tsan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-clang $(BUILD)-tsan $(BUILD)-fuzz $(BUILD)-soak
