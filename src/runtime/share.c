@@ -117,30 +117,29 @@ static bool expected_seconds(const share_run *r, const stage *st, int32_t i, dou
   return loom__history_get(r->ctx, st->footprint, r->workers[i].runner.device, out);
 }
 
-/* Under r->mu: whether free worker w takes ready stage st to run whole. eager: yes. dmda, where
- * every device it may go to has an expected time (expected_seconds): where no other device
- * would end it sooner, from when it is free (the models count the transfers of its inputs
- * and outputs: values between stages are on the host; measured times hold them). Otherwise
- * the first free device of the list (cpu0 first under auto) takes it, so a graph with no
- * independent work runs on one device as it did before sharing, and a stage ready while that
- * device is busy goes to the next; the times it measures are the history the next run of the
- * same stage goes by. */
+/* Under r->mu: whether free worker w takes ready stage st to run whole: whether the run's
+ * policy (sched/policy.h, the rule the simulated scheduler applies) chooses w's device among
+ * the devices the stage may go to, each free from when its worker is (now for w), done when
+ * its expected time (expected_seconds) says. Under dmda, where every such device has one, the
+ * earliest finish (the models count the transfers of its inputs and outputs: values between
+ * stages are on the host; measured times hold them); where one has none, and under eager, the
+ * first free device of the list (cpu0 first under auto), so a graph with no independent work
+ * runs on one device as it did before sharing, and a stage ready while that device is busy
+ * goes to the next; the times it measures are the history the next run of the same stage goes
+ * by. A busy device counts as free a moment after now at the soonest, so that a free one is
+ * preferred where their finishes tie. */
 static bool takes_stage(const share_run *r, const worker *w, const stage *st, double now) {
   if (!stage_eligible(r, w, st)) return false;
-  if (r->opts->policy == LOOM_SCHED_EAGER) return true;
-  double mine = 0;
-  bool known = expected_seconds(r, st, w->index, &mine);
-  for (int32_t i = 0; known && i < r->n_workers; i++) {
+  loom__sched_option *o = r->options;
+  for (int32_t i = 0; i < r->n_workers; i++) {
     const worker *e = &r->workers[i];
-    double theirs = 0;
-    if (e == w || !stage_eligible(r, e, st)) continue;
-    known = expected_seconds(r, st, i, &theirs);
-    if (known && loom__share_free_at(e, now) + theirs < now + mine) return false;
+    double expected = 0;
+    o[i].eligible = stage_eligible(r, e, st);
+    o[i].fixed = false; /* FIXED runs the plan's stages on their runners, not here */
+    o[i].free_at = e == w ? now : e->busy ? fmax(now + 1e-9, e->busy_until) : now;
+    o[i].finish = expected_seconds(r, st, i, &expected) ? o[i].free_at + expected : INFINITY;
   }
-  if (known) return true;
-  for (int32_t i = 0; i < w->index; i++)
-    if (!r->workers[i].busy && stage_eligible(r, &r->workers[i], st)) return false;
-  return true;
+  return loom__sched_policy(r->opts->policy)->choose(o, r->n_workers) == w->index;
 }
 
 /* A stage run whole on w's device, as loom_plan_run runs it, cut by memory where it passes
@@ -580,8 +579,9 @@ static loom_status deliver(share_run *r, loom_tensor *outputs, int32_t n_outputs
  * again at the end); the devices' models, where every one has one. */
 static loom_status workers_init(share_run *r, const loom_runner *runners, int32_t n) {
   r->workers = loom__calloc((size_t)n, sizeof *r->workers);
+  r->options = loom__calloc((size_t)n, sizeof *r->options);
   r->stats->devices = loom__calloc((size_t)n, sizeof *r->stats->devices);
-  if (!r->workers || !r->stats->devices) return loom__oom("the devices' workers");
+  if (!r->workers || !r->options || !r->stats->devices) return loom__oom("the devices' workers");
   r->n_workers = r->stats->n_devices = n;
   char list[512] = "";
   size_t at = 0;
@@ -751,6 +751,7 @@ loom_status loom_plan_run_shared(loom_context *ctx, const loom_plan *plan, const
   stats->seconds = loom__now() - t0;
   for (int32_t i = 0; s && outputs && i < n_outputs; i++) loom_tensor_deinit(&outputs[i]);
   loom__free(r.workers);
+  loom__free(r.options);
   free(runners);
   if (stats == &own) loom_share_stats_deinit(&own);
   return s;

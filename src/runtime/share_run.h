@@ -23,6 +23,7 @@
 #include "runtime/run_admit.h"
 #include "runtime/share_cut.h"
 #include "runtime/stage_history.h"
+#include "sched/policy.h"
 #include "sched/sched_impl.h"
 
 #define RANGES_PER_DEVICE_DEFAULT 6
@@ -127,7 +128,8 @@ struct share_run {
   held *vals;
   worker *workers;
   int32_t n_workers;
-  bool cpu0_runs; /* cpu0 is one of the devices */
+  loom__sched_option *options; /* per worker: what the policy chooses among (takes_stage) */
+  bool cpu0_runs;              /* cpu0 is one of the devices */
   loom_share_stats *stats;
   loom_sched_platform *models; /* every device's model, where each has one; else NULL */
   stage *stages;

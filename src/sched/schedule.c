@@ -9,17 +9,17 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "sched/policy.h"
 #include "sched/sched_impl.h"
 
-static const char *const policy_names[] = {"fixed", "eager", "dmda"};
-
 const char *loom_sched_policy_name(loom_sched_policy p) {
-  return p >= LOOM_SCHED_FIXED && p <= LOOM_SCHED_DMDA ? policy_names[p] : "?";
+  const loom__sched_policy_ops *ops = loom__sched_policy(p);
+  return ops ? ops->name : "?";
 }
 
 bool loom_sched_policy_parse(const char *name, loom_sched_policy *out_policy) {
-  for (int p = 0; name && p < 3; p++) {
-    if (strcmp(name, policy_names[p]) == 0) {
+  for (int p = 0; name && loom__sched_policy((loom_sched_policy)p); p++) {
+    if (strcmp(name, loom__sched_policy((loom_sched_policy)p)->name) == 0) {
       *out_policy = (loom_sched_policy)p;
       return true;
     }
@@ -47,6 +47,7 @@ typedef struct sim {
   double *dev_free;              /* per device: when its queue empties */
   double *link_free;             /* per link: when its last transfer ends */
   double *link_saved;            /* link_free kept across a dmda estimate */
+  loom__sched_option *options;   /* per device: what the policy chooses among (pick) */
   double *exec;                  /* [task][device]: seconds; INFINITY where it cannot run */
   int32_t *out_start, *out_list; /* the data task t makes: out_list[out_start[t] .. out_start[t + 1]) */
   loom_sched_result *r;
@@ -152,21 +153,22 @@ static double finish_on(sim *s, int32_t t, int32_t dev) {
   return home;
 }
 
-/* The device the policy picks for task t, or -1 when none can run it. */
+/* The device the policy picks for task t, or -1 when none can run it: the policy's own rule
+ * (policy.h), over the devices as the simulation sees them. Only dmda reads the finish times,
+ * which book transfers on a copy of the links: they are computed for it alone. */
 static int32_t pick(sim *s, int32_t t, loom_sched_policy policy) {
-  int32_t nd = s->pf->n_devices, best = -1;
+  int32_t nd = s->pf->n_devices;
   const double *ex = s->exec + (size_t)t * (size_t)nd;
-  if (policy == LOOM_SCHED_FIXED) {
-    int32_t d = s->p->tasks[t].fixed_device;
-    return d >= 0 && d < nd && ex[d] < INFINITY ? d : -1;
-  }
-  double best_key = INFINITY;
+  loom__sched_option *o = s->options;
   for (int32_t d = 0; d < nd; d++) {
-    if (ex[d] == INFINITY) continue;
-    double key = policy == LOOM_SCHED_EAGER ? s->dev_free[d] : finish_on(s, t, d);
-    if (key < best_key) best_key = key, best = d;
+    o[d].eligible = ex[d] < INFINITY;
+    o[d].fixed = d == s->p->tasks[t].fixed_device;
+    o[d].free_at = s->dev_free[d];
+    o[d].finish = policy == LOOM_SCHED_DMDA && o[d].eligible ? finish_on(s, t, d) : INFINITY;
+    /* the simulation knows every time: a device its data cannot reach is no option */
+    if (policy == LOOM_SCHED_DMDA && o[d].finish == INFINITY) o[d].eligible = false;
   }
-  return best;
+  return loom__sched_policy(policy)->choose(o, nd);
 }
 
 static loom_status cannot_place(const sim *s, int32_t t, loom_sched_policy policy) {
@@ -207,6 +209,7 @@ static void sim_free(sim *s) {
   loom__free(s->dev_free);
   loom__free(s->link_free);
   loom__free(s->link_saved);
+  loom__free(s->options);
   loom__free(s->exec);
   loom__free(s->out_start);
   loom__free(s->out_list);
@@ -258,6 +261,7 @@ static loom_status sim_init(sim *s, const loom_sched_problem *p, const loom_sche
   s->dev_free = loom__calloc(nd, sizeof *s->dev_free);
   s->link_free = loom__calloc((size_t)pf->n_links + 1, sizeof *s->link_free);
   s->link_saved = loom__calloc((size_t)pf->n_links + 1, sizeof *s->link_saved);
+  s->options = loom__calloc(nd + 1, sizeof *s->options);
   s->exec = loom__malloc(sizeof *s->exec * (nt * nd + 1));
   s->out_start = loom__calloc(nt + 2, sizeof *s->out_start);
   s->out_list = loom__malloc(sizeof *s->out_list * (ndata + 1));
@@ -265,8 +269,8 @@ static loom_status sim_init(sim *s, const loom_sched_problem *p, const loom_sche
   r->busy = loom__calloc(nd, sizeof *r->busy);
   r->task_count = loom__calloc(nd, sizeof *r->task_count);
   r->link_bytes = loom__calloc((size_t)pf->n_links + 1, sizeof *r->link_bytes);
-  if (!s->avail || !s->dev_free || !s->link_free || !s->link_saved || !s->exec || !s->out_start ||
-      !s->out_list || !r->tasks || !r->busy || !r->task_count || !r->link_bytes) {
+  if (!s->avail || !s->dev_free || !s->link_free || !s->link_saved || !s->options || !s->exec ||
+      !s->out_start || !s->out_list || !r->tasks || !r->busy || !r->task_count || !r->link_bytes) {
     sim_free(s);
     loom_sched_result_deinit(r);
     return loom__oom("schedule");
