@@ -397,8 +397,42 @@ static loom_status lower_eyelike(loom__onnx *c, const Onnx__NodeProto *n, int64_
   return loom__onnx_out(c, 0, d == LOOM_BOOL ? on : loom_cast(G, on, d));
 }
 
+enum { WIN_HANN, WIN_HAMMING, WIN_BLACKMAN };
+
+/* HannWindow, HammingWindow, BlackmanWindow: a window of a length known when the model is read
+ * is a constant, computed here in double as the spec's cosine sums. */
+static loom_status lower_window(loom__onnx *c, const Onnx__NodeProto *n, int64_t kind) {
+  double size_f = 0;
+  loom_status s = known_number(c, 0, &size_f);
+  if (s) return s;
+  int64_t size = (int64_t)size_f;
+  loom_dtype d = LOOM_F32;
+  if (!loom__onnx_dtype((int32_t)loom__onnx_attr_i(n, "output_datatype", 1), &d) || size < 0 ||
+      size > (1 << 24))
+    return loom__onnx_refuse(c, "this output_datatype or size");
+  double den = loom__onnx_attr_i(n, "periodic", 1) ? (double)size : (double)(size - 1);
+  loom_type t = {d, 1, {size}};
+  uint8_t *data = loom__malloc((size_t)(size ? size : 1) * (size_t)loom_dtype_size(d));
+  if (!data) return loom__oom("a window");
+  const double pi = 3.14159265358979323846;
+  for (int64_t i = 0; i < size; i++) {
+    double x = den > 0 ? 2 * pi * (double)i / den : 0, v;
+    if (kind == WIN_HANN)
+      v = 0.5 - 0.5 * cos(x);
+    else if (kind == WIN_HAMMING)
+      v = 25.0 / 46.0 - (1 - 25.0 / 46.0) * cos(x);
+    else
+      v = 0.42 - 0.5 * cos(x) + 0.08 * cos(2 * x);
+    loom__scalar_store(d, v, (int64_t)v, false, data + i * loom_dtype_size(d));
+  }
+  return loom__onnx_out_const(c, 0, &t, data);
+}
+
 /* clang-format off */
 const loom__onnx_op loom__onnx_ops_math[] = {
+    {"HannWindow", lower_window, WIN_HANN, "output_datatype,periodic"},
+    {"HammingWindow", lower_window, WIN_HAMMING, "output_datatype,periodic"},
+    {"BlackmanWindow", lower_window, WIN_BLACKMAN, "output_datatype,periodic"},
     {"OneHot", lower_onehot, 0, "axis"}, {"EyeLike", lower_eyelike, 0, "dtype,k"},
     {"Neg", lower_unary, LOOM_OP_NEG, ""}, {"Abs", lower_unary, LOOM_OP_ABS, ""},
     {"Sign", lower_unary, LOOM_OP_SIGN, ""}, {"Exp", lower_unary, LOOM_OP_EXP, ""},

@@ -319,6 +319,31 @@ static loom_status lower_global_pool(loom__onnx *c, const Onnx__NodeProto *n, in
   return loom__onnx_out(c, 0, loom_reduce(G, op, x, t->rank - 2, axes, true));
 }
 
+/* LRN: x / (bias + alpha / size * the sum of squares over `size` neighbouring channels)^beta,
+ * the channel window as one slice of the zero-padded squares per offset. */
+static loom_status lower_lrn(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  const loom_type t = *TY(x);
+  int64_t size = loom__onnx_attr_i(n, "size", 0);
+  if (t.rank < 3 || size < 1 || size > 64)
+    return loom__onnx_refuse(c, "LRN of rank below 3 or size outside 1 to 64");
+  double alpha = loom__onnx_attr_f(n, "alpha", 1e-4f), beta = loom__onnx_attr_f(n, "beta", 0.75f);
+  double bias = loom__onnx_attr_f(n, "bias", 1.0f);
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  loom_value sq = pad_with(c, BIN(MUL, x, x), 1, before, after, 0.0);
+  int64_t lo[LOOM_MAX_RANK] = {0}, hi[LOOM_MAX_RANK];
+  for (int32_t i = 0; i < t.rank; i++) hi[i] = t.dims[i];
+  loom_value sum = LOOM_VALUE_NONE;
+  for (int64_t k = 0; k < size; k++) {
+    lo[1] = k;
+    hi[1] = k + t.dims[1];
+    loom_value piece = loom_slice(G, sq, t.rank, lo, hi, NULL);
+    sum = k ? BIN(ADD, sum, piece) : piece;
+  }
+  loom_value base = BIN(ADD, BIN(MUL, sum, K(x, alpha / (double)size)), K(x, bias));
+  return loom__onnx_out(c, 0, BIN(DIV, x, BIN(POW, base, K(x, beta))));
+}
+
 /* A per-channel parameter ([C]) shaped to broadcast over [N, C, spatial...]. */
 static loom_value per_channel(loom__onnx *c, int32_t k, int32_t rank) {
   loom_value p = IN(k);
@@ -396,6 +421,7 @@ const loom__onnx_op loom__onnx_ops_nn[] = {
     {"GlobalMaxPool", lower_global_pool, 1, ""}, {"GlobalAveragePool", lower_global_pool, 0, ""},
     {"BatchNormalization", lower_batchnorm, 0, "epsilon,is_test,momentum,spatial,training_mode"},
     {"InstanceNormalization", lower_instancenorm, 0, "epsilon"},
+    {"LRN", lower_lrn, 0, "alpha,beta,bias,size"},
     {"LayerNormalization", lower_layernorm, 0, "axis,epsilon,stash_type"},
     {NULL, NULL, 0, NULL},
 };
