@@ -186,14 +186,16 @@ loom_plan_test(distance_disabled_under_limit ARGS ${knn} --limit 1MiB --no-rewri
   STDOUT_NOT_REGEX "\n  distance +saved")
 
 # ---- a wrong command line: usage and exit 2 --------------------------------------------------
-loom_plan_test(no_args RC 2 STDERR_REGEX "loom-plan: no graph file given\n\nusage: loom-plan")
-loom_plan_test(unknown_option RC 2 ARGS ${knn} --bogus STDERR_REGEX "loom-plan: unknown option '--bogus'\n\nusage: ")
+loom_plan_test(no_args RC 2 STDERR_REGEX "loom-plan: no graph file given\nusage: loom-plan")
+loom_plan_test(unknown_option RC 2 ARGS ${knn} --bogus STDERR_REGEX "loom-plan: unknown option '--bogus'\nusage: loom-plan ")
 loom_plan_test(missing_value RC 2 ARGS ${knn} --limit STDERR_REGEX "loom-plan: option '--limit' needs a value")
 loom_plan_test(two_files RC 2 ARGS ${knn} ${knn} STDERR_REGEX "loom-plan: one graph file at a time")
 loom_plan_test(limit_and_runners RC 2 ARGS ${knn} --limit 1MiB --runners cpu0:1MiB
   STDERR_REGEX "loom-plan: give --runners or --limit, not both")
 loom_plan_test(unknown_rewrite RC 2 ARGS ${knn} --no-rewrite fold
-  STDERR_REGEX "loom-plan: --no-rewrite: unknown rewrite 'fold' \\(known: distance, ")
+  STDERR_REGEX "loom-plan: --no-rewrite 'fold': want distance, ")
+loom_plan_test(misspelled_rewrite RC 2 ARGS ${knn} --no-rewrite chnuk
+  STDERR_REGEX "^loom-plan: --no-rewrite 'chnuk': want [^\n]* \\(did you mean 'chunk'\\?\\)\n$")
 loom_plan_test(bad_limit RC 2 ARGS ${knn} --limit 12MiX
   STDERR_REGEX "loom-plan: --limit: byte size '12MiX': cannot read it at column 3")
 loom_plan_test(bad_runners RC 2 ARGS ${knn} --runners cpu0:64MiX

@@ -21,6 +21,85 @@ int loom_bench_compare(int argc, char **argv);
 int loom_bench_calibrate(int argc, char **argv);
 int loom_bench_share(int argc, char **argv);
 
+/* ---- bench_cli.c: each mode's command line (getopt_long, loom/internal/cli.h) ---- */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "loom/internal/cli.h"
+
+typedef enum bench_opt_kind {
+  BENCH_FLAG,   /* no value: *(bool *)target = true */
+  BENCH_TEXT,   /* *(const char **)target = the value (not empty) */
+  BENCH_I64,    /* *(int64_t *)target: a whole number in [lo, hi] */
+  BENCH_I32,    /* *(int32_t *)target: likewise (hi at most INT32_MAX) */
+  BENCH_BYTES,  /* *(int64_t *)target: a byte size (loom_bytes_parse) in [lo, hi] */
+  BENCH_DOUBLE, /* *(double *)target: a finite number in [dlo, dhi] */
+  BENCH_REPEAT, /* repeatable: ((const char **)target)[(*count)++] = the value, at most hi times */
+} bench_opt_kind;
+
+/* One option of a mode: "--NAME", read into *target. `want` ends the message of a bad value
+ * ("--repeats '0': want a count from 1 to 1000"); NULL: the range is said. */
+typedef struct bench_opt {
+  const char *name;
+  bench_opt_kind kind;
+  void *target;
+  int64_t lo, hi;
+  const char *want;
+  double dlo, dhi;
+  int32_t *count; /* BENCH_REPEAT: how many are held */
+} bench_opt;
+
+/* Table entries (designated, so that fields left out are zero without a warning). */
+#define BENCH_OPT_FLAG(n, t) \
+  { .name = (n), .kind = BENCH_FLAG, .target = (t) }
+#define BENCH_OPT_TEXT(n, t, w) \
+  { .name = (n), .kind = BENCH_TEXT, .target = (t), .want = (w) }
+#define BENCH_OPT_INT(n, k, t, l, h, w) \
+  { .name = (n), .kind = (k), .target = (t), .lo = (l), .hi = (h), .want = (w) }
+#define BENCH_OPT_BYTES(n, t, l, h) \
+  { .name = (n), .kind = BENCH_BYTES, .target = (t), .lo = (l), .hi = (h) }
+#define BENCH_OPT_DOUBLE(n, t, l, h, w) \
+  { .name = (n), .kind = BENCH_DOUBLE, .target = (t), .dlo = (l), .dhi = (h), .want = (w) }
+#define BENCH_OPT_REPEAT(n, t, max, c, w) \
+  { .name = (n), .kind = BENCH_REPEAT, .target = (t), .hi = (max), .count = (c), .want = (w) }
+#define BENCH_OPT_END \
+  { .name = NULL }
+
+typedef struct bench_cli {
+  const char *mode;     /* "dot": messages read "loom-bench dot: ..." */
+  const char *synopsis; /* the usage line after a mistake: "loom-bench dot [options]" */
+  void (*usage)(FILE *f);
+  const bench_opt *opts; /* ended by an entry whose name is NULL; --help and --version are added */
+  int max_operands;      /* arguments that are not options the mode takes (compare: 2) */
+  char **operands;       /* out: those arguments */
+  int n_operands;
+} bench_cli;
+
+/* Reads argv (argv[0]: the mode) into the options' fields. Returns 0; -1 after printing
+ * --help or --version on stdout (exit 0); or 2 after printing the mistake. */
+int bench_args(bench_cli *b, int argc, char **argv);
+
+/* "loom-bench MODE: message" on stderr; returns code. */
+int bench_fail(const char *mode, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The same and the usage line: a wrong command line that is no one option's fault. Returns 2. */
+int bench_usage_error(const bench_cli *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A comma-separated list of at most `max` whole numbers (bytes: byte sizes) in [lo, hi] into
+ * out[0..*count). Returns 0, or 2 after "loom-bench MODE: FLAG 'ITEM': want WANT". */
+int bench_list(const char *mode, const char *flag, const char *text, bool bytes, int64_t lo, int64_t hi,
+               const char *want, int64_t *out, int32_t max, int32_t *count);
+
+/* ---- bench_python.c ---- */
+
+/* Runs `python -c script` (python: a program name looked up on PATH, or a path; no shell) and
+ * reads the one number it prints: seconds. -1 when the program is missing, fails (NumPy
+ * absent) or prints anything else. */
+double bench_python(const char *python, const char *script);
+
 /* ---- bench_run.c: modes that time whole graphs ---- */
 
 #include "loom/loom.h"

@@ -18,41 +18,26 @@ typedef struct attention_args {
   const char *device;
 } attention_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench attention [--n N] [--dh D] [--limit BYTES] [--device ID] [--repeats R]\n"
       "  defaults: n = 4096 (the scores are n x n f32), dh = 64, limit 16MiB, cpu0, R = 3\n",
       f);
-  return rc;
 }
 
 static int parse_args(int argc, char **argv, attention_args *a) {
   *a = (attention_args){4096, 64, 16 << 20, 3, "cpu0"};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!v) return usage(stderr, 2);
-    i++;
-    char *end = NULL;
-    long long x = strtoll(v, &end, 10);
-    bool number = end != v && *end == '\0' && x > 0;
-    if (!strcmp(f, "--n") && number)
-      a->n = x;
-    else if (!strcmp(f, "--dh") && number)
-      a->dh = x;
-    else if (!strcmp(f, "--repeats") && number && x <= 100)
-      a->repeats = (int32_t)x;
-    else if (!strcmp(f, "--device"))
-      a->device = v;
-    else if (!strcmp(f, "--limit")) {
-      if (loom_bytes_parse(v, &a->limit) || a->limit <= 0) {
-        fprintf(stderr, "loom-bench attention: --limit: %s\n", loom_last_error());
-        return 2;
-      }
-    } else
-      return usage(stderr, 2);
-  }
-  return 0;
+  const bench_opt opts[] = {
+      BENCH_OPT_INT("n", BENCH_I64, &a->n, 1, 1 << 20, "a size from 1 to 2^20"),
+      BENCH_OPT_INT("dh", BENCH_I64, &a->dh, 1, 1 << 16, "a size from 1 to 2^16"),
+      BENCH_OPT_INT("repeats", BENCH_I32, &a->repeats, 1, 100, "a count from 1 to 100"),
+      BENCH_OPT_TEXT("device", &a->device, "a device id"),
+      BENCH_OPT_BYTES("limit", &a->limit, 1, INT64_MAX),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {
+      .mode = "attention", .synopsis = "loom-bench attention [options]", .usage = usage, .opts = opts};
+  return bench_args(&b, argc, argv);
 }
 
 static loom_graph *attention_graph(const attention_args *a) {

@@ -30,10 +30,10 @@ typedef struct calls_args {
   bool no_python;
 } calls_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench calls [--calls N] [--size E] [--repeats R] [--devices LIST]\n"
-      "                        [--python CMD | --no-python] [--tiny]\n"
+      "                        [--python PROGRAM | --no-python] [--tiny]\n"
       "  a one-stage plan, s = x + y and t = reduce_sum(s) on f32[E] (default E = 1024), called\n"
       "  N times in a row (default N = 10000), each call's s the next call's x:\n"
       "    host      loom_plan_run on host tensors (inputs written in, results read back)\n"
@@ -41,69 +41,37 @@ static int usage(FILE *f, int rc) {
       "  --repeats R     timed chains after one warm-up chain; the best is kept (default 3)\n"
       "  --devices LIST  the devices, as LOOM_DEVICES selects them (cpu0,ocl0; opencl); default:\n"
       "                  cpu0 and every OpenCL device\n"
-      "  --python CMD    the interpreter that times NumPy on the same call (default: python3,\n"
-      "                  else /usr/bin/python3); --no-python: none\n"
+      "  --python PROGRAM the interpreter that times NumPy on the same call: a program on\n"
+      "                  PATH or a path, run without a shell (default: python3, else\n"
+      "                  /usr/bin/python3); --no-python: none\n"
       "  --tiny          N = 200, E = 64, R = 1, no NumPy: a quick check that everything runs\n"
       "  goal (issue 18): under 20 us per resident call on cpu0 and on PoCL\n",
       f);
-  return rc;
-}
-
-static int bad_value(const char *flag, const char *v, const char *want) {
-  fprintf(stderr, "loom-bench calls: %s '%s': %s\n", flag, v, want);
-  return 2;
-}
-
-static int parse_option(const char *f, const char *v, calls_args *a) {
-  long long x;
-  if (!strcmp(f, "--calls")) {
-    if ((x = bench_whole(v, 1)) < 0 || x > 100000000) return bad_value(f, v, "want a count from 1 to 10^8");
-    a->calls = x;
-  } else if (!strcmp(f, "--size")) {
-    if ((x = bench_whole(v, 1)) < 0 || x > ((int64_t)1 << 24))
-      return bad_value(f, v, "want elements from 1 to 2^24");
-    a->size = x;
-  } else if (!strcmp(f, "--repeats")) {
-    if ((x = bench_whole(v, 1)) < 0 || x > 1000) return bad_value(f, v, "want a count from 1 to 1000");
-    a->repeats = (int32_t)x;
-  } else if (!strcmp(f, "--devices")) {
-    a->devices = v;
-  } else if (!strcmp(f, "--python")) {
-    a->python = v;
-  } else {
-    fprintf(stderr, "loom-bench calls: unknown option '%s'\n", f);
-    return usage(stderr, 2);
-  }
-  return 0;
 }
 
 static int parse_args(int argc, char **argv, calls_args *a) {
   *a = (calls_args){.calls = 10000, .size = 1024, .repeats = 3};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i];
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!strcmp(f, "--no-python")) {
-      a->no_python = true;
-      continue;
-    }
-    if (!strcmp(f, "--tiny")) {
-      a->calls = 200;
-      a->size = 64;
-      a->repeats = 1;
-      a->no_python = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "loom-bench calls: unknown option or missing value after '%s'\n", f);
-      return usage(stderr, 2);
-    }
-    int rc = parse_option(f, argv[++i], a);
-    if (rc) return rc;
+  bool tiny = false;
+  const bench_opt opts[] = {
+      BENCH_OPT_INT("calls", BENCH_I64, &a->calls, 1, 100000000, "a count from 1 to 10^8"),
+      BENCH_OPT_INT("size", BENCH_I64, &a->size, 1, (int64_t)1 << 24, "elements from 1 to 2^24"),
+      BENCH_OPT_INT("repeats", BENCH_I32, &a->repeats, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_TEXT("devices", &a->devices, "a list of devices"),
+      BENCH_OPT_TEXT("python", &a->python, "an interpreter"),
+      BENCH_OPT_FLAG("no-python", &a->no_python),
+      BENCH_OPT_FLAG("tiny", &tiny),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "calls", .synopsis = "loom-bench calls [options]", .usage = usage, .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (rc) return rc;
+  if (tiny) { /* over the sizes given: --tiny is a quick check, whatever else is said */
+    a->calls = 200;
+    a->size = 64;
+    a->repeats = 1;
+    a->no_python = true;
   }
-  if (a->python && a->no_python) {
-    fprintf(stderr, "loom-bench calls: give --python or --no-python, not both\n");
-    return 2;
-  }
+  if (a->python && a->no_python) return bench_fail("calls", 2, "give --python or --no-python, not both");
   return 0;
 }
 
@@ -337,20 +305,15 @@ done:
 
 /* NumPy's seconds per call of the same step chained as here; -1 without python3 or NumPy. */
 static double numpy_per_call(const char *python, const calls_args *a) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd,
-           "%s -c \"import time, numpy\nx0 = numpy.random.rand(%lld).astype('float32')\ny = "
+  char script[1024];
+  snprintf(script, sizeof script,
+           "import time, numpy\nx0 = numpy.random.rand(%lld).astype('float32')\ny = "
            "numpy.random.rand(%lld).astype('float32')\nbest = 1e9\nfor r in range(%d):\n x = x0\n t0 = "
            "time.perf_counter()\n for i in range(%lld):\n  x = x + y\n  t = x.sum()\n best = min(best, "
-           "time.perf_counter() - t0)\nprint(best / %lld)\" 2>/dev/null",
-           python, (long long)a->size, (long long)a->size, (int)a->repeats + 1, (long long)a->calls,
+           "time.perf_counter() - t0)\nprint(best / %lld)\n",
+           (long long)a->size, (long long)a->size, (int)a->repeats + 1, (long long)a->calls,
            (long long)a->calls);
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  double s = -1;
-  if (fscanf(p, "%lf", &s) != 1) s = -1;
-  if (pclose(p) != 0) s = -1;
-  return s;
+  return bench_python(python, script);
 }
 
 static void print_us(double seconds) {

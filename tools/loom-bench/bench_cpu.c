@@ -29,7 +29,7 @@ typedef struct cpu_args {
   int32_t reps;
 } cpu_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench cpu [--n N] [--fft BxL] [--reps R]\n"
       "  --n N      sgemm N x N x N, f32 (default 2048)\n"
@@ -38,31 +38,33 @@ static int usage(FILE *f, int rc) {
       "  Prints Loom's and the library's times and the ratio library / Loom, for the first\n"
       "  sgemm in a fresh process and for later calls, and for the batched FFT.\n",
       f);
-  return rc;
 }
 
 static int parse_args(int argc, char **argv, cpu_args *a) {
   *a = (cpu_args){2048, 1024, 4096, 5};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!v) return usage(stderr, 2);
-    i++;
-    char *end = NULL;
-    long long x = strtoll(v, &end, 10);
-    if (!strcmp(f, "--n") && *end == '\0' && x > 0 && x <= 16384) {
-      a->n = x;
-    } else if (!strcmp(f, "--reps") && *end == '\0' && x > 0 && x <= 1000) {
-      a->reps = (int32_t)x;
-    } else if (!strcmp(f, "--fft") && *end == 'x' && x > 0) {
-      long long l = strtoll(end + 1, &end, 10);
-      if (*end != '\0' || l < 2 || x * l > (1LL << 28)) return usage(stderr, 2);
-      a->batch = x;
-      a->len = l;
-    } else {
-      return usage(stderr, 2);
-    }
-  }
+  const char *fft = NULL;
+  const bench_opt opts[] = {
+      BENCH_OPT_INT("n", BENCH_I64, &a->n, 1, 16384, "a size from 1 to 16384"),
+      BENCH_OPT_INT("reps", BENCH_I32, &a->reps, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_TEXT("fft", &fft, "BxL, as 1024x4096"),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "cpu",
+                 .synopsis = "loom-bench cpu [--n N] [--fft BxL] [--reps R]",
+                 .usage = usage,
+                 .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (rc || !fft) return rc;
+  const char *x = strchr(fft, 'x');
+  char batch[32];
+  int64_t bl = 0, len = 0;
+  snprintf(batch, sizeof batch, "%.*s", x ? (int)(x - fft) : 0, fft);
+  if (!x || !loom__cli_parse_int(batch, 1, 1 << 28, &bl) || !loom__cli_parse_int(x + 1, 2, 1 << 28, &len) ||
+      bl * len > (1LL << 28))
+    return loom__cli_bad_value("loom-bench cpu", "--fft", fft,
+                               "BxL: B FFTs of length L, L at least 2, B x L at most 2^28 (1024x4096)");
+  a->batch = bl;
+  a->len = len;
   return 0;
 }
 

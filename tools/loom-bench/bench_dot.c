@@ -39,7 +39,7 @@ typedef struct dot_args {
   const char *device;
 } dot_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench dot [--dots LIST] [--fractions LIST] [--repeats R] [--device ID]\n"
       "  --dots LIST       dots as DTYPE:MxKxN ([M,K] x [K,N], f32 or f64), comma-separated\n"
@@ -51,7 +51,6 @@ static int usage(FILE *f, int rc) {
       "  Each limit's time is compared with the unconstrained dot's: ratio = unconstrained /\n"
       "  constrained; goals (issue 13) >= 0.8 at a naive need of 2x the limit, >= 0.6 at 16x.\n",
       f);
-  return rc;
 }
 
 /* "f64:1000x1200x1100" into *d; false when it does not read. */
@@ -64,6 +63,7 @@ static bool parse_dot(const char *t, dot_spec *d) {
   const char *p = colon + 1;
   for (int32_t i = 0; i < 3; i++) {
     char *end = NULL;
+    if (*p < '0' || *p > '9') return false; /* no sign, no blank */
     long long x = strtoll(p, &end, 10);
     if (end == p || x < 1 || x > 1000000 || *end != (i < 2 ? 'x' : '\0')) return false;
     *dims[i] = x;
@@ -99,9 +99,8 @@ static bool dot_item(const char *t, void *out, int32_t i) {
 }
 
 static bool fraction_item(const char *t, void *out, int32_t i) {
-  char *end = NULL;
-  double x = strtod(t, &end);
-  if (end == t || *end != '\0' || !(x > 0 && x <= 1)) return false;
+  double x = 0;
+  if (!loom__cli_parse_double(t, 0, 1, &x) || x == 0) return false;
   ((double *)out)[i] = x;
   return true;
 }
@@ -113,39 +112,27 @@ static int parse_args(int argc, char **argv, dot_args *a) {
                   .n_fractions = 4,
                   .repeats = 5,
                   .device = "cpu0"};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!v) {
-      fprintf(stderr, "loom-bench dot: unknown option or missing value after '%s'\n", f);
-      return usage(stderr, 2);
-    }
-    i++;
-    int rc = 0;
-    if (!strcmp(f, "--dots"))
-      rc = parse_list(
-          f, v, MAX_DOTS, &a->n_dots, dot_item, a->dots,
-          "want DTYPE:MxKxN with DTYPE f32 or f64 and sizes from 1 to 1000000, as f64:1000x1200x1100");
-    else if (!strcmp(f, "--fractions"))
-      rc = parse_list(f, v, MAX_FRACTIONS, &a->n_fractions, fraction_item, a->fractions,
-                      "want a fraction of the naive peak in (0, 1], as 0.5");
-    else if (!strcmp(f, "--repeats")) {
-      char *end = NULL;
-      long x = strtol(v, &end, 10);
-      if (end == v || *end != '\0' || x < 1 || x > 1000) {
-        fprintf(stderr, "loom-bench dot: --repeats '%s': want a count from 1 to 1000\n", v);
-        rc = 2;
-      }
-      a->repeats = (int32_t)x;
-    } else if (!strcmp(f, "--device"))
-      a->device = v;
-    else {
-      fprintf(stderr, "loom-bench dot: unknown option '%s'\n", f);
-      rc = usage(stderr, 2);
-    }
-    if (rc) return rc;
-  }
-  return 0;
+  const char *dots = NULL, *fractions = NULL;
+  const bench_opt opts[] = {
+      BENCH_OPT_TEXT("dots", &dots, "a list of dots"),
+      BENCH_OPT_TEXT("fractions", &fractions, "a list of fractions"),
+      BENCH_OPT_INT("repeats", BENCH_I32, &a->repeats, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_TEXT("device", &a->device, "a device id"),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "dot",
+                 .synopsis = "loom-bench dot [--dots LIST] [--fractions LIST] [--repeats R] [--device ID]",
+                 .usage = usage,
+                 .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (!rc && dots)
+    rc = parse_list(
+        "--dots", dots, MAX_DOTS, &a->n_dots, dot_item, a->dots,
+        "want DTYPE:MxKxN with DTYPE f32 or f64 and sizes from 1 to 1000000, as f64:1000x1200x1100");
+  if (!rc && fractions)
+    rc = parse_list("--fractions", fractions, MAX_FRACTIONS, &a->n_fractions, fraction_item, a->fractions,
+                    "want a fraction of the naive peak in (0, 1], as 0.5");
+  return rc;
 }
 
 /* ---- one configuration -------------------------------------------------------------------------- */

@@ -44,7 +44,7 @@ typedef struct fft_args {
   bool no_python;
 } fft_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench fft [--reps R] [--cases LIST] [--python CMD | --no-python]\n"
       "  rows: c64[1024,4096] along axis 1; cols: c64[4096,1024] along axis 0\n"
@@ -54,33 +54,22 @@ static int usage(FILE *f, int rc) {
       "  Prints Loom's, FFTW's (FFTW_MEASURE, plan_many) and SciPy's (workers = threads) times\n"
       "  and the ratios peer / Loom.\n",
       f);
-  return rc;
 }
 
 static int parse_args(int argc, char **argv, fft_args *a) {
   *a = (fft_args){.reps = 5};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i];
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!strcmp(f, "--no-python")) {
-      a->no_python = true;
-      continue;
-    }
-    const char *v = i + 1 < argc ? argv[++i] : NULL;
-    if (!v) return usage(stderr, 2);
-    if (!strcmp(f, "--reps")) {
-      long long x = bench_whole(v, 1);
-      if (x < 1 || x > 1000) return usage(stderr, 2);
-      a->reps = (int32_t)x;
-    } else if (!strcmp(f, "--cases")) {
-      a->cases = v;
-    } else if (!strcmp(f, "--python")) {
-      a->python = v;
-    } else {
-      return usage(stderr, 2);
-    }
-  }
-  return 0;
+  const bench_opt opts[] = {
+      BENCH_OPT_INT("reps", BENCH_I32, &a->reps, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_TEXT("cases", &a->cases, "rows, cols or rows,cols"),
+      BENCH_OPT_TEXT("python", &a->python, "an interpreter"),
+      BENCH_OPT_FLAG("no-python", &a->no_python),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "fft",
+                 .synopsis = "loom-bench fft [--reps R] [--cases LIST] [--python CMD | --no-python]",
+                 .usage = usage,
+                 .opts = opts};
+  return bench_args(&b, argc, argv);
 }
 
 /* SciPy's side: a child python3 holding the case's input, which runs scipy.fft.fft once each

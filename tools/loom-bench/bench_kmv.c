@@ -38,7 +38,7 @@ typedef struct kmv_args {
   const char *device;
 } kmv_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench kmv [--n LIST] [--d D] [--limit BYTES] [--device ID] [--repeats R]\n"
       "                      [--unfused-max N]\n"
@@ -52,45 +52,26 @@ static int usage(FILE *f, int rc) {
       "  >= 5x on an OpenCL device), measured peaks, GFLOP/s and the fraction of the\n"
       "  device's f32 peak, and the error against a float64 reference.\n",
       f);
-  return rc;
 }
 
 static int parse_args(int argc, char **argv, kmv_args *a) {
   *a = (kmv_args){{10000, 100000}, 2, 3, 64 << 20, 100000, 3, "cpu0"};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!v) return usage(stderr, 2);
-    i++;
-    if (!strcmp(f, "--n")) {
-      a->n_sizes = 0;
-      for (const char *t = v; *t && a->n_sizes < MAX_SIZES;) {
-        char *end = NULL;
-        long long n = strtoll(t, &end, 10);
-        if (end == t || n < 1 || (*end && *end != ',')) return usage(stderr, 2);
-        a->sizes[a->n_sizes++] = n;
-        t = *end ? end + 1 : end;
-      }
-    } else if (!strcmp(f, "--d")) {
-      a->d = bench_whole(v, 1);
-    } else if (!strcmp(f, "--limit")) {
-      if (loom_bytes_parse(v, &a->limit)) {
-        fprintf(stderr, "loom-bench kmv: --limit: %s\n", loom_last_error());
-        return 2;
-      }
-    } else if (!strcmp(f, "--device")) {
-      a->device = v;
-    } else if (!strcmp(f, "--repeats")) {
-      a->repeats = (int32_t)bench_whole(v, 1);
-    } else if (!strcmp(f, "--unfused-max")) {
-      a->unfused_max = bench_whole(v, 1);
-    } else {
-      return usage(stderr, 2);
-    }
-  }
-  if (a->d < 1 || a->d > 64 || a->repeats < 1 || a->repeats > 100 || a->limit <= 0 || a->unfused_max < 1)
-    return usage(stderr, 2);
-  return 0;
+  const char *sizes = NULL;
+  const bench_opt opts[] = {
+      BENCH_OPT_TEXT("n", &sizes, "a list of point counts"),
+      BENCH_OPT_INT("d", BENCH_I64, &a->d, 1, 64, "dimensions from 1 to 64"),
+      BENCH_OPT_BYTES("limit", &a->limit, 1, INT64_MAX),
+      BENCH_OPT_TEXT("device", &a->device, "a device id"),
+      BENCH_OPT_INT("repeats", BENCH_I32, &a->repeats, 1, 100, "a count from 1 to 100"),
+      BENCH_OPT_INT("unfused-max", BENCH_I64, &a->unfused_max, 1, INT64_MAX, "a point count of at least 1"),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "kmv", .synopsis = "loom-bench kmv [options]", .usage = usage, .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (!rc && sizes)
+    rc = bench_list("kmv", "--n", sizes, false, 1, INT64_MAX / 64,
+                    "point counts of at least 1, as 10000,100000", a->sizes, MAX_SIZES, &a->n_sizes);
+  return rc;
 }
 
 static loom_graph *parse(const char *text) {

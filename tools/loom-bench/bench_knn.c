@@ -12,9 +12,6 @@
 #include "bench.h"
 #include "loom/loom.h"
 
-static int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 static int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
@@ -30,7 +27,7 @@ typedef struct knn_args {
   loom_distance_form form; /* --form: the distance rewrite's form */
 } knn_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
       "                      [--metric l2|l1] [--no-rewrite NAME]... [--form auto|expanded|direct]\n"
@@ -46,50 +43,45 @@ static int usage(FILE *f, int rc) {
       "  when that passes 90% of the memory available, it is skipped and the chunked runs\n"
       "  are compared with the largest limit's run instead.\n",
       f);
-  return rc;
 }
 
 static int parse_args(int argc, char **argv, knn_args *a) {
   *a = (knn_args){
       50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3, false, {NULL}, 0, LOOM_DISTANCE_AUTO};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!v) return usage(stderr, 2);
-    i++;
-    if (!strcmp(f, "--n"))
-      a->n = bench_whole(v, 1);
-    else if (!strcmp(f, "--m"))
-      a->m = bench_whole(v, 1);
-    else if (!strcmp(f, "--d"))
-      a->d = bench_whole(v, 1);
-    else if (!strcmp(f, "--k"))
-      a->k = bench_whole(v, 1);
-    else if (!strcmp(f, "--repeats"))
-      a->repeats = (int32_t)min64(bench_whole(v, 1), 1000);
-    else if (!strcmp(f, "--metric") && (!strcmp(v, "l1") || !strcmp(v, "l2")))
-      a->l1 = !strcmp(v, "l1");
-    else if (!strcmp(f, "--no-rewrite") && a->n_disabled < 3)
-      a->disabled[a->n_disabled++] = v;
-    else if (!strcmp(f, "--form") && (!strcmp(v, "auto") || !strcmp(v, "expanded") || !strcmp(v, "direct")))
-      a->form = !strcmp(v, "auto")       ? LOOM_DISTANCE_AUTO
-                : !strcmp(v, "expanded") ? LOOM_DISTANCE_EXPANDED
-                                         : LOOM_DISTANCE_DIRECT;
-    else if (!strcmp(f, "--limits")) {
-      char *copy = strdup(v), *save = NULL;
-      a->n_limits = 0;
-      for (char *t = strtok_r(copy, ",", &save); t && a->n_limits < 8; t = strtok_r(NULL, ",", &save))
-        if (loom_bytes_parse(t, &a->limits[a->n_limits++])) {
-          fprintf(stderr, "loom-bench knn: --limits: %s\n", loom_last_error());
-          free(copy);
-          return 2;
-        }
-      free(copy);
-    } else
-      return usage(stderr, 2);
-  }
-  if (a->n < 1 || a->m < a->k || a->d < 1 || a->k < 1 || a->repeats < 1) return usage(stderr, 2);
-  return 0;
+  static const char *const metrics[] = {"l2", "l1"}, *const forms[] = {"auto", "expanded", "direct"};
+  static const loom_distance_form form_of[] = {LOOM_DISTANCE_AUTO, LOOM_DISTANCE_EXPANDED,
+                                               LOOM_DISTANCE_DIRECT};
+  static const char *const rewrites[] = {LOOM_REWRITE_NAMES};
+  const char *limits = NULL, *metric = NULL, *form = NULL;
+  const bench_opt opts[] = {
+      BENCH_OPT_INT("n", BENCH_I64, &a->n, 1, (int64_t)1 << 40, "a point count of at least 1"),
+      BENCH_OPT_INT("m", BENCH_I64, &a->m, 1, (int64_t)1 << 40, "a point count of at least 1"),
+      BENCH_OPT_INT("d", BENCH_I64, &a->d, 1, 1 << 20, "dimensions from 1 to 2^20"),
+      BENCH_OPT_INT("k", BENCH_I64, &a->k, 1, 1 << 20, "a neighbour count from 1 to 2^20"),
+      BENCH_OPT_INT("repeats", BENCH_I32, &a->repeats, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_TEXT("limits", &limits, "a list of byte sizes"),
+      BENCH_OPT_TEXT("metric", &metric, "l2 or l1"),
+      BENCH_OPT_TEXT("form", &form, "auto, expanded or direct"),
+      BENCH_OPT_REPEAT("no-rewrite", a->disabled, 3, &a->n_disabled, "a rewrite's name"),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "knn", .synopsis = "loom-bench knn [options]", .usage = usage, .opts = opts};
+  int rc = bench_args(&b, argc, argv), k = 0;
+  if (!rc && limits)
+    rc = bench_list("knn", "--limits", limits, true, 1, INT64_MAX,
+                    "byte sizes of at least 1 B, as 16MiB,64MiB (a limit of 0 holds nothing)", a->limits, 8,
+                    &a->n_limits);
+  if (!rc && metric && (k = loom__cli_choice("loom-bench knn", "--metric", metric, metrics, 2)) < 0) rc = 2;
+  if (!rc && metric) a->l1 = k == 1;
+  if (!rc && form && (k = loom__cli_choice("loom-bench knn", "--form", form, forms, 3)) < 0) rc = 2;
+  if (!rc && form) a->form = form_of[k];
+  for (int32_t i = 0; !rc && i < a->n_disabled; i++)
+    if (loom__cli_choice("loom-bench knn", "--no-rewrite", a->disabled[i], rewrites,
+                         (int)(sizeof rewrites / sizeof rewrites[0])) < 0)
+      rc = 2;
+  if (!rc && a->m < a->k)
+    rc = bench_usage_error(&b, "--k %lld is more than --m %lld", (long long)a->k, (long long)a->m);
+  return rc;
 }
 
 static loom_graph *knn_graph(const knn_args *a) {

@@ -31,10 +31,10 @@ typedef struct overhead_args {
   bool no_python;
 } overhead_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench overhead [--ops N] [--size E] [--loop-n N] [--piece P] [--repeats R]\n"
-      "                           [--devices LIST] [--python CMD | --no-python]\n"
+      "                           [--devices LIST] [--python PROGRAM | --no-python]\n"
       "  per op:    a chain of N adds on f32[E] (default N = 2000, E = 16), time / N\n"
       "  per run:   one add on f32[E] alone\n"
       "  per piece: a loop over f32[N] in pieces of P, body one add (default N = 100000,\n"
@@ -42,74 +42,34 @@ static int usage(FILE *f, int rc) {
       "  --repeats R     timed runs per figure after one warm-up; the best is kept (default 5)\n"
       "  --devices LIST  the devices, as LOOM_DEVICES selects them (cpu0,ocl0; opencl); default:\n"
       "                  cpu0 and every OpenCL device\n"
-      "  --python CMD    the interpreter that measures NumPy (and PyTorch eager) on the same\n"
-      "                  chain (default: python3, else /usr/bin/python3); --no-python: none\n"
+      "  --python PROGRAM the interpreter that measures NumPy (and PyTorch eager) on the same\n"
+      "                  chain: a program on PATH or a path, run without a shell (default:\n"
+      "                  python3, else /usr/bin/python3); --no-python: none\n"
       "  goals (issue 13): under 1 us per op on cpu0, under 2 us per piece\n",
       f);
-  return rc;
-}
-
-/* A whole number flag value >= lo, or -1. */
-static int bad_value(const char *flag, const char *v, const char *want) {
-  fprintf(stderr, "loom-bench overhead: %s '%s': %s\n", flag, v, want);
-  return 2;
-}
-
-static int parse_option(const char *f, const char *v, overhead_args *a) {
-  long long x;
-  if (!strcmp(f, "--ops")) {
-    if ((x = bench_whole(v, 1)) < 0 || x > 1000000) return bad_value(f, v, "want a count from 1 to 1000000");
-    a->ops = x;
-  } else if (!strcmp(f, "--size")) {
-    if ((x = bench_whole(v, 1)) < 0 || x > ((int64_t)1 << 24))
-      return bad_value(f, v, "want elements from 1 to 2^24");
-    a->size = x;
-  } else if (!strcmp(f, "--loop-n")) {
-    if ((x = bench_whole(v, 0)) < 0 || x > ((int64_t)1 << 30))
-      return bad_value(f, v, "want elements from 0 to 2^30");
-    a->loop_n = x;
-  } else if (!strcmp(f, "--piece")) {
-    if ((x = bench_whole(v, 1)) < 0) return bad_value(f, v, "want a positive piece size");
-    a->piece = x;
-  } else if (!strcmp(f, "--repeats")) {
-    if ((x = bench_whole(v, 1)) < 0 || x > 1000) return bad_value(f, v, "want a count from 1 to 1000");
-    a->repeats = (int32_t)x;
-  } else if (!strcmp(f, "--devices")) {
-    a->devices = v;
-  } else if (!strcmp(f, "--python")) {
-    a->python = v;
-  } else {
-    fprintf(stderr, "loom-bench overhead: unknown option '%s'\n", f);
-    return usage(stderr, 2);
-  }
-  return 0;
 }
 
 static int parse_args(int argc, char **argv, overhead_args *a) {
   *a = (overhead_args){.ops = 2000, .size = 16, .loop_n = 100000, .piece = 16, .repeats = 5};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i];
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!strcmp(f, "--no-python")) {
-      a->no_python = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "loom-bench overhead: unknown option or missing value after '%s'\n", f);
-      return usage(stderr, 2);
-    }
-    int rc = parse_option(f, argv[++i], a);
-    if (rc) return rc;
-  }
-  if (a->loop_n > 0 && (a->piece > a->loop_n || a->loop_n / a->piece < 2)) {
-    fprintf(stderr, "loom-bench overhead: --piece %lld leaves fewer than 2 pieces of --loop-n %lld\n",
-            (long long)a->piece, (long long)a->loop_n);
-    return 2;
-  }
-  if (a->python && a->no_python) {
-    fprintf(stderr, "loom-bench overhead: give --python or --no-python, not both\n");
-    return 2;
-  }
+  const bench_opt opts[] = {
+      BENCH_OPT_INT("ops", BENCH_I64, &a->ops, 1, 1000000, "a count from 1 to 1000000"),
+      BENCH_OPT_INT("size", BENCH_I64, &a->size, 1, (int64_t)1 << 24, "elements from 1 to 2^24"),
+      BENCH_OPT_INT("loop-n", BENCH_I64, &a->loop_n, 0, (int64_t)1 << 30, "elements from 0 to 2^30"),
+      BENCH_OPT_INT("piece", BENCH_I64, &a->piece, 1, INT64_MAX, "a positive piece size"),
+      BENCH_OPT_INT("repeats", BENCH_I32, &a->repeats, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_TEXT("devices", &a->devices, "a list of devices"),
+      BENCH_OPT_TEXT("python", &a->python, "an interpreter"),
+      BENCH_OPT_FLAG("no-python", &a->no_python),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {
+      .mode = "overhead", .synopsis = "loom-bench overhead [options]", .usage = usage, .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (rc) return rc;
+  if (a->loop_n > 0 && (a->piece > a->loop_n || a->loop_n / a->piece < 2))
+    return bench_fail("overhead", 2, "--piece %lld leaves fewer than 2 pieces of --loop-n %lld",
+                      (long long)a->piece, (long long)a->loop_n);
+  if (a->python && a->no_python) return bench_fail("overhead", 2, "give --python or --no-python, not both");
   return 0;
 }
 
@@ -282,24 +242,18 @@ static void loop_figures(loom_context *ctx, const char *id, const overhead_args 
 /* The chain in Python: `lib` is "numpy" or "torch"; seconds per op, or -1 when the
  * interpreter or the library is missing. */
 static double python_per_op(const char *python, const char *lib, const overhead_args *a) {
-  char make[96], cmd[1024];
+  char make[96], script[1024];
   if (strcmp(lib, "torch") == 0)
     snprintf(make, sizeof make, "torch.rand(%lld)", (long long)a->size);
   else
     snprintf(make, sizeof make, "numpy.random.rand(%lld).astype('float32')", (long long)a->size);
   snprintf(
-      cmd, sizeof cmd,
-      "%s -c \"import time, %s\nx = %s\ny = %s\nbest = 1e9\nfor r in range(%d):\n t = time.perf_counter()\n"
+      script, sizeof script,
+      "import time, %s\nx = %s\ny = %s\nbest = 1e9\nfor r in range(%d):\n t = time.perf_counter()\n"
       " v = x\n for i in range(%lld): v = v + y\n best = min(best, time.perf_counter() - t)\nprint(best / "
-      "%lld)\""
-      " 2>/dev/null",
-      python, lib, make, make, (int)a->repeats + 1, (long long)a->ops, (long long)a->ops);
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  double s = -1;
-  if (fscanf(p, "%lf", &s) != 1) s = -1;
-  if (pclose(p) != 0) s = -1;
-  return s;
+      "%lld)\n",
+      lib, make, make, (int)a->repeats + 1, (long long)a->ops, (long long)a->ops);
+  return bench_python(python, script);
 }
 
 /* NumPy's and PyTorch's figures (-1 each when absent); *used names the interpreter that had

@@ -6,9 +6,8 @@
 #include "bench.h"
 
 long long bench_whole(const char *v, long long lo) {
-  char *end = NULL;
-  long long x = strtoll(v, &end, 10);
-  return end != v && *end == '\0' && x >= lo ? x : -1;
+  int64_t x = -1;
+  return loom__cli_parse_int(v, lo, INT64_MAX, &x) ? x : -1; /* digits only, the whole text */
 }
 
 loom_graph *bench_parse(const char *text, const char *mode) {

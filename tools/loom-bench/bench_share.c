@@ -22,7 +22,7 @@ typedef struct share_args {
   bool with_auto;
 } share_args;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench share [--n N] [--m M] [--d D] [--k K] [--repeats R] [--devices LIST]\n"
       "                        [--policy dmda|eager] [--no-auto]\n"
@@ -35,42 +35,33 @@ static int usage(FILE *f, int rc) {
       "  best single device / auto >= 1.0. Times on a shared machine are noisy: set\n"
       "  OMP_WAIT_POLICY=passive and read the ratios, not the seconds.\n",
       f);
-  return rc;
 }
 
 static int parse_args(int argc, char **argv, share_args *a) {
   *a = (share_args){20000, 30000, 3, 10, 3, "ocl0,ocl1", LOOM_SCHED_DMDA, true};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!strcmp(f, "--no-auto")) {
-      a->with_auto = false;
-      continue;
-    }
-    if (!v) return usage(stderr, 2);
-    i++;
-    long long x = 0;
-    if (!strcmp(f, "--devices"))
-      a->devices = v;
-    else if (!strcmp(f, "--policy") && loom_sched_policy_parse(v, &a->policy) &&
-             a->policy != LOOM_SCHED_FIXED)
-      continue;
-    else if ((x = bench_whole(v, 1)) < 1)
-      return usage(stderr, 2);
-    else if (!strcmp(f, "--n"))
-      a->n = x;
-    else if (!strcmp(f, "--m"))
-      a->m = x;
-    else if (!strcmp(f, "--d"))
-      a->d = x;
-    else if (!strcmp(f, "--k"))
-      a->k = x;
-    else if (!strcmp(f, "--repeats"))
-      a->repeats = (int32_t)(x > 100 ? 100 : x);
-    else
-      return usage(stderr, 2);
-  }
-  return a->k <= a->m ? 0 : usage(stderr, 2);
+  static const char *const policies[] = {"dmda", "eager"};
+  const char *policy = NULL;
+  bool no_auto = false;
+  const bench_opt opts[] = {
+      BENCH_OPT_INT("n", BENCH_I64, &a->n, 1, (int64_t)1 << 40, "a point count of at least 1"),
+      BENCH_OPT_INT("m", BENCH_I64, &a->m, 1, (int64_t)1 << 40, "a point count of at least 1"),
+      BENCH_OPT_INT("d", BENCH_I64, &a->d, 1, 1 << 20, "dimensions from 1 to 2^20"),
+      BENCH_OPT_INT("k", BENCH_I64, &a->k, 1, 1 << 20, "a neighbour count from 1 to 2^20"),
+      BENCH_OPT_INT("repeats", BENCH_I32, &a->repeats, 1, 100, "a count from 1 to 100"),
+      BENCH_OPT_TEXT("devices", &a->devices, "a list of devices"),
+      BENCH_OPT_TEXT("policy", &policy, "dmda or eager"),
+      BENCH_OPT_FLAG("no-auto", &no_auto),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "share", .synopsis = "loom-bench share [options]", .usage = usage, .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (rc) return rc;
+  a->with_auto = !no_auto;
+  if (policy && loom__cli_choice("loom-bench share", "--policy", policy, policies, 2) < 0) return 2;
+  if (policy) loom_sched_policy_parse(policy, &a->policy);
+  if (a->m < a->k)
+    return bench_usage_error(&b, "--k %lld is more than --m %lld", (long long)a->k, (long long)a->m);
+  return 0;
 }
 
 /* One configuration: a plan and the devices it runs on. */

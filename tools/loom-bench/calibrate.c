@@ -161,41 +161,38 @@ static int calibrate_device(loom_context *ctx, int32_t index, const loom_device_
   return failed ? 1 : 0;
 }
 
+static void usage(FILE *f) {
+  fputs(
+      "usage: loom-bench calibrate [--devices LIST] [--reps N] [--quick] [--no-save]\n\n"
+      "Measures each op class (gemm, fft, elementwise, reduction, topk, conv, copy) at three sizes on\n"
+      "each device, fits seconds = latency + size x seconds_per_unit, and writes the model to the\n"
+      "cache folder (LOOM_CACHE_DIR, else $XDG_CACHE_HOME/loom, else ~/.cache/loom: models/),\n"
+      "keyed by device name and driver; `loom-info --models` prints them.\n\n"
+      "  --devices LIST  only these ids (cpu0,ocl1)\n"
+      "  --reps N        timed runs per size, the best kept (default 3)\n"
+      "  --quick         small sizes (seconds in all; for tests)\n"
+      "  --no-save       print the models, write nothing\n",
+      f);
+}
+
 static int parse_args(int argc, char **argv, calib_options *o) {
   memset(o, 0, sizeof *o);
   o->reps = 3;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      puts(
-          "usage: loom-bench calibrate [--devices LIST] [--reps N] [--quick] [--no-save]\n\n"
-          "Measures each op class (gemm, fft, elementwise, reduction, topk, conv, copy) at three sizes on\n"
-          "each device, fits seconds = latency + size x seconds_per_unit, and writes the model to the\n"
-          "cache folder (LOOM_CACHE_DIR, else $XDG_CACHE_HOME/loom, else ~/.cache/loom: models/),\n"
-          "keyed by device name and driver; `loom-info --models` prints them.\n\n"
-          "  --devices LIST  only these ids (cpu0,ocl1)\n"
-          "  --reps N        timed runs per size, the best kept (default 3)\n"
-          "  --quick         small sizes (seconds in all; for tests)\n"
-          "  --no-save       print the models, write nothing");
-      return -1;
-    }
-    if (strcmp(a, "--quick") == 0) {
-      o->quick = true;
-    } else if (strcmp(a, "--no-save") == 0) {
-      o->dry = true;
-    } else if ((strcmp(a, "--devices") == 0 || strcmp(a, "--reps") == 0) && i + 1 < argc) {
-      if (a[2] == 'd') {
-        o->devices = argv[++i];
-      } else if ((o->reps = atoi(argv[++i])) < 1 || o->reps > 100) {
-        fprintf(stderr, "loom-bench calibrate: --reps takes 1 to 100, not '%s'\n", argv[i]);
-        return 2;
-      }
-    } else {
-      fprintf(stderr, "loom-bench calibrate: unknown or incomplete option '%s'\n", a);
-      return 2;
-    }
-  }
-  return 0;
+  int32_t reps = 3;
+  const bench_opt opts[] = {
+      BENCH_OPT_TEXT("devices", &o->devices, "a list of devices"),
+      BENCH_OPT_INT("reps", BENCH_I32, &reps, 1, 100, "a count from 1 to 100"),
+      BENCH_OPT_FLAG("quick", &o->quick),
+      BENCH_OPT_FLAG("no-save", &o->dry),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "calibrate",
+                 .synopsis = "loom-bench calibrate [--devices LIST] [--reps N] [--quick] [--no-save]",
+                 .usage = usage,
+                 .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  o->reps = reps;
+  return rc;
 }
 
 int loom_bench_calibrate(int argc, char **argv) {

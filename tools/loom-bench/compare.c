@@ -16,7 +16,7 @@ typedef struct compare_options {
   bool fail_on_regression;
 } compare_options;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench compare A.json B.json [--threshold X] [--floor S] [--fail-on-regression]\n"
       "  Every case of two `loom-bench suite --json` reports side by side: Loom's time in each, B/A\n"
@@ -27,47 +27,26 @@ static int usage(FILE *f, int rc) {
       "                        any threshold); 0 judges every case\n"
       "  --fail-on-regression  exit 1 when a case regressed (else 0 whatever the figures)\n",
       f);
-  return rc;
-}
-
-/* The number v after flag f into *out: false, having said what was wanted (`want`), where v
- * is not one from lo to hi. */
-static bool number_arg(const char *f, const char *v, double lo, double hi, const char *want, double *out) {
-  char *end = NULL;
-  *out = strtod(v, &end);
-  if (*v && !*end && *out >= lo && *out <= hi) return true;
-  fprintf(stderr, "loom-bench compare: %s '%s': want %s\n", f, v, want);
-  return false;
 }
 
 static int parse_args(int argc, char **argv, compare_options *o) {
   *o = (compare_options){.threshold = 0.1, .floor = 1e-4};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i];
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!strcmp(f, "--fail-on-regression")) {
-      o->fail_on_regression = true;
-    } else if (!strcmp(f, "--threshold") || !strcmp(f, "--floor")) {
-      const char *v = i + 1 < argc ? argv[++i] : "";
-      bool threshold = !strcmp(f, "--threshold");
-      if (!number_arg(f, v, 0, threshold ? 100 : 3600,
-                      threshold ? "a fraction from 0 to 100, as 0.1" : "seconds from 0 to 3600, as 0.0001",
-                      threshold ? &o->threshold : &o->floor))
-        return 2;
-    } else if (f[0] == '-' && f[1] == '-') {
-      fprintf(stderr, "loom-bench compare: unknown option '%s'\n", f);
-      return usage(stderr, 2);
-    } else if (!o->a || !o->b) {
-      *(o->a ? &o->b : &o->a) = f;
-    } else {
-      fprintf(stderr, "loom-bench compare: a third report '%s': compare takes two\n", f);
-      return 2;
-    }
-  }
-  if (!o->b) {
-    fprintf(stderr, "loom-bench compare: want two reports, A.json and B.json\n");
-    return usage(stderr, 2);
-  }
+  const bench_opt opts[] = {
+      BENCH_OPT_DOUBLE("threshold", &o->threshold, 0, 100, "a fraction from 0 to 100, as 0.1"),
+      BENCH_OPT_DOUBLE("floor", &o->floor, 0, 3600, "seconds from 0 to 3600, as 0.0001"),
+      BENCH_OPT_FLAG("fail-on-regression", &o->fail_on_regression),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "compare",
+                 .synopsis = "loom-bench compare A.json B.json [options]",
+                 .usage = usage,
+                 .opts = opts,
+                 .max_operands = 2};
+  int rc = bench_args(&b, argc, argv);
+  if (rc) return rc;
+  if (b.n_operands < 2) return bench_usage_error(&b, "want two reports, A.json and B.json");
+  o->a = b.operands[0];
+  o->b = b.operands[1];
   return 0;
 }
 

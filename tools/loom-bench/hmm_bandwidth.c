@@ -62,42 +62,23 @@ static void usage(FILE *out) {
 }
 
 static int parse_args(int argc, char **argv, options *o) {
-  o->bytes = 64 << 20;
-  o->reps = 5;
-  o->devices = NULL;
-  o->json = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--help") == 0) {
-      usage(stdout);
-      exit(0);
-    } else if (strcmp(a, "--size") == 0 && v) {
-      if (loom_bytes_parse(v, &o->bytes) != LOOM_OK || o->bytes <= 0) {
-        fprintf(stderr, "loom-bench hmm: --size: %s\n", loom_last_error());
-        return 2;
-      }
-      i++;
-    } else if (strcmp(a, "--reps") == 0 && v) {
-      o->reps = atoi(v);
-      if (o->reps < 1) {
-        fprintf(stderr, "loom-bench hmm: --reps needs a count of at least 1\n");
-        return 2;
-      }
-      i++;
-    } else if (strcmp(a, "--devices") == 0 && v) {
-      o->devices = v;
-      i++;
-    } else if (strcmp(a, "--json") == 0 && v) {
-      o->json = v;
-      i++;
-    } else {
-      fprintf(stderr, "loom-bench hmm: unknown or incomplete option '%s'\n", a);
-      usage(stderr);
-      return 2;
-    }
-  }
-  return 0;
+  *o = (options){.bytes = 64 << 20, .reps = 5};
+  int32_t reps = 5;
+  const bench_opt opts[] = {
+      /* a transfer of nothing measures nothing: at least one byte */
+      BENCH_OPT_BYTES("size", &o->bytes, 1, INT64_MAX),
+      BENCH_OPT_INT("reps", BENCH_I32, &reps, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_TEXT("devices", &o->devices, "a list of devices"),
+      BENCH_OPT_TEXT("json", &o->json, "a file name"),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "hmm",
+                 .synopsis = "loom-bench hmm [--size BYTES] [--reps N] [--devices LIST] [--json FILE]",
+                 .usage = usage,
+                 .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  o->reps = reps;
+  return rc;
 }
 
 /* A check of the benchmark's own that failed (the data read back differs): what it was. The
@@ -357,7 +338,7 @@ static int run(loom_mem_manager *m, const options *o, uint8_t *src, uint8_t *dst
 int loom_bench_hmm(int argc, char **argv) {
   options o;
   int rc = parse_args(argc, argv, &o);
-  if (rc) return rc;
+  if (rc) return rc < 0 ? 0 : rc;
   loom_context *ctx = NULL;
   if (loom_context_create(NULL, &ctx) != LOOM_OK) {
     fprintf(stderr, "loom-bench hmm: %s\n", loom_last_error());

@@ -75,22 +75,46 @@ bool bench_id_listed(const char *list, const char *id) {
 }
 
 static void usage(FILE *out) {
-  fputs("usage: loom-bench MODE [options]   (loom-bench MODE --help for a mode's options)\n\nmodes:\n", out);
+  fputs(
+      "usage: loom-bench MODE [options]   (loom-bench MODE --help for a mode's options)\n"
+      "       loom-bench --help | --version\n\nmodes:\n",
+      out);
   for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
     fprintf(out, "  %-10s %s\n", modes[i].name, modes[i].what);
+  fputs(
+      "\nEnvironment: LOOM_DEVICES picks devices (cpu0,ocl1); LOOM_LOG=warn|info|debug, how much the\n"
+      "library says on stderr (default warn).\n"
+      "Exit status: 0 done, 1 a measurement failed, 2 a wrong command line.\n",
+      out);
 }
 
 int main(int argc, char **argv) {
   /* A benchmark's lines are its results: each reaches a pipe or a log file when printed, so a
    * run stopped by a time limit still leaves what it measured. */
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  static const struct option options[] = {
+      {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+  loom__cli cli = {.prog = "loom-bench",
+                   .synopsis = "loom-bench MODE [options]",
+                   .options = options,
+                   .short_options = "hV"};
+  if (argc >= 2 && argv[1][0] == '-') { /* options before any mode: only these two */
+    int key = loom__cli_next(&cli, 2, argv);
+    if (key == 'h') usage(stdout);
+    if (key == 'V') loom__cli_print_version(stdout, "loom-bench");
+    if (key == 'h' || key == 'V') return 0;
+    return key == LOOM__CLI_ERROR ? 2 : loom__cli_usage_error(&cli, "unexpected argument '%s'", argv[1]);
   }
-  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+  if (argc < 2) {
+    usage(stderr);
+    return loom__cli_usage_error(&cli, "no mode given");
+  }
+  const char *names[sizeof modes / sizeof modes[0]];
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
     if (strcmp(argv[1], modes[i].name) == 0) return modes[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "loom-bench: unknown mode '%s'\n", argv[1]);
-  usage(stderr);
-  return 2;
+    names[i] = modes[i].name;
+  }
+  char hint[128];
+  loom__did_you_mean(argv[1], names, (int)(sizeof modes / sizeof modes[0]), hint, sizeof hint);
+  return loom__cli_usage_error(&cli, "unknown mode '%s'%s", argv[1], hint);
 }

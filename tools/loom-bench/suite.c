@@ -66,7 +66,7 @@ typedef struct suite_options {
   int32_t reps;
 } suite_options;
 
-static int usage(FILE *f, int rc) {
+static void usage(FILE *f) {
   fputs(
       "usage: loom-bench suite [--quick] [--devices LIST] [--json FILE] [--plot FILE.svg] [--reps N]\n"
       "  Every device found (cpu0, OpenCL, CUDA): GEMM f32/f64 (f16 where the device has it) at three\n"
@@ -80,42 +80,29 @@ static int usage(FILE *f, int rc) {
       "  --reps N        timed runs per case after one warm-up; the best is kept\n"
       "  --tiny          for the tests: tiny sizes, one timed run (the figures mean nothing)\n",
       f);
-  return rc;
-}
-
-static int bad(const char *what, const char *v) {
-  fprintf(stderr, "loom-bench suite: %s '%s'\n", what, v);
-  return usage(stderr, 2);
 }
 
 static int parse_args(int argc, char **argv, suite_options *o) {
   *o = (suite_options){.p = &profiles[0]};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i];
-    if (!strcmp(f, "--help")) return usage(stdout, -1);
-    if (!strcmp(f, "--quick") || !strcmp(f, "--tiny")) {
-      o->p = &profiles[f[2] == 'q' ? 1 : 2];
-      continue;
-    }
-    const char **dst = !strcmp(f, "--devices") ? &o->devices
-                       : !strcmp(f, "--json")  ? &o->json
-                       : !strcmp(f, "--plot")  ? &o->plot
-                                               : NULL;
-    if (!dst && strcmp(f, "--reps")) return bad("unknown option", f);
-    if (i + 1 >= argc) return bad("missing value after", f);
-    const char *v = argv[++i];
-    if (dst) {
-      *dst = v;
-      continue;
-    }
-    char *end = NULL;
-    long x = strtol(v, &end, 10);
-    if (*end || x < 1 || x > 1000) {
-      fprintf(stderr, "loom-bench suite: --reps '%s': want a count from 1 to 1000\n", v);
-      return 2;
-    }
-    o->reps = (int32_t)x;
-  }
+  bool quick = false, tiny = false;
+  const bench_opt opts[] = {
+      BENCH_OPT_FLAG("quick", &quick),
+      BENCH_OPT_FLAG("tiny", &tiny),
+      BENCH_OPT_TEXT("devices", &o->devices, "a list of devices"),
+      BENCH_OPT_TEXT("json", &o->json, "a file name"),
+      BENCH_OPT_TEXT("plot", &o->plot, "a file name"),
+      BENCH_OPT_INT("reps", BENCH_I32, &o->reps, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {
+      .mode = "suite",
+      .synopsis = "loom-bench suite [--quick] [--devices LIST] [--json FILE] [--plot FILE.svg] [--reps N]",
+      .usage = usage,
+      .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (rc) return rc;
+  if (quick && tiny) return bench_usage_error(&b, "give --quick or --tiny, not both");
+  if (quick || tiny) o->p = &profiles[quick ? 1 : 2];
   if (!o->reps) o->reps = o->p->reps;
   return 0;
 }

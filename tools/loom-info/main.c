@@ -7,13 +7,15 @@
 #include <string.h>
 
 #include "loom/device.h"
+#include "loom/internal/cli.h"
 #include "loom/internal/json.h"
 #include "loom/loom.h"
 #include "loom/sched.h"
 
 static void usage(FILE *out) {
   fputs(
-      "usage: loom-info [--json | --models | --platform] [--help]\n"
+      "usage: loom-info [--json | --models | --platform]\n"
+      "       loom-info --help | --version\n"
       "\n"
       "Lists the devices and memory nodes Loom finds on this machine: the host (hwloc), every\n"
       "OpenCL platform and device, every CUDA device; their memory, free memory, locality,\n"
@@ -26,9 +28,14 @@ static void usage(FILE *out) {
       "           its memory, its model and its link to the host, for `loom-run --simulate`\n"
       "           here or elsewhere (every device needs a model: `loom-bench calibrate`)\n"
       "  --help   print this help\n"
+      "  --version print the version of Loom and the commit it was built from\n"
       "\n"
       "Environment: LOOM_DEVICES selects devices (all, cpu, gpu, opencl, cuda, or ids such as\n"
-      "cpu0,ocl1,cuda0); HWLOC_XMLFILE reads a recorded hwloc topology instead of this machine.\n",
+      "cpu0,ocl1,cuda0); HWLOC_XMLFILE reads a recorded hwloc topology instead of this machine;\n"
+      "LOOM_LOG=warn|info|debug: how much the library says on stderr (default warn).\n"
+      "\n"
+      "Exit status: 0 whatever was or was not found, 1 when no context could be made (a bad\n"
+      "LOOM_DEVICES) or --platform lacks a model, 2 for a wrong command line.\n",
       out);
 }
 
@@ -257,9 +264,7 @@ static int print_json(const loom_context *ctx) {
   loom__json j;
   loom__json_init(&j, stdout, true);
   loom__json_begin_object(&j);
-  char version[32];
-  snprintf(version, sizeof version, "%d.%d.%d", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR, LOOM_VERSION_PATCH);
-  loom__json_kv_string(&j, "loom_version", version);
+  loom__json_kv_string(&j, "loom_version", loom_version());
   loom_host_info host;
   loom_context_host_info(ctx, &host);
   json_host(&j, &host);
@@ -335,28 +340,44 @@ static int print_platform(const loom_context *ctx) {
   return 0;
 }
 
+enum { OPT_JSON = 256, OPT_MODELS, OPT_PLATFORM };
+
+static const struct option info_options[] = {
+    {"json", no_argument, NULL, OPT_JSON},         {"models", no_argument, NULL, OPT_MODELS},
+    {"platform", no_argument, NULL, OPT_PLATFORM}, {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},           {NULL, 0, NULL, 0},
+};
+
 int main(int argc, char **argv) {
+  loom__cli cli = {.prog = "loom-info",
+                   .synopsis = "loom-info [--json | --models | --platform]",
+                   .options = info_options,
+                   .short_options = "hV"};
   bool json = false, models = false, platform = false;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (strcmp(argv[i], "--models") == 0) {
-      models = true;
-    } else if (strcmp(argv[i], "--platform") == 0) {
-      platform = true;
-    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "loom-info: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
+  for (int key; (key = loom__cli_next(&cli, argc, argv)) != -1;) {
+    switch (key) {
+      case OPT_JSON:
+        json = true;
+        break;
+      case OPT_MODELS:
+        models = true;
+        break;
+      case OPT_PLATFORM:
+        platform = true;
+        break;
+      case 'h':
+        usage(stdout);
+        return 0;
+      case 'V':
+        loom__cli_print_version(stdout, "loom-info");
+        return 0;
+      default:
+        return LOOM__CLI_USAGE;
     }
   }
-  if (json + models + platform > 1) {
-    fprintf(stderr, "loom-info: give one of --json, --models and --platform\n");
-    return 2;
-  }
+  if (cli.index < argc) return loom__cli_usage_error(&cli, "unexpected argument '%s'", argv[cli.index]);
+  if (json + models + platform > 1)
+    return loom__cli_usage_error(&cli, "give one of --json, --models and --platform");
   loom_context *ctx = NULL;
   loom_status s = loom_context_create(NULL, &ctx);
   if (s != LOOM_OK) {

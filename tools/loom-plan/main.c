@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom/internal/cli.h"
 #include "loom/internal/json.h"
 #include "loom/loom.h"
 
@@ -27,7 +28,7 @@ typedef struct options {
   const char *limit_text;   /* --limit, or NULL */
   const char **disabled;    /* --no-rewrite names (argv strings) */
   int32_t n_disabled;
-  bool json, help;
+  bool json, help, version;
 } options;
 
 /* What one invocation computed, released by state_free. */
@@ -44,6 +45,7 @@ typedef struct state {
 static void print_usage(FILE *f) {
   fputs(
       "usage: loom-plan FILE.lir [--runners SPEC | --limit BYTES] [--no-rewrite NAME]... [--json]\n"
+      "       loom-plan --help | --version\n"
       "\n"
       "Prints the memory estimate of the graph in FILE.lir (logical, physical, total and peak\n"
       "bytes, and op by op) before and after the memory-saving rewrites, the rewrites applied\n"
@@ -64,8 +66,11 @@ static void print_usage(FILE *f) {
       "                     chunk, fuse\n"
       "  --json             print one JSON object instead of text\n"
       "  --help             this text\n"
+      "  --version          the version of Loom and the commit it was built from\n"
       "\n"
       "Byte sizes: 123, 64KiB, 512MiB, 1.5GiB, 2GB.\n"
+      "Environment: LOOM_MEM_LIMIT (above); LOOM_LOG=warn|info|debug, how much the library says\n"
+      "on stderr, one line per event (default warn).\n"
       "Exit status: 0 on success, 1 when the graph or the plan fails, 2 for a wrong command line\n"
       "(a runner on a device this machine lacks included, or a LOOM_MEM_LIMIT that does not\n"
       "parse; a device LOOM_MEM_LIMIT names that this machine lacks is ignored with a note).\n",
@@ -74,21 +79,12 @@ static void print_usage(FILE *f) {
 
 static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(int code, const char *fmt, ...) {
+  char msg[2048];
   va_list ap;
-  fputs("loom-plan: ", stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
-  return code;
-}
-
-static int usage_error(const char *fmt, const char *arg) {
-  fputs("loom-plan: ", stderr);
-  fprintf(stderr, fmt, arg);
-  fputs("\n\n", stderr);
-  print_usage(stderr);
-  return EXIT_USAGE;
+  return loom__cli_fail("loom-plan", code, "%s", msg);
 }
 
 /* A library failure: the parser's located message as is, anything else after "loom-plan: ". */
@@ -103,51 +99,49 @@ static int fail_loom(void) {
 
 /* ---- the command line ------------------------------------------------------------------ */
 
-static bool known_rewrite(const char *name) {
-  for (int32_t i = 0; i < (int32_t)(sizeof rewrite_names / sizeof rewrite_names[0]); i++)
-    if (strcmp(name, rewrite_names[i]) == 0) return true;
-  return false;
-}
+enum { OPT_RUNNERS = 256, OPT_LIMIT, OPT_NO_REWRITE, OPT_JSON };
 
-/* The value of option `name` at argv[*i]: "--name=VALUE" or "--name VALUE". NULL: not this
- * option. *missing is set when it is this option without a value. */
-static const char *option_value(int argc, char **argv, int *i, const char *name, bool *missing) {
-  size_t n = strlen(name);
-  const char *a = argv[*i];
-  if (strncmp(a, name, n) != 0) return NULL;
-  if (a[n] == '=') return a + n + 1;
-  if (a[n] != '\0') return NULL;
-  if (*i + 1 >= argc) {
-    *missing = true;
-    return NULL;
-  }
-  return argv[++*i];
-}
+static const struct option plan_options[] = {
+    {"runners", required_argument, NULL, OPT_RUNNERS},
+    {"limit", required_argument, NULL, OPT_LIMIT},
+    {"no-rewrite", required_argument, NULL, OPT_NO_REWRITE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
 
-static int take_option(int argc, char **argv, int *i, options *o) {
-  bool missing = false;
-  const char *v;
-  if ((v = option_value(argc, argv, i, "--runners", &missing))) {
-    o->runners_text = v;
-  } else if (!missing && (v = option_value(argc, argv, i, "--limit", &missing))) {
-    o->limit_text = v;
-  } else if (!missing && (v = option_value(argc, argv, i, "--no-rewrite", &missing))) {
-    if (!known_rewrite(v))
-      return usage_error(
-          "--no-rewrite: unknown rewrite '%s' (known: distance, dot_transpose, tile_broadcast, "
-          "reduce_broadcast, dot_chain, sum_broadcast, schedule, chunk, fuse)",
-          v);
-    o->disabled[o->n_disabled++] = v;
-  } else if (missing) {
-    return usage_error("option '%s' needs a value", argv[*i]);
-  } else if (strcmp(argv[*i], "--json") == 0) {
-    o->json = true;
-  } else if (strcmp(argv[*i], "--help") == 0 || strcmp(argv[*i], "-h") == 0) {
-    o->help = true;
-  } else {
-    return usage_error("unknown option '%s'", argv[*i]);
+static loom__cli plan_cli = {.prog = "loom-plan",
+                             .synopsis = "loom-plan FILE.lir [--runners SPEC | --limit BYTES] [options]",
+                             .options = plan_options,
+                             .short_options = "hV"};
+
+static int take_option(int key, const char *v, options *o) {
+  switch (key) {
+    case OPT_RUNNERS:
+      o->runners_text = v;
+      return 0;
+    case OPT_LIMIT:
+      o->limit_text = v;
+      return 0;
+    case OPT_NO_REWRITE:
+      if (loom__cli_choice("loom-plan", "--no-rewrite", v, rewrite_names,
+                           (int)(sizeof rewrite_names / sizeof rewrite_names[0])) < 0)
+        return EXIT_USAGE;
+      o->disabled[o->n_disabled++] = v;
+      return 0;
+    case OPT_JSON:
+      o->json = true;
+      return 0;
+    case 'h':
+      o->help = true;
+      return 0;
+    case 'V':
+      o->version = true;
+      return 0;
+    default:
+      return EXIT_USAGE;
   }
-  return 0;
 }
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -155,19 +149,18 @@ static int parse_args(int argc, char **argv, options *o) {
   /* Room for every argument, and "chunk" (see compute). */
   o->disabled = calloc((size_t)argc + 1, sizeof *o->disabled);
   if (!o->disabled) return fail(EXIT_FAIL, "out of memory");
-  for (int i = 1; i < argc; i++) {
-    if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      int rc = take_option(argc, argv, &i, o);
-      if (rc) return rc;
-    } else if (o->path) {
-      return usage_error("one graph file at a time (got '%s' too)", argv[i]);
-    } else {
-      o->path = argv[i];
-    }
+  for (int key; (key = loom__cli_next(&plan_cli, argc, argv)) != -1;) {
+    int rc = key == LOOM__CLI_ERROR ? EXIT_USAGE : take_option(key, optarg, o);
+    if (rc) return rc;
   }
-  if (o->help) return 0;
-  if (!o->path) return usage_error("%s", "no graph file given");
-  if (o->runners_text && o->limit_text) return usage_error("%s", "give --runners or --limit, not both");
+  if (o->help || o->version) return 0;
+  if (plan_cli.index + 1 < argc)
+    return loom__cli_usage_error(&plan_cli, "one graph file at a time (got '%s' too)",
+                                 argv[plan_cli.index + 1]);
+  if (plan_cli.index < argc) o->path = argv[plan_cli.index];
+  if (!o->path) return loom__cli_usage_error(&plan_cli, "no graph file given");
+  if (o->runners_text && o->limit_text)
+    return loom__cli_usage_error(&plan_cli, "give --runners or --limit, not both");
   return 0;
 }
 
@@ -556,11 +549,13 @@ int main(int argc, char **argv) {
   state st;
   memset(&st, 0, sizeof st);
   int rc = parse_args(argc, argv, &o);
+  bool info = o.help || o.version; /* --help, --version: nothing else is done */
   if (!rc && o.help) print_usage(stdout);
-  if (!rc && !o.help) rc = make_runners(&o, &st);
-  if (!rc && !o.help) rc = check_devices(&o, &st);
-  if (!rc && !o.help) rc = compute(&o, &st);
-  if (!rc && !o.help) rc = o.json ? print_json(&st) : print_text(&st);
+  if (!rc && !o.help && o.version) loom__cli_print_version(stdout, "loom-plan");
+  if (!rc && !info) rc = make_runners(&o, &st);
+  if (!rc && !info) rc = check_devices(&o, &st);
+  if (!rc && !info) rc = compute(&o, &st);
+  if (!rc && !info) rc = o.json ? print_json(&st) : print_text(&st);
   if (!rc && fflush(stdout) != 0) rc = fail(EXIT_FAIL, "writing the output failed");
   state_free(&st);
   free(o.disabled);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loom/internal/cli.h"
 #include "loom_run.h"
 
 void run_print_usage(FILE *f) {
@@ -12,8 +13,9 @@ void run_print_usage(FILE *f) {
       "                [--in-all FILE.safetensors ...] [--random SEED] [--out-dir DIR]\n"
       "                [--out FILE.safetensors]\n"
       "                [--runners SPEC | --limit BYTES] [--no-rewrite NAME ...]\n"
-      "                [--recover] [--stats-json FILE] [--trace FILE.json] [--print N] [--help]\n"
+      "                [--recover] [--stats-json FILE] [--trace FILE.json] [--print N]\n"
       "                [--devices auto|LIST] [--policy dmda|eager|fixed]\n"
+      "       loom-run --help | --version\n"
       "       mpirun -np N loom-run --mpi FILE.lir ...   (the same options)\n"
       "       loom-run FILE.lir --simulate PLATFORM.json|here [--devices LIST]\n"
       "                [--policy dmda|eager|fixed] [--runners SPEC] [--no-rewrite NAME ...]\n"
@@ -113,12 +115,14 @@ void run_print_usage(FILE *f) {
       "                      moved; --trace shows a \"range\" span per range on its\n"
       "                      device's lane\n"
       "  --help              this text\n"
+      "  --version           the version of Loom and the commit it was built from\n"
       "\n"
       "Nothing is written (outputs, --stats-json, --trace) unless the whole run succeeds.\n"
       "\n"
       "Environment: LOOM_MEM_LIMIT=ID:BYTES,... limits memory nodes (ocl0:256MiB,cpu0:4GiB);\n"
       "a device it names that this machine lacks is ignored (said on stderr).\n"
-      "LOOM_DEVICES picks devices (cpu0,ocl1). For tests of --recover,\n"
+      "LOOM_DEVICES picks devices (cpu0,ocl1). LOOM_LOG=warn|info|debug: how much the library\n"
+      "says on stderr, one line per event (default warn). For tests of --recover,\n"
       "LOOM_TESTING_REFUSE=NODE:N:BYTES makes the memory node NODE (host0 for cpu0, ocl0)\n"
       "refuse every allocation of more than BYTES from its N-th on (loom/testing.h).\n"
       "\n"
@@ -134,8 +138,7 @@ int run_fail(int code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "loom-run: %s\n", msg);
-  return code;
+  return loom__cli_fail("loom-run", code, "%s", msg);
 }
 
 /* True for "path:LINE:COL: error: ...", the parser's own located form. */
@@ -176,18 +179,6 @@ void run_options_free(run_options *opts) {
   memset(opts, 0, sizeof *opts);
 }
 
-static int parse_u64(const char *flag, const char *text, uint64_t *out) {
-  char *end;
-  errno = 0;
-  if (!(text[0] >= '0' && text[0] <= '9')) goto bad;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno || *end) goto bad;
-  *out = v;
-  return 0;
-bad:
-  return run_fail(EXIT_USAGE, "%s takes an integer from 0 to 18446744073709551615, not '%s'", flag, text);
-}
-
 /* True when `path` ends in ".safetensors". */
 static bool is_safetensors(const char *path, size_t len) {
   static const char ext[] = ".safetensors";
@@ -215,7 +206,7 @@ static int split_file(run_input *in, const char *file) {
 static int add_input(run_options *opts, const char *spec) {
   const char *eq = strchr(spec, '=');
   if (!eq || eq == spec || eq[1] == '\0')
-    return run_fail(EXIT_USAGE, "--in takes NAME=FILE.npy or NAME=FILE.safetensors[:TENSOR], not '%s'", spec);
+    return loom__cli_bad_value("loom-run", "--in", spec, "NAME=FILE.npy or NAME=FILE.safetensors[:TENSOR]");
   size_t n = (size_t)(eq - spec);
   for (int32_t i = 0; i < opts->n_inputs; i++)
     if (strlen(opts->inputs[i].name) == n && memcmp(opts->inputs[i].name, spec, n) == 0)
@@ -230,79 +221,145 @@ static int add_input(run_options *opts, const char *spec) {
   return split_file(in, eq + 1);
 }
 
-static bool takes_value(const char *flag) {
-  static const char *with_value[] = {"--in",    "--in-all",   "--random", "--out-dir",    "--out",
-                                     "--print", "--runners",  "--limit",  "--no-rewrite", "--stats-json",
-                                     "--trace", "--simulate", "--policy", "--devices"};
-  for (size_t i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
-    if (strcmp(flag, with_value[i]) == 0) return true;
-  return false;
+enum {
+  OPT_IN = 256,
+  OPT_IN_ALL,
+  OPT_RANDOM,
+  OPT_OUT_DIR,
+  OPT_OUT,
+  OPT_PRINT,
+  OPT_RUNNERS,
+  OPT_LIMIT,
+  OPT_NO_REWRITE,
+  OPT_STATS_JSON,
+  OPT_TRACE,
+  OPT_RECOVER,
+  OPT_SIMULATE,
+  OPT_POLICY,
+  OPT_DEVICES,
+  OPT_MPI,
+};
+
+static const struct option run_options_table[] = {
+    {"in", required_argument, NULL, OPT_IN},
+    {"in-all", required_argument, NULL, OPT_IN_ALL},
+    {"random", required_argument, NULL, OPT_RANDOM},
+    {"out-dir", required_argument, NULL, OPT_OUT_DIR},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"print", required_argument, NULL, OPT_PRINT},
+    {"runners", required_argument, NULL, OPT_RUNNERS},
+    {"limit", required_argument, NULL, OPT_LIMIT},
+    {"no-rewrite", required_argument, NULL, OPT_NO_REWRITE},
+    {"stats-json", required_argument, NULL, OPT_STATS_JSON},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"recover", no_argument, NULL, OPT_RECOVER},
+    {"simulate", required_argument, NULL, OPT_SIMULATE},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"devices", required_argument, NULL, OPT_DEVICES},
+    {"mpi", no_argument, NULL, OPT_MPI},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static loom__cli run_cli = {.prog = "loom-run",
+                            .synopsis = "loom-run FILE.lir [--in NAME=FILE ...] [--random SEED] [options]",
+                            .options = run_options_table,
+                            .short_options = "hV"};
+
+static const char *const rewrite_names[] = {LOOM_REWRITE_NAMES};
+static const char *const policy_names[] = {"dmda", "eager", "fixed"};
+
+/* A value that must not be empty: a file or directory name, a device list. */
+static int need_text(const char *flag, const char *value, const char *what) {
+  return *value ? 0 : loom__cli_bad_value("loom-run", flag, value, what);
 }
 
-/* Handles one option `flag` whose value (if it takes one) is `value` (NULL when absent). */
-static int parse_option(run_options *opts, const char *flag, const char *value) {
-  if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-    opts->help = true;
-    return 0;
-  }
-  if (strcmp(flag, "--mpi") == 0) return run_mpi_flag(opts, value);
-  if (strcmp(flag, "--recover") == 0) {
-    if (value) return run_fail(EXIT_USAGE, "--recover takes no value");
-    opts->recover = true;
-    return 0;
-  }
-  if (!takes_value(flag)) return run_fail(EXIT_USAGE, "unknown option '%s' (see loom-run --help)", flag);
-  if (!value) return run_fail(EXIT_USAGE, "option '%s' needs a value (see loom-run --help)", flag);
-  if (strcmp(flag, "--in") == 0) return add_input(opts, value);
-  if (strcmp(flag, "--in-all") == 0) {
-    if (!is_safetensors(value, strlen(value)))
-      return run_fail(EXIT_USAGE, "--in-all takes a FILE.safetensors, not '%s'", value);
-    opts->in_all[opts->n_in_all++] = value;
-    return 0;
-  }
-  if (strcmp(flag, "--out") == 0) {
-    if (opts->out_st) return run_fail(EXIT_USAGE, "--out is given twice");
-    if (!is_safetensors(value, strlen(value)))
-      return run_fail(EXIT_USAGE,
-                      "--out takes a FILE.safetensors, not '%s' (--out-dir DIR writes .npy files)", value);
-    opts->out_st = value;
-    return 0;
-  }
-  if (strcmp(flag, "--random") == 0) {
-    opts->random = true;
-    return parse_u64(flag, value, &opts->seed);
-  }
-  if (strcmp(flag, "--out-dir") == 0) {
-    if (!*value) return run_fail(EXIT_USAGE, "--out-dir needs a directory name");
-    opts->out_dir = value;
-    return 0;
-  }
-  if (strcmp(flag, "--runners") == 0 || strcmp(flag, "--limit") == 0) {
-    if (opts->runners || opts->limit) return run_fail(EXIT_USAGE, "give --runners or --limit once, not both");
-    *(strcmp(flag, "--runners") == 0 ? &opts->runners : &opts->limit) = value;
-    return 0;
-  }
-  if (strcmp(flag, "--no-rewrite") == 0) {
-    opts->no_rewrite[opts->n_no_rewrite++] = value;
-    return 0;
-  }
-  if (strcmp(flag, "--simulate") == 0 || strcmp(flag, "--policy") == 0 || strcmp(flag, "--devices") == 0) {
-    if (!*value) return run_fail(EXIT_USAGE, "%s needs a value", flag);
-    *(strcmp(flag, "--simulate") == 0 ? &opts->simulate
-      : strcmp(flag, "--policy") == 0 ? &opts->policy
-                                      : &opts->devices) = value;
-    return 0;
-  }
-  if (strcmp(flag, "--stats-json") == 0 || strcmp(flag, "--trace") == 0) {
-    if (!*value) return run_fail(EXIT_USAGE, "%s needs a file name", flag);
-    *(strcmp(flag, "--trace") == 0 ? &opts->trace : &opts->stats_json) = value;
-    return 0;
-  }
-  uint64_t rows = 0;
-  int rc = parse_u64(flag, value, &rows);
-  if (rc) return rc;
-  opts->print_rows = rows > INT64_MAX ? INT64_MAX : (int64_t)rows;
+static int set_out(run_options *opts, const char *value) {
+  if (opts->out_st) return run_fail(EXIT_USAGE, "--out is given twice");
+  if (!is_safetensors(value, strlen(value)))
+    return loom__cli_bad_value("loom-run", "--out", value,
+                               "a FILE.safetensors (--out-dir DIR writes .npy files)");
+  opts->out_st = value;
   return 0;
+}
+
+/* The options that name files and directories. */
+static int parse_file_option(run_options *opts, int key, const char *value) {
+  switch (key) {
+    case OPT_IN:
+      return add_input(opts, value);
+    case OPT_IN_ALL:
+      if (!is_safetensors(value, strlen(value)))
+        return loom__cli_bad_value("loom-run", "--in-all", value, "a FILE.safetensors");
+      opts->in_all[opts->n_in_all++] = value;
+      return 0;
+    case OPT_OUT:
+      return set_out(opts, value);
+    case OPT_OUT_DIR:
+      opts->out_dir = value;
+      return need_text("--out-dir", value, "a directory name");
+    case OPT_STATS_JSON:
+      opts->stats_json = value;
+      return need_text("--stats-json", value, "a file name");
+    case OPT_TRACE:
+      opts->trace = value;
+      return need_text("--trace", value, "a file name");
+    case OPT_SIMULATE:
+      opts->simulate = value;
+      return need_text("--simulate", value, "a PLATFORM.json file or 'here'");
+    default:
+      return -1;
+  }
+}
+
+/* Handles option `key` (its value in optarg, NULL for options that take none). */
+static int parse_option(run_options *opts, int key, const char *value) {
+  int rc = parse_file_option(opts, key, value);
+  if (rc >= 0) return rc;
+  uint64_t rows = 0;
+  switch (key) {
+    case 'h':
+      opts->help = true;
+      return 0;
+    case 'V':
+      opts->version = true;
+      return 0;
+    case OPT_MPI:
+      return run_mpi_flag(opts, NULL);
+    case OPT_RECOVER:
+      opts->recover = true;
+      return 0;
+    case OPT_RANDOM:
+      opts->random = true;
+      return loom__cli_u64("loom-run", "--random", value, "a seed from 0 to 2^64-1", &opts->seed);
+    case OPT_PRINT:
+      if ((rc = loom__cli_u64("loom-run", "--print", value, "a count of rows from 0 to 2^64-1", &rows)))
+        return rc;
+      opts->print_rows = rows > INT64_MAX ? INT64_MAX : (int64_t)rows;
+      return 0;
+    case OPT_RUNNERS:
+    case OPT_LIMIT:
+      if (opts->runners || opts->limit)
+        return run_fail(EXIT_USAGE, "give --runners or --limit once, not both");
+      *(key == OPT_RUNNERS ? &opts->runners : &opts->limit) = value;
+      return 0;
+    case OPT_NO_REWRITE:
+      if (loom__cli_choice("loom-run", "--no-rewrite", value, rewrite_names,
+                           (int)(sizeof rewrite_names / sizeof rewrite_names[0])) < 0)
+        return EXIT_USAGE;
+      opts->no_rewrite[opts->n_no_rewrite++] = value;
+      return 0;
+    case OPT_POLICY:
+      if (loom__cli_choice("loom-run", "--policy", value, policy_names, 3) < 0) return EXIT_USAGE;
+      opts->policy = value;
+      return 0;
+    case OPT_DEVICES:
+      opts->devices = value;
+      return need_text("--devices", value, "auto or a list of devices (cpu0,ocl0)");
+    default:
+      return EXIT_USAGE;
+  }
 }
 
 int run_parse_args(int argc, char **argv, run_options *opts) {
@@ -312,39 +369,17 @@ int run_parse_args(int argc, char **argv, run_options *opts) {
   opts->no_rewrite = calloc((size_t)argc, sizeof *opts->no_rewrite);
   opts->in_all = calloc((size_t)argc, sizeof *opts->in_all);
   if (!opts->inputs || !opts->no_rewrite || !opts->in_all) return run_fail(EXIT_RUN, "out of memory");
-  bool options_done = false;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    int rc = 0;
-    if (!options_done && strcmp(arg, "--") == 0) {
-      options_done = true;
-    } else if (!options_done && arg[0] == '-' && arg[1] != '\0') {
-      /* --flag=value or --flag value */
-      char flag[64];
-      const char *eq = strchr(arg, '=');
-      const char *value = NULL;
-      size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-      snprintf(flag, sizeof flag, "%.*s", (int)n, arg);
-      if (eq)
-        value = eq + 1;
-      else if (takes_value(flag) && i + 1 < argc)
-        value = argv[++i];
-      rc = parse_option(opts, flag, value);
-    } else if (opts->graph_path) {
-      rc = run_fail(EXIT_USAGE, "one graph file at a time: '%s' and '%s' given", opts->graph_path, arg);
-    } else {
-      opts->graph_path = arg;
-    }
+  for (int key; (key = loom__cli_next(&run_cli, argc, argv)) != -1;) {
+    if (key == LOOM__CLI_ERROR) return EXIT_USAGE;
+    int rc = parse_option(opts, key, optarg);
     if (rc) return rc;
-    if (opts->help) return 0;
   }
-  if (!opts->graph_path) {
-    run_print_usage(stderr);
-    return run_fail(EXIT_USAGE, "no graph file given (FILE.lir)");
-  }
-  loom_sched_policy policy;
-  if (opts->policy && !loom_sched_policy_parse(opts->policy, &policy))
-    return run_fail(EXIT_USAGE, "--policy: '%s' is none of dmda, eager, fixed", opts->policy);
+  if (opts->help || opts->version) return 0;
+  if (run_cli.index < argc) opts->graph_path = argv[run_cli.index];
+  if (run_cli.index + 1 < argc)
+    return loom__cli_usage_error(&run_cli, "one graph file at a time: '%s' and '%s' given", opts->graph_path,
+                                 argv[run_cli.index + 1]);
+  if (!opts->graph_path) return loom__cli_usage_error(&run_cli, "no graph file given (FILE.lir)");
   if (opts->mpi && (opts->devices || opts->policy || opts->simulate))
     return run_fail(EXIT_USAGE, "--mpi shares each loop between the ranks, one runner each: it takes no %s",
                     opts->simulate  ? "--simulate"

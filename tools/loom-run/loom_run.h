@@ -47,6 +47,7 @@ typedef struct run_options {
    * the plan runs stage after stage on its runners, as before */
   const char *devices;
   bool help;
+  bool version; /* --version */
 } run_options;
 
 /* Parses argv. Returns 0, or EXIT_USAGE after printing the error. */
@@ -102,6 +103,26 @@ int run_share_runners(loom_context *ctx, const run_options *opts, const loom_run
 void run_share_print(FILE *f, const loom_share_stats *st);
 /* --stats-json "devices": one object per device of a shared run. */
 void run_share_write_json(struct loom__json *j, const loom_share_stats *st);
+
+/* ---- outputs.c: files written all together or not at all ---- */
+typedef struct run_staged_file {
+  char *final;      /* owned: where it goes */
+  char *temp;       /* owned: where it is written first; NULL once renamed */
+  const char *flag; /* the option that asked for it, for messages */
+} run_staged_file;
+typedef struct run_staged {
+  run_staged_file *items;
+  int32_t n, cap;
+} run_staged;
+/* Creates an empty temporary beside `final` and records the pair. *out_temp (owned by sf) is
+ * where to write; with out_fd its open descriptor (the caller closes it), else it is closed.
+ * Returns 0 or an exit code. */
+int run_stage_file(run_staged *sf, const char *final, const char *flag, const char **out_temp, int *out_fd);
+/* Renames every temporary over its final name, in the order staged. Returns 0 or EXIT_RUN
+ * (a rename refused: those before it are done). */
+int run_stage_commit(run_staged *sf);
+/* Removes the temporaries not renamed and frees sf's memory. */
+void run_stage_free(run_staged *sf);
 
 /* Prints the first `rows` rows (along axis 0) of t, indented, one per line. */
 void run_print_rows(FILE *f, const loom_tensor *t, int64_t rows);

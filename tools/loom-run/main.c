@@ -2,10 +2,11 @@
  * and writes its outputs as .npy files or one .safetensors file. See run_print_usage (args.c) for the command
  * line.
  *
- * Nothing is written unless everything succeeded: outputs go to temporary files beside
- * their final names and are renamed only once all of them are complete, --stats-json and
- * --trace are removed again when a later step fails, and an output directory this run created
- * is removed again on failure.
+ * Nothing is written unless everything succeeded: outputs, --stats-json and --trace go to
+ * temporary files beside their final names and are renamed only once all of them are complete
+ * (outputs.c), so a failing run leaves the files of an earlier one as they were; an output
+ * directory this run created is removed again on failure, and on SIGINT or SIGTERM with the
+ * temporaries (loom__file_remove_on_signals).
  *
  * Memory: the runners are --runners / --limit, lowered to the devices' LOOM_MEM_LIMIT, or
  * without them the devices LOOM_MEM_LIMIT names. The run's buffers come from the context's
@@ -17,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "loom/internal/cli.h"
+#include "loom/internal/files.h"
 #include "loom/internal/json.h"
 #include "loom/io.h"
 #include "loom/testing.h"
@@ -44,9 +47,7 @@ typedef struct run_state {
   loom_plan_stats plan_stats;
   loom_share_stats share_stats; /* --devices: the shared run's per-device figures */
   loom_context *ctx;            /* the run's, kept for its memory manager's counters and trace */
-  bool wrote_stats;             /* --stats-json written (removed again if a later step fails) */
-  bool wrote_trace;             /* --trace written (likewise) */
-  bool wrote_st;                /* --out written (likewise) */
+  run_staged staged;            /* the files written, renamed at the end (outputs.c) */
   void *mpi;                    /* --mpi: the run's statistics (mpi.c), freed by run_mpi_free */
 } run_state;
 
@@ -77,6 +78,7 @@ static void run_state_free(run_state *st) {
   loom_graph_destroy(st->graph);
   loom_context_destroy(st->ctx);
   run_mpi_free(st->mpi);
+  run_stage_free(&st->staged);
   memset(st, 0, sizeof *st);
 }
 
@@ -356,10 +358,11 @@ static int check_safetensors_outputs(const run_state *st) {
 
 /* --out FILE.safetensors: every output under its name (written whole or not at all). */
 static int write_safetensors(run_state *st, const char *path) {
-  if (loom_safetensors_save(path, (const char *const *)st->out_names, st->outputs, st->n_outputs))
-    return run_fail_loom("--out");
-  st->wrote_st = true;
-  return 0;
+  const char *temp = NULL;
+  int rc = run_stage_file(&st->staged, path, "--out", &temp, NULL);
+  if (!rc && loom_safetensors_save(temp, (const char *const *)st->out_names, st->outputs, st->n_outputs))
+    rc = run_fail_loom("--out");
+  return rc;
 }
 
 /* mkdir -p, remembering what it made so a failed run can remove it again. */
@@ -383,6 +386,7 @@ static int make_out_dir(run_state *st, const char *dir) {
         return run_fail(EXIT_RUN, "out of memory");
       }
       st->created_dirs[st->n_created++] = copy;
+      loom__file_on_signal_remove(copy, true); /* a SIGTERM before the end removes it again */
     } else if (errno != EEXIST) {
       int err = errno;
       path[i] = saved;
@@ -410,14 +414,19 @@ static char *output_path(const char *dir, const char *stem) {
   return p;
 }
 
-/* Writes every output, all or nothing (loom_tensors_save_npy). */
+/* Writes every output under its staged temporary (loom_tensors_save_npy). In a folder this run
+ * made, the outputs are the run's own until it ends: a signal removes them with the folder. */
 static int write_outputs(run_state *st, const char *dir) {
   char **paths = calloc((size_t)st->n_outputs + 1, sizeof *paths);
-  int rc = paths ? 0 : run_fail(EXIT_RUN, "out of memory");
-  for (int32_t i = 0; !rc && i < st->n_outputs; i++)
+  const char **temps = calloc((size_t)st->n_outputs + 1, sizeof *temps);
+  int rc = paths && temps ? 0 : run_fail(EXIT_RUN, "out of memory");
+  for (int32_t i = 0; !rc && i < st->n_outputs; i++) {
     if (!(paths[i] = output_path(dir, st->out_names[i]))) rc = run_fail(EXIT_RUN, "out of memory");
-  if (!rc && loom_tensors_save_npy((const char *const *)paths, st->outputs, st->n_outputs))
-    rc = run_fail_loom(NULL);
+    if (!rc) rc = run_stage_file(&st->staged, paths[i], "--out-dir", &temps[i], NULL);
+    if (!rc && st->n_created > 0) loom__file_on_signal_remove(paths[i], false);
+  }
+  if (!rc && loom_tensors_save_npy(temps, st->outputs, st->n_outputs)) rc = run_fail_loom(NULL);
+  free(temps);
   for (int32_t i = 0; paths && i < st->n_outputs; i++) free(paths[i]);
   free(paths);
   return rc;
@@ -684,14 +693,14 @@ static int execute(run_state *st, const run_options *opts) {
   return s ? run_fail_loom(NULL) : 0;
 }
 
-/* --trace: the memory manager's trace of the run (written under a temporary name and renamed,
- * so the file is there complete or not at all). */
+/* --trace: the memory manager's trace of the run, into its staged temporary. */
 static int write_trace(run_state *st, const char *path) {
   loom_mem_manager *memory = NULL;
-  if (loom_context_memory(st->ctx, &memory) || loom_mem_trace_write(memory, path))
-    return run_fail(EXIT_RUN, "--trace %s: %s", path, loom_last_error());
-  st->wrote_trace = true;
-  return 0;
+  const char *temp = NULL;
+  int rc = run_stage_file(&st->staged, path, "--trace", &temp, NULL);
+  if (!rc && (loom_context_memory(st->ctx, &memory) || loom_mem_trace_write(memory, temp)))
+    rc = run_fail(EXIT_RUN, "--trace %s: %s", path, loom_last_error());
+  return rc;
 }
 
 /* --stats-json "recoveries": each re-plan of a stage that ran out of memory (--recover). */
@@ -721,8 +730,14 @@ static void write_recoveries_json(const run_state *st, loom__json *j) {
 /* --stats-json: stages with their limits and peaks, the measured peak, the rewrites. A run
  * without runners is one stage on cpu0 with limit_bytes 0 (no limit). */
 static int write_stats_json(run_state *st, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) return run_fail(EXIT_RUN, "--stats-json %s: %s", path, strerror(errno));
+  const char *temp = NULL;
+  int fd = -1, rc = run_stage_file(&st->staged, path, "--stats-json", &temp, &fd);
+  if (rc) return rc;
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    close(fd);
+    return run_fail(EXIT_RUN, "--stats-json %s: %s", path, strerror(errno));
+  }
   loom__json j;
   loom__json_init(&j, f, true);
   loom__json_begin_object(&j);
@@ -772,11 +787,7 @@ static int write_stats_json(run_state *st, const char *path) {
   loom__hmm_stats_write(memory, &j);
   loom__json_end_object(&j);
   loom_status s = loom__json_finish(&j);
-  if (fclose(f) != 0 || s) {
-    unlink(path);
-    return run_fail(EXIT_RUN, "--stats-json %s: write failed", path);
-  }
-  st->wrote_stats = true;
+  if (fclose(f) != 0 || s) return run_fail(EXIT_RUN, "--stats-json %s: write failed", path);
   return 0;
 }
 
@@ -905,11 +916,14 @@ int main(int argc, char **argv) {
   run_options opts;
   run_state st = {0};
   int rc = run_parse_args(argc, argv, &opts);
-  if (!rc && opts.mpi && !opts.help && !opts.simulate) rc = run_mpi_begin(&opts, &argc, &argv);
+  bool info = opts.help || opts.version; /* --help, --version: nothing else is done */
+  if (!rc && opts.mpi && !info && !opts.simulate) rc = run_mpi_begin(&opts, &argc, &argv);
   if (!rc && opts.help) run_print_usage(stdout);
-  if (!rc && !opts.help && opts.simulate) {
+  if (!rc && !opts.help && opts.version) loom__cli_print_version(stdout, "loom-run");
+  if (!rc && !info && opts.simulate) {
     rc = run_simulate(&opts);
-  } else if (!rc && !opts.help) {
+  } else if (!rc && !info) {
+    loom__file_remove_on_signals();
     rc = prepare(&st, &opts);
     if (opts.mpi) rc = run_mpi_agree(&opts, rc, "before the run");
     if (!rc) rc = execute(&st, &opts);
@@ -917,10 +931,10 @@ int main(int argc, char **argv) {
     if (!rc && opts.trace) rc = write_trace(&st, opts.trace);
     if (!rc && opts.out_st) rc = write_safetensors(&st, opts.out_st);
     if (!rc && opts.out_dir) rc = write_outputs(&st, opts.out_dir);
+    if (!rc) rc = run_stage_commit(&st.staged);
+    if (!rc) loom__file_on_signal_keep(); /* the outputs are the user's now */
     if (!rc && opts.mpi_rank == 0) print_summary(&st, &opts);
-    if (rc && st.wrote_stats) unlink(opts.stats_json);
-    if (rc && st.wrote_trace) unlink(opts.trace);
-    if (rc && st.wrote_st) unlink(opts.out_st);
+    run_stage_free(&st.staged); /* a failed run's temporaries */
     if (rc) remove_created_dirs(&st);
   }
   run_state_free(&st);

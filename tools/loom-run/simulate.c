@@ -113,17 +113,24 @@ static int sim_plan(sim_state *s, const run_options *opts, loom_sched_policy pol
   return 0;
 }
 
-/* --stats-json with --simulate: the schedule (loom_sched_result_write_json); nothing is left
- * behind when writing fails. */
+/* --stats-json with --simulate: the schedule (loom_sched_result_write_json), written under a
+ * temporary and renamed when complete (outputs.c): a failure leaves an earlier file as it was. */
 static int write_json(const sim_state *s, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) return run_fail(EXIT_RUN, "--stats-json: %s: %s", path, strerror(errno));
-  loom_status st = loom_sched_result_write_json(&s->result, s->platform, f);
-  if (fclose(f) != 0 || st) {
-    unlink(path);
-    return run_fail(EXIT_RUN, "--stats-json: %s: write error", path);
+  run_staged staged = {0};
+  const char *temp = NULL;
+  int fd = -1, rc = run_stage_file(&staged, path, "--stats-json", &temp, &fd);
+  FILE *f = rc ? NULL : fdopen(fd, "w");
+  if (!rc && !f) {
+    close(fd);
+    rc = run_fail(EXIT_RUN, "--stats-json: %s: %s", path, strerror(errno));
   }
-  return 0;
+  if (f) {
+    loom_status st = loom_sched_result_write_json(&s->result, s->platform, f);
+    if (fclose(f) != 0 || st) rc = run_fail(EXIT_RUN, "--stats-json: %s: write error", path);
+  }
+  if (!rc) rc = run_stage_commit(&staged);
+  run_stage_free(&staged);
+  return rc;
 }
 
 int run_simulate(const run_options *opts) {
