@@ -13,6 +13,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libudev-dev # pkg-config --static --libs loom: hwloc.pc names -ludev
   libprotobuf-c-dev protobuf-c-compiler libonnx-testdata python3-onnx
+  help2man man-db # the tools' man pages (cmake/man.cmake) and `man` to read them
   libblas-test liblapack-test liblapack3 hpcc # libblas.so.3's judges (tests/blas.cmake, docs/blas.md)
 )
 

@@ -702,3 +702,13 @@ if(LOOM_HAVE_OPENCL)
     STDOUT_REGEX "device cpu0 .* limit +4\\.00 MiB .*device ocl0 .* limit +4\\.00 MiB"
     KNN_CHECK out=${knn_small} STATS_JSON stats.json DEVICES 3)
 endif()
+
+# The tools' man pages (issue 33): made by help2man from --help and --version, installed under
+# share/man/man1, and `man` finds and renders each there.
+if(LOOM_HELP2MAN AND TARGET loom_man)
+  string(REPLACE ";" "|" loom_tools_joined "${LOOM_TOOLS}")
+  add_test(NAME tools.man_pages COMMAND ${CMAKE_COMMAND} -DBINARY_DIR=${CMAKE_BINARY_DIR}
+    -DWORK=${CMAKE_CURRENT_BINARY_DIR}/tool-tests/man "-DTOOLS=${loom_tools_joined}" -DVERSION=${PROJECT_VERSION}
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/check_man.cmake)
+  set_tests_properties(tools.man_pages PROPERTIES TIMEOUT 120)
+endif()
