@@ -13,7 +13,8 @@ typedef struct ivec {
   loom_dtype dtype;
   int32_t rank; /* 0 or 1 */
   int32_t n;
-  int64_t v[FOLD_MAX];
+  int64_t v[FOLD_MAX]; /* integer and bool values */
+  double f[FOLD_MAX];  /* f32 and f64 values (Add, Sub, Mul, Div, comparisons and Cast only) */
 } ivec;
 
 static bool is_int(loom_dtype d) {
@@ -36,17 +37,34 @@ static int64_t load(loom_dtype d, const void *p, int64_t i) {
   }
 }
 
-/* Input k as a vector, or false when it is not a known small integer vector. */
-static bool in_vec(loom__onnx *c, int32_t k, ivec *out) {
+static bool is_real(loom_dtype d) {
+  return d == LOOM_F32 || d == LOOM_F64;
+}
+
+/* Input k as a vector of integers (or, with floats, of f32/f64 too), or false when it is not
+ * a known small vector of those. */
+static bool in_vec_of(loom__onnx *c, int32_t k, bool floats, ivec *out) {
   loom__onnx_val *x = loom__onnx_in(c, k);
   int64_t n;
-  if (!x || !x->host || !is_int(x->type.dtype) || x->type.rank > 1) return false;
+  if (!x || !x->host || x->type.rank > 1) return false;
+  if (!is_int(x->type.dtype) && !(floats && is_real(x->type.dtype))) return false;
   if (loom_type_elements(&x->type, &n) || n > FOLD_MAX) return false;
   out->dtype = x->type.dtype;
   out->rank = x->type.rank;
   out->n = (int32_t)n;
-  for (int64_t i = 0; i < n; i++) out->v[i] = load(x->type.dtype, x->host, i);
+  for (int64_t i = 0; i < n; i++) {
+    if (x->type.dtype == LOOM_F32)
+      out->f[i] = ((const float *)x->host)[i];
+    else if (x->type.dtype == LOOM_F64)
+      out->f[i] = ((const double *)x->host)[i];
+    else
+      out->v[i] = load(x->type.dtype, x->host, i), out->f[i] = (double)out->v[i];
+  }
   return true;
+}
+
+static bool in_vec(loom__onnx *c, int32_t k, ivec *out) {
+  return in_vec_of(c, k, false, out);
 }
 
 static loom_status out_vec(loom__onnx *c, int32_t k, const ivec *r) {
@@ -54,13 +72,45 @@ static loom_status out_vec(loom__onnx *c, int32_t k, const ivec *r) {
   int64_t size = loom_dtype_size(r->dtype);
   uint8_t *data = loom__malloc((size_t)(r->n ? r->n : 1) * (size_t)size);
   if (!data) return loom__oom("a folded value");
-  for (int32_t i = 0; i < r->n; i++)
-    loom__scalar_store(r->dtype, (double)r->v[i], r->v[i], true, data + i * size);
+  for (int32_t i = 0; i < r->n; i++) {
+    if (is_real(r->dtype))
+      loom__scalar_store(r->dtype, r->f[i], 0, false, data + i * size);
+    else
+      loom__scalar_store(r->dtype, (double)r->v[i], r->v[i], true, data + i * size);
+  }
   return loom__onnx_out_const(c, k, &t, data);
+}
+
+/* As fold_binary, on f32/f64 values computed in double (rounded to f32 as each ONNX op's
+ * f32 result is). */
+static bool fold_real_binary(const char *op, const ivec *a, const ivec *b, ivec *r) {
+  if (a->n != b->n && a->n != 1 && b->n != 1) return false;
+  r->rank = LOOM_MAX(a->rank, b->rank);
+  r->n = LOOM_MAX(a->n, b->n);
+  bool cmp = !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater");
+  r->dtype = cmp ? LOOM_BOOL : a->dtype;
+  for (int32_t i = 0; i < r->n; i++) {
+    double x = a->f[a->n == 1 ? 0 : i], y = b->f[b->n == 1 ? 0 : i];
+    if (!strcmp(op, "Add"))
+      r->f[i] = x + y;
+    else if (!strcmp(op, "Sub"))
+      r->f[i] = x - y;
+    else if (!strcmp(op, "Mul"))
+      r->f[i] = x * y;
+    else if (!strcmp(op, "Div"))
+      r->f[i] = x / y;
+    else if (cmp)
+      r->v[i] = !strcmp(op, "Equal") ? x == y : !strcmp(op, "Less") ? x < y : x > y;
+    else
+      return false;
+    if (!cmp && a->dtype == LOOM_F32) r->f[i] = (float)r->f[i];
+  }
+  return true;
 }
 
 /* Elementwise binary ops with a scalar broadcast against a vector. */
 static bool fold_binary(const char *op, const ivec *a, const ivec *b, ivec *r) {
+  if (is_real(a->dtype)) return fold_real_binary(op, a, b, r);
   if (a->n != b->n && a->n != 1 && b->n != 1) return false;
   r->rank = LOOM_MAX(a->rank, b->rank);
   r->n = LOOM_MAX(a->n, b->n);
@@ -140,9 +190,17 @@ static bool fold_slice(loom__onnx *c, const Onnx__NodeProto *n, ivec *r) {
 
 static bool fold_cast(loom__onnx *c, const Onnx__NodeProto *n, ivec *r) {
   loom_dtype to;
-  if (!in_vec(c, 0, r) || !loom__onnx_dtype((int32_t)loom__onnx_attr_i(n, "to", 0), &to)) return false;
-  if (!is_int(to)) return false;
-  for (int32_t i = 0; i < r->n && to == LOOM_BOOL; i++) r->v[i] = r->v[i] != 0;
+  if (!in_vec_of(c, 0, true, r) || !loom__onnx_dtype((int32_t)loom__onnx_attr_i(n, "to", 0), &to))
+    return false;
+  if (!is_int(to) && !is_real(to)) return false;
+  for (int32_t i = 0; i < r->n; i++) {
+    if (is_real(r->dtype) && is_int(to)) { /* C's conversion, toward zero; out of range: not folded */
+      if (!(r->f[i] > -9e18 && r->f[i] < 9e18)) return false;
+      r->v[i] = to == LOOM_BOOL ? r->f[i] != 0 : (int64_t)r->f[i];
+    }
+    if (to == LOOM_BOOL && !is_real(r->dtype)) r->v[i] = r->v[i] != 0;
+    if (to == LOOM_F32) r->f[i] = (float)r->f[i];
+  }
   r->dtype = to;
   return true;
 }
@@ -207,7 +265,7 @@ bool loom__onnx_fold(loom__onnx *c, const Onnx__NodeProto *n, loom_status *out_s
     done = fold_reduce(c, n, &r);
   else if (!strcmp(op, "Neg") || !strcmp(op, "Abs") || !strcmp(op, "Not"))
     done = fold_unary(c, op, &r);
-  else if (n->n_input == 2 && in_vec(c, 0, &a) && in_vec(c, 1, &b) && a.dtype == b.dtype)
+  else if (n->n_input == 2 && in_vec_of(c, 0, true, &a) && in_vec_of(c, 1, true, &b) && a.dtype == b.dtype)
     done = fold_binary(op, &a, &b, &r);
   if (done) *out_status = out_vec(c, 0, &r);
   return done;
