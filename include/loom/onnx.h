@@ -69,8 +69,10 @@ LOOM_API loom_status loom_graph_from_onnx_bytes(const void *data, size_t size, c
 
 /* Reads a graph from `path`, as the tools do: an ONNX model (loom_graph_from_onnx with the
  * default options) where the name ends in ".onnx" or the file starts as a ModelProto does (its
- * ir_version field), else a .lir file (loom_graph_load). The caller owns *out_graph. Errors:
- * those of the reader chosen. */
+ * ir_version field), else a .lir file (loom_graph_load). A pipe or FIFO (/dev/stdin, a shell's
+ * <(...)) is read whole once, up to 1 GiB, and parsed from memory as its first byte says. The
+ * caller owns *out_graph. Errors: those of the reader chosen; IO (a stream that cannot be read),
+ * INVALID_ARGUMENT (a stream over 1 GiB). */
 LOOM_API loom_status loom_graph_load_any(const char *path, loom_graph **out_graph);
 
 /* Reads one ONNX TensorProto file (.pb, as ONNX's test data holds its inputs and outputs) into

@@ -344,8 +344,13 @@ loom_status loom_graph_from_onnx(const char *path, const loom_onnx_options *opt,
   return s;
 }
 
-/* Whether the file at path is an ONNX model: by its name, else by its first byte, the tag of
- * ModelProto's field 1 (ir_version, a varint), which no .lir text starts with. */
+/* Whether the bytes are an ONNX model: the first is the tag of ModelProto's field 1
+ * (ir_version, a varint), which no .lir text starts with. */
+static bool starts_like_onnx(const void *data, size_t size) {
+  return size > 0 && ((const unsigned char *)data)[0] == 0x08;
+}
+
+/* Whether the regular file at path is an ONNX model: by its name, else by its first byte. */
 static bool looks_like_onnx(const char *path) {
   size_t len = strlen(path);
   if (len >= 5 && !strcmp(path + len - 5, ".onnx")) return true;
@@ -354,13 +359,52 @@ static bool looks_like_onnx(const char *path) {
   if (!f) return false;
   bool got = fread(&first, 1, 1, f) == 1;
   fclose(f);
-  return got && first == 0x08;
+  return got && starts_like_onnx(&first, 1);
+}
+
+/* A pipe, a FIFO or a terminal: read whole once (its first byte cannot be peeked and then read
+ * again), then parsed from memory as what its first byte says. */
+static loom_status load_stream(const char *path, loom_graph **out_graph) {
+  enum { MAX_STREAM = 1 << 30 };
+  FILE *f = fopen(path, "rb");
+  if (!f) return loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+  size_t len = 0, cap = 1 << 16;
+  char *buf = loom__malloc(cap);
+  loom_status s = buf ? LOOM_OK : loom__oom("the graph read from a stream");
+  while (!s) {
+    if (len == cap) {
+      char *grown = cap >= MAX_STREAM ? NULL : loom__realloc(buf, cap * 2);
+      if (!grown) {
+        s = cap >= MAX_STREAM
+                ? loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: more than 1 GiB from a stream", path)
+                : loom__oom("the graph read from a stream");
+        break;
+      }
+      buf = grown;
+      cap *= 2;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) {
+      if (ferror(f)) s = loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
+      break;
+    }
+  }
+  fclose(f);
+  if (!s)
+    s = starts_like_onnx(buf, len) ? loom_graph_from_onnx_bytes(buf, len, path, NULL, out_graph)
+                                   : loom_graph_parse(buf, len, path, out_graph);
+  loom__free(buf);
+  return s;
 }
 
 loom_status loom_graph_load_any(const char *path, loom_graph **out_graph) {
   if (out_graph) *out_graph = NULL;
   if (!path || !out_graph)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_graph_load_any: NULL argument");
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    return load_stream(path, out_graph);
   return looks_like_onnx(path) ? loom_graph_from_onnx(path, NULL, out_graph)
                                : loom_graph_load(path, out_graph);
 }

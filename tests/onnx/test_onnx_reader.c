@@ -214,3 +214,29 @@ TEST(reads_a_tensor_file) {
   unlink(path);
   free(buf);
 }
+
+/* loom_graph_load_any on a pipe (as loom-plan /dev/stdin or <(...) give one): read whole once,
+ * its first byte deciding ONNX or .lir (peeking it would lose it). */
+static void load_through_pipe(const void *data, size_t size, int32_t want_params) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(write(fds[1], data, size), (long long)size); /* small: fits the pipe's buffer */
+  close(fds[1]);
+  char path[64];
+  snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+  loom_graph *g = NULL;
+  loom_status s = loom_graph_load_any(path, &g);
+  close(fds[0]);
+  ASSERT_OK(s);
+  ASSERT_EQ(loom_graph_param_count(g), want_params);
+  loom_graph_destroy(g);
+}
+
+TEST(loads_a_model_or_a_lir_text_from_a_pipe) {
+  size_t size;
+  uint8_t *buf = pack_model("Add", sizeof W, NULL, &size);
+  load_through_pipe(buf, size, 1);
+  free(buf);
+  const char *lir = "graph g(a: f32[4], b: f32[4]) {\n  c = add a b\n  return c\n}\n";
+  load_through_pipe(lir, strlen(lir), 2);
+}
