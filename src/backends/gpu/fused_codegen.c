@@ -10,652 +10,21 @@
 #include <string.h>
 
 #include "backends/gpu/fused_codegen.h"
+#include "backends/gpu/fused_codegen_gen.h"
 
 /* ---- text --------------------------------------------------------------------------------- */
-
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  bool failed;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) LOOM_PRINTF(2, 3);
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->failed = true;
-      return;
-    }
-    if (b->p && b->len + (size_t)n < b->cap) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap <= b->len + (size_t)n) cap *= 2;
-    char *np = loom__realloc(b->p, cap);
-    if (!np) {
-      b->failed = true;
-      return;
-    }
-    b->p = np;
-    b->cap = cap;
-  }
-}
-
-/* ---- dtypes ------------------------------------------------------------------------------- */
-
-static bool dtype_ok(loom_dtype t, bool fp64) {
-  switch (t) {
-    case LOOM_BOOL:
-    case LOOM_I8:
-    case LOOM_U8:
-    case LOOM_I16:
-    case LOOM_I32:
-    case LOOM_I64:
-    case LOOM_F32:
-      return true;
-    case LOOM_F64:
-      return fp64;
-    default:
-      return false;
-  }
-}
-
-static const char *ctype(loom_dtype t) {
-  switch (t) {
-    case LOOM_BOOL:
-      return "fz_b";
-    case LOOM_I8:
-      return "fz_i8";
-    case LOOM_U8:
-      return "fz_u8";
-    case LOOM_I16:
-      return "fz_i16";
-    case LOOM_I32:
-      return "fz_i32";
-    case LOOM_I64:
-      return "fz_i64";
-    case LOOM_F32:
-      return "float";
-    default:
-      return "double";
-  }
-}
-
-static bool is_float(loom_dtype t) {
-  return t == LOOM_F32 || t == LOOM_F64;
-}
-static bool is_sint(loom_dtype t) {
-  return t == LOOM_I8 || t == LOOM_I16 || t == LOOM_I32 || t == LOOM_I64;
-}
-static bool is_int(loom_dtype t) {
-  return is_sint(t) || t == LOOM_U8;
-}
-/* The wrapping type of integer arithmetic (products of narrow integers wrap mod 2^32). */
-static const char *wrap_type(loom_dtype t) {
-  return t == LOOM_I64 ? "fz_u64" : "fz_u32";
-}
-
-/* The bounds of an integer type as literals. */
-static const char *int_lo(loom_dtype t) {
-  switch (t) {
-    case LOOM_I8:
-      return "(-128)";
-    case LOOM_U8:
-      return "0";
-    case LOOM_I16:
-      return "(-32768)";
-    case LOOM_I32:
-      return "(-2147483647 - 1)";
-    default:
-      return "(-9223372036854775807 - 1)";
-  }
-}
-static const char *int_hi(loom_dtype t) {
-  switch (t) {
-    case LOOM_I8:
-      return "127";
-    case LOOM_U8:
-      return "255";
-    case LOOM_I16:
-      return "32767";
-    case LOOM_I32:
-      return "2147483647";
-    default:
-      return "9223372036854775807";
-  }
-}
-
-/* A math function of a float dtype: CUDA spells the float ones with an f. */
-static const char *fn(loom__fz_target target, loom_dtype t, const char *name, char *buf, size_t size) {
-  snprintf(buf, size, "%s%s", name, target == LOOM__FZ_CUDA && t == LOOM_F32 ? "f" : "");
-  return buf;
-}
-
-/* A literal of dtype t: floats exact (hex), NaN and infinities by macro. */
-static void literal(sbuf *b, loom_dtype t, double v, int64_t iv, bool is_int_value) {
-  if (is_float(t)) {
-    const char *suffix = t == LOOM_F32 ? "F" : "D";
-    if (isnan(v))
-      put(b, "FZ_NAN_%s", suffix);
-    else if (isinf(v))
-      put(b, "(%sFZ_INF_%s)", v < 0 ? "-" : "", suffix);
-    else if (t == LOOM_F32)
-      put(b, "((float)%af)", (double)(float)v);
-    else
-      put(b, "((double)%a)", v);
-    return;
-  }
-  int64_t x = is_int_value ? iv : (int64_t)v;
-  if (t == LOOM_BOOL) {
-    put(b, "((fz_b)%d)", (is_int_value ? iv != 0 : v != 0) ? 1 : 0);
-    return;
-  }
-  if (x == INT64_MIN)
-    put(b, "((%s)(-9223372036854775807 - 1))", ctype(t));
-  else
-    put(b, "((%s)%" PRId64 ")", ctype(t), x);
-}
-
-/* ---- analysis ----------------------------------------------------------------------------- */
-
-enum { FINAL_NONE, FINAL_REDUCE, FINAL_ARG, FINAL_TOPK };
-
-typedef struct gen {
-  const loom_graph *g;
-  const loom__dview *in;
-  loom__fz_target target;
-  bool fp64;
-  loom__layout *lay;
-  int32_t *param_of; /* value id -> parameter index, or -1 */
-  bool *used;        /* value read by an expression */
-  int32_t rank;      /* of the space S */
-  int64_t dims[LOOM_MAX_RANK];
-  int32_t final_kind, final_op; /* final_op: op index, -1 without one */
-  int32_t last;                 /* the value the final op consumes (or the output) */
-  bool reduced[LOOM_MAX_RANK];
-  int64_t topk_k;
-  bool largest;
-  int32_t vec;   /* lanes of fz_evalv (0: the scalar fz_eval is being written) */
-  int32_t vaxis; /* the axis the lanes run along */
-  sbuf *b;
-} gen;
-
-/* The type of a value as the expression being written holds it: a vector of `vec` lanes in
- * fz_evalv (floats only), else the scalar. */
-static const char *tname(const gen *G, loom_dtype t) {
-  if (!G->vec) return ctype(t);
-  return t == LOOM_F32 ? "float8" : "double8";
-}
-
-static loom_status unsupported_op(const gen *G, int32_t i, const char *why) {
-  const loom__op *op = &G->g->ops[i];
-  char label[32];
-  return loom__error(LOOM_ERR_UNSUPPORTED, "fused: body op %d (%s -> %s): %s", (int)i, loom_op_name(op->kind),
-                     loom__value_label(G->g, op->outputs[0], label, sizeof label), why);
-}
-
-/* Whether value v reads through a layout whose base is a parameter or a fill (a leaf). */
-static bool leaf_base(const gen *G, int32_t v, int32_t *param, int32_t *fill_op) {
-  int32_t base = G->lay[v].base;
-  *param = G->param_of[base];
-  *fill_op = -1;
-  if (*param >= 0) return true;
-  int32_t op = G->g->values[base].op;
-  if (op >= 0 && G->g->ops[op].kind == LOOM_OP_FILL) {
-    *fill_op = op;
-    return true;
-  }
-  return false;
-}
-
-/* A value read by the expression must broadcast to S (right-aligned, each axis S's or 1). */
-static bool fits_space(const gen *G, const loom_type *t) {
-  if (t->rank > G->rank) return false;
-  int32_t shift = G->rank - t->rank;
-  for (int32_t d = 0; d < t->rank; d++)
-    if (t->dims[d] != 1 && t->dims[d] != G->dims[d + shift]) return false;
-  return true;
-}
-
-/* The element offset expression of leaf value v at the space's indices i0..: its base
- * parameter's offset argument, the layout's offset and its strides on axes longer than 1. */
-static void leaf_offset(const gen *G, int32_t v, int32_t param) {
-  const loom_type *t = &G->g->values[v].type;
-  const loom__layout *l = &G->lay[v];
-  int32_t shift = G->rank - t->rank;
-  put(G->b, "o%d + %" PRId64, (int)param, l->offset);
-  for (int32_t d = 0; d < t->rank; d++)
-    if (t->dims[d] != 1 && l->strides[d] != 0)
-      put(G->b, " + i%d * %" PRId64, (int)(d + shift), l->strides[d]);
-}
-
-/* A fill's value (or a rank-0 constant's) as a literal of dtype t. */
-static void scalar_literal(const gen *G, const loom__op *op, loom_dtype t) {
-  if (op->kind == LOOM_OP_FILL) {
-    literal(G->b, t, op->attrs.value, op->attrs.ivalue, op->attrs.value_is_int);
-    return;
-  }
-  const void *p = op->const_data;
-  switch (t) {
-    case LOOM_BOOL:
-      literal(G->b, t, 0, *(const uint8_t *)p != 0, true);
-      break;
-    case LOOM_I8:
-      literal(G->b, t, 0, *(const int8_t *)p, true);
-      break;
-    case LOOM_U8:
-      literal(G->b, t, 0, *(const uint8_t *)p, true);
-      break;
-    case LOOM_I16:
-      literal(G->b, t, 0, *(const int16_t *)p, true);
-      break;
-    case LOOM_I32:
-      literal(G->b, t, 0, *(const int32_t *)p, true);
-      break;
-    case LOOM_I64:
-      literal(G->b, t, 0, *(const int64_t *)p, true);
-      break;
-    case LOOM_F32:
-      literal(G->b, t, *(const float *)p, 0, false);
-      break;
-    default:
-      literal(G->b, t, *(const double *)p, 0, false);
-      break;
-  }
-}
-
-/* A load of leaf v (a parameter or a view of one, or of a fill) into its variable. */
-/* The lanes of parameter `param` at element offsets off + k * stride (k < vec): one vector
- * load where they are adjacent, one element broadcast where stride is 0, else gathered. */
-static void emit_lanes(const gen *G, int32_t param, const char *off, int64_t stride, const char *VT) {
-  if (stride == 1) {
-    put(G->b, "vload8(0, p%d + (%s))", (int)param, off);
-  } else if (stride == 0) {
-    put(G->b, "(%s)(p%d[%s])", VT, (int)param, off);
-  } else {
-    put(G->b, "(%s)(", VT);
-    for (int32_t k = 0; k < G->vec; k++)
-      put(G->b, "%sp%d[%s + %" PRId64 "]", k ? ", " : "", (int)param, off, (int64_t)k * stride);
-    put(G->b, ")");
-  }
-}
-
-/* A leaf's load in fz_evalv: its offset at lane 0, its stride along the lanes' axis. */
-static void emit_leaf_lanes(const gen *G, int32_t v, int32_t param) {
-  const loom_type *t = &G->g->values[v].type;
-  const loom__layout *l = &G->lay[v];
-  int32_t d = G->vaxis - (G->rank - t->rank);
-  int64_t stride = d >= 0 && t->dims[d] != 1 ? l->strides[d] : 0;
-  sbuf off = {0}, *saved = G->b;
-  ((gen *)G)->b = &off;
-  leaf_offset(G, v, param);
-  ((gen *)G)->b = saved;
-  emit_lanes(G, param, off.failed || !off.p ? "0" : off.p, stride, tname(G, t->dtype));
-  if (off.failed) saved->failed = true;
-  loom__free(off.p);
-}
-
-static void emit_leaf(const gen *G, int32_t v) {
-  int32_t param, fill_op;
-  leaf_base(G, v, &param, &fill_op);
-  loom_dtype t = G->g->values[v].type.dtype;
-  if (G->vec) {
-    put(G->b, "  const %s v%d = ", tname(G, t), (int)v);
-    if (param < 0) {
-      put(G->b, "(%s)(", tname(G, t));
-      scalar_literal(G, &G->g->ops[fill_op], t);
-      put(G->b, ")");
-    } else {
-      emit_leaf_lanes(G, v, param);
-    }
-    put(G->b, ";\n");
-    return;
-  }
-  put(G->b, "  const %s v%d = ", ctype(t), (int)v);
-  if (param < 0) {
-    scalar_literal(G, &G->g->ops[fill_op], t);
-  } else {
-    put(G->b, t == LOOM_BOOL ? "(fz_b)(p%d[" : "(p%d[", (int)param);
-    leaf_offset(G, v, param);
-    put(G->b, t == LOOM_BOOL ? "] != 0);\n" : "]);\n");
-    return;
-  }
-  put(G->b, ";\n");
-}
-
-static loom_status emit_unary(const gen *G, int32_t i, int32_t v, int32_t x) {
-  loom_dtype t = G->g->values[v].type.dtype;
-  const char *T = tname(G, t);
-  loom_op k = G->g->ops[i].kind;
-  sbuf *b = G->b;
-  char f[16];
-  put(b, "  const %s v%d = ", T, (int)v);
-  if (t == LOOM_BOOL) {
-    if (k != LOOM_OP_NOT) return unsupported_op(G, i, "bool takes only not");
-    put(b, "(fz_b)!v%d;\n", (int)x);
-    return LOOM_OK;
-  }
-  if (is_int(t)) {
-    const char *W = wrap_type(t);
-    switch (k) {
-      case LOOM_OP_NEG:
-        put(b, "(%s)((%s)0 - (%s)v%d)", T, W, W, (int)x);
-        break;
-      case LOOM_OP_FLOOR:
-      case LOOM_OP_CEIL:
-        put(b, "v%d", (int)x);
-        break;
-      case LOOM_OP_NOT:
-        put(b, "(%s)~v%d", T, (int)x);
-        break;
-      case LOOM_OP_SQUARE:
-        put(b, "(%s)((%s)v%d * (%s)v%d)", T, W, (int)x, W, (int)x);
-        break;
-      case LOOM_OP_ABS:
-        if (is_sint(t))
-          put(b, "v%d < 0 ? (%s)((%s)0 - (%s)v%d) : v%d", (int)x, T, W, W, (int)x, (int)x);
-        else
-          put(b, "v%d", (int)x);
-        break;
-      case LOOM_OP_SIGN:
-        if (is_sint(t))
-          put(b, "(%s)((v%d > 0) - (v%d < 0))", T, (int)x, (int)x);
-        else
-          put(b, "(%s)(v%d > 0)", T, (int)x);
-        break;
-      case LOOM_OP_RELU:
-        if (is_sint(t))
-          put(b, "v%d < 0 ? (%s)0 : v%d", (int)x, T, (int)x);
-        else
-          put(b, "v%d", (int)x);
-        break;
-      default:
-        return unsupported_op(G, i, "not defined on integers");
-    }
-    put(b, ";\n");
-    return LOOM_OK;
-  }
-  const char *name = NULL;
-  switch (k) {
-    case LOOM_OP_NEG:
-      put(b, "-v%d", (int)x);
-      break;
-    case LOOM_OP_ABS:
-      name = "fabs";
-      break;
-    case LOOM_OP_SIGN:
-      put(b, "v%d > 0 ? (%s)1 : v%d < 0 ? (%s)-1 : v%d", (int)x, T, (int)x, T, (int)x);
-      break;
-    case LOOM_OP_EXP:
-      name = "exp";
-      break;
-    case LOOM_OP_LOG:
-      name = "log";
-      break;
-    case LOOM_OP_SQRT:
-      name = "sqrt";
-      break;
-    case LOOM_OP_RSQRT:
-      put(b, "(%s)1 / %s(v%d)", T, fn(G->target, t, "sqrt", f, sizeof f), (int)x);
-      break;
-    case LOOM_OP_SIN:
-      name = "sin";
-      break;
-    case LOOM_OP_COS:
-      name = "cos";
-      break;
-    case LOOM_OP_TANH:
-      name = "tanh";
-      break;
-    case LOOM_OP_SIGMOID:
-      put(b, "(%s)1 / ((%s)1 + %s(-v%d))", T, T, fn(G->target, t, "exp", f, sizeof f), (int)x);
-      break;
-    case LOOM_OP_RELU:
-      put(b, "v%d < 0 ? (%s)0 : v%d", (int)x, T, (int)x);
-      break;
-    case LOOM_OP_FLOOR:
-      name = "floor";
-      break;
-    case LOOM_OP_CEIL:
-      name = "ceil";
-      break;
-    case LOOM_OP_SQUARE:
-      put(b, "v%d * v%d", (int)x, (int)x);
-      break;
-    default:
-      return unsupported_op(G, i, "not defined on floats");
-  }
-  if (name) put(b, "%s(v%d)", fn(G->target, t, name, f, sizeof f), (int)x);
-  put(b, ";\n");
-  return LOOM_OK;
-}
-
-static loom_status emit_binary(const gen *G, int32_t i, int32_t v, int32_t x, int32_t y) {
-  const loom__op *op = &G->g->ops[i];
-  loom_dtype t = G->g->values[x].type.dtype;
-  const char *T = tname(G, G->g->values[v].type.dtype);
-  loom__op_class cls = loom__op_info_of(op->kind)->cls;
-  sbuf *b = G->b;
-  put(b, "  const %s v%d = ", T, (int)v);
-  if (cls == LOOM_CLASS_COMPARE || cls == LOOM_CLASS_LOGIC) {
-    const char *sym = NULL;
-    switch (op->kind) {
-      case LOOM_OP_EQ:
-        sym = "==";
-        break;
-      case LOOM_OP_NE:
-        sym = "!=";
-        break;
-      case LOOM_OP_LT:
-        sym = "<";
-        break;
-      case LOOM_OP_LE:
-        sym = "<=";
-        break;
-      case LOOM_OP_GT:
-        sym = ">";
-        break;
-      case LOOM_OP_GE:
-        sym = ">=";
-        break;
-      case LOOM_OP_AND:
-        sym = "&";
-        break;
-      case LOOM_OP_OR:
-        sym = "|";
-        break;
-      default:
-        return unsupported_op(G, i, "an unknown comparison");
-    }
-    if (cls == LOOM_CLASS_LOGIC && t != LOOM_BOOL) return unsupported_op(G, i, "logic ops take bool");
-    put(b, "(fz_b)(v%d %s v%d);\n", (int)x, sym, (int)y);
-    return LOOM_OK;
-  }
-  if (t == LOOM_BOOL) return unsupported_op(G, i, "arithmetic on bool");
-  char f[16];
-  if (is_int(t)) {
-    const char *W = wrap_type(t);
-    switch (op->kind) {
-      case LOOM_OP_ADD:
-        put(b, "(%s)((%s)v%d + (%s)v%d)", T, W, (int)x, W, (int)y);
-        break;
-      case LOOM_OP_SUB:
-        put(b, "(%s)((%s)v%d - (%s)v%d)", T, W, (int)x, W, (int)y);
-        break;
-      case LOOM_OP_MUL:
-        put(b, "(%s)((%s)v%d * (%s)v%d)", T, W, (int)x, W, (int)y);
-        break;
-      case LOOM_OP_DIV:
-        if (is_sint(t))
-          put(b, "v%d == 0 ? (%s)0 : v%d == -1 ? (%s)((%s)0 - (%s)v%d) : (%s)(v%d / v%d)", (int)y, T, (int)y,
-              T, W, W, (int)x, T, (int)x, (int)y);
-        else
-          put(b, "v%d == 0 ? (%s)0 : (%s)(v%d / v%d)", (int)y, T, T, (int)x, (int)y);
-        break;
-      case LOOM_OP_POW:
-        put(b, "(%s)fz_ipow((fz_i64)v%d, (fz_i64)v%d)", T, (int)x, (int)y);
-        break;
-      case LOOM_OP_MAXIMUM:
-        put(b, "v%d >= v%d ? v%d : v%d", (int)x, (int)y, (int)x, (int)y);
-        break;
-      case LOOM_OP_MINIMUM:
-        put(b, "v%d <= v%d ? v%d : v%d", (int)x, (int)y, (int)x, (int)y);
-        break;
-      default:
-        return unsupported_op(G, i, "an unknown binary op");
-    }
-    put(b, ";\n");
-    return LOOM_OK;
-  }
-  const char *sym = NULL;
-  switch (op->kind) {
-    case LOOM_OP_ADD:
-      sym = "+";
-      break;
-    case LOOM_OP_SUB:
-      sym = "-";
-      break;
-    case LOOM_OP_MUL:
-      sym = "*";
-      break;
-    case LOOM_OP_DIV:
-      sym = "/";
-      break;
-    case LOOM_OP_POW:
-      put(b, "%s(v%d, v%d);\n", fn(G->target, t, "pow", f, sizeof f), (int)x, (int)y);
-      return LOOM_OK;
-    case LOOM_OP_MAXIMUM:
-      put(b, "v%d != v%d ? v%d : v%d >= v%d ? v%d : v%d;\n", (int)x, (int)x, (int)x, (int)x, (int)y, (int)x,
-          (int)y);
-      return LOOM_OK;
-    case LOOM_OP_MINIMUM:
-      put(b, "v%d != v%d ? v%d : v%d <= v%d ? v%d : v%d;\n", (int)x, (int)x, (int)x, (int)x, (int)y, (int)x,
-          (int)y);
-      return LOOM_OK;
-    default:
-      return unsupported_op(G, i, "an unknown binary op");
-  }
-  put(b, "v%d %s v%d;\n", (int)x, sym, (int)y);
-  return LOOM_OK;
-}
-
-/* cast as cast.cl: through the widest type of the source's kind; floats to integers truncate,
- * saturate and give 0 for NaN; anything to bool is x != 0 (NaN is true). */
-static loom_status emit_cast(const gen *G, int32_t i, int32_t v, int32_t x) {
-  loom_dtype from = G->g->values[x].type.dtype, to = G->g->values[v].type.dtype;
-  const char *T = ctype(to);
-  sbuf *b = G->b;
-  (void)i;
-  put(b, "  const %s v%d = ", T, (int)v);
-  if (to == LOOM_BOOL)
-    put(b, "(fz_b)(v%d != 0)", (int)x);
-  else if (is_float(to))
-    put(b, "(%s)%sv%d", T, is_float(from) ? "" : "(fz_i64)", (int)x);
-  else if (!is_float(from))
-    put(b, "(%s)(fz_i64)v%d", T, (int)x);
-  else {
-    const char *KR = ctype(from);
-    put(b, "v%d != v%d ? (%s)0 : v%d <= (%s)%s ? (%s)%s : v%d >= (%s)%s ? (%s)%s : (%s)v%d", (int)x, (int)x,
-        T, (int)x, KR, int_lo(to), T, int_lo(to), (int)x, KR, int_hi(to), T, int_hi(to), T, (int)x);
-  }
-  put(b, ";\n");
-  return LOOM_OK;
-}
-
-/* A small dot [a,k] x [k,b] of two leaves, per element: k multiply-adds in the dtype (the
- * dot kernels accumulate floats in the dtype too), integers wrapping. */
-static loom_status emit_dot(const gen *G, int32_t i, int32_t v) {
-  const loom__op *op = &G->g->ops[i];
-  int32_t a = op->inputs[0], c = op->inputs[1];
-  const loom_type *ta = &G->g->values[a].type, *tc = &G->g->values[c].type;
-  loom_dtype t = G->g->values[v].type.dtype;
-  int32_t pa, pc, fa, fc;
-  if (ta->rank != 2 || tc->rank != 2 || G->rank != 2)
-    return unsupported_op(G, i, "a dot of other than two rank-2 operands in a rank-2 space");
-  if (!leaf_base(G, a, &pa, &fa) || !leaf_base(G, c, &pc, &fc) || pa < 0 || pc < 0)
-    return unsupported_op(G, i, "a dot operand that is not a parameter or a view of one");
-  if (ta->dims[1] > LOOM_FUSE_MAX_K) return unsupported_op(G, i, "a dot over more than 16 terms");
-  if (t == LOOM_BOOL) return unsupported_op(G, i, "a dot of bool");
-  const char *T = ctype(t), *AT = is_int(t) ? wrap_type(t) : T;
-  const loom__layout *la = &G->lay[a], *lc = &G->lay[c];
-  sbuf *b = G->b;
-  /* Rows of a run along S's axis 0, columns of c along axis 1 (size-1 axes broadcast). */
-  char ra[64] = "0", rc[64] = "0";
-  if (ta->dims[0] != 1) snprintf(ra, sizeof ra, "i0 * %" PRId64, la->strides[0]);
-  if (tc->dims[1] != 1) snprintf(rc, sizeof rc, "i1 * %" PRId64, lc->strides[1]);
-  if (G->vec) {
-    /* Lanes along S's axis 0 move down a's rows, along axis 1 across c's columns. */
-    const char *VT = tname(G, t);
-    int64_t sa = G->vaxis == 0 && ta->dims[0] != 1 ? la->strides[0] : 0;
-    int64_t sc = G->vaxis == 1 && tc->dims[1] != 1 ? lc->strides[1] : 0;
-    int64_t K = ta->dims[1];
-    if (G->vec == 8 && sc == K && K >= 2 && K <= 4 && lc->strides[0] == 1) {
-      /* c's K rows interleaved along the lanes (a K-column matrix read through its transpose,
-       * points in 3-D): the 8 K elements the lanes read are adjacent, so K vector loads and a
-       * shuffle per row, where a gather would load and insert every lane apart. */
-      char base[160];
-      snprintf(base, sizeof base, "o%d + %" PRId64 " + %s", (int)pc, lc->offset, rc);
-      for (int64_t m = 0; m < K; m++)
-        put(b, "  const %s v%d_l%d = vload8(%d, p%d + (%s));\n", VT, (int)v, (int)m, (int)m, (int)pc, base);
-      put(b, "  const %s v%d = (%s)(0)", VT, (int)v, VT);
-      for (int64_t q = 0; q < K; q++) {
-        char oa[160];
-        snprintf(oa, sizeof oa, "o%d + %" PRId64 " + %s + %" PRId64, (int)pa, la->offset, ra,
-                 q * la->strides[1]);
-        put(b, "\n      + ");
-        emit_lanes(G, pa, oa, sa, VT);
-        put(b, " * (%s)(", VT);
-        for (int64_t k = 0; k < 8; k++) {
-          int64_t e = q + k * K;
-          put(b, "%sv%d_l%d.s%d", k ? ", " : "", (int)v, (int)(e / 8), (int)(e % 8));
-        }
-        put(b, ")");
-      }
-      put(b, ";\n");
-      return LOOM_OK;
-    }
-    put(b, "  const %s v%d = (%s)(0)", VT, (int)v, VT);
-    for (int64_t q = 0; q < ta->dims[1]; q++) {
-      char oa[160], oc[160];
-      snprintf(oa, sizeof oa, "o%d + %" PRId64 " + %s + %" PRId64, (int)pa, la->offset, ra,
-               q * la->strides[1]);
-      snprintf(oc, sizeof oc, "o%d + %" PRId64 " + %s + %" PRId64, (int)pc, lc->offset, rc,
-               q * lc->strides[0]);
-      put(b, "\n      + ");
-      emit_lanes(G, pa, oa, sa, VT);
-      put(b, " * ");
-      emit_lanes(G, pc, oc, sc, VT);
-    }
-    put(b, ";\n");
-    return LOOM_OK;
-  }
-  put(b, "  const %s v%d = (%s)(", T, (int)v, T);
-  for (int64_t q = 0; q < ta->dims[1]; q++) {
-    put(b, "%s(%s)p%d[o%d + %" PRId64 " + %s + %" PRId64 "] * (%s)p%d[o%d + %" PRId64 " + %s + %" PRId64 "]",
-        q ? "\n      + " : "", AT, (int)pa, (int)pa, la->offset, ra, q * la->strides[1], AT, (int)pc, (int)pc,
-        lc->offset, rc, q * lc->strides[0]);
-  }
-  if (ta->dims[1] == 0) put(b, "0");
-  put(b, ");\n");
-  return LOOM_OK;
-}
 
 /* ---- the preludes ------------------------------------------------------------------------- */
 
 static void prelude(const gen *G) {
   sbuf *b = G->b;
   if (G->target == LOOM__FZ_OPENCL) {
-    if (G->fp64) put(b, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    if (G->fp64) loom__fzg_put(b, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     /* The unfused kernels round every op's result; contracting a multiply and an add of two
      * ops into one fma would round once, so fused and unfused results would differ. */
-    put(b, "#pragma OPENCL FP_CONTRACT OFF\n");
-    put(b,
+    loom__fzg_put(b, "#pragma OPENCL FP_CONTRACT OFF\n");
+    loom__fzg_put(
+        b,
         "typedef uchar fz_b;\ntypedef char fz_i8;\ntypedef uchar fz_u8;\ntypedef short fz_i16;\n"
         "typedef int fz_i32;\ntypedef long fz_i64;\ntypedef uint fz_u32;\ntypedef ulong fz_u64;\n"
         "#define FZ_KERNEL __kernel void\n#define FZ_GLOBAL __global\n#define FZ_LOCAL __local\n"
@@ -664,9 +33,10 @@ static void prelude(const gen *G) {
         "#define FZ_GID ((fz_i64)get_global_id(0))\n#define FZ_GSIZE ((fz_i64)get_global_size(0))\n"
         "#define FZ_BARRIER barrier(CLK_LOCAL_MEM_FENCE)\n"
         "#define FZ_INF_F INFINITY\n#define FZ_NAN_F NAN\n");
-    if (G->fp64) put(b, "#define FZ_INF_D ((double)INFINITY)\n#define FZ_NAN_D ((double)NAN)\n");
+    if (G->fp64) loom__fzg_put(b, "#define FZ_INF_D ((double)INFINITY)\n#define FZ_NAN_D ((double)NAN)\n");
   } else {
-    put(b,
+    loom__fzg_put(
+        b,
         "typedef unsigned char fz_b;\ntypedef signed char fz_i8;\ntypedef unsigned char fz_u8;\n"
         "typedef short fz_i16;\ntypedef int fz_i32;\ntypedef long long fz_i64;\ntypedef unsigned int "
         "fz_u32;\n"
@@ -681,12 +51,12 @@ static void prelude(const gen *G) {
         "#define FZ_NAN_D __longlong_as_double(0x7ff8000000000000LL)\n");
   }
   /* Integer pow by squaring; negative exponents give 0 but for bases 1 and -1. */
-  put(b,
-      "FZ_FN fz_i64 fz_ipow(fz_i64 base, fz_i64 e) {\n"
-      "  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
-      "  fz_u64 r = 1, q = (fz_u64)base;\n"
-      "  for (fz_u64 k = (fz_u64)e; k; k >>= 1) {\n    if (k & 1) r *= q;\n    q *= q;\n  }\n"
-      "  return (fz_i64)r;\n}\n");
+  loom__fzg_put(b,
+                "FZ_FN fz_i64 fz_ipow(fz_i64 base, fz_i64 e) {\n"
+                "  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
+                "  fz_u64 r = 1, q = (fz_u64)base;\n"
+                "  for (fz_u64 k = (fz_u64)e; k; k >>= 1) {\n    if (k & 1) r *= q;\n    q *= q;\n  }\n"
+                "  return (fz_i64)r;\n}\n");
 }
 
 /* "FZ_GLOBAL const T *p0, fz_i64 o0, ..." (decl) or "p0, o0, ..." (call). */
@@ -694,16 +64,16 @@ static void param_list(const gen *G, bool decl) {
   for (int32_t p = 0; p < G->g->n_params; p++) {
     loom_dtype t = G->g->values[G->g->params[p]].type.dtype;
     if (decl)
-      put(G->b, "%sFZ_GLOBAL const %s *p%d, fz_i64 o%d", p ? ", " : "", t == LOOM_BOOL ? "fz_b" : ctype(t),
-          (int)p, (int)p);
+      loom__fzg_put(G->b, "%sFZ_GLOBAL const %s *p%d, fz_i64 o%d", p ? ", " : "",
+                    t == LOOM_BOOL ? "fz_b" : loom__fzg_ctype(t), (int)p, (int)p);
     else
-      put(G->b, "%sp%d, o%d", p ? ", " : "", (int)p, (int)p);
+      loom__fzg_put(G->b, "%sp%d, o%d", p ? ", " : "", (int)p, (int)p);
   }
 }
 
 static void index_list(const gen *G, bool decl) {
   for (int32_t d = 0; d < G->rank; d++)
-    put(G->b, "%s%si%d", G->g->n_params || d ? ", " : "", decl ? "fz_i64 " : "", (int)d);
+    loom__fzg_put(G->b, "%s%si%d", G->g->n_params || d ? ", " : "", decl ? "fz_i64 " : "", (int)d);
 }
 
 /* Statements splitting flat position `var` (destroyed) into the indices of `axes` (C order). */
@@ -711,10 +81,10 @@ static void split_index(const gen *G, const char *var, const int32_t *axes, int3
   for (int32_t k = n - 1; k >= 0; k--) {
     int32_t a = axes[k];
     if (k == 0)
-      put(G->b, "      const fz_i64 i%d = %s;\n", (int)a, var);
+      loom__fzg_put(G->b, "      const fz_i64 i%d = %s;\n", (int)a, var);
     else
-      put(G->b, "      const fz_i64 i%d = %s %% %" PRId64 "; %s /= %" PRId64 ";\n", (int)a, var, G->dims[a],
-          var, G->dims[a]);
+      loom__fzg_put(G->b, "      const fz_i64 i%d = %s %% %" PRId64 "; %s /= %" PRId64 ";\n", (int)a, var,
+                    G->dims[a], var, G->dims[a]);
   }
 }
 
@@ -735,10 +105,12 @@ static loom_status analyse(gen *G) {
                                                  : FINAL_TOPK;
     G->last = lastop->inputs[0];
     if (g->n_outputs != lastop->n_outputs)
-      return unsupported_op(G, n_ops - 1, "the final op's results are not exactly the body's outputs");
+      return loom__fzg_unsupported_op(G, n_ops - 1,
+                                      "the final op's results are not exactly the body's outputs");
     for (int32_t r = 0; r < g->n_outputs; r++)
       if (g->outputs[r] != lastop->outputs[r])
-        return unsupported_op(G, n_ops - 1, "the final op's results are not exactly the body's outputs");
+        return loom__fzg_unsupported_op(G, n_ops - 1,
+                                        "the final op's results are not exactly the body's outputs");
   } else {
     if (g->n_outputs != 1)
       return loom__error(LOOM_ERR_UNSUPPORTED,
@@ -750,12 +122,12 @@ static loom_status analyse(gen *G) {
   if (S->rank < 1) return loom__error(LOOM_ERR_UNSUPPORTED, "fused: a space of rank 0");
   G->rank = S->rank;
   memcpy(G->dims, S->dims, sizeof G->dims);
-  if (!dtype_ok(S->dtype, G->fp64))
+  if (!loom__fzg_dtype_ok(S->dtype, G->fp64))
     return loom__error(LOOM_ERR_UNSUPPORTED, "fused: values of %s%s", loom_dtype_name(S->dtype),
                        S->dtype == LOOM_F64 ? " on a device without fp64" : "");
   if (G->final_kind == FINAL_REDUCE) {
     for (int32_t d = 0; d < G->rank; d++) G->reduced[d] = loom__axes_contain(&lastop->attrs, d, G->rank);
-    if (S->dtype == LOOM_BOOL) return unsupported_op(G, n_ops - 1, "a reduction of bool");
+    if (S->dtype == LOOM_BOOL) return loom__fzg_unsupported_op(G, n_ops - 1, "a reduction of bool");
     bool empty = false;
     for (int32_t d = 0; d < G->rank; d++) empty |= G->reduced[d] && G->dims[d] == 0;
     if (empty && (lastop->kind == LOOM_OP_REDUCE_MAX || lastop->kind == LOOM_OP_REDUCE_MIN))
@@ -764,14 +136,14 @@ static loom_status analyse(gen *G) {
   } else if (G->final_kind != FINAL_NONE) {
     int32_t ax;
     if (!loom__axis_normalize(lastop->attrs.axis, G->rank, &ax))
-      return unsupported_op(G, n_ops - 1, "a bad axis");
+      return loom__fzg_unsupported_op(G, n_ops - 1, "a bad axis");
     G->reduced[ax] = true;
-    if (S->dtype == LOOM_BOOL) return unsupported_op(G, n_ops - 1, "bool values");
+    if (S->dtype == LOOM_BOOL) return loom__fzg_unsupported_op(G, n_ops - 1, "bool values");
     if (G->final_kind == FINAL_TOPK) {
       G->topk_k = lastop->attrs.k;
       G->largest = (lastop->attrs.set & LOOM_ATTR_LARGEST) ? lastop->attrs.largest : true;
     } else if (G->dims[ax] == 0) {
-      return unsupported_op(G, n_ops - 1, "an empty axis");
+      return loom__fzg_unsupported_op(G, n_ops - 1, "an empty axis");
     }
   }
   /* What the expression reads: the final input and, backwards, every operand of an
@@ -788,13 +160,13 @@ static loom_status analyse(gen *G) {
   for (int32_t v = 0; v < g->n_values; v++) {
     if (!G->used[v]) continue;
     const loom_type *t = &g->values[v].type;
-    if (!dtype_ok(t->dtype, G->fp64)) {
+    if (!loom__fzg_dtype_ok(t->dtype, G->fp64)) {
       char label[32];
       return loom__error(LOOM_ERR_UNSUPPORTED, "fused: body value %s of %s%s",
                          loom__value_label(g, v, label, sizeof label), loom_dtype_name(t->dtype),
                          t->dtype == LOOM_F64 ? " on a device without fp64" : "");
     }
-    if (!fits_space(G, t)) {
+    if (!loom__fzg_fits_space(G, t)) {
       char label[32];
       return loom__error(LOOM_ERR_UNSUPPORTED, "fused: body value %s does not broadcast to the space",
                          loom__value_label(g, v, label, sizeof label));
@@ -806,12 +178,12 @@ static loom_status analyse(gen *G) {
 static loom_status emit_eval(const gen *G) {
   const loom_graph *g = G->g;
   loom_dtype t = g->values[G->last].type.dtype;
-  put(G->b, "\nFZ_FN %s fz_eval%s(", tname(G, t), G->vec ? "v" : "");
+  loom__fzg_put(G->b, "\nFZ_FN %s fz_eval%s(", loom__fzg_tname(G, t), G->vec ? "v" : "");
   param_list(G, true);
   index_list(G, true);
-  put(G->b, ") {\n");
+  loom__fzg_put(G->b, ") {\n");
   for (int32_t p = 0; p < g->n_params; p++)
-    if (G->used[g->params[p]]) emit_leaf(G, g->params[p]);
+    if (G->used[g->params[p]]) loom__fzg_emit_leaf(G, g->params[p]);
   int32_t n_expr = G->final_op >= 0 ? G->final_op : g->n_ops;
   for (int32_t i = 0; i < n_expr; i++) {
     const loom__op *op = &g->ops[i];
@@ -822,64 +194,66 @@ static loom_status emit_eval(const gen *G) {
     int32_t param, fill_op;
     switch (cls) {
       case LOOM_CLASS_LAYOUT:
-        if (op->kind == LOOM_OP_CONCAT || op->kind == LOOM_OP_TILE || !leaf_base(G, v, &param, &fill_op))
-          return unsupported_op(G, i, "a layout op that is not a view of a parameter");
-        emit_leaf(G, v);
+        if (op->kind == LOOM_OP_CONCAT || op->kind == LOOM_OP_TILE ||
+            !loom__fzg_leaf_base(G, v, &param, &fill_op))
+          return loom__fzg_unsupported_op(G, i, "a layout op that is not a view of a parameter");
+        loom__fzg_emit_leaf(G, v);
         break;
       case LOOM_CLASS_SOURCE: {
         int64_t n = 1;
         for (int32_t d = 0; d < g->values[v].type.rank; d++) n *= g->values[v].type.dims[d];
         if (op->kind == LOOM_OP_IOTA || (op->kind == LOOM_OP_CONSTANT && n != 1))
-          return unsupported_op(G, i, "a source other than a scalar constant or a fill");
-        put(G->b, "  const %s v%d = (%s)(", tname(G, g->values[v].type.dtype), (int)v,
-            tname(G, g->values[v].type.dtype));
-        scalar_literal(G, op, g->values[v].type.dtype);
-        put(G->b, ");\n");
+          return loom__fzg_unsupported_op(G, i, "a source other than a scalar constant or a fill");
+        loom__fzg_put(G->b, "  const %s v%d = (%s)(", loom__fzg_tname(G, g->values[v].type.dtype), (int)v,
+                      loom__fzg_tname(G, g->values[v].type.dtype));
+        loom__fzg_scalar_literal(G, op, g->values[v].type.dtype);
+        loom__fzg_put(G->b, ");\n");
         break;
       }
       case LOOM_CLASS_UNARY:
-        s = emit_unary(G, i, v, op->inputs[0]);
+        s = loom__fzg_emit_unary(G, i, v, op->inputs[0]);
         break;
       case LOOM_CLASS_BINARY:
       case LOOM_CLASS_COMPARE:
       case LOOM_CLASS_LOGIC:
-        s = emit_binary(G, i, v, op->inputs[0], op->inputs[1]);
+        s = loom__fzg_emit_binary(G, i, v, op->inputs[0], op->inputs[1]);
         break;
       case LOOM_CLASS_SELECT:
-        put(G->b, "  const %s v%d = v%d ? v%d : v%d;\n", ctype(g->values[v].type.dtype), (int)v,
-            (int)op->inputs[0], (int)op->inputs[1], (int)op->inputs[2]);
+        loom__fzg_put(G->b, "  const %s v%d = v%d ? v%d : v%d;\n", loom__fzg_ctype(g->values[v].type.dtype),
+                      (int)v, (int)op->inputs[0], (int)op->inputs[1], (int)op->inputs[2]);
         break;
       case LOOM_CLASS_CAST:
-        s = emit_cast(G, i, v, op->inputs[0]);
+        s = loom__fzg_emit_cast(G, i, v, op->inputs[0]);
         break;
       case LOOM_CLASS_DOT:
-        s = emit_dot(G, i, v);
+        s = loom__fzg_emit_dot(G, i, v);
         break;
       default:
-        return unsupported_op(G, i, "not an op a fused body takes");
+        return loom__fzg_unsupported_op(G, i, "not an op a fused body takes");
     }
     if (s) return s;
   }
-  put(G->b, "  return v%d;\n}\n", (int)G->last);
+  loom__fzg_put(G->b, "  return v%d;\n}\n", (int)G->last);
   return LOOM_OK;
 }
 
 /* The kernel's arguments: parameters, then results. */
 static void kernel_head(const gen *G) {
-  put(G->b, "\nFZ_KERNEL loom_fused(");
+  loom__fzg_put(G->b, "\nFZ_KERNEL loom_fused(");
   param_list(G, true);
   for (int32_t r = 0; r < G->g->n_outputs; r++) {
     loom_dtype t = G->g->values[G->g->outputs[r]].type.dtype;
-    put(G->b, "%sFZ_GLOBAL %s *r%d, fz_i64 ro%d", G->g->n_params || r ? ", " : "", ctype(t), (int)r, (int)r);
+    loom__fzg_put(G->b, "%sFZ_GLOBAL %s *r%d, fz_i64 ro%d", G->g->n_params || r ? ", " : "",
+                  loom__fzg_ctype(t), (int)r, (int)r);
   }
-  put(G->b, ") {\n");
+  loom__fzg_put(G->b, ") {\n");
 }
 
 static void eval_call(const gen *G) {
-  put(G->b, "fz_eval%s(", G->vec ? "v" : "");
+  loom__fzg_put(G->b, "fz_eval%s(", G->vec ? "v" : "");
   param_list(G, false);
   index_list(G, false);
-  put(G->b, ")");
+  loom__fzg_put(G->b, ")");
 }
 
 /* The reduce kinds as statements over v (accumulator), aux, x (the element), j (its reduced
@@ -892,11 +266,11 @@ typedef struct red_kind {
 static void reduce_kind(const gen *G, red_kind *k) {
   const loom__op *op = &G->g->ops[G->final_op];
   loom_dtype t = G->g->values[G->last].type.dtype;
-  const char *T = ctype(t);
-  bool fl = is_float(t);
+  const char *T = loom__fzg_ctype(t);
+  bool fl = loom__fzg_is_float(t);
   const char *sumt = fl ? (t == LOOM_F64 || G->fp64 ? "double" : "float") : "fz_u64";
-  const char *lowest = fl ? (t == LOOM_F32 ? "(-FZ_INF_F)" : "(-FZ_INF_D)") : int_lo(t);
-  const char *highest = fl ? (t == LOOM_F32 ? "FZ_INF_F" : "FZ_INF_D") : int_hi(t);
+  const char *lowest = fl ? (t == LOOM_F32 ? "(-FZ_INF_F)" : "(-FZ_INF_D)") : loom__fzg_int_lo(t);
+  const char *highest = fl ? (t == LOOM_F32 ? "FZ_INF_F" : "FZ_INF_D") : loom__fzg_int_hi(t);
   const char *nan = t == LOOM_F32 ? "FZ_NAN_F" : "FZ_NAN_D";
   int64_t n = 1;
   for (int32_t d = 0; d < G->rank; d++)
@@ -941,7 +315,7 @@ static void arg_kind(const gen *G, red_kind *k) {
   const loom__op *op = &G->g->ops[G->final_op];
   loom_dtype t = G->g->values[G->last].type.dtype;
   const char *cmp = op->kind == LOOM_OP_ARGMAX ? ">" : "<";
-  k->acc = ctype(t);
+  k->acc = loom__fzg_ctype(t);
   snprintf(k->init, sizeof k->init, "v = (%s)0; aux = -1;", k->acc);
   snprintf(k->step, sizeof k->step, "if (aux < 0 || (v == v && (x %s v || x != x))) { v = x; aux = j; }",
            cmp);
@@ -955,11 +329,11 @@ static void arg_kind(const gen *G, red_kind *k) {
 
 /* One element's step: the reduced indices of j, the expression, the kind's step. */
 static void emit_step(const gen *G, const red_kind *k, const int32_t *red, int32_t nr, loom_dtype t) {
-  put(G->b, "      fz_i64 r = j;\n");
+  loom__fzg_put(G->b, "      fz_i64 r = j;\n");
   split_index(G, "r", red, nr);
-  put(G->b, "      const %s x = ", ctype(t));
+  loom__fzg_put(G->b, "      const %s x = ", loom__fzg_ctype(t));
   eval_call(G);
-  put(G->b, ";\n      %s\n", k->step);
+  loom__fzg_put(G->b, ";\n      %s\n", k->step);
 }
 
 static void emit_reduce_kernel(const gen *G, int32_t group, bool lockstep, int64_t n_out, int64_t n_red) {
@@ -980,53 +354,58 @@ static void emit_reduce_kernel(const gen *G, int32_t group, bool lockstep, int64
   kernel_head(G);
   bool grp = group > 1;
   if (grp) {
-    put(b, "  FZ_LOCAL %s fz_lv[%d];\n  FZ_LOCAL fz_i64 fz_la[%d];\n  const fz_i64 lid = FZ_LID;\n", k.acc,
-        (int)group, (int)group);
-    put(b, "  for (fz_i64 o = FZ_GROUP; o < %" PRId64 "; o += FZ_GROUPS) {\n", n_out);
+    loom__fzg_put(b, "  FZ_LOCAL %s fz_lv[%d];\n  FZ_LOCAL fz_i64 fz_la[%d];\n  const fz_i64 lid = FZ_LID;\n",
+                  k.acc, (int)group, (int)group);
+    loom__fzg_put(b, "  for (fz_i64 o = FZ_GROUP; o < %" PRId64 "; o += FZ_GROUPS) {\n", n_out);
   } else {
-    put(b, "  for (fz_i64 o = FZ_GID; o < %" PRId64 "; o += FZ_GSIZE) {\n", n_out);
+    loom__fzg_put(b, "  for (fz_i64 o = FZ_GID; o < %" PRId64 "; o += FZ_GSIZE) {\n", n_out);
   }
-  put(b, "    fz_i64 q = o;\n");
+  loom__fzg_put(b, "    fz_i64 q = o;\n");
   split_index(G, "q", kept, nk);
-  put(b, "    %s v;\n    fz_i64 aux;\n    %s\n", k.acc, k.init);
+  loom__fzg_put(b, "    %s v;\n    fz_i64 aux;\n    %s\n", k.acc, k.init);
   if (grp && lockstep) {
     /* Work-items step through the reduced elements together, a barrier after each round: a
      * driver that runs a group's work-items as a loop (PoCL) makes that loop the innermost
      * one and vectorizes it, each work-item's accumulator a lane. */
     int64_t full = n_red / group * group, rem = n_red - full;
-    put(b, "    for (fz_i64 jb = 0; jb < %" PRId64 "; jb += %d) {\n      const fz_i64 j = jb + lid;\n", full,
-        (int)group);
+    loom__fzg_put(b,
+                  "    for (fz_i64 jb = 0; jb < %" PRId64 "; jb += %d) {\n      const fz_i64 j = jb + lid;\n",
+                  full, (int)group);
     emit_step(G, &k, red, nr, t);
-    put(b, "      FZ_BARRIER;\n    }\n");
+    loom__fzg_put(b, "      FZ_BARRIER;\n    }\n");
     if (rem) {
-      put(b, "    if (lid < %" PRId64 ") {\n      const fz_i64 j = %" PRId64 " + lid;\n", rem, full);
+      loom__fzg_put(b, "    if (lid < %" PRId64 ") {\n      const fz_i64 j = %" PRId64 " + lid;\n", rem,
+                    full);
       emit_step(G, &k, red, nr, t);
-      put(b, "    }\n");
+      loom__fzg_put(b, "    }\n");
     }
   } else {
     if (grp)
-      put(b, "    for (fz_i64 j = lid; j < %" PRId64 "; j += %d) {\n", n_red, (int)group);
+      loom__fzg_put(b, "    for (fz_i64 j = lid; j < %" PRId64 "; j += %d) {\n", n_red, (int)group);
     else
-      put(b, "    for (fz_i64 j = 0; j < %" PRId64 "; j++) {\n", n_red);
+      loom__fzg_put(b, "    for (fz_i64 j = 0; j < %" PRId64 "; j++) {\n", n_red);
     emit_step(G, &k, red, nr, t);
-    put(b, "    }\n");
+    loom__fzg_put(b, "    }\n");
   }
   const char *store_idx = "r0[ro0 + o]";
   if (grp) {
-    put(b, "    fz_lv[lid] = v;\n    fz_la[lid] = aux;\n    FZ_BARRIER;\n");
-    put(b, "    for (fz_i64 s = %d; s > 0; s >>= 1) {\n      if (lid < s) {\n", (int)group / 2);
-    put(b, "        const %s bv = fz_lv[lid + s];\n        const fz_i64 baux = fz_la[lid + s];\n", k.acc);
-    put(b,
+    loom__fzg_put(b, "    fz_lv[lid] = v;\n    fz_la[lid] = aux;\n    FZ_BARRIER;\n");
+    loom__fzg_put(b, "    for (fz_i64 s = %d; s > 0; s >>= 1) {\n      if (lid < s) {\n", (int)group / 2);
+    loom__fzg_put(b, "        const %s bv = fz_lv[lid + s];\n        const fz_i64 baux = fz_la[lid + s];\n",
+                  k.acc);
+    loom__fzg_put(
+        b,
         "        %s\n        fz_lv[lid] = v;\n        fz_la[lid] = aux;\n      }\n      FZ_BARRIER;\n    }\n",
         k.merge);
-    put(b,
+    loom__fzg_put(
+        b,
         "    if (lid == 0) {\n      v = fz_lv[0];\n      aux = fz_la[0];\n      %s = %s;\n    }\n    "
         "FZ_BARRIER;\n",
         store_idx, k.finish);
   } else {
-    put(b, "    %s = %s;\n", store_idx, k.finish);
+    loom__fzg_put(b, "    %s = %s;\n", store_idx, k.finish);
   }
-  put(b, "    (void)aux;\n  }\n}\n");
+  loom__fzg_put(b, "    (void)aux;\n  }\n}\n");
 }
 
 /* Whether the body's reduction can run with fz_evalv: one reduced axis, a sum, mean,
@@ -1037,7 +416,7 @@ static bool vector_ok(const gen *G) {
   int32_t nr = 0;
   for (int32_t d = 0; d < G->rank; d++) nr += G->reduced[d];
   loom_dtype t = G->g->values[G->last].type.dtype;
-  if (nr != 1 || !is_float(t)) return false;
+  if (nr != 1 || !loom__fzg_is_float(t)) return false;
   for (int32_t v = 0; v < G->g->n_values; v++)
     if (G->used[v] && G->g->values[v].type.dtype != t) return false;
   for (int32_t i = 0; i < G->final_op; i++) {
@@ -1061,7 +440,7 @@ static void emit_vector_kernel(gen *G, int64_t n_out, int64_t n_red) {
   const loom__op *op = &G->g->ops[G->final_op];
   loom_dtype t = G->g->values[G->last].type.dtype;
   bool f32 = t == LOOM_F32;
-  const char *T = ctype(t), *VT = f32 ? "float8" : "double8", *AV = f32 ? "int8" : "long8";
+  const char *T = loom__fzg_ctype(t), *VT = f32 ? "float8" : "double8", *AV = f32 ? "int8" : "long8";
   int32_t kept[LOOM_MAX_RANK], nk = 0, a = 0;
   for (int32_t d = 0; d < G->rank; d++) {
     if (G->reduced[d])
@@ -1077,67 +456,71 @@ static void emit_vector_kernel(gen *G, int64_t n_out, int64_t n_red) {
   const char *conv = (sum || prod) && wide && f32 ? "convert_double8" : "";
   sbuf *b = G->b;
   kernel_head(G);
-  put(b, "  for (fz_i64 o = FZ_GID; o < %" PRId64 "; o += FZ_GSIZE) {\n    fz_i64 q = o;\n", n_out);
+  loom__fzg_put(b, "  for (fz_i64 o = FZ_GID; o < %" PRId64 "; o += FZ_GSIZE) {\n    fz_i64 q = o;\n", n_out);
   split_index(G, "q", kept, nk);
-  put(b, "    %s v;\n    fz_i64 aux = 0;\n", k.acc);
+  loom__fzg_put(b, "    %s v;\n    fz_i64 aux = 0;\n", k.acc);
   if (sum || prod)
-    put(b, "    %s vv = (%s)(%d);\n", VA, VA, prod ? 1 : 0);
+    loom__fzg_put(b, "    %s vv = (%s)(%d);\n", VA, VA, prod ? 1 : 0);
   else
-    put(b, "    %s vv = (%s)(%s);\n    %s av = (%s)(0);\n", VA, VA,
+    loom__fzg_put(
+        b, "    %s vv = (%s)(%s);\n    %s av = (%s)(0);\n", VA, VA,
         op->kind == LOOM_OP_REDUCE_MAX ? (f32 ? "-FZ_INF_F" : "-FZ_INF_D") : (f32 ? "FZ_INF_F" : "FZ_INF_D"),
         AV, AV);
   /* An f32 sum adds in float lanes over runs of 1024 elements, each run's lanes then added in
    * double (as the cpu evaluator does): a double add per step would cost as much as a term. */
   bool runs = sum && wide && f32;
   if (runs)
-    put(b,
-        "    for (fz_i64 jr = 0; jr < %" PRId64
-        "; jr += 1024) {\n      float8 fv = (float8)(0);\n"
-        "      const fz_i64 je = jr + 1024 < %" PRId64 " ? jr + 1024 : %" PRId64 ";\n",
-        full, full, full);
+    loom__fzg_put(b,
+                  "    for (fz_i64 jr = 0; jr < %" PRId64
+                  "; jr += 1024) {\n      float8 fv = (float8)(0);\n"
+                  "      const fz_i64 je = jr + 1024 < %" PRId64 " ? jr + 1024 : %" PRId64 ";\n",
+                  full, full, full);
   char bound[32] = "je";
   if (!runs) snprintf(bound, sizeof bound, "%" PRId64, full);
-  put(b, "    for (fz_i64 jb = %s; jb < %s; jb += 8) {\n      const fz_i64 i%d = jb;\n      const %s x = ",
+  loom__fzg_put(
+      b, "    for (fz_i64 jb = %s; jb < %s; jb += 8) {\n      const fz_i64 i%d = jb;\n      const %s x = ",
       runs ? "jr" : "0", bound, (int)a, VT);
   G->vec = 8;
   G->vaxis = a;
   eval_call(G);
   G->vec = 0;
-  put(b, ";\n");
+  loom__fzg_put(b, ";\n");
   const char *cmp = op->kind == LOOM_OP_REDUCE_MAX ? ">" : "<";
   if (runs)
-    put(b, "      fv += x;\n    }\n      vv += convert_double8(fv);\n    }\n");
+    loom__fzg_put(b, "      fv += x;\n    }\n      vv += convert_double8(fv);\n    }\n");
   else if (sum || prod)
-    put(b, "      vv %s= %s(x);\n    }\n", prod ? "*" : "+", conv);
+    loom__fzg_put(b, "      vv %s= %s(x);\n    }\n", prod ? "*" : "+", conv);
   else
-    put(b, "      vv = x %s vv ? x : vv;\n      av |= isnan(x);\n    }\n", cmp);
-  put(b, "    v = vv.s0;\n");
+    loom__fzg_put(b, "      vv = x %s vv ? x : vv;\n      av |= isnan(x);\n    }\n", cmp);
+  loom__fzg_put(b, "    v = vv.s0;\n");
   for (int l = 1; l < 8; l++) {
     if (sum || prod)
-      put(b, "    v %s= vv.s%d;\n", prod ? "*" : "+", l);
+      loom__fzg_put(b, "    v %s= vv.s%d;\n", prod ? "*" : "+", l);
     else
-      put(b, "    v = vv.s%d %s v ? vv.s%d : v;\n", l, cmp, l);
+      loom__fzg_put(b, "    v = vv.s%d %s v ? vv.s%d : v;\n", l, cmp, l);
   }
-  if (!sum && !prod) put(b, "    aux = any(av) ? 1 : 0;\n");
-  put(b,
-      "    for (fz_i64 j = %" PRId64 "; j < %" PRId64
-      "; j++) {\n      const fz_i64 i%d = j;\n      const %s x = ",
-      full, n_red, (int)a, T);
+  if (!sum && !prod) loom__fzg_put(b, "    aux = any(av) ? 1 : 0;\n");
+  loom__fzg_put(b,
+                "    for (fz_i64 j = %" PRId64 "; j < %" PRId64
+                "; j++) {\n      const fz_i64 i%d = j;\n      const %s x = ",
+                full, n_red, (int)a, T);
   eval_call(G);
-  put(b, ";\n      %s\n    }\n    r0[ro0 + o] = %s;\n  }\n}\n", k.step, k.finish);
+  loom__fzg_put(b, ";\n      %s\n    }\n    r0[ro0 + o] = %s;\n  }\n}\n", k.step, k.finish);
 }
 
 /* topk (topk.cl): NaN ranks above every number, ties go to the lower index; the row's heap
  * (worst at the root) lives in the row's place in the outputs, then is sorted best first. */
 static void emit_topk_kernel(const gen *G, int64_t rows, int32_t axis) {
   loom_dtype t = G->g->values[G->last].type.dtype;
-  const char *T = ctype(t);
+  const char *T = loom__fzg_ctype(t);
   sbuf *b = G->b;
-  put(b, "\nFZ_FN int fz_gt(%s a, %s b) { return a != a ? b == b : (b == b && a > b); }\n", T, T);
-  put(b, "FZ_FN int fz_better(%s av, fz_i64 ai, %s bv, fz_i64 bi) {\n", T, T);
-  put(b, "  int ahead = %s, behind = %s;\n  return ahead || (!behind && ai < bi);\n}\n",
-      G->largest ? "fz_gt(av, bv)" : "fz_gt(bv, av)", G->largest ? "fz_gt(bv, av)" : "fz_gt(av, bv)");
-  put(b,
+  loom__fzg_put(b, "\nFZ_FN int fz_gt(%s a, %s b) { return a != a ? b == b : (b == b && a > b); }\n", T, T);
+  loom__fzg_put(b, "FZ_FN int fz_better(%s av, fz_i64 ai, %s bv, fz_i64 bi) {\n", T, T);
+  loom__fzg_put(b, "  int ahead = %s, behind = %s;\n  return ahead || (!behind && ai < bi);\n}\n",
+                G->largest ? "fz_gt(av, bv)" : "fz_gt(bv, av)",
+                G->largest ? "fz_gt(bv, av)" : "fz_gt(av, bv)");
+  loom__fzg_put(
+      b,
       "FZ_FN void fz_sift(FZ_GLOBAL %s *hv, FZ_GLOBAL fz_i64 *hi, fz_i64 step, fz_i64 size, fz_i64 at) {\n"
       "  %s ev = hv[at * step];\n  fz_i64 ei = hi[at * step];\n  for (;;) {\n"
       "    fz_i64 c = 2 * at + 1;\n    if (c >= size) break;\n"
@@ -1154,18 +537,20 @@ static void emit_topk_kernel(const gen *G, int64_t rows, int32_t axis) {
   for (int32_t d = axis + 1; d < G->rank; d++) inner *= G->dims[d];
   int64_t k = G->topk_k, n = G->dims[axis];
   kernel_head(G);
-  put(b, "  for (fz_i64 row = FZ_GID; row < %" PRId64 "; row += FZ_GSIZE) {\n    fz_i64 q = row;\n", rows);
+  loom__fzg_put(b, "  for (fz_i64 row = FZ_GID; row < %" PRId64 "; row += FZ_GSIZE) {\n    fz_i64 q = row;\n",
+                rows);
   split_index(G, "q", others, no);
-  put(b,
-      "    const fz_i64 o = (row / %" PRId64 ") * %" PRId64 " + row %% %" PRId64
-      ";\n"
-      "    FZ_GLOBAL %s *hv = r0 + ro0 + o;\n    FZ_GLOBAL fz_i64 *hi = r1 + ro1 + o;\n"
-      "    const fz_i64 step = %" PRId64 ", k = %" PRId64
-      ";\n    fz_i64 size = 0;\n"
-      "    for (fz_i64 i%d = 0; i%d < %" PRId64 "; i%d++) {\n      const %s x = ",
-      inner, k * inner, inner, T, inner, k, (int)axis, (int)axis, n, (int)axis, T);
+  loom__fzg_put(b,
+                "    const fz_i64 o = (row / %" PRId64 ") * %" PRId64 " + row %% %" PRId64
+                ";\n"
+                "    FZ_GLOBAL %s *hv = r0 + ro0 + o;\n    FZ_GLOBAL fz_i64 *hi = r1 + ro1 + o;\n"
+                "    const fz_i64 step = %" PRId64 ", k = %" PRId64
+                ";\n    fz_i64 size = 0;\n"
+                "    for (fz_i64 i%d = 0; i%d < %" PRId64 "; i%d++) {\n      const %s x = ",
+                inner, k * inner, inner, T, inner, k, (int)axis, (int)axis, n, (int)axis, T);
   eval_call(G);
-  put(b,
+  loom__fzg_put(
+      b,
       ";\n      if (size < k) {\n        hv[size * step] = x;\n        hi[size * step] = i%d;\n"
       "        if (++size == k)\n          for (fz_i64 p = k / 2 - 1; p >= 0; p--) fz_sift(hv, hi, step, k, "
       "p);\n"
@@ -1182,11 +567,12 @@ static void emit_elementwise_kernel(const gen *G, int64_t total) {
   int32_t all[LOOM_MAX_RANK];
   for (int32_t d = 0; d < G->rank; d++) all[d] = d;
   kernel_head(G);
-  put(G->b, "  for (fz_i64 e = FZ_GID; e < %" PRId64 "; e += FZ_GSIZE) {\n    fz_i64 q = e;\n", total);
+  loom__fzg_put(G->b, "  for (fz_i64 e = FZ_GID; e < %" PRId64 "; e += FZ_GSIZE) {\n    fz_i64 q = e;\n",
+                total);
   split_index(G, "q", all, G->rank);
-  put(G->b, "    r0[ro0 + e] = ");
+  loom__fzg_put(G->b, "    r0[ro0 + e] = ");
   eval_call(G);
-  put(G->b, ";\n  }\n}\n");
+  loom__fzg_put(G->b, ";\n  }\n}\n");
 }
 
 loom_status loom__fz_generate(const loom_graph *body, const loom__dview *in, loom__fz_target target,
