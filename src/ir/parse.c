@@ -60,72 +60,17 @@
 #include "core/hash.h"
 #include "ir/ir.h"
 #include "ir/lex.h"
+#include "ir/parse_state.h"
 #include "loom/internal/cli.h"
-
-/* loom_graph_load refuses larger files: .lir is meant to be written and read by people. */
-#define LIR_MAX_FILE_BYTES ((int64_t)1 << 30)
-/* Result names in one statement: as many as a loop gives (a plain op gives at most 2). */
-#define LIR_MAX_NAMES LOOM_LOOP_MAX_RESULTS
-/* Loops nested deeper are refused: no writer (person or rewrite) nests them so far, and the
- * parser reads a body by recursion, which hostile input must not drive through the stack. */
-#define LIR_MAX_LOOP_DEPTH 32
-
-typedef loom__token token;
-typedef loom__lex_state lex_state;
-
-/* A defined name, by its place in the text. loom_graph_find is a linear scan; looking names
- * up through it would make parsing quadratic in the number of statements. */
-typedef struct name_entry {
-  size_t start, len;
-  int32_t id; /* -1: empty slot */
-} name_entry;
-
-/* One graph's names: the file's graph, or a loop's body, which sees only its own. */
-typedef struct scope {
-  loom_graph *g;
-  name_entry *names;
-  int32_t cap_names, n_names;
-  const struct scope *up; /* the scope around this one (a body's enclosing graph), or NULL */
-} scope;
-
-typedef struct parser {
-  loom__lexer lx;
-  token tok; /* the current token */
-  loom_graph *g;
-  loom_value *operands; /* scratch: operands of a statement, values of the return */
-  int32_t cap_operands;
-  char *name; /* scratch: the NUL-terminated copy of a name */
-  int32_t cap_name;
-  /* The current scope (the graph being built and its names), as struct scope holds it. */
-  struct name_entry *names; /* the names defined so far, an open-addressing hash table */
-  int32_t cap_names, n_names;
-  const struct scope *up;
-  int32_t loop_depth;    /* bodies open around the current token */
-  const char *body_what; /* the innermost body's op for messages: "loop" or "fused op" */
-} parser;
-
-#define TRY(expr)                \
-  do {                           \
-    loom_status try_s_ = (expr); \
-    if (try_s_) return try_s_;   \
-  } while (0)
-
-#define FAIL(t, ...) loom__lex_fail(&p->lx, (t), __VA_ARGS__)
-#define DESC(t) loom__lex_describe(&p->lx, (t), desc_buf_, sizeof desc_buf_)
-#define DESC2(t) loom__lex_describe(&p->lx, (t), desc_buf2_, sizeof desc_buf2_)
-#define DESC_BUF                      \
-  char desc_buf_[64], desc_buf2_[64]; \
-  (void)desc_buf_;                    \
-  (void)desc_buf2_
 
 /* ---- tokens ----------------------------------------------------------------------------- */
 
-static loom_status next(parser *p) {
+loom_status loom__lir_next(parser *p) {
   return loom__lex(&p->lx, &p->tok);
 }
 
 /* The token after the current one, without moving. */
-static loom_status peek(parser *p, token *out) {
+loom_status loom__lir_peek(parser *p, token *out) {
   lex_state saved = p->lx.st;
   loom_status s = loom__lex(&p->lx, out);
   p->lx.st = saved;
@@ -133,8 +78,9 @@ static loom_status peek(parser *p, token *out) {
 }
 
 /* Skips line ends (and ';' where `semicolons`). */
-static loom_status skip_newlines(parser *p, bool semicolons) {
-  while (p->tok.kind == LOOM_TOK_NEWLINE || (semicolons && loom__tok_punct(&p->tok, ';'))) TRY(next(p));
+loom_status loom__lir_skip_newlines(parser *p, bool semicolons) {
+  while (p->tok.kind == LOOM_TOK_NEWLINE || (semicolons && loom__tok_punct(&p->tok, ';')))
+    TRY(loom__lir_next(p));
   return LOOM_OK;
 }
 
@@ -142,11 +88,11 @@ static loom_status expect_punct(parser *p, char c, const char *context) {
   DESC_BUF;
   if (!loom__tok_punct(&p->tok, c))
     return FAIL(&p->tok, "expected '%c' %s, found %s", c, context, DESC(&p->tok));
-  return next(p);
+  return loom__lir_next(p);
 }
 
 /* A NUL-terminated copy of an identifier, in the parser's scratch buffer. */
-static loom_status tok_name(parser *p, const token *t, const char **out) {
+loom_status loom__lir_tok_name(parser *p, const token *t, const char **out) {
   *out = NULL;
   if (t->len >= INT32_MAX) return FAIL(t, "name is too long");
   if (loom__grow((void **)&p->name, &p->cap_name, (int32_t)t->len + 1, 1)) return LOOM_ERR_OUT_OF_MEMORY;
@@ -174,7 +120,7 @@ static int32_t name_find(const parser *p, const token *t) {
 }
 
 /* Records that name t is value `id`; the table stays at most half full. */
-static loom_status name_add(parser *p, const token *t, int32_t id) {
+loom_status loom__lir_name_add(parser *p, const token *t, int32_t id) {
   if (2 * (p->n_names + 1) > p->cap_names) {
     if (p->cap_names > INT32_MAX / 4) return loom__oom("the parser's name table");
     int32_t cap = p->cap_names ? 2 * p->cap_names : 64;
@@ -194,24 +140,24 @@ static loom_status name_add(parser *p, const token *t, int32_t id) {
   return LOOM_OK;
 }
 
-static int32_t scope_find(const parser *p, const scope *sc, const token *t) {
+int32_t loom__lir_scope_find(const parser *p, const scope *sc, const token *t) {
   return sc->cap_names ? name_slot(p, sc->names, sc->cap_names, t)->id : -1;
 }
 
 /* The value a name refers to; "'q' is not defined" otherwise. */
-static loom_status lookup(parser *p, const token *t, loom_value *out) {
+loom_status loom__lir_lookup(parser *p, const token *t, loom_value *out) {
   DESC_BUF;
   out->id = name_find(p, t);
   if (out->id >= 0) return LOOM_OK;
   for (const scope *sc = p->up; sc; sc = sc->up)
-    if (scope_find(p, sc, t) >= 0)
+    if (loom__lir_scope_find(p, sc, t) >= 0)
       return FAIL(t,
                   "%s is not defined in the %s's body (a value from outside enters it through an 'in' line)",
                   DESC(t), p->body_what ? p->body_what : "loop");
   return FAIL(t, "%s is not defined", DESC(t));
 }
 
-static loom_status check_undefined(parser *p, const token *t) {
+loom_status loom__lir_check_undefined(parser *p, const token *t) {
   DESC_BUF;
   if (name_find(p, t) >= 0) return FAIL(t, "%s is already defined", DESC(t));
   return LOOM_OK;
@@ -229,7 +175,7 @@ static loom_status push_operand(parser *p, int32_t n, loom_value v) {
 static loom_status parse_dims(parser *p, int64_t *dims, int32_t *rank) {
   DESC_BUF;
   *rank = 0;
-  if (loom__tok_punct(&p->tok, ']')) return next(p);
+  if (loom__tok_punct(&p->tok, ']')) return loom__lir_next(p);
   for (;;) {
     token *t = &p->tok;
     if (t->kind != LOOM_TOK_INT) return FAIL(t, "expected a dimension, found %s", DESC(t));
@@ -237,11 +183,11 @@ static loom_status parse_dims(parser *p, int64_t *dims, int32_t *rank) {
     TRY(loom__tok_i64(&p->lx, t, &dims[*rank]));
     if (dims[*rank] < 0) return FAIL(t, "dimension %s is negative", DESC(t));
     (*rank)++;
-    TRY(next(p));
-    if (loom__tok_punct(&p->tok, ']')) return next(p);
+    TRY(loom__lir_next(p));
+    if (loom__tok_punct(&p->tok, ']')) return loom__lir_next(p);
     if (!loom__tok_punct(&p->tok, ','))
       return FAIL(&p->tok, "expected ',' or ']' in the shape, found %s", DESC(&p->tok));
-    TRY(next(p));
+    TRY(loom__lir_next(p));
   }
 }
 
@@ -253,11 +199,11 @@ static loom_status parse_type(parser *p, loom_type *out, token *where) {
   if (t.kind != LOOM_TOK_IDENT) return FAIL(&t, "expected a type such as f32[3], found %s", DESC(&t));
   loom_dtype dtype;
   if (!loom_dtype_parse(p->lx.text + t.start, t.len, &dtype)) return FAIL(&t, "unknown dtype %s", DESC(&t));
-  TRY(next(p));
+  TRY(loom__lir_next(p));
   if (!loom__tok_punct(&p->tok, '['))
     return FAIL(&p->tok, "expected '[' after %s (a scalar is %s[]), found %s", DESC(&t),
                 loom_dtype_name(dtype), DESC2(&p->tok));
-  TRY(next(p));
+  TRY(loom__lir_next(p));
   int64_t dims[LOOM_MAX_RANK];
   int32_t rank;
   TRY(parse_dims(p, dims, &rank));
@@ -325,9 +271,9 @@ static loom_status parse_int_list(parser *p, const char *key, loom_int_list *out
   if (!loom__tok_punct(&p->tok, '['))
     return FAIL(&p->tok, "attribute '%s' takes a list of integers such as [1,2], found %s", key,
                 DESC(&p->tok));
-  TRY(next(p));
+  TRY(loom__lir_next(p));
   out->count = 0;
-  if (loom__tok_punct(&p->tok, ']')) return next(p);
+  if (loom__tok_punct(&p->tok, ']')) return loom__lir_next(p);
   for (;;) {
     token *t = &p->tok;
     if (t->kind != LOOM_TOK_INT)
@@ -335,11 +281,11 @@ static loom_status parse_int_list(parser *p, const char *key, loom_int_list *out
     if (out->count == LOOM_MAX_RANK)
       return FAIL(t, "attribute '%s' has more than %d entries", key, LOOM_MAX_RANK);
     TRY(loom__tok_i64(&p->lx, t, &out->v[out->count++]));
-    TRY(next(p));
-    if (loom__tok_punct(&p->tok, ']')) return next(p);
+    TRY(loom__lir_next(p));
+    if (loom__tok_punct(&p->tok, ']')) return loom__lir_next(p);
     if (!loom__tok_punct(&p->tok, ','))
       return FAIL(&p->tok, "expected ',' or ']' in '%s', found %s", key, DESC(&p->tok));
-    TRY(next(p));
+    TRY(loom__lir_next(p));
   }
 }
 
@@ -360,7 +306,7 @@ static loom_status parse_number_attr(parser *p, loom_attrs *a) {
   } else {
     return FAIL(t, "attribute 'value' takes a number, found %s", DESC(t));
   }
-  return next(p);
+  return loom__lir_next(p);
 }
 
 static loom_status parse_attr_value(parser *p, int b, loom_attrs *a) {
@@ -372,7 +318,7 @@ static loom_status parse_attr_value(parser *p, int b, loom_attrs *a) {
     case AK_INT:
       if (t->kind != LOOM_TOK_INT) return FAIL(t, "attribute '%s' takes an integer, found %s", key, DESC(t));
       TRY(loom__tok_i64(&p->lx, t, attr_int(a, bit)));
-      return next(p);
+      return loom__lir_next(p);
     case AK_BOOL: {
       bool v = loom__tok_word(&p->lx, t, "true");
       if (!v && !loom__tok_word(&p->lx, t, "false"))
@@ -381,14 +327,14 @@ static loom_status parse_attr_value(parser *p, int b, loom_attrs *a) {
         a->largest = v;
       else
         a->keepdims = v;
-      return next(p);
+      return loom__lir_next(p);
     }
     case AK_DTYPE:
       if (t->kind != LOOM_TOK_IDENT)
         return FAIL(t, "attribute '%s' takes a dtype such as f32, found %s", key, DESC(t));
       if (!loom_dtype_parse(p->lx.text + t->start, t->len, &a->to))
         return FAIL(t, "unknown dtype %s", DESC(t));
-      return next(p);
+      return loom__lir_next(p);
     case AK_NUMBER:
       return parse_number_attr(p, a);
     case AK_LIST:
@@ -409,8 +355,8 @@ static loom_status parse_attr(parser *p, const loom__op_info *info, loom_attrs *
   /* The builder says the same, but here the message can point at the key. */
   if (!(info->allowed & bit))
     return FAIL(&key, "%s: takes no attribute '%s'", info->name, attr_table[b].name);
-  TRY(next(p)); /* the key */
-  TRY(next(p)); /* '=' */
+  TRY(loom__lir_next(p)); /* the key */
+  TRY(loom__lir_next(p)); /* '=' */
   TRY(parse_attr_value(p, b, a));
   a->set |= bit;
   return LOOM_OK;
@@ -452,7 +398,7 @@ static loom_status scan_data(parser *p, int64_t *out_count) {
     } else {
       return FAIL(t, "constant: expected ',' or ']' in the data, found %s", DESC(t));
     }
-    TRY(next(p));
+    TRY(loom__lir_next(p));
     if (depth == 0 && !want_item) break;
   }
   *out_count = count;
@@ -592,7 +538,7 @@ static loom_status read_data(parser *p, const lex_state *data_state, const token
   loom_status s = LOOM_OK;
   for (int64_t i = 0; !s && i < count;) {
     if (is_data_literal(p, &p->tok)) s = store_literal(p, &p->tok, type->dtype, buf, stride * i++);
-    if (!s) s = next(p);
+    if (!s) s = loom__lir_next(p);
   }
   if (s) {
     loom__free(buf);
@@ -604,23 +550,6 @@ static loom_status read_data(parser *p, const lex_state *data_state, const token
 
 /* ---- statements ------------------------------------------------------------------------- */
 
-typedef struct stmt {
-  token names[LIR_MAX_NAMES];
-  int32_t n_names;
-  token op_tok;
-  loom_op op;
-  const loom__op_info *info;
-  int32_t n_operands;
-  loom_attrs attrs;
-  /* constant's data: where it starts, and how many numbers it has */
-  lex_state data_state;
-  token data_tok;
-  int64_t data_count;
-  loom_type types[2];
-  token type_toks[2];
-  int32_t n_types;
-} stmt;
-
 /* NAME ("," NAME)* "=" */
 static loom_status parse_names(parser *p, stmt *st) {
   DESC_BUF;
@@ -630,15 +559,15 @@ static loom_status parse_names(parser *p, stmt *st) {
     if (st->n_names == LIR_MAX_NAMES) return FAIL(t, "more than %d names in one statement", LIR_MAX_NAMES);
     for (int32_t i = 0; i < st->n_names; i++)
       if (loom__tok_same(&p->lx, t, &st->names[i])) return FAIL(t, "%s is already defined", DESC(t));
-    TRY(check_undefined(p, t));
+    TRY(loom__lir_check_undefined(p, t));
     st->names[st->n_names++] = *t;
-    TRY(next(p));
-    if (loom__tok_punct(&p->tok, '=')) return next(p);
+    TRY(loom__lir_next(p));
+    if (loom__tok_punct(&p->tok, '=')) return loom__lir_next(p);
     if (!loom__tok_punct(&p->tok, ','))
       return FAIL(&p->tok, "expected '=' after %s, found %s", DESC(&st->names[st->n_names - 1]),
                   DESC2(&p->tok));
-    TRY(next(p));
-    TRY(skip_newlines(p, false));
+    TRY(loom__lir_next(p));
+    TRY(loom__lir_skip_newlines(p, false));
   }
 }
 
@@ -665,7 +594,7 @@ static loom_status parse_op(parser *p, stmt *st) {
     return FAIL(&st->names[0], "%s gives %d result%s, but %d name%s given", st->info->name,
                 (int)st->info->n_results, st->info->n_results == 1 ? "" : "s", (int)st->n_names,
                 st->n_names == 1 ? " is" : "s are");
-  return next(p);
+  return loom__lir_next(p);
 }
 
 /* Operand names, then key=value attributes, then the optional ": TYPE". */
@@ -673,32 +602,32 @@ static loom_status parse_operands_attrs(parser *p, stmt *st) {
   token after;
   for (;;) {
     if (p->tok.kind != LOOM_TOK_IDENT) break;
-    TRY(peek(p, &after));
+    TRY(loom__lir_peek(p, &after));
     if (loom__tok_punct(&after, '=')) break;
     loom_value v;
-    TRY(lookup(p, &p->tok, &v));
+    TRY(loom__lir_lookup(p, &p->tok, &v));
     TRY(push_operand(p, st->n_operands++, v));
-    TRY(next(p));
+    TRY(loom__lir_next(p));
   }
   loom_attrs_init(&st->attrs);
   for (;;) {
     if (p->tok.kind != LOOM_TOK_IDENT) break;
-    TRY(peek(p, &after));
+    TRY(loom__lir_peek(p, &after));
     if (!loom__tok_punct(&after, '=')) break;
     TRY(parse_attr(p, st->info, &st->attrs));
   }
   if (!loom__tok_punct(&p->tok, ':')) return LOOM_OK;
-  TRY(next(p));
+  TRY(loom__lir_next(p));
   for (;;) {
     TRY(parse_type(p, &st->types[st->n_types], &st->type_toks[st->n_types]));
     st->n_types++;
     if (!loom__tok_punct(&p->tok, ',') || st->n_types == st->info->n_results) return LOOM_OK;
-    TRY(next(p));
+    TRY(loom__lir_next(p));
   }
 }
 
 /* A statement ends at a line end, ';', the closing '}' or the end of input (reported later). */
-static loom_status expect_statement_end(parser *p) {
+loom_status loom__lir_expect_statement_end(parser *p) {
   DESC_BUF;
   token *t = &p->tok;
   if (t->kind == LOOM_TOK_NEWLINE || t->kind == LOOM_TOK_EOF || loom__tok_punct(t, ';') ||
@@ -708,13 +637,13 @@ static loom_status expect_statement_end(parser *p) {
 }
 
 /* Gives the statement's results its names. */
-static loom_status name_results(parser *p, const stmt *st, const loom_value *outs) {
+loom_status loom__lir_name_results(parser *p, const stmt *st, const loom_value *outs) {
   for (int32_t r = 0; r < st->n_names; r++) {
     const char *name;
-    TRY(tok_name(p, &st->names[r], &name));
+    TRY(loom__lir_tok_name(p, &st->names[r], &name));
     loom_status s = loom_value_set_name(p->g, outs[r], name);
     if (s) return loom__lex_locate(&p->lx, &st->names[r], s);
-    TRY(name_add(p, &st->names[r], outs[r].id));
+    TRY(loom__lir_name_add(p, &st->names[r], outs[r].id));
   }
   return LOOM_OK;
 }
@@ -755,24 +684,22 @@ static loom_status build_statement(parser *p, stmt *st) {
                   loom_type_format(inferred, got, sizeof got));
     }
   }
-  return name_results(p, st, outs);
+  return loom__lir_name_results(p, st, outs);
 }
 
-static loom_status parse_loop(parser *p, stmt *st);
-
-static loom_status parse_statement(parser *p) {
+loom_status loom__lir_parse_statement(parser *p) {
   stmt st;
   memset(&st, 0, sizeof st);
   TRY(parse_names(p, &st));
   TRY(parse_op(p, &st));
-  if (st.op == LOOM_OP_LOOP || st.op == LOOM_OP_FUSED) return parse_loop(p, &st);
+  if (st.op == LOOM_OP_LOOP || st.op == LOOM_OP_FUSED) return loom__lir_parse_loop(p, &st);
   if (st.op == LOOM_OP_CONSTANT) {
     st.data_state = p->lx.st;
     st.data_tok = p->tok;
     TRY(scan_data(p, &st.data_count));
   }
   TRY(parse_operands_attrs(p, &st));
-  TRY(expect_statement_end(p));
+  TRY(loom__lir_expect_statement_end(p));
   return build_statement(p, &st);
 }
 
@@ -781,425 +708,29 @@ static loom_status parse_return(parser *p) {
   DESC_BUF;
   token ret = p->tok;
   int32_t n = 0;
-  TRY(next(p));
+  TRY(loom__lir_next(p));
   for (;;) {
     token *t = &p->tok;
     if (t->kind != LOOM_TOK_IDENT) return FAIL(t, "expected a name to return, found %s", DESC(t));
     loom_value v;
-    TRY(lookup(p, t, &v));
+    TRY(loom__lir_lookup(p, t, &v));
     TRY(push_operand(p, n++, v));
-    TRY(next(p));
+    TRY(loom__lir_next(p));
     if (!loom__tok_punct(&p->tok, ',')) break;
-    TRY(next(p));
-    TRY(skip_newlines(p, false));
+    TRY(loom__lir_next(p));
+    TRY(loom__lir_skip_newlines(p, false));
   }
-  TRY(expect_statement_end(p));
+  TRY(loom__lir_expect_statement_end(p));
   loom_status s = loom_graph_return(p->g, p->operands, n);
   return s ? loom__lex_locate(&p->lx, &ret, s) : LOOM_OK;
 }
 
-/* What a line is, from its first two tokens. A value may be named return, in or out: then
- * an '=' or ',' follows the name. */
-typedef enum line_kind { LINE_STATEMENT, LINE_RETURN, LINE_IN, LINE_OUT } line_kind;
-
-static line_kind line_kind_of(const parser *p, const token *t, const token *after) {
+line_kind loom__lir_line_kind_of(const parser *p, const token *t, const token *after) {
   if (loom__tok_punct(after, '=') || loom__tok_punct(after, ',')) return LINE_STATEMENT;
   if (loom__tok_word(&p->lx, t, "return")) return LINE_RETURN;
   if (after->kind == LOOM_TOK_IDENT && loom__tok_word(&p->lx, t, "in")) return LINE_IN;
   if (after->kind == LOOM_TOK_IDENT && loom__tok_word(&p->lx, t, "out")) return LINE_OUT;
   return LINE_STATEMENT;
-}
-
-/* ---- loops (docs/ir-loops.md) ----------------------------------------------------------- */
-
-/* Makes *other the parser's current scope, and the current one *other. */
-static void scope_swap(parser *p, scope *other) {
-  scope cur = {p->g, p->names, p->cap_names, p->n_names, p->up};
-  p->g = other->g;
-  p->names = other->names;
-  p->cap_names = other->cap_names;
-  p->n_names = other->n_names;
-  p->up = other->up;
-  *other = cur;
-}
-
-/* A loop being read: its figures and what its 'in' and 'out' lines gave. */
-typedef struct loop_parts {
-  token loop_tok;
-  bool fused;       /* a fused op's block (docs/ir-fusion.md): no attributes, rules or combines */
-  const char *what; /* "loop" or "fused op", for messages */
-  int64_t n, piece;
-  int64_t slices;       /* 0: not given (the default, LOOM_LOOP_SLICES_DEFAULT) */
-  loom_value *operands; /* the outer values, one per 'in' line */
-  loom_loop_input *rules;
-  int32_t n_in, cap_operands, cap_rules;
-  loom_value outs[LOOM_LOOP_MAX_RESULTS]; /* the body's values, one per 'out' line */
-  loom_loop_output combines[LOOM_LOOP_MAX_RESULTS];
-  int32_t n_out;
-} loop_parts;
-
-/* An integer attribute's value (the current token); negative values are refused, since a
- * loop's figures and axes count from 0. */
-static loom_status loop_int(parser *p, const char *context, const char *key, int64_t *out) {
-  DESC_BUF;
-  token *t = &p->tok;
-  if (t->kind != LOOM_TOK_INT)
-    return FAIL(t, "%s: attribute '%s' takes an integer, found %s", context, key, DESC(t));
-  TRY(loom__tok_i64(&p->lx, t, out));
-  if (*out < 0) return FAIL(t, "%s: %s=%lld is negative", context, key, (long long)*out);
-  return next(p);
-}
-
-/* A fused op's header: "{" alone; the '{' is consumed. */
-static loom_status parse_fused_header(parser *p) {
-  DESC_BUF;
-  token *t = &p->tok;
-  if (loom__tok_punct(t, ':'))
-    return FAIL(t, "fused: takes no ': TYPE' annotation (its results' types follow from its body)");
-  if (t->kind == LOOM_TOK_IDENT)
-    return FAIL(t,
-                "fused: takes no operands or attributes, found %s (the body's 'in' lines name what it reads)",
-                DESC(t));
-  if (!loom__tok_punct(t, '{')) return FAIL(t, "expected '{' to open the fused op's body, found %s", DESC(t));
-  return next(p);
-}
-
-/* "n" "=" INT "piece" "=" INT ["slices" "=" INT] "{", in any order; the '{' is consumed. */
-static loom_status parse_loop_header(parser *p, loop_parts *lp) {
-  DESC_BUF;
-  if (lp->fused) return parse_fused_header(p);
-  bool have[3] = {false, false, false}; /* n, piece, slices */
-  static const char *const names[3] = {"n", "piece", "slices"};
-  token after;
-  while (p->tok.kind == LOOM_TOK_IDENT) {
-    token key = p->tok;
-    TRY(peek(p, &after));
-    if (!loom__tok_punct(&after, '='))
-      return FAIL(&key, "loop: takes no operands, found %s (the body's 'in' lines name what it reads)",
-                  DESC(&key));
-    int which = -1;
-    for (int k = 0; k < 3 && which < 0; k++)
-      if (loom__tok_word(&p->lx, &key, names[k])) which = k;
-    if (which < 0)
-      return FAIL(&key, "loop: unknown attribute %s (a loop takes n=N piece=P and optionally slices=S)",
-                  DESC(&key));
-    const char *name = names[which];
-    if (have[which]) return FAIL(&key, "attribute '%s' is given twice", name);
-    TRY(next(p)); /* the key */
-    TRY(next(p)); /* '=' */
-    token value = p->tok;
-    TRY(loop_int(p, "loop", name, which == 0 ? &lp->n : which == 1 ? &lp->piece : &lp->slices));
-    if (which == 2 && lp->slices != 1 && lp->slices != 2)
-      return FAIL(&value,
-                  "loop: slices=%lld: a loop holds 1 or 2 slices of a streamed operand (2: the next "
-                  "piece's is brought in while a piece runs)",
-                  (long long)lp->slices);
-    have[which] = true;
-  }
-  token *t = &p->tok;
-  if (loom__tok_punct(t, ':'))
-    return FAIL(t, "loop: takes no ': TYPE' annotation (its results' types follow from its body)");
-  if (!loom__tok_punct(t, '{')) return FAIL(t, "expected '{' to open the loop's body, found %s", DESC(t));
-  if (!have[0] || !have[1])
-    return FAIL(&lp->loop_tok, "loop: needs %s",
-                !have[0] ? "n=N, the length it runs over" : "piece=P, the length of a piece");
-  return next(p);
-}
-
-/* An 'in' line's offset: an integer, negative only for a window (which reads padding there:
- * the builder checks it against the stride and halo). */
-static loom_status loop_offset(parser *p, int64_t *out) {
-  DESC_BUF;
-  token *t = &p->tok;
-  if (t->kind != LOOM_TOK_INT) return FAIL(t, "in: attribute 'offset' takes an integer, found %s", DESC(t));
-  TRY(loom__tok_i64(&p->lx, t, out));
-  return next(p);
-}
-
-/* Reads the optional axis=A offset=O stride=S halo=H of an 'in' line reading `src` (of type t). */
-static loom_status parse_in_rule(parser *p, const token *src, const loom_type *t, loom_loop_input *rule) {
-  DESC_BUF;
-  static const char *const keys[4] = {"axis", "offset", "stride", "halo"};
-  bool have[4] = {false, false, false, false};
-  token offset_key = {0};
-  token after;
-  while (p->tok.kind == LOOM_TOK_IDENT) {
-    token key = p->tok;
-    TRY(peek(p, &after));
-    if (!loom__tok_punct(&after, '=')) break; /* expect_statement_end names it */
-    int which = -1;
-    for (int k = 0; k < 4 && which < 0; k++)
-      if (loom__tok_word(&p->lx, &key, keys[k])) which = k;
-    if (which < 0)
-      return FAIL(&key, "in: unknown attribute %s (in takes axis=A, offset=O, stride=S and halo=H)",
-                  DESC(&key));
-    const char *name = keys[which];
-    if (have[which]) return FAIL(&key, "attribute '%s' is given twice", name);
-    TRY(next(p));
-    TRY(next(p));
-    token value = p->tok;
-    int64_t v;
-    if (which == 1)
-      TRY(loop_offset(p, &v));
-    else
-      TRY(loop_int(p, "in", name, &v));
-    if (which == 0 && v >= t->rank) {
-      char tb[LOOM_TYPE_STRING_MAX];
-      return FAIL(&value, "in: axis %lld is out of range for %s (%s)", (long long)v, DESC(src),
-                  loom_type_format(t, tb, sizeof tb));
-    }
-    if (which == 0) rule->axis = (int32_t)v;
-    if (which == 1 || which == 2 || which == 3) {
-      if (!have[1] && !have[2] && !have[3]) offset_key = key;
-      if (which == 1) rule->offset = v;
-      if (which == 2) rule->stride = v;
-      if (which == 3) rule->halo = v;
-    }
-    have[which] = true;
-  }
-  if ((have[1] || have[2] || have[3]) && !have[0])
-    return FAIL(&offset_key, "in: %s=%s needs axis=A (a value passed whole has no %s)",
-                have[1]   ? "offset"
-                : have[2] ? "stride"
-                          : "halo",
-                have[1]   ? "O"
-                : have[2] ? "S"
-                          : "H",
-                have[1] ? "offset" : "window");
-  return LOOM_OK;
-}
-
-/* "in" NAME "=" OUTER [axis=A] [offset=O]: the body's next parameter, which reads OUTER, a name
- * of the enclosing graph `outer`: sliced along axis (a full piece long there), or whole. */
-static loom_status parse_in(parser *p, const scope *outer, loop_parts *lp) {
-  DESC_BUF;
-  TRY(next(p)); /* 'in' */
-  token name = p->tok;
-  TRY(check_undefined(p, &name));
-  TRY(next(p));
-  if (!loom__tok_punct(&p->tok, '='))
-    return FAIL(&p->tok, "in: expected '=' after %s, found %s", DESC(&name), DESC2(&p->tok));
-  TRY(next(p));
-  token src = p->tok;
-  if (src.kind != LOOM_TOK_IDENT)
-    return FAIL(&src, "expected the name of a value outside the %s, found %s", lp->what, DESC(&src));
-  int32_t id = scope_find(p, outer, &src);
-  if (id < 0) return FAIL(&src, "%s is not defined outside the %s", DESC(&src), lp->what);
-  TRY(next(p));
-  loom_type t = outer->g->values[id].type;
-  loom_loop_input rule = {-1, 0, 0, 0};
-  if (lp->fused && p->tok.kind == LOOM_TOK_IDENT)
-    return FAIL(&p->tok, "in: a fused op's 'in' line takes no attributes, found %s", DESC(&p->tok));
-  TRY(parse_in_rule(p, &src, &t, &rule));
-  TRY(expect_statement_end(p));
-  if (rule.axis >= 0) { /* a window is longer than the piece: the builder checks it */
-    int64_t first, count;
-    loom__loop_window(&rule, 0, lp->piece, &first, &count);
-    t.dims[rule.axis] = count;
-  }
-  const char *cname;
-  TRY(tok_name(p, &name, &cname));
-  loom_value v = loom_graph_param(p->g, cname, &t);
-  if (v.id < 0) return loom__lex_locate(&p->lx, &name, p->g->error ? p->g->error : LOOM_ERR_INVALID_ARGUMENT);
-  TRY(name_add(p, &name, v.id));
-  if (loom__grow((void **)&lp->operands, &lp->cap_operands, lp->n_in + 1, sizeof *lp->operands) ||
-      loom__grow((void **)&lp->rules, &lp->cap_rules, lp->n_in + 1, sizeof *lp->rules))
-    return LOOM_ERR_OUT_OF_MEMORY;
-  lp->operands[lp->n_in] = (loom_value){id};
-  lp->rules[lp->n_in++] = rule;
-  return LOOM_OK;
-}
-
-/* The attributes a combine takes and needs (LOOM_ATTR_AXIS, _K, _LARGEST bits). */
-static void combine_attrs(loom_combine c, uint32_t *allowed, uint32_t *required) {
-  *allowed = *required = 0;
-  if (c == LOOM_COMBINE_CONCAT) *allowed = *required = LOOM_ATTR_AXIS;
-  if (c == LOOM_COMBINE_TOPK) {
-    *allowed = LOOM_ATTR_AXIS | LOOM_ATTR_K | LOOM_ATTR_LARGEST;
-    *required = LOOM_ATTR_AXIS | LOOM_ATTR_K;
-  }
-}
-
-/* axis=A k=K largest=B after a combine, as `out` (of combine c, named by token ct) takes them. */
-static loom_status parse_combine_attrs(parser *p, const token *ct, loom_loop_output *out) {
-  DESC_BUF;
-  const char *cn = loom_combine_name(out->combine);
-  uint32_t allowed, required, seen = 0;
-  combine_attrs(out->combine, &allowed, &required);
-  token after;
-  while (p->tok.kind == LOOM_TOK_IDENT) {
-    token key = p->tok;
-    TRY(peek(p, &after));
-    if (!loom__tok_punct(&after, '=')) break; /* expect_statement_end names it */
-    uint32_t bit = loom__tok_word(&p->lx, &key, "axis")      ? LOOM_ATTR_AXIS
-                   : loom__tok_word(&p->lx, &key, "k")       ? LOOM_ATTR_K
-                   : loom__tok_word(&p->lx, &key, "largest") ? LOOM_ATTR_LARGEST
-                                                             : 0;
-    if (!(allowed & bit)) return FAIL(&key, "out: combine '%s' takes no attribute %s", cn, DESC(&key));
-    const char *name = bit == LOOM_ATTR_AXIS ? "axis" : bit == LOOM_ATTR_K ? "k" : "largest";
-    if (seen & bit) return FAIL(&key, "attribute '%s' is given twice", name);
-    seen |= bit;
-    TRY(next(p));
-    TRY(next(p));
-    token *t = &p->tok;
-    if (bit == LOOM_ATTR_LARGEST) {
-      out->largest = loom__tok_word(&p->lx, t, "true");
-      if (!out->largest && !loom__tok_word(&p->lx, t, "false"))
-        return FAIL(t, "out: attribute 'largest' takes true or false, found %s", DESC(t));
-      TRY(next(p));
-    } else if (bit == LOOM_ATTR_K) {
-      TRY(loop_int(p, "out", name, &out->k));
-    } else {
-      token value = *t;
-      int64_t axis;
-      TRY(loop_int(p, "out", name, &axis));
-      if (axis >= LOOM_MAX_RANK)
-        return FAIL(&value, "out: axis=%lld is out of range (a tensor has at most %d axes)", (long long)axis,
-                    LOOM_MAX_RANK);
-      out->axis = (int32_t)axis;
-    }
-  }
-  if (required & ~seen)
-    return FAIL(ct, "out: combine '%s' needs %s", cn, (required & ~seen & LOOM_ATTR_AXIS) ? "axis=A" : "k=K");
-  return LOOM_OK;
-}
-
-/* "out" NAME COMBINE [attributes]: the loop's next result, the body's value NAME. */
-static loom_status parse_out(parser *p, loop_parts *lp) {
-  DESC_BUF;
-  token out_tok = p->tok;
-  int32_t max_out = lp->fused ? LOOM_FUSE_MAX_RESULTS : LOOM_LOOP_MAX_RESULTS;
-  if (lp->n_out == max_out) return FAIL(&out_tok, "a %s gives at most %d results", lp->what, (int)max_out);
-  TRY(next(p)); /* 'out' */
-  token name = p->tok;
-  loom_value v;
-  TRY(lookup(p, &name, &v));
-  TRY(next(p));
-  token ct = p->tok;
-  if (lp->fused) { /* its results are the body's values as they are: nothing to combine */
-    if (ct.kind == LOOM_TOK_IDENT)
-      return FAIL(&ct, "out: a fused op's 'out' line names one value, found %s after %s", DESC(&ct),
-                  DESC2(&name));
-    TRY(expect_statement_end(p));
-    lp->outs[lp->n_out++] = v;
-    return LOOM_OK;
-  }
-  if (ct.kind != LOOM_TOK_IDENT)
-    return FAIL(&ct,
-                "out: expected how the pieces of %s combine (concat, sum, prod, max, min, argmax, argmin, "
-                "topk or index), found %s",
-                DESC(&name), DESC2(&ct));
-  int c = 0;
-  while (c < LOOM_COMBINE_COUNT && !loom__tok_word(&p->lx, &ct, loom_combine_name((loom_combine)c))) c++;
-  if (c == LOOM_COMBINE_COUNT)
-    return FAIL(&ct, "unknown combine %s (concat, sum, prod, max, min, argmax, argmin, topk or index)",
-                DESC(&ct));
-  TRY(next(p));
-  /* Fields a combine does not use stay 0 (graph.h); topk's largest defaults as topk's does. */
-  loom_loop_output out = {(loom_combine)c, 0, 0, c == LOOM_COMBINE_TOPK};
-  TRY(parse_combine_attrs(p, &ct, &out));
-  TRY(expect_statement_end(p));
-  lp->outs[lp->n_out] = v;
-  lp->combines[lp->n_out++] = out;
-  return LOOM_OK;
-}
-
-/* The body's lines up to its closing '}', which stays the current token: 'in' lines, then
- * statements, then 'out' lines. `outer` holds the enclosing graph's names. */
-static loom_status parse_loop_lines(parser *p, const scope *outer, loop_parts *lp) {
-  DESC_BUF;
-  enum { INS, STATEMENTS, OUTS } part = INS;
-  for (;;) {
-    TRY(skip_newlines(p, true));
-    token *t = &p->tok;
-    if (loom__tok_punct(t, '}')) {
-      if (lp->n_out == 0)
-        return FAIL(t, "the %s's body has no 'out' line: a %s gives at least one result", lp->what, lp->what);
-      return LOOM_OK;
-    }
-    if (t->kind == LOOM_TOK_EOF)
-      return FAIL(t, "end of input before the '}' closing the %s at %d:%d", lp->what, (int)lp->loop_tok.line,
-                  (int)lp->loop_tok.col);
-    token after;
-    TRY(peek(p, &after));
-    switch (line_kind_of(p, t, &after)) {
-      case LINE_IN:
-        if (part != INS)
-          return FAIL(t, "'in' after the body's %s: a %s's body starts with its 'in' lines",
-                      part == OUTS ? "'out' lines" : "statements", lp->what);
-        TRY(parse_in(p, outer, lp));
-        break;
-      case LINE_OUT:
-        part = OUTS;
-        TRY(parse_out(p, lp));
-        break;
-      case LINE_RETURN:
-        return FAIL(t, "'return' in a %s's body: the body gives its results with 'out' lines", lp->what);
-      case LINE_STATEMENT:
-        if (part == OUTS)
-          return FAIL(t, "%s after the 'out' lines: they end the %s's body", DESC(t), lp->what);
-        part = STATEMENTS;
-        TRY(parse_statement(p));
-        break;
-    }
-  }
-}
-
-/* After the body: the '}', the count of names, then the loop built on the enclosing graph. */
-static loom_status finish_loop(parser *p, const stmt *st, const loop_parts *lp, const loom_graph *body) {
-  DESC_BUF;
-  const char *op = lp->fused ? "fused" : "loop";
-  TRY(next(p)); /* '}' */
-  if (loom__tok_punct(&p->tok, ':'))
-    return FAIL(&p->tok, "%s: takes no ': TYPE' annotation (its results' types follow from its body)", op);
-  TRY(expect_statement_end(p));
-  if (st->n_names != lp->n_out)
-    return FAIL(&st->names[0], "%s gives %d result%s (its 'out' lines), but %d name%s given", op,
-                (int)lp->n_out, lp->n_out == 1 ? "" : "s", (int)st->n_names,
-                st->n_names == 1 ? " is" : "s are");
-  loom_value outs[LOOM_LOOP_MAX_RESULTS];
-  p->g->cur_line = lp->loop_tok.line;
-  p->g->cur_col = lp->loop_tok.col;
-  loom_status s = lp->fused ? loom__graph_add_fused(p->g, body, lp->operands, lp->n_in, outs)
-                            : loom_graph_add_loop(p->g, lp->n, lp->piece, body, lp->operands, lp->rules,
-                                                  lp->n_in, lp->combines, lp->n_out, outs);
-  if (!s && lp->slices) s = loom_graph_loop_set_slices(p->g, p->g->n_ops - 1, (int32_t)lp->slices);
-  if (s) return loom__lex_locate(&p->lx, &lp->loop_tok, s);
-  return name_results(p, st, outs);
-}
-
-/* NAMES "=" "loop" n=N piece=P "{" in* statement* out+ "}", the current token being the one
- * after "loop". The body is a graph of its own (named "body"), read with its own names; the
- * loop is built from it by loom_graph_add_loop, which copies it. */
-static loom_status parse_loop(parser *p, stmt *st) {
-  DESC_BUF;
-  if (p->loop_depth == LIR_MAX_LOOP_DEPTH)
-    return FAIL(&st->op_tok, "loops nest more than %d deep", LIR_MAX_LOOP_DEPTH);
-  loop_parts lp;
-  memset(&lp, 0, sizeof lp);
-  lp.loop_tok = st->op_tok;
-  lp.fused = st->op == LOOM_OP_FUSED;
-  lp.what = lp.fused ? "fused op" : "loop";
-  TRY(parse_loop_header(p, &lp));
-  scope other = {0};
-  loom_status s = loom_graph_create("body", &other.g);
-  if (s) return s;
-  scope_swap(p, &other); /* `other` is now the enclosing graph's scope */
-  p->up = &other;
-  p->loop_depth++;
-  const char *outer_what = p->body_what;
-  p->body_what = lp.what;
-  s = parse_loop_lines(p, &other, &lp);
-  p->body_what = outer_what;
-  if (!s && (s = loom_graph_return(p->g, lp.outs, lp.n_out))) loom__lex_locate(&p->lx, &p->tok, s);
-  p->loop_depth--;
-  scope_swap(p, &other); /* and the body's again */
-  if (!s) s = finish_loop(p, st, &lp, other.g);
-  loom_graph_destroy(other.g);
-  loom__free(other.names);
-  loom__free(lp.operands);
-  loom__free(lp.rules);
-  return s;
 }
 
 /* ---- the graph -------------------------------------------------------------------------- */
@@ -1208,7 +739,7 @@ static loom_status parse_loop(parser *p, stmt *st) {
 static loom_status parse_body(parser *p) {
   DESC_BUF;
   for (;;) {
-    TRY(skip_newlines(p, true));
+    TRY(loom__lir_skip_newlines(p, true));
     token *t = &p->tok;
     if (loom__tok_punct(t, '}')) {
       if (!p->g->returned) return FAIL(t, "graph '%s' has no return", p->g->name);
@@ -1217,8 +748,8 @@ static loom_status parse_body(parser *p) {
     if (t->kind == LOOM_TOK_EOF) return FAIL(t, "end of input before the '}' closing graph '%s'", p->g->name);
     if (p->g->returned) return FAIL(t, "%s after the return: 'return' is the last statement", DESC(t));
     token after;
-    TRY(peek(p, &after));
-    switch (line_kind_of(p, t, &after)) {
+    TRY(loom__lir_peek(p, &after));
+    switch (loom__lir_line_kind_of(p, t, &after)) {
       case LINE_RETURN:
         TRY(parse_return(p));
         break;
@@ -1226,7 +757,7 @@ static loom_status parse_body(parser *p) {
       case LINE_OUT:
         return FAIL(t, "%s outside a loop's body: only a body has 'in' and 'out' lines", DESC(t));
       case LINE_STATEMENT:
-        TRY(parse_statement(p));
+        TRY(loom__lir_parse_statement(p));
         break;
     }
   }
@@ -1236,51 +767,51 @@ static loom_status parse_body(parser *p) {
 static loom_status parse_params(parser *p) {
   DESC_BUF;
   TRY(expect_punct(p, '(', "after the graph's name"));
-  if (loom__tok_punct(&p->tok, ')')) return next(p);
+  if (loom__tok_punct(&p->tok, ')')) return loom__lir_next(p);
   for (;;) {
     token name = p->tok;
     if (name.kind != LOOM_TOK_IDENT) return FAIL(&name, "expected a parameter name, found %s", DESC(&name));
-    TRY(check_undefined(p, &name));
-    TRY(next(p));
+    TRY(loom__lir_check_undefined(p, &name));
+    TRY(loom__lir_next(p));
     if (!loom__tok_punct(&p->tok, ':'))
       return FAIL(&p->tok, "expected ':' after parameter %s, found %s", DESC(&name), DESC2(&p->tok));
-    TRY(next(p));
+    TRY(loom__lir_next(p));
     loom_type type;
     TRY(parse_type(p, &type, NULL));
     const char *cname;
-    TRY(tok_name(p, &name, &cname));
+    TRY(loom__lir_tok_name(p, &name, &cname));
     loom_value v = loom_graph_param(p->g, cname, &type);
     if (v.id < 0)
       return loom__lex_locate(&p->lx, &name, p->g->error ? p->g->error : LOOM_ERR_INVALID_ARGUMENT);
-    TRY(name_add(p, &name, v.id));
-    if (loom__tok_punct(&p->tok, ')')) return next(p);
+    TRY(loom__lir_name_add(p, &name, v.id));
+    if (loom__tok_punct(&p->tok, ')')) return loom__lir_next(p);
     if (!loom__tok_punct(&p->tok, ','))
       return FAIL(&p->tok, "expected ',' or ')' in the parameters, found %s", DESC(&p->tok));
-    TRY(next(p));
+    TRY(loom__lir_next(p));
   }
 }
 
 static loom_status parse_file(parser *p) {
   DESC_BUF;
-  TRY(next(p));
-  TRY(skip_newlines(p, false));
+  TRY(loom__lir_next(p));
+  TRY(loom__lir_skip_newlines(p, false));
   if (!loom__tok_word(&p->lx, &p->tok, "graph"))
     return FAIL(&p->tok, "expected 'graph NAME(...) { ... }', found %s", DESC(&p->tok));
-  TRY(next(p));
+  TRY(loom__lir_next(p));
   token name = p->tok;
   if (name.kind != LOOM_TOK_IDENT)
     return FAIL(&name, "expected the graph's name after 'graph', found %s", DESC(&name));
   const char *cname;
-  TRY(tok_name(p, &name, &cname));
+  TRY(loom__lir_tok_name(p, &name, &cname));
   loom_status s = loom_graph_create(cname, &p->g);
   if (s) return loom__lex_locate(&p->lx, &name, s);
-  TRY(next(p));
+  TRY(loom__lir_next(p));
   TRY(parse_params(p));
-  TRY(skip_newlines(p, false));
+  TRY(loom__lir_skip_newlines(p, false));
   TRY(expect_punct(p, '{', "to open the graph's body"));
   TRY(parse_body(p));
-  TRY(next(p)); /* the '}' */
-  TRY(skip_newlines(p, true));
+  TRY(loom__lir_next(p)); /* the '}' */
+  TRY(loom__lir_skip_newlines(p, true));
   if (p->tok.kind != LOOM_TOK_EOF)
     return FAIL(&p->tok, "%s after the end of graph '%s' (a file holds one graph)", DESC(&p->tok),
                 p->g->name);
