@@ -136,9 +136,66 @@ static loom_status lower_gather_elements(loom__onnx *c, const Onnx__NodeProto *n
   return loom__onnx_out(c, 0, loom_transpose(G, y, r, inv));
 }
 
+/* v grown to `dims` along each of its first r axes by `fill` at the end (a scatter's block
+ * back to the data's size). */
+static loom_value grow_to(loom__onnx *c, loom_value v, int32_t r, const int64_t *dims, double fill) {
+  for (int32_t i = 0; i < r; i++) {
+    const loom_type t = *TY(v);
+    if (t.dims[i] == dims[i]) continue;
+    loom_type pt = t;
+    pt.dims[i] = dims[i] - t.dims[i];
+    loom_value parts[2] = {v, loom_fill(G, &pt, fill)};
+    v = loom_concat(G, parts, 2, i);
+  }
+  return v;
+}
+
+/* ScatterElements (and opset 9's Scatter): data with updates written where indices point along
+ * axis. With the axis moved last, a mask [others..., k, d] of index == iota picks, for each
+ * data element, the update aimed at it (summed: reduction add adds them to the data; with none,
+ * duplicate indices are undefined in ONNX and here give their sum). */
+static loom_status lower_scatter_elements(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0), idx = IN(1), upd = IN(2);
+  const loom_type t = *TY(x), it = *TY(idx);
+  int32_t axis, r = t.rank;
+  loom_status s = loom__onnx_axis(c, loom__onnx_attr_i(n, "axis", 0), r, &axis);
+  if (s) return s;
+  bool add = loom__onnx_attr_s_is(n, "reduction", "add", false);
+  if (!add && !loom__onnx_attr_s_is(n, "reduction", "none", true))
+    return loom__onnx_refuse(c, "this reduction");
+  if (it.rank != r || r + 1 > LOOM_MAX_RANK)
+    return loom__onnx_refuse(c, "indices of another rank, or rank 8");
+  int64_t d = t.dims[axis], perm[LOOM_MAX_RANK], inv[LOOM_MAX_RANK], dims[LOOM_MAX_RANK + 1],
+          full[LOOM_MAX_RANK];
+  for (int32_t i = 0, j = 0; i < r; i++)
+    if (i != axis) perm[j++] = i;
+  perm[r - 1] = axis;
+  for (int32_t i = 0; i < r; i++) inv[perm[i]] = i;
+  loom_value xt = loom_transpose(G, x, r, perm); /* [others..., d] */
+  loom_value pos = loom_transpose(G, positive_indices(c, idx, d), r, perm);
+  loom_value ut = loom_transpose(G, upd, r, perm);
+  const loom_type pt = *TY(pos), xtt = *TY(xt);
+  for (int32_t i = 0; i < r; i++) dims[i] = pt.dims[i], full[i] = xtt.dims[i];
+  dims[r] = 1;
+  loom_type iot = {LOOM_I64, r + 1, {0}};
+  for (int32_t i = 0; i < r; i++) iot.dims[i] = pt.dims[i];
+  iot.dims[r] = d;
+  loom_value mask = BIN(EQ, loom_reshape(G, pos, r + 1, dims), loom_iota(G, &iot, r)); /* [o..., k, d] */
+  loom_value contrib = loom__onnx_masked_sum(c, mask, loom_reshape(G, ut, r + 1, dims), r - 1);
+  int64_t kaxis = r - 1;
+  loom_value hit = loom_reduce(G, LOOM_OP_REDUCE_MAX, loom_cast(G, mask, LOOM_U8), 1, &kaxis, false);
+  full[r - 1] = d;
+  contrib = grow_to(c, contrib, r - 1, full, 0);
+  hit = BIN(NE, grow_to(c, hit, r - 1, full, 0), loom__onnx_scalar(c, LOOM_U8, 0));
+  loom_value y = add ? BIN(ADD, xt, contrib) : loom_select(G, hit, contrib, xt);
+  return loom__onnx_out(c, 0, loom_transpose(G, y, r, inv));
+}
+
 /* clang-format off */
 const loom__onnx_op loom__onnx_ops_gather[] = {
     {"Gather", lower_gather, 0, "axis"}, {"GatherElements", lower_gather_elements, 0, "axis"},
+    {"ScatterElements", lower_scatter_elements, 0, "axis,reduction"},
+    {"Scatter", lower_scatter_elements, 0, "axis"},
     {NULL, NULL, 0, NULL},
 };
 /* clang-format on */
