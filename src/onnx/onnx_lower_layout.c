@@ -437,8 +437,7 @@ static loom_value pad_axis(loom__onnx *c, loom_value x, int32_t axis, int64_t be
       loom_value one[64];
       if (p > 64 || p >= d) return LOOM_VALUE_NONE;
       for (int64_t k = 0; k < p; k++) {
-        int64_t at = side ? d - 2 - (p - 1 - k) : p - k;
-        if (side) at = d - 2 - k;
+        int64_t at = side ? d - 2 - k : p - k; /* mirrored about the edge element */
         lo[axis] = at;
         hi[axis] = at + 1;
         one[k] = loom_slice(G, x, r, lo, hi, NULL);
@@ -447,7 +446,6 @@ static loom_value pad_axis(loom__onnx *c, loom_value x, int32_t axis, int64_t be
     }
   }
   if (np == 1) return x;
-  for (int32_t i = 0; i < r; i++) lo[i] = 0, hi[i] = t->dims[i];
   return loom_concat(G, parts, np, axis);
 }
 
