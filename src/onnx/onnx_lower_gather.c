@@ -136,6 +136,31 @@ static loom_status lower_gather_elements(loom__onnx *c, const Onnx__NodeProto *n
   return loom__onnx_out(c, 0, loom_transpose(G, y, r, inv));
 }
 
+/* GatherND (batch_dims 0): the first k axes of data, k the indices' last length, are one axis
+ * of their product, and each index tuple its linear index (negative entries counted from their
+ * axis' end), gathered through the mask as Gather's run-time indices are. */
+static loom_status lower_gather_nd(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0), idx = IN(1);
+  const loom_type t = *TY(x), it = *TY(idx);
+  if (loom__onnx_attr_i(n, "batch_dims", 0)) return loom__onnx_refuse(c, "batch_dims other than 0");
+  if (it.rank < 1) return loom__onnx_invalid(c, "indices of rank 0");
+  int64_t k = it.dims[it.rank - 1], prod = 1, dims[LOOM_MAX_RANK], strides[LOOM_MAX_RANK],
+          sizes[LOOM_MAX_RANK];
+  if (k < 1 || k > t.rank)
+    return loom__onnx_invalid(c, "index tuples of %lld for a rank-%d input", (long long)k, t.rank);
+  for (int64_t j = k - 1; j >= 0; j--) strides[j] = prod, sizes[j] = t.dims[j], prod *= t.dims[j];
+  dims[0] = prod;
+  for (int32_t i = (int32_t)k; i < t.rank; i++) dims[i - k + 1] = t.dims[i];
+  loom_value flat = loom_reshape(G, x, t.rank - (int32_t)k + 1, dims);
+  loom_type kt = {LOOM_I64, 1, {k}};
+  loom_value st = loom_constant(G, &kt, strides), sz = loom_constant(G, &kt, sizes);
+  loom_value pos = TY(idx)->dtype == LOOM_I64 ? idx : loom_cast(G, idx, LOOM_I64);
+  pos = loom_select(G, BIN(LT, pos, loom__onnx_scalar(c, LOOM_I64, 0)), BIN(ADD, pos, sz), pos);
+  int64_t last = it.rank - 1;
+  loom_value lin = loom_reduce(G, LOOM_OP_REDUCE_SUM, BIN(MUL, pos, st), 1, &last, false);
+  return gather_onehot(c, flat, 0, lin);
+}
+
 /* v grown to `dims` along each of its first r axes by `fill` at the end (a scatter's block
  * back to the data's size). */
 static loom_value grow_to(loom__onnx *c, loom_value v, int32_t r, const int64_t *dims, double fill) {
@@ -195,7 +220,7 @@ static loom_status lower_scatter_elements(loom__onnx *c, const Onnx__NodeProto *
 const loom__onnx_op loom__onnx_ops_gather[] = {
     {"Gather", lower_gather, 0, "axis"}, {"GatherElements", lower_gather_elements, 0, "axis"},
     {"ScatterElements", lower_scatter_elements, 0, "axis,reduction"},
-    {"Scatter", lower_scatter_elements, 0, "axis"},
+    {"Scatter", lower_scatter_elements, 0, "axis"}, {"GatherND", lower_gather_nd, 0, "batch_dims"},
     {NULL, NULL, 0, NULL},
 };
 /* clang-format on */
