@@ -73,6 +73,7 @@ extern const loom__onnx_op loom__onnx_ops_nn[];
 extern const loom__onnx_op loom__onnx_ops_gather[];
 extern const loom__onnx_op loom__onnx_ops_loss[];
 extern const loom__onnx_op loom__onnx_ops_resize[];
+extern const loom__onnx_op loom__onnx_ops_einsum[];
 
 /* Computes node n now where its inputs are known small integer vectors (onnx_fold.c): true
  * when it did (its output then known, *out_status the result), false to lower it. */

@@ -174,9 +174,9 @@ static loom_status add_inputs(loom__onnx *c, const Onnx__GraphProto *gp, const l
 }
 
 static const loom__onnx_op *find_op(const char *op_type) {
-  static const loom__onnx_op *tables[] = {loom__onnx_ops_math,  loom__onnx_ops_layout, loom__onnx_ops_reduce,
-                                          loom__onnx_ops_nn,    loom__onnx_ops_gather, loom__onnx_ops_loss,
-                                          loom__onnx_ops_resize};
+  static const loom__onnx_op *tables[] = {loom__onnx_ops_math,   loom__onnx_ops_layout, loom__onnx_ops_reduce,
+                                          loom__onnx_ops_nn,     loom__onnx_ops_gather, loom__onnx_ops_loss,
+                                          loom__onnx_ops_resize, loom__onnx_ops_einsum};
   for (int32_t t = 0; t < LOOM_ARRAY_SIZE(tables); t++)
     for (const loom__onnx_op *o = tables[t]; o->op_type; o++)
       if (!strcmp(o->op_type, op_type)) return o;
