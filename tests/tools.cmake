@@ -568,6 +568,10 @@ loom_bench_test(calibrate_reps_garbage RC 2 ARGS calibrate --reps 3x --no-save
   STDERR_REGEX "^loom-bench calibrate: --reps '3x': want a count from 1 to 100\n$")
 loom_bench_test(kmv_d_garbage RC 2 ARGS kmv --d 3.5
   STDERR_REGEX "^loom-bench kmv: --d '3\\.5': want dimensions from 1 to 64\n$")
+loom_bench_test(blas_repeat_garbage RC 2 ARGS blas --repeat 2x
+  STDERR_REGEX "^loom-bench blas: --repeat '2x': want a count from 1 to 1000\n$")
+loom_bench_test(blas_size_zero RC 2 ARGS blas --sizes 256,0
+  STDERR_REGEX "^loom-bench blas: --sizes '0': want sizes from 1 to 65536")
 loom_bench_test(unknown_mode RC 2 ARGS overhaed
   STDERR_REGEX "^loom-bench: unknown mode 'overhaed' \\(did you mean 'overhead'\\?\\)\nusage: loom-bench MODE")
 loom_bench_test(misspelled_option RC 2 ARGS knn --limit 1MiB

@@ -145,30 +145,39 @@ static void default_shim(char *path, size_t size) {
   snprintf(path, size, "%s/blas/libblas.so.3", len > 0 ? dirname(exe) : ".");
 }
 
+static void usage(FILE *f) {
+  fputs(
+      "usage: loom-bench blas [--shim PATH] [--sizes 256,1024] [--repeat R] [--json FILE]\n"
+      "  --shim PATH    Loom's libblas.so.3 (default: blas/libblas.so.3 beside loom-bench)\n"
+      "  --sizes LIST   the level-3 routines' n, comma-separated (default 256,1024)\n"
+      "  --repeat R     timed calls per routine and side; the best is kept (default 5)\n"
+      "  --json FILE    also write the figures as JSON\n",
+      f);
+}
+
 int loom_bench_blas(int argc, char **argv) {
   char shim_path[PATH_MAX];
   default_shim(shim_path, sizeof shim_path);
-  const char *json_path = NULL, *sizes_text = "256,1024";
-  int repeat = 5;
-  static const char usage[] =
-      "usage: loom-bench blas [--shim PATH] [--sizes 256,1024] [--repeat R] [--json FILE]\n";
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(usage, stdout);
-      return 0;
-    } else if (strcmp(argv[i], "--shim") == 0 && i + 1 < argc)
-      snprintf(shim_path, sizeof shim_path, "%s", argv[++i]);
-    else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-      json_path = argv[++i];
-    else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc)
-      sizes_text = argv[++i];
-    else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
-      repeat = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "loom-bench blas: %s: unknown option or missing value\n%s", argv[i], usage);
-      return 2;
-    }
-  }
+  const char *json_path = NULL, *sizes_text = "256,1024", *shim_given = NULL;
+  int32_t repeat = 5, n_sizes = 0;
+  int64_t sizes[16];
+  const bench_opt opts[] = {
+      BENCH_OPT_TEXT("shim", &shim_given, "a path to a libblas.so.3"),
+      BENCH_OPT_TEXT("json", &json_path, "a file name"),
+      BENCH_OPT_TEXT("sizes", &sizes_text, "a list of sizes"),
+      BENCH_OPT_INT("repeat", BENCH_I32, &repeat, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "blas",
+                 .synopsis = "loom-bench blas [--shim PATH] [--sizes 256,1024] [--repeat R] [--json FILE]",
+                 .usage = usage,
+                 .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (!rc)
+    rc = bench_list("blas", "--sizes", sizes_text, false, 1, 1 << 16, "sizes from 1 to 65536, as 256,1024",
+                    sizes, 16, &n_sizes);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (shim_given) snprintf(shim_path, sizeof shim_path, "%s", shim_given);
   blas_side shim, host;
   Dl_info info;
   if (!side_open(shim_path, &shim)) return fail("cannot open the shim", shim_path);
@@ -194,12 +203,8 @@ int loom_bench_blas(int argc, char **argv) {
   static const char *const names[] = {"dgemm", "dsymm", "dsyrk", "dsyr2k", "dtrmm", "dtrsm"};
   printf("level 3 (seconds, best of %d; ratio = host / shim, above 1 when the shim is faster):\n", repeat);
   bool first = true;
-  for (const char *p = sizes_text; *p;) {
-    int n = atoi(p);
-    if (n <= 0) {
-      fprintf(stderr, "loom-bench blas: --sizes %s: sizes are positive integers\n", sizes_text);
-      return 2;
-    }
+  for (int32_t k = 0; k < n_sizes; k++) {
+    int n = (int)sizes[k];
     blas_data d = data_make(n);
     for (int r = 0; r < 6; r++) {
       double h = best_of(&host, r, &d, repeat), s = best_of(&shim, r, &d, repeat);
@@ -211,8 +216,6 @@ int loom_bench_blas(int argc, char **argv) {
       first = false;
     }
     free(d.a), free(d.b), free(d.c);
-    p = strchr(p, ',');
-    p = p ? p + 1 : "";
   }
   if (json) fprintf(json, "\n]}\n"), fclose(json);
   free(small.a), free(small.b), free(small.c);
