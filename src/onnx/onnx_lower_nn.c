@@ -178,8 +178,9 @@ static loom_value reversed(loom__onnx *c, loom_value w, int32_t axis) {
 static loom_status lower_conv_transpose(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
   loom_value x = IN(0), w = IN(1);
   const loom_type xt = *TY(x), wt = *TY(w);
-  if (loom__onnx_attr(n, "output_shape")) return loom__onnx_refuse(c, "output_shape");
-  if (!loom__onnx_attr_s_is(n, "auto_pad", "NOTSET", true) &&
+  bool upper = loom__onnx_attr_s_is(n, "auto_pad", "SAME_UPPER", false);
+  bool same = upper || loom__onnx_attr_s_is(n, "auto_pad", "SAME_LOWER", false);
+  if (!same && !loom__onnx_attr_s_is(n, "auto_pad", "NOTSET", true) &&
       !loom__onnx_attr_s_is(n, "auto_pad", "VALID", false))
     return loom__onnx_refuse(c, "this auto_pad");
   if (xt.rank != wt.rank || xt.rank < 3) return loom__onnx_invalid(c, "X and W ranks differ or are below 3");
@@ -187,8 +188,22 @@ static loom_status lower_conv_transpose(loom__onnx *c, const Onnx__NodeProto *n,
   loom_status s = window_of(c, n, &xt, wt.dims + 2, false, true, &win);
   if (s) return s;
   int64_t g = loom__onnx_attr_i(n, "group", 1), outpad[MAX_SPATIAL] = {0}, ones[MAX_SPATIAL] = {1, 1, 1};
-  int32_t npad = loom__onnx_attr_ints(n, "output_padding", outpad, MAX_SPATIAL);
-  (void)npad;
+  int64_t oshape[MAX_SPATIAL];
+  int32_t nshape = loom__onnx_attr_ints(n, "output_shape", oshape, MAX_SPATIAL);
+  loom__onnx_attr_ints(n, "output_padding", outpad, MAX_SPATIAL);
+  if (nshape >= 0 || same) {
+    /* The pads that give output_shape (for SAME, the input's length times the stride), split
+     * as the spec says: the larger half at the end for SAME_UPPER, else at the start. */
+    if (nshape >= 0 && nshape != win.ns)
+      return loom__onnx_invalid(c, "output_shape must name every spatial axis");
+    for (int32_t i = 0; i < win.ns; i++) {
+      int64_t want = nshape >= 0 ? oshape[i] : win.in[i] * win.stride[i];
+      int64_t total = win.stride[i] * (win.in[i] - 1) + outpad[i] + (win.k[i] - 1) * win.dil[i] + 1 - want;
+      int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2); /* floor, as the spec's Python */
+      win.pb[i] = upper ? half : total - half;
+      win.pe[i] = total - win.pb[i];
+    }
+  }
   if (g < 1 || wt.dims[0] % g) return loom__onnx_invalid(c, "group does not divide W's first axis");
   for (int32_t i = 0; i < win.ns; i++) {
     x = spread(c, x, 2 + i, win.stride[i]);

@@ -197,20 +197,22 @@ static loom_status lower_topk(loom__onnx *c, const Onnx__NodeProto *n, int64_t o
   return s;
 }
 
-/* x moved `by` places along axis, zeros shifted in. */
-static loom_value shift_along(loom__onnx *c, loom_value x, int32_t axis, int64_t by) {
+/* x moved `by` places along axis (towards its start where back), zeros shifted in. */
+static loom_value shift_along(loom__onnx *c, loom_value x, int32_t axis, int64_t by, bool back) {
   const loom_type t = *TY(x);
   int64_t lo[LOOM_MAX_RANK] = {0}, hi[LOOM_MAX_RANK];
   for (int32_t i = 0; i < t.rank; i++) hi[i] = t.dims[i];
-  hi[axis] = t.dims[axis] - by;
+  lo[axis] = back ? by : 0;
+  hi[axis] = back ? t.dims[axis] : t.dims[axis] - by;
   loom_type zt = t;
   zt.dims[axis] = by;
-  loom_value parts[2] = {loom_fill(G, &zt, 0), loom_slice(G, x, t.rank, lo, hi, NULL)};
+  loom_value kept = loom_slice(G, x, t.rank, lo, hi, NULL), zeros = loom_fill(G, &zt, 0);
+  loom_value parts[2] = {back ? kept : zeros, back ? zeros : kept};
   return loom_concat(G, parts, 2, axis);
 }
 
 /* CumSum by doubling steps: each adds the sum shifted by 1, 2, 4, ... along the axis, so
- * log2(n) adds; exclusive shifts the input by one first; reverse is refused. */
+ * log2(n) adds; exclusive shifts the input by one first; reverse shifts the other way. */
 static loom_status lower_cumsum(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
   loom_value x = IN(0);
   const loom_type t = *TY(x);
@@ -219,10 +221,10 @@ static loom_status lower_cumsum(loom__onnx *c, const Onnx__NodeProto *n, int64_t
   loom_status s = loom__onnx_in_ints(c, 1, &a, 1, &count);
   if (!s) s = loom__onnx_axis(c, a, t.rank, &axis);
   if (s) return s;
-  if (loom__onnx_attr_i(n, "reverse", 0)) return loom__onnx_refuse(c, "reverse=1");
+  bool back = loom__onnx_attr_i(n, "reverse", 0) != 0; /* sums from the end */
   int64_t d = t.dims[axis];
-  if (loom__onnx_attr_i(n, "exclusive", 0) && d > 0) x = shift_along(c, x, axis, 1);
-  for (int64_t by = 1; by < d; by *= 2) x = BIN(ADD, x, shift_along(c, x, axis, by));
+  if (loom__onnx_attr_i(n, "exclusive", 0) && d > 0) x = shift_along(c, x, axis, 1, back);
+  for (int64_t by = 1; by < d; by *= 2) x = BIN(ADD, x, shift_along(c, x, axis, by, back));
   return loom__onnx_out(c, 0, loom_reshape(G, x, t.rank, t.dims));
 }
 
