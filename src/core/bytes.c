@@ -7,7 +7,7 @@
 #include <strings.h>
 
 #include "core/core.h"
-#include "loom/plan.h"
+#include "loom/runner.h"
 
 static const struct {
   const char *suffix;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "loom/plan.h"
+#include "loom/runner.h"
 #include "loom/version.h"
 
 /* ---- messages ------------------------------------------------------------------------------ */

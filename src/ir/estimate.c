@@ -3,7 +3,7 @@
 
 #include "ir/ir.h"
 #include "ir/view.h"
-#include "loom/plan.h"
+#include "loom/estimate.h"
 
 /* Per-base-value lifetimes for a schedule: position of creation and of the last reader. */
 typedef struct lifetimes {

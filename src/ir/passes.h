@@ -4,7 +4,7 @@
 #define LOOM_PASSES_H
 
 #include "ir/rebuild.h"
-#include "loom/plan.h"
+#include "loom/optimize.h"
 
 /* Appends one entry to report (NULL report: nothing). detail is printf-formatted. */
 loom_status loom__report_add(loom_rewrite_report *report, const char *name, int64_t bytes_saved,

@@ -8,7 +8,7 @@
 
 #include "ir/rebuild.h"
 #include "ir/repiece.h"
-#include "loom/plan.h"
+#include "loom/optimize.h"
 
 /* The least piece loop l allows: topk candidates merged across pieces need k per piece. */
 static int64_t least_piece(const loom__loop *l) {
