@@ -78,10 +78,19 @@ static loom_status lower_identity(loom__onnx *c, const Onnx__NodeProto *n, int64
 }
 
 /* Dropout at inference: the input itself, and a mask of all true where one is asked for. */
+static loom_status known_number(loom__onnx *c, int32_t k, double *out);
+
 static loom_status lower_dropout(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
   loom__onnx_val *train = loom__onnx_in(c, 2);
-  if (train && (!train->host || train->type.dtype != LOOM_BOOL || ((const uint8_t *)train->host)[0]))
-    return loom__onnx_refuse(c, "training_mode must be a constant false (Loom runs inference only)");
+  if (train && (!train->host || train->type.dtype != LOOM_BOOL))
+    return loom__onnx_refuse(c, "training_mode must be known when the model is read");
+  if (train && ((const uint8_t *)train->host)[0]) {
+    /* Training drops at random, except at ratio 0, where it is the identity too. */
+    double ratio = 0.5;
+    if (!loom__onnx_in(c, 1) || known_number(c, 1, &ratio) || ratio != 0)
+      return loom__onnx_refuse(c,
+                               "training_mode with a ratio other than 0 (random; Loom runs inference only)");
+  }
   if (c->opset < 7 && !loom__onnx_attr_i(n, "is_test", 0))
     return loom__onnx_refuse(c, "is_test=0 (training)");
   loom_value x = IN(0);
