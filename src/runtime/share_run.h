@@ -24,7 +24,7 @@
 #include "runtime/share_cut.h"
 #include "runtime/stage_history.h"
 #include "sched/policy.h"
-#include "sched/sched_impl.h"
+#include "sched/sched.h"
 
 #define RANGES_PER_DEVICE_DEFAULT 6
 /* A free worker whose device would finish later waits at most this long before it looks again

@@ -12,7 +12,7 @@
 #include "core/json.h"
 #include "ir/ir.h"
 #include "runtime/context.h"
-#include "sched/sched_impl.h"
+#include "sched/sched.h"
 
 /* A time moves the kept one this far (the first sets it): as the shared runner's rates. */
 #define HISTORY_WEIGHT 0.5

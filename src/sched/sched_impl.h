@@ -1,10 +1,12 @@
-/* The scheduler's internals, shared between src/sched's files. */
+/* The scheduler's internals, shared between src/sched's files only (the runtime's part of them
+ * is sched/sched.h). */
 #ifndef LOOM_SCHED_IMPL_H
 #define LOOM_SCHED_IMPL_H
 
 #include "core/json.h"
 #include "core/json_read.h"
 #include "loom/sched.h"
+#include "sched/sched.h"
 
 struct loom_sched_platform {
   int32_t n_nodes;
@@ -34,12 +36,7 @@ int32_t loom__sched_link_find(const loom_sched_platform *p, int32_t a, int32_t b
 /* The whole file at `path` into a new string (free()), at most LOOM__JR_FILE_MAX bytes. Errors:
  * NOT_FOUND, IO naming it; INVALID_ARGUMENT for a larger file (/dev/zero, a runaway pipe). */
 loom_status loom__sched_read_text(const char *path, char **out, size_t *out_len);
-/* Reads and parses the JSON file at `path` into *out (loom__jr_free). Errors: NOT_FOUND and IO
- * naming the path, INVALID_ARGUMENT (too large, or not JSON: the path, byte and why). */
-loom_status loom__sched_read_json(const char *path, loom__jr_value *out);
 /* Adds the work of every op of `body`, times `scale` (a piece's share), to sizes and kernels. */
 loom_status loom__sched_body_work(const loom_graph *body, double scale, double *sizes, int32_t *kernels);
-/* Seconds of a task on a device from its model (INFINITY when a class is unknown there). */
-double loom__sched_task_time(const loom_sched_task *task, const loom_sched_model *model);
 
 #endif
