@@ -23,7 +23,8 @@ BLAS_EXPORT blas_int lsame_(const char *ca, const char *cb, blas_len la, blas_le
  * did over OpenBLAS. */
 void xerbla_(const char *srname, const blas_int *info, blas_len len) {
   int n = (int)(len < 32 ? len : 32);
-  while (n > 0 && srname[n - 1] == ' ') n--;
+  /* OpenBLAS passes sizeof its name, the NUL included. */
+  while (n > 0 && (srname[n - 1] == ' ' || srname[n - 1] == '\0')) n--;
   fprintf(stderr, " ** On entry to %.*s parameter number %2d had an illegal value\n", n, srname, (int)*info);
 }
 

@@ -307,7 +307,7 @@ static bool build_graph(const blas_l3 *c, const l3_problem *p, l3_run *r) {
   loom_graph *g = r->graph;
   loom_value params[4];
   for (int i = 0; i < r->n_in; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "x%d", i);
     params[i] = loom_graph_param(g, name, &r->in[i].type);
   }
