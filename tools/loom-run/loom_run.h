@@ -100,9 +100,9 @@ void run_mpi_free(void *stats);
 int run_share_runners(loom_context *ctx, const run_options *opts, const loom_runner *given, int32_t n_given,
                       loom_runner **out, int32_t *n);
 /* The run report's per-device lines: busy seconds, pieces, ranges, stages, limit, peak, bytes. */
-void run_share_print(FILE *f, const loom_share_stats *st);
+void run_share_print(FILE *f, const loom_run_stats *st);
 /* --stats-json "devices": one object per device of a shared run. */
-void run_share_write_json(struct loom__json *j, const loom_share_stats *st);
+void run_share_write_json(struct loom__json *j, const loom_run_stats *st);
 
 /* ---- outputs.c: files written all together or not at all ---- */
 typedef struct run_staged_file {

@@ -38,17 +38,15 @@ typedef struct run_state {
   char **out_names;     /* n_outputs file stems, owned */
   char **created_dirs;  /* directories this run made, outermost first */
   int32_t n_created;
-  loom_run_stats stats; /* a run without runners */
+  loom_run_stats stats; /* the run's figures, whatever kind of run (loom/runtime.h) */
   loom_runner *runners; /* --runners / --limit; NULL: none */
   int32_t n_runners;
   loom_graph *optimized; /* the graph after rewrites */
   loom_rewrite_report report;
   loom_plan *plan;
-  loom_plan_stats plan_stats;
-  loom_share_stats share_stats; /* --devices: the shared run's per-device figures */
-  loom_context *ctx;            /* the run's, kept for its memory manager's counters and trace */
-  run_staged staged;            /* the files written, renamed at the end (outputs.c) */
-  void *mpi;                    /* --mpi: the run's statistics (mpi.c), freed by run_mpi_free */
+  loom_context *ctx; /* the run's, kept for its memory manager's counters and trace */
+  run_staged staged; /* the files written, renamed at the end (outputs.c) */
+  void *mpi;         /* --mpi: the run's statistics (mpi.c), freed by run_mpi_free */
 } run_state;
 
 static void run_state_free(run_state *st) {
@@ -70,8 +68,7 @@ static void run_state_free(run_state *st) {
   free(st->out_names);
   free(st->created_dirs);
   free(st->runners);
-  loom_plan_stats_deinit(&st->plan_stats);
-  loom_share_stats_deinit(&st->share_stats);
+  loom_run_stats_deinit(&st->stats);
   loom_plan_destroy(st->plan);
   loom_rewrite_report_deinit(&st->report);
   loom_graph_destroy(st->optimized);
@@ -619,7 +616,8 @@ static int arm_refusals(void) {
 }
 
 /* The plan-run options of the command line: --recover, re-planning with the rewrites
- * --no-rewrite leaves (ro->optimize points at *o, which must outlive ro). */
+ * --no-rewrite leaves (ro->optimize points at *o, which must outlive ro). For --mpi, whose run
+ * reports each rank's ranges (loom_plan_run_mpi's figures). */
 static void plan_run_options_of(const run_options *opts, loom_optimize_options *o,
                                 loom_plan_run_options *ro) {
   loom_optimize_options_init(o);
@@ -630,26 +628,23 @@ static void plan_run_options_of(const run_options *opts, loom_optimize_options *
   ro->optimize = o;
 }
 
-/* --devices: the plan run on every device at once (loom/share.h); under --policy fixed its
- * stages on their runners, as a run without --devices. */
-static loom_status run_shared(run_state *st, const run_options *opts) {
-  loom_optimize_options o;
-  loom_plan_run_options ro;
-  plan_run_options_of(opts, &o, &ro);
-  loom_share_options so;
-  loom_share_options_init(&so);
-  so.devices = opts->devices;
-  if (opts->policy) loom_sched_policy_parse(opts->policy, &so.policy);
-  so.limits = st->runners;
-  so.n_limits = st->n_runners;
-  so.run = &ro;
-  loom_status s = loom_plan_run_shared(st->ctx, st->plan, &so, st->inputs, st->n_params, st->outputs,
-                                       st->n_outputs, &st->share_stats);
-  st->plan_stats = st->share_stats.plan; /* fixed: the stages' own figures */
-  memset(&st->share_stats.plan, 0, sizeof st->share_stats.plan);
-  st->stats.peak_bytes = st->share_stats.peak_bytes;
-  st->stats.seconds = st->share_stats.seconds;
-  return s;
+/* loom_run's options of the command line: --devices and --policy (a run shared among devices,
+ * each under the runner limit given for it), --recover re-planning with the rewrites
+ * --no-rewrite leaves (ro->optimize points at *o, which must outlive ro). */
+static void run_options_of(const run_state *st, const run_options *opts, loom_optimize_options *o,
+                           loom_run_options *ro) {
+  loom_optimize_options_init(o);
+  o->disabled = opts->no_rewrite;
+  o->n_disabled = opts->n_no_rewrite;
+  loom_run_options_init(ro);
+  ro->recover = opts->recover;
+  ro->optimize = o;
+  ro->devices = opts->devices;
+  if (opts->policy) loom_sched_policy_parse(opts->policy, &ro->policy);
+  if (opts->devices) {
+    ro->limits = st->runners;
+    ro->n_limits = st->n_runners;
+  }
 }
 
 static int execute(run_state *st, const run_options *opts) {
@@ -675,16 +670,11 @@ static int execute(run_state *st, const run_options *opts) {
     loom_testing_fail_node_allocations(NULL, 0, 0);
     return rc;
   }
-  if (opts->devices) {
-    s = run_shared(st, opts);
-  } else if (st->plan) {
+  if (st->plan) { /* on the plan's runners, or shared among --devices: one call */
     loom_optimize_options o;
-    loom_plan_run_options ro;
-    plan_run_options_of(opts, &o, &ro);
-    s = loom_plan_run_with_options(st->ctx, st->plan, &ro, st->inputs, st->n_params, st->outputs,
-                                   st->n_outputs, &st->plan_stats);
-    st->stats.peak_bytes = st->plan_stats.peak_bytes;
-    st->stats.seconds = st->plan_stats.seconds;
+    loom_run_options ro;
+    run_options_of(st, opts, &o, &ro);
+    s = loom_run(st->ctx, st->plan, &ro, st->inputs, st->n_params, st->outputs, st->n_outputs, &st->stats);
   } else {
     s = loom_graph_run(st->ctx, st->optimized, st->inputs, st->n_params, st->outputs, st->n_outputs,
                        &st->stats);
@@ -707,8 +697,8 @@ static int write_trace(run_state *st, const char *path) {
 static void write_recoveries_json(const run_state *st, loom__json *j) {
   loom__json_key(j, "recoveries");
   loom__json_begin_array(j);
-  for (int32_t i = 0; i < st->plan_stats.n_recoveries; i++) {
-    const loom_plan_recovery *r = &st->plan_stats.recoveries[i];
+  for (int32_t i = 0; i < st->stats.n_recoveries; i++) {
+    const loom_plan_recovery *r = &st->stats.recoveries[i];
     loom__json_begin_object(j);
     loom__json_kv_int64(j, "stage", r->stage);
     loom__json_kv_string(j, "device", r->device);
@@ -759,7 +749,7 @@ static int write_stats_json(run_state *st, const char *path) {
     }
     loom__json_kv_int64(&j, "estimated_peak_bytes", est);
     /* a shared run measures its devices, not the plan's stages ("devices") */
-    const loom_stage_stats *ss = st->plan && i < st->plan_stats.n_stages ? &st->plan_stats.stages[i] : NULL;
+    const loom_stage_stats *ss = st->stats.stages && i < st->stats.n_stages ? &st->stats.stages[i] : NULL;
     loom__json_kv_int64(&j, "peak_bytes", ss ? ss->peak_bytes : st->plan ? 0 : st->stats.peak_bytes);
     loom__json_kv_int64(&j, "ops", st->plan ? info.n_ops : loom_graph_op_count(st->optimized));
     loom__json_kv_double(&j, "seconds", ss ? ss->seconds : st->plan ? 0 : st->stats.seconds);
@@ -780,7 +770,7 @@ static int write_stats_json(run_state *st, const char *path) {
   loom__json_end_array(&j);
   write_recoveries_json(st, &j);
   if (st->mpi) run_mpi_write_json(st->mpi, &j);
-  if (st->share_stats.n_devices > 0) run_share_write_json(&j, &st->share_stats);
+  if (st->stats.n_devices > 0) run_share_write_json(&j, &st->stats);
   loom_mem_manager *memory = NULL;
   loom_context_memory(st->ctx, &memory);
   loom__json_key(&j, "memory");
@@ -814,8 +804,8 @@ static void print_memory(const run_state *st) {
 
 /* One line per re-plan of a stage that ran out of memory (--recover). */
 static void print_recoveries(const run_state *st) {
-  for (int32_t i = 0; i < st->plan_stats.n_recoveries; i++) {
-    const loom_plan_recovery *r = &st->plan_stats.recoveries[i];
+  for (int32_t i = 0; i < st->stats.n_recoveries; i++) {
+    const loom_plan_recovery *r = &st->stats.recoveries[i];
     char lim[32], est[32], got[32];
     printf("  recover  stage %d %s: out of memory at allocation %lld; re-planned for %s (try %d of %d): ",
            (int)r->stage, r->device, (long long)r->allocation,
@@ -852,7 +842,7 @@ static void print_summary(const run_state *st, const run_options *opts) {
     printf("%s: ran on %s (%s, policy %s) in %s, peak %s (%lld bytes) in %d stages, %d loops shared\n",
            loom_graph_name(st->graph), opts->devices, devices_list(st, list, sizeof list),
            opts->policy ? opts->policy : "dmda", time, peak, (long long)st->stats.peak_bytes,
-           (int)st->share_stats.n_stages, (int)st->share_stats.n_shared);
+           (int)st->stats.n_stages, (int)st->stats.n_shared);
   else if (st->plan)
     printf("%s: ran on %s in %s, peak %s (%lld bytes) in %d stages\n", loom_graph_name(st->graph),
            st->runners[0].device, time, peak, (long long)st->stats.peak_bytes,
@@ -866,9 +856,9 @@ static void print_summary(const run_state *st, const run_options *opts) {
            loom_bytes_format(st->report.entries[i].bytes_saved, saved, sizeof saved),
            st->report.entries[i].detail);
   }
-  int32_t n_stages = st->plan && !st->mpi && st->plan_stats.stages ? loom_plan_stage_count(st->plan) : 0;
+  int32_t n_stages = st->plan && !st->mpi && st->stats.stages ? loom_plan_stage_count(st->plan) : 0;
   run_mpi_print(st->mpi);
-  if (opts->devices) run_share_print(stdout, &st->share_stats);
+  if (opts->devices) run_share_print(stdout, &st->stats);
   for (int32_t i = 0; i < n_stages; i++) {
     loom_stage_info info;
     char lim[32], est[32], got[32];
@@ -878,7 +868,7 @@ static void print_summary(const run_state *st, const run_options *opts) {
     printf("  stage %-3d %-6s limit %10s  estimated peak %10s  measured peak %10s  %d ops\n", (int)i,
            info.device, loom_bytes_format(info.limit, lim, sizeof lim),
            loom_bytes_format(info.estimated_peak, est, sizeof est),
-           loom_bytes_format(st->plan_stats.stages[i].peak_bytes, got, sizeof got), (int)info.n_ops);
+           loom_bytes_format(st->stats.stages[i].peak_bytes, got, sizeof got), (int)info.n_ops);
   }
   print_recoveries(st);
   print_memory(st);

@@ -28,9 +28,9 @@ int run_share_runners(loom_context *ctx, const run_options *opts, const loom_run
   return 0;
 }
 
-void run_share_print(FILE *f, const loom_share_stats *st) {
+void run_share_print(FILE *f, const loom_run_stats *st) {
   for (int32_t i = 0; i < st->n_devices; i++) {
-    const loom_share_device_stats *d = &st->devices[i];
+    const loom_run_device_stats *d = &st->devices[i];
     char lim[32], peak[32], in[32], out[32];
     fprintf(
         f,
@@ -44,11 +44,11 @@ void run_share_print(FILE *f, const loom_share_stats *st) {
   }
 }
 
-void run_share_write_json(loom__json *j, const loom_share_stats *st) {
+void run_share_write_json(loom__json *j, const loom_run_stats *st) {
   loom__json_key(j, "devices");
   loom__json_begin_array(j);
   for (int32_t i = 0; i < st->n_devices; i++) {
-    const loom_share_device_stats *d = &st->devices[i];
+    const loom_run_device_stats *d = &st->devices[i];
     loom__json_begin_object(j);
     loom__json_kv_string(j, "device", d->device);
     loom__json_kv_int64(j, "limit_bytes", d->limit_bytes);
