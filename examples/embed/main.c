@@ -39,7 +39,7 @@ int main(void) {
   CHECK(loom_graph_optimize(g, NULL, &opt, NULL));
   CHECK(loom_plan_split_by_memory(opt, &runner, 1, &plan));
   CHECK(loom_context_create(NULL, &ctx));
-  CHECK(loom_plan_run(ctx, plan, in, 3, out, 1, NULL));
+  CHECK(loom_run(ctx, plan, NULL, in, 3, out, 1, NULL)); /* NULL options: on the plan's runners */
   const float *yv = out[0].data;
   printf("y = [%.6f, %.6f]\n", yv[0], yv[1]);
 
