@@ -278,12 +278,45 @@ static loom_status lower_isinf(loom__onnx *c, const Onnx__NodeProto *n, int64_t 
 }
 
 /* Round half to even: floor(x + 0.5), less one where that lands on an odd number from a tie. */
-static loom_status lower_round(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
-  loom_value x = IN(0);
+static loom_value round_even(loom__onnx *c, loom_value x) {
   loom_value r = UN(FLOOR, BIN(ADD, x, K(x, 0.5)));
   loom_value tie = BIN(EQ, BIN(SUB, r, x), K(x, 0.5));
   loom_value odd = BIN(NE, BIN(SUB, r, BIN(MUL, K(x, 2), UN(FLOOR, BIN(MUL, r, K(x, 0.5))))), K(x, 0));
-  return loom__onnx_out(c, 0, loom_select(G, BIN(AND, tie, odd), BIN(SUB, r, K(x, 1)), r));
+  return loom_select(G, BIN(AND, tie, odd), BIN(SUB, r, K(x, 1)), r);
+}
+
+static loom_status lower_round(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  return loom__onnx_out(c, 0, round_even(c, IN(0)));
+}
+
+/* A scale or zero point: a scalar, or per index of `axis` (1-D), shaped to broadcast over x. */
+static loom_value per_axis(loom__onnx *c, const Onnx__NodeProto *n, loom_value p, const loom_type *x) {
+  const loom_type t = *loom__onnx_type(c, p);
+  if (t.rank == 0 || x->rank == 0) return p;
+  int64_t axis = loom__onnx_attr_i(n, "axis", 1), dims[LOOM_MAX_RANK];
+  if (axis < 0) axis += x->rank;
+  for (int32_t i = 0; i < x->rank; i++) dims[i] = i == axis ? t.dims[0] : 1;
+  return t.rank == 1 && axis >= 0 && axis < x->rank ? loom_reshape(G, p, x->rank, dims) : p;
+}
+
+/* QuantizeLinear: round(x / scale) half to even, plus the zero point, saturated to u8 or i8;
+ * DequantizeLinear: (x - zero point) * scale. Both per tensor or per index of `axis`. */
+static loom_status lower_quantize(loom__onnx *c, const Onnx__NodeProto *n, int64_t dequantize) {
+  loom_value x = IN(0), scale = IN(1);
+  const loom_type xt = *loom__onnx_type(c, x);
+  loom__onnx_val *zpv = loom__onnx_in(c, 2);
+  loom_dtype q = zpv ? zpv->type.dtype : LOOM_U8, f = DT(scale);
+  if (dequantize) q = xt.dtype;
+  if (q != LOOM_U8 && q != LOOM_I8 && !(dequantize && q == LOOM_I32))
+    return loom__onnx_refuse(c, "a quantized type other than uint8 and int8");
+  scale = per_axis(c, n, scale, &xt);
+  loom_value zp =
+      zpv ? loom_cast(G, per_axis(c, n, loom__onnx_value(c, 2), &xt), f) : loom__onnx_scalar(c, f, 0);
+  if (dequantize) return loom__onnx_out(c, 0, BIN(MUL, BIN(SUB, loom_cast(G, x, f), zp), scale));
+  loom_value y = BIN(ADD, round_even(c, BIN(DIV, x, scale)), zp);
+  double lo = q == LOOM_U8 ? 0 : -128, hi = q == LOOM_U8 ? 255 : 127;
+  y = BIN(MINIMUM, BIN(MAXIMUM, y, K(y, lo)), K(y, hi));
+  return loom__onnx_out(c, 0, loom_cast(G, y, q));
 }
 
 /* Mod: fmod=1 takes the dividend's sign (C's fmod), fmod=0 the divisor's (Python's %). */
@@ -443,6 +476,7 @@ const loom__onnx_op loom__onnx_ops_math[] = {
     {"HammingWindow", lower_window, WIN_HAMMING, "output_datatype,periodic"},
     {"BlackmanWindow", lower_window, WIN_BLACKMAN, "output_datatype,periodic"},
     {"OneHot", lower_onehot, 0, "axis"}, {"EyeLike", lower_eyelike, 0, "dtype,k"},
+    {"QuantizeLinear", lower_quantize, 0, "axis"}, {"DequantizeLinear", lower_quantize, 1, "axis"},
     {"Neg", lower_unary, LOOM_OP_NEG, ""}, {"Abs", lower_unary, LOOM_OP_ABS, ""},
     {"Sign", lower_unary, LOOM_OP_SIGN, ""}, {"Exp", lower_unary, LOOM_OP_EXP, ""},
     {"Log", lower_unary, LOOM_OP_LOG, ""}, {"Sqrt", lower_unary, LOOM_OP_SQRT, ""},
