@@ -470,8 +470,31 @@ static loom_status lower_window(loom__onnx *c, const Onnx__NodeProto *n, int64_t
   return loom__onnx_out_const(c, 0, &t, data);
 }
 
+/* DynamicQuantizeLinear: the u8 scale and zero point of x's range widened to hold 0, as the
+ * spec's formula, then QuantizeLinear with them. */
+static loom_status lower_dynamic_quantize(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_value x = IN(0);
+  const loom_type t = *loom__onnx_type(c, x);
+  if (t.dtype != LOOM_F32) return loom__onnx_refuse(c, "an input other than float");
+  int64_t axes[LOOM_MAX_RANK];
+  for (int32_t i = 0; i < t.rank; i++) axes[i] = i;
+  loom_value zero = K(x, 0);
+  loom_value hi = BIN(MAXIMUM, loom_reduce(G, LOOM_OP_REDUCE_MAX, x, t.rank, axes, false), zero);
+  loom_value lo = BIN(MINIMUM, loom_reduce(G, LOOM_OP_REDUCE_MIN, x, t.rank, axes, false), zero);
+  loom_value scale = BIN(DIV, BIN(SUB, hi, lo), K(x, 255));
+  loom_value zp =
+      BIN(MINIMUM, BIN(MAXIMUM, round_even(c, BIN(SUB, zero, BIN(DIV, lo, scale))), zero), K(x, 255));
+  loom_value y = BIN(ADD, round_even(c, BIN(DIV, x, scale)), zp);
+  y = BIN(MINIMUM, BIN(MAXIMUM, y, zero), K(x, 255));
+  loom_status s = loom__onnx_out(c, 0, loom_cast(G, y, LOOM_U8));
+  if (!s) s = loom__onnx_out(c, 1, scale);
+  if (!s) s = loom__onnx_out(c, 2, loom_cast(G, zp, LOOM_U8));
+  return s;
+}
+
 /* clang-format off */
 const loom__onnx_op loom__onnx_ops_math[] = {
+    {"DynamicQuantizeLinear", lower_dynamic_quantize, 0, ""},
     {"HannWindow", lower_window, WIN_HANN, "output_datatype,periodic"},
     {"HammingWindow", lower_window, WIN_HAMMING, "output_datatype,periodic"},
     {"BlackmanWindow", lower_window, WIN_BLACKMAN, "output_datatype,periodic"},
