@@ -115,26 +115,65 @@ static loom_status window_of(loom__onnx *c, const Onnx__NodeProto *n, const loom
   return LOOM_OK;
 }
 
-static loom_status lower_conv(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
-  loom_value x = IN(0), wt = IN(1);
-  const loom_type xt_copy = *TY(x), wtt_copy = *TY(wt), *xt = &xt_copy, *wtt = &wtt_copy;
-  if (xt->rank != wtt->rank || xt->rank < 3)
-    return loom__onnx_invalid(c, "X and W ranks differ or are below 3");
+/* The convolution of x by wt as node n's attributes say (pads beyond the symmetric part added
+ * as zeros first); LOOM_VALUE_NONE with the status in *out_status on a refusal. */
+static loom_value conv_of(loom__onnx *c, const Onnx__NodeProto *n, loom_value x, loom_value wt,
+                          loom_status *out_status) {
+  const loom_type xt = *TY(x), wtt = *TY(wt);
+  *out_status = LOOM_OK;
+  if (xt.rank != wtt.rank || xt.rank < 3) {
+    *out_status = loom__onnx_invalid(c, "X and W ranks differ or are below 3");
+    return LOOM_VALUE_NONE;
+  }
   window w;
-  loom_status s = window_of(c, n, xt, wtt->dims + 2, false, false, &w);
-  if (s) return s;
+  if ((*out_status = window_of(c, n, &xt, wtt.dims + 2, false, false, &w))) return LOOM_VALUE_NONE;
   int64_t pad[MAX_SPATIAL];
   for (int32_t i = 0; i < w.ns; i++) {
     int64_t sym = LOOM_MIN(w.pb[i], w.pe[i]);
     pad[i] = sym;
     x = pad_with(c, x, 2 + i, w.pb[i] - sym, w.pe[i] - sym, 0.0);
   }
-  loom_value y = loom_conv(G, x, wt, w.stride, pad, w.dil, loom__onnx_attr_i(n, "group", 1));
+  return loom_conv(G, x, wt, w.stride, pad, w.dil, loom__onnx_attr_i(n, "group", 1));
+}
+
+static loom_status lower_conv(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
+  loom_status s;
+  loom_value y = conv_of(c, n, IN(0), IN(1), &s);
+  if (s) return s;
   if (loom__onnx_in(c, 2)) {
     int64_t dims[2 + MAX_SPATIAL] = {1, TY(y)->dims[1], 1, 1, 1};
-    y = BIN(ADD, y, loom_reshape(G, IN(2), 2 + w.ns, dims));
+    y = BIN(ADD, y, loom_reshape(G, IN(2), TY(y)->rank, dims));
   }
   return loom__onnx_out(c, 0, y);
+}
+
+/* Input k less its zero point (input zk, a scalar or one per index of `axis` of a rank-r
+ * operand), in dtype d. */
+static loom_value less_zero_point(loom__onnx *c, int32_t k, int32_t zk, int32_t axis, loom_dtype d) {
+  loom_value v = loom_cast(G, IN(k), d);
+  if (!loom__onnx_in(c, zk)) return v;
+  loom_value z = loom_cast(G, IN(zk), d);
+  const loom_type vt = *TY(v), zt = *TY(z);
+  if (zt.rank == 1 && vt.rank > 1 && zt.dims[0] != 1) {
+    int64_t dims[LOOM_MAX_RANK];
+    for (int32_t i = 0; i < vt.rank; i++) dims[i] = i == (axis < 0 ? axis + vt.rank : axis) ? zt.dims[0] : 1;
+    z = loom_reshape(G, z, vt.rank, dims);
+  }
+  return BIN(SUB, v, z);
+}
+
+/* MatMulInteger: (A - a_zero_point) . (B - b_zero_point) in i32 (per-row and per-column zero
+ * points broadcast); ConvInteger: the same of a convolution, computed in f64, where every
+ * product and sum of 8-bit values is exact, then i32. */
+static loom_status lower_integer_op(loom__onnx *c, const Onnx__NodeProto *n, int64_t conv) {
+  if (!conv) {
+    loom_value a = less_zero_point(c, 0, 2, -2, LOOM_I32), b = less_zero_point(c, 1, 3, -1, LOOM_I32);
+    return loom__onnx_out(c, 0, loom_dot(G, a, b));
+  }
+  loom_status s;
+  loom_value y =
+      conv_of(c, n, less_zero_point(c, 0, 2, 1, LOOM_F64), less_zero_point(c, 1, 3, 0, LOOM_F64), &s);
+  return s ? s : loom__onnx_out(c, 0, loom_cast(G, y, LOOM_I32));
 }
 
 /* x with s - 1 zeros between neighbours along axis (a transposed convolution's input). */
@@ -429,6 +468,8 @@ static loom_status lower_layernorm(loom__onnx *c, const Onnx__NodeProto *n, int6
 const loom__onnx_op loom__onnx_ops_nn[] = {
     {"MatMul", lower_matmul, 0, ""}, {"Gemm", lower_gemm, 0, "alpha,beta,transA,transB,broadcast"},
     {"Conv", lower_conv, 0, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"ConvInteger", lower_integer_op, 1, "auto_pad,dilations,group,kernel_shape,pads,strides"},
+    {"MatMulInteger", lower_integer_op, 0, ""},
     {"ConvTranspose", lower_conv_transpose, 0,
      "auto_pad,dilations,group,kernel_shape,output_padding,output_shape,pads,strides"},
     {"MaxPool", lower_pool, 1, "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides"},
