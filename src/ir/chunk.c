@@ -430,6 +430,7 @@ static loom_status chunk_round(const loom_graph *g, const loom_graph *outer, int
       loom_status s = try_cut(g, outer, outer_op, sinks[k], MODE_PARALLEL, ax, cs, out, detail, detail_size);
       if (s != LOOM_ERR_UNSUPPORTED) return s;
     }
+    if (op->n_inputs == 0) continue; /* a constant or an iota at the peak reduces nothing */
     const loom_type *it = &g->values[op->inputs[0]].type;
     for (int32_t ax = 0; ax < it->rank; ax++) {
       if (!loom__chunk_reduced_by(op, ax, it->rank)) continue;

@@ -185,3 +185,18 @@ TEST(chunk_streams_an_input_and_a_result_the_limit_cannot_hold) {
   loom_graph_destroy(c);
   loom_graph_destroy(g);
 }
+
+/* A constant at the peak of a graph over its limit (ONNX's Size, folded at read time, under a
+ * quarter of its need): no op reads it, so it is no sink to cut, and the chunk rewrite says
+ * the graph cannot fit instead of reading the inputs it does not have (a SIGSEGV before). */
+TEST(chunk_refuses_a_constant_at_the_peak) {
+  loom_graph *g = rw_parse("graph g(x: f32[3,4,5]) {\n  y = constant [60] : i64[1]\n  return y\n}\n");
+  ASSERT_TRUE(g != NULL);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.limit = 2;
+  loom_graph *out = NULL;
+  ASSERT_STATUS(loom_graph_optimize(g, &o, &out, NULL), LOOM_ERR_OUT_OF_MEMORY);
+  ASSERT_TRUE(out == NULL);
+  loom_graph_destroy(g);
+}
