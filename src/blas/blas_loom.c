@@ -329,7 +329,7 @@ static bool build_graph(const blas_l3 *c, const l3_problem *p, l3_run *r) {
   return loom_graph_verify(g) == LOOM_OK;
 }
 
-/* Plans the graph for the device under its memory node's limit and runs it. */
+/* Plans the graph for the device under its memory node's limit and runs it (loom_run). */
 static bool plan_and_run(const char *device, l3_run *r) {
   loom_mem_manager *m;
   int32_t node;
@@ -351,8 +351,9 @@ static bool plan_and_run(const char *device, l3_run *r) {
       LOOM_OK)
     return false;
   if (loom_plan_split_by_memory(r->opt, &runner, 1, &r->plan) != LOOM_OK) return false;
-  /* TODO(#29): loom_run with options once runtime.h has it. */
-  return loom_plan_run(loom_state.ctx, r->plan, r->in, r->n_in, &r->out, 1, NULL) == LOOM_OK;
+  loom_run_options run;
+  loom_run_options_init(&run); /* stage after stage on the plan's runner */
+  return loom_run(loom_state.ctx, r->plan, &run, r->in, r->n_in, &r->out, 1, NULL) == LOOM_OK;
 }
 
 /* Loom's [n, m] result into C (column-major, leading dimension ldc), a triangle or all. */
