@@ -145,7 +145,7 @@ elseif(CASE STREQUAL "help")
 
 elseif(CASE STREQUAL "bad_flag")
   run(2 --frobnicate)
-  string(FIND "${err}" "unknown argument '--frobnicate'" at1)
+  string(FIND "${err}" "unknown option '--frobnicate'" at1)
   string(FIND "${err}" "usage: loom-info" at2)
   if(at1 EQUAL -1 OR at2 EQUAL -1 OR NOT out STREQUAL "")
     fail("a bad flag should print the usage on stderr only")
