@@ -63,6 +63,7 @@ static size_t typed_have(const Onnx__TensorProto *t, loom_dtype d) {
 
 /* Converts the typed field into dst, which holds n elements of d (typed_have checked). */
 static void from_typed(const Onnx__TensorProto *t, loom_dtype d, int64_t n, void *dst) {
+  if (n == 0) return; /* an empty tensor's fields are NULL, which memcpy may not be given */
   switch (d) {
     case LOOM_F32:
     case LOOM_C64:
