@@ -129,9 +129,19 @@ module loom
     type(c_ptr) :: recoveries = c_null_ptr
   end type c_plan_stats
 
+  ! Mirrors loom_run_stats field for field (loom/runtime.h): loom_graph_run clears all of it and
+  ! fills the first three; a graph run leaves the arrays NULL.
   type, bind(C) :: c_run_stats
     integer(c_int64_t) :: peak_bytes = 0, allocations = 0
     real(c_double) :: seconds = 0
+    integer(c_int32_t) :: n_stages = 0
+    type(c_ptr) :: stages = c_null_ptr
+    integer(c_int32_t) :: n_recoveries = 0
+    type(c_ptr) :: recoveries = c_null_ptr
+    integer(c_int32_t) :: n_shared = 0, n_devices = 0
+    type(c_ptr) :: devices = c_null_ptr
+    integer(c_int32_t) :: rank = 0, n_ranks = 0, n_loop_stages = 0, n_rank_stats = 0
+    type(c_ptr) :: ranks = c_null_ptr
   end type c_run_stats
 
   ! The message of this module's own last failed check; "" when the last failure was Loom's.
