@@ -152,6 +152,10 @@ void loom__chunk_region_free(region *r) {
 /* Adds op o to the region with its results cut along ax, and marks what it reads. */
 static bool join(region *r, int32_t o, int32_t ax) {
   const loom__op *op = &r->g->ops[o];
+  /* An op that reads nothing (an iota, a constant, a fill) makes its result from its type and
+   * attributes alone: a piece of it would need a type of its own and, for an iota along the cut
+   * axis, the piece's offset. Left out, it is made whole and the pieces read its slices. */
+  if (op->n_inputs == 0) return false;
   /* A broadcast that makes the cut axis out of an operand read whole would bring the piece's
    * length into the body through its shape alone, which no body may (docs/ir-loops.md: the
    * piece enters through the parameters; a last, shorter piece could not be retyped). Left
