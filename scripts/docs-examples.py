@@ -40,6 +40,9 @@ COMMON_MASKS = [
     (re.compile(r"\b\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z?)?"), "<date>"),
     # With the blanks before it: a time right-aligned in a column is padded to its length.
     (re.compile(r" *(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)? ?(ns|us|µs|ms|s)\b"), " <time>"),
+    # Names the rewrites give new values (v3, v12): numbered in the order they are made, which
+    # follows the compiler's order of evaluating a call's arguments (GCC and clang differ).
+    (re.compile(r"\bv\d+\b"), "v<n>"),
 ]
 
 
