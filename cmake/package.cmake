@@ -47,6 +47,11 @@ foreach(_lib ${LOOM_INSTALL_LIBS})
     list(APPEND LOOM_CMAKE_INSTALL_LIBS ${_lib})
   endif()
 endforeach()
+# OpenMP as a link flag, not a library: -fopenmp makes GCC link libgomp and clang its libomp
+# from the folder only it knows (a clang-built archive needs __kmpc_*, a GCC-built one GOMP_*,
+# which libomp provides too).
+list(APPEND _loom_pc_libs -fopenmp)
+list(APPEND LOOM_CMAKE_INSTALL_LIBS -fopenmp)
 string(REPLACE ";" ", " LOOM_PC_REQUIRES_PRIVATE "${LOOM_PC_REQUIRES_PRIVATE}")
 string(REPLACE ";" " " LOOM_PC_LIBS_PRIVATE "${_loom_pc_libs}")
 
