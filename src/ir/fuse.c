@@ -623,7 +623,7 @@ static loom_status report_regions(const fuse_pass *fp, fuse_state *fs, loom_grap
     loom_graph *next = NULL;
     double unfused = 0, fused = 0;
     if ((s = region_cost(fs, r, i, &unfused, &fused))) break;
-    /* TODO(issue 35): the regions rooted in a reduction or a matrix-vector dot run in the
+    /* TODO(#35): the regions rooted in a reduction or a matrix-vector dot run in the
      * evaluator's one-pass folds (a kernel sum, a kNN's top-k), whose cost the constants above do
      * not model yet: they are fused as before, for the memory they save. */
     bool elementwise = !final_kind(fs->g->ops[r->root].kind) && r->mv_matrix < 0;
