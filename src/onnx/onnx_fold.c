@@ -81,14 +81,23 @@ static loom_status out_vec(loom__onnx *c, int32_t k, const ivec *r) {
   return loom__onnx_out_const(c, k, &t, data);
 }
 
-/* As fold_binary, on f32/f64 values computed in double (rounded to f32 as each ONNX op's
- * f32 result is). */
-static bool fold_real_binary(const char *op, const ivec *a, const ivec *b, ivec *r) {
+/* The result of a binary fold of a and b (one may be a scalar broadcast against the other):
+ * r's rank, length and dtype (bool for a comparison, whose kind *out_cmp says); false where the
+ * lengths do not broadcast. */
+static bool binary_result(const char *op, const ivec *a, const ivec *b, ivec *r, bool *out_cmp) {
   if (a->n != b->n && a->n != 1 && b->n != 1) return false;
   r->rank = LOOM_MAX(a->rank, b->rank);
   r->n = LOOM_MAX(a->n, b->n);
-  bool cmp = !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater");
-  r->dtype = cmp ? LOOM_BOOL : a->dtype;
+  *out_cmp = !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater");
+  r->dtype = *out_cmp ? LOOM_BOOL : a->dtype;
+  return true;
+}
+
+/* As fold_binary, on f32/f64 values computed in double (rounded to f32 as each ONNX op's
+ * f32 result is). */
+static bool fold_real_binary(const char *op, const ivec *a, const ivec *b, ivec *r) {
+  bool cmp = false;
+  if (!binary_result(op, a, b, r, &cmp)) return false;
   for (int32_t i = 0; i < r->n; i++) {
     double x = a->f[a->n == 1 ? 0 : i], y = b->f[b->n == 1 ? 0 : i];
     if (!strcmp(op, "Add"))
@@ -111,11 +120,8 @@ static bool fold_real_binary(const char *op, const ivec *a, const ivec *b, ivec 
 /* Elementwise binary ops with a scalar broadcast against a vector. */
 static bool fold_binary(const char *op, const ivec *a, const ivec *b, ivec *r) {
   if (is_real(a->dtype)) return fold_real_binary(op, a, b, r);
-  if (a->n != b->n && a->n != 1 && b->n != 1) return false;
-  r->rank = LOOM_MAX(a->rank, b->rank);
-  r->n = LOOM_MAX(a->n, b->n);
-  bool cmp = !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater");
-  r->dtype = cmp ? LOOM_BOOL : a->dtype;
+  bool cmp = false;
+  if (!binary_result(op, a, b, r, &cmp)) return false;
   for (int32_t i = 0; i < r->n; i++) {
     int64_t x = a->v[a->n == 1 ? 0 : i], y = b->v[b->n == 1 ? 0 : i];
     if (!strcmp(op, "Add"))
