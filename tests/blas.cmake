@@ -46,6 +46,17 @@ if(TARGET loom_blas_shim)
   endif()
 endif()
 
+# A dgemm shared across PoCL's two single-threaded 'basic' devices (cpu0 excluded): the verbose
+# line says `-> ocl0,ocl1` and C equals OpenBLAS's (tests/blas/run-shared.sh). n = 300 cuts into
+# uneven tiles; forced, since such a call is under the threshold.
+if(TARGET loom_blas_shim AND TARGET loom-bench)
+  add_test(NAME blas.shared COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/blas/run-shared.sh
+    $<TARGET_FILE:loom-bench> ${CMAKE_BINARY_DIR}/blas/libblas.so.3 ocl0,ocl1 300)
+  set_tests_properties(blas.shared PROPERTIES TIMEOUT 300 ENVIRONMENT "${LOOM_TEST_ENV}")
+  set_property(TEST blas.shared APPEND PROPERTY ENVIRONMENT
+    LOOM_BLAS_FORCE=1 "POCL_DEVICES=basic basic" POCL_MEMORY_LIMIT=1)
+endif()
+
 # loom-bench blas runs (small sizes): both sides' results are timed, not judged; the test
 # shows the mode works and prints the forwarded calls' cost.
 if(TARGET loom_blas_shim AND TARGET loom-bench)

@@ -104,6 +104,13 @@ BLAS_HIDDEN void loom__blas_l3_host(const blas_l3 *call);
 BLAS_HIDDEN bool loom__blas_l3_loom(const blas_l3 *call, char *device, int device_size);
 /* Whether the call goes to Loom by the settings (threshold, LOOM_BLAS_FORCE). */
 BLAS_HIDDEN bool loom__blas_l3_wanted(const blas_l3 *call);
+/* trsm as a blocked composition (blas_trsm.c): the diagonal blocks' solves on the host BLAS,
+ * the updates between them as gemm calls through loom__blas_l3_run. False (nothing done) where
+ * the triangle's order is under two blocks or alpha is zero; the caller then runs the host's. */
+BLAS_HIDDEN bool loom__blas_trsm_blocked(const blas_l3 *call);
+/* Whether a trsm's gemm updates would leave the host: LOOM_BLAS_FORCE=1, or the placement of
+ * a gemm of the trsm's size is a device other than cpu0 (one or a shared set). */
+BLAS_HIDDEN bool loom__blas_trsm_offloads(const blas_l3 *call);
 /* LOOM_BLAS_VERBOSE=1. */
 BLAS_HIDDEN bool loom__blas_verbose(void);
 

@@ -274,7 +274,12 @@ static const char *l3_name(const blas_l3 *c, char *buf, size_t size) {
 
 void loom__blas_l3_run(const blas_l3 *c) {
   char device[64] = "host", name[16];
-  bool loom = loom__blas_l3_wanted(c) && loom__blas_l3_loom(c, device, (int)sizeof device);
+  bool wanted = loom__blas_l3_wanted(c), loom = false;
+  /* A large trsm: its gemm updates go where gemm calls go (their own verbose lines follow). */
+  if (wanted && c->kind == BLAS_TRSM && loom__blas_trsm_offloads(c) && loom__blas_trsm_blocked(c))
+    snprintf(device, sizeof device, "blocked"), loom = true;
+  else if (wanted)
+    loom = loom__blas_l3_loom(c, device, (int)sizeof device);
   if (!loom) {
     snprintf(device, sizeof device, "host");
     loom__blas_l3_host(c);

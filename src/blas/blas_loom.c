@@ -10,19 +10,26 @@
  * into dense host copies first (docs/blas.md). The result comes back as Loom's output tensor
  * and is copied into C (the triangle of syrk and syr2k only).
  *
- * Not through Loom (the host BLAS runs them, said in the verbose line's reason): trsm (the IR has
- * no triangular solve) and the conjugating forms (hemm, herk, her2k, complex 'C'), since the IR
- * has no conjugate.
+ * Not through Loom (the host BLAS runs them, said in the verbose line's reason): trsm as one
+ * graph (the IR has no triangular solve: a large one is run blocked, blas_trsm.c, its gemm
+ * updates dispatched as gemm calls) and the conjugating forms (hemm, herk, her2k, complex 'C'),
+ * since the IR has no conjugate.
+ *
+ * A call may be shared among several devices (tiles of C): the graph chunked into a loop over
+ * pieces of the result (loom_graph_optimize_for_sharing) and run by loom_run's shared form.
  */
 #include <complex.h>
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <loom/loom.h>
 #include <loom/sched.h>
+#include <loom/share.h>
 
 #include "blas/blas.h"
 #include "blas/loom_blas.h"
@@ -33,6 +40,7 @@
 
 static struct {
   bool verbose, force;
+  bool host_decides; /* cpu0 listed first and no model files: every call's pick is cpu0 */
   double min_flops;
   char devices[256];
 } settings;
@@ -43,8 +51,38 @@ static struct {
   loom_sched_platform *platform; /* the devices' models; NULL when some device has none */
   int32_t n_devices;
   char ids[MAX_DEVICES][32];
+  /* The devices a call may be shared among (tiles of C, loom_run's shared form): those of
+   * the allowed ones the shared runner gives work (loom_share_plan_runners: beside cpu0, an
+   * OpenCL CPU device would only take its cores), at their memory nodes' limits. Sharing is
+   * considered where there are two or more. */
+  char share_list[256];
+  loom_runner *share_runners;
+  int32_t n_share;
 } loom_state;
 static pthread_once_t context_once = PTHREAD_ONCE_INIT;
+
+/* Whether the cache folder holds any device model (`loom-bench calibrate`'s files; the stage
+ * histories beside them are not models). Without one no platform can be made, so the first
+ * device listed takes every call: where that is cpu0, the host BLAS, known without a context.
+ * The context's discovery loads every OpenCL driver (PoCL's LLVM: 40 ms on a quiet machine,
+ * 0.4 s under load), which would land in the first large call of a program such as hpcc. */
+static bool model_files_exist(void) {
+  char path[4096];
+  if (loom_sched_model_path("x", "", path, sizeof path) != LOOM_OK) return true;
+  char *slash = strrchr(path, '/');
+  if (!slash) return true;
+  *slash = 0;
+  DIR *d = opendir(path);
+  if (!d) return false;
+  bool found = false;
+  for (struct dirent *e; !found && (e = readdir(d));) {
+    size_t n = strlen(e->d_name);
+    found = n > 5 && strcmp(e->d_name + n - 5, ".json") == 0 &&
+            !(n > 12 && strcmp(e->d_name + n - 12, ".stages.json") == 0);
+  }
+  closedir(d);
+  return found;
+}
 
 static void settings_read(void) {
   const char *v = getenv("LOOM_BLAS_VERBOSE");
@@ -63,11 +101,48 @@ static void settings_read(void) {
   }
   v = getenv("LOOM_BLAS_DEVICES");
   snprintf(settings.devices, sizeof settings.devices, "%s", v && *v ? v : "all");
+  const char *d = settings.devices;
+  bool cpu0_first =
+      strcasecmp(d, "all") == 0 || (strncasecmp(d, "cpu0", 4) == 0 && (d[4] == 0 || d[4] == ','));
+  settings.host_decides = cpu0_first && !model_files_exist();
 }
 
 bool loom__blas_verbose(void) {
   pthread_once(&settings_once, settings_read);
   return settings.verbose;
+}
+
+/* The runner of `device` at its memory node's limit (LOOM_MEM_LIMIT's, else its size). */
+static bool device_runner(const char *device, loom_runner *out) {
+  loom_mem_manager *m;
+  int32_t node;
+  loom_mem_node_info info;
+  if (loom_context_memory(loom_state.ctx, &m) != LOOM_OK || loom_mem_node_find(m, device, &node) != LOOM_OK ||
+      loom_mem_node_info_get(m, node, &info) != LOOM_OK)
+    return false;
+  *out = (loom_runner){.limit = info.limit_bytes};
+  snprintf(out->device, sizeof out->device, "%s", device);
+  return true;
+}
+
+static void share_set_make(void) {
+  if (loom_state.n_devices < 2) return;
+  loom_runner *r = calloc((size_t)loom_state.n_devices, sizeof *r);
+  int32_t n = 0;
+  for (int32_t i = 0; r && i < loom_state.n_devices; i++)
+    if (!device_runner(loom_state.ids[i], &r[i])) n = -1;
+  if (r && n == 0 &&
+      loom_share_plan_runners(loom_state.ctx, r, loom_state.n_devices, LOOM_SCHED_DMDA, r, &n, NULL, 0) ==
+          LOOM_OK &&
+      n > 1) {
+    size_t used = 0;
+    for (int32_t i = 0; i < n && used < sizeof loom_state.share_list; i++)
+      used += (size_t)snprintf(loom_state.share_list + used, sizeof loom_state.share_list - used, "%s%s",
+                               i ? "," : "", r[i].device);
+    loom_state.share_runners = r, loom_state.n_share = n;
+    return;
+  }
+  free(r);
 }
 
 static void context_make(void) {
@@ -88,13 +163,16 @@ static void context_make(void) {
     if (loom_context_device_info(loom_state.ctx, i, &info) == LOOM_OK)
       snprintf(loom_state.ids[loom_state.n_devices++], 32, "%s", info.id);
   }
+  share_set_make();
   /* Without a model for every device (no `loom-bench calibrate` yet), the first device
-   * listed takes every call. */
+   * listed takes every call, or the shared set where there is one. */
   if (loom_state.n_devices > 1 &&
       loom_sched_platform_from_context(loom_state.ctx, NULL, &loom_state.platform) != LOOM_OK) {
     if (settings.verbose)
       fprintf(stderr, "loom-blas: no cost models (%s): calls go to %s\n", loom_last_error(),
-              loom_state.ids[0]);
+              loom_state.n_share > 1 && strcmp(loom_state.share_runners[0].device, "cpu0") != 0
+                  ? loom_state.share_list
+                  : loom_state.ids[0]);
     loom_state.platform = NULL;
   }
 }
@@ -127,21 +205,52 @@ bool loom__blas_l3_wanted(const blas_l3 *c) {
   return settings.force || l3_flops(c) >= settings.min_flops;
 }
 
+#define PLACE_SHARED (-1)
+
+static bool in_share_set(const char *id) {
+  for (int32_t i = 0; i < loom_state.n_share; i++)
+    if (strcmp(loom_state.share_runners[i].device, id) == 0) return true;
+  return false;
+}
+
 /* The device the models expect to finish first (compute plus the operands' transfers), or
- * the first device when there are no models. */
+ * PLACE_SHARED where the shared set, each device taking tiles of C at its model's rate, would
+ * finish sooner still. Without models: the shared set where there is one, else the first
+ * device. */
 static int32_t place(const blas_l3 *c, int64_t bytes) {
-  if (!loom_state.platform) return 0;
+  /* Without models, sharing a call with cpu0 is left alone (its speed against the others is
+   * unknown); a set without cpu0 (the host excluded) shares. */
+  if (!loom_state.platform) return loom_state.n_share > 1 && !in_share_set("cpu0") ? PLACE_SHARED : 0;
+  double flops = l3_flops(c), best_t = INFINITY, shared_rate = 0, shared_move = 0;
   int32_t best = 0;
-  double best_t = INFINITY;
   for (int32_t i = 0; i < loom_state.n_devices; i++) {
     int32_t d = loom_sched_platform_find(loom_state.platform, loom_state.ids[i]);
     if (d < 0) continue;
     const loom_sched_device *dev = loom_sched_platform_device(loom_state.platform, d);
-    double t = loom_sched_model_time(&dev->model, LOOM_OP_CLASS_GEMM, l3_flops(c)) +
-               2 * loom_sched_platform_transfer_time(loom_state.platform, 0, dev->node, bytes);
-    if (t < best_t) best_t = t, best = i;
+    double compute = loom_sched_model_time(&dev->model, LOOM_OP_CLASS_GEMM, flops);
+    double move = 2 * loom_sched_platform_transfer_time(loom_state.platform, 0, dev->node, bytes);
+    if (compute + move < best_t) best_t = compute + move, best = i;
+    /* Each device of the set moves at most all the operands (B whole, its rows of A and C). */
+    if (in_share_set(loom_state.ids[i]) && compute > 0) {
+      shared_rate += flops / compute;
+      shared_move = move > shared_move ? move : shared_move;
+    }
   }
+  if (loom_state.n_share > 1 && shared_rate > 0 && flops / shared_rate + shared_move < best_t)
+    return PLACE_SHARED;
   return best;
+}
+
+bool loom__blas_trsm_offloads(const blas_l3 *t) {
+  pthread_once(&settings_once, settings_read);
+  if (settings.force) return true;
+  if (settings.host_decides || !loom_blas_context()) return false;
+  int ka = t->side == 'L' ? t->m : t->n;
+  blas_l3 g = {.kind = BLAS_GEMM, .prec = t->prec, .m = t->m, .n = t->n, .k = ka / 2};
+  int64_t es = t->prec == BLAS_S ? 4 : t->prec == BLAS_Z ? 16 : 8;
+  int64_t bytes = ((int64_t)t->m * t->n * 2 + (int64_t)ka * ka / 2) * es;
+  int32_t d = place(&g, bytes);
+  return d == PLACE_SHARED || strcmp(loom_state.ids[d], "cpu0") != 0;
 }
 
 /* ---- the call as a product of dense operands -------------------------------------------- */
@@ -261,7 +370,7 @@ static const char *describe(const blas_l3 *c, l3_problem *p) {
       return NULL;
     }
     case BLAS_TRSM:
-      return "trsm (the IR has no triangular solve)";
+      return "trsm under two blocks, or with its updates placed on cpu0 (the IR has no triangular solve)";
     default:
       return "a Hermitian form (the IR has no conjugate)";
   }
@@ -329,23 +438,21 @@ static bool build_graph(const blas_l3 *c, const l3_problem *p, l3_run *r) {
   return loom_graph_verify(g) == LOOM_OK;
 }
 
+/* The fuse rewrite is left off: the cpu evaluator's fused dot with an f32 epilogue crashed in
+ * the reference tests (cpu_fused.c dot3_epilogue, sblat3 under LOOM_BLAS_FORCE=1); a BLAS
+ * call's graph gains nothing from it that the dot's own scaling would not give. */
+static void optimize_options(loom_optimize_options *opts) {
+  static const char *const no_fuse[] = {"fuse"};
+  loom_optimize_options_init(opts);
+  opts->disabled = no_fuse, opts->n_disabled = 1;
+}
+
 /* Plans the graph for the device under its memory node's limit and runs it (loom_run). */
 static bool plan_and_run(const char *device, l3_run *r) {
-  loom_mem_manager *m;
-  int32_t node;
-  loom_mem_node_info info;
-  if (loom_context_memory(loom_state.ctx, &m) != LOOM_OK || loom_mem_node_find(m, device, &node) != LOOM_OK ||
-      loom_mem_node_info_get(m, node, &info) != LOOM_OK)
-    return false;
-  loom_runner runner = {.limit = info.limit_bytes};
-  snprintf(runner.device, sizeof runner.device, "%s", device);
-  /* The fuse rewrite is left off: the cpu evaluator's fused dot with an f32 epilogue crashed
-   * in the reference tests (cpu_fused.c dot3_epilogue, sblat3 under LOOM_BLAS_FORCE=1); a
-   * BLAS call's graph gains nothing from it that the dot's own scaling would not give. */
-  static const char *const no_fuse[] = {"fuse"};
+  loom_runner runner;
+  if (!device_runner(device, &runner)) return false;
   loom_optimize_options opts;
-  loom_optimize_options_init(&opts);
-  opts.disabled = no_fuse, opts.n_disabled = 1;
+  optimize_options(&opts);
   char note[256];
   if (loom_graph_optimize_for_runners(r->graph, &runner, 1, &opts, &r->opt, NULL, note, sizeof note) !=
       LOOM_OK)
@@ -354,6 +461,31 @@ static bool plan_and_run(const char *device, l3_run *r) {
   loom_run_options run;
   loom_run_options_init(&run); /* stage after stage on the plan's runner */
   return loom_run(loom_state.ctx, r->plan, &run, r->in, r->n_in, &r->out, 1, NULL) == LOOM_OK;
+}
+
+/* Plans the graph chunked into a loop over tiles of the result (loom_graph_optimize_for_sharing)
+ * and runs it shared among the share set, each device under its limit (loom_run with devices). */
+static bool plan_and_run_shared(l3_run *r) {
+  loom_optimize_options opts;
+  optimize_options(&opts);
+  char note[256];
+  if (loom_graph_optimize_for_sharing(r->graph, loom_state.share_runners, loom_state.n_share, &opts, &r->opt,
+                                      NULL, note, sizeof note) != LOOM_OK ||
+      loom_plan_split_by_memory(r->opt, loom_state.share_runners, 1, &r->plan) != LOOM_OK)
+    return false;
+  loom_run_options run;
+  loom_run_options_init(&run);
+  run.devices = loom_state.share_list;
+  run.limits = loom_state.share_runners, run.n_limits = loom_state.n_share;
+  loom_run_stats stats = {0};
+  bool ok = loom_run(loom_state.ctx, r->plan, &run, r->in, r->n_in, &r->out, 1, &stats) == LOOM_OK;
+  /* What each device did: whether both computed at once is read off here. */
+  for (int32_t i = 0; ok && settings.verbose && i < stats.n_devices; i++)
+    fprintf(stderr, "loom-blas:   %s: %lld pieces in %d ranges, busy %.3f of %.3f s\n",
+            stats.devices[i].device, (long long)stats.devices[i].pieces, (int)stats.devices[i].ranges,
+            stats.devices[i].busy_seconds, stats.seconds);
+  loom_run_stats_deinit(&stats);
+  return ok;
 }
 
 /* Loom's [n, m] result into C (column-major, leading dimension ldc), a triangle or all. */
@@ -382,7 +514,7 @@ bool loom__blas_l3_loom(const blas_l3 *call, char *device, int device_size) {
   /* Nothing to multiply: the host's quick return (C scaled by beta at most). */
   bool has_k = c.kind == BLAS_GEMM || c.kind == BLAS_SYRK || c.kind == BLAS_SYR2K;
   if (c.m == 0 || c.n == 0 || (has_k && c.k == 0)) return false;
-  if (!loom_blas_context()) return false;
+  if ((settings.host_decides && !settings.force) || !loom_blas_context()) return false;
   l3_problem p = {0};
   const char *why = describe(&c, &p);
   if (why) {
@@ -398,20 +530,22 @@ bool loom__blas_l3_loom(const blas_l3 *call, char *device, int device_size) {
   int64_t bytes = (int64_t)c.m * c.n * p.esize;
   for (int i = 0; i < p.n_ops; i++) bytes += (int64_t)p.ops[i].rows * p.ops[i].cols * p.esize;
   int32_t d = place(&c, bytes);
+  const char *where = d == PLACE_SHARED ? loom_state.share_list : loom_state.ids[d];
   /* The models' pick of cpu0 for a call nobody forced: OpenBLAS on the caller's thread is
    * what Loom would run there, without the graph. */
-  if (!settings.force && strcmp(loom_state.ids[d], "cpu0") == 0) return false;
+  if (!settings.force && strcmp(where, "cpu0") == 0) return false;
   l3_run r = {0};
   l3_operand cop = {c.c, c.m, c.n, c.ldc};
   bool ok = true;
   for (int i = 0; i < p.n_ops && ok; i++) ok = operand_tensor(&p.ops[i], p.esize, p.dtype, &r);
   if (ok && p.use_c) ok = operand_tensor(&cop, p.esize, p.dtype, &r);
-  ok = ok && build_graph(&c, &p, &r) && plan_and_run(loom_state.ids[d], &r);
+  ok = ok && build_graph(&c, &p, &r) &&
+       (d == PLACE_SHARED ? plan_and_run_shared(&r) : plan_and_run(where, &r));
   if (ok) {
     write_back(&c, &p, r.out.data);
-    snprintf(device, (size_t)device_size, "%s", loom_state.ids[d]);
+    snprintf(device, (size_t)device_size, "%s", where);
   } else {
-    fprintf(stderr, "loom-blas: Loom failed on %s (%s): this call runs on the host BLAS\n", loom_state.ids[d],
+    fprintf(stderr, "loom-blas: Loom failed on %s (%s): this call runs on the host BLAS\n", where,
             loom_last_error());
   }
   run_release(&r, &p);
