@@ -456,3 +456,28 @@ bool loom__axes_contain(const loom_attrs *a, int32_t j, int32_t rank) {
   }
   return false;
 }
+
+loom_int_list *loom__attrs_list(loom_attrs *a, uint32_t bit) {
+  switch (bit) {
+    case LOOM_ATTR_SHAPE:
+      return &a->shape;
+    case LOOM_ATTR_PERM:
+      return &a->perm;
+    case LOOM_ATTR_AXES:
+      return &a->axes;
+    case LOOM_ATTR_START:
+      return &a->start;
+    case LOOM_ATTR_STOP:
+      return &a->stop;
+    case LOOM_ATTR_STEP:
+      return &a->step;
+    case LOOM_ATTR_REPS:
+      return &a->reps;
+    case LOOM_ATTR_STRIDE:
+      return &a->stride;
+    case LOOM_ATTR_PADDING:
+      return &a->padding;
+    default:
+      return &a->dilation;
+  }
+}

@@ -131,6 +131,10 @@ bool loom__axis_normalize(int64_t axis, int32_t rank, int32_t *out_axis);
  * normalized as loom__axis_normalize does). */
 bool loom__axes_contain(const loom_attrs *attrs, int32_t j, int32_t rank);
 
+/* The integer list of attrs that a list-valued LOOM_ATTR_* bit names (shape, perm, axes, start,
+ * stop, step, reps, stride, padding, dilation), for the text format's reader and printer. */
+loom_int_list *loom__attrs_list(loom_attrs *attrs, uint32_t bit);
+
 /* The name of a value for messages and printing: its name, or "v<id>". Returns buf or the
  * stored name. */
 const char *loom__value_label(const loom_graph *g, int32_t id, char *buf, size_t size);

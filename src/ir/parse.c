@@ -241,31 +241,6 @@ static int64_t *attr_int(loom_attrs *a, uint32_t bit) {
   }
 }
 
-static loom_int_list *attr_list(loom_attrs *a, uint32_t bit) {
-  switch (bit) {
-    case LOOM_ATTR_SHAPE:
-      return &a->shape;
-    case LOOM_ATTR_PERM:
-      return &a->perm;
-    case LOOM_ATTR_AXES:
-      return &a->axes;
-    case LOOM_ATTR_START:
-      return &a->start;
-    case LOOM_ATTR_STOP:
-      return &a->stop;
-    case LOOM_ATTR_STEP:
-      return &a->step;
-    case LOOM_ATTR_REPS:
-      return &a->reps;
-    case LOOM_ATTR_STRIDE:
-      return &a->stride;
-    case LOOM_ATTR_PADDING:
-      return &a->padding;
-    default:
-      return &a->dilation;
-  }
-}
-
 static loom_status parse_int_list(parser *p, const char *key, loom_int_list *out) {
   DESC_BUF;
   if (!loom__tok_punct(&p->tok, '['))
@@ -338,7 +313,7 @@ static loom_status parse_attr_value(parser *p, int b, loom_attrs *a) {
     case AK_NUMBER:
       return parse_number_attr(p, a);
     case AK_LIST:
-      return parse_int_list(p, key, attr_list(a, bit));
+      return parse_int_list(p, key, loom__attrs_list(a, bit));
   }
   return LOOM_OK;
 }
