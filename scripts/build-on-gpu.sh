@@ -7,7 +7,8 @@
 #   loom-info; the cuda tests (conformance.cuda, cuda.*: every example on cuda0 and under a
 #   memory limit); loom-bench cuda (Loom vs cuBLAS/cuFFT); loom-bench kmv on cuda0 (fused
 #   kernels through NVRTC vs unfused); loom-bench suite --quick on cuda0; the rest of the
-#   calibrate and the shared runs on cpu0 + cuda0 (issue 15); the rest of the tests (the opencl
+#   calibrate and the shared runs on cpu0 + cuda0 (issue 15); hpcc's DGEMM through Loom's
+#   libblas.so.3, NVBLAS and OpenBLAS (issue 30); the rest of the tests (the opencl
 #   ones on the NVIDIA OpenCL device); loom-bench opencl.
 # Run from the repository's root. Everything lands in $OUT (the device tool's folder) when it
 # is set, else in /tmp/loom-out: log.txt (every step, with its time and exit status) and the
@@ -109,6 +110,30 @@ step share-towers 90 sh -c "for d in cuda0 cpu0,cuda0; do for p in dmda eager; d
 # H200 of docs/cuda.md).
 step share-gpu-host 120 sh -c "for d in cuda0 cpu0,cuda0; do ./loom-run $SRC/examples/gpu_and_host.lir --random 1 --devices \$d; done"
 step share-knn 120 ./loom-bench share --devices cuda0,cpu0 --n 200000 --m 200000 --repeats 3 --no-auto
+# Issue 30's eighth point: hpcc's DGEMM with host operands through Loom's libblas.so.3, NVBLAS
+# (the toolkit's libnvblas.so, preloaded, OpenBLAS as its CPU library) and OpenBLAS, one run
+# each at N = 10000 (DGEMM n = 5773; tests/blas/hpcc-compare.sh; predicted by `loom-bench blas
+# --simulate`, docs/blas.md). Loom places the calls by the models of the calibrate step above.
+# hpcc is Debian's (its .deb in .debs/, or on PATH); without it, the same dgemm through
+# loom-bench blas, Loom's and NVBLAS's each against OpenBLAS. Only this:
+# LOOM_GPU_STEPS="calibrate hpcc-dgemm".
+NVBLAS=$(ls /usr/local/cuda/lib64/libnvblas.so* /usr/local/cuda/targets/x86_64-linux/lib/libnvblas.so* \
+  2>/dev/null | head -1)
+HPCC_BIN=$(command -v hpcc || ls $P/usr/bin/hpcc 2>/dev/null || true)
+if [ -n "$NVBLAS" ]; then
+  printf 'NVBLAS_CPU_BLAS_LIB %s\nNVBLAS_GPU_LIST ALL\nNVBLAS_LOGFILE %s/nvblas.log\n' \
+    "$L/openblas-openmp/libopenblas.so.0" "$OUT" > "$OUT/nvblas.conf"
+  export NVBLAS_CONFIG_FILE=$OUT/nvblas.conf
+fi
+if [ -n "$HPCC_BIN" ]; then
+  step hpcc-dgemm 300 env HPCC="$HPCC_BIN" "$SRC/tests/blas/hpcc-compare.sh" "$OUT/hpcc" 1 10000 \
+    openblas=$L/openblas-openmp loom=$B/blas ${NVBLAS:+nvblas=preload:$NVBLAS}
+else
+  echo "hpcc-dgemm: no hpcc (add its .deb to .debs/): loom-bench blas's dgemm instead" | tee -a "$LOG"
+  step hpcc-dgemm 300 sh -c "./loom-bench blas --devices all --versus host --sizes 4096,8192 --repeat 2 \
+    --json $OUT/blas-loom.json; [ -z '$NVBLAS' ] || ./loom-bench blas --shim '$NVBLAS' --devices nvblas \
+    --versus host --sizes 4096,8192 --repeat 2 --json $OUT/blas-nvblas.json"
+fi
 # The rest of the tests, then the opencl ones on the NVIDIA OpenCL device where there is one
 # (cases made for PoCL's two devices fail there for want of ocl1).
 step ctest-rest 150 ctest -E '^(conformance\.)?cuda|opencl|fusedgpu' -j"$NPROC" --timeout 120 --output-on-failure
