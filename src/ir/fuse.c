@@ -362,14 +362,8 @@ static loom_status build_body(body_build *bb) {
  * op dispatched once per block; the ops it replaces each cost the executor's dispatch and their
  * intermediates' trips through memory. A region is fused where the estimate below says it runs
  * faster, so fusion never loses to the ops it replaces (loom-bench fusion measures both). The
- * constants are nanoseconds measured on the project's 2-core machines (docs/bench.md):
- * 2,000 adds on f32[16] fused in 0.06-0.07 us an op against 0.25 unfused, four in 1.7 us
- * against 2.0 and on f32[40,30] in 2.2 against 2.4, but two in 2.3 against 1.4; on f32[2^20]
- * two adds took 0.27 ms fused against 0.15 (three 0.31 against 0.22: the evaluator's loads and
- * stores cost more than one intermediate's trip through L3), eight 0.34-0.50 against 0.60,
- * sixteen 2.8 against 1.7 (L3 streams the plain kernels' arrays at over 100 bytes a ns).
- * Transcendentals weigh on the other side: the unfused kernels call libm per element (tanh
- * through expm1f), the evaluator libmvec's vector forms.
+ * constants are nanoseconds fitted to the times in docs/ir-fusion.md ("When fusing pays"), on
+ * the project's 2-core machines.
  * Where the graph does not fit its limit, fusion is kept for the memory it saves whatever the
  * time (loom__rewrite_fuse). */
 #define COST_OP_NS 400.0       /* the executor's dispatch of one unfused op */

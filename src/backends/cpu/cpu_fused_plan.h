@@ -1,6 +1,6 @@
 /* The cpu backend's fused op as a plan of per-block work (cpu_fused.c's opening comment says how it runs):
  * the body's values, their kinds and roles, and the final op. cpu_fused_plan.c makes the plan from a body
- * graph; cpu_fused.c runs it. Private to those two files. */
+ * graph; cpu_fused.c and its parts run it (cpu_fused_run.h). Private to src/backends/cpu/cpu_fused*.c. */
 #ifndef LOOM_BACKENDS_CPU_FUSED_PLAN_H
 #define LOOM_BACKENDS_CPU_FUSED_PLAN_H
 
