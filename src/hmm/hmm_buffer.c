@@ -126,6 +126,23 @@ static void apply_default_advice(const loom_mem_manager *m, loom_buffer *b) {
   if (m->advice == LOOM_MEM_ADVISE_ACCESSED_BY) b->accessed_by = ~UINT64_C(0);
 }
 
+/* A record for a new buffer of the manager, its fields common to every kind set (a pinned one
+ * starts with its one pin), or NULL when none could be had. Under the manager's lock. */
+static loom_buffer *record_start(loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
+                                 uint32_t flags) {
+  loom_buffer *b = record_take(m);
+  if (!b) return NULL;
+  b->m = m;
+  b->bytes = bytes;
+  b->dtype = dtype;
+  b->flags = flags;
+  b->node = node;
+  b->pins = flags & LOOM_MEM_PINNED ? 1 : 0;
+  b->mode = m->mode;
+  b->id = ++m->next_id;
+  return b;
+}
+
 loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
                                  uint32_t flags, loom_buffer **out_buffer) {
   if (!out_buffer) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_allocate: out_buffer is NULL");
@@ -134,21 +151,13 @@ loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype 
   loom_status s = check_allocate(m, bytes, dtype, node, flags);
   if (s != LOOM_OK) return s;
   loom__hmm_lock(m);
-  loom_buffer *b = record_take(m);
+  loom_buffer *b = record_start(m, bytes, dtype, node, flags);
   if (!b) {
     loom__hmm_unlock(m);
     return loom__oom("a buffer");
   }
-  b->m = m;
-  b->bytes = bytes;
-  b->dtype = dtype;
-  b->flags = flags;
-  b->node = node;
   b->preferred = -1;
   b->read_mostly = flags & LOOM_MEM_READ_MOSTLY;
-  b->pins = flags & LOOM_MEM_PINNED ? 1 : 0;
-  b->mode = m->mode;
-  b->id = ++m->next_id;
   apply_default_advice(m, b);
   s = loom__hmm_copy_alloc(m, b, node);
   if (s == LOOM_OK) {
@@ -175,21 +184,13 @@ loom_status loom__buffer_wrap(loom_mem_manager *m, int32_t node, int64_t bytes, 
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "wrapping memory of %lld bytes as a buffer of %lld bytes",
                        (long long)alloc->bytes, (long long)bytes);
   loom__hmm_lock(m);
-  loom_buffer *b = record_take(m);
+  loom_buffer *b = record_start(m, bytes, dtype, node, LOOM_MEM_PINNED);
   if (!b) {
     loom__hmm_unlock(m);
     return loom__oom("a buffer");
   }
-  b->m = m;
-  b->bytes = bytes;
-  b->dtype = dtype;
-  b->flags = LOOM_MEM_PINNED;
-  b->node = node;
   b->preferred = node;
-  b->pins = 1;
   b->wrapped = true;
-  b->mode = m->mode;
-  b->id = ++m->next_id;
   loom__hmm_copy *c = &b->copy[node];
   c->alloc = *alloc;
   c->alloc.external = true;
