@@ -15,3 +15,16 @@ if(TEST onnx AND TARGET loom-run AND TARGET loom-plan)
   set_tests_properties(onnx.tools PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 ENVIRONMENT
     "${LOOM_TEST_ENV};LOOM_RUN=$<TARGET_FILE:loom-run>;LOOM_PLAN=$<TARGET_FILE:loom-plan>")
 endif()
+# Issue 31's second point on every fourth passing case: each run again as a plan under a
+# quarter of its graph's naive peak (the refusals counted by the planner's reason); fails when
+# a limited run fails or fewer pass than the floor. All cases: tests/onnx/run_limited.sh.
+if(TEST onnx)
+  add_test(NAME onnx.limited COMMAND test_onnx conformance)
+  set_tests_properties(onnx.limited PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT
+    "${LOOM_TEST_ENV};LOOM_ONNX_LIMIT_DIV=4;LOOM_ONNX_EVERY=4;LOOM_STAGE_HISTORY=0;LOOM_ONNX_MIN_LIMITED_PASS=6")
+  # Issue 31's third point at a test's size: tests/onnx/encoder.py's encoder split by its
+  # weights over cpu0:192KiB, ocl0:160KiB and ocl1:128KiB (test_onnx_split.c).
+  add_test(NAME onnx.split COMMAND test_onnx encoder_split_over_runners)
+  set_tests_properties(onnx.split PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT
+    "${LOOM_TEST_ENV};POCL_DEVICES=pthread pthread;POCL_MEMORY_LIMIT=1;LOOM_ONNX_ENCODER=${CMAKE_CURRENT_SOURCE_DIR}/onnx/encoder.py")
+endif()

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ir/passes.h"
+#include "splitter/constants.h"
 #include "splitter/splitter.h"
 
 /* ---- a max segment tree with range add, over op positions ---------------------------- */
@@ -315,6 +316,7 @@ typedef struct splitter {
   loom__split_info si;
   model m;
   int64_t largest;
+  bool weights; /* several runners: each holds its stage's constants (constants.h) */
 } splitter;
 
 static loom_status check_runners(const char *fn, const loom_runner *runners, int32_t n, bool need_limit) {
@@ -347,17 +349,21 @@ static loom_status check_inputs(const loom__split_info *si, int64_t largest) {
   return LOOM_OK;
 }
 
-/* Runs the model over [first, ..) until an op takes it over limit; returns that op (or n). */
-static loom_status fill_stage(model *m, int32_t first, int64_t limit, int32_t *out_stop, int64_t *out_need) {
+/* Runs the model over [first, ..) until an op takes it over limit; returns that op (or n).
+ * With `weights`, the stage's constants count too (constants.h). */
+static loom_status fill_stage(model *m, bool weights, int32_t first, int64_t limit, int32_t *out_stop,
+                              int64_t *out_need) {
   model_start(m, first);
-  int32_t i = first;
+  int32_t i = first, gen = weights ? ++m->si->stamp_gen : 0;
+  int64_t held = 0;
   for (; i < m->n; i++) {
     loom_status s = model_step(m, i);
     if (s) return s;
-    if (m->peak > limit) break;
+    if (weights) held = loom__sat_add_i64(held, loom__split_constants_read(m->si, i, gen));
+    if (loom__sat_add_i64(m->peak, held) > limit) break;
   }
   *out_stop = i;
-  *out_need = m->peak;
+  *out_need = loom__sat_add_i64(m->peak, held);
   return LOOM_OK;
 }
 
@@ -370,7 +376,8 @@ static loom_status close_stage(splitter *sp, int32_t first, int32_t end, int32_t
   for (int32_t e = end; e > first; e--) {
     loom_status s = loom__stage_build(&sp->si, first, e, runner, st);
     if (s) return s;
-    if (!st->graph || st->estimated_peak <= limit) {
+    int64_t held = sp->weights ? loom__split_constant_bytes(&sp->si, first, e) : 0;
+    if (!st->graph || loom__sat_add_i64(st->estimated_peak, held) <= limit) {
       *out_end = e;
       return LOOM_OK;
     }
@@ -425,7 +432,7 @@ static loom_status split_pass(splitter *sp, int32_t *out_stuck, int32_t *out_fir
   while (first < n) {
     int64_t limit = plan->runners[runner].limit, need;
     int32_t stop, end;
-    loom_status s = fill_stage(&sp->m, first, limit, &stop, &need);
+    loom_status s = fill_stage(&sp->m, sp->weights, first, limit, &stop, &need);
     loom__stage st;
     if (!s) s = close_stage(sp, first, stop, runner, limit, &st, &end);
     if (s) return s;
@@ -514,6 +521,7 @@ loom_status loom_plan_split_by_memory(const loom_graph *graph, const loom_runner
   memset(&sp, 0, sizeof sp);
   if (!s) s = loom__plan_create(copy, runners, n_runners, &sp.plan);
   for (int32_t i = 0; !s && i < n_runners; i++) sp.largest = LOOM_MAX(sp.largest, runners[i].limit);
+  sp.weights = n_runners > 1;
   if (!s) s = split_by_memory(&sp);
   loom__split_info_deinit(&sp.si);
   model_deinit(&sp.m);
