@@ -30,6 +30,7 @@ typedef struct fusion_args {
 static int usage(FILE *f, int rc) {
   fputs(
       "usage: loom-bench fusion [--ops N] [--size E] [--reps R] [--cases LIST] [--python CMD | --no-python]\n"
+      "       loom-bench fusion --suite [--help]: every case of the suite with fuse on and off\n"
       "  chain: N adds on f32[E] (default 2000 on f32[16]); chain_1m, poly, sum_sq, rows_max: larger\n"
       "  bodies. Each planned with the default rewrites and with fuse off, on cpu0; times, the\n"
       "  ratio off / on (>= 1: fusion did not lose) and, for the chain, NumPy's per op.\n"
@@ -176,7 +177,11 @@ static int run_case(const char *name, const fusion_args *a) {
   return rc;
 }
 
+int loom_bench_fusion_suite(int argc, char **argv); /* bench_fusion_suite.c */
+
 int loom_bench_fusion(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--suite")) return loom_bench_fusion_suite(argc, argv);
   fusion_args a;
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc < 0 ? 0 : rc;

@@ -442,6 +442,37 @@ static void run_device(const suite_options *o, suite_device *d, const loom_devic
     if (d->cases[i].seconds > 0) case_figures(d, &d->cases[i]);
 }
 
+/* The suite's op cases as cpu0 runs them (GEMM f32 and f64, then the ops), for `loom-bench fusion
+ * --suite`; 1 for an unknown profile. */
+int suite_each_graph(const char *profile, suite_graph_fn fn, void *user) {
+  suite_options o = {0};
+  for (size_t i = 0; i < sizeof profiles / sizeof profiles[0]; i++)
+    if (!strcmp(profiles[i].name, profile)) o.p = &profiles[i];
+  if (!o.p) return 1;
+  static const suite_kind kinds[] = {SUITE_FFT, SUITE_FFT_BATCH, SUITE_RFFT, SUITE_REDUCE,
+                                     SUITE_ADD, SUITE_TOPK,      SUITE_CONV, SUITE_LATENCY};
+  static const char *const names[] = {"fft", "fft_batched", "rfft",   "reduce_sum",
+                                      "add", "topk",        "conv2d", "latency"};
+  static const char *const types[] = {"c64", "c64", "f32", "f32", "f32", "f32", "f32", "f32"};
+  const int64_t sizes[] = {
+      (int64_t)1 << o.p->fft_log2, 0, (int64_t)1 << o.p->fft_log2, o.p->vec, o.p->vec, o.p->topk_n, 0, 1};
+  char text[512];
+  for (int t = 0; t < 2; t++)
+    for (int g = 0; g < 3; g++) {
+      suite_case c = {.kind = SUITE_GEMM};
+      snprintf(c.dtype, sizeof c.dtype, "%s", t ? "f64" : "f32");
+      case_graph(&o, &c, o.p->gemm[g], text, sizeof text);
+      fn("gemm", c.dtype, c.size, text, user);
+    }
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    suite_case c = {.kind = kinds[i]};
+    snprintf(c.dtype, sizeof c.dtype, "%s", types[i]);
+    case_graph(&o, &c, sizes[i], text, sizeof text);
+    fn(names[i], c.dtype, c.size, text, user);
+  }
+  return 0;
+}
+
 void suite_report_free(suite_report *r) {
   for (int32_t i = 0; i < r->n_devices; i++) free(r->devices[i].cases);
   free(r->devices);

@@ -66,6 +66,13 @@ typedef struct suite_report {
 
 void suite_report_free(suite_report *r);
 
+/* Calls fn once per op case of the suite's profile ("full", "quick", "tiny") as cpu0 runs it,
+ * with the case's name, dtype, size label and .lir text (valid during the call); 1 for an
+ * unknown profile. `loom-bench fusion --suite` times them with and without the fuse rewrite. */
+typedef void (*suite_graph_fn)(const char *name, const char *dtype, const char *size, const char *text,
+                               void *user);
+int suite_each_graph(const char *profile, suite_graph_fn fn, void *user);
+
 /* ---- suite_vendor.c ---- */
 
 /* The vendor side of case c (its graph op) on device `index` of ctx: 0 with *v set, or 1 with

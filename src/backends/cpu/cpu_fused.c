@@ -336,30 +336,48 @@ static loom_status run_elementwise(const plan *P) {
                 : LOOM_OK;
 }
 
-/* Many tasks: each thread runs whole tasks and writes their outputs. */
-static loom_status run_by_tasks(const plan *P, int64_t tasks, int64_t group) {
+/* Workspace and lanes for one thread; false (both freed) when out of memory. */
+static bool thread_init(const plan *P, int64_t group, work *w, state *st) {
+  if (!work_init(P, w)) return false;
+  if (loom__cfz_state_init(P, st, lanes_of(P, group))) return true;
+  work_free(w);
+  return false;
+}
+
+static void whole_task(const plan *P, work *w, state *st, int64_t t, int64_t group) {
+  loom__cfz_state_reset(P, st, task_lanes(P, t, group));
+  run_units(P, w, st, t, group, 0, units_of(P));
+  store_task(P, st, t, group);
+}
+
+/* Many tasks: each thread runs whole tasks and writes their outputs. Little work runs outside
+ * any parallel region, as in run_elementwise: a team costs microseconds on a quiet machine and a
+ * scheduler's time slice on a busy one, where the unfused kernels run so little work on one
+ * thread (docs/ir-fusion.md, "When fusing pays"). */
+static loom_status run_by_tasks(const plan *P, int64_t tasks, int64_t group, bool team) {
   bool failed = false;
-  int64_t units = units_of(P);
-#pragma omp parallel if (tasks > 1)
+  if (!team || tasks == 1) {
+    work w;
+    state st;
+    if (!thread_init(P, group, &w, &st))
+      return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory for blocks");
+    for (int64_t t = 0; t < tasks; t++) whole_task(P, &w, &st, t, group);
+    work_free(&w);
+    loom__cfz_state_free(&st);
+    return LOOM_OK;
+  }
+#pragma omp parallel
   {
     work w;
     state st;
-    bool ok = work_init(P, &w);
-    if (ok && !loom__cfz_state_init(P, &st, lanes_of(P, group))) {
-      work_free(&w);
-      ok = false;
-    }
+    bool ok = thread_init(P, group, &w, &st);
     if (!ok) {
 #pragma omp atomic write
       failed = true;
     }
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; t++) {
-      if (!ok) continue;
-      loom__cfz_state_reset(P, &st, task_lanes(P, t, group));
-      run_units(P, &w, &st, t, group, 0, units);
-      store_task(P, &st, t, group);
-    }
+    for (int64_t t = 0; t < tasks; t++)
+      if (ok) whole_task(P, &w, &st, t, group);
     if (ok) {
       work_free(&w);
       loom__cfz_state_free(&st);
@@ -453,11 +471,12 @@ loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const 
   }
   int64_t group, tasks = task_count(&P, &group);
   int nt = omp_get_max_threads();
+  bool team = nt > 1 && total * (P.n_ops + 1) >= 16 * LOOM_CPU_BLOCK; /* fuse.c's FUSED_THREADED_WORK */
   /* Split a task between threads only where there are too few tasks and enough work in each. */
-  if (nt > 1 && tasks < 4 * (int64_t)nt && total / (tasks ? tasks : 1) >= 4 * FB)
+  if (team && tasks < 4 * (int64_t)nt && total / (tasks ? tasks : 1) >= 4 * FB)
     s = run_split(&P, tasks, group, nt);
   else
-    s = run_by_tasks(&P, tasks, group);
+    s = run_by_tasks(&P, tasks, group, team);
   loom__cfz_plan_free(&P);
   return s;
 }
