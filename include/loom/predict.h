@@ -1,0 +1,89 @@
+/* Predicted run times (src/sched/predict.c): what a plan, or a graph run whole, is predicted to
+ * take by the scheduler's per-op cost models (loom/sched.h), so that what a memory limit costs
+ * in time is known before anything runs. A prediction prices the tasks the scheduler makes of
+ * a plan (loom_sched_problem_from_plan: a task per loop piece and per run of ops between
+ * loops) as the scheduler prices them, each stage on its runner's device, one after the other;
+ * transfers are not added (cpu0 has none; a calibrated model of a device with its own memory
+ * is measured end to end from host memory). loom-plan prints it beside the whole graph's,
+ * warns where a limit makes a run much slower, and finds the smallest limit within a factor
+ * (--max-slowdown); docs/limits.md says how close predictions come to measured times.
+ *
+ * Ownership as loom.h says. Thread safety: no global state; distinct objects may be used from
+ * different threads at once.
+ */
+#ifndef LOOM_PREDICT_H
+#define LOOM_PREDICT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "loom/device.h"
+#include "loom/export.h"
+#include "loom/optimize.h"
+#include "loom/plan.h"
+#include "loom/sched.h"
+#include "loom/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The platform to predict with on a device is loom_sched_platform_from_context's (its
+ * calibrated model, which `loom-bench calibrate` measures); where that says NOT_FOUND (no model
+ * file), these give defaults from what discovery says of the device instead: an order of
+ * magnitude only, to be reported as "uncalibrated". */
+
+/* The default model of a device: a GEMM at 60% of clock x compute units x an AVX2 FMA's 32
+ * flops per cycle (a GPU: 256), the memory-bound classes at 20 GB/s (a GPU: 500), 5 us per
+ * kernel. Errors: INVALID_ARGUMENT (NULL arguments). */
+LOOM_API loom_status loom_sched_model_default(const loom_device_info *info, loom_sched_model *out_model);
+/* A platform of that device alone, with the default model, on the host node. The caller owns
+ * *out_platform. Errors: INVALID_ARGUMENT (NULL arguments), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_sched_platform_default(const loom_device_info *info,
+                                                 loom_sched_platform **out_platform);
+/* The predicted seconds of running `plan`, each stage on its runner's device of `platform`
+ * (one after the other). Nothing is run. Errors: INVALID_ARGUMENT (NULL arguments, a stage whose
+ * device the platform lacks or whose work its model cannot price), OUT_OF_MEMORY. */
+LOOM_API loom_status loom_plan_predict(const loom_sched_platform *platform, const loom_plan *plan,
+                                       double *out_seconds);
+/* The predicted seconds of running `graph` as it is, whole, on `device` of `platform`.
+ * Errors: as loom_plan_predict; INVALID_ARGUMENT for a device the platform lacks. */
+LOOM_API loom_status loom_graph_predict(const loom_sched_platform *platform, const char *device,
+                                        const loom_graph *graph, double *out_seconds);
+/* The whole run of `graph` on `device`: rewritten by `opts` (may be NULL) without chunking,
+ * its estimated peak (*out_need, the graph's whole need) and predicted seconds. Errors: as
+ * loom_graph_optimize and loom_graph_predict. */
+LOOM_API loom_status loom_graph_predict_whole(const loom_sched_platform *platform, const char *device,
+                                              const loom_graph *graph, const loom_optimize_options *opts,
+                                              int64_t *out_need, double *out_seconds);
+/* The predicted seconds of `graph` prepared for one runner (`device`, `limit` bytes) as
+ * loom-plan and loom-run prepare it (loom_graph_optimize_for_runners with `opts`, then
+ * loom_plan_split_by_memory). Errors: those of the two calls (OUT_OF_MEMORY: the graph cannot
+ * be planned under the limit, the message says why) and of loom_plan_predict. */
+LOOM_API loom_status loom_graph_predict_at(const loom_sched_platform *platform, const char *device,
+                                           const loom_graph *graph, int64_t limit,
+                                           const loom_optimize_options *opts, double *out_seconds);
+
+typedef struct loom_limit_search {
+  int64_t limit;        /* the smallest limit found within the factor */
+  double seconds;       /* its predicted seconds */
+  int64_t whole_bytes;  /* the whole need (loom_graph_predict_whole) */
+  double whole_seconds; /* the whole run's predicted seconds */
+  int32_t steps;        /* plans made and predicted */
+} loom_limit_search;
+
+/* The smallest limit for one runner on `device` at which `graph`'s predicted time stays within
+ * `factor` (>= 1) times its whole time: a bisection on the logarithm of the limit between the
+ * whole need and 1/4096 of it (at least 64 KiB), each step a loom_graph_predict_at, to 1%. A
+ * limit the graph cannot be planned under counts as too small. *out is the caller's. Errors:
+ * INVALID_ARGUMENT (NULL arguments, factor < 1), UNSUPPORTED (not even the whole need keeps
+ * the run within the factor), those of loom_graph_predict_whole. */
+LOOM_API loom_status loom_graph_smallest_limit(const loom_sched_platform *platform, const char *device,
+                                               const loom_graph *graph, double factor,
+                                               const loom_optimize_options *opts, loom_limit_search *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

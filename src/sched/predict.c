@@ -1,0 +1,292 @@
+/* Predicted run times (issue 34, point 4): what a plan, or a graph run whole, costs by the
+ * scheduler's own per-op cost models, so that loom-plan can say what a memory limit costs in
+ * time before anything runs, and find the smallest limit that keeps a run within a factor of
+ * its whole time.
+ *
+ * A prediction prices the tasks the scheduler makes of a plan (loom_sched_problem_from_plan: a
+ * task per loop piece and per run of ops between loops) with loom__sched_task_time, as the
+ * shared runner and `loom-run --simulate` price them, each stage on its runner's device, one
+ * after the other. So a loop of many small pieces costs each piece's kernels their latency and
+ * their size's rate from the model's table, which is where a limit's cost comes from. The
+ * pieces are priced without building their tasks (a loop of 8 million pieces would take
+ * seconds and gigabytes), and transfers are not added: cpu0 has none, and a calibrated model
+ * of a device with its own memory is measured end to end from host memory. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "loom/predict.h"
+#include "sched/sched_impl.h"
+
+/* Defaults for a device nobody calibrated, from what its discovery says (clock x compute units
+ * x the widest common vector unit) and nominal memory rates: the order of magnitude, not a
+ * measurement. A GEMM at 60% of an AVX2 FMA peak (2 units of 8 f32 lanes, 2 flops each) on a
+ * CPU, of 128 lanes per multiprocessor on a GPU; memory-bound classes at 20 GB/s on a CPU and
+ * 500 GB/s on a GPU; 5 us per kernel. */
+static void default_model(const loom_device_info *info, loom_sched_model *m) {
+  memset(m, 0, sizeof *m);
+  bool gpu = info->kind != LOOM_DEVICE_CPU;
+  double clock = (info->clock_mhz > 0 ? info->clock_mhz : 2500) * 1e6;
+  double units = info->compute_units > 0 ? info->compute_units : 1;
+  double flops = 0.6 * clock * units * (gpu ? 256.0 : 32.0);
+  double bytes = gpu ? 500e9 : 20e9;
+  /* units per second of each class: GEMM and CONV flops, FFT flops, ELEMENTWISE output
+   * elements (about 12 bytes moved each), REDUCTION and TOPK input elements, COPY bytes (read
+   * and written) */
+  const double rate[LOOM_OP_CLASS_COUNT] = {
+      [LOOM_OP_CLASS_GEMM] = flops,
+      [LOOM_OP_CLASS_FFT] = flops / 8,
+      [LOOM_OP_CLASS_ELEMENTWISE] = bytes / 12,
+      [LOOM_OP_CLASS_REDUCTION] = bytes / 4,
+      [LOOM_OP_CLASS_TOPK] = bytes / 16,
+      [LOOM_OP_CLASS_CONV] = flops / 2,
+      [LOOM_OP_CLASS_COPY] = bytes / 2,
+  };
+  for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++)
+    m->cls[c] = (loom_sched_class_model){.known = true, .latency = 5e-6, .seconds_per_unit = 1 / rate[c]};
+}
+
+loom_status loom_sched_model_default(const loom_device_info *info, loom_sched_model *out_model) {
+  if (!info || !out_model) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: NULL argument");
+  default_model(info, out_model);
+  return LOOM_OK;
+}
+
+loom_status loom_sched_platform_default(const loom_device_info *info, loom_sched_platform **out_platform) {
+  if (out_platform) *out_platform = NULL;
+  if (!info || !info->id || !out_platform)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: NULL argument");
+  loom_sched_device d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.id, sizeof d.id, "%s", info->id);
+  snprintf(d.kind, sizeof d.kind, "%s", info->kind == LOOM_DEVICE_CPU ? "cpu" : "device");
+  d.memory = info->memory_bytes > 0 ? info->memory_bytes : INT64_MAX / 2;
+  default_model(info, &d.model);
+  static const char *const nodes[] = {"host"};
+  return loom_sched_platform_create(nodes, 1, &d, 1, NULL, 0, out_platform);
+}
+
+/* The seconds of a run of non-loop ops ops[0..n) of g: one task, as the scheduler makes it. */
+static loom_status group_seconds(const loom_graph *g, const int32_t *ops, int32_t n,
+                                 const loom_sched_model *m, double *t) {
+  loom_sched_task task;
+  memset(&task, 0, sizeof task);
+  for (int32_t i = 0; i < n; i++) {
+    loom_status s = loom_sched_op_work(g, ops[i], task.size, task.kernels);
+    if (s) return s;
+  }
+  *t += loom__sched_task_time(&task, m);
+  return LOOM_OK;
+}
+
+/* The seconds of loop op `index` of g: its pieces as the scheduler prices each (a task of the
+ * body's work times the piece's share), the full ones alike, so a loop of millions of pieces
+ * costs two prices rather than millions of tasks. */
+static loom_status loop_seconds(const loom_graph *g, int32_t index, const loom_sched_model *m, double *t) {
+  const loom_graph *body = NULL;
+  int64_t n = 0, piece = 1;
+  loom_status s = loom_graph_loop_get(g, index, &body, &n, &piece);
+  int64_t pieces = s ? 0 : (n + piece - 1) / piece, last = n - (pieces - 1) * piece;
+  for (int32_t k = 0; !s && k < 2; k++) {
+    int64_t count = k == 0 ? pieces - 1 : 1;
+    loom_sched_task task;
+    memset(&task, 0, sizeof task);
+    if (count <= 0) continue;
+    s = loom__sched_body_work(body, k == 0 ? 1.0 : (double)last / (double)piece, task.size, task.kernels);
+    if (!s) *t += (double)count * loom__sched_task_time(&task, m);
+  }
+  return s;
+}
+
+/* The seconds of ops[0..n) of g on a device of model m: runs of non-loop ops as one task
+ * each, loops piece by piece, one after the other, as loom_sched_problem_from_plan cuts a
+ * stage into tasks. */
+static loom_status ops_seconds(const loom_graph *g, const int32_t *ops, int32_t n, const loom_sched_model *m,
+                               double *t) {
+  int32_t start = 0;
+  loom_status s = LOOM_OK;
+  for (int32_t i = 0; !s && i <= n; i++) {
+    loom_op_info info = {0};
+    bool is_loop = i < n && !loom_graph_op_info_get(g, ops[i], &info) && info.kind == LOOM_OP_LOOP;
+    if ((is_loop || i == n) && i > start) s = group_seconds(g, ops + start, i - start, m, t);
+    if (!s && is_loop) s = loop_seconds(g, ops[i], m, t);
+    if (is_loop) start = i + 1;
+  }
+  return s;
+}
+
+/* The model of device `id` of the platform; NULL (and an error) when it has none. */
+static const loom_sched_model *model_of(const loom_sched_platform *platform, const char *id) {
+  int32_t d = id ? loom_sched_platform_find(platform, id) : -1;
+  if (d < 0) {
+    loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: the platform has no device '%s'", id ? id : "(none)");
+    return NULL;
+  }
+  return &loom_sched_platform_device(platform, d)->model;
+}
+
+/* A time the model cannot give (a class it does not know) is an error naming the device. */
+static loom_status check_finite(double t, const char *id) {
+  if (isfinite(t)) return LOOM_OK;
+  return loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                     "prediction: the model of %s cannot price every op of the plan (a class it has not "
+                     "measured: run `loom-bench calibrate`)",
+                     id);
+}
+
+loom_status loom_plan_predict(const loom_sched_platform *platform, const loom_plan *plan,
+                              double *out_seconds) {
+  if (out_seconds) *out_seconds = 0;
+  if (!platform || !plan || !out_seconds)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: NULL argument");
+  double t = 0;
+  loom_status s = LOOM_OK;
+  for (int32_t i = 0; !s && i < loom_plan_stage_count(plan); i++) {
+    loom_stage_info st;
+    const loom_sched_model *m = NULL;
+    s = loom_plan_stage(plan, i, &st);
+    if (!s && !(m = model_of(platform, st.device))) s = LOOM_ERR_INVALID_ARGUMENT;
+    if (!s) s = ops_seconds(loom_plan_graph(plan), st.ops, st.n_ops, m, &t);
+    if (!s) s = check_finite(t, st.device);
+  }
+  if (!s) *out_seconds = t;
+  return s;
+}
+
+loom_status loom_graph_predict(const loom_sched_platform *platform, const char *device,
+                               const loom_graph *graph, double *out_seconds) {
+  if (out_seconds) *out_seconds = 0;
+  if (!platform || !device || !graph || !out_seconds)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: NULL argument");
+  const loom_sched_model *m = model_of(platform, device);
+  if (!m) return LOOM_ERR_INVALID_ARGUMENT;
+  int32_t n = loom_graph_op_count(graph);
+  int32_t *ops = loom__malloc(sizeof *ops * (size_t)(n > 0 ? n : 1));
+  if (!ops) return loom__oom("prediction");
+  for (int32_t i = 0; i < n; i++) ops[i] = i;
+  double t = 0;
+  loom_status s = ops_seconds(graph, ops, n, m, &t);
+  loom__free(ops);
+  if (!s) s = check_finite(t, device);
+  if (!s) *out_seconds = t;
+  return s;
+}
+
+/* ---- the smallest limit within a factor ------------------------------------------------ */
+
+/* The caller's options with "chunk" disabled too (the whole graph, as run without a limit);
+ * names is the caller's array of n + 1. */
+static loom_optimize_options whole_options(const loom_optimize_options *opts, const char **names) {
+  loom_optimize_options o;
+  if (opts)
+    o = *opts;
+  else
+    loom_optimize_options_init(&o);
+  for (int32_t i = 0; i < o.n_disabled; i++) names[i] = o.disabled[i];
+  names[o.n_disabled] = "chunk";
+  o.disabled = names;
+  o.n_disabled++;
+  o.limit = 0;
+  return o;
+}
+
+loom_status loom_graph_predict_whole(const loom_sched_platform *platform, const char *device,
+                                     const loom_graph *graph, const loom_optimize_options *opts,
+                                     int64_t *out_need, double *out_seconds) {
+  if (out_need) *out_need = 0;
+  if (out_seconds) *out_seconds = 0;
+  if (!platform || !device || !graph || !out_need || !out_seconds)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: NULL argument");
+  int32_t n = opts ? opts->n_disabled : 0;
+  const char **names = loom__calloc((size_t)n + 1, sizeof *names);
+  if (!names) return loom__oom("prediction");
+  loom_optimize_options o = whole_options(opts, names);
+  loom_graph *whole = NULL;
+  loom_estimate e;
+  memset(&e, 0, sizeof e);
+  loom_status s = loom_graph_optimize(graph, &o, &whole, NULL);
+  if (!s) s = loom_graph_estimate(whole, NULL, &e);
+  if (!s) *out_need = e.peak_bytes;
+  if (!s) s = loom_graph_predict(platform, device, whole, out_seconds);
+  loom_estimate_deinit(&e);
+  loom_graph_destroy(whole);
+  loom__free(names);
+  return s;
+}
+
+loom_status loom_graph_predict_at(const loom_sched_platform *platform, const char *device,
+                                  const loom_graph *graph, int64_t limit, const loom_optimize_options *opts,
+                                  double *out_seconds) {
+  if (out_seconds) *out_seconds = 0;
+  if (!platform || !device || !graph || !out_seconds || limit <= 0)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: NULL argument or a limit <= 0");
+  loom_runner r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.device, sizeof r.device, "%s", device);
+  r.limit = limit;
+  loom_graph *g = NULL;
+  loom_plan *plan = NULL;
+  loom_status s = loom_graph_optimize_for_runners(graph, &r, 1, opts, &g, NULL, NULL, 0);
+  if (!s) s = loom_plan_split_by_memory(g, &r, 1, &plan);
+  if (!s) s = loom_plan_predict(platform, plan, out_seconds);
+  loom_plan_destroy(plan);
+  loom_graph_destroy(g);
+  return s;
+}
+
+/* The predicted seconds at `limit`, INFINITY where the graph cannot be planned under it. */
+static double seconds_at(const loom_sched_platform *platform, const char *device, const loom_graph *graph,
+                         int64_t limit, const loom_optimize_options *opts, int32_t *steps) {
+  double t = 0;
+  (*steps)++;
+  return loom_graph_predict_at(platform, device, graph, limit, opts, &t) ? INFINITY : t;
+}
+
+/* Bisection on the logarithm of the limit between lo (too slow or refused) and hi (within the
+ * factor), down to 1%: the predicted time grows as the limit shrinks (pieces get smaller and
+ * more), so the first limit within the factor from below is where the two meet. */
+static void bisect(const loom_sched_platform *platform, const char *device, const loom_graph *graph,
+                   const loom_optimize_options *opts, double budget, int64_t lo, loom_limit_search *out) {
+  while ((double)out->limit > 1.01 * (double)lo && out->limit - lo > 4096) {
+    int64_t mid = (int64_t)sqrt((double)lo * (double)out->limit);
+    double t = seconds_at(platform, device, graph, mid, opts, &out->steps);
+    if (t <= budget) {
+      out->limit = mid;
+      out->seconds = t;
+    } else {
+      lo = mid;
+    }
+  }
+}
+
+loom_status loom_graph_smallest_limit(const loom_sched_platform *platform, const char *device,
+                                      const loom_graph *graph, double factor,
+                                      const loom_optimize_options *opts, loom_limit_search *out) {
+  if (out) memset(out, 0, sizeof *out);
+  if (!platform || !device || !graph || !out || !(factor >= 1))
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: NULL argument or a factor below 1");
+  loom_status s =
+      loom_graph_predict_whole(platform, device, graph, opts, &out->whole_bytes, &out->whole_seconds);
+  if (s) return s;
+  double budget = factor * out->whole_seconds;
+  out->limit = out->whole_bytes > 0 ? out->whole_bytes : 1;
+  out->seconds = seconds_at(platform, device, graph, out->limit, opts, &out->steps);
+  if (!(out->seconds <= budget)) /* even the whole need is over: nothing smaller helps */
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "no limit keeps '%s' within %.3gx of its whole time (at its whole need, %lld bytes, "
+                       "%.3g s predicted against %.3g s whole)",
+                       loom_graph_name(graph), factor, (long long)out->limit, out->seconds,
+                       out->whole_seconds);
+  /* 1/4096 of the need, or 64 KiB: below it pieces are too small to be worth a prediction */
+  int64_t lo = out->limit / 4096 > 65536 ? out->limit / 4096 : 65536;
+  if (lo >= out->limit) return LOOM_OK;
+  double t = seconds_at(platform, device, graph, lo, opts, &out->steps);
+  if (t <= budget) {
+    out->limit = lo;
+    out->seconds = t;
+    return LOOM_OK;
+  }
+  bisect(platform, device, graph, opts, budget, lo, out);
+  return LOOM_OK;
+}
