@@ -13,6 +13,7 @@ typedef struct mode {
 } mode;
 
 int loom_bench_blas(int argc, char **argv); /* bench_blas.c */
+int loom_bench_limits(int argc, char **argv);
 
 static const mode modes[] = {
     {"attention", loom_bench_attention,
@@ -44,6 +45,8 @@ static const mode modes[] = {
      "Gaussian kernel matrix-vector product, fused vs unfused under a limit: times, peaks, share of the "
      "device's dot rate"},
     {"knn", loom_bench_knn, "kNN rewritten unchunked vs chunked under limits: time ratios, measured peaks"},
+    {"limits", loom_bench_limits,
+     "the kernels of examples/limits/ whole and at 1/8 of their need: ratios, predicted times, peaks"},
     {"overhead", loom_bench_overhead,
      "the executor's cost per op, per run and per loop piece on cpu0 and OpenCL devices, beside NumPy"},
     {"opencl", loom_bench_opencl,
