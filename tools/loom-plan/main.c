@@ -14,6 +14,7 @@
 #include "loom/internal/cli.h"
 #include "loom/internal/json.h"
 #include "loom/loom.h"
+#include "predict.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -28,6 +29,7 @@ typedef struct options {
   const char *limit_text;   /* --limit, or NULL */
   const char **disabled;    /* --no-rewrite names (argv strings) */
   int32_t n_disabled;
+  double max_slowdown; /* --max-slowdown F; 0: not given */
   bool json, help, version;
 } options;
 
@@ -40,11 +42,15 @@ typedef struct state {
   loom_rewrite_report report;
   loom_plan *plan;
   char note[512]; /* why chunking was left to the splitter, or "" */
+  plan_prediction prediction;
+  loom_limit_search search; /* --max-slowdown's */
+  bool search_calibrated;
 } state;
 
 static void print_usage(FILE *f) {
   fputs(
       "usage: loom-plan FILE.lir [--runners SPEC | --limit BYTES] [--no-rewrite NAME]... [--json]\n"
+      "       loom-plan FILE.lir --max-slowdown F [--no-rewrite NAME]... [--json]\n"
       "       loom-plan --help | --version\n"
       "\n"
       "Prints the memory estimate of the graph in FILE.lir (logical, physical, total and peak\n"
@@ -61,6 +67,13 @@ static void print_usage(FILE *f) {
       "                     with its limits (LOOM_MEM_LIMIT=cpu0:8MiB: stages that fit 8 MiB).\n"
       "                     A runner over its device's LOOM_MEM_LIMIT is lowered to it (said on\n"
       "                     stderr), as loom-run does.\n"
+      "                     With one runner, the plan's predicted time is printed beside the whole\n"
+      "                     graph's (the scheduler's cost model: `loom-bench calibrate` measures it,\n"
+      "                     else \"uncalibrated\" defaults), with a warning where the limit makes the\n"
+      "                     run more than 10x slower and the smallest limit within 2x.\n"
+      "  --max-slowdown F   plan on cpu0 for the smallest limit whose predicted time stays within F\n"
+      "                     times the whole graph's (F >= 1, e.g. 2): a bisection over limits, each\n"
+      "                     step a plan and its prediction\n"
       "  --no-rewrite NAME  skip one rewrite; may repeat. NAME is one of distance, dot_transpose,\n"
       "                     tile_broadcast, reduce_broadcast, dot_chain, sum_broadcast, schedule,\n"
       "                     chunk, fuse\n"
@@ -99,13 +112,14 @@ static int fail_loom(void) {
 
 /* ---- the command line ------------------------------------------------------------------ */
 
-enum { OPT_RUNNERS = 256, OPT_LIMIT, OPT_NO_REWRITE, OPT_JSON };
+enum { OPT_RUNNERS = 256, OPT_LIMIT, OPT_NO_REWRITE, OPT_JSON, OPT_MAX_SLOWDOWN };
 
 static const struct option plan_options[] = {
     {"runners", required_argument, NULL, OPT_RUNNERS},
     {"limit", required_argument, NULL, OPT_LIMIT},
     {"no-rewrite", required_argument, NULL, OPT_NO_REWRITE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"max-slowdown", required_argument, NULL, OPT_MAX_SLOWDOWN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -133,6 +147,11 @@ static int take_option(int key, const char *v, options *o) {
     case OPT_JSON:
       o->json = true;
       return 0;
+    case OPT_MAX_SLOWDOWN:
+      return loom__cli_double("loom-plan", "--max-slowdown", v, 1, 1e6, "a factor of at least 1, as 2",
+                              &o->max_slowdown)
+                 ? EXIT_USAGE
+                 : 0;
     case 'h':
       o->help = true;
       return 0;
@@ -161,6 +180,9 @@ static int parse_args(int argc, char **argv, options *o) {
   if (!o->path) return loom__cli_usage_error(&plan_cli, "no graph file given");
   if (o->runners_text && o->limit_text)
     return loom__cli_usage_error(&plan_cli, "give --runners or --limit, not both");
+  if (o->max_slowdown > 0 && (o->runners_text || o->limit_text))
+    return loom__cli_usage_error(&plan_cli,
+                                 "--max-slowdown chooses the limit: give it without --runners or --limit");
   return 0;
 }
 
@@ -169,6 +191,7 @@ static int parse_args(int argc, char **argv, options *o) {
  * none. Parse errors (LOOM_MEM_LIMIT's too) are usage errors. As loom-run does, so the plan
  * printed here is the plan it runs. */
 static int make_runners(const options *o, state *st) {
+  if (o->max_slowdown > 0) return 0; /* compute sets the runner once it has searched */
   if (!o->runners_text && !o->limit_text) {
     if (loom_runners_from_mem_limits(NULL, &st->runners, &st->n_runners))
       return fail(EXIT_USAGE, "%s", loom_last_error());
@@ -224,13 +247,32 @@ static int check_devices(const options *o, state *st) {
 
 /* ---- the work ---------------------------------------------------------------------------- */
 
-/* The rewrites, as loom_graph_optimize_for_runners prepares a graph for its runners. */
-static int optimize(options *o, state *st) {
+/* The rewrites' options, as loom-run sets them. */
+static loom_optimize_options rewrite_options(const options *o) {
   loom_optimize_options opts;
   loom_optimize_options_init(&opts);
   opts.fused_runs = loom_fused_body_runs_everywhere; /* fuse first where that fits */
   opts.disabled = o->disabled;
   opts.n_disabled = o->n_disabled;
+  return opts;
+}
+
+/* --max-slowdown: the smallest limit within the factor becomes the one runner, cpu0's. */
+static int search_limit(const options *o, state *st) {
+  loom_optimize_options opts = rewrite_options(o);
+  if (plan_search_limit("cpu0", st->graph, o->max_slowdown, &opts, &st->search, &st->search_calibrated))
+    return EXIT_FAIL;
+  st->runners = calloc(1, sizeof *st->runners);
+  if (!st->runners) return fail(EXIT_FAIL, "out of memory");
+  snprintf(st->runners[0].device, sizeof st->runners[0].device, "cpu0");
+  st->runners[0].limit = st->search.limit;
+  st->n_runners = 1;
+  return 0;
+}
+
+/* The rewrites, as loom_graph_optimize_for_runners prepares a graph for its runners. */
+static int optimize(options *o, state *st) {
+  loom_optimize_options opts = rewrite_options(o);
   loom_status s = loom_graph_optimize_for_runners(st->graph, st->runners, st->n_runners, &opts,
                                                   &st->optimized, &st->report, st->note, sizeof st->note);
   return s ? fail_loom() : 0;
@@ -239,11 +281,16 @@ static int optimize(options *o, state *st) {
 static int compute(options *o, state *st) {
   if (loom_graph_load_any(o->path, &st->graph)) return fail_loom();
   if (loom_graph_estimate(st->graph, NULL, &st->before)) return fail_loom();
-  int rc = optimize(o, st);
+  int rc = o->max_slowdown > 0 ? search_limit(o, st) : 0;
+  if (!rc) rc = optimize(o, st);
   if (rc) return rc;
   if (loom_graph_estimate(st->optimized, NULL, &st->after)) return fail_loom();
   if (st->n_runners > 0 && loom_plan_split_by_memory(st->optimized, st->runners, st->n_runners, &st->plan))
     return fail_loom();
+  if (st->n_runners == 1) {
+    loom_optimize_options opts = rewrite_options(o);
+    plan_predict(st->runners[0].device, st->runners[0].limit, st->graph, st->plan, &opts, &st->prediction);
+  }
   return 0;
 }
 
@@ -425,7 +472,7 @@ static void print_rewrites(const loom_rewrite_report *r) {
   printf("\n");
 }
 
-static int print_text(const state *st) {
+static int print_text(const options *o, const state *st) {
   printf("graph %s: %d ops, %d inputs, %d outputs\n\n", loom_graph_name(st->graph),
          (int)loom_graph_op_count(st->graph), (int)loom_graph_param_count(st->graph),
          (int)loom_graph_output_count(st->graph));
@@ -435,6 +482,18 @@ static int print_text(const state *st) {
   print_estimate("estimate after rewrites", st->optimized, &st->after);
   if (st->plan && loom_plan_print(st->plan, stdout)) return fail_loom();
   if (!st->plan) printf("no plan: give --runners SPEC or --limit BYTES to cut the graph into stages\n");
+  if (st->search.steps > 0) {
+    char lim[32], need[32];
+    printf(
+        "\nmax slowdown %.3gx: the smallest limit predicted within it is %s (%.2fx the whole time; whole "
+        "need "
+        "%s; %d plans searched)%s\n",
+        o->max_slowdown, loom_bytes_format(st->search.limit, lim, sizeof lim),
+        st->search.seconds / st->search.whole_seconds,
+        loom_bytes_format(st->search.whole_bytes, need, sizeof need), (int)st->search.steps,
+        st->search_calibrated ? "" : " (uncalibrated)");
+  }
+  if (st->n_runners == 1) plan_prediction_print(&st->prediction);
   return 0;
 }
 
@@ -511,7 +570,7 @@ static void json_stages(loom__json *j, const state *st) {
   loom__json_end_array(j);
 }
 
-static int print_json(const state *st) {
+static int print_json(const options *o, const state *st) {
   loom__json j;
   loom__json_init(&j, stdout, true);
   loom__json_begin_object(&j);
@@ -539,6 +598,18 @@ static int print_json(const state *st) {
   loom__json_end_array(&j);
   json_stages(&j, st);
   if (st->note[0]) loom__json_kv_string(&j, "note", st->note);
+  if (st->n_runners == 1) plan_prediction_json(&j, &st->prediction);
+  if (st->search.steps > 0) {
+    loom__json_key(&j, "max_slowdown");
+    loom__json_begin_object(&j);
+    loom__json_kv_double(&j, "factor", o->max_slowdown);
+    loom__json_kv_int64(&j, "limit_bytes", st->search.limit);
+    loom__json_kv_double(&j, "seconds", st->search.seconds);
+    loom__json_kv_double(&j, "whole_seconds", st->search.whole_seconds);
+    loom__json_kv_int64(&j, "whole_need_bytes", st->search.whole_bytes);
+    loom__json_kv_int64(&j, "plans", st->search.steps);
+    loom__json_end_object(&j);
+  }
   loom__json_end_object(&j);
   if (loom__json_finish(&j)) return fail_loom();
   return 0;
@@ -555,7 +626,7 @@ int main(int argc, char **argv) {
   if (!rc && !info) rc = make_runners(&o, &st);
   if (!rc && !info) rc = check_devices(&o, &st);
   if (!rc && !info) rc = compute(&o, &st);
-  if (!rc && !info) rc = o.json ? print_json(&st) : print_text(&st);
+  if (!rc && !info) rc = o.json ? print_json(&o, &st) : print_text(&o, &st);
   if (!rc && fflush(stdout) != 0) rc = fail(EXIT_FAIL, "writing the output failed");
   state_free(&st);
   free(o.disabled);
