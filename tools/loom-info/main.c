@@ -8,6 +8,7 @@
 
 #include "loom/device.h"
 #include "loom/internal/cli.h"
+#include "loom/internal/cpu.h"
 #include "loom/internal/json.h"
 #include "loom/loom.h"
 #include "loom/sched.h"
@@ -78,6 +79,14 @@ static void print_host(const loom_host_info *h) {
   if (h->l1d_bytes || h->l2_bytes || h->l3_bytes)
     printf("  caches: L1d %s, L2 %s, L3 %s\n", bytes(h->l1d_bytes, b, sizeof b),
            bytes(h->l2_bytes, c, sizeof c), bytes(h->l3_bytes, d, sizeof d));
+  loom__cpu_uarch u;
+  loom__cpu_uarch_host(&u);
+  /* CPUID is this machine's even when the topology is a recording: say so */
+  printf("  micro-architecture %s (%s family %d model %d stepping %d), %s%s\n", u.name,
+         u.vendor[0] ? u.vendor : "no CPUID", u.family, u.model, u.stepping, u.isa_name,
+         h->recorded ? " [this machine's CPU]" : "");
+  printf("  FLOPs per cycle per core: f32 %d, f64 %d (%s)\n", u.flops_per_cycle_f32, u.flops_per_cycle_f64,
+         u.source);
 }
 
 static void print_device(const loom_device_info *d) {
@@ -144,6 +153,27 @@ static int print_report(const loom_context *ctx) {
 
 /* ---- JSON --------------------------------------------------------------------------------- */
 
+/* The host's micro-architecture (this machine's CPUID, even for a recorded topology). */
+static void json_uarch(loom__json *j) {
+  loom__cpu_uarch u;
+  loom__cpu_uarch_host(&u);
+  loom__json_key(j, "cpu_uarch");
+  loom__json_begin_object(j);
+  loom__json_kv_string(j, "name", u.name);
+  loom__json_kv_string(j, "vendor", u.vendor);
+  loom__json_kv_int64(j, "family", u.family);
+  loom__json_kv_int64(j, "model", u.model);
+  loom__json_kv_int64(j, "stepping", u.stepping);
+  loom__json_kv_string(j, "isa", u.isa_name);
+  loom__json_kv_int64(j, "fma_bits", u.fma_bits);
+  loom__json_kv_int64(j, "fma_units", u.fma_units);
+  loom__json_kv_int64(j, "flops_per_cycle_f32", u.flops_per_cycle_f32);
+  loom__json_kv_int64(j, "flops_per_cycle_f64", u.flops_per_cycle_f64);
+  loom__json_kv_bool(j, "from_table", u.from_table);
+  loom__json_kv_string(j, "flops_source", u.source);
+  loom__json_end_object(j);
+}
+
 static void json_host(loom__json *j, const loom_host_info *h) {
   loom__json_key(j, "host");
   loom__json_begin_object(j);
@@ -158,6 +188,7 @@ static void json_host(loom__json *j, const loom_host_info *h) {
   loom__json_kv_int64(j, "l2_bytes", h->l2_bytes);
   loom__json_kv_int64(j, "l3_bytes", h->l3_bytes);
   loom__json_kv_bool(j, "recorded_topology", h->recorded);
+  json_uarch(j);
   loom__json_end_object(j);
 }
 
