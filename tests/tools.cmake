@@ -555,7 +555,11 @@ loom_bench_test(suite_unknown_option RC 2 ARGS suite --fast
 loom_bench_test(suite_missing_value RC 2 ARGS suite --json
   STDERR_REGEX "^loom-bench suite: option '--json' needs a value\nusage: loom-bench suite")
 loom_bench_test(suite_bad_reps RC 2 ARGS suite --reps 0
-  STDERR_REGEX "^loom-bench suite: --reps '0': want a count from 1 to 1000\n$")
+  STDERR_REGEX "^loom-bench suite: --reps '0': want a count from 1 to 64\n$")
+loom_bench_test(suite_bad_cases RC 2 ARGS suite --tiny --cases gemm,rfftt
+  STDERR_REGEX "^loom-bench suite: --cases: no case 'rfftt' \\(loom-bench suite --help lists them\\)\n$")
+loom_bench_test(suite_reps_over_max RC 2 ARGS suite --tiny --reps 9 --max-reps 4
+  STDERR_REGEX "^loom-bench suite: --reps 9 is more than --max-reps 4\nusage: loom-bench suite")
 loom_bench_test(suite_missing_device RC 2 ARGS suite --tiny --devices ocl9
   STDERR_REGEX "^loom-bench suite: --devices ocl9: no such device here\n$")
 # Every mode reads its numbers whole (issue 32: no atoi, no trailing garbage), says why a value

@@ -1,11 +1,13 @@
 /* The measurement layer (measure.h): one-op graphs, one run, and the alternating best-of. */
 #include "measure.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "loom/internal/cpu.h"
 
 void bench_op_close(bench_op *op) {
   for (int32_t p = 0; p < op->n_in; p++) loom_tensor_deinit(&op->in[p]);
@@ -63,12 +65,107 @@ int bench_measure(loom_context *ctx, const char *id, const bench_op *op, const b
   return 0;
 }
 
+/* ---- samples ------------------------------------------------------------------------------------ */
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median_of_sorted(const double *v, int32_t n) {
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_sample_summarize(bench_sample *s) {
+  if (s->n <= 0) {
+    s->min = s->median = s->mad = 0;
+    return;
+  }
+  double v[BENCH_MAX_SAMPLES];
+  memcpy(v, s->s, (size_t)s->n * sizeof v[0]);
+  qsort(v, (size_t)s->n, sizeof v[0], by_value);
+  s->min = v[0];
+  s->median = median_of_sorted(v, s->n);
+  for (int32_t i = 0; i < s->n; i++) v[i] = fabs(v[i] - s->median);
+  qsort(v, (size_t)s->n, sizeof v[0], by_value);
+  s->mad = median_of_sorted(v, s->n);
+}
+
+void bench_sample_add(bench_sample *s, double t) {
+  if (s->n < BENCH_MAX_SAMPLES) s->s[s->n++] = t;
+  bench_sample_summarize(s);
+}
+
+double bench_sample_dispersion(const bench_sample *s) {
+  return s->n > 0 && s->median > 0 ? s->mad / s->median : 0;
+}
+
+#define BENCH_WARM_S 0.01 /* seconds of warm-up runs of a case, at least one run */
+
+/* Whether the samples so far are enough: `added` (this call's) at least the minimum, then the
+ * first of the maximum (all of a's), the budget (this call's) or every side's dispersion at the
+ * target. */
+static bool spread_known(const bench_stop *st, int32_t added, const bench_sample *a, const bench_sample *b,
+                         double spent) {
+  int32_t most = st->max_samples < BENCH_MAX_SAMPLES ? st->max_samples : BENCH_MAX_SAMPLES;
+  if (a->n >= most) return true;
+  if (added < st->min_samples) return false;
+  if (spent >= st->budget_s) return true;
+  return bench_sample_dispersion(a) <= st->target && (!b || bench_sample_dispersion(b) <= st->target);
+}
+
+/* Loom's side of one sample: stop->loom_runs runs in a row (1 for the warm-up). */
+static double loom_sample(loom_context *ctx, const char *id, const bench_op *op, int32_t runs) {
+  double sum = 0;
+  for (int32_t k = 0; k < (runs > 1 ? runs : 1); k++) {
+    double t = bench_op_run(ctx, id, op);
+    if (t < 0) return -1;
+    sum += t;
+  }
+  return sum;
+}
+
+int bench_measure_samples(loom_context *ctx, const char *id, const bench_op *op, const bench_vendor *v,
+                          const bench_stop *stop, bench_sample *loom, bench_sample *vendor, char *why,
+                          size_t why_size) {
+  int32_t added = 0;
+  double spent = 0, warm = 0;
+  for (bool warming = true;;) {
+    double t0 = bench_now();
+    double tl = loom_sample(ctx, id, op, warming ? 1 : stop->loom_runs);
+    if (tl < 0) {
+      snprintf(why, why_size, "Loom on %s: %s", id, loom_last_error());
+      return 1;
+    }
+    double tv = v ? v->run(v->state, op, why, why_size) : 0;
+    if (tv < 0) return 1;
+    /* Warm-up: programs built, plans made, then runs until BENCH_WARM_S have passed, so that
+     * a microsecond case does not take its first samples with cold caches and a clock still
+     * rising (the first case of a process once had a median 2.5 times its later runs'). */
+    if (warming) {
+      warm += bench_now() - t0;
+      warming = warm < BENCH_WARM_S;
+      continue;
+    }
+    spent += bench_now() - t0;
+    bench_sample_add(loom, tl);
+    if (v) bench_sample_add(vendor, tv);
+    if (spread_known(stop, ++added, loom, v ? vendor : NULL, spent)) return 0;
+  }
+}
+
 /* ---- transfers ------------------------------------------------------------------------------------ */
 
-static void time_memcpy(void *dst, const void *src, int64_t bytes, bench_transfer *t) {
+static void time_memcpy(void *dst, const void *src, int64_t bytes, bench_transfer *t, bool timed) {
   double s = bench_now();
   memcpy(dst, src, (size_t)bytes);
-  bench_keep(&t->memcpy_s, bench_now() - s);
+  if (timed) bench_sample_add(&t->memcpy, bench_now() - s);
+  t->memcpy_s = t->memcpy.min;
+}
+
+/* A fixed number of timed runs, as the modes that keep the best of --reps want. */
+static bench_stop fixed_reps(int32_t reps) {
+  return (bench_stop){.min_samples = reps, .max_samples = reps, .budget_s = 1e30, .loom_runs = 1};
 }
 
 /* The status as the caller's answer: the message of a failed call, or of bytes that differ. */
@@ -82,31 +179,43 @@ static int finish(loom_status s, const void *src, const void *dst, int64_t bytes
   return s != LOOM_OK;
 }
 
-int bench_measure_host_transfers(loom_mem_manager *m, int32_t node, const void *src, void *dst, int64_t bytes,
-                                 int32_t reps, bench_transfer *t, char *why, size_t why_size) {
-  *t = (bench_transfer){0};
+int bench_measure_host_transfers_until(loom_mem_manager *m, int32_t node, const void *src, void *dst,
+                                       int64_t bytes, const bench_stop *stop, bench_transfer *t, char *why,
+                                       size_t why_size) {
+  memset(t, 0, sizeof *t);
   loom_buffer *b = NULL;
   loom_status s = loom_buffer_allocate(m, bytes, LOOM_U8, node, LOOM_MEM_DEVICE_LOCAL, &b);
-  for (int32_t r = 0; !s && r <= reps; r++) { /* run 0 warms up */
-    time_memcpy(dst, src, bytes, t);
-    memset(dst, 0, (size_t)bytes); /* so the check below sees what the read brought */
+  double spent = 0;
+  for (int32_t r = 0; !s; r++) { /* run 0 warms up */
     double t0 = bench_now();
-    s = loom_buffer_write(b, 0, src, bytes);
+    time_memcpy(dst, src, bytes, t, r > 0);
+    memset(dst, 0, (size_t)bytes); /* so the check below sees what the read brought */
     double t1 = bench_now();
-    if (!s) s = loom_buffer_read(b, 0, dst, bytes);
+    s = loom_buffer_write(b, 0, src, bytes);
     double t2 = bench_now();
-    if (r > 0 && !s) {
-      bench_keep(&t->h2d_s, t1 - t0);
-      bench_keep(&t->d2h_s, t2 - t1);
-    }
+    if (!s) s = loom_buffer_read(b, 0, dst, bytes);
+    double t3 = bench_now();
+    if (r == 0 || s) continue;
+    bench_sample_add(&t->h2d, t2 - t1);
+    bench_sample_add(&t->d2h, t3 - t2);
+    spent += t3 - t0;
+    if (spread_known(stop, t->h2d.n, &t->h2d, &t->d2h, spent)) break;
   }
+  t->h2d_s = t->h2d.min, t->d2h_s = t->d2h.min;
   loom_buffer_free(b);
   return finish(s, src, dst, bytes, "host <-> device", why, why_size);
 }
 
-int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, const void *src, void *dst,
-                                int64_t bytes, int32_t reps, bench_transfer *t, char *why, size_t why_size) {
-  *t = (bench_transfer){0};
+int bench_measure_host_transfers(loom_mem_manager *m, int32_t node, const void *src, void *dst, int64_t bytes,
+                                 int32_t reps, bench_transfer *t, char *why, size_t why_size) {
+  bench_stop stop = fixed_reps(reps);
+  return bench_measure_host_transfers_until(m, node, src, dst, bytes, &stop, t, why, why_size);
+}
+
+int bench_measure_peer_transfer_until(loom_mem_manager *m, int32_t a, int32_t b, const void *src, void *dst,
+                                      int64_t bytes, const bench_stop *stop, bench_transfer *t, char *why,
+                                      size_t why_size) {
+  memset(t, 0, sizeof *t);
   loom_buffer *on_a = NULL;
   /* Migration off while measuring: otherwise the buffer moves to b after a few reads and the
    * later ones copy nothing. */
@@ -115,14 +224,19 @@ int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, const
   if (!s) s = loom_mem_set_migration_policy(m, LOOM_MEM_POLICY_NONE);
   if (!s) s = loom_buffer_allocate(m, bytes, LOOM_U8, a, LOOM_MEM_DEVICE_LOCAL, &on_a);
   if (!s) s = loom_buffer_write(on_a, 0, src, bytes);
-  for (int32_t r = 0; !s && r <= reps; r++) {
-    time_memcpy(dst, src, bytes, t);
+  double spent = 0;
+  for (int32_t r = 0; !s; r++) {
+    time_memcpy(dst, src, bytes, t, r > 0);
     loom_mem_handle mh;
     double t0 = bench_now();
     s = loom_buffer_acquire(on_a, b, LOOM_ACCESS_READ, &mh);
     if (!s) s = loom_buffer_release(on_a, &mh);
-    if (r > 0 && !s) bench_keep(&t->h2d_s, bench_now() - t0);
+    if (r == 0 || s) continue;
+    bench_sample_add(&t->h2d, bench_now() - t0);
+    spent += bench_now() - t0;
+    if (spread_known(stop, t->h2d.n, &t->h2d, NULL, spent)) break;
   }
+  t->h2d_s = t->h2d.min;
   loom_mem_set_migration_policy(m, mo.migration);
   /* the copy lands where a move puts it too: check the bytes there */
   if (!s) s = loom_buffer_migrate(on_a, b);
@@ -132,32 +246,30 @@ int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, const
   return finish(s, src, dst, bytes, "device to device", why, why_size);
 }
 
-/* ---- peaks ------------------------------------------------------------------------------------------ */
-
-/* f32 lanes of the host's widest vector unit: cpu0 and CPU OpenCL devices (PoCL) run on it. */
-static int host_lanes(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return 16;
-  if (__builtin_cpu_supports("avx")) return 8;
-#endif
-  return 4;
+int bench_measure_peer_transfer(loom_mem_manager *m, int32_t a, int32_t b, const void *src, void *dst,
+                                int64_t bytes, int32_t reps, bench_transfer *t, char *why, size_t why_size) {
+  bench_stop stop = fixed_reps(reps);
+  return bench_measure_peer_transfer_until(m, a, b, src, dst, bytes, &stop, t, why, why_size);
 }
 
+/* ---- peaks ------------------------------------------------------------------------------------------ */
+
 double bench_spec_peak_gflops(const loom_device_info *info, char *source, size_t size) {
-  int lanes = 0;
-  const char *what = "";
   if (size > 0) source[0] = '\0';
+  if (info->clock_mhz <= 0 || info->compute_units <= 0) return 0;
   if (info->kind == LOOM_DEVICE_CPU) {
-    lanes = host_lanes();
-    what = "f32 lanes of the host's vector unit";
-  } else if (info->compute_capability_major > 0) {
-    int cc = 10 * info->compute_capability_major + info->compute_capability_minor;
-    lanes = cc == 70 || cc == 72 || cc == 75 || cc == 80 || cc == 60 ? 64 : 128;
-    what = "FP32 lanes per multiprocessor of its compute capability";
+    /* cpu0 and CPU OpenCL devices such as PoCL run on the host's cores */
+    loom__cpu_uarch u;
+    loom__cpu_uarch_host(&u);
+    snprintf(source, size, "table: %d MHz x %d cores x %d f32 FLOPs per cycle (%s)", (int)info->clock_mhz,
+             (int)info->compute_units, u.flops_per_cycle_f32, u.source);
+    return (double)u.flops_per_cycle_f32 * (double)info->compute_units * info->clock_mhz * 1e-3;
   }
-  if (lanes == 0 || info->clock_mhz <= 0 || info->compute_units <= 0) return 0;
-  snprintf(source, size, "spec: %d MHz x %d units x %d %s x 2", (int)info->clock_mhz,
-           (int)info->compute_units, lanes, what);
+  if (info->compute_capability_major <= 0) return 0; /* an OpenCL GPU does not say its lanes */
+  int cc = 10 * info->compute_capability_major + info->compute_capability_minor;
+  int lanes = cc == 70 || cc == 72 || cc == 75 || cc == 80 || cc == 60 ? 64 : 128;
+  snprintf(source, size,
+           "spec: %d MHz x %d units x %d FP32 lanes per multiprocessor of its compute capability x 2",
+           (int)info->clock_mhz, (int)info->compute_units, lanes);
   return 2.0 * lanes * (double)info->compute_units * info->clock_mhz * 1e-3;
 }

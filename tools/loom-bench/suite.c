@@ -20,7 +20,9 @@ typedef struct profile {
   int64_t topk_n, topk_k;
   int64_t conv[5];  /* N, C, H (= W), O, kernel */
   int64_t transfer; /* bytes */
-  int32_t reps;
+  bench_stop stop;  /* over all passes; loom_runs unused */
+  int32_t passes;   /* rounds over every op case, each adding samples to each */
+  int64_t triad;    /* doubles per array of the triad */
 } profile;
 
 static const profile profiles[] = {
@@ -34,7 +36,9 @@ static const profile profiles[] = {
      .topk_k = 16,
      .conv = {8, 64, 64, 64, 3},
      .transfer = (int64_t)64 << 20,
-     .reps = 5},
+     .stop = {.min_samples = 5, .max_samples = 30, .target = 0.02, .budget_s = 5},
+     .passes = 5,
+     .triad = (int64_t)1 << 24},
     {.name = "quick",
      .gemm = {64, 128, 256},
      .fft_log2 = 14,
@@ -45,7 +49,9 @@ static const profile profiles[] = {
      .topk_k = 16,
      .conv = {1, 16, 32, 16, 3},
      .transfer = (int64_t)4 << 20,
-     .reps = 3},
+     .stop = {.min_samples = 5, .max_samples = 40, .target = 0.02, .budget_s = 1},
+     .passes = 5,
+     .triad = (int64_t)1 << 23},
     /* for the tests: every case runs, in well under a second */
     {.name = "tiny",
      .gemm = {8, 16, 32},
@@ -57,41 +63,81 @@ static const profile profiles[] = {
      .topk_k = 4,
      .conv = {1, 2, 8, 2, 3},
      .transfer = 64 << 10,
-     .reps = 1},
+     .stop = {.min_samples = 3, .max_samples = 5, .target = 0.05, .budget_s = 0.05},
+     .passes = 1,
+     .triad = (int64_t)1 << 18},
 };
 
 typedef struct suite_options {
   const profile *p;
-  const char *devices, *json, *plot;
-  int32_t reps;
+  const char *devices, *json, *plot, *cases;
+  bench_stop stop;
+  const char *slow_case; /* LOOM_BENCH_SLOW_CASE: for tests only */
 } suite_options;
 
 static void usage(FILE *f) {
   fputs(
       "usage: loom-bench suite [--quick] [--devices LIST] [--json FILE] [--plot FILE.svg] [--reps N]\n"
+      "                        [--max-reps N] [--target X] [--budget S] [--cases LIST]\n"
       "  Every device found (cpu0, OpenCL, CUDA): GEMM f32/f64 (f16 where the device has it) at three\n"
       "  sizes, FFT (c2c 1-D, batched, r2c), reduce_sum, an elementwise add, topk, conv, transfers\n"
       "  (host to device, device to host, device to device) and per-op latency; each beside the vendor\n"
-      "  library called directly (ratio = library time / Loom time) and the device's peak.\n"
-      "  --quick         small sizes, 3 timed runs: about a minute on 2 cores\n"
+      "  library called directly (ratio = library time / Loom time) and the device's peak, measured in\n"
+      "  the same run (an FMA loop and a triad on the host). Each case is repeated until its spread is\n"
+      "  known: at least --reps timed runs of each side, then until the median absolute deviation of\n"
+      "  each is at most --target of its median, --budget is spent or --max-reps runs were made. Times\n"
+      "  are medians; the report carries each case's runs, min, median and MAD.\n"
+      "  --quick         small sizes, cases of at most about 1 s: a minute or two on 2 cores\n"
       "  --devices LIST  device ids, as cpu0,ocl1 (default: every device)\n"
       "  --json FILE     also write the report as JSON (docs/bench.md has its schema)\n"
       "  --plot FILE     also draw a roofline per device and the ratios as SVG\n"
-      "  --reps N        timed runs per case after one warm-up; the best is kept\n"
-      "  --tiny          for the tests: tiny sizes, one timed run (the figures mean nothing)\n",
+      "  --reps N        at least N timed runs per case after one warm-up (default 5; --tiny 3)\n"
+      "  --max-reps N    at most N timed runs per case (default 30, --quick 40; at most 64)\n"
+      "  --target X      stop once MAD / median is at most X on each side (default 0.02)\n"
+      "  --budget S      stop once a case's timed runs took S seconds (default 5, --quick 1)\n"
+      "  --cases LIST    only these cases: names (gemm, fft, fft_batched, rfft, reduce_sum, add, topk,\n"
+      "                  conv2d, latency, h2d, d2h, d2d), or NAME/DTYPE as gemm/f64\n"
+      "  --tiny          for the tests: tiny sizes, 3 to 5 timed runs (the figures mean nothing)\n"
+      "Environment, for tests only: LOOM_BENCH_SLOW_CASE=NAME[/DTYPE] makes Loom's side of that case\n"
+      "run its graph three times per timed run (what compare must flag, and nothing else).\n",
       f);
+}
+
+/* Every name of --cases is a case the suite has (a typo would silently measure nothing). */
+static bool known_cases(const char *list, char *bad, size_t size) {
+  static const char *const names[] = {"gemm", "fft",    "fft_batched", "rfft", "reduce_sum", "add",
+                                      "topk", "conv2d", "latency",     "h2d",  "d2h",        "d2d"};
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",/");
+    bool ok = false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+      ok |= strlen(names[i]) == len && !strncmp(names[i], p, len);
+    if (!ok) {
+      snprintf(bad, size, "%.*s", (int)strcspn(p, ","), p);
+      return false;
+    }
+    p += strcspn(p, ",");
+    if (*p) p++;
+  }
+  return true;
 }
 
 static int parse_args(int argc, char **argv, suite_options *o) {
   *o = (suite_options){.p = &profiles[0]};
   bool quick = false, tiny = false;
+  int32_t reps = 0, max_reps = 0;
+  double target = -1, budget = -1;
   const bench_opt opts[] = {
       BENCH_OPT_FLAG("quick", &quick),
       BENCH_OPT_FLAG("tiny", &tiny),
       BENCH_OPT_TEXT("devices", &o->devices, "a list of devices"),
       BENCH_OPT_TEXT("json", &o->json, "a file name"),
       BENCH_OPT_TEXT("plot", &o->plot, "a file name"),
-      BENCH_OPT_INT("reps", BENCH_I32, &o->reps, 1, 1000, "a count from 1 to 1000"),
+      BENCH_OPT_INT("reps", BENCH_I32, &reps, 1, BENCH_MAX_SAMPLES, "a count from 1 to 64"),
+      BENCH_OPT_INT("max-reps", BENCH_I32, &max_reps, 1, BENCH_MAX_SAMPLES, "a count from 1 to 64"),
+      BENCH_OPT_DOUBLE("target", &target, 0, 1, "a fraction from 0 to 1, as 0.02"),
+      BENCH_OPT_DOUBLE("budget", &budget, 0, 3600, "seconds from 0 to 3600, as 1"),
+      BENCH_OPT_TEXT("cases", &o->cases, "a list of case names"),
       BENCH_OPT_END,
   };
   bench_cli b = {
@@ -103,7 +149,20 @@ static int parse_args(int argc, char **argv, suite_options *o) {
   if (rc) return rc;
   if (quick && tiny) return bench_usage_error(&b, "give --quick or --tiny, not both");
   if (quick || tiny) o->p = &profiles[quick ? 1 : 2];
-  if (!o->reps) o->reps = o->p->reps;
+  char bad[64];
+  if (o->cases && !known_cases(o->cases, bad, sizeof bad))
+    return bench_fail("suite", 2, "--cases: no case '%s' (loom-bench suite --help lists them)", bad);
+  o->stop = o->p->stop;
+  o->stop.loom_runs = 1;
+  if (reps) o->stop.min_samples = reps;
+  if (max_reps) o->stop.max_samples = max_reps;
+  if (target >= 0) o->stop.target = target;
+  if (budget >= 0) o->stop.budget_s = budget;
+  if (o->stop.min_samples > o->stop.max_samples)
+    return bench_usage_error(&b, "--reps %d is more than --max-reps %d", (int)o->stop.min_samples,
+                             (int)o->stop.max_samples);
+  const char *slow = getenv("LOOM_BENCH_SLOW_CASE");
+  o->slow_case = slow && slow[0] ? slow : NULL;
   return 0;
 }
 
@@ -124,6 +183,13 @@ static suite_case *add_case(suite_device *d, suite_kind kind, const char *name, 
   snprintf(c->name, sizeof c->name, "%s", name);
   snprintf(c->dtype, sizeof c->dtype, "%s", dtype);
   return c;
+}
+
+/* Whether `list` (--cases, LOOM_BENCH_SLOW_CASE) names the case: by name, or as NAME/DTYPE. */
+static bool case_listed(const char *list, const char *name, const char *dtype) {
+  char both[40];
+  snprintf(both, sizeof both, "%s/%s", name, dtype);
+  return bench_id_listed(list, name) || bench_id_listed(list, both);
 }
 
 static double log2i(int64_t n) {
@@ -220,17 +286,29 @@ static void case_figures(const suite_device *d, suite_case *c) {
     c->rate = c->flops / c->seconds * 1e-9;
     c->unit = "GFLOP/s";
     /* f64 at half the f32 lanes: true of the CPUs the spec peak is computed for */
-    double peak = !strcmp(c->dtype, "f64") || !strcmp(c->dtype, "c128") ? d->peak_gflops / 2 : d->peak_gflops;
+    double peak = !strcmp(c->dtype, "f64") || !strcmp(c->dtype, "c128") ? d->peak_gflops_f64 : d->peak_gflops;
     if (peak > 0) c->fraction = c->rate / peak;
   }
   if (c->library_seconds > 0) c->ratio = c->library_seconds / c->seconds;
 }
 
 /* Opens, measures and closes one op case. */
+/* The share of o->stop one pass of the op cases has: together the passes make at least the
+ * least number of runs and spend the budget. */
+static bench_stop pass_stop(const suite_options *o, const suite_case *c) {
+  bench_stop st = o->stop;
+  int32_t passes = o->p->passes;
+  st.min_samples = (st.min_samples + passes - 1) / passes;
+  st.budget_s /= passes;
+  if (o->slow_case && case_listed(o->slow_case, c->name, c->dtype)) st.loom_runs = 3;
+  return st;
+}
+
+/* Opens, measures (adding to the case's samples) and closes one op case. */
 static void run_op_case(const suite_options *o, suite_device *d, const loom_device_info *info,
-                        loom_context *ctx, int32_t index, suite_case *c, int64_t n) {
+                        loom_context *ctx, int32_t index, suite_case *c) {
   char text[512];
-  case_graph(o, c, n, text, sizeof text);
+  case_graph(o, c, c->param, text, sizeof text);
   bench_op op;
   if (bench_op_open(&op, text, 1)) {
     snprintf(c->error, sizeof c->error, "graph: %s", loom_last_error());
@@ -239,11 +317,11 @@ static void run_op_case(const suite_options *o, suite_device *d, const loom_devi
   bench_vendor v = {0};
   bool have = !suite_vendor_open(c, d, info, ctx, index, &op, &v, c->reason, sizeof c->reason);
   if (have) snprintf(c->library, sizeof c->library, "%s", v.library);
-  bench_times t;
-  int32_t reps = c->kind == SUITE_LATENCY ? 10 * o->reps : o->reps;
-  if (bench_measure(ctx, d->id, &op, have ? &v : NULL, reps, &t, c->error, sizeof c->error) == 0) {
-    c->seconds = t.loom_s;
-    c->library_seconds = t.vendor_s;
+  bench_stop stop = pass_stop(o, c);
+  if (bench_measure_samples(ctx, d->id, &op, have ? &v : NULL, &stop, &c->loom, have ? &c->lib : NULL,
+                            c->error, sizeof c->error) == 0) {
+    c->seconds = c->loom.median;
+    c->library_seconds = have ? c->lib.median : 0;
   }
   if (have && v.close) v.close(v.state);
   bench_op_close(&op);
@@ -259,8 +337,10 @@ static int32_t device_node(loom_mem_manager *m, int32_t index) {
   return ni.kind == LOOM_MEMORY_DEVICE ? node : -1;
 }
 
-static void transfer_case(suite_device *d, suite_kind kind, const char *name, int64_t bytes, const char *to,
-                          double seconds, double memcpy_s, const char *error) {
+static void transfer_case(const suite_options *o, suite_device *d, suite_kind kind, const char *name,
+                          int64_t bytes, const char *to, const bench_sample *loom, const bench_sample *lib,
+                          const char *error) {
+  if (!case_listed(o->cases, name, "u8")) return;
   suite_case *c = add_case(d, kind, name, "u8");
   if (!c) return;
   snprintf(c->size, sizeof c->size, "%lld KiB%s%s", (long long)(bytes >> 10), to ? " -> " : "", to ? to : "");
@@ -268,14 +348,18 @@ static void transfer_case(suite_device *d, suite_kind kind, const char *name, in
   c->bytes = 2.0 * (double)bytes;
   snprintf(c->error, sizeof c->error, "%s", error);
   if (error[0]) return;
-  c->seconds = seconds;
-  c->library_seconds = memcpy_s;
+  c->loom = *loom;
+  c->lib = *lib;
+  c->seconds = loom->median;
+  c->library_seconds = lib->median;
   snprintf(c->library, sizeof c->library, "memcpy");
 }
 
 /* Host buffers of the transfers, src filled with a pattern and dst touched, so no figure pays
  * first-touch page faults. 1 when the host has no memory for them. */
 static int host_buffers(int64_t bytes, uint8_t **src, uint8_t **dst) {
+  *src = *dst = NULL;
+  if (bytes <= 0) return 1;
   *src = malloc((size_t)bytes);
   *dst = malloc((size_t)bytes);
   if (!*src || !*dst) {
@@ -294,21 +378,26 @@ static void run_transfers(const suite_options *o, suite_device *d, loom_context 
   uint8_t *src, *dst;
   int64_t bytes = o->p->transfer;
   if (loom_context_memory(ctx, &m) || (node = device_node(m, index)) < 0) return;
+  bool host = case_listed(o->cases, "h2d", "u8") || case_listed(o->cases, "d2h", "u8"),
+       peer = case_listed(o->cases, "d2d", "u8");
+  if (!host && !peer) return;
   char why[200] = "no host memory for the transfers' buffers";
   bench_transfer t = {0};
   if (host_buffers(bytes, &src, &dst) == 0) {
     why[0] = '\0';
-    bench_measure_host_transfers(m, node, src, dst, bytes, o->reps, &t, why, sizeof why);
+    if (host) bench_measure_host_transfers_until(m, node, src, dst, bytes, &o->stop, &t, why, sizeof why);
   }
-  transfer_case(d, SUITE_H2D, "h2d", bytes, NULL, t.h2d_s, t.memcpy_s, why);
-  transfer_case(d, SUITE_D2H, "d2h", bytes, NULL, t.d2h_s, t.memcpy_s, why);
-  for (int32_t j = 0; why[0] == '\0' && j < loom_context_device_count(ctx); j++) {
+  if (host) {
+    transfer_case(o, d, SUITE_H2D, "h2d", bytes, NULL, &t.h2d, &t.memcpy, why);
+    transfer_case(o, d, SUITE_D2H, "d2h", bytes, NULL, &t.d2h, &t.memcpy, why);
+  }
+  for (int32_t j = 0; peer && why[0] == '\0' && j < loom_context_device_count(ctx); j++) {
     loom_device_info other;
     int32_t to = j == index ? -1 : device_node(m, j);
     if (to < 0 || to == node || loom_context_device_info(ctx, j, &other)) continue;
     char err[200] = "";
-    bench_measure_peer_transfer(m, node, to, src, dst, bytes, o->reps, &t, err, sizeof err);
-    transfer_case(d, SUITE_D2D, "d2d", bytes, other.id, t.h2d_s, t.memcpy_s, err);
+    bench_measure_peer_transfer_until(m, node, to, src, dst, bytes, &o->stop, &t, err, sizeof err);
+    transfer_case(o, d, SUITE_D2D, "d2d", bytes, other.id, &t.h2d, &t.memcpy, err);
   }
   if (why[0] == '\0') {
     free(src);
@@ -318,16 +407,30 @@ static void run_transfers(const suite_options *o, suite_device *d, loom_context 
 
 /* ---- peaks ------------------------------------------------------------------------------------------ */
 
-/* The peak from what the device says (bench_spec_peak_gflops); an OpenCL GPU does not say,
- * so its peak is measured afterwards (measured_peaks). */
-static void spec_peak(suite_device *d, const loom_device_info *info) {
-  d->peak_gflops = bench_spec_peak_gflops(info, d->peak_gflops_source, sizeof d->peak_gflops_source);
+/* The table's peak (bench_spec_peak_gflops) beside the one the fractions divide by: a CPU
+ * device runs on the host, so the host's peaks measured in this run are its own; another
+ * device keeps the table's, and measured_peaks fills what it lacks from the run's cases. */
+static void device_peaks(suite_device *d, const loom_device_info *info, const suite_peaks *host) {
+  d->spec_gflops = bench_spec_peak_gflops(info, d->spec_source, sizeof d->spec_source);
+  if (info->kind == LOOM_DEVICE_CPU && host->gflops_f32 > 0) {
+    d->peak_gflops = host->gflops_f32;
+    d->peak_gflops_f64 = host->gflops_f64;
+    snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "%s", host->fma_source);
+  } else if (d->spec_gflops > 0) {
+    d->peak_gflops = d->spec_gflops;
+    snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "%s", d->spec_source);
+  }
+  if (info->kind == LOOM_DEVICE_CPU && info->host_unified && host->triad_gbps > 0) {
+    d->peak_gbps = host->triad_gbps;
+    snprintf(d->peak_gbps_source, sizeof d->peak_gbps_source, "%s", host->triad_source);
+  }
 }
 
 /* Peaks the device did not give: the best rate any case reached, either side. Transfers do not
  * count towards the memory peak: they measure the link (PCIe), not the device's memory. */
 static void measured_peaks(suite_device *d, double host_gbps, bool host_unified) {
   double flops = 0, gbps = 0;
+  if (d->peak_gbps > 0) host_unified = false; /* the triad already measured this memory */
   for (int32_t i = 0; i < d->n_cases; i++) {
     const suite_case *c = &d->cases[i];
     double best = c->library_seconds > 0 && c->library_seconds < c->seconds ? c->library_seconds : c->seconds;
@@ -347,7 +450,7 @@ static void measured_peaks(suite_device *d, double host_gbps, bool host_unified)
              "measured: the best GEMM, FFT or conv rate of this run, Loom or library");
   }
   if (host_unified && host_gbps >= gbps) gbps = host_gbps;
-  if (gbps > 0) {
+  if (gbps > 0 && d->peak_gbps <= 0) {
     d->peak_gbps = gbps;
     snprintf(d->peak_gbps_source, sizeof d->peak_gbps_source, "%s",
              host_unified && gbps == host_gbps ? "measured: memcpy on the host (read + write)"
@@ -377,9 +480,10 @@ static double host_memcpy_gbps(const suite_options *o) {
 
 static bool interactive;
 
-static void progress(const suite_device *d, const suite_case *c) {
+static void progress(const suite_device *d, const suite_case *c, int32_t pass, int32_t passes) {
   if (!interactive) return;
-  fprintf(stderr, "\r\033[K loom-bench suite: %s  %s %s %s", d->id, c->name, c->dtype, c->size);
+  fprintf(stderr, "\r\033[K loom-bench suite: %s  pass %d of %d  %s %s %s", d->id, (int)(pass + 1),
+          (int)passes, c->name, c->dtype, c->size);
   fflush(stderr);
 }
 
@@ -401,9 +505,9 @@ static void copy_identity(suite_device *d, const loom_device_info *info) {
 }
 
 static void run_device(const suite_options *o, suite_device *d, const loom_device_info *info,
-                       loom_context *ctx, int32_t index, double host_gbps) {
+                       loom_context *ctx, int32_t index, double host_gbps, const suite_peaks *host) {
   copy_identity(d, info);
-  spec_peak(d, info);
+  device_peaks(d, info, host);
   const char *gemm_types[3] = {"f32", info->fp64 ? "f64" : NULL, info->fp16 ? "f16" : NULL};
   const profile *p = o->p;
   struct {
@@ -422,19 +526,29 @@ static void run_device(const suite_options *o, suite_device *d, const loom_devic
   };
   for (int t = 0; t < 3; t++)
     for (int s = 0; gemm_types[t] && s < 3; s++) {
+      if (!case_listed(o->cases, "gemm", gemm_types[t])) continue;
       suite_case *c = add_case(d, SUITE_GEMM, "gemm", gemm_types[t]);
       if (!c) return;
-      case_graph(o, c, p->gemm[s], (char[512]){0}, 512);
-      progress(d, c);
-      run_op_case(o, d, info, ctx, index, c, p->gemm[s]);
+      c->param = p->gemm[s];
+      case_graph(o, c, c->param, (char[512]){0}, 512);
     }
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    if (!case_listed(o->cases, ops[i].name, ops[i].dtype)) continue;
     suite_case *c = add_case(d, ops[i].kind, ops[i].name, ops[i].dtype);
     if (!c) return;
-    case_graph(o, c, ops[i].n, (char[512]){0}, 512);
-    progress(d, c);
-    run_op_case(o, d, info, ctx, index, c, ops[i].n);
+    c->param = ops[i].n;
+    case_graph(o, c, c->param, (char[512]){0}, 512);
   }
+  /* Rounds over every case rather than each case at once: a case's runs then come from the
+   * whole run's time, so its spread holds the machine's slower changes (another process's
+   * compile starting) and not only the jitter of one half second. */
+  for (int32_t pass = 0; pass < p->passes; pass++)
+    for (int32_t i = 0; i < d->n_cases; i++) {
+      suite_case *c = &d->cases[i];
+      if (c->error[0]) continue; /* it failed in an earlier pass */
+      progress(d, c, pass, p->passes);
+      run_op_case(o, d, info, ctx, index, c);
+    }
   if (interactive) fprintf(stderr, "\r\033[K loom-bench suite: %s  transfers", d->id);
   run_transfers(o, d, ctx, index);
   measured_peaks(d, host_gbps, info->host_unified);
@@ -485,10 +599,12 @@ static int run_devices(const suite_options *o, loom_context *ctx, suite_report *
   r->devices = calloc((size_t)(n ? n : 1), sizeof *r->devices);
   if (!r->devices) return 1;
   double host_gbps = host_memcpy_gbps(o);
+  if (interactive) fputs("\r\033[K loom-bench suite: the host's peaks (FMA loops, triad)", stderr);
+  suite_host_peaks(o->p->triad, &r->peaks);
   for (int32_t i = 0; i < n; i++) {
     loom_device_info info;
     if (loom_context_device_info(ctx, i, &info) || !bench_id_listed(o->devices, info.id)) continue;
-    run_device(o, &r->devices[r->n_devices++], &info, ctx, i, host_gbps);
+    run_device(o, &r->devices[r->n_devices++], &info, ctx, i, host_gbps, &r->peaks);
   }
   if (interactive) fputs("\r\033[K", stderr);
   if (r->n_devices == 0) {
@@ -508,13 +624,14 @@ int loom_bench_suite(int argc, char **argv) {
     fprintf(stderr, "loom-bench suite: %s\n", loom_last_error());
     return 1;
   }
-  suite_report r = {.reps = o.reps};
-  snprintf(r.loom_version, sizeof r.loom_version, "%d.%d.%d", LOOM_VERSION_MAJOR, LOOM_VERSION_MINOR,
-           LOOM_VERSION_PATCH);
+  suite_report r = {.reps = o.stop.min_samples, .stop = o.stop};
+  snprintf(r.loom_version, sizeof r.loom_version, "%s", loom_version());
   snprintf(r.profile, sizeof r.profile, "%s", o.p->name);
+  suite_meta_begin(&r.meta, ctx);
   double t0 = bench_now();
   rc = run_devices(&o, ctx, &r);
   r.wall_seconds = bench_now() - t0;
+  suite_meta_end(&r.meta);
   loom_context_destroy(ctx);
   if (!rc) {
     suite_print_markdown(&r, stdout);

@@ -27,20 +27,22 @@ typedef enum suite_kind {
 } suite_kind;
 
 /* One measured case. Rates: GFLOP/s for compute cases, GB/s (bytes read plus written) for
- * memory ones, microseconds per op for latency. */
+ * memory ones, microseconds per op for latency; all from the median time. */
 typedef struct suite_case {
   suite_kind kind;
-  char name[24];  /* "gemm", "fft", "d2d" */
-  char size[48];  /* "256x256x256", "2^14", "4 MiB -> ocl1" */
-  char dtype[8];  /* "f32", "c64", "u8" */
-  double seconds; /* Loom's best; 0: not measured (error says why) */
-  double flops;   /* per run; 0 for transfers */
-  double bytes;   /* read plus written per run */
+  char name[24];          /* "gemm", "fft", "d2d" */
+  char size[48];          /* "256x256x256", "2^14", "4 MiB -> ocl1" */
+  char dtype[8];          /* "f32", "c64", "u8" */
+  int64_t param;          /* the size the profile gives the case's graph (suite.c: case_graph) */
+  double seconds;         /* Loom's median; 0: not measured (error says why) */
+  bench_sample loom, lib; /* every timed run of each side (lib: none without a library) */
+  double flops;           /* per run; 0 for transfers */
+  double bytes;           /* read plus written per run */
   double rate;
-  const char *unit; /* "GFLOP/s", "GB/s", "us" */
-  char library[40]; /* the vendor side's name; "" when there is none (reason says why) */
-  double library_seconds;
-  double ratio; /* library seconds / Loom seconds; 0 when no library */
+  const char *unit;       /* "GFLOP/s", "GB/s", "us" */
+  char library[40];       /* the vendor side's name; "" when there is none (reason says why) */
+  double library_seconds; /* the library's median */
+  double ratio;           /* library median / Loom median; 0 when no library */
   char reason[200];
   double fraction; /* of the device's peak; < 0 when there is no peak to compare with */
   char error[200]; /* why the case failed; "" when it ran */
@@ -49,16 +51,41 @@ typedef struct suite_case {
 typedef struct suite_device {
   char id[16], vendor[96], name[128], driver[96], runtime[160], kind[12];
   int32_t compute_units, clock_mhz;
-  double peak_gflops, peak_gbps; /* f32 compute and memory peaks; 0: unknown */
-  char peak_gflops_source[120], peak_gbps_source[120];
+  /* The peaks the "of peak" column divides by: measured in this run where the device is the
+   * host's (cpu0, and CPU OpenCL devices such as PoCL), else the spec or the best case. */
+  double peak_gflops, peak_gflops_f64, peak_gbps; /* 0: unknown */
+  char peak_gflops_source[200], peak_gbps_source[120];
+  double spec_gflops; /* the table's f32 peak (clock x units x FLOPs per cycle); 0: unknown */
+  char spec_source[200];
   suite_case *cases;
   int32_t n_cases, cap_cases;
 } suite_device;
 
+/* The run's circumstances (suite_meta.c). */
+typedef struct suite_meta {
+  char date[32]; /* UTC, ISO 8601 */
+  char loom_version[16], commit[48], build_type[24], compiler[48];
+  char cpu_model[128], uarch[48], isa[16], flops_source[160];
+  int32_t flops_per_cycle_f32, flops_per_cycle_f64, host_cores, host_pus;
+  int32_t omp_threads, openblas_threads, cores_used; /* cores_used: CPUs in the affinity mask */
+  char environment[2048]; /* "NAME=value\n" of OMP_*, GOMP_*, KMP_*, OPENBLAS_*, POCL_*, LOOM_* */
+  double load_before[3], load_after[3]; /* /proc/loadavg; -1 when unreadable */
+} suite_meta;
+
+/* The host's peaks measured in this run (suite_peaks.c). */
+typedef struct suite_peaks {
+  double gflops_f32, gflops_f64, triad_gbps;
+  int threads;
+  char fma_source[120], triad_source[120];
+} suite_peaks;
+
 typedef struct suite_report {
   char loom_version[16];
   char profile[8]; /* "full", "quick", "tiny" */
-  int32_t reps;
+  int32_t reps;    /* the least number of timed runs of a case */
+  bench_stop stop; /* when a case stopped repeating */
+  suite_meta meta;
+  suite_peaks peaks;
   double wall_seconds;
   suite_device *devices;
   int32_t n_devices;
@@ -82,6 +109,24 @@ int suite_vendor_open(const suite_case *c, const suite_device *d, const loom_dev
                       size_t reason_size);
 /* "OpenBLAS 0.3.26 ...; FFTW 3.3.10": the versions of cpu0's libraries. */
 void suite_cpu_runtime(char *out, size_t size);
+
+/* ---- suite_meta.c ---- */
+
+struct loom__json;
+/* Date, build, machine, threads, environment and the load before the run. */
+void suite_meta_begin(suite_meta *m, const loom_context *ctx);
+/* The load after the run. */
+void suite_meta_end(suite_meta *m);
+/* The Markdown lines of the report's header. */
+void suite_meta_print(const suite_meta *m, FILE *out);
+/* The report's keys (docs/bench.md, "JSON") into the open object of j. */
+void suite_meta_json(const suite_meta *m, struct loom__json *j);
+
+/* ---- suite_peaks.c ---- */
+
+/* FMA loops (f32, f64) on every OpenMP thread and a triad over 3 arrays of `triad_elements`
+ * doubles: best of 5 each. A triad without the memory for it reads 0 GB/s. */
+void suite_host_peaks(int64_t triad_elements, suite_peaks *p);
 
 /* ---- suite_report.c ---- */
 
