@@ -29,7 +29,8 @@ static const mode modes[] = {
      "the scheduler's performance models: each op class at three sizes per device, a line fitted, written "
      "to the cache folder (loom-info --models prints them)"},
     {"compare", loom_bench_compare,
-     "two suite reports (--json) side by side: B/A per case, regressions beyond a threshold flagged"},
+     "two suite reports (--json) of one machine side by side: B/A per case, flagged only beyond both runs' "
+     "noise"},
     {"cuda", loom_bench_cuda,
      "SGEMM 8192^3 and a 2^24-point FFT through Loom vs cuBLAS and cuFFT, and host <-> device "
      "bandwidth (explicit copies vs managed memory), per CUDA device"},
@@ -55,8 +56,9 @@ static const mode modes[] = {
      "kNN on several devices at once (the shared runner) vs each device alone: best-of-R times and the "
      "ratios of issue 15's acceptance"},
     {"suite", loom_bench_suite,
-     "every case on every device (GEMM, FFT, reduce, add, topk, conv, transfers, latency) vs the vendor "
-     "library and the device's peak; Markdown, --json, --plot SVG"},
+     "every case on every device (GEMM, FFT, reduce, add, topk, conv, transfers, latency), repeated until "
+     "its spread is known, vs the vendor library and the peaks measured in the run; Markdown, --json, --plot "
+     "SVG"},
 };
 
 double bench_now(void) {
