@@ -91,6 +91,22 @@ typedef struct loom_run_rank_stats {
   int64_t bytes_sent;  /* partial results it sent to the root */
 } loom_run_rank_stats;
 
+/* One rank's range of one loop's pieces in a run on a communicator (loom_run with options.mpi),
+ * field for field loom/mpi.h's loom_mpi_range. */
+typedef struct loom_run_range_stats {
+  int32_t stage;                /* the MPI run's stage (n_stages counts them) */
+  int32_t rank;                 /* in the communicator */
+  int64_t first, last;          /* the loop's pieces it ran, [first, last); first == last: none */
+  int64_t pieces;               /* the loop's pieces, all ranks together */
+  char device[32];              /* the runner device it ran on */
+  int64_t limit_bytes;          /* its limit there: the runner's, lowered to the rank's own */
+  int64_t estimated_peak_bytes; /* of its range's plan (largest stage) */
+  int64_t peak_bytes;           /* measured */
+  int32_t n_stages;             /* stages of its range's plan (more than 1 under a lower limit) */
+  int32_t recoveries;           /* re-plans after out of memory (options.recover) */
+  double seconds;               /* running its range (planning included) */
+} loom_run_range_stats;
+
 /* Statistics of a run: one structure for every kind (a graph on one device, a plan stage after
  * stage, a shared run, an MPI run). The first three fields are filled by every run; the arrays
  * by the runs that have them (NULL and 0 otherwise). Zero-initialise it before a run and
@@ -112,6 +128,12 @@ typedef struct loom_run_stats {
   int32_t n_loop_stages;          /* MPI runs: stages whose loops the ranks shared */
   int32_t n_rank_stats;
   loom_run_rank_stats *ranks; /* owned; MPI runs: every rank's on rank 0, its own elsewhere */
+  /* Owned; shared runs: per stage (n_stages), the index into devices of the device that ran it
+   * whole, -1 for a loop whose ranges the devices shared and a stage with nothing to run. */
+  int32_t *stage_device;
+  int32_t n_ranges;
+  loom_run_range_stats *ranges; /* owned; MPI runs: each rank's range of each loop, by stage then
+                                 * rank (every rank's on rank 0, its own elsewhere) */
 } loom_run_stats;
 
 /* Frees what `stats` owns and zeroes it. Accepts NULL and a zeroed structure. */

@@ -134,6 +134,11 @@ typedef struct loom_sched_device {
   int32_t node;                   /* index into the platform's memory nodes */
   int64_t memory;                 /* bytes a task placed here may hold at once; > 0 */
   loom_sched_model model;
+  /* Computes on the host's cores though it is not cpu0 (an OpenCL CPU device such as PoCL's):
+   * beside cpu0, which keeps those cores busy already, it adds no compute, so dmda gives it no
+   * work where cpu0 is one of the devices (src/sched/policy.c, for the simulation and the
+   * shared runner alike). Platform files: "host_cores": true. */
+  bool host_cores;
 } loom_sched_device;
 
 /* A link between two memory nodes, used both ways. */
@@ -261,7 +266,9 @@ LOOM_API bool loom_sched_policy_parse(const char *name, loom_sched_policy *out_p
 
 typedef struct loom_sched_placement {
   int32_t device;
-  double start, finish; /* seconds from the start */
+  double start, finish;             /* seconds from the start */
+  char label[LOOM_SCHED_LABEL_MAX]; /* the task's (a plan's: "stage 2 ops 4..6"), so a schedule
+                                       names what it placed without its problem */
 } loom_sched_placement;
 
 typedef struct loom_sched_result {

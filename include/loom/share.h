@@ -2,10 +2,12 @@
  * pieces of each top-level loop shared among the devices, placed by a policy (docs/sched.md,
  * "The shared runner").
  *
- * The plan's graph is cut into stages: by branch where it has independent branches of real
- * work (two towers of dots joined at the end: each tower a stage), else around its top-level
- * loops (constants, fills and views of a stage's inputs placed beside a loop are made once on
- * the host for its ranges). A stage waits only for the stages it reads from. Every device has
+ * The plan is made for it: loom_graph_optimize_for_sharing rewrites the graph and loom_share_cut
+ * cuts it into stages, by branch where it has independent branches of real work (two towers of
+ * dots joined at the end: each tower a stage), else around its top-level loops (constants,
+ * fills and views of a stage's inputs placed beside a loop are made once on the host for its
+ * ranges). The run runs those stages as they are: it cuts nothing itself. A stage waits only
+ * for the stages it reads from. Every device has
  * a worker (a host thread feeding the device's in-order queue) for the whole run, which takes,
  * as the policy says, a ready stage to run whole on its device (as loom_plan_run runs a stage,
  * under that device's limit) or a range of a loop's pieces (a graph of its own, under the
@@ -90,11 +92,15 @@ typedef struct loom_share_device_stats {
 typedef struct loom_share_stats {
   double seconds;     /* the whole run */
   int64_t peak_bytes; /* the largest peak of any device's run */
-  int32_t n_stages;   /* stages run: the plan's (fixed), else the cut by branch or around loops */
+  int32_t n_stages;   /* stages run: the plan's */
   int32_t n_shared;   /* loops whose pieces were shared */
   int32_t n_devices;
   loom_share_device_stats *devices; /* owned; released by loom_share_stats_deinit */
   loom_plan_stats plan;             /* FIXED: the plan run's own stats */
+  /* Owned; per stage (n_stages), the index into devices of the device that ran it whole; -1
+   * for a loop whose ranges the devices shared (their ranges say which) and a stage with
+   * nothing to run. What loom-run --simulate predicts, stage by stage. */
+  int32_t *stage_device;
 } loom_share_stats;
 
 LOOM_API void loom_share_stats_deinit(loom_share_stats *stats);
@@ -149,13 +155,14 @@ LOOM_API loom_status loom_share_cut(const loom_graph *graph, const loom_runner *
                                     loom_plan **out_plan);
 
 /* Runs `plan` on the devices opts names (NULL: the defaults), inputs and outputs as
- * loom_plan_run. Under FIXED it is loom_plan_run_with_options. Otherwise the plan's graph is
- * cut into stages and run as this header's opening comment says: with one device, around its
- * loops, on that device; with several, independent stages run on different devices at once, a
- * loop's ranges on every device whose limit holds one (a device too small for a range never
- * gets one), a stage run whole on a device whose limit holds its estimate where any does.
- * `stats` (may be NULL, else zero-initialised) receives per-device figures, on failure too;
- * release it with loom_share_stats_deinit. The run's trace (loom_mem_trace_enable) gets a
+ * loom_plan_run. Under FIXED it is loom_plan_run_with_options. Otherwise the plan's stages
+ * run as they are, as this header's opening comment says (plan with loom_share_cut; a plan cut
+ * otherwise runs too, but only a stage that is one loop beside sources and views is shared in
+ * ranges, every other stage runs whole on one device): with one device, on that device; with several,
+ * independent stages run on different devices at once, a loop's ranges on every device whose limit holds one
+ * (a device too small for a range never gets one), a stage run whole on a device whose limit holds its
+ * estimate where any does. `stats` (may be NULL, else zero-initialised) receives per-device figures, on
+ * failure too; release it with loom_share_stats_deinit. The run's trace (loom_mem_trace_enable) gets a
  * "range" span per range on its device's lane (the device's memory node) beside the stages',
  * so the devices' overlap shows. A failure on one device stops the others taking work; every
  * worker is joined and everything freed before the error returns, naming the stage, the range

@@ -471,7 +471,7 @@ static bool plan_and_run_shared(l3_run *r) {
   char note[256];
   if (loom_graph_optimize_for_sharing(r->graph, loom_state.share_runners, loom_state.n_share, &opts, &r->opt,
                                       NULL, note, sizeof note) != LOOM_OK ||
-      loom_plan_split_by_memory(r->opt, loom_state.share_runners, 1, &r->plan) != LOOM_OK)
+      loom_share_cut(r->opt, loom_state.share_runners, loom_state.n_share, &r->plan) != LOOM_OK)
     return false;
   loom_run_options run;
   loom_run_options_init(&run);

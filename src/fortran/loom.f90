@@ -142,6 +142,9 @@ module loom
     type(c_ptr) :: devices = c_null_ptr
     integer(c_int32_t) :: rank = 0, n_ranks = 0, n_loop_stages = 0, n_rank_stats = 0
     type(c_ptr) :: ranks = c_null_ptr
+    type(c_ptr) :: stage_device = c_null_ptr
+    integer(c_int32_t) :: n_ranges = 0
+    type(c_ptr) :: ranges = c_null_ptr
   end type c_run_stats
 
   ! The message of this module's own last failed check; "" when the last failure was Loom's.

@@ -213,6 +213,20 @@ loom_status loom__graph_add_fused(loom_graph *g, const loom_graph *body, const l
  * Caller owns *out. Errors: OUT_OF_MEMORY; INTERNAL for a malformed graph. */
 loom_status loom__graph_unfuse(const loom_graph *g, loom_graph **out);
 
+/* The work model (ir/work.c): adds the work of op `index` of g to sizes[] and kernels[]
+ * (LOOM_OP_CLASS_COUNT entries each of loom/sched.h's classes, added to, not cleared), as
+ * loom_sched_op_work documents it. Errors: INVALID_ARGUMENT (bad graph, index or NULL arrays). */
+loom_status loom__op_work(const loom_graph *g, int32_t index, double *sizes, int32_t *kernels);
+/* The work of every op of `body`, times `scale` (a loop's pieces), added to sizes[] and
+ * kernels[] (kernels rounded up). Errors: as loom__op_work. */
+loom_status loom__body_work(const loom_graph *body, double scale, double *sizes, int32_t *kernels);
+
+/* Whether an op of this kind is a source (constant, fill, iota) or a view (reshape, transpose,
+ * broadcast, slice), which does no work of its own (ir/work.c): what a loop's stage may hold
+ * beside the loop, made on the host for its ranges, and a light group may join a loop's stage
+ * with. */
+bool loom__op_is_light(loom_op kind);
+
 /* The number of results op gives: its kind's, or its body's for a loop or a fused op. */
 static inline int32_t loom__op_result_count(const loom__op *op) {
   if (op->fused) return op->fused->n_outputs;

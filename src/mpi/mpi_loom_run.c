@@ -10,14 +10,26 @@ typedef struct mpi_comm_impl {
   MPI_Comm comm; /* the caller's; loom_plan_run_mpi works on a duplicate of it */
 } mpi_comm_impl;
 
-/* loom_plan_run_mpi's figures in loom_run's one statistics structure. The per-rank array is
- * allocated by libloom's allocator, which loom_run_stats_deinit frees. */
+/* The ranges of `m` into out->ranges (loom_run_range_stats is loom_mpi_range field for field). */
+static void take_ranges(const loom_mpi_stats *m, loom_run_stats *out) {
+  _Static_assert(sizeof(loom_run_range_stats) == sizeof(loom_mpi_range),
+                 "the per-range figures of runtime.h and mpi.h differ");
+  if (m->n_ranges <= 0) return;
+  out->ranges = LOOM_LIB->calloc((size_t)m->n_ranges, sizeof *out->ranges);
+  if (!out->ranges) return;
+  out->n_ranges = m->n_ranges;
+  memcpy(out->ranges, m->ranges, sizeof *out->ranges * (size_t)m->n_ranges);
+}
+
+/* loom_plan_run_mpi's figures in loom_run's one statistics structure. The per-rank and
+ * per-range arrays are allocated by libloom's allocator, which loom_run_stats_deinit frees. */
 static void take_mpi_stats(const loom_mpi_stats *m, loom_run_stats *out) {
   out->seconds = m->seconds;
   out->rank = m->rank;
   out->n_ranks = m->n_ranks;
   out->n_stages = m->n_stages;
   out->n_loop_stages = m->n_loop_stages;
+  take_ranges(m, out);
   if (m->n_ranks_stats <= 0) return;
   out->ranks = LOOM_LIB->calloc((size_t)m->n_ranks_stats, sizeof *out->ranks);
   if (!out->ranks) return;

@@ -32,11 +32,11 @@
 #include <string.h>
 
 #include "hmm/hmm.h"
-#include "ir/repiece.h"
 #include "loom/plan.h"
 #include "runtime/context.h"
 #include "runtime/exec.h"
 #include "runtime/run_admit.h"
+#include "splitter/restage.h"
 
 /* The device a stage runs on: cpu0, or a device of the context a compute backend drives
  * (runtime/backends.c), opened on first use. A stage placed elsewhere is refused before
@@ -399,22 +399,6 @@ static loom_status run_replan(plan_run *outer, const loom_stage_info *st, const 
   return s;
 }
 
-/* A plan of g on `device` for `limit` bytes: g as it is where its estimated peak fits,
- * else rewritten for the limit (chunked), cut into stages by memory. */
-static loom_status plan_for(const plan_run *r, const loom_graph *g, const char *device, int64_t limit,
-                            int64_t peak, loom_plan **out) {
-  loom_runner runner;
-  memset(&runner, 0, sizeof runner);
-  snprintf(runner.device, sizeof runner.device, "%s", device);
-  runner.limit = limit;
-  if (peak <= limit) return loom_plan_split_by_memory(g, &runner, 1, out);
-  loom_graph *chunked = NULL;
-  loom_status s = loom_graph_optimize_for_runners(g, &runner, 1, r->opts->optimize, &chunked, NULL, NULL, 0);
-  if (!s) s = loom_plan_split_by_memory(chunked, &runner, 1, out);
-  loom_graph_destroy(chunked);
-  return s;
-}
-
 /* Re-plans stage st for rec->limit_bytes on its device and runs the re-plan in its place.
  * Its loops get smaller pieces; what still passes the limit is chunked. Where no plan fits
  * the limit (a step that cannot be cut) but the smallest pieces hold less than `ceiling`
@@ -423,21 +407,14 @@ static loom_status plan_for(const plan_run *r, const loom_graph *g, const char *
 static loom_status replan_stage(plan_run *r, const loom_stage_info *st, int64_t ceiling,
                                 const loom_tensor *ins, loom_buffer **in_bufs, loom_tensor *outs,
                                 loom_buffer **out_bufs, loom_plan_recovery *rec) {
-  loom_graph *g = NULL, *plain = NULL;
   loom_plan *sub = NULL;
-  int64_t peak = 0, limit = rec->limit_bytes;
-  /* A fused op is not cut by the chunk rewrite: its body's ops are, and fusion joins them
-   * again in the pieces (where the whole graph was fused before chunking, one fused op is the
-   * stage). */
-  loom_status s = loom__graph_unfuse(st->graph, &plain);
-  if (!s) s = loom__loops_fit(plain, limit, &g, &peak);
-  loom_graph_destroy(plain);
-  if (!s) s = plan_for(r, g, st->device, limit, peak, &sub);
-  if (s == LOOM_ERR_OUT_OF_MEMORY && peak > limit && peak < ceiling) {
-    rec->limit_bytes = peak;
-    s = plan_for(r, g, st->device, peak, peak, &sub);
-  }
-  loom_graph_destroy(g);
+  int64_t limit = rec->limit_bytes;
+  loom_runner runner;
+  memset(&runner, 0, sizeof runner);
+  snprintf(runner.device, sizeof runner.device, "%s", st->device);
+  runner.limit = limit;
+  loom__restage how = {.refit = true, .optimize = r->opts->optimize, .ceiling = ceiling};
+  loom_status s = loom__plan_restage(st->graph, &runner, &how, &sub, &rec->limit_bytes);
   if (s) {
     char lim[32];
     loom__error_prefix("re-planning for %s: ", loom__format_bytes(limit, lim, sizeof lim));

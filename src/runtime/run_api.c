@@ -22,6 +22,8 @@ void loom_run_stats_deinit(loom_run_stats *stats) {
   loom__free(stats->recoveries);
   loom__free(stats->devices);
   loom__free(stats->ranks);
+  loom__free(stats->stage_device);
+  loom__free(stats->ranges);
   memset(stats, 0, sizeof *stats);
 }
 
@@ -75,6 +77,8 @@ static void take_share_stats(loom_share_stats *sh, loom_run_stats *out) {
   out->seconds = sh->seconds;
   if (!out->n_stages) out->n_stages = sh->n_stages;
   out->n_shared = sh->n_shared;
+  out->stage_device = sh->stage_device;
+  sh->stage_device = NULL;
   if (sh->n_devices > 0) {
     out->devices = loom__calloc((size_t)sh->n_devices, sizeof *out->devices);
     if (out->devices) {

@@ -3,11 +3,11 @@
  * scheduler's: it reads the context, and the scheduler stays a pure function of its inputs. */
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/core.h"
 #include "loom/runtime.h"
 #include "loom/sched.h"
+#include "runtime/share_run.h"
 
 /* Whether `id` is in the comma-separated `list` (NULL: every id). */
 static bool listed(const char *list, const char *id) {
@@ -33,6 +33,8 @@ static loom_status one_device(const loom_context *ctx, const loom_device_info *i
                      : info->backends & LOOM_BACKEND_OPENCL ? "opencl"
                                                             : "cpu";
   snprintf(out->kind, sizeof out->kind, "%s", kind);
+  /* the shared runner's own test, so that a simulation places as the run does */
+  out->host_cores = loom__share_on_host_cores(info);
   out->memory = info->memory_bytes > 0 ? info->memory_bytes : 1;
   loom_memory_node_info node;
   loom_status s = loom_context_memory_node_info(ctx, info->memory_node, &node);

@@ -1,6 +1,6 @@
-/* The shared runner (loom/share.h): a plan cut into stages (by branch, share_cut.h, or around
- * its top-level loops), run by one worker thread per device for the whole run: each takes a
- * ready stage to run whole on its device, or a range of a shared loop's pieces; the ranges'
+/* The shared runner (loom/share.h): a plan's stages (as the sharing cut made them: by branch,
+ * or around its top-level loops, splitter/sharing.c), run by one worker thread per device for the whole run:
+ * each takes a ready stage to run whole on its device, or a range of a shared loop's pieces; the ranges'
  * results are combined on the host.
  *
  * A range is a graph of its own (ir/loop_range.h): the loop over its pieces, reading the
@@ -36,6 +36,7 @@ void loom_share_options_init(loom_share_options *opts) {
 void loom_share_stats_deinit(loom_share_stats *stats) {
   if (!stats) return;
   loom__free(stats->devices);
+  loom__free(stats->stage_device);
   loom_plan_stats_deinit(&stats->plan);
   memset(stats, 0, sizeof *stats);
 }
@@ -96,10 +97,10 @@ static double clock_stop(const worker *w, task_clock *c, bool done) {
 
 /* ---- stages ------------------------------------------------------------------------------------ */
 
-/* Whether w may run stage st whole: under dmda, beside cpu0, not a device on the host's cores;
- * and a device whose limit holds the stage's estimate, where any does. */
+/* Whether w may run stage st whole: a device whose limit holds the stage's estimate, where any
+ * does. (That dmda gives a device on the host's cores no stage beside cpu0 is the policy's own
+ * rule, sched/policy.c, which the simulation applies too.) */
 static bool stage_eligible(const share_run *r, const worker *w, const stage *st) {
-  if (r->opts->policy == LOOM_SCHED_DMDA && r->cpu0_runs && w->host_cores) return false;
   if (st->st.estimated_peak <= w->runner.limit) return true;
   for (int32_t i = 0; i < r->n_workers; i++)
     if (st->st.estimated_peak <= r->workers[i].runner.limit) return false;
@@ -135,6 +136,8 @@ static bool takes_stage(const share_run *r, const worker *w, const stage *st, do
     const worker *e = &r->workers[i];
     double expected = 0;
     o[i].eligible = stage_eligible(r, e, st);
+    o[i].cpu0 = e->is_cpu0;
+    o[i].host_cores = e->host_cores;
     o[i].fixed = false; /* FIXED runs the plan's stages on their runners, not here */
     o[i].free_at = e == w ? now : e->busy ? fmax(now + 1e-9, e->busy_until) : now;
     o[i].finish = expected_seconds(r, st, i, &expected) ? o[i].free_at + expected : INFINITY;
@@ -142,15 +145,16 @@ static bool takes_stage(const share_run *r, const worker *w, const stage *st, do
   return loom__sched_policy(r->opts->policy)->choose(o, r->n_workers) == w->index;
 }
 
-/* A stage run whole on w's device, as loom_plan_run runs it, cut by memory where it passes
- * that device's limit. */
+/* A stage run whole on w's device, as loom_plan_run runs it. The device is chosen here, at run
+ * time, so the splitter fits the stage to its limit now (one stage where its estimate fits,
+ * which the policy prefers: stage_eligible; else cut by memory). */
 static loom_status run_whole(share_run *r, worker *w, stage *st) {
   loom_plan *sub = NULL;
   loom_plan_stats ps;
   memset(&ps, 0, sizeof ps);
   task_clock clock;
   clock_start(w, &clock);
-  loom_status s = loom_plan_split_by_memory(st->st.graph, &w->runner, 1, &sub);
+  loom_status s = loom__plan_restage(st->st.graph, &w->runner, NULL, &sub, NULL);
   /* A device's results stay there for the stages reading them; a stage on the host's memory
    * (cpu0) makes host tensors, as loom_plan_run does, outside the host node's limit. */
   bool resident = !w->dev->backend->host_memory;
@@ -361,6 +365,7 @@ static void do_task(share_run *r, worker *w, task *t) {
       fail(r, s, msg);
     } else {
       w->stats->stages++;
+      r->stats->stage_device[st->index] = w->index;
       stage_done(r, st);
     }
   }
@@ -420,37 +425,7 @@ static loom_status run_workers(share_run *r) {
   return LOOM_OK;
 }
 
-/* ---- the cut ------------------------------------------------------------------------------------- */
-
-/* loom_plan_split's predicate: a cut before each top-level loop and before the op after one. */
-typedef struct cut_acc {
-  bool seen, after_loop;
-  const int32_t *stage_of_op; /* the branch cut's, where there is one */
-} cut_acc;
-
-static bool cut_around_loops(const loom_graph *g, int32_t op, void *acc) {
-  cut_acc *a = acc;
-  if (a->stage_of_op) return op > 0 && a->stage_of_op[op] != a->stage_of_op[op - 1];
-  bool loop = g->ops[op].loop != NULL, cut = a->seen && (loop || a->after_loop);
-  a->seen = true;
-  a->after_loop = loop;
-  return cut;
-}
-
-loom_status loom_share_cut(const loom_graph *graph, const loom_runner *runner, int32_t n_devices,
-                           loom_plan **out_plan) {
-  if (out_plan) *out_plan = NULL;
-  if (!graph || !runner || !out_plan || n_devices < 1)
-    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_share_cut: NULL argument or no devices");
-  loom__branch_cut branches;
-  bool found = false;
-  memset(&branches, 0, sizeof branches);
-  loom_status s = n_devices > 1 ? loom__branch_cut_make(graph, &branches, &found) : LOOM_OK;
-  cut_acc acc = {false, false, found ? branches.stage_of_op : NULL};
-  if (!s) s = loom_plan_split(found ? branches.graph : graph, cut_around_loops, &acc, runner, 1, out_plan);
-  loom__branch_cut_deinit(&branches);
-  return s;
-}
+/* ---- the stages ---------------------------------------------------------------------------------- */
 
 /* The bytes of values ids[0..n) of g. */
 static int64_t values_bytes(const loom_graph *g, const int32_t *ids, int32_t n) {
@@ -485,15 +460,24 @@ static loom_status stage_seconds(share_run *r, stage *st) {
   return LOOM_OK;
 }
 
-/* The cut (loom_share_cut), the values between stages and the stages. */
-static loom_status run_init(share_run *r, const loom_graph *plan_graph, const loom_tensor *inputs) {
-  loom_status s = loom_share_cut(plan_graph, &r->workers[0].runner, r->n_workers, &r->cut);
-  if (s) return s;
-  const loom_graph *g = r->g = loom_plan_graph(r->cut);
+/* stats->stage_device for n stages, none placed yet; false when it cannot be had. */
+static bool stage_devices_init(loom_share_stats *stats, int32_t n) {
+  stats->stage_device = loom__malloc(sizeof *stats->stage_device * (size_t)LOOM_MAX(n, 1));
+  for (int32_t i = 0; stats->stage_device && i < n; i++) stats->stage_device[i] = -1;
+  return stats->stage_device == NULL;
+}
+
+/* The plan's stages as they are (the sharing cut's, splitter/sharing.c, where the caller
+ * planned as loom/share.h says), and the values between them. */
+static loom_status run_init(share_run *r, const loom_plan *plan, const loom_tensor *inputs) {
+  loom_status s = LOOM_OK;
+  r->cut = plan;
+  const loom_graph *g = r->g = loom_plan_graph(plan);
   r->vals = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *r->vals);
   r->n_stages = loom_plan_stage_count(r->cut);
   r->stages = loom__calloc((size_t)LOOM_MAX(r->n_stages, 1), sizeof *r->stages);
-  if (!r->vals || !r->stages) return loom__oom("the stages and the values between them");
+  if (!r->vals || !r->stages || stage_devices_init(r->stats, r->n_stages))
+    return loom__oom("the stages and the values between them");
   for (int32_t v = 0; v < g->n_values; v++) r->vals[v].producer = -1;
   for (int32_t p = 0; p < g->n_params; p++) r->vals[g->params[p]].t = inputs[p];
   for (int32_t i = 0; i < g->n_outputs; i++) r->vals[g->outputs[i]].returned = true;
@@ -534,7 +518,6 @@ static void run_deinit(share_run *r) {
   for (int32_t v = 0; r->vals && v < r->g->n_values; v++) held_release(&r->vals[v]);
   loom__free(r->stages);
   loom__free(r->vals);
-  loom_plan_destroy(r->cut);
   loom_sched_platform_destroy(r->models);
 }
 
@@ -646,11 +629,13 @@ static loom_status run_fixed(share_run *r, const loom_plan *plan, const loom_ten
                              loom_tensor *outputs, int32_t n_outputs) {
   loom_status s = loom_plan_run_with_options(r->ctx, plan, r->opts->run, inputs, n_inputs, outputs, n_outputs,
                                              &r->stats->plan);
+  if (stage_devices_init(r->stats, r->stats->plan.n_stages)) return s ? s : loom__oom("the stages' devices");
   for (int32_t i = 0; i < r->stats->plan.n_stages; i++) {
     loom_stage_info st;
     if (loom_plan_stage(plan, i, &st)) continue;
     for (int32_t d = 0; d < r->n_workers; d++) {
       if (strcasecmp(r->workers[d].runner.device, st.device) != 0) continue;
+      if (st.graph) r->stats->stage_device[i] = d;
       loom_share_device_stats *ds = r->workers[d].stats;
       ds->busy_seconds += r->stats->plan.stages[i].seconds;
       ds->peak_bytes = LOOM_MAX(ds->peak_bytes, r->stats->plan.stages[i].peak_bytes);
@@ -734,7 +719,7 @@ loom_status loom_plan_run_shared(loom_context *ctx, const loom_plan *plan, const
       pthread_mutex_destroy(&r.mu);
       sync = false;
     }
-    s = sync ? run_init(&r, loom_plan_graph(plan), inputs)
+    s = sync ? run_init(&r, plan, inputs)
              : loom__error(LOOM_ERR_UNAVAILABLE, "cannot make the workers' lock");
     stats->n_stages = r.n_stages;
     if (!s) s = run_workers(&r);

@@ -21,10 +21,10 @@
 #include "runtime/context.h"
 #include "runtime/exec.h"
 #include "runtime/run_admit.h"
-#include "runtime/share_cut.h"
 #include "runtime/stage_history.h"
 #include "sched/policy.h"
 #include "sched/sched.h"
+#include "splitter/restage.h"
 
 #define RANGES_PER_DEVICE_DEFAULT 6
 /* A free worker whose device would finish later waits at most this long before it looks again
@@ -33,9 +33,6 @@
 /* A range's measured time per piece moves the device's rate this far from the one before (the
  * first sets it): one range, slowed by a neighbour's load, does not decide the rest. */
 #define RATE_WEIGHT 0.5
-/* Sharing chunks a graph to its unchunked peak over this many times the devices: pieces
- * enough that each device gets several ranges of several pieces. */
-#define PIECES_PER_DEVICE 8
 
 /* ---- the run's state ------------------------------------------------------------------------------ */
 
@@ -123,8 +120,8 @@ typedef struct held {
 struct share_run {
   loom_context *ctx;
   const loom_share_options *opts;
-  const loom_graph *g; /* the graph cut: the plan's, or the branch cut's reordering */
-  loom_plan *cut;
+  const loom_graph *g;  /* the plan's graph */
+  const loom_plan *cut; /* the plan: its stages are the run's */
   held *vals;
   worker *workers;
   int32_t n_workers;

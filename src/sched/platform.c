@@ -207,7 +207,8 @@ static loom_status check_keys(const reading *r, int32_t dev, const char *field, 
 }
 
 static loom_status read_device(reading *r, int32_t i, const loom__jr_value *v) {
-  static const char *const known[] = {"id", "kind", "memory", "node", "models", "links", "comment", NULL};
+  static const char *const known[] = {"id",    "kind",       "memory",  "node", "models",
+                                      "links", "host_cores", "comment", NULL};
   loom_sched_device *d = &r->devices[i];
   if (v->type != LOOM__JR_OBJECT) return field_error(r, i, "", "must be an object");
   loom_status s = check_keys(r, i, "", v, known);
@@ -228,6 +229,10 @@ static loom_status read_device(reading *r, int32_t i, const loom__jr_value *v) {
   const char *node_name = node ? node->string : strcasecmp(kind, "cpu") == 0 ? "host" : id;
   if ((d->node = node_index(r, node_name, true)) < 0)
     return field_error(r, i, "node", "more than 64 memory nodes");
+  const loom__jr_value *host_cores = loom__jr_get(v, "host_cores");
+  if (host_cores && host_cores->type != LOOM__JR_BOOL)
+    return field_error(r, i, "host_cores", "must be true or false");
+  d->host_cores = host_cores && host_cores->number != 0;
   const loom__jr_value *models = loom__jr_get(v, "models");
   if (!models) return field_error(r, i, "models", "missing (an object of op classes)");
   char where[512];
@@ -344,6 +349,7 @@ loom_status loom_sched_platform_write_json(const loom_sched_platform *p, const c
     const char *node = p->node_names[dev->node];
     const char *implied = strcasecmp(dev->kind, "cpu") == 0 ? "host" : dev->id;
     if (strcasecmp(node, implied) != 0) loom__json_kv_string(&j, "node", node);
+    if (dev->host_cores) loom__json_kv_bool(&j, "host_cores", true);
     loom__json_key(&j, "models");
     loom__json_begin_object(&j);
     loom__sched_model_write(&dev->model, &j);

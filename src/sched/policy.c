@@ -19,14 +19,29 @@ static int32_t choose_eager(const loom__sched_option *o, int32_t n) {
   return best;
 }
 
+/* dmda gives a device on the host's cores nothing where cpu0 is one of the devices: beside
+ * cpu0, which keeps those cores busy, it adds no compute, only takes cores from cpu0 (on 2 cores
+ * cpu0 with PoCL's two devices ran kNN in twice cpu0's own time), which no model prices. */
+static bool dmda_passes_over(const loom__sched_option *o, int32_t n, int32_t i) {
+  if (!o[i].host_cores) return false;
+  for (int32_t k = 0; k < n; k++)
+    if (o[k].cpu0) return true;
+  return false;
+}
+
 static int32_t choose_dmda(const loom__sched_option *o, int32_t n) {
-  int32_t best = -1;
+  int32_t best = -1, first_free = -1;
+  bool unknown = false;
   for (int32_t i = 0; i < n; i++) {
-    if (!o[i].eligible) continue;
-    if (o[i].finish == INFINITY) return choose_eager(o, n);
-    if (best < 0 || o[i].finish < o[best].finish) best = i;
+    if (!o[i].eligible || dmda_passes_over(o, n, i)) continue;
+    if (first_free < 0 || o[i].free_at < o[first_free].free_at) first_free = i;
+    if (o[i].finish == INFINITY)
+      unknown = true;
+    else if (best < 0 || o[i].finish < o[best].finish)
+      best = i;
   }
-  return best;
+  /* where some device's finish is unknown dmda cannot compare them: the first free, as eager */
+  return unknown ? first_free : best;
 }
 
 static const loom__sched_policy_ops policies[] = {

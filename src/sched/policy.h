@@ -12,9 +12,11 @@
 
 /* One device a ready task may go to, as a policy sees it. Times are seconds on one clock. */
 typedef struct loom__sched_option {
-  bool eligible;  /* the device may run the task at all (memory, kind, models) */
-  bool fixed;     /* the task's own device (its runner's): what FIXED takes */
-  double free_at; /* when the device can start it */
+  bool eligible;   /* the device may run the task at all (memory, kind, models) */
+  bool cpu0;       /* the device is cpu0, the host's own */
+  bool host_cores; /* it computes on the host's cores though it is not cpu0 (loom_sched_device) */
+  bool fixed;      /* the task's own device (its runner's): what FIXED takes */
+  double free_at;  /* when the device can start it */
   /* When the task would be done there, the transfers it needs included; INFINITY where no
    * model or history says. */
   double finish;

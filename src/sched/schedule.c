@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/core.h"
 #include "sched/policy.h"
@@ -162,6 +163,8 @@ static int32_t pick(sim *s, int32_t t, loom_sched_policy policy) {
   loom__sched_option *o = s->options;
   for (int32_t d = 0; d < nd; d++) {
     o[d].eligible = ex[d] < INFINITY;
+    o[d].cpu0 = strcasecmp(s->pf->devices[d].id, "cpu0") == 0;
+    o[d].host_cores = s->pf->devices[d].host_cores;
     o[d].fixed = d == s->p->tasks[t].fixed_device;
     o[d].free_at = s->dev_free[d];
     o[d].finish = policy == LOOM_SCHED_DMDA && o[d].eligible ? finish_on(s, t, d) : INFINITY;
@@ -193,6 +196,7 @@ static void place(sim *s, int32_t t, int32_t dev) {
   double start = ready > s->dev_free[dev] ? ready : s->dev_free[dev];
   double secs = s->exec[(size_t)t * (size_t)s->pf->n_devices + (size_t)dev];
   s->r->tasks[t] = (loom_sched_placement){.device = dev, .start = start, .finish = start + secs};
+  snprintf(s->r->tasks[t].label, sizeof s->r->tasks[t].label, "%s", s->p->tasks[t].label);
   s->dev_free[dev] = start + secs;
   s->r->busy[dev] += secs;
   s->r->task_count[dev]++;
@@ -441,6 +445,7 @@ loom_status loom_sched_result_write_json(const loom_sched_result *r, const loom_
   loom__json_begin_array(&j);
   for (int32_t t = 0; t < r->n_tasks; t++) {
     loom__json_begin_object(&j);
+    loom__json_kv_string(&j, "label", r->tasks[t].label);
     loom__json_kv_string(&j, "device", pf->devices[r->tasks[t].device].id);
     loom__json_kv_double(&j, "start", r->tasks[t].start);
     loom__json_kv_double(&j, "finish", r->tasks[t].finish);

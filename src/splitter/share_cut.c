@@ -1,11 +1,11 @@
-/* The branch cut of a shared run (share_cut.h).
+/* The branch cut of a shared run (share_cut.h), made when the plan is (loom_share_cut).
  *
  * Groups are kept as a union-find over the ops and rebuilt into a small graph of groups (a
  * bit row of direct successors and one of descendants per group) after every merge: graphs
  * reach this with their loops already cut, so a few hundred top-level ops at most, and the
  * rebuild is cheap beside the run it plans.
  */
-#include "runtime/share_cut.h"
+#include "splitter/share_cut.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,7 @@ static double rough_seconds(const loom_graph *g, int32_t op) {
       [LOOM_OP_CLASS_COPY] = 1 / 5e9};
   double sizes[LOOM_OP_CLASS_COUNT] = {0};
   int32_t kernels[LOOM_OP_CLASS_COUNT] = {0};
-  if (loom_sched_op_work(g, op, sizes, kernels) != LOOM_OK) return 0;
+  if (loom__op_work(g, op, sizes, kernels) != LOOM_OK) return 0;
   double t = 0;
   for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) t += sizes[c] * per_unit[c] + kernels[c] * 5e-6;
   return t;
@@ -58,12 +58,6 @@ static bool bit(const uint64_t *row, int32_t i) {
 }
 static void set_bit(uint64_t *row, int32_t i) {
   row[i / 64] |= (uint64_t)1 << (i % 64);
-}
-
-bool loom__op_is_light(loom_op kind) {
-  loom__op_class c = loom__op_info_of(kind)->cls;
-  return c == LOOM_CLASS_SOURCE || kind == LOOM_OP_RESHAPE || kind == LOOM_OP_TRANSPOSE ||
-         kind == LOOM_OP_BROADCAST || kind == LOOM_OP_SLICE;
 }
 
 static void grouping_free(grouping *gr) {

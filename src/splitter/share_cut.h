@@ -10,8 +10,8 @@
  * the graph's ops are reordered so each group's are contiguous (a topological order still),
  * and each group is a stage; the stages a stage reads from are all it waits for.
  */
-#ifndef LOOM_SHARE_CUT_H
-#define LOOM_SHARE_CUT_H
+#ifndef LOOM_SPLITTER_SHARE_CUT_H
+#define LOOM_SPLITTER_SHARE_CUT_H
 
 #include <stdbool.h>
 
@@ -36,10 +36,6 @@ typedef struct loom__branch_cut {
  * work each (or more than LOOM__BRANCH_MAX_GROUPS groups): the caller cuts around loops.
  * Errors: OUT_OF_MEMORY, and the builder's while the graph is reordered. */
 loom_status loom__branch_cut_make(const loom_graph *g, loom__branch_cut *out, bool *found);
-/* Whether an op of this kind is a source (constant, fill, iota) or a view (reshape, transpose,
- * broadcast, slice): what a loop's stage may hold beside the loop, made on the host for its
- * ranges, and a light group may join a loop's stage with. */
-bool loom__op_is_light(loom_op kind);
 /* Frees what a cut owns. Accepts a zeroed one. */
 void loom__branch_cut_deinit(loom__branch_cut *cut);
 

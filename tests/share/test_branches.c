@@ -1,4 +1,4 @@
-/* Independent stages on different devices at once (runtime/share_cut.h, loom/share.h): a
+/* Independent stages on different devices at once (splitter/share_cut.h, loom/share.h): a
  * graph of two towers of dots joined at the end is cut by branch (each tower a stage, the join
  * a third), the cut graph computes what the graph does, graphs without two heavy independent
  * branches are left to the cut around loops, and a shared run on ocl0 and ocl1 (PoCL's two
@@ -14,9 +14,9 @@
 
 #include "harness.h"
 #include "loom/sched.h"
-#include "runtime/share_cut.h"
 #include "runtime/stage_history.h"
 #include "share_test.h"
+#include "splitter/share_cut.h"
 
 /* Two towers (x's and y's) of two dots each, 512 x 512: |a3| <= 512 x 3 x 512 < 2^24, exact. */
 #define TOWERS_LIR(N)                                                      \
@@ -61,7 +61,7 @@ static loom_status run_towers_history(fixture *f, const char *devices, loom_sche
   int32_t n = 0;
   loom_plan *plan = NULL;
   loom_status s = loom_share_runners(f->ctx, devices, NULL, 0, &runners, &n);
-  if (!s) s = loom_plan_split_by_memory(f->g, runners, 1, &plan);
+  if (!s) s = loom_share_cut(f->g, runners, n, &plan);
   loom_share_options so;
   loom_share_options_init(&so);
   so.devices = devices;
@@ -383,7 +383,7 @@ TEST(branches_a_device_too_small_gets_no_stage) {
   int32_t n = 0;
   loom_plan *plan = NULL;
   ASSERT_OK(loom_share_runners(f.ctx, "ocl0,ocl1", &lim, 1, &runners, &n));
-  ASSERT_OK(loom_plan_split_by_memory(f.g, runners, 1, &plan));
+  ASSERT_OK(loom_share_cut(f.g, runners, n, &plan));
   for (int policy = LOOM_SCHED_EAGER; policy <= LOOM_SCHED_DMDA; policy++) {
     loom_share_options so;
     loom_share_options_init(&so);

@@ -74,7 +74,9 @@ static loom_status run_on(fixture *f, const char *devices, const char *run_devic
   loom_graph *opt = NULL;
   loom_plan *plan = NULL;
   if (!s) s = loom_graph_optimize_for_sharing(f->g, runners, n, &o, &opt, NULL, NULL, 0);
-  if (!s) s = loom_plan_split_by_memory(opt, runners, policy == LOOM_SCHED_FIXED ? n : 1, &plan);
+  /* FIXED runs the plan on its runners as the memory cut placed it; the others the sharing cut */
+  if (!s && policy == LOOM_SCHED_FIXED) s = loom_plan_split_by_memory(opt, runners, n, &plan);
+  if (!s && policy != LOOM_SCHED_FIXED) s = loom_share_cut(opt, runners, n, &plan);
   loom_share_options so;
   loom_share_options_init(&so);
   so.devices = run_devices;
@@ -221,7 +223,7 @@ TEST(shared_a_device_too_small_gets_no_range) {
   loom_graph *opt = NULL;
   loom_plan *plan = NULL;
   ASSERT_OK(loom_graph_optimize_for_sharing(f.g, runners, 2, &o, &opt, NULL, NULL, 0));
-  ASSERT_OK(loom_plan_split_by_memory(opt, runners, 1, &plan));
+  ASSERT_OK(loom_share_cut(opt, runners, n, &plan));
   loom_share_options so;
   loom_share_options_init(&so);
   so.devices = "cpu0,ocl0,ocl1";

@@ -94,12 +94,13 @@ static void config_plan(config *c, loom_context *ctx, const loom_graph *g, const
   snprintf(c->devices, sizeof c->devices, "%s", run_devices);
   c->ok = true;
   if (loom_share_runners(ctx, plan_devices, NULL, 0, &runners, &n)) return config_fail(c, "devices");
+  int32_t n_devices = n; /* the cut's: independent branches only where several devices run */
   if (loom_share_plan_runners(ctx, runners, n, policy, runners, &n, NULL, 0)) {
     free(runners);
     return config_fail(c, "devices");
   }
   if (loom_graph_optimize_for_sharing(g, runners, n, &o, &c->optimized, NULL, NULL, 0) ||
-      loom_plan_split_by_memory(c->optimized, runners, 1, &c->plan))
+      loom_share_cut(c->optimized, runners, n_devices, &c->plan))
     config_fail(c, "planning");
   free(runners);
 }

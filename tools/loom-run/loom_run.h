@@ -81,18 +81,19 @@ int run_mpi_begin(run_options *opts, int *argc, char ***argv);
 int run_mpi_agree(const run_options *opts, int rc, const char *step);
 /* MPI_Finalize when run_mpi_begin started MPI. */
 void run_mpi_end(const run_options *opts);
-/* Runs the plan (NULL: `optimized` as one stage with no limit) with loom_plan_run_mpi on
- * MPI_COMM_WORLD into outputs; *out_stats (free with run_mpi_free) holds its statistics, and
- * summary this rank's peak and the time. Returns 0 or an exit code (the same on every rank). */
-int run_mpi_execute(const run_options *opts, loom_context *ctx, const loom_plan *plan,
-                    const loom_graph *optimized, const loom_plan_run_options *ro, const loom_tensor *inputs,
-                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs, void **out_stats,
-                    loom_run_stats *summary);
-/* The report: every rank's pieces, time, peak and limit, then each rank's range of each loop. */
-void run_mpi_print(const void *stats);
+/* What loom_run needs for a run on MPI_COMM_WORLD (options.mpi): *out_comm (destroy with
+ * run_mpi_comm_destroy), and where there is no plan (no runners) *out_own, `optimized` as one
+ * stage on cpu0 with no limit (the caller destroys it). Returns 0 or an exit code. */
+int run_mpi_prepare(const loom_graph *optimized, const loom_plan *plan, loom_plan **out_own,
+                    loom_mpi_comm **out_comm);
+void run_mpi_comm_destroy(loom_mpi_comm *comm);
+/* The peak `rank` measured (its entry of st->ranks), 0 when st has none for it. */
+int64_t run_mpi_rank_peak(const loom_run_stats *st, int rank);
+/* The report of loom_run's MPI figures: every rank's pieces, time, peak and limit, then each
+ * rank's range of each loop. */
+void run_mpi_print(const loom_run_stats *st);
 /* --stats-json "mpi": the same as JSON. */
-void run_mpi_write_json(const void *stats, struct loom__json *j);
-void run_mpi_free(void *stats);
+void run_mpi_write_json(const loom_run_stats *st, struct loom__json *j);
 /* --devices: the runners of the devices opts->devices names (loom_share_runners), each at its
  * memory, or at the limit --runners gives it (`given`), or at --limit for all; lowered to
  * LOOM_MEM_LIMIT. The caller frees *out. Returns 0 or an exit code (a device this machine

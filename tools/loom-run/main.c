@@ -46,7 +46,7 @@ typedef struct run_state {
   loom_plan *plan;
   loom_context *ctx; /* the run's, kept for its memory manager's counters and trace */
   run_staged staged; /* the files written, renamed at the end (outputs.c) */
-  void *mpi;         /* --mpi: the run's statistics (mpi.c), freed by run_mpi_free */
+  bool mpi;          /* --mpi: the run was on MPI_COMM_WORLD (stats has its ranks and ranges) */
 } run_state;
 
 static void run_state_free(run_state *st) {
@@ -74,7 +74,6 @@ static void run_state_free(run_state *st) {
   loom_graph_destroy(st->optimized);
   loom_graph_destroy(st->graph);
   loom_context_destroy(st->ctx);
-  run_mpi_free(st->mpi);
   run_stage_free(&st->staged);
   memset(st, 0, sizeof *st);
 }
@@ -561,9 +560,9 @@ static int optimize(run_state *st, const run_options *opts) {
   loom_sched_policy policy = LOOM_SCHED_DMDA;
   if (opts->policy) loom_sched_policy_parse(opts->policy, &policy);
   if (opts->devices && policy != LOOM_SCHED_FIXED) {
-    /* several devices share loops: chunked before fused; the stages between loops on the first;
-     * planned for the devices the policy gives work (they all still run: the idle ones report
-     * no range) */
+    /* several devices share loops: chunked before fused, cut into the stages the shared run
+     * places (by branch, or around the loops); planned for the devices the policy gives work
+     * (they all still run: the idle ones report no range) */
     char note[512], left_out[256];
     loom_runner *planned = malloc(sizeof *planned * (size_t)(st->n_runners > 0 ? st->n_runners : 1));
     int32_t n_planned = 0;
@@ -572,7 +571,7 @@ static int optimize(run_state *st, const run_options *opts) {
                                 sizeof left_out) ||
         loom_graph_optimize_for_sharing(st->graph, planned, n_planned, &o, &st->optimized, &st->report, note,
                                         sizeof note) ||
-        loom_plan_split_by_memory(st->optimized, planned, 1, &st->plan)) {
+        loom_share_cut(st->optimized, &planned[0], st->n_runners, &st->plan)) {
       free(planned);
       return run_fail_loom(NULL);
     }
@@ -615,22 +614,10 @@ static int arm_refusals(void) {
   return 0;
 }
 
-/* The plan-run options of the command line: --recover, re-planning with the rewrites
- * --no-rewrite leaves (ro->optimize points at *o, which must outlive ro). For --mpi, whose run
- * reports each rank's ranges (loom_plan_run_mpi's figures). */
-static void plan_run_options_of(const run_options *opts, loom_optimize_options *o,
-                                loom_plan_run_options *ro) {
-  loom_optimize_options_init(o);
-  o->disabled = opts->no_rewrite;
-  o->n_disabled = opts->n_no_rewrite;
-  loom_plan_run_options_init(ro);
-  ro->recover = opts->recover;
-  ro->optimize = o;
-}
-
 /* loom_run's options of the command line: --devices and --policy (a run shared among devices,
  * each under the runner limit given for it), --recover re-planning with the rewrites
- * --no-rewrite leaves (ro->optimize points at *o, which must outlive ro). */
+ * --no-rewrite leaves (ro->optimize points at *o, which must outlive ro), --mpi (ro->mpi is
+ * set by the caller). */
 static void run_options_of(const run_state *st, const run_options *opts, loom_optimize_options *o,
                            loom_run_options *ro) {
   loom_optimize_options_init(o);
@@ -661,20 +648,19 @@ static int execute(run_state *st, const run_options *opts) {
   int rc = arm_refusals();
   if (rc) return rc;
   loom_status s;
-  if (opts->mpi) {
-    loom_optimize_options o;
-    loom_plan_run_options ro;
-    plan_run_options_of(opts, &o, &ro);
-    rc = run_mpi_execute(opts, st->ctx, st->plan, st->optimized, &ro, st->inputs, st->n_params, st->outputs,
-                         st->n_outputs, &st->mpi, &st->stats);
-    loom_testing_fail_node_allocations(NULL, 0, 0);
-    return rc;
-  }
-  if (st->plan) { /* on the plan's runners, or shared among --devices: one call */
+  loom_plan *own = NULL; /* --mpi without runners: the graph as one stage */
+  loom_mpi_comm *comm = NULL;
+  if (opts->mpi && (rc = run_mpi_prepare(st->optimized, st->plan, &own, &comm))) return rc;
+  st->mpi = opts->mpi;
+  const loom_plan *plan = st->plan ? st->plan : own;
+  if (plan) { /* on the plan's runners, shared among --devices, or among MPI ranks: one call */
     loom_optimize_options o;
     loom_run_options ro;
     run_options_of(st, opts, &o, &ro);
-    s = loom_run(st->ctx, st->plan, &ro, st->inputs, st->n_params, st->outputs, st->n_outputs, &st->stats);
+    ro.mpi = comm;
+    s = loom_run(st->ctx, plan, &ro, st->inputs, st->n_params, st->outputs, st->n_outputs, &st->stats);
+    run_mpi_comm_destroy(comm);
+    loom_plan_destroy(own);
   } else {
     s = loom_graph_run(st->ctx, st->optimized, st->inputs, st->n_params, st->outputs, st->n_outputs,
                        &st->stats);
@@ -740,6 +726,15 @@ static int write_stats_json(run_state *st, const char *path) {
     if (st->plan) loom_plan_stage(st->plan, i, &info);
     loom__json_begin_object(&j);
     loom__json_kv_string(&j, "runner", st->plan ? info.device : "cpu0");
+    /* a shared run: the device the policy placed the stage on ("ranges": a loop whose pieces the
+     * devices shared; "none": nothing to run), as --simulate's task labels place it */
+    if (st->stats.stage_device && i < st->stats.n_stages) {
+      int32_t d = st->stats.stage_device[i];
+      loom__json_kv_string(&j, "device",
+                           d >= 0 && d < st->stats.n_devices ? st->stats.devices[d].device
+                           : info.graph                      ? "ranges"
+                                                             : "none");
+    }
     loom__json_kv_int64(&j, "limit_bytes", st->plan ? info.limit : 0);
     int64_t est = info.estimated_peak;
     if (!st->plan) {
@@ -756,7 +751,7 @@ static int write_stats_json(run_state *st, const char *path) {
     loom__json_end_object(&j);
   }
   loom__json_end_array(&j);
-  loom__json_kv_int64(&j, "peak_bytes", st->stats.peak_bytes);
+  loom__json_kv_int64(&j, "peak_bytes", st->mpi ? run_mpi_rank_peak(&st->stats, 0) : st->stats.peak_bytes);
   loom__json_kv_double(&j, "seconds", st->stats.seconds);
   loom__json_key(&j, "rewrites");
   loom__json_begin_array(&j);
@@ -769,7 +764,7 @@ static int write_stats_json(run_state *st, const char *path) {
   }
   loom__json_end_array(&j);
   write_recoveries_json(st, &j);
-  if (st->mpi) run_mpi_write_json(st->mpi, &j);
+  if (st->mpi) run_mpi_write_json(&st->stats, &j);
   if (st->stats.n_devices > 0) run_share_write_json(&j, &st->stats);
   loom_mem_manager *memory = NULL;
   loom_context_memory(st->ctx, &memory);
@@ -830,14 +825,16 @@ static const char *devices_list(const run_state *st, char *buf, size_t size) {
 
 static void print_summary(const run_state *st, const run_options *opts) {
   char peak[32], time[32], list[512];
-  loom_bytes_format(st->stats.peak_bytes, peak, sizeof peak);
+  /* under MPI, rank 0 reports its own peak (every rank's is in the "rank" lines) */
+  int64_t peak_bytes = st->mpi ? run_mpi_rank_peak(&st->stats, 0) : st->stats.peak_bytes;
+  loom_bytes_format(peak_bytes, peak, sizeof peak);
   if (st->stats.seconds < 1.0)
     snprintf(time, sizeof time, "%.3f ms", st->stats.seconds * 1e3);
   else
     snprintf(time, sizeof time, "%.3f s", st->stats.seconds);
   if (st->mpi)
     printf("%s: ran under MPI in %s, peak %s (%lld bytes) on rank 0\n", loom_graph_name(st->graph), time,
-           peak, (long long)st->stats.peak_bytes);
+           peak, (long long)peak_bytes);
   else if (opts->devices)
     printf("%s: ran on %s (%s, policy %s) in %s, peak %s (%lld bytes) in %d stages, %d loops shared\n",
            loom_graph_name(st->graph), opts->devices, devices_list(st, list, sizeof list),
@@ -857,7 +854,7 @@ static void print_summary(const run_state *st, const run_options *opts) {
            st->report.entries[i].detail);
   }
   int32_t n_stages = st->plan && !st->mpi && st->stats.stages ? loom_plan_stage_count(st->plan) : 0;
-  run_mpi_print(st->mpi);
+  if (st->mpi) run_mpi_print(&st->stats);
   if (opts->devices) run_share_print(stdout, &st->stats);
   for (int32_t i = 0; i < n_stages; i++) {
     loom_stage_info info;

@@ -58,37 +58,68 @@ static bool never_cut(const loom_graph *g, int32_t o, void *acc) {
   return false;
 }
 
-int run_mpi_execute(const run_options *opts, loom_context *ctx, const loom_plan *plan,
-                    const loom_graph *optimized, const loom_plan_run_options *ro, const loom_tensor *inputs,
-                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs, void **out_stats,
-                    loom_run_stats *summary) {
+int run_mpi_prepare(const loom_graph *optimized, const loom_plan *plan, loom_plan **out_own,
+                    loom_mpi_comm **out_comm) {
   /* Without runners there is no plan yet: the graph as one stage on cpu0, with no limit (the
    * loops it holds are shared all the same). */
-  loom_plan *own = NULL;
-  if (!plan && loom_plan_split(optimized, never_cut, NULL, NULL, 0, &own)) return run_fail_loom(NULL);
-  loom_mpi_stats *stats = calloc(1, sizeof *stats);
-  if (!stats) {
-    loom_plan_destroy(own);
-    return run_fail(EXIT_RUN, "out of memory");
-  }
-  *out_stats = stats;
-  loom_status s = loom_plan_run_mpi(ctx, plan ? plan : own, MPI_COMM_WORLD, ro, inputs, n_inputs, outputs,
-                                    n_outputs, stats);
-  loom_plan_destroy(own);
-  if (s) return run_fail_loom(NULL);
-  summary->peak_bytes = 0;
-  for (int32_t i = 0; i < stats->n_ranks_stats; i++)
-    if (stats->ranks[i].rank == opts->mpi_rank) summary->peak_bytes = stats->ranks[i].peak_bytes;
-  summary->seconds = stats->seconds;
+  if (!plan && loom_plan_split(optimized, never_cut, NULL, NULL, 0, out_own)) return run_fail_loom(NULL);
+  if (loom_mpi_comm_create(MPI_COMM_WORLD, out_comm)) return run_fail_loom("--mpi");
   return 0;
 }
 
-void run_mpi_print(const void *stats) {
-  if (stats) loom_mpi_stats_print(stats, stdout);
+void run_mpi_comm_destroy(loom_mpi_comm *comm) {
+  loom_mpi_comm_destroy(comm);
 }
 
-void run_mpi_write_json(const void *p, loom__json *j) {
-  const loom_mpi_stats *stats = p;
+static const char *seconds_text(double s, char *buf, size_t size) {
+  if (s < 1.0)
+    snprintf(buf, size, "%.3f ms", s * 1e3);
+  else
+    snprintf(buf, size, "%.3f s", s);
+  return buf;
+}
+
+static void print_rank(const loom_run_rank_stats *k) {
+  char peak[32], lim[32], t[32], c[32], sent[32];
+  printf("  rank %-3d pieces %-8lld time %10s  peak %10s  limit %10s  %s  mpi %10s  sent %s\n", (int)k->rank,
+         (long long)k->pieces, seconds_text(k->seconds, t, sizeof t),
+         loom_bytes_format(k->peak_bytes, peak, sizeof peak),
+         k->limit_bytes > 0 ? loom_bytes_format(k->limit_bytes, lim, sizeof lim) : "none",
+         k->limit_bytes <= 0 || k->peak_bytes <= k->limit_bytes ? "(within)" : "(OVER)",
+         seconds_text(k->comm_seconds, c, sizeof c), loom_bytes_format(k->bytes_sent, sent, sizeof sent));
+}
+
+static void print_range(const loom_run_range_stats *g) {
+  char lim[32], est[32], peak[32], t[32];
+  printf(
+      "  stage %-3d rank %-3d pieces [%lld, %lld) of %lld  %-6s limit %10s  estimated peak %10s  measured "
+      "peak %10s  %d stage%s  %s\n",
+      (int)g->stage, (int)g->rank, (long long)g->first, (long long)g->last, (long long)g->pieces, g->device,
+      g->limit_bytes > 0 ? loom_bytes_format(g->limit_bytes, lim, sizeof lim) : "none",
+      loom_bytes_format(g->estimated_peak_bytes, est, sizeof est),
+      loom_bytes_format(g->peak_bytes, peak, sizeof peak), (int)g->n_stages, g->n_stages == 1 ? "" : "s",
+      seconds_text(g->seconds, t, sizeof t));
+  if (g->recoveries > 0)
+    printf("            (%d re-plan%s after out of memory: --recover)\n", (int)g->recoveries,
+           g->recoveries == 1 ? "" : "s");
+}
+
+int64_t run_mpi_rank_peak(const loom_run_stats *st, int rank) {
+  for (int32_t i = 0; i < st->n_rank_stats; i++)
+    if (st->ranks[i].rank == rank) return st->ranks[i].peak_bytes;
+  return 0;
+}
+
+void run_mpi_print(const loom_run_stats *st) {
+  char t[32];
+  printf("  mpi: %d rank%s, %d stage%s of which %d loop%s shared, %s on rank %d\n", (int)st->n_ranks,
+         st->n_ranks == 1 ? "" : "s", (int)st->n_stages, st->n_stages == 1 ? "" : "s", (int)st->n_loop_stages,
+         st->n_loop_stages == 1 ? "" : "s", seconds_text(st->seconds, t, sizeof t), (int)st->rank);
+  for (int32_t i = 0; i < st->n_rank_stats; i++) print_rank(&st->ranks[i]);
+  for (int32_t i = 0; i < st->n_ranges; i++) print_range(&st->ranges[i]);
+}
+
+void run_mpi_write_json(const loom_run_stats *stats, loom__json *j) {
   loom__json_key(j, "mpi");
   loom__json_begin_object(j);
   loom__json_kv_int64(j, "ranks", stats->n_ranks);
@@ -97,8 +128,8 @@ void run_mpi_write_json(const void *p, loom__json *j) {
   loom__json_kv_double(j, "seconds", stats->seconds);
   loom__json_key(j, "by_rank");
   loom__json_begin_array(j);
-  for (int32_t i = 0; i < stats->n_ranks_stats; i++) {
-    const loom_mpi_rank *k = &stats->ranks[i];
+  for (int32_t i = 0; i < stats->n_rank_stats; i++) {
+    const loom_run_rank_stats *k = &stats->ranks[i];
     loom__json_begin_object(j);
     loom__json_kv_int64(j, "rank", k->rank);
     loom__json_kv_int64(j, "pieces", k->pieces);
@@ -113,7 +144,7 @@ void run_mpi_write_json(const void *p, loom__json *j) {
   loom__json_key(j, "ranges");
   loom__json_begin_array(j);
   for (int32_t i = 0; i < stats->n_ranges; i++) {
-    const loom_mpi_range *g = &stats->ranges[i];
+    const loom_run_range_stats *g = &stats->ranges[i];
     loom__json_begin_object(j);
     loom__json_kv_int64(j, "stage", g->stage);
     loom__json_kv_int64(j, "rank", g->rank);
@@ -133,11 +164,6 @@ void run_mpi_write_json(const void *p, loom__json *j) {
   loom__json_end_object(j);
 }
 
-void run_mpi_free(void *stats) {
-  loom_mpi_stats_deinit(stats);
-  free(stats);
-}
-
 #else /* no MPI in this build: --mpi is refused, and nothing else is reached */
 
 int run_mpi_flag(run_options *opts, const char *value) {
@@ -152,14 +178,14 @@ int run_mpi_agree(const run_options *opts, int rc, const char *step) {
   return rc;
 }
 void run_mpi_end(const run_options *opts) {}
-int run_mpi_execute(const run_options *opts, loom_context *ctx, const loom_plan *plan,
-                    const loom_graph *optimized, const loom_plan_run_options *ro, const loom_tensor *inputs,
-                    int32_t n_inputs, loom_tensor *outputs, int32_t n_outputs, void **out_stats,
-                    loom_run_stats *summary) {
+int run_mpi_prepare(const loom_graph *optimized, const loom_plan *plan, loom_plan **out_own,
+                    loom_mpi_comm **out_comm) {
   return EXIT_USAGE;
 }
-void run_mpi_print(const void *stats) {}
-void run_mpi_write_json(const void *stats, struct loom__json *j) {}
-void run_mpi_free(void *stats) {}
-
+void run_mpi_comm_destroy(loom_mpi_comm *comm) {}
+int64_t run_mpi_rank_peak(const loom_run_stats *st, int rank) {
+  return 0;
+}
+void run_mpi_print(const loom_run_stats *st) {}
+void run_mpi_write_json(const loom_run_stats *st, struct loom__json *j) {}
 #endif
