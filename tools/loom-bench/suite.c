@@ -337,24 +337,6 @@ static int32_t device_node(loom_mem_manager *m, int32_t index) {
   return ni.kind == LOOM_MEMORY_DEVICE ? node : -1;
 }
 
-static void transfer_case(const suite_options *o, suite_device *d, suite_kind kind, const char *name,
-                          int64_t bytes, const char *to, const bench_sample *loom, const bench_sample *lib,
-                          const char *error) {
-  if (!case_listed(o->cases, name, "u8")) return;
-  suite_case *c = add_case(d, kind, name, "u8");
-  if (!c) return;
-  snprintf(c->size, sizeof c->size, "%lld KiB%s%s", (long long)(bytes >> 10), to ? " -> " : "", to ? to : "");
-  /* a copy reads and writes each byte, as memcpy does */
-  c->bytes = 2.0 * (double)bytes;
-  snprintf(c->error, sizeof c->error, "%s", error);
-  if (error[0]) return;
-  c->loom = *loom;
-  c->lib = *lib;
-  c->seconds = loom->median;
-  c->library_seconds = lib->median;
-  snprintf(c->library, sizeof c->library, "memcpy");
-}
-
 /* Host buffers of the transfers, src filled with a pattern and dst touched, so no figure pays
  * first-touch page faults. 1 when the host has no memory for them. */
 static int host_buffers(int64_t bytes, uint8_t **src, uint8_t **dst) {
@@ -372,7 +354,35 @@ static int host_buffers(int64_t bytes, uint8_t **src, uint8_t **dst) {
   return 0;
 }
 
-static void run_transfers(const suite_options *o, suite_device *d, loom_context *ctx, int32_t index) {
+/* Adds one pass's runs of a transfer to its case (made on the first pass), or its error. */
+static void transfer_case(const suite_options *o, suite_device *d, suite_kind kind, const char *name,
+                          int64_t bytes, const char *to, const bench_sample *loom, const bench_sample *lib,
+                          const char *error) {
+  if (!case_listed(o->cases, name, "u8")) return;
+  char size[48];
+  snprintf(size, sizeof size, "%lld KiB%s%s", (long long)(bytes >> 10), to ? " -> " : "", to ? to : "");
+  suite_case *c = NULL;
+  for (int32_t i = 0; i < d->n_cases && !c; i++)
+    if (d->cases[i].kind == kind && !strcmp(d->cases[i].size, size)) c = &d->cases[i];
+  if (!c && (c = add_case(d, kind, name, "u8")) != NULL) {
+    snprintf(c->size, sizeof c->size, "%s", size);
+    c->bytes = 2.0 * (double)bytes; /* a copy reads and writes each byte, as memcpy does */
+  }
+  if (!c || c->error[0]) return;
+  if (error[0]) {
+    snprintf(c->error, sizeof c->error, "%s", error);
+    return;
+  }
+  for (int32_t i = 0; i < loom->n; i++) bench_sample_add(&c->loom, loom->s[i]);
+  for (int32_t i = 0; i < lib->n; i++) bench_sample_add(&c->lib, lib->s[i]);
+  c->seconds = c->loom.median;
+  c->library_seconds = c->lib.median;
+  snprintf(c->library, sizeof c->library, "memcpy");
+}
+
+/* One pass of the device's transfers: to and from the host, and to every other device memory. */
+static void run_transfers(const suite_options *o, suite_device *d, loom_context *ctx, int32_t index,
+                          const bench_stop *stop) {
   loom_mem_manager *m = NULL;
   int32_t node;
   uint8_t *src, *dst;
@@ -383,9 +393,10 @@ static void run_transfers(const suite_options *o, suite_device *d, loom_context 
   if (!host && !peer) return;
   char why[200] = "no host memory for the transfers' buffers";
   bench_transfer t = {0};
-  if (host_buffers(bytes, &src, &dst) == 0) {
+  bool buffers = host_buffers(bytes, &src, &dst) == 0;
+  if (buffers) {
     why[0] = '\0';
-    if (host) bench_measure_host_transfers_until(m, node, src, dst, bytes, &o->stop, &t, why, sizeof why);
+    if (host) bench_measure_host_transfers_until(m, node, src, dst, bytes, stop, &t, why, sizeof why);
   }
   if (host) {
     transfer_case(o, d, SUITE_H2D, "h2d", bytes, NULL, &t.h2d, &t.memcpy, why);
@@ -396,10 +407,10 @@ static void run_transfers(const suite_options *o, suite_device *d, loom_context 
     int32_t to = j == index ? -1 : device_node(m, j);
     if (to < 0 || to == node || loom_context_device_info(ctx, j, &other)) continue;
     char err[200] = "";
-    bench_measure_peer_transfer_until(m, node, to, src, dst, bytes, &o->stop, &t, err, sizeof err);
+    bench_measure_peer_transfer_until(m, node, to, src, dst, bytes, stop, &t, err, sizeof err);
     transfer_case(o, d, SUITE_D2D, "d2d", bytes, other.id, &t.h2d, &t.memcpy, err);
   }
-  if (why[0] == '\0') {
+  if (buffers) {
     free(src);
     free(dst);
   }
@@ -542,15 +553,20 @@ static void run_device(const suite_options *o, suite_device *d, const loom_devic
   /* Rounds over every case rather than each case at once: a case's runs then come from the
    * whole run's time, so its spread holds the machine's slower changes (another process's
    * compile starting) and not only the jitter of one half second. */
-  for (int32_t pass = 0; pass < p->passes; pass++)
+  bench_stop transfers = o->stop;
+  transfers.min_samples = (transfers.min_samples + p->passes - 1) / p->passes;
+  transfers.budget_s /= p->passes;
+  for (int32_t pass = 0; pass < p->passes; pass++) {
     for (int32_t i = 0; i < d->n_cases; i++) {
       suite_case *c = &d->cases[i];
-      if (c->error[0]) continue; /* it failed in an earlier pass */
+      if (c->error[0] || (c->kind >= SUITE_H2D && c->kind <= SUITE_D2D)) continue; /* failed, or a transfer */
       progress(d, c, pass, p->passes);
       run_op_case(o, d, info, ctx, index, c);
     }
-  if (interactive) fprintf(stderr, "\r\033[K loom-bench suite: %s  transfers", d->id);
-  run_transfers(o, d, ctx, index);
+    if (interactive)
+      fprintf(stderr, "\r\033[K loom-bench suite: %s  pass %d  transfers", d->id, (int)(pass + 1));
+    run_transfers(o, d, ctx, index, &transfers);
+  }
   measured_peaks(d, host_gbps, info->host_unified);
   for (int32_t i = 0; i < d->n_cases; i++)
     if (d->cases[i].seconds > 0) case_figures(d, &d->cases[i]);
@@ -624,7 +640,7 @@ int loom_bench_suite(int argc, char **argv) {
     fprintf(stderr, "loom-bench suite: %s\n", loom_last_error());
     return 1;
   }
-  suite_report r = {.reps = o.stop.min_samples, .stop = o.stop};
+  suite_report r = {.reps = o.stop.min_samples, .stop = o.stop, .passes = o.p->passes};
   snprintf(r.loom_version, sizeof r.loom_version, "%s", loom_version());
   snprintf(r.profile, sizeof r.profile, "%s", o.p->name);
   suite_meta_begin(&r.meta, ctx);

@@ -84,6 +84,7 @@ typedef struct suite_report {
   char profile[8]; /* "full", "quick", "tiny" */
   int32_t reps;    /* the least number of timed runs of a case */
   bench_stop stop; /* when a case stopped repeating */
+  int32_t passes;  /* rounds over the op cases, each adding runs to each */
   suite_meta meta;
   suite_peaks peaks;
   double wall_seconds;

@@ -69,11 +69,13 @@ void suite_print_markdown(const suite_report *r, FILE *out) {
   fprintf(out, "# loom-bench suite (Loom %s, %s sizes; %.0f s)\n\n", r->loom_version, r->profile,
           r->wall_seconds);
   suite_meta_print(&r->meta, out);
-  fprintf(out,
-          "Each case: a warm-up, then at least %d timed runs of each side, alternately, until MAD / median "
-          "is at most %.1f%% on each side, %g s are spent or %d runs were made. Times are medians; MAD: the "
-          "median absolute deviation from the median, over the median.\n\n",
-          (int)r->stop.min_samples, 100 * r->stop.target, r->stop.budget_s, (int)r->stop.max_samples);
+  fprintf(
+      out,
+      "Each case: at least %d timed runs of each side, alternately, in %d pass%s over the cases (each after "
+      "a warm-up), until MAD / median is at most %.1f%% on each side, %g s are spent or %d runs were made. "
+      "Times are medians; MAD: the median absolute deviation from the median, over the median.\n\n",
+      (int)r->stop.min_samples, (int)r->passes, r->passes == 1 ? "" : "es", 100 * r->stop.target,
+      r->stop.budget_s, (int)r->stop.max_samples);
   print_peaks(r, out);
   fputs(
       "Ratio = library median / Loom median (above 1: Loom is faster). Rates count bytes read plus "
@@ -201,6 +203,7 @@ int suite_write_json(const suite_report *r, const char *path) {
   loom__json_kv_int64(&j, "max_samples", r->stop.max_samples);
   loom__json_kv_double(&j, "target", r->stop.target);
   loom__json_kv_double(&j, "budget_seconds", r->stop.budget_s);
+  loom__json_kv_int64(&j, "passes", r->passes);
   loom__json_end_object(&j);
   loom__json_key(&j, "host_peaks");
   loom__json_begin_object(&j);
