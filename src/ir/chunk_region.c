@@ -164,8 +164,16 @@ static bool join(region *r, int32_t o, int32_t ax) {
       r->g->values[op->outputs[0]].type.dims[ax] != 1)
     return false;
   r->out_axis[o] = ax;
-  for (int32_t i = 0; i < op->n_inputs; i++)
-    if (operand_axis(r, o, i) == AX_FAIL) return false;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int32_t v = op->inputs[i], p = r->g->values[v].op, ai = operand_axis(r, o, i);
+    /* a value made in the region exists only as pieces along the axis its op is cut along,
+     * and a combined one (a reducing sink's) not at all until the last piece */
+    if (ai == AX_FAIL ||
+        (p >= 0 && r->in_region[p] && ((is_sink(r, p) && r->reducing[p]) || r->out_axis[p] != ai))) {
+      r->out_axis[o] = AX_FAIL;
+      return false;
+    }
+  }
   r->in_region[o] = true;
   for (int32_t i = 0; i < op->n_inputs; i++) {
     int32_t v = op->inputs[i], ai = operand_axis(r, o, i);
@@ -212,30 +220,52 @@ bool loom__chunk_reduced_by(const loom__op *op, int32_t ax, int32_t rank) {
   }
 }
 
-/* Makes op c, which reads a region value as operand i, a further sink cut the same way:
- * parallel, along the axis of its results that reads the value's cut axis; reduced, when it
- * reduces that axis of its input 0. False when it cannot. */
-static bool join_sink(region *r, int32_t c, int32_t i) {
+/* Whether c's results are read in the region (by ops after it) along ax and no other axis: a
+ * sink whose results are cut along ax is read by the region only as pieces along ax. A
+ * further sink joined without this check (syrk's `a` read as rows by a dot and whole through
+ * `at = transpose a`, `at` made a sink cut along its columns) gave a body whose dot read the
+ * piece twice: "loop body: dot 'v2' reads the loop's piece along axes that do not line up". */
+static bool results_read_along(const region *r, const loom__op *op, int32_t ax) {
+  for (int32_t k = 0; k < op->n_outputs; k++) {
+    int32_t v = op->outputs[k];
+    if (r->region_uses[v] > 0 && r->axis_of[v] != ax) return false;
+  }
+  return true;
+}
+
+/* The axis of c's input 0 that c reduces when its operand i is read along a, or AX_FAIL: a
+ * reduction of input 0, or a dot's k (input 0's last axis, input 1's rows). */
+static int32_t reduced_axis(const region *r, const loom__op *op, int32_t i, int32_t a) {
+  const loom_graph *g = r->g;
+  const loom_type *t0 = &g->values[op->inputs[0]].type, *ti = &g->values[op->inputs[i]].type;
+  if (op->kind == LOOM_OP_TOPK || ti->dims[a] != r->extent) return AX_FAIL;
+  if (i == 0) return loom__chunk_reduced_by(op, a, t0->rank) ? a : AX_FAIL;
+  if (op->kind != LOOM_OP_DOT || i != 1 || a != (ti->rank >= 2 ? ti->rank - 2 : 0)) return AX_FAIL;
+  return t0->rank - 1;
+}
+
+/* c joins as a sink that reduces the cut axis (combined across pieces; topk's merge needs
+ * pieces of at least k, fixed by the first sink). */
+static bool join_reducing_sink(region *r, int32_t c, int32_t i, int32_t a) {
+  const loom__op *op = &r->g->ops[c];
+  int32_t ax = reduced_axis(r, op, i, a);
+  /* a combined result is whole only after the last piece: no piece may read it */
+  if (ax == AX_FAIL || !results_read_along(r, op, AX_UNSET)) return false;
+  r->sink_axis[c] = ax;
+  r->reducing[c] = true;
+  if (join(r, c, ax)) return true;
+  r->sink_axis[c] = AX_FAIL;
+  r->reducing[c] = false;
+  return false;
+}
+
+/* c joins as a sink whose results hold the cut axis (written in place, piece by piece). */
+static bool join_parallel_sink(region *r, int32_t c, int32_t i, int32_t a) {
   const loom_graph *g = r->g;
   const loom__op *op = &g->ops[c];
-  int32_t a = r->axis_of[op->inputs[i]];
-  if (a < 0 || a >= AX_WINDOW) return false;
-  if (r->mode == MODE_REDUCED) {
-    const loom_type *t = &g->values[op->inputs[0]].type;
-    /* topk's merge needs pieces of at least k, fixed by the first sink */
-    if (i != 0 || op->kind == LOOM_OP_TOPK || t->dims[a] != r->extent ||
-        !loom__chunk_reduced_by(op, a, t->rank))
-      return false;
-    r->sink_axis[c] = a;
-    r->reducing[c] = true;
-    if (join(r, c, a)) return true;
-    r->sink_axis[c] = AX_FAIL;
-    r->reducing[c] = false;
-    return false;
-  }
   const loom_type *ot = &g->values[op->outputs[0]].type;
   for (int32_t ax = 0; ax < ot->rank; ax++) {
-    if (ot->dims[ax] != r->extent || map_back(g, op, ax, i) != a) continue;
+    if (ot->dims[ax] != r->extent || map_back(g, op, ax, i) != a || !results_read_along(r, op, ax)) continue;
     for (int32_t k = 1; k < op->n_outputs; k++)
       if (g->values[op->outputs[k]].type.rank <= ax || g->values[op->outputs[k]].type.dims[ax] != r->extent)
         return false;
@@ -244,6 +274,17 @@ static bool join_sink(region *r, int32_t c, int32_t i) {
     r->sink_axis[c] = AX_FAIL;
   }
   return false;
+}
+
+/* Makes op c, which reads a region value as operand i, a further sink cut the same way: along
+ * the axis of its results that reads the value's cut axis, or reducing that axis (a dot over
+ * it as k). Either kind joins either mode's region, so one pass over a matrix serves A p and
+ * A^T r alike (bicg, mvt): the mode's own kind is tried first. False when it cannot. */
+static bool join_sink(region *r, int32_t c, int32_t i) {
+  int32_t a = r->axis_of[r->g->ops[c].inputs[i]];
+  if (a < 0 || a >= AX_WINDOW) return false;
+  if (r->mode == MODE_REDUCED) return join_reducing_sink(r, c, i, a) || join_parallel_sink(r, c, i, a);
+  return join_parallel_sink(r, c, i, a) || join_reducing_sink(r, c, i, a);
 }
 
 /* Producer o is read both inside the region, along one axis, and by ops outside it: tries to
@@ -642,6 +683,18 @@ static loom_status finish_sink(const region *r, loom__rebuild *rb, int32_t o, co
   return rb->dst->error;
 }
 
+/* A body the loop builder refuses is a cut this region cannot take, not the user's error: the
+ * search goes on with the next cut, and the message (should no cut be left) names the user's
+ * op, not a value of the generated body ("loop body: add 'v11' ..."). */
+static loom_status refuse_body(const region *r) {
+  char buf[32], why[160];
+  snprintf(why, sizeof why, "%s", loom_last_error());
+  const loom__op *sink = &r->g->ops[r->sink];
+  return loom__error(LOOM_ERR_UNSUPPORTED, "chunk: %s '%s' cannot be cut along %s axis %d (%s)",
+                     loom_op_name(sink->kind), loom__value_label(r->g, sink->outputs[0], buf, sizeof buf),
+                     r->mode == MODE_PARALLEL ? "its result's" : "the reduced", (int)r->axis, why);
+}
+
 /* The graph with the region run as one loop in pieces of c. */
 loom_status loom__chunk_emit_loop(const region *r, int64_t c, loom_graph **out) {
   const loom_graph *g = r->g;
@@ -662,6 +715,7 @@ loom_status loom__chunk_emit_loop(const region *r, int64_t c, loom_graph **out) 
   if (!s)
     s = loom_graph_add_loop(rb.dst, r->extent, c, bb.body, operands, bb.rules, bb.n_params, bb.combines,
                             bb.n_rets, outs);
+  if (s == LOOM_ERR_INVALID_ARGUMENT) s = refuse_body(r);
   if (!s) s = loom_graph_loop_set_slices(rb.dst, rb.dst->n_ops - 1, r->slices);
   int32_t next = 0;
   for (int32_t j = 0; !s && j < r->n_sinks; j++) s = finish_sink(r, &rb, r->sinks[j], outs, &next);
