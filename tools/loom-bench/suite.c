@@ -424,9 +424,18 @@ static void run_transfers(const suite_options *o, suite_device *d, loom_context 
 static void device_peaks(suite_device *d, const loom_device_info *info, const suite_peaks *host) {
   d->spec_gflops = bench_spec_peak_gflops(info, d->spec_source, sizeof d->spec_source);
   if (info->kind == LOOM_DEVICE_CPU && host->gflops_f32 > 0) {
-    d->peak_gflops = host->gflops_f32;
-    d->peak_gflops_f64 = host->gflops_f64;
-    snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "%s", host->fma_source);
+    /* cpu0 runs on the suite's OpenMP threads, as the FMA loop did; a CPU OpenCL device (PoCL)
+     * on threads of its own, one per compute unit */
+    double scale = info->backends == LOOM_BACKEND_CPU || info->compute_units <= 0 || host->threads <= 0
+                       ? 1
+                       : (double)info->compute_units / host->threads;
+    d->peak_gflops = host->gflops_f32 * scale;
+    d->peak_gflops_f64 = host->gflops_f64 * scale;
+    if (scale == 1)
+      snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "%s", host->fma_source);
+    else
+      snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "%s; per thread x %d compute units",
+               host->fma_source, (int)info->compute_units);
   } else if (d->spec_gflops > 0) {
     d->peak_gflops = d->spec_gflops;
     snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "%s", d->spec_source);
