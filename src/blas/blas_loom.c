@@ -263,7 +263,7 @@ typedef struct l3_operand {
 
 typedef struct l3_problem {
   int n_ops, n_terms;
-  l3_operand ops[3];
+  l3_operand ops[4];
   int x[2], y[2];      /* term t: op(ops[x[t]]) op(ops[y[t]]) */
   char opx[2], opy[2]; /* 'N' or 'T' */
   bool use_c;          /* beta is not zero: C is read */
@@ -376,13 +376,31 @@ static const char *describe(const blas_l3 *c, l3_problem *p) {
   }
 }
 
+/* A shared call's loop cuts its operands along the result's rows: one read twice (syrk's A as
+ * A and A^T, syr2k's A and B by both terms) would be cut along two axes at once, which a loop
+ * cannot hold ("reads the loop's piece along axes that do not line up"), so each use gets a
+ * parameter of its own, on the same memory. */
+static void split_uses(l3_problem *p) {
+  bool used[4] = {false};
+  for (int t = 0; t < p->n_terms; t++) {
+    int *use[2] = {&p->x[t], &p->y[t]};
+    for (int u = 0; u < 2; u++) {
+      if (used[*use[u]]) {
+        p->ops[p->n_ops] = p->ops[*use[u]];
+        *use[u] = p->n_ops++;
+      }
+      used[*use[u]] = true;
+    }
+  }
+}
+
 /* ---- the graph, its run, and C ---------------------------------------------------------- */
 
 typedef struct l3_run {
   loom_graph *graph, *opt;
   loom_plan *plan;
-  loom_tensor in[4], out;
-  void *packed[4]; /* dense copies of operands whose leading dimension is not their rows */
+  loom_tensor in[5], out;
+  void *packed[5]; /* dense copies of operands whose leading dimension is not their rows */
   int n_in;
 } l3_run;
 
@@ -414,7 +432,7 @@ static loom_value term_operand(loom_graph *g, loom_value v, char op) {
 static bool build_graph(const blas_l3 *c, const l3_problem *p, l3_run *r) {
   if (loom_graph_create("blas", &r->graph) != LOOM_OK) return false;
   loom_graph *g = r->graph;
-  loom_value params[4];
+  loom_value params[5];
   for (int i = 0; i < r->n_in; i++) {
     char name[16];
     snprintf(name, sizeof name, "x%d", i);
@@ -463,15 +481,42 @@ static bool plan_and_run(const char *device, l3_run *r) {
   return loom_run(loom_state.ctx, r->plan, &run, r->in, r->n_in, &r->out, 1, NULL) == LOOM_OK;
 }
 
-/* Plans the graph chunked into a loop over tiles of the result (loom_graph_optimize_for_sharing)
- * and runs it shared among the share set, each device under its limit (loom_run with devices). */
-static bool plan_and_run_shared(l3_run *r) {
+/* The limit at which the chunk rewrite cuts the call into tiles of C that keep its largest
+ * operand whole (a loop over the result's rows reading its slices of the others): that operand
+ * plus an eighth per device of the rest, so that each device takes about eight tiles. 0 where
+ * a device's limit cannot hold that. loom_graph_optimize_for_sharing's own cut, sized for the
+ * graph's whole peak, splits a gemm's inner dimension too (4096^3: 41 tiles of 102 rows each
+ * summed over 16 slices of k), 1.27x slower on two PoCL devices than one device alone. */
+static int64_t tile_limit(const l3_run *r, int64_t out_bytes) {
+  int64_t total = out_bytes, largest = 0;
+  for (int i = 0; i < r->n_in; i++) {
+    int64_t b = 0;
+    loom_type_bytes(&r->in[i].type, &b);
+    total += b;
+    largest = b > largest ? b : largest;
+  }
+  int64_t limit = largest + (total - largest) / (8 * (int64_t)loom_state.n_share);
+  for (int32_t i = 0; i < loom_state.n_share; i++)
+    if (loom_state.share_runners[i].limit > 0 && loom_state.share_runners[i].limit < limit) return 0;
+  return limit;
+}
+
+/* Plans the graph chunked into a loop over tiles of the result and runs it shared among the
+ * share set, each device under its limit (loom_run with devices). */
+static bool plan_and_run_shared(l3_run *r, int64_t out_bytes) {
   loom_optimize_options opts;
   optimize_options(&opts);
   char note[256];
-  if (loom_graph_optimize_for_sharing(r->graph, loom_state.share_runners, loom_state.n_share, &opts, &r->opt,
-                                      NULL, note, sizeof note) != LOOM_OK ||
-      loom_share_cut(r->opt, loom_state.share_runners, loom_state.n_share, &r->plan) != LOOM_OK)
+  loom_runner tiled[MAX_DEVICES];
+  int64_t limit = tile_limit(r, out_bytes);
+  for (int32_t i = 0; i < loom_state.n_share; i++)
+    tiled[i] = loom_state.share_runners[i], tiled[i].limit = limit;
+  loom_status s =
+      limit > 0 ? loom_graph_optimize_for_runners(r->graph, tiled, loom_state.n_share, &opts, &r->opt, NULL,
+                                                  note, sizeof note)
+                : loom_graph_optimize_for_sharing(r->graph, loom_state.share_runners, loom_state.n_share,
+                                                  &opts, &r->opt, NULL, note, sizeof note);
+  if (s != LOOM_OK || loom_plan_split_by_memory(r->opt, loom_state.share_runners, 1, &r->plan) != LOOM_OK)
     return false;
   loom_run_options run;
   loom_run_options_init(&run);
@@ -504,7 +549,7 @@ static void run_release(l3_run *r, l3_problem *p) {
   loom_plan_destroy(r->plan);
   loom_graph_destroy(r->opt);
   loom_graph_destroy(r->graph);
-  for (int i = 0; i < 4; i++) free(r->packed[i]);
+  for (int i = 0; i < 5; i++) free(r->packed[i]);
   for (int i = 0; i < 3; i++) free(p->owned[i]);
 }
 
@@ -534,13 +579,14 @@ bool loom__blas_l3_loom(const blas_l3 *call, char *device, int device_size) {
   /* The models' pick of cpu0 for a call nobody forced: OpenBLAS on the caller's thread is
    * what Loom would run there, without the graph. */
   if (!settings.force && strcmp(where, "cpu0") == 0) return false;
+  if (d == PLACE_SHARED) split_uses(&p);
   l3_run r = {0};
   l3_operand cop = {c.c, c.m, c.n, c.ldc};
   bool ok = true;
   for (int i = 0; i < p.n_ops && ok; i++) ok = operand_tensor(&p.ops[i], p.esize, p.dtype, &r);
   if (ok && p.use_c) ok = operand_tensor(&cop, p.esize, p.dtype, &r);
   ok = ok && build_graph(&c, &p, &r) &&
-       (d == PLACE_SHARED ? plan_and_run_shared(&r) : plan_and_run(where, &r));
+       (d == PLACE_SHARED ? plan_and_run_shared(&r, (int64_t)c.m * c.n * p.esize) : plan_and_run(where, &r));
   if (ok) {
     write_back(&c, &p, r.out.data);
     snprintf(device, (size_t)device_size, "%s", where);
