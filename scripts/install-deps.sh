@@ -16,6 +16,7 @@ packages=(
   help2man man-db # the tools' man pages (cmake/man.cmake) and `man` to read them
   libblas-test liblapack-test liblapack3 hpcc # libblas.so.3's judges (tests/blas.cmake, docs/blas.md)
   python3-pytest python3-scipy # NumPy's and SciPy's linalg tests over libblas.so.3 (docs/blas.md)
+  python3-numpy # examples/limits/inputs.py writes .npy inputs for the kernels of issue 34
   valgrind # tests/planning_scale.cmake counts the instructions planning takes
 )
 
