@@ -22,6 +22,9 @@ extern "C" {
  *   distance          pairwise squared distance -> norms and a dot (clamped at 0), or,
  *                     under a limit at small dimensions, the direct form summed feature by
  *                     feature (exact to rounding; see loom_distance_form)
+ *   attention         softmax(q k^T * scale) v -> one fused op that streams over blocks of
+ *                     keys with an online softmax, never storing the scores (under a limit,
+ *                     only where fused_runs says every backend runs it fused)
  *   dot_transpose     transposes of dot operands folded into the dot
  *   tile_broadcast    tile of size-1 axes -> broadcast view
  *   reduce_broadcast  a reduction over a broadcast axis -> a multiply
@@ -31,9 +34,9 @@ extern "C" {
  *   chunk             ops or chains over the limit computed in pieces (needs a limit)
  *   fuse              elementwise ops and the reduction consuming them as one fused op
  *                     (docs/ir-fusion.md), in loop bodies too; runs last */
-#define LOOM_REWRITE_NAMES                                                                         \
-  "distance", "dot_transpose", "tile_broadcast", "reduce_broadcast", "dot_chain", "sum_broadcast", \
-      "schedule", "chunk", "fuse"
+#define LOOM_REWRITE_NAMES                                                                     \
+  "distance", "attention", "dot_transpose", "tile_broadcast", "reduce_broadcast", "dot_chain", \
+      "sum_broadcast", "schedule", "chunk", "fuse"
 
 /* Which form the "distance" rewrite gives a pairwise squared distance (README, "Exact
  * distances"). AUTO lets its cost model choose: the direct form sum_k (a_k - b_k)^2, exact to
@@ -56,7 +59,8 @@ typedef struct loom_optimize_options {
    * only safe where every fused body runs fused wherever the plan may place it, since a body
    * run op by op would need its intermediates whole; which bodies do is the backends' to say,
    * so this callback says it (true: runs fused on every backend). NULL: never taken, chunk
-   * then fuse as before. The runtime's answer is loom_fused_body_runs_everywhere. */
+   * then fuse. loom_optimize_options_init sets it to the runtime's answer,
+   * loom_fused_body_runs_everywhere; set it to NULL to chunk first. */
   bool (*fused_runs)(const loom_graph *body);
   loom_distance_form distance_form; /* the "distance" rewrite's form; AUTO (0) by default */
   /* The slices of each streamed operand the chunk rewrite's loops hold
@@ -74,6 +78,9 @@ typedef struct loom_optimize_options {
  * says why. */
 LOOM_API bool loom_fused_body_runs_everywhere(const loom_graph *body);
 
+/* Fills *opts with the defaults: every rewrite, no limit, the distance rewrite's AUTO form,
+ * slices chosen for the runners, and fused_runs = loom_fused_body_runs_everywhere (fusion before
+ * chunking where every backend runs the fused bodies). Accepts NULL. */
 LOOM_API void loom_optimize_options_init(loom_optimize_options *opts);
 
 typedef struct loom_rewrite_entry {

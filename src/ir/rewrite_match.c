@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/attention.h"
 #include "ir/pattern.h"
 
 static const int64_t swap2[2] = {1, 0};
@@ -587,6 +588,7 @@ static const loom__rule match_rules[] = {
     {"tile_broadcast", sizeof(root_match), tile_find, tile_emit, NULL, false},
     {"reduce_broadcast", sizeof(reduce_match), reduce_find, reduce_emit, NULL, false},
     {"distance", sizeof(distance_match), distance_find, distance_emit, distance_keep, false},
+    LOOM__ATTENTION_RULE,
     {"dot_transpose", sizeof(dt_match), dot_transpose_find, dot_transpose_emit, NULL, false},
 };
 

@@ -100,6 +100,20 @@ int bench_list(const char *mode, const char *flag, const char *text, bool bytes,
  * absent) or prints anything else. */
 double bench_python(const char *python, const char *script);
 
+/* A python child that runs `setup` (which defines a function run()) and then times one call
+ * of run() per request: the calls alternate with the caller's own, so a busy machine slows
+ * both alike. open: false when the program is missing or setup fails (NumPy absent). call:
+ * the wall seconds of one run(), or -1; last_cpu then holds the CPU seconds the child's
+ * threads spent in it (-1 after a failure). close accepts a closed child. */
+typedef struct bench_py {
+  int pid;
+  FILE *to, *from;
+  double last_cpu;
+} bench_py;
+bool bench_py_open(bench_py *p, const char *python, const char *setup);
+double bench_py_call(bench_py *p);
+void bench_py_close(bench_py *p);
+
 /* ---- bench_run.c: modes that time whole graphs ---- */
 
 #include "loom/loom.h"

@@ -2,6 +2,7 @@
  * the kernel family of the op's class (cpu_kernels.h; the class to family map and the output
  * check are the backends' shared front-end's, backends/dispatch.h). The checks are cheap (per view, not
  * per element) and keep a kernel from reading or writing outside the views it was given. */
+#include "backends/cpu/cpu_attention.h"
 #include "backends/cpu/cpu_loops.h"
 #include "backends/dispatch.h"
 
@@ -75,12 +76,15 @@ static loom_status run_layout(const loom_graph *g, const loom__op *op, const loo
   return loom__cpu_layout(g, op, in, out);
 }
 
-/* A fused op's body runs in loom__cpu_fused (cpu_fused.c, docs/ir-fusion.md); a body it has no
+/* A fused op's body runs in loom__cpu_fused (cpu_fused.c, docs/ir-fusion.md), an attention body
+ * in loom__cpu_attention (cpu_attention.c); a body they have no
  * path for (complex values) answers UNSUPPORTED and the executor runs it op by op
  * (runtime/exec.c, run_fused_unfused). */
 static loom_status run_fused(const loom_graph *g, const loom__op *op, const loom__view *in,
                              const loom__view *out, void *scratch, int64_t scratch_bytes) {
   (void)g;
+  loom__attention att;
+  if (loom__attention_body(op->fused, &att)) return loom__cpu_attention(&att, in, out);
   return loom__cpu_fused(op->fused, in, out, scratch, scratch_bytes);
 }
 

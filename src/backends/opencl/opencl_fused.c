@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/gpu/fused_codegen.h"
+#include "backends/opencl/opencl_attention.h"
 #include "backends/opencl/opencl_backend.h"
 
 /* Work-groups per launch at most (the kernels loop over the rest), as opencl_kernels.c. */
@@ -172,5 +173,7 @@ loom_status loom__cl_fused(loom__cl_device *d, const loom_graph *body, const loo
 
 /* The fused family's launcher (loom__dispatch holds the device's lock, as loom__cl_fused needs). */
 loom_status loom__cl_fused_op(void *dev, const loom__op_call *c) {
+  loom__attention att;
+  if (loom__attention_body(c->op->fused, &att)) return loom__cl_attention(dev, &att, c->in, c->out);
   return loom__cl_fused(dev, c->op->fused, c->in, c->out, c->scratch, c->scratch_bytes);
 }

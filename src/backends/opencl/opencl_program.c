@@ -35,8 +35,9 @@ const char *loom__cl_source_text(const char *name) {
 }
 
 /* The files of a program, in order. */
-static const char *const dtype_files[] = {"gpu_meta.h", "common.cl", "elementwise.cl", "cast.cl", "reduce.cl",
-                                          "topk.cl",    "dot.cl",    "conv.cl",        "fft.cl"};
+static const char *const dtype_files[] = {"gpu_meta.h",   "common.cl", "elementwise.cl", "cast.cl",
+                                          "reduce.cl",    "topk.cl",   "dot.cl",         "conv.cl",
+                                          "attention.cl", "fft.cl"};
 static const char *const layout_files[] = {"gpu_meta.h", "common.cl", "layout.cl", "quant.cl"};
 
 /* ---- the cache key -------------------------------------------------------------------------- */
