@@ -1,7 +1,7 @@
 /* loom_graph_optimize: the rewrites of IR.md run as a pipeline of passes, each building a new
  * graph from the last one (see passes.h):
  *
- *   match (distance, dot_transpose, tile_broadcast, reduce_broadcast)
+ *   match (distance, attention, dot_transpose, tile_broadcast, reduce_broadcast)
  *   -> reorder (dot_chain, sum_broadcast) -> schedule -> chunk (only with a limit) -> fuse
  *
  * With loom_optimize_options.fused_runs set, a graph over the limit is fused first, and where

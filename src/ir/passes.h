@@ -10,8 +10,8 @@
 loom_status loom__report_add(loom_rewrite_report *report, const char *name, int64_t bytes_saved,
                              const char *fmt, ...) LOOM_PRINTF(4, 5);
 
-/* match and replace (rewrite_match.c): "distance", "dot_transpose", "tile_broadcast",
- * "reduce_broadcast" */
+/* match and replace (rewrite_match.c): "distance", "attention" (attention.c), "dot_transpose",
+ * "tile_broadcast", "reduce_broadcast" */
 loom_status loom__rewrite_match(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
                                 loom_rewrite_report *report);
 /* reorder (rewrite_reorder.c): "dot_chain", "sum_broadcast" */
