@@ -141,6 +141,28 @@ foreach(i RANGE ${last})
     want(STRING ${c} reason)
   endif()
 endforeach()
+# min, median and MAD are those of the runs the report lists, recomputed here from `times`
+find_program(PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(PYTHON3)
+  execute_process(COMMAND ${PYTHON3} -c [=[
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))
+for c in r["devices"][0]["cases"]:
+    for p in ("", "library_"):
+        t = c[p + "times"]
+        if not t:
+            continue
+        med = statistics.median(t)
+        mad = statistics.median(abs(x - med) for x in t)
+        got = (c[p + "min"], c[p + "median"], c[p + "mad"])
+        want = (min(t), med, mad)
+        if c[p + "samples"] != len(t) or any(abs(g - w) > 1e-9 * max(1.0, w) for g, w in zip(got, want)):
+            sys.exit("%s %s %s %s: min, median, MAD %s, from its times %s" % (p or "loom", c["name"], c["dtype"], c["size"], got, want))
+]=] ${WORK}/r.json RESULT_VARIABLE prc ERROR_VARIABLE perr)
+  if(NOT prc EQUAL 0)
+    fail("JSON: ${perr}")
+  endif()
+endif()
 foreach(name gemm fft fft_batched rfft reduce_sum add topk conv2d latency)
   if(NOT name IN_LIST names)
     fail("JSON: no ${name} case among ${names}")
