@@ -586,6 +586,8 @@ loom_bench_test(compare_one_report RC 2 ARGS compare a.json
   STDERR_REGEX "^loom-bench compare: want two reports, A.json and B.json\nusage: loom-bench compare")
 loom_bench_test(compare_bad_threshold RC 2 ARGS compare a.json b.json --threshold -1
   STDERR_REGEX "^loom-bench compare: --threshold '-1': want a fraction from 0 to 100, as 0.1\n$")
+loom_bench_test(compare_bad_k RC 2 ARGS compare a.json b.json --k -3
+  STDERR_REGEX "^loom-bench compare: --k '-3': want a number of MADs from 0 to 100, as 3\n$")
 loom_bench_test(compare_bad_floor RC 2 ARGS compare a.json b.json --floor x
   STDERR_REGEX "^loom-bench compare: --floor 'x': want seconds from 0 to 3600, as 0.0001\n$")
 loom_bench_test(compare_missing_file RC 1 ARGS compare @WORK@/none.json @WORK@/none.json

@@ -240,3 +240,18 @@ execute_process(COMMAND "${TOOL}" compare ${WORK}/a2.json ${WORK}/b2.json --floo
 if(NOT rc EQUAL 0 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\| 5\\.00 \\| under the floor \\|")
   fail("compare --floor 0.0001 of a microsecond case (exit ${rc}):\n${out}\n${err}")
 endif()
+
+# ---- a report of the first schema names no machine: refused, unless --force ----
+string(JSON old SET "${json}" schema "\"loom-bench-suite/1\"")
+string(JSON old REMOVE "${old}" machine)
+file(WRITE ${WORK}/old.json "${old}")
+execute_process(COMMAND "${TOOL}" compare ${WORK}/old.json ${WORK}/r.json
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT err MATCHES "are not from the same machine: A names no machine \\(a report older than loom-bench-suite/2\\) \\(--force compares them anyway\\)\n$")
+  fail("compare of a report without a machine (exit ${rc}):\n${out}\n${err}")
+endif()
+execute_process(COMMAND "${TOOL}" compare ${WORK}/old.json ${WORK}/r.json --force
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n0 slower, 0 faster beyond both runs' noise")
+  fail("compare --force of a report without a machine (exit ${rc}):\n${out}\n${err}")
+endif()
