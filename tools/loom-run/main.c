@@ -513,6 +513,14 @@ static int default_runner(run_state *st, const run_options *opts) {
   return 0;
 }
 
+/* Whether every runner is cpu0: then the context discovers no other device, as discovering
+ * OpenCL's loads its drivers (PoCL's LLVM), some 25 ms of CPU at every start (issue 35). */
+static bool only_cpu0(const run_state *st) {
+  for (int32_t i = 0; i < st->n_runners; i++)
+    if (strcmp(st->runners[i].device, "cpu0") != 0) return false;
+  return st->n_runners > 0;
+}
+
 static int resolve_runners(run_state *st, const run_options *opts) {
   /* --limit none: no runners, the graph whole (LOOM_MEM_LIMIT's runners still hold) */
   bool none = opts->limit && strcmp(opts->limit, "none") == 0;
@@ -524,7 +532,10 @@ static int resolve_runners(run_state *st, const run_options *opts) {
     rc = run_fail(EXIT_USAGE, "%s", loom_last_error());
   if (rc) return rc;
   /* ... before the context's memory manager reads it, so that it is a usage error. */
-  if (loom_context_create(NULL, &st->ctx)) return run_fail_loom("creating a context");
+  loom_context_options co;
+  loom_context_options_init(&co);
+  if (given && !opts->devices && !opts->mpi && !getenv("LOOM_DEVICES") && only_cpu0(st)) co.devices = "cpu0";
+  if (loom_context_create(&co, &st->ctx)) return run_fail_loom("creating a context");
   if (opts->devices) { /* the devices' runners, with the limits given as theirs */
     if (given && loom_runners_check_devices(st->ctx, st->runners, &st->n_runners, false, NULL, 0))
       return run_fail(EXIT_USAGE, "--runners: %s", loom_last_error());
