@@ -421,8 +421,11 @@ static void run_transfers(const suite_options *o, suite_device *d, loom_context 
 /* The table's peak (bench_spec_peak_gflops) beside the one the fractions divide by: a CPU
  * device runs on the host, so the host's peaks measured in this run are its own; another
  * device keeps the table's, and measured_peaks fills what it lacks from the run's cases. */
-static void device_peaks(suite_device *d, const loom_device_info *info, const suite_peaks *host) {
+static void device_peaks(const suite_options *o, suite_device *d, const loom_device_info *info,
+                         loom_context *ctx, int32_t index, const suite_peaks *host) {
   d->spec_gflops = bench_spec_peak_gflops(info, d->spec_source, sizeof d->spec_source);
+  if (info->backends & LOOM_BACKEND_OPENCL)
+    suite_cl_peaks(ctx, index, 2 * o->p->triad, &d->cl_gflops, &d->cl_gbps, d->cl_why, sizeof d->cl_why);
   if (info->kind == LOOM_DEVICE_CPU && host->gflops_f32 > 0) {
     /* cpu0 runs on the suite's OpenMP threads, as the FMA loop did; a CPU OpenCL device (PoCL)
      * on threads of its own, one per compute unit */
@@ -439,6 +442,14 @@ static void device_peaks(suite_device *d, const loom_device_info *info, const su
   } else if (d->spec_gflops > 0) {
     d->peak_gflops = d->spec_gflops;
     snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "%s", d->spec_source);
+  } else if (d->cl_gflops > 0) { /* an OpenCL GPU: no table knows its lanes */
+    d->peak_gflops = d->cl_gflops;
+    snprintf(d->peak_gflops_source, sizeof d->peak_gflops_source, "measured: OpenCL FMA kernel, f32");
+  }
+  if (info->kind != LOOM_DEVICE_CPU && d->cl_gbps > 0) {
+    d->peak_gbps = d->cl_gbps;
+    snprintf(d->peak_gbps_source, sizeof d->peak_gbps_source, "measured: OpenCL triad of 3 x %lld MiB",
+             (long long)(o->p->triad * 8 >> 20));
   }
   if (info->kind == LOOM_DEVICE_CPU && info->host_unified && host->triad_gbps > 0) {
     d->peak_gbps = host->triad_gbps;
@@ -527,7 +538,7 @@ static void copy_identity(suite_device *d, const loom_device_info *info) {
 static void run_device(const suite_options *o, suite_device *d, const loom_device_info *info,
                        loom_context *ctx, int32_t index, double host_gbps, const suite_peaks *host) {
   copy_identity(d, info);
-  device_peaks(d, info, host);
+  device_peaks(o, d, info, ctx, index, host);
   const char *gemm_types[3] = {"f32", info->fp64 ? "f64" : NULL, info->fp16 ? "f16" : NULL};
   const profile *p = o->p;
   struct {

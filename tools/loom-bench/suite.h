@@ -56,6 +56,9 @@ typedef struct suite_device {
   double peak_gflops, peak_gflops_f64, peak_gbps; /* 0: unknown */
   char peak_gflops_source[200], peak_gbps_source[120];
   double spec_gflops; /* the table's f32 peak (clock x units x FLOPs per cycle); 0: unknown */
+  /* An OpenCL device's FMA kernel (f32) and triad (suite_cl_peaks.c); 0 with why in cl_why */
+  double cl_gflops, cl_gbps;
+  char cl_why[120];
   char spec_source[200];
   suite_case *cases;
   int32_t n_cases, cap_cases;
@@ -128,6 +131,14 @@ void suite_meta_json(const suite_meta *m, struct loom__json *j);
 /* FMA loops (f32, f64) on every OpenMP thread and a triad over 3 arrays of `triad_elements`
  * doubles: best of 5 each. A triad without the memory for it reads 0 GB/s. */
 void suite_host_peaks(int64_t triad_elements, suite_peaks *p);
+
+/* ---- suite_cl_peaks.c ---- */
+
+/* The f32 GFLOP/s of an FMA kernel and the GB/s of a triad over 3 x triad_floats floats on the
+ * context's OpenCL device `index`, timed by OpenCL's profiling events in a context of their
+ * own. 0, or 1 with why (not an OpenCL device, no OpenCL in this build, a failed kernel). */
+int suite_cl_peaks(loom_context *ctx, int32_t index, int64_t triad_floats, double *gflops, double *gbps,
+                   char *why, size_t why_size);
 
 /* ---- suite_report.c ---- */
 

@@ -91,6 +91,11 @@ void suite_print_markdown(const suite_report *r, FILE *out) {
             d->peak_gbps_source[0] ? d->peak_gbps_source : "unknown");
     if (d->spec_gflops > 0)
       fprintf(out, "table peak: %.1f GFLOP/s f32 (%s)\n\n", d->spec_gflops, d->spec_source);
+    if (d->cl_gflops > 0)
+      fprintf(out, "through OpenCL kernels of its own: FMA loop %.1f GFLOP/s f32, triad %.1f GB/s\n\n",
+              d->cl_gflops, d->cl_gbps);
+    else if (d->cl_why[0] && strcmp(d->cl_why, "not an OpenCL device"))
+      fprintf(out, "through OpenCL kernels of its own: not measured (%s)\n\n", d->cl_why);
     fputs(
         "| case | dtype | size | Loom | runs | min | MAD | rate | library | library time | ratio | library "
         "MAD | of "
@@ -173,6 +178,8 @@ static void json_device(loom__json *j, const suite_device *d) {
   kv_text(j, "peak_gflops_source", d->peak_gflops_source);
   kv_number(j, "peak_gflops_f64", d->peak_gflops_f64, d->peak_gflops_f64 > 0);
   kv_number(j, "spec_gflops", d->spec_gflops, d->spec_gflops > 0);
+  kv_number(j, "opencl_gflops", d->cl_gflops, d->cl_gflops > 0);
+  kv_number(j, "opencl_gbps", d->cl_gbps, d->cl_gbps > 0);
   kv_text(j, "spec_gflops_source", d->spec_source);
   kv_number(j, "peak_gbps", d->peak_gbps, d->peak_gbps > 0);
   kv_text(j, "peak_gbps_source", d->peak_gbps_source);
