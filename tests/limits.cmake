@@ -4,7 +4,7 @@
 # This file is both the list of tests (included from tests/CMakeLists.txt) and, run as
 # `cmake -P limits.cmake`, the check of one case:
 #
-#   CASE    predict | warn | no_warn | max_slowdown | bench
+#   CASE    predict | warn | no_warn | max_slowdown | bad_options | bench
 #   TOOL    the loom-plan (or, for bench, loom-bench) executable
 #   KERNELS the folder examples/limits
 #   WORK    a folder of the test's own
@@ -83,6 +83,14 @@ sys.exit(0 if 0 < t <= 2 * w else 1)" "${t}" "${whole}" RESULT_VARIABLE within)
     endif()
     run("${gemm}" --max-slowdown 2)
     expect("\nmax slowdown 2x: the smallest limit predicted within it is [0-9.]+ [KM]iB \\([0-9.]+x the whole time")
+  elseif(CASE STREQUAL "bad_options")
+    # a factor below 1, and a factor beside a limit: usage errors naming the option
+    foreach(args "--max-slowdown;0.5" "--max-slowdown;2;--limit;1MiB")
+      execute_process(COMMAND "${TOOL}" "${gemm}" ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+      if(NOT rc EQUAL 2 OR NOT err MATCHES "^loom-plan: --max-slowdown[ ']")
+        message(FATAL_ERROR "loom-plan ${args}: exit ${rc}, stderr:\n${err}")
+      endif()
+    endforeach()
   elseif(CASE STREQUAL "bench")
     # every kernel at its test size, whole and at 1/8 (gemm 1/32 and 1/128 too): the exit code
     # is 1 where a limited run's results differ from the whole run's or its peak passes its limit
@@ -104,7 +112,7 @@ if(NOT TARGET loom-plan OR NOT TARGET loom-bench)
   return()
 endif()
 
-foreach(case predict warn no_warn max_slowdown bench)
+foreach(case predict warn no_warn max_slowdown bad_options bench)
   set(tool $<TARGET_FILE:loom-plan>)
   if(case STREQUAL "bench")
     set(tool $<TARGET_FILE:loom-bench>)
