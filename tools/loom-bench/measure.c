@@ -128,6 +128,8 @@ static double loom_sample(loom_context *ctx, const char *id, const bench_op *op,
 int bench_measure_samples(loom_context *ctx, const char *id, const bench_op *op, const bench_vendor *v,
                           const bench_stop *stop, bench_sample *loom, bench_sample *vendor, char *why,
                           size_t why_size) {
+  if (loom->n >= stop->max_samples || loom->n >= BENCH_MAX_SAMPLES)
+    return 0; /* an earlier call made them all */
   int32_t added = 0;
   double spent = 0, warm = 0;
   for (bool warming = true;;) {
