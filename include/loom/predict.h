@@ -74,7 +74,9 @@ typedef struct loom_limit_search {
 
 /* The smallest limit for one runner on `device` at which `graph`'s predicted time stays within
  * `factor` (>= 1) times its whole time: a bisection on the logarithm of the limit between the
- * whole need and 1/4096 of it (at least 64 KiB), each step a loom_graph_predict_at, to 1%. A
+ * whole need and 1/4096 of it (at least 64 KiB), each step a loom_graph_predict_at, to 1%;
+ * then limits at 90%, 80%, 70% and 60% of the one found (not below that floor), since the
+ * prediction is not strictly monotonic in the limit: the smallest within the factor is kept. A
  * limit the graph cannot be planned under counts as too small. *out is the caller's. Errors:
  * INVALID_ARGUMENT (NULL arguments, factor < 1), UNSUPPORTED (not even the whole need keeps
  * the run within the factor), those of loom_graph_predict_whole. */

@@ -260,6 +260,24 @@ static void bisect(const loom_sched_platform *platform, const char *device, cons
   }
 }
 
+/* The predicted time is not strictly monotonic in the limit (the chunk rewrite's pieces change
+ * shape with it), so a limit below the bisection's crossing may be within the factor again:
+ * four more at 90% to 60% of it, the smallest within the factor kept. */
+static void probe_below(const loom_sched_platform *platform, const char *device, const loom_graph *graph,
+                        const loom_optimize_options *opts, double budget, int64_t floor,
+                        loom_limit_search *out) {
+  int64_t found = out->limit;
+  for (int32_t i = 1; i <= 4; i++) {
+    int64_t limit = (int64_t)((double)found * (1.0 - 0.1 * i));
+    if (limit < floor) break;
+    double t = seconds_at(platform, device, graph, limit, opts, &out->steps);
+    if (t <= budget) {
+      out->limit = limit;
+      out->seconds = t;
+    }
+  }
+}
+
 loom_status loom_graph_smallest_limit(const loom_sched_platform *platform, const char *device,
                                       const loom_graph *graph, double factor,
                                       const loom_optimize_options *opts, loom_limit_search *out) {
@@ -288,5 +306,6 @@ loom_status loom_graph_smallest_limit(const loom_sched_platform *platform, const
     return LOOM_OK;
   }
   bisect(platform, device, graph, opts, budget, lo, out);
+  probe_below(platform, device, graph, opts, budget, lo, out);
   return LOOM_OK;
 }
