@@ -244,6 +244,33 @@ if(NOT rc EQUAL 0 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\
   fail("compare --floor 0.0001 of a microsecond case (exit ${rc}):\n${out}\n${err}")
 endif()
 
+# ---- the first case (a GEMM, OpenBLAS beside it) five times slower in every run of B, and its
+# library too: the machine's, not flagged; with the library unchanged, slower ----
+set(a3 "${json}")
+foreach(key seconds min median library_seconds)
+  string(JSON a3 SET "${a3}" devices 0 cases 0 ${key} 0.0001)
+endforeach()
+string(JSON a3 SET "${a3}" devices 0 cases 0 mad 0.000001)
+set(b3 "${a3}")
+foreach(key seconds min median library_seconds)
+  string(JSON b3 SET "${b3}" devices 0 cases 0 ${key} 0.0005)
+endforeach()
+file(WRITE ${WORK}/a3.json "${a3}")
+file(WRITE ${WORK}/b3.json "${b3}")
+execute_process(COMMAND "${TOOL}" compare ${WORK}/a3.json ${WORK}/b3.json --fail-on-regression
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\| 5\\.00 \\| machine \\| the machine: its library moved as much \\(library B/A 5\\.00, Loom's against it 1\\.00\\); B's fastest" OR
+   NOT out MATCHES "; 1 moved with their library \\(the machine\\)\n")
+  fail("compare of a case whose library slowed as much (exit ${rc}):\n${out}\n${err}")
+endif()
+string(JSON b3 SET "${b3}" devices 0 cases 0 library_seconds 0.0001)
+file(WRITE ${WORK}/b3.json "${b3}")
+execute_process(COMMAND "${TOOL}" compare ${WORK}/a3.json ${WORK}/b3.json --fail-on-regression
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\| 5\\.00 \\| SLOWER \\|")
+  fail("compare of a case slower beside an unchanged library (exit ${rc}):\n${out}\n${err}")
+endif()
+
 # ---- a report of the first schema names no machine: refused, unless --force ----
 string(JSON old SET "${json}" schema "\"loom-bench-suite/1\"")
 string(JSON old REMOVE "${old}" machine)

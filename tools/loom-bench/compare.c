@@ -8,7 +8,9 @@
  * above A's (B's fastest run is slower than A's median plus K MADs) and the medians differ by
  * more than the threshold as well, faster likewise. The interval's low end is the run's fastest
  * time because a busy machine only ever adds time; its high end widens with the run's own
- * spread, so a noisy case needs a bigger difference to be flagged. */
+ * spread, so a noisy case needs a bigger difference to be flagged. Where the case has a
+ * library side, run alternately with Loom's in each report, and it moved as much the same way,
+ * the difference is the machine's (its clock, a neighbour's load), not Loom's: not flagged. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,7 +36,9 @@ static void usage(FILE *f) {
       "  time in each, B/A (B's median over A's: above 1, B is slower) and each side's ratio to its\n"
       "  vendor library. A case is flagged only beyond both runs' noise: SLOWER (a regression) when\n"
       "  B's fastest run is slower than A's median + K x A's MAD and B/A > 1 + X; FASTER the other\n"
-      "  way round. Each flagged row says why; a difference within the noise says that instead.\n"
+      "  way round. Each flagged row says why; a difference within the noise says that instead. A\n"
+      "  flagged case whose library side (run alternately with Loom's) moved as much the same way is\n"
+      "  called the machine's instead, not flagged.\n"
       "  Reports of different machines (CPU model, micro-architecture, ISA, cores) are refused.\n"
       "  --k K                 the high end of a run's interval, in MADs above its median (default 3)\n"
       "  --threshold X         and the medians must differ by more than X (default 0.1)\n"
@@ -139,7 +143,7 @@ static side read_side(const loom__jr_value *c) {
   return x;
 }
 
-typedef enum verdict { SAME, SLOWER, FASTER, NOISE } verdict;
+typedef enum verdict { SAME, SLOWER, FASTER, NOISE, MACHINE } verdict;
 
 /* "B's fastest 2.310 ms > A's median 1.100 ms + 3 x MAD 0.010 ms": whether `hi`'s interval lies
  * above `lo`'s, in words. */
@@ -178,6 +182,23 @@ static verdict judge(const side *a, const side *b, const compare_options *o, cha
   return SAME;
 }
 
+/* A flagged case whose library side, run alternately with Loom's in each report, moved as much
+ * the same way: the machine changed between the runs (its clock, a neighbour's load), not Loom,
+ * since the two sides' ratio held. MACHINE then, with why; else v unchanged. */
+static verdict library_moved(verdict v, const loom__jr_value *a, const loom__jr_value *b, double ratio,
+                             const compare_options *o, char *why, size_t size) {
+  double la = loom__jr_number(a, "library_seconds", -1), lb = loom__jr_number(b, "library_seconds", -1);
+  if ((v != SLOWER && v != FASTER) || la <= 0 || lb <= 0) return v;
+  double lib = lb / la, own = ratio / lib, t = 1 + o->threshold;
+  bool same_way = v == SLOWER ? lib > t : lib < 1 / t;
+  if (!same_way || own > t || own < 1 / t) return v;
+  char detail[320];
+  snprintf(detail, sizeof detail, "%s", why);
+  snprintf(why, size, "the machine: its library moved as much (library B/A %.2f, Loom's against it %.2f); %s",
+           lib, own, detail);
+  return MACHINE;
+}
+
 /* One row: a case in both reports, or in one (the other NULL). Returns its verdict. */
 static verdict print_row(const char *id, const loom__jr_value *a, const loom__jr_value *b,
                          const compare_options *o) {
@@ -185,7 +206,7 @@ static verdict print_row(const char *id, const loom__jr_value *a, const loom__jr
   printf("| %s | %s | %s | %s |", id, loom__jr_string(c, "name"), loom__jr_string(c, "dtype"),
          loom__jr_string(c, "size"));
   side sa = a ? read_side(a) : (side){-1, -1, 0}, sb = b ? read_side(b) : (side){-1, -1, 0};
-  char ta[24], tb[24], why[320] = "";
+  char ta[24], tb[24], why[480] = "";
   printf(" %s | %s |", fmt_time(sa.median, ta, sizeof ta), fmt_time(sb.median, tb, sizeof tb));
   verdict v = SAME;
   if (!a || !b) {
@@ -197,8 +218,8 @@ static verdict print_row(const char *id, const loom__jr_value *a, const loom__jr
   } else if (sa.median < o->floor && sb.median < o->floor) {
     printf(" %.2f | under the floor | |", sb.median / sa.median);
   } else {
-    v = judge(&sa, &sb, o, why, sizeof why);
-    static const char *const words[] = {"", "SLOWER", "FASTER", "noise"};
+    v = library_moved(judge(&sa, &sb, o, why, sizeof why), a, b, sb.median / sa.median, o, why, sizeof why);
+    static const char *const words[] = {"", "SLOWER", "FASTER", "noise", "machine"};
     printf(" %.2f | %s | %s |", sb.median / sa.median, words[v], why);
   }
   print_vendor_ratio(a);
@@ -208,7 +229,7 @@ static verdict print_row(const char *id, const loom__jr_value *a, const loom__jr
 }
 
 typedef struct tally {
-  int32_t slower, faster, noise;
+  int32_t slower, faster, noise, machine;
 } tally;
 
 /* Rows of every case of `from`; with `other` absent from the other report only (only_missing). */
@@ -222,7 +243,7 @@ static void rows(const loom__jr_value *from, const loom__jr_value *other, bool f
       const loom__jr_value *c = &cases->items[k], *x = find_case(other, id, c);
       if (only_missing && x) continue;
       verdict v = print_row(id, from_is_a ? c : x, from_is_a ? x : c, o);
-      t->slower += v == SLOWER, t->faster += v == FASTER, t->noise += v == NOISE;
+      t->slower += v == SLOWER, t->faster += v == FASTER, t->noise += v == NOISE, t->machine += v == MACHINE;
     }
   }
 }
@@ -340,7 +361,8 @@ int loom_bench_compare(int argc, char **argv) {
   printf(
       "\nB/A = B's median / A's median. A case is flagged only beyond both runs' noise: SLOWER when B's "
       "fastest run is slower than A's median + %g x A's MAD and B/A > %.2f, FASTER the other way round; "
-      "noise: B/A beyond %.2f but the runs overlap%s\n\n",
+      "noise: B/A beyond %.2f but the runs overlap; machine: flagged, but the library beside it (run "
+      "alternately in each report) moved as much%s\n\n",
       o.k, 1 + o.threshold, 1 + o.threshold, o.floor > 0 ? " (cases under --floor in both not judged)" : "");
   puts(
       "| device | case | dtype | size | A | B | B/A | | why | A vs library | B vs library |\n"
@@ -348,8 +370,11 @@ int loom_bench_compare(int argc, char **argv) {
   tally t = {0};
   rows(&a, &b, true, false, &o, &t);
   rows(&b, &a, false, true, &o, &t);
-  printf("\n%d slower, %d faster beyond both runs' noise and %.0f%%; %d beyond %.0f%% within the noise\n",
-         (int)t.slower, (int)t.faster, o.threshold * 100, (int)t.noise, o.threshold * 100);
+  printf(
+      "\n%d slower, %d faster beyond both runs' noise and %.0f%%; %d beyond %.0f%% within the noise; %d "
+      "moved "
+      "with their library (the machine)\n",
+      (int)t.slower, (int)t.faster, o.threshold * 100, (int)t.noise, o.threshold * 100, (int)t.machine);
   loom__jr_free(&a);
   loom__jr_free(&b);
   return t.slower && o.fail_on_regression ? 1 : 0;
