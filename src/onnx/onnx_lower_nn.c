@@ -15,8 +15,20 @@
 
 #define MAX_SPATIAL 3
 
+/* MatMul of A (batch..., M, K) by a 2-D B (K, N): NumPy's matmul broadcasts B over A's batch,
+ * which is one product of all A's rows, so A is reshaped to (batch * M, K), multiplied once and
+ * the result reshaped back. A batched dot runs one product per batch entry, each reading all
+ * of B: PyTorch's exported encoders multiply [seq, 1, hidden] activations by their weights, a
+ * matrix-vector product per token (the transformer's run was a fifth sgemv). */
 static loom_status lower_matmul(loom__onnx *c, const Onnx__NodeProto *n, int64_t op) {
-  return loom__onnx_out(c, 0, loom_dot(G, IN(0), IN(1)));
+  loom_value a = IN(0), b = IN(1);
+  const loom_type ta = *TY(a), tb = *TY(b);
+  if (ta.rank <= 2 || tb.rank != 2) return loom__onnx_out(c, 0, loom_dot(G, a, b));
+  int64_t rows[2] = {1, ta.dims[ta.rank - 1]}, dims[LOOM_MAX_RANK];
+  for (int32_t i = 0; i < ta.rank - 1; i++) rows[0] *= ta.dims[i], dims[i] = ta.dims[i];
+  dims[ta.rank - 1] = tb.dims[1];
+  loom_value y = loom_dot(G, loom_reshape(G, a, 2, rows), b);
+  return loom__onnx_out(c, 0, loom_reshape(G, y, ta.rank, dims));
 }
 
 static loom_value transposed(loom__onnx *c, loom_value x) {
