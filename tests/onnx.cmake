@@ -28,3 +28,12 @@ if(TEST onnx)
   set_tests_properties(onnx.split PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT
     "${LOOM_TEST_ENV};POCL_DEVICES=pthread pthread;POCL_MEMORY_LIMIT=1;LOOM_ONNX_ENCODER=${CMAKE_CURRENT_SOURCE_DIR}/onnx/encoder.py")
 endif()
+# loom-bench onnx on that encoder (issue 31's fifth point at a test's size): it runs the model on
+# cpu0 beside PyTorch running its nodes and reports the ratio and the largest difference of the
+# outputs; no timing is asserted. Without python3-torch it reports Loom alone.
+if(TARGET loom-bench)
+  add_test(NAME loom-bench.onnx_encoder COMMAND sh -c
+    "d=$(mktemp -d) && /usr/bin/python3 '${CMAKE_CURRENT_SOURCE_DIR}/onnx/encoder.py' $d > /dev/null && '$<TARGET_FILE:loom-bench>' onnx $d/model.onnx --reps 1; rc=$?; rm -rf $d; exit $rc")
+  set_tests_properties(loom-bench.onnx_encoder PROPERTIES TIMEOUT 300 ENVIRONMENT "${LOOM_TEST_ENV}"
+    PASS_REGULAR_EXPRESSION "loom +[0-9.]+ ms\n  (torch|onnxruntime) +[0-9.]+ ms.*ratio.*largest difference of the first outputs: [0-9.e-]+\n|peer +missing")
+endif()

@@ -13,6 +13,7 @@ typedef struct mode {
 } mode;
 
 int loom_bench_blas(int argc, char **argv); /* bench_blas.c */
+int loom_bench_onnx(int argc, char **argv); /* bench_onnx.c */
 int loom_bench_limits(int argc, char **argv);
 
 static const mode modes[] = {
@@ -48,6 +49,8 @@ static const mode modes[] = {
     {"knn", loom_bench_knn, "kNN rewritten unchunked vs chunked under limits: time ratios, measured peaks"},
     {"limits", loom_bench_limits,
      "the kernels of examples/limits/ whole and at 1/8 of their need: ratios, predicted times, peaks"},
+    {"onnx", loom_bench_onnx,
+     "an ONNX model whole on cpu0 vs PyTorch running its nodes (else onnxruntime): ratio"},
     {"overhead", loom_bench_overhead,
      "the executor's cost per op, per run and per loop piece on cpu0 and OpenCL devices, beside NumPy"},
     {"opencl", loom_bench_opencl,
