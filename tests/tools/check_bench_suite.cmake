@@ -180,6 +180,29 @@ if(NOT svg MATCHES "^<\\?xml[^\n]*\n<svg xmlns=\"http://www.w3.org/2000/svg\"" O
    NOT n EQUAL 1)
   fail("SVG: want one roofline of ${DEVICE} in an <svg> document (${n})")
 endif()
+# the points' numbers do not overlap (issue 33: labels had run into unreadable clusters), each
+# number keyed under the plot, and the panel has its legend
+if(PYTHON3)
+  execute_process(COMMAND ${PYTHON3} -c [=[
+import sys, xml.etree.ElementTree as ET
+ns = {"s": "http://www.w3.org/2000/svg"}
+root = ET.parse(sys.argv[1]).getroot()
+for panel in root.findall("s:g[@class='device']", ns):
+    nums = panel.findall("s:g[@class='point-numbers']/s:text", ns)
+    keys = panel.findall("s:g[@class='point-key']/s:text", ns)
+    if panel.find("s:g[@class='legend']", ns) is None or len(keys) != len(nums) or not nums:
+        sys.exit("%s: %d numbers, %d keys, legend %s" % (panel.get("id"), len(nums), len(keys), panel.find("s:g[@class='legend']", ns) is not None))
+    boxes = [(float(t.get("x")), float(t.get("y")), len(t.text)) for t in nums]
+    boxes = [(x, y - 8, x + 5.5 * n, y + 2, n) for x, y, n in boxes]
+    for i, a in enumerate(boxes):
+        for b in boxes[:i]:
+            if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                sys.exit("%s: numbers at %s and %s overlap" % (panel.get("id"), a[:2], b[:2]))
+]=] ${WORK}/r.svg RESULT_VARIABLE prc ERROR_VARIABLE perr)
+  if(NOT prc EQUAL 0)
+    fail("SVG: ${perr}")
+  endif()
+endif()
 find_program(XMLLINT xmllint)
 if(XMLLINT)
   execute_process(COMMAND ${XMLLINT} --noout ${WORK}/r.svg RESULT_VARIABLE xrc ERROR_VARIABLE xerr)
