@@ -59,8 +59,8 @@ typedef struct loom_optimize_options {
    * only safe where every fused body runs fused wherever the plan may place it, since a body
    * run op by op would need its intermediates whole; which bodies do is the backends' to say,
    * so this callback says it (true: runs fused on every backend). NULL: never taken, chunk
-   * then fuse. loom_optimize_options_init sets it to the runtime's answer,
-   * loom_fused_body_runs_everywhere; set it to NULL to chunk first. */
+   * then fuse (loom_optimize_options_init's default). The runtime's answer is
+   * loom_fused_body_runs_everywhere, which the tools set. */
   bool (*fused_runs)(const loom_graph *body);
   loom_distance_form distance_form; /* the "distance" rewrite's form; AUTO (0) by default */
   /* The slices of each streamed operand the chunk rewrite's loops hold
@@ -79,8 +79,7 @@ typedef struct loom_optimize_options {
 LOOM_API bool loom_fused_body_runs_everywhere(const loom_graph *body);
 
 /* Fills *opts with the defaults: every rewrite, no limit, the distance rewrite's AUTO form,
- * slices chosen for the runners, and fused_runs = loom_fused_body_runs_everywhere (fusion before
- * chunking where every backend runs the fused bodies). Accepts NULL. */
+ * slices chosen for the runners, fused_runs NULL (chunk, then fuse). Accepts NULL. */
 LOOM_API void loom_optimize_options_init(loom_optimize_options *opts);
 
 typedef struct loom_rewrite_entry {
