@@ -617,11 +617,17 @@ static loom_status report_regions(const fuse_pass *fp, fuse_state *fs, loom_grap
     loom_graph *next = NULL;
     double unfused = 0, fused = 0;
     if ((s = region_cost(fs, r, i, &unfused, &fused))) break;
-    /* TODO(#35): the regions rooted in a reduction or a matrix-vector dot run in the
-     * evaluator's one-pass folds (a kernel sum, a kNN's top-k), whose cost the constants above do
-     * not model yet: they are fused as before, for the memory they save. */
-    bool elementwise = !final_kind(fs->g->ops[r->root].kind) && r->mv_matrix < 0;
-    if (elementwise && !fp->pressed && fused >= unfused) continue; /* slower fused: left as it is */
+    /* A region rooted in a reduction or a matrix-vector dot is fused whatever this estimate
+     * says. It runs in the evaluator's one-pass folds (a product sum, a kernel sum, a top-k that
+     * skips the runs it cannot enter), which store nothing over S and whose per-element cost the
+     * constants above, fitted on elementwise chains, overstate: weighed by them, regions that ran
+     * several times faster fused at `loom-bench fusion --suite`'s sizes (sums of squares, column
+     * sums, argmax and top-k rows, (A + B) v, kmv, kNN) were left unfused, and so was the body of
+     * a kNN's chunk loop under a limit, each piece then paying every op's dispatch. Fused, such a
+     * region loses only over a tiny space, by microseconds (docs/ir-fusion.md, "When fusing pays",
+     * has the figures). */
+    bool folds = final_kind(fs->g->ops[r->root].kind) || r->mv_matrix >= 0;
+    if (!folds && !fp->pressed && fused >= unfused) continue; /* slower fused: left as it is */
     r->use = true;
     s = emit(fs, bodies, &next);
     if (s) break;

@@ -229,30 +229,47 @@ static int64_t lanes_of(const plan *P, int64_t group) {
   return P->last_red ? group : FB;
 }
 
+/* Whether a block of the body is made from what depends on its columns alone (a leaf packed into
+ * a buffer, a dot's packed rows): then the rows of a group share it while their column block is
+ * walked, and it is packed once for all of them. */
+static bool shares_column_blocks(const plan *P) {
+  for (int32_t l = 0; l < P->n_leaves; l++)
+    if (P->v[P->leaves[l]].vec && P->v[P->leaves[l]].slot >= 0) return true;
+  for (int32_t q = 0; q < P->n_ops; q++)
+    if (P->g->ops[P->ops[q]].kind == LOOM_OP_DOT) return true;
+  return P->ks;
+}
+
+/* Unit u (row ro, column block jb) of row kk of the group starting at row ko0, into its lane. */
+static void row_unit(const plan *P, work *w, state *st, int64_t ko0, int64_t kk, int64_t u) {
+  int64_t idx[LOOM_MAX_RANK];
+  int64_t ro = u / P->nb, jb = u % P->nb, j0 = jb * FB, n = LOOM_MIN(FB, P->M - j0);
+  index_of(P, ko0 + kk, ro, j0, idx);
+  if (P->ks) {
+    st->lanes[kk].v.d += loom__cfz_kernel_sum_block(P, w, idx, n);
+    return;
+  }
+  eval_block(P, w, idx, n);
+  loom__cfz_fold_row(P, &st->lanes[kk], st->heap ? st->heap + kk * P->k : NULL, w->ptr[P->src],
+                     P->prod_b >= 0 ? w->ptr[P->prod_b] : NULL, P->v[P->src].absorbed ? &w->tf[P->src] : NULL,
+                     n, j0);
+}
+
 /* Runs units [u0, u1) of a task into st: where the last axis is reduced a unit is one block of
  * the reduced rows, (ro, jb) with jb fastest, for every row of the group; where it is kept a
- * unit is one reduced row ro of the task's block. */
+ * unit is one reduced row ro of the task's block. Each lane folds its units in the same order
+ * either way. */
 static void run_units(const plan *P, work *w, state *st, int64_t task, int64_t group, int64_t u0,
                       int64_t u1) {
   int64_t idx[LOOM_MAX_RANK];
   if (P->last_red) {
     int64_t ko0 = task * group, rows = LOOM_MIN(group, P->Ok - ko0);
-    /* Blocks outer, rows inner: a block that depends only on the column is packed once. */
-    for (int64_t u = u0; u < u1; u++) {
-      int64_t ro = u / P->nb, jb = u % P->nb, j0 = jb * FB, n = LOOM_MIN(FB, P->M - j0);
-      for (int64_t kk = 0; kk < rows; kk++) {
-        index_of(P, ko0 + kk, ro, j0, idx);
-        if (P->ks) {
-          st->lanes[kk].v.d += loom__cfz_kernel_sum_block(P, w, idx, n);
-          continue;
-        }
-        eval_block(P, w, idx, n);
-        int64_t ri = P->fin >= F_ARGMAX ? idx[P->axis] : 0; /* axis is the last one here */
-        (void)ri;
-        loom__cfz_fold_row(P, &st->lanes[kk], st->heap ? st->heap + kk * P->k : NULL, w->ptr[P->src],
-                           P->prod_b >= 0 ? w->ptr[P->prod_b] : NULL,
-                           P->v[P->src].absorbed ? &w->tf[P->src] : NULL, n, j0);
-      }
+    if (shares_column_blocks(P)) { /* blocks outer, rows inner: a shared block is packed once */
+      for (int64_t u = u0; u < u1; u++)
+        for (int64_t kk = 0; kk < rows; kk++) row_unit(P, w, st, ko0, kk, u);
+    } else { /* rows outer: each row's operands stream in order, as the prefetchers like */
+      for (int64_t kk = 0; kk < rows; kk++)
+        for (int64_t u = u0; u < u1; u++) row_unit(P, w, st, ko0, kk, u);
     }
     return;
   }
@@ -268,8 +285,9 @@ static int64_t units_of(const plan *P) {
   return P->last_red ? P->Or * P->nb : P->Or;
 }
 
-static void store_task(const plan *P, const state *st, int64_t task, int64_t group) {
+static void store_task(const plan *P, state *st, int64_t task, int64_t group) {
   int64_t idx[LOOM_MAX_RANK];
+  loom__cfz_state_settle(st);
   if (P->last_red) {
     int64_t ko0 = task * group;
     for (int64_t kk = 0; kk < st->n; kk++) {
@@ -405,6 +423,7 @@ static loom_status run_split(const plan *P, int64_t tasks, int64_t group, int nt
       int64_t u0 = units * t / got, u1 = units * (t + 1) / got;
       run_units(P, &ws[t], &parts[t], task, group, u0, u1);
     }
+    for (int t = 0; t < nt; t++) loom__cfz_state_settle(&parts[t]);
     for (int t = 1; t < nt; t++) loom__cfz_state_merge(P, &parts[0], &parts[t]);
     store_task(P, &parts[0], task, group);
   }

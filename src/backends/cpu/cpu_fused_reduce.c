@@ -54,6 +54,7 @@ static inline bool better(const plan *P, scalar a, int64_t ia, scalar b, int64_t
 
 void loom__cfz_state_reset(const plan *P, state *st, int64_t n) {
   st->n = n;
+  for (int64_t l = 0; st->acc && l < n; l++) st->acc[l] = 0;
   for (int64_t l = 0; l < n; l++) {
     lane *L = &st->lanes[l];
     L->i = P->fin == F_ARGMAX || P->fin == F_ARGMIN ? -1 : 0;
@@ -186,8 +187,13 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
         } else if (!any) {                                                                               \
           _Pragma("omp simd reduction(| : any)") for (int64_t q = j; q < end; q++) any |= x[q] <= thr;   \
         }                                                                                                \
-        if (any)                                                                                         \
-          for (int64_t q = j; q < end; q++) fold_one(P, L, h, widen(P->fkind, xp, q), j0 + q);           \
+        /* and in a run that has one, only the elements the current root would let in */                 \
+        for (int64_t q = j; any && q < end; q++) {                                                       \
+          double rq = h[0].v.d;                                                                          \
+          T tq = (T)rq; /* the root was widened from T: exact */                                         \
+          if (rq != rq || (P->largest ? x[q] >= tq || x[q] != x[q] : x[q] <= tq))                        \
+            fold_one(P, L, h, widen(P->fkind, xp, q), j0 + q);                                           \
+        }                                                                                                \
         j = end;                                                                                         \
       }                                                                                                  \
       return;                                                                                            \
@@ -285,16 +291,31 @@ DEF_SUM_EXP(float, f)
 DEF_SUM_EXP(double, )
 
 /* Lanes for up to `lanes` outputs (and topk's heaps); false when out of memory. */
+/* Whether the lanes' sums are kept in state.acc. */
+static bool dense_sums(const plan *P) {
+  return !P->last_red && (P->fin == F_SUM || P->fin == F_MEAN) && P->fkind != K_I64;
+}
+
 bool loom__cfz_state_init(const plan *P, state *st, int64_t lanes) {
   st->lanes = malloc(sizeof *st->lanes * (size_t)lanes);
   st->heap = P->fin == F_TOPK && P->k > 0 ? malloc(sizeof *st->heap * (size_t)(lanes * P->k)) : NULL;
+  st->acc = dense_sums(P) ? malloc(sizeof *st->acc * (size_t)lanes) : NULL;
   st->n = 0;
-  return st->lanes && (st->heap || !(P->fin == F_TOPK && P->k > 0));
+  return st->lanes && (st->heap || !(P->fin == F_TOPK && P->k > 0)) && (st->acc || !dense_sums(P));
 }
 
 void loom__cfz_state_free(state *st) {
   free(st->lanes);
   free(st->heap);
+  free(st->acc);
+}
+
+/* Moves the dense sums into the lanes, before they are merged into another state or stored. */
+void loom__cfz_state_settle(state *st) {
+  for (int64_t l = 0; st->acc && l < st->n; l++) {
+    st->lanes[l].v.d += st->acc[l];
+    st->acc[l] = 0;
+  }
 }
 
 KERNEL void fold_row_isa_body(const plan *P, lane *L, entry *h, const void *xp, const void *y, const tfm *tf,
@@ -313,9 +334,16 @@ ISA_VARIANTS_VOID(void, fold_row_isa,
 
 /* Element j of the block into lane j; i is the index along the reduced axis. */
 KERNEL void fold_cols_isa_body(const plan *P, state *st, const void *xp, int64_t n, int64_t i) {
-  if (P->fin == F_SUM && P->fkind == K_F32) {
-    const float *x = xp;
-    for (int64_t j = 0; j < n; j++) st->lanes[j].v.d += x[j];
+  if (st->acc && P->fkind == K_F32) {
+    const float *restrict x = xp;
+    double *restrict acc = st->acc;
+    _Pragma("omp simd") for (int64_t j = 0; j < n; j++) acc[j] += x[j];
+    return;
+  }
+  if (st->acc) {
+    const double *restrict x = xp;
+    double *restrict acc = st->acc;
+    _Pragma("omp simd") for (int64_t j = 0; j < n; j++) acc[j] += x[j];
     return;
   }
   for (int64_t j = 0; j < n; j++)

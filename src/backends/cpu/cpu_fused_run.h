@@ -136,6 +136,9 @@ typedef struct entry {
 typedef struct state {
   lane *lanes;
   entry *heap; /* k per lane */
+  /* Float sums where the last axis is kept: dense, so a block is added in one vector loop (the
+   * lanes' doubles lie 16 bytes apart); moved into the lanes by loom__cfz_state_settle. */
+  double *acc;
   int64_t n;
 } state;
 
@@ -174,6 +177,7 @@ bool loom__cfz_state_init(const plan *P, state *st, int64_t lanes);
 void loom__cfz_state_free(state *st);
 void loom__cfz_state_reset(const plan *P, state *st, int64_t n);
 void loom__cfz_state_merge(const plan *P, state *dst, const state *src);
+void loom__cfz_state_settle(state *st);
 void loom__cfz_fold_row(const plan *P, lane *L, entry *h, const void *xp, const void *y, const tfm *tf,
                         int64_t n, int64_t j0);
 void loom__cfz_fold_cols(const plan *P, state *st, const void *xp, int64_t n, int64_t i);
