@@ -481,42 +481,19 @@ static bool plan_and_run(const char *device, l3_run *r) {
   return loom_run(loom_state.ctx, r->plan, &run, r->in, r->n_in, &r->out, 1, NULL) == LOOM_OK;
 }
 
-/* The limit at which the chunk rewrite cuts the call into tiles of C that keep its largest
- * operand whole (a loop over the result's rows reading its slices of the others): that operand
- * plus an eighth per device of the rest, so that each device takes about eight tiles. 0 where
- * a device's limit cannot hold that. loom_graph_optimize_for_sharing's own cut, sized for the
- * graph's whole peak, splits a gemm's inner dimension too (4096^3: 41 tiles of 102 rows each
- * summed over 16 slices of k), 1.27x slower on two PoCL devices than one device alone. */
-static int64_t tile_limit(const l3_run *r, int64_t out_bytes) {
-  int64_t total = out_bytes, largest = 0;
-  for (int i = 0; i < r->n_in; i++) {
-    int64_t b = 0;
-    loom_type_bytes(&r->in[i].type, &b);
-    total += b;
-    largest = b > largest ? b : largest;
-  }
-  int64_t limit = largest + (total - largest) / (8 * (int64_t)loom_state.n_share);
-  for (int32_t i = 0; i < loom_state.n_share; i++)
-    if (loom_state.share_runners[i].limit > 0 && loom_state.share_runners[i].limit < limit) return 0;
-  return limit;
-}
-
-/* Plans the graph chunked into a loop over tiles of the result and runs it shared among the
- * share set, each device under its limit (loom_run with devices). */
-static bool plan_and_run_shared(l3_run *r, int64_t out_bytes) {
+/* Plans the graph chunked into a loop over tiles of the result (loom_graph_optimize_for_sharing)
+ * and runs it shared among the share set, each device under its limit (loom_run with devices).
+ * A cut of the shim's own into tiles that read the largest operand whole (the chunk rewrite
+ * given that operand plus an eighth per device of the rest) measured slower on PoCL: a dgemm in
+ * tiles ran 2.1-2.4x slower on one device than whole (2048^3: 20.6-23.7 s against 8.6-16.8 s),
+ * and shared on two, 0.39-0.49 of one device alone at 4096^3, against 0.79-0.90 for this cut. */
+static bool plan_and_run_shared(l3_run *r) {
   loom_optimize_options opts;
   optimize_options(&opts);
   char note[256];
-  loom_runner tiled[MAX_DEVICES];
-  int64_t limit = tile_limit(r, out_bytes);
-  for (int32_t i = 0; i < loom_state.n_share; i++)
-    tiled[i] = loom_state.share_runners[i], tiled[i].limit = limit;
-  loom_status s =
-      limit > 0 ? loom_graph_optimize_for_runners(r->graph, tiled, loom_state.n_share, &opts, &r->opt, NULL,
-                                                  note, sizeof note)
-                : loom_graph_optimize_for_sharing(r->graph, loom_state.share_runners, loom_state.n_share,
-                                                  &opts, &r->opt, NULL, note, sizeof note);
-  if (s != LOOM_OK || loom_plan_split_by_memory(r->opt, loom_state.share_runners, 1, &r->plan) != LOOM_OK)
+  if (loom_graph_optimize_for_sharing(r->graph, loom_state.share_runners, loom_state.n_share, &opts, &r->opt,
+                                      NULL, note, sizeof note) != LOOM_OK ||
+      loom_plan_split_by_memory(r->opt, loom_state.share_runners, 1, &r->plan) != LOOM_OK)
     return false;
   loom_run_options run;
   loom_run_options_init(&run);
@@ -586,7 +563,7 @@ bool loom__blas_l3_loom(const blas_l3 *call, char *device, int device_size) {
   for (int i = 0; i < p.n_ops && ok; i++) ok = operand_tensor(&p.ops[i], p.esize, p.dtype, &r);
   if (ok && p.use_c) ok = operand_tensor(&cop, p.esize, p.dtype, &r);
   ok = ok && build_graph(&c, &p, &r) &&
-       (d == PLACE_SHARED ? plan_and_run_shared(&r, (int64_t)c.m * c.n * p.esize) : plan_and_run(where, &r));
+       (d == PLACE_SHARED ? plan_and_run_shared(&r) : plan_and_run(where, &r));
   if (ok) {
     write_back(&c, &p, r.out.data);
     snprintf(device, (size_t)device_size, "%s", where);
