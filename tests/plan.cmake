@@ -246,7 +246,7 @@ loom_plan_test(knn_million_grown ARGS ${LOOM_PLAN_DATA}/knn_million.lir --limit 
   STDOUT_REGEX "chunk +saved +0 B +loop 'val' grown from pieces of 4 to [0-9]+ \\([0-9] pieces\\)")
 loom_plan_test(input_larger_than_every_limit ARGS ${LOOM_PLAN_DATA}/chain_big_input.lir
   --runners cpu0:6MiB,cpu0:3MiB
-  STDOUT_REGEX "loop v[0-9]+: [0-9]+ pieces of [0-9]+, slicing b axis 0; body of 1 op: dot\n  loop out: [0-9]+ pieces of [0-9]+[^\n]*, slicing a axis 0; body of 1 op: dot")
+  STDOUT_REGEX "loop out: [0-9]+ pieces of [0-9]+[^\n]*, slicing b axis 0, a axis 1; body of 2 ops: dot dot\n.*stage 0: runner 0 \\(cpu0, limit 6\\.00 MiB\\)")
 # The body is fused or not as the fuse rewrite's cost says (an elementwise body of three ops
 # over a piece runs as fast unfused); what this checks is the three offsets of x.
 loom_plan_test(stencil_offsets ARGS ${LOOM_PLAN_DATA}/stencil_streamed.lir --limit 1MiB

@@ -390,13 +390,25 @@ static loom_status try_cut(const loom_graph *g, const loom_graph *outer, int32_t
   loom_status s = LOOM_ERR_UNSUPPORTED;
   /* First with every reader that can be cut the same way as a further sink; then, when that
    * did not fit (a piece would wait for a whole result, or the further sinks' results are too
-   * big together), the first sink alone. */
-  for (int attempt = 0; attempt < 2 && s == LOOM_ERR_UNSUPPORTED; attempt++) {
-    s = loom__chunk_region_build(&r, g, sink, mode, axis, attempt == 0);
+   * big together), the first sink alone; last with the transposes of inputs the region reads
+   * whole moved into the body, so a cut of the body can stream those inputs too (A A^T). */
+  static const unsigned hows[] = {CUT_MORE_SINKS, 0, CUT_MORE_SINKS | CUT_VIEWS_INSIDE,
+                                  CUT_MORE_SINKS | CUT_VIEWS_INSIDE | CUT_RECOMPUTE};
+  bool alone = false;
+  for (int attempt = 0; attempt < 4 && s == LOOM_ERR_UNSUPPORTED; attempt++) {
+    if (attempt == 1 && alone) continue; /* the second attempt would build the same region */
+    s = loom__chunk_region_build(&r, g, sink, mode, axis, hows[attempt]);
     r.outer = outer;
     r.outer_op = outer_op;
     r.slices = cs->slices;
-    bool alone = s == LOOM_OK && r.n_sinks == 1;
+    alone |= attempt == 0 && s == LOOM_OK && r.n_sinks == 1;
+    /* the later attempts are worth measuring only where they grew the region */
+    bool moved = false, dup = false;
+    for (int32_t o = 0; s == LOOM_OK && o < g->n_ops; o++) {
+      moved |= r.in_region[o] && r.out_axis[o] == AX_WHOLE;
+      dup |= r.dup[o];
+    }
+    if (!s && ((attempt == 2 && !moved) || (attempt == 3 && !dup))) s = LOOM_ERR_UNSUPPORTED;
     if (!s && r.extent < 2) s = LOOM_ERR_UNSUPPORTED;
     if (!s) s = best_piece(&r, cs, out, &c);
     if (!s) break;
@@ -405,7 +417,6 @@ static loom_status try_cut(const loom_graph *g, const loom_graph *outer, int32_t
       describe_cut(g, &r, sink, mode, axis, cs->fallback_c, cs->fallback_detail, sizeof cs->fallback_detail);
     }
     loom__chunk_region_free(&r);
-    if (alone) return s; /* the second attempt would build the same region */
   }
   if (s) return s;
   describe_cut(g, &r, sink, mode, axis, c, detail, detail_size);

@@ -133,6 +133,7 @@ static int32_t sink_operand_axis(const region *r, int32_t o, int32_t i) {
 /* The axis operand i of region op o is read along in a piece. */
 static int32_t operand_axis(const region *r, int32_t o, int32_t i) {
   if (is_sink(r, o) && r->reducing[o]) return sink_operand_axis(r, o, i);
+  if (r->out_axis[o] == AX_WHOLE) return AX_WHOLE; /* a view moved into the body (join_whole_view) */
   return map_back(r->g, &r->g->ops[o], r->out_axis[o], i);
 }
 
@@ -141,6 +142,7 @@ void loom__chunk_region_free(region *r) {
   loom__free(r->out_axis);
   loom__free(r->in_region);
   loom__free(r->downstream);
+  loom__free(r->dup);
   loom__free(r->uses);
   loom__free(r->region_uses);
   loom__free(r->sinks);
@@ -287,6 +289,74 @@ static bool join_sink(region *r, int32_t c, int32_t i) {
   return join_parallel_sink(r, c, i, a) || join_reducing_sink(r, c, i, a);
 }
 
+/* A transpose of a graph input whose every reader is a region op reading it whole (syrk's
+ * `at = transpose a`, covariance's `dt = transpose d` once d is cut) joins the region whole:
+ * the body makes the view of the input it is passed whole, so the input is read by loops
+ * alone, and a cut of the body can stream it (rows of a outside, rows of a again inside for
+ * the columns: a 2-D tiling of A A^T with a read only in pieces). */
+static bool join_whole_view(region *r, int32_t o) {
+  const loom__op *op = &r->g->ops[o];
+  int32_t v = op->outputs[0], in = op->inputs[0];
+  if (op->kind != LOOM_OP_TRANSPOSE || r->uses[v] == 0 || r->region_uses[v] != r->uses[v] ||
+      r->axis_of[v] != AX_WHOLE || r->g->values[in].op >= 0)
+    return false;
+  r->out_axis[o] = AX_WHOLE;
+  r->in_region[o] = true;
+  r->region_uses[in]++;
+  r->axis_of[in] = (r->axis_of[in] == AX_UNSET || r->axis_of[in] == AX_WHOLE) ? AX_WHOLE : AX_FAIL;
+  return true;
+}
+
+/* Whether op costs little enough to compute twice: elementwise ops and views. */
+static bool cheap(const loom__op *op) {
+  switch (loom__op_info_of(op->kind)->cls) {
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_LOGIC:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
+      return true;
+    case LOOM_CLASS_LAYOUT:
+      return op->kind == LOOM_OP_TRANSPOSE || op->kind == LOOM_OP_BROADCAST || op->kind == LOOM_OP_RESHAPE ||
+             op->kind == LOOM_OP_SLICE;
+    default:
+      return false;
+  }
+}
+
+/* The axis a cheap op joins along when the region reads its result along one axis and ops
+ * outside the region read it too: it is computed in the pieces, and again, whole, after the
+ * loop for those readers (r->dup). gemver's A + u1 v1^T + u2 v2^T is read by A^T y and then,
+ * once x is known, by A x: each loop recomputes its pieces from A, so the sum is never held
+ * whole while the first loop runs, and the next round cuts the second. AX_FAIL: it cannot. */
+static int32_t recompute_axis(const region *r, int32_t o) {
+  const loom__op *op = &r->g->ops[o];
+  if (op->n_outputs != 1 || op->n_inputs == 0 || !cheap(op)) return AX_FAIL;
+  int32_t v = op->outputs[0], ax = r->axis_of[v];
+  if (r->region_uses[v] == 0 || r->region_uses[v] == r->uses[v]) return AX_FAIL;
+  return ax >= 0 && ax < AX_WINDOW ? ax : AX_FAIL;
+}
+
+/* A recomputed op is made again after the loop from what it reads: every region op it reads
+ * (not a sink, whose result the loop gives) is recomputed too, and must be cheap. */
+static bool close_recomputed(region *r) {
+  const loom_graph *g = r->g;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t o = g->n_ops - 1; o >= 0; o--) {
+      if (!r->dup[o]) continue;
+      for (int32_t i = 0; i < g->ops[o].n_inputs; i++) {
+        int32_t p = g->values[g->ops[o].inputs[i]].op;
+        if (p < 0 || !r->in_region[p] || r->dup[p] || is_sink(r, p)) continue;
+        if (!cheap(&g->ops[p])) return false;
+        r->dup[p] = changed = true;
+      }
+    }
+  }
+  return true;
+}
+
 /* Producer o is read both inside the region, along one axis, and by ops outside it: tries to
  * bring each of those readers in as a sink of its own. True when any joined. */
 static bool join_readers_as_sinks(region *r, int32_t o) {
@@ -388,7 +458,9 @@ static bool mark_downstream(region *r) {
 }
 
 loom_status loom__chunk_region_build(region *r, const loom_graph *g, int32_t sink, chunk_mode mode,
-                                     int32_t axis, bool more_sinks) {
+                                     int32_t axis, unsigned how) {
+  bool more_sinks = how & CUT_MORE_SINKS, views_inside = how & CUT_VIEWS_INSIDE,
+       recompute = how & CUT_RECOMPUTE;
   memset(r, 0, sizeof *r);
   r->g = g;
   r->sink = sink;
@@ -402,10 +474,11 @@ loom_status loom__chunk_region_build(region *r, const loom_graph *g, int32_t sin
   r->reducing = loom__calloc(no, sizeof(bool));
   r->in_region = loom__calloc(no, sizeof(bool));
   r->downstream = loom__calloc(no, sizeof(bool));
+  r->dup = loom__calloc(no, sizeof(bool));
   r->uses = loom__malloc(nv * sizeof(int32_t));
   r->region_uses = loom__calloc(nv, sizeof(int32_t));
   if (!r->axis_of || !r->out_axis || !r->sink_axis || !r->sinks || !r->reducing || !r->in_region ||
-      !r->downstream || !r->uses || !r->region_uses)
+      !r->downstream || !r->dup || !r->uses || !r->region_uses)
     return loom__oom("a chunk region");
   for (size_t v = 0; v < nv; v++) r->axis_of[v] = AX_UNSET;
   for (size_t o = 0; o < no; o++) r->out_axis[o] = r->sink_axis[o] = AX_FAIL;
@@ -431,6 +504,10 @@ loom_status loom__chunk_region_build(region *r, const loom_graph *g, int32_t sin
       int32_t ax = candidate_axis(r, o);
       if (ax >= 0)
         join(r, o, ax);
+      else if (views_inside && join_whole_view(r, o))
+        changed = true;
+      else if (recompute && (ax = recompute_axis(r, o)) >= 0 && join(r, o, ax))
+        r->dup[o] = true;
       else if (more_sinks && join_readers_as_sinks(r, o))
         changed = true;
       else if (more_sinks && join_returned_as_sink(r, o))
@@ -438,6 +515,7 @@ loom_status loom__chunk_region_build(region *r, const loom_graph *g, int32_t sin
     }
     if (more_sinks && join_input_readers_as_sinks(r)) changed = true;
   }
+  if (recompute && !close_recomputed(r)) return LOOM_ERR_UNSUPPORTED;
   for (int32_t o = 0; o < g->n_ops; o++)
     if (is_sink(r, o)) r->sinks[r->n_sinks++] = o;
   for (int32_t v = 0; v < g->n_values; v++) {
@@ -720,7 +798,7 @@ loom_status loom__chunk_emit_loop(const region *r, int64_t c, loom_graph **out) 
   int32_t next = 0;
   for (int32_t j = 0; !s && j < r->n_sinks; j++) s = finish_sink(r, &rb, r->sinks[j], outs, &next);
   for (int32_t o = 0; !s && o < g->n_ops; o++)
-    if (r->downstream[o]) s = loom__rebuild_copy(&rb, o);
+    if (r->downstream[o] || r->dup[o]) s = loom__rebuild_copy(&rb, o);
   if (!s) s = loom__rebuild_finish(&rb, out);
   if (rb_ok) loom__rebuild_deinit(&rb);
   body_build_free(&bb);

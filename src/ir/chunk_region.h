@@ -15,6 +15,11 @@ enum { MAX_ROUNDS = 16 };
 
 typedef enum chunk_mode { MODE_PARALLEL, MODE_REDUCED } chunk_mode;
 
+/* How a region may grow (loom__chunk_region_build): readers of its values join as further
+ * sinks; transposes of inputs read whole move into the body; cheap ops also read outside the
+ * region are computed in the pieces and again after the loop. */
+enum { CUT_MORE_SINKS = 1, CUT_VIEWS_INSIDE = 2, CUT_RECOMPUTE = 4 };
+
 typedef struct region {
   const loom_graph *g;
   int32_t sink; /* the sink the cut was chosen for */
@@ -32,6 +37,7 @@ typedef struct region {
   int32_t *out_axis;    /* per op: the axis its results are cut along (region ops) */
   bool *in_region;      /* per op */
   bool *downstream;     /* per op: reads a region result, so runs after the pieces */
+  bool *dup;            /* per op: in the region, and made again after the loop (CUT_RECOMPUTE) */
   int32_t *uses;        /* per value */
   int32_t *region_uses; /* per value: reads by region ops */
   int64_t min_piece;    /* topk merged across pieces needs pieces of at least k */
@@ -47,7 +53,7 @@ typedef struct region {
 loom_status loom__chunk_emit_loop(const region *r, int64_t c, loom_graph **out);
 bool loom__chunk_reduced_by(const loom__op *op, int32_t ax, int32_t rank);
 loom_status loom__chunk_region_build(region *r, const loom_graph *g, int32_t sink, chunk_mode mode,
-                                     int32_t axis, bool more_sinks);
+                                     int32_t axis, unsigned how);
 void loom__chunk_region_free(region *r);
 
 #endif

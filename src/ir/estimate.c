@@ -171,9 +171,10 @@ bool loom__value_streamed(const loom_graph *g, int32_t v) {
         readers++;
         continue;
       }
-      /* a window's slice is written in from the caller's tensor one run per index before its
-       * axis (a conv's x, many channels); any other slice must be one run */
-      for (int32_t d = 0; d < op->loop->rules[i].axis && !loom__loop_windowed(&op->loop->rules[i]); d++)
+      /* a slice is written in from the caller's tensor one run per index before its axis (a
+       * conv's window over many channels, a block of a matrix's columns); a packed q4 slice
+       * must be one run of whole bytes */
+      for (int32_t d = 0; d < op->loop->rules[i].axis && t->dtype == LOOM_Q4; d++)
         if (t->dims[d] != 1) return false;
       readers++;
     }

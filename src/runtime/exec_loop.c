@@ -261,6 +261,10 @@ static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
   for (int32_t p = 0; p < g->n_params; p++) {
     loom__layout *l = &st->layouts[g->params[p]];
     memcpy(l->strides, lr->operands[p].strides, sizeof l->strides);
+    /* a streamed slice written into a buffer of its own is dense there (a block of columns is
+     * not a run of the operand): its views in the body follow those strides */
+    if (lr->streamed[p] && lr->slots && lr->slots[p].from && !loom__loop_windowed(&lr->l->rules[p]))
+      loom__view_dense_strides(&g->values[g->params[p]].type, l->strides);
   }
   if ((s = loom__graph_layouts_given(g, st->layouts)) || (s = pass_inputs(lr, st))) return s;
   for (int32_t i = 0; i < g->n_ops; i++) b->order[i] = i;

@@ -137,3 +137,37 @@ TEST(chunk_mvt_at_an_eighth) {
 TEST(chunk_bicg_at_an_eighth) {
   check_kernel("bicg", 8, "with 1 more sink");
 }
+
+/* A rank-k update: rows of C outside, its columns inside, A read in rows by both loops (the
+ * transpose moved into the outer body), so neither A nor C is ever held whole. */
+TEST(chunk_syrk_at_an_eighth) {
+  check_kernel("syrk", 8, "inside loop 'r'");
+}
+
+TEST(chunk_syr2k_at_an_eighth) {
+  check_kernel("syr2k", 8, "inside loop 'r'");
+}
+
+/* Two rank-1 updates, then A^T y and A x: one pass over blocks of A's columns computes both
+ * (the columns streamed, a run per row). */
+TEST(chunk_gemver_at_an_eighth) {
+  check_kernel("gemver", 8, "pieces");
+}
+
+TEST(chunk_2mm_at_an_eighth) {
+  check_kernel("2mm", 8, "pieces");
+}
+
+TEST(chunk_3mm_at_an_eighth) {
+  check_kernel("3mm", 8, "pieces");
+}
+
+/* A symmetric operand made from A's lower triangle and its transpose: rows and columns of A
+ * are both streamed. */
+TEST(chunk_symm_at_an_eighth) {
+  check_kernel("symm", 8, "pieces");
+}
+
+TEST(chunk_trmm_at_an_eighth) {
+  check_kernel("trmm", 8, "pieces");
+}
