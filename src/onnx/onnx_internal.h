@@ -40,6 +40,7 @@ typedef struct loom__onnx_val {
   loom_value v;    /* LOOM_VALUE_NONE until it is in the graph */
   void *host;      /* the known contents, or NULL */
   bool host_owned; /* host is ours to free (else the graph's constant storage) */
+  bool named;      /* v took this ONNX name (loom__onnx_out), so an output returns it as is */
 } loom__onnx_val;
 
 typedef struct loom__onnx {
@@ -94,6 +95,10 @@ loom_value loom__onnx_materialize(loom__onnx *c, loom__onnx_val *x);
  * refuses (naming the input) where they are not known or are more than max. */
 loom_status loom__onnx_in_ints(loom__onnx *c, int32_t k, int64_t *out, int32_t max, int32_t *out_count);
 /* Defines output k of the node as v (a name given nothing is ignored). */
+/* A .lir name for an ONNX name into buf: each character .lir does not take becomes `_`, a
+ * leading digit (or an auto label's v and digit) gets a `_` before it, and a name the graph
+ * already holds gets a suffix (_2, _3, ...). */
+void loom__onnx_lir_name(const loom_graph *g, const char *name, char *buf, size_t size);
 loom_status loom__onnx_out(loom__onnx *c, int32_t k, loom_value v);
 /* Defines output k as a constant known now: data (loom__malloc'd, taken) of type. */
 loom_status loom__onnx_out_const(loom__onnx *c, int32_t k, const loom_type *type, void *data);

@@ -156,6 +156,14 @@ loom_status loom__onnx_out(loom__onnx *c, int32_t k, loom_value v) {
   loom_status s = loom__onnx_add(c, n->output[k], loom_value_type(c->g, v), &o);
   if (s) return s;
   o->v = v;
+  /* The value carries the node's output name, so that plans and listings say which part of
+   * the model each stage holds (PyTorch's `/layers.4/norm2/...`); a value named already (an
+   * input, a value an Identity passes on) keeps its name. A name .lir refuses is left out. */
+  char name[256];
+  if (!loom_value_name(c->g, v)) {
+    loom__onnx_lir_name(c->g, n->output[k], name, sizeof name);
+    o->named = loom_value_set_name(c->g, v, name) == LOOM_OK;
+  }
   return LOOM_OK;
 }
 

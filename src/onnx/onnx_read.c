@@ -21,10 +21,7 @@ void loom_onnx_options_init(loom_onnx_options *options) {
   if (options) memset(options, 0, sizeof *options);
 }
 
-/* A .lir name for an ONNX name: each character .lir does not take becomes `_`, a leading digit
- * gets a `_` before it, and a name the graph already holds (or an auto label, v12) gets a
- * suffix. */
-static void lir_name(const loom_graph *g, const char *name, char *buf, size_t size) {
+void loom__onnx_lir_name(const loom_graph *g, const char *name, char *buf, size_t size) {
   size_t o = 0;
   if (!name[0] || (name[0] >= '0' && name[0] <= '9') || (name[0] == 'v' && name[1] >= '0' && name[1] <= '9'))
     buf[o++] = '_';
@@ -166,7 +163,7 @@ static loom_status add_inputs(loom__onnx *c, const Onnx__GraphProto *gp, const l
       continue;
     }
     char name[256];
-    lir_name(c->g, in->name, name, sizeof name);
+    loom__onnx_lir_name(c->g, in->name, name, sizeof name);
     v->v = loom_graph_param(c->g, name, &type);
     if (c->g->error) return c->g->error;
   }
@@ -247,17 +244,20 @@ static loom_status set_outputs(loom__onnx *c, const Onnx__GraphProto *gp) {
       s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: output '%s' is computed by no node", c->path, name);
       break;
     }
-    loom_value x = loom__onnx_materialize(c, v);
+    bool named = v->named; /* read before materialize, which may move c->vals */
+    loom_value before = v->v, x = loom__onnx_materialize(c, v);
     if (c->g->error) break;
-    /* A value that already has a name (an input, an earlier output) is returned through a view
-     * of its own, so each output carries its ONNX name. */
-    if (loom_value_name(c->g, x)) {
+    /* A value that already has another name (an input, an earlier output, the value an
+     * Identity passed on) is returned through a view of its own, so each output carries its
+     * ONNX name; one named after this output by its node is returned as it is. */
+    bool own = named && before.id == x.id;
+    if (loom_value_name(c->g, x) && !own) {
       const loom_type t_copy = *loom_value_type(c->g, x), *t = &t_copy;
       x = loom_reshape(c->g, x, t->rank, t->dims);
     }
     char lname[256];
-    lir_name(c->g, name, lname, sizeof lname);
-    if (!c->g->error) s = loom_value_set_name(c->g, x, lname);
+    if (!own) loom__onnx_lir_name(c->g, name, lname, sizeof lname);
+    if (!own && !c->g->error) s = loom_value_set_name(c->g, x, lname);
     outs[i] = x;
   }
   if (!s && c->g->error) s = c->g->error;

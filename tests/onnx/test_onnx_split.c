@@ -55,6 +55,21 @@ static bool all_runners_used(const loom_plan *plan) {
   return used[0] && used[1] && used[2];
 }
 
+/* Whether every value a stage passes on carries its ONNX name (the reader names each node's
+ * outputs): `layers_N_...` or the output `y`, so the plan says which layers went where. */
+static bool stage_outputs_named(const loom_plan *plan) {
+  const loom_graph *g = loom_plan_graph(plan);
+  for (int32_t i = 0; i < loom_plan_stage_count(plan); i++) {
+    loom_stage_info info;
+    if (loom_plan_stage(plan, i, &info)) return false;
+    for (int32_t k = 0; k < info.n_outputs; k++) {
+      const char *name = loom_value_name(g, (loom_value){info.outputs[k]});
+      if (!name || (strncmp(name, "layers_", 7) && strcmp(name, "y"))) return false;
+    }
+  }
+  return true;
+}
+
 TEST(encoder_split_over_runners) {
   const char *script = getenv("LOOM_ONNX_ENCODER");
   char dir[512], path[1024];
@@ -89,6 +104,7 @@ TEST(encoder_split_over_runners) {
   plan_over(g, r, &og, &plan);
   ASSERT_TRUE(plan != NULL);
   ASSERT_TRUE(all_runners_used(plan));
+  ASSERT_TRUE(stage_outputs_named(plan));
   loom_run_stats st;
   memset(&st, 0, sizeof st);
   ASSERT_OK(loom_run(ctx, plan, NULL, &x, 1, &split, 1, &st));
