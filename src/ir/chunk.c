@@ -295,6 +295,10 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
   return LOOM_OK;
 }
 
+/* TODO(#34): the cuts that fit are taken as found (the largest piece of the first region that
+ * fits), not chosen by the scheduler's per-op cost model: a chain of three products at an
+ * eighth of its need runs in pieces of one row and one column. */
+
 /* The largest piece c < extent for which the looped graph fits the limit. The graph's size does
  * not depend on c, so each try costs one small rebuild and estimate: a bisection (a piece's
  * need grows with c). The pieces found are then evened out (the same trip count, the last
