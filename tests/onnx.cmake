@@ -21,7 +21,7 @@ endif()
 if(TEST onnx)
   add_test(NAME onnx.limited COMMAND test_onnx conformance)
   set_tests_properties(onnx.limited PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT
-    "${LOOM_TEST_ENV};LOOM_ONNX_LIMIT_DIV=4;LOOM_ONNX_EVERY=4;LOOM_STAGE_HISTORY=0;LOOM_ONNX_MIN_LIMITED_PASS=6")
+    "${LOOM_TEST_ENV};LOOM_ONNX_LIMIT_DIV=4;LOOM_ONNX_EVERY=4;LOOM_STAGE_HISTORY=0;LOOM_ONNX_MIN_LIMITED_PASS=45")
   # Issue 31's third point at a test's size: tests/onnx/encoder.py's encoder split by its
   # weights over cpu0:192KiB, ocl0:160KiB and ocl1:128KiB (test_onnx_split.c).
   add_test(NAME onnx.split COMMAND test_onnx encoder_split_over_runners)
