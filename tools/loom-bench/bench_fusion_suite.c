@@ -265,7 +265,7 @@ static void fs_fused_cases(fs_run *r) {
   fs_case(r, "knn", "d=3 k=10", t);
 }
 
-static int fs_usage(FILE *f, int rc) {
+static void fs_usage(FILE *f) {
   fputs(
       "usage: loom-bench fusion --suite [--tiny] [--rounds R] [--cases LIST] [--fused-only]\n"
       "  Every op case of `loom-bench suite --quick` on cpu0 and the graphs the fuse rewrite fuses\n"
@@ -274,38 +274,31 @@ static int fs_usage(FILE *f, int rc) {
       "  best ms of each side, on/off (<= 1: fusion did not lose), each side's spread (median/best-1);\n"
       "  SLOWER where on/off > 1 + max(5%, the spreads added). Exit 1 when a case is SLOWER (not judged\n"
       "  at --tiny sizes) or fails (an error, or a fused result unlike the unfused one).\n"
+      "  --rounds R    alternate rounds per case (default 7, at most 64)\n"
+      "  --cases LIST  only these cases, by name (gemm, fft, add, ..., chain, poly, kmv, knn)\n"
       "  --tiny        the suite's tiny sizes and small fused graphs (for the tests)\n"
       "  --fused-only  only the cases where the rewrite fuses something\n",
       f);
-  return rc;
 }
 
 static int fs_parse(int argc, char **argv, fs_args *a) {
   *a = (fs_args){.profile = "quick", .rounds = 7};
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i];
-    if (!strcmp(f, "--suite")) continue;
-    if (!strcmp(f, "--help")) return fs_usage(stdout, -1);
-    if (!strcmp(f, "--tiny") || !strcmp(f, "--fused-only")) {
-      if (f[2] == 't')
-        a->profile = "tiny";
-      else
-        a->fused_only = true;
-      continue;
-    }
-    const char *v = i + 1 < argc ? argv[++i] : NULL;
-    long long x = v ? bench_whole(v, 1) : -1;
-    if (v && !strcmp(f, "--rounds") && x > 0 && x <= FS_MAX_ROUNDS) {
-      a->rounds = (int32_t)x;
-    } else if (v && !strcmp(f, "--cases")) {
-      a->cases = v;
-    } else {
-      fprintf(stderr, "loom-bench fusion --suite: bad option %s%s%s%s\n", f, v ? " '" : "", v ? v : "",
-              v ? "' (--rounds: 1 to 64)" : " (it needs a value)");
-      return fs_usage(stderr, 2);
-    }
-  }
-  return 0;
+  bool suite = false, tiny = false;
+  const bench_opt opts[] = {
+      BENCH_OPT_FLAG("suite", &suite),
+      BENCH_OPT_FLAG("tiny", &tiny),
+      BENCH_OPT_FLAG("fused-only", &a->fused_only),
+      BENCH_OPT_INT("rounds", BENCH_I32, &a->rounds, 1, FS_MAX_ROUNDS, "a count from 1 to 64"),
+      BENCH_OPT_TEXT("cases", &a->cases, "a list of case names"),
+      BENCH_OPT_END,
+  };
+  bench_cli b = {.mode = "fusion --suite",
+                 .synopsis = "loom-bench fusion --suite [--tiny] [--rounds R] [--cases LIST] [--fused-only]",
+                 .usage = fs_usage,
+                 .opts = opts};
+  int rc = bench_args(&b, argc, argv);
+  if (!rc && tiny) a->profile = "tiny";
+  return rc;
 }
 
 int loom_bench_fusion_suite(int argc, char **argv) {
