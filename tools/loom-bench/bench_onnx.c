@@ -88,9 +88,11 @@ static void usage(FILE *f) {
       "  The model run whole on cpu0 (planned once, rewrites as loom-run applies them) beside PyTorch\n"
       "  running its nodes with the same weights, inputs and threads (else onnxruntime): Loom's runs,\n"
       "  the peer's, Loom's again; the best of R runs each (default 3) after a warm-up, their ratio, and\n"
-      "  the largest difference of the first outputs. The inputs are random (fixed seed); threads: "
-      "OMP_NUM_THREADS on both sides.\n"
-      "  --python CMD  the interpreter with python3-onnx and the peer (default /usr/bin/python3)\n",
+      "  the largest difference of the first outputs. The inputs are random (fixed seed); the threads\n"
+      "  are OMP_NUM_THREADS on both sides.\n"
+      "  --reps R      timed runs per side (default 3)\n"
+      "  --python CMD  the interpreter with python3-onnx and the peer (default /usr/bin/python3)\n"
+      "  --no-python   Loom alone\n",
       f);
 }
 
