@@ -63,8 +63,8 @@ bool bench_py_open(bench_py *p, const char *python, const char *setup) {
   if (!script) return false;
   snprintf(script, len,
            "%s\nimport sys, time\nprint('ready', flush=True)\n"
-           "for line in sys.stdin:\n t = time.perf_counter()\n run()\n print(time.perf_counter() - t, "
-           "flush=True)\n",
+           "for line in sys.stdin:\n t = time.perf_counter()\n c = time.process_time()\n run()\n"
+           " print(time.perf_counter() - t, time.process_time() - c, flush=True)\n",
            setup);
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC)) {
