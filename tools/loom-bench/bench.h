@@ -5,6 +5,7 @@
 /* Each returns the process's exit code: 0 done, 1 failed, 2 bad command line. argv[0] is the
  * mode's name. */
 int loom_bench_attention(int argc, char **argv);
+int loom_bench_gemm(int argc, char **argv);
 int loom_bench_calls(int argc, char **argv);
 int loom_bench_cpu(int argc, char **argv);
 int loom_bench_dot(int argc, char **argv);

@@ -42,6 +42,8 @@ static const mode modes[] = {
     {"dot", loom_bench_dot,
      "a dot under limits of 0.8, 1/2, 1/4, 1/16 of its naive peak vs unconstrained: time ratios, measured "
      "peaks"},
+    {"gemm", loom_bench_gemm,
+     "SGEMM 4096^3 and DGEMM 2048^3: one Loom call vs OpenBLAS called directly and NumPy, alternating"},
     {"hmm", loom_bench_hmm, "host <-> device bandwidth: explicit copies, SVM access, plain memcpy"},
     {"kmv", loom_bench_kmv,
      "Gaussian kernel matrix-vector product, fused vs unfused under a limit: times, peaks, share of the "
