@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,7 +22,9 @@
  * other threads add and remove entries: a slot is claimed (FREE -> BUSY), filled, then
  * published (BUSY -> LIVE); the handler unlinks LIVE slots only. A slot whose file is gone
  * (a caller that unlinked its temporary itself rather than through loom__file_discard) is
- * taken back when a new temporary finds no free slot. */
+ * taken back when a new temporary finds no free slot. The first block is static; more come
+ * from plain calloc, not loom__calloc: they live as long as the process, so Loom's allocation
+ * counters (which tests and the soak read after a context is gone) must not see them as held. */
 enum { SLOT_FREE, SLOT_BUSY, SLOT_LIVE, SLOTS_PER_BLOCK = 32 };
 
 typedef struct temp_slot {
@@ -34,7 +37,8 @@ typedef struct temp_block {
   struct temp_block *_Atomic next;
 } temp_block;
 
-static temp_block *_Atomic temp_blocks;
+static temp_block first_block;
+static temp_block *_Atomic temp_blocks = &first_block;
 
 static temp_slot *claim_slot(bool reclaim) {
   for (temp_block *b = atomic_load(&temp_blocks); b; b = atomic_load(&b->next)) {
@@ -58,7 +62,7 @@ static bool register_temp(const char *path) {
   temp_slot *t = claim_slot(false);
   if (!t) t = claim_slot(true);
   if (!t) {
-    temp_block *b = loom__calloc(1, sizeof *b);
+    temp_block *b = calloc(1, sizeof *b);
     if (!b) return false;
     t = &b->slots[0];
     atomic_store(&t->state, SLOT_BUSY);
