@@ -621,11 +621,11 @@ static loom_status report_regions(const fuse_pass *fp, fuse_state *fs, loom_grap
      * says. It runs in the evaluator's one-pass folds (a product sum, a kernel sum, a top-k that
      * skips the runs it cannot enter), which store nothing over S and whose per-element cost the
      * constants above, fitted on elementwise chains, overstate: weighed by them, regions that ran
-     * several times faster fused at `loom-bench fusion --suite`'s sizes (sums of squares, column
-     * sums, argmax and top-k rows, (A + B) v, kmv, kNN) were left unfused, and so was the body of
-     * a kNN's chunk loop under a limit, each piece then paying every op's dispatch. Fused, such a
-     * region loses only over a tiny space, by microseconds (docs/ir-fusion.md, "When fusing pays",
-     * has the figures). */
+     * faster fused at `loom-bench fusion --suite`'s sizes (sums of squares, column sums, argmax
+     * rows, (A + B) v, kmv, kNN; top-k rows in most runs) were left unfused, and so was the body
+     * of a kNN's chunk loop under a limit, each piece then paying every op's dispatch. Fused,
+     * such a region lost only over tiny spaces, by microseconds (docs/ir-fusion.md, "When fusing
+     * pays", has the figures). */
     bool folds = final_kind(fs->g->ops[r->root].kind) || r->mv_matrix >= 0;
     if (!folds && !fp->pressed && fused >= unfused) continue; /* slower fused: left as it is */
     r->use = true;
