@@ -15,7 +15,10 @@
 #   devices    core devices
 #   backends   core ir devices backends hmm        (the HMM: hmm/hmm_backend.h's functions)
 #   hmm        core devices hmm backends           (backends: the registry's lookups)
-#   runtime    every module of libloom (sched and io included)
+#   runtime    every module of libloom (sched and io included), except the optimizer and the
+#              cuts: a run executes the plan it is given (issue 29), so the runtime calls no
+#              loom_graph_optimize*, loom_plan_split*, loom_share_cut nor loom__branch_cut_*; a
+#              stage it must have planned again goes through the splitter's loom__plan_restage
 #
 # libloom_mpi and libblas are libraries of their own above libloom: they call its exported
 # functions, which the include check and the link (--no-undefined) already hold them to.
@@ -80,6 +83,10 @@ while read -r o sym _; do
   for a in ${allowed[$mod]}; do [ "$a" = "$target" ] && ok=true; done
   if ! $ok; then
     echo "${o#"$objects"/}: calls $sym of $target: $mod may call ${allowed[$mod]} (README.md, Layout)" >&2
+    failures=$((failures + 1))
+  elif [ "$mod" = runtime ] && [[ "$sym" =~ ^(loom_graph_optimize|loom_plan_split|loom_share_cut|loom__branch_cut_) ]]; then
+    echo "${o#"$objects"/}: calls $sym of $target: the runtime runs the plan it is given and cuts nothing" \
+      "(a stage planned again: the splitter's loom__plan_restage)" >&2
     failures=$((failures + 1))
   fi
 done < <($NM -A --undefined-only --format=posix "${objs[@]}" 2>/dev/null)

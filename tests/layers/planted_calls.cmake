@@ -53,3 +53,6 @@ endfunction()
 plant(sched loom_context_device_count runtime)
 # Core, below everything, calling the IR.
 plant(core loom_graph_verify ir)
+# The runtime cutting a plan itself (issue 29: every cut is the splitter's, made with the plan).
+plant(runtime loom_plan_split_by_memory splitter)
+plant(runtime loom_graph_optimize_for_sharing splitter)
