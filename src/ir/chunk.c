@@ -295,9 +295,11 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
   return LOOM_OK;
 }
 
-/* TODO(#34): the cuts that fit are taken as found (the largest piece of the first region that
- * fits), not chosen by the scheduler's per-op cost model: a chain of three products at an
- * eighth of its need runs in pieces of one row and one column. */
+/* TODO(#34): the cut taken is the first that fits, in the largest piece that fits, not the
+ * one of least predicted time by the scheduler's per-op work model (loom__op_work), and a
+ * round's fallback is the cut that lowers the peak most: a chain of three products at an
+ * eighth of its need is cut one row at a time before its inner loops are grown
+ * (loom__nested_loops_grow). */
 
 /* The largest piece c < extent for which the looped graph fits the limit. The graph's size does
  * not depend on c, so each try costs one small rebuild and estimate: a bisection (a piece's
@@ -432,6 +434,14 @@ static loom_status try_cut(const loom_graph *g, const loom_graph *outer, int32_t
   return s;
 }
 
+/* The pieces loop l runs, its inner loops' included (each inner loop's for every piece). */
+static int64_t body_pieces(const loom__loop *l) {
+  int64_t trips = (l->n + l->piece - 1) / l->piece, inner = 0;
+  for (int32_t j = 0; j < l->body->n_ops; j++)
+    if (l->body->ops[j].loop) inner += body_pieces(l->body->ops[j].loop);
+  return trips * (1 + inner);
+}
+
 /* One round: cuts the region around the peak op so the graph's peak drops. */
 static loom_status chunk_round(const loom_graph *g, const loom_graph *outer, int32_t outer_op,
                                int32_t peak_op, chunk_search *cs, loom_graph **out, char *detail,
@@ -535,6 +545,31 @@ static loom_status input_too_big(const loom_graph *g, int64_t limit) {
   return LOOM_OK;
 }
 
+/* cur (taken over) with its nested loops grown into the room the rounds left (an inner loop
+ * sized for the outer piece of its round), reported where any grew. */
+static loom_status grown(loom_graph *cur, int64_t limit, loom_graph **out, loom_rewrite_report *report) {
+  loom_graph *g = NULL;
+  loom_status s = loom__nested_loops_grow(cur, limit, &g);
+  int64_t pieces_before = 0, pieces_after = 0;
+  for (int32_t o = 0; !s && o < cur->n_ops; o++) {
+    const loom__loop *a = cur->ops[o].loop, *b = g->ops[o].loop;
+    if (!a) continue;
+    pieces_before += body_pieces(a);
+    pieces_after += body_pieces(b);
+  }
+  if (!s && pieces_after < pieces_before)
+    s = loom__report_add(report, "chunk", 0,
+                         "nested loops grown into the room left: %lld pieces in all -> %lld",
+                         (long long)pieces_before, (long long)pieces_after);
+  if (s) {
+    loom_graph_destroy(g);
+    g = NULL;
+  }
+  loom_graph_destroy(cur);
+  *out = g;
+  return s;
+}
+
 loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
                                 loom_rewrite_report *report) {
   *out = NULL;
@@ -551,8 +586,7 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
     if ((s = loom_graph_estimate(cur, NULL, &e))) break;
     if (e.peak_bytes <= limit) {
       loom_estimate_deinit(&e);
-      *out = cur;
-      return LOOM_OK;
+      return round > 0 ? grown(cur, limit, out, report) : (*out = cur, LOOM_OK);
     }
     if (e.peak_step < 0) { /* no op to cut: the inputs alone (returned as they are) pass it */
       loom_estimate_deinit(&e);

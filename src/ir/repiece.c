@@ -210,3 +210,76 @@ loom_status loom__loop_shrink(const loom_graph *g, int32_t which, int64_t limit,
   *out = best;
   return best ? LOOM_OK : LOOM_ERR_UNSUPPORTED;
 }
+
+/* *g with the body of its loop op o replaced by `body` (taken over), kept only where the loop
+ * can still retype that body for its last piece and the graph's peak stays at most `limit`;
+ * true when it was. */
+static loom_status try_body(loom_graph **g, int32_t o, loom_graph *body, int64_t limit, bool *taken) {
+  *taken = false;
+  loom_graph *cand = NULL;
+  loom_status s = loom_graph_clone(*g, &cand);
+  if (s) {
+    loom_graph_destroy(body);
+    return s;
+  }
+  loom__loop *l = cand->ops[o].loop;
+  loom_graph_destroy(l->body);
+  l->body = body;
+  loom_graph *last = NULL;
+  loom_estimate e;
+  if (loom__loop_body_for(l, l->piece, &last) || loom_graph_estimate(cand, NULL, &e)) {
+    loom_graph_destroy(last);
+    loom_graph_destroy(cand);
+    return LOOM_OK; /* not a body this loop can run: the growth is not taken */
+  }
+  loom_graph_destroy(last);
+  *taken = e.peak_bytes <= limit;
+  loom_estimate_deinit(&e);
+  if (*taken) {
+    loom_graph_destroy(*g);
+    *g = cand;
+  } else {
+    loom_graph_destroy(cand);
+  }
+  return LOOM_OK;
+}
+
+/* Inner loop j of the body of *g's loop op o grown to the largest piece (bisected) for which
+ * the whole graph stays within limit. */
+static loom_status grow_inner(loom_graph **g, int32_t o, int32_t j, int64_t limit) {
+  const loom__loop *in = (*g)->ops[o].loop->body->ops[j].loop;
+  int64_t least = least_piece(in), lo = in->piece, hi = in->n, n = in->n;
+  loom_status s = LOOM_OK;
+  while (!s && lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    while (mid > lo && !tail_ok(n, mid, least)) mid--;
+    if (mid == lo) break;
+    loom_graph *body = NULL;
+    int64_t ignored = 0;
+    bool taken = false;
+    s = repieced((*g)->ops[o].loop->body, j, mid, 1.0, &body, &ignored);
+    if (!s) s = try_body(g, o, body, limit, &taken);
+    if (taken)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return s;
+}
+
+loom_status loom__nested_loops_grow(const loom_graph *g, int64_t limit, loom_graph **out) {
+  *out = NULL;
+  loom_graph *cur = NULL;
+  loom_status s = loom_graph_clone(g, &cur);
+  for (int32_t o = 0; !s && o < cur->n_ops; o++) {
+    if (!cur->ops[o].loop) continue;
+    for (int32_t j = 0; !s && j < cur->ops[o].loop->body->n_ops; j++)
+      if (cur->ops[o].loop->body->ops[j].loop) s = grow_inner(&cur, o, j, limit);
+  }
+  if (s) {
+    loom_graph_destroy(cur);
+    return s;
+  }
+  *out = cur;
+  return LOOM_OK;
+}

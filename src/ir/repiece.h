@@ -23,6 +23,12 @@ loom_status loom__loops_fit(const loom_graph *g, int64_t limit, loom_graph **out
 loom_status loom__loops_grow(const loom_graph *g, int64_t limit,
                              bool (*grows)(const loom__loop *loop, void *arg), void *arg, loom_graph **out);
 
+/* A copy of g whose loops inside loop bodies run in the largest pieces (each bisected in
+ * turn, measured in the whole graph) that keep g's estimated peak at most `limit`: the rounds
+ * of the chunk rewrite size an inner loop for the outer piece of their time, and a later round
+ * may leave room. The outer loops keep their pieces (a run shared by several devices wants
+ * their many ranges). g must fit `limit` already. The caller owns *out. Errors: OUT_OF_MEMORY. */
+loom_status loom__nested_loops_grow(const loom_graph *g, int64_t limit, loom_graph **out);
 /* A copy of g whose top-level loop op `which` runs in the largest pieces smaller than its own
  * (at least what its combines allow) for which g's estimated peak is at most `limit`: how the
  * chunk rewrite fits a loop already in the graph (a hand-written one, or a plan's chunked
