@@ -456,9 +456,10 @@ static bool build_graph(const blas_l3 *c, const l3_problem *p, l3_run *r) {
   return loom_graph_verify(g) == LOOM_OK;
 }
 
-/* The fuse rewrite is left off: the cpu evaluator's fused dot with an f32 epilogue crashed in
- * the reference tests (cpu_fused.c dot3_epilogue, sblat3 under LOOM_BLAS_FORCE=1); a BLAS
- * call's graph gains nothing from it that the dot's own scaling would not give. */
+/* The fuse rewrite is left off: a BLAS call's graph (products, their scalings and a sum) gains
+ * nothing from it that the dot's own scaling would not give, and each call would pay for its
+ * search. (It once also crashed sblat3 under LOOM_BLAS_FORCE=1: both dots of a syr2k's sum were
+ * made the add's epilogue, fixed in cpu_fused_plan.c; with fuse on, xblat3s and xscblat3 pass.) */
 static void optimize_options(loom_optimize_options *opts) {
   static const char *const no_fuse[] = {"fuse"};
   loom_optimize_options_init(opts);

@@ -756,6 +756,24 @@ TEST(fused_cpu_knn_topk_and_argmin) {
   }
 }
 
+/* Two small dots added (a syr2k-like A B^T + B A^T with k = 3, as the BLAS shim builds it):
+ * only one of them may become the add's epilogue; the other is computed as any operand. Both
+ * once were, and the body read the second product from a NULL buffer. */
+TEST(fused_cpu_sum_of_two_small_dots) {
+  static const char *text =
+      "graph two(a: f32[37,3], bt: f32[3,53], c: f32[37,3], dt: f32[3,53]) {\n"
+      "  d1 = dot a bt\n"
+      "  d2 = dot c dt\n"
+      "  s = add d1 d2\n"
+      "  return s\n"
+      "}\n";
+  rng_state = 777;
+  loom_graph *body = NULL;
+  ASSERT_OK(loom_graph_parse(text, strlen(text), "two.lir", &body));
+  check_body(body, false, "A B + C D");
+  loom_graph_destroy(body);
+}
+
 TEST(fused_cpu_complex_is_unsupported) {
   const char *text = "graph c(x: c64[4,8]) {\n  y = add x x\n  s = reduce_sum y axes=[1]\n  return s\n}\n";
   loom_graph *g = NULL;

@@ -355,6 +355,8 @@ static void find_dot_epilogues(const loom_graph *body, plan *P, const int32_t *u
     int32_t mine = via >= 0 ? via : d;
     if (cv->absorbed || !cv->vec || cv->dtype != LOOM_F32 || c->inputs[0] == c->inputs[1]) continue;
     if (c->inputs[0] != mine && c->inputs[1] != mine) continue;
+    /* one epilogue per op: in add(dot, dot) the second dot is computed as any operand */
+    if (cv->epi_dot >= 0) continue;
     cv->epi_dot = d;
     cv->epi_via = via;
     P->v[d].in_epilogue = true;
