@@ -18,7 +18,9 @@
  *   place where its storage is reachable (host memory, a caller's buffer, an outer loop's
  *   operand), else written into the device's buffers from the caller's host tensor: with two,
  *   in turn, the next piece's while a piece computes (double buffering); with one, each
- *   piece's behind the piece before it; an input an outer loop
+ *   piece's behind the piece before it; a slice reachable in place but not dense there, which
+ *   the body would lay out otherwise than dense (a reshape of a block of columns), is copied
+ *   into one buffer each piece (slice_copied), as the estimate lays it out; an input an outer loop
  *   passes whole to a body that streams it is not held at all, and the body's state keeps the
  *   host tensor behind it (pass_inputs), so the inner loop writes its slices from there;
  * - a concat result the body computes into storage of its own is computed straight into its
@@ -52,13 +54,16 @@ typedef struct loop_body {
  * device's transfer queue) while piece i's kernels run, and joined to the device's queue when
  * piece i + 1 begins; with one, piece i's is written when it begins, behind piece i - 1's
  * kernels. Elsewhere (host memory, a caller's buffer, an outer loop's slice) they are read in
- * place and only counted. */
+ * place and only counted, unless the slice is not dense in the operand and the body would lay
+ * it out otherwise than the estimate does (slice_copied): then each piece's is copied into one
+ * buffer of its own, dense, on the device's queue. */
 typedef struct slice_slots {
   block b[2];              /* the device buffers of the written slices */
   int32_t count;           /* how many: 1, or 2 to double buffer */
   int64_t slice;           /* one full piece's slice, in bytes */
   int64_t counted;         /* what the meter counts for them: count slices */
   const loom_tensor *from; /* the caller's host tensor written from; NULL: read in place */
+  bool copied;             /* reachable, but copied dense into b[0] each piece (slice_copied) */
 } slice_slots;
 
 /* A window's parameter for a piece whose window passes its operand's ends (loom__loop_window_pads):
@@ -263,7 +268,8 @@ static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
     memcpy(l->strides, lr->operands[p].strides, sizeof l->strides);
     /* a streamed slice written into a buffer of its own is dense there (a block of columns is
      * not a run of the operand): its views in the body follow those strides */
-    if (lr->streamed[p] && lr->slots && lr->slots[p].from && !loom__loop_windowed(&lr->l->rules[p]))
+    if (lr->streamed[p] && lr->slots && (lr->slots[p].from || lr->slots[p].copied) &&
+        !loom__loop_windowed(&lr->l->rules[p]))
       loom__view_dense_strides(&g->values[g->params[p]].type, l->strides);
   }
   if ((s = loom__graph_layouts_given(g, st->layouts)) || (s = pass_inputs(lr, st))) return s;
@@ -382,6 +388,41 @@ static void slots_what(const loop_run *lr, int32_t p, int32_t count, char *buf, 
     snprintf(buf, size, "the streamed slice of value '%s'", label);
 }
 
+/* Whether streamed operand p's slice, reachable where it is, is still copied into a buffer of
+ * its own: where it is not dense in the operand (a block of columns) and the body, over the
+ * operand's strides, would lay out its values otherwise than over a dense slice (a reshape of
+ * it would copy) or pass a view of it to an inner loop (whose body's layouts follow it). The
+ * estimate lays a body out over dense parameters (loom__loop_scratch_bytes) and counts the
+ * slice: the copy is what it counts, where reading in place would hold the reshape's copy
+ * beside it, uncounted. A window's readers are never views (loop.c): it is read in place. */
+static loom_status slice_copied(const loop_run *lr, int32_t p, bool *out) {
+  const loom_graph *b = lr->l->body;
+  int32_t id = b->params[p];
+  loom__layout in_place = {.base = id, .owns = true};
+  memcpy(in_place.strides, lr->operands[p].strides, sizeof in_place.strides);
+  *out = false;
+  if (loom__loop_windowed(&lr->l->rules[p]) || loom__layout_contiguous(&in_place, &b->values[id].type))
+    return LOOM_OK;
+  size_t n = (size_t)LOOM_MAX(b->n_values, 1);
+  loom__layout *dense = loom__malloc(n * sizeof *dense), *strided = loom__malloc(n * sizeof *strided);
+  if (!dense || !strided) {
+    loom__free(dense);
+    loom__free(strided);
+    return loom__oom("a loop's slice layouts");
+  }
+  loom_status s = loom__graph_layouts(b, dense);
+  if (!s) s = loom__graph_layouts(b, strided);
+  memcpy(strided[id].strides, in_place.strides, sizeof in_place.strides);
+  if (!s) s = loom__graph_layouts_given(b, strided);
+  for (int32_t v = 0; !s && v < b->n_values && !*out; v++) *out = dense[v].owns != strided[v].owns;
+  for (int32_t o = 0; !s && o < b->n_ops && !*out; o++)
+    for (int32_t i = 0; b->ops[o].loop && i < b->ops[o].n_inputs; i++)
+      *out |= strided[b->ops[o].inputs[i]].base == id;
+  loom__free(dense);
+  loom__free(strided);
+  return s;
+}
+
 /* The slices of the streamed operands for the run of the loop: counted (what the estimate
  * says), their buffers taken where they are written in, and piece 0's written. A buffer the
  * estimate promised but the device refuses fails the loop, naming it. */
@@ -401,11 +442,15 @@ static loom_status slots_init(loop_run *lr) {
     sl->counted = count * sl->slice;
     sl->count = count;
     sl->from = lr->operands[p].buffer || o->be->host_memory ? NULL : host_source(o, lr->op->inputs[p]);
-    if (!sl->from || sl->slice == 0) {
+    if (!sl->from && sl->slice > 0 && lr->operands[p].buffer && (s = slice_copied(lr, p, &sl->copied)))
+      return s;
+    if ((!sl->from && !sl->copied) || sl->slice == 0) {
       sl->from = NULL;
+      sl->copied = false;
       continue;
     }
-    for (int32_t k = 0; k < count; k++) {
+    /* each piece's copy is queued behind the kernels of the piece before: one buffer does */
+    for (int32_t k = 0; k < (sl->copied ? 1 : count); k++) {
       loom__exec_fit_pool(o, sl->slice);
       s = loom_buffer_allocate(o->mem, sl->slice, LOOM_U8, o->node, EXEC_ALLOC_FLAGS, &sl->b[k].buffer);
       if (s) {
@@ -415,7 +460,7 @@ static loom_status slots_init(loop_run *lr) {
         return s;
       }
     }
-    if ((s = slice_write(lr, p, 0))) return s;
+    if (sl->from && (s = slice_write(lr, p, 0))) return s;
   }
   return LOOM_OK;
 }
@@ -431,6 +476,25 @@ static void slots_deinit(loop_run *lr) {
   loom__exec_fit_pool(lr->outer, -1);
 }
 
+/* Parameter p's slice at element offset off of the operand, copied dense into its buffer (a
+ * slice the slots copy: slice_copied), behind the kernels of the piece before, which read it. */
+static loom_status slice_copy(loop_run *lr, exec_state *st, int32_t p, int64_t off) {
+  int32_t id = st->g->params[p];
+  block *b = &lr->slots[p].b[0];
+  loom_status s = loom__exec_block_end_access(b);
+  if (!s) s = loom_buffer_acquire(b->buffer, st->node, LOOM_ACCESS_READ | LOOM_ACCESS_WRITE, &b->handle);
+  if (s) return s;
+  b->acquired = true;
+  b->ptr = b->handle.object ? b->handle.object : b->handle.ptr;
+  st->data[id] = b->ptr;
+  st->base_off[id] = 0;
+  loom__dview src = lr->operands[p];
+  src.type = st->g->values[id].type;
+  src.offset = off;
+  loom__dview dst = block_view(b, &src.type);
+  return view_copy(st, &dst, &src);
+}
+
 /* Parameter p's slice for piece i: read in place at element offset off of the operand's
  * storage where it is reachable (host memory, a caller's buffer, an outer loop's slice;
  * without a buffer or a host tensor behind it the operand is empty), else its buffer, whose
@@ -440,6 +504,7 @@ static void slots_deinit(loop_run *lr) {
 static loom_status bring_slice(loop_run *lr, exec_state *st, int32_t p, int64_t i, int64_t off) {
   int32_t id = st->g->params[p];
   slice_slots *sl = &lr->slots[p];
+  if (sl->copied) return slice_copy(lr, st, p, off);
   st->base_off[id] = sl->from ? 0 : off;
   if (!sl->from) {
     st->data[id] = lr->operands[p].buffer;
