@@ -60,6 +60,7 @@ typedef struct loom_plan_stats {
   double seconds;
   int32_t n_recoveries;           /* tries of recovery, in the order made */
   loom_plan_recovery *recoveries; /* owned; released by loom_plan_stats_deinit */
+  int64_t allocations;            /* every stage's allocations, as the runtime counted them */
 } loom_plan_stats;
 
 LOOM_API void loom_plan_stats_deinit(loom_plan_stats *stats);
@@ -115,7 +116,8 @@ typedef struct loom_run_range_stats {
 typedef struct loom_run_stats {
   int64_t peak_bytes;             /* most bytes allocated at once for values and temporaries (a plan: the
                                    * largest stage's or device's peak) */
-  int64_t allocations;            /* number of allocations (graph runs; 0 for plan runs) */
+  int64_t allocations;            /* number of allocations (graph runs, and plans run on their runners: every
+                                   * stage's; 0 for shared and MPI runs) */
   double seconds;                 /* wall time of the run */
   int32_t n_stages;               /* stages run: the plan's, or a shared or MPI run's cut of them */
   loom_stage_stats *stages;       /* owned; runs on the plan's runners: one per stage */

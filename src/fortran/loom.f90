@@ -127,6 +127,7 @@ module loom
     real(c_double) :: seconds = 0
     integer(c_int32_t) :: n_recoveries = 0
     type(c_ptr) :: recoveries = c_null_ptr
+    integer(c_int64_t) :: allocations = 0
   end type c_plan_stats
 
   ! Mirrors loom_run_stats field for field (loom/runtime.h): loom_graph_run clears all of it and

@@ -83,6 +83,7 @@ typedef struct plan_run {
    * values the graph returns as buffers on every device (cpu0 included), leave their pools
    * filled for the next run, and return without waiting where they can (exec.h no_wait). */
   bool resident;
+  int64_t allocations; /* every stage's, as their meters counted them */
 } plan_run;
 
 static loom_status check_devices(loom_context *ctx, const loom_plan *plan) {
@@ -291,6 +292,7 @@ static loom_status run_stage(plan_run *r, int32_t index, loom_stage_stats *stats
   if (ran && s)
     loom__error_prefix("stage %d (%s, limit %lld bytes): ", (int)index, st.device, (long long)st.limit);
   stats->peak_bytes = meter.peak;
+  r->allocations += meter.allocations;
   if (ran && s == LOOM_ERR_OUT_OF_MEMORY) {
     /* The memory manager refused the allocation the meter had just counted; where the meter
      * itself refused it, it was not counted. */
@@ -582,11 +584,13 @@ static loom_status run_all(loom_context *ctx, const loom_plan *plan, const loom_
       out_bufs[i] = NULL;
     }
   }
+  int64_t allocations = r.allocations;
   run_deinit(&r);
   if (stats && per) {
     stats->n_stages = n_stages;
     stats->stages = per;
     for (int32_t i = 0; i < n_stages; i++) stats->peak_bytes = LOOM_MAX(stats->peak_bytes, per[i].peak_bytes);
+    stats->allocations = allocations;
     stats->seconds = loom__now() - t0;
     stats->n_recoveries = log.count;
     stats->recoveries = log.items;

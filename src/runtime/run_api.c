@@ -61,6 +61,7 @@ static loom_status check_options(const loom_run_options *o, bool resident) {
 /* A plan run's figures moved into the one stats structure (the arrays change owner). */
 static void take_plan_stats(loom_plan_stats *p, loom_run_stats *out) {
   out->peak_bytes = p->peak_bytes;
+  out->allocations = p->allocations;
   out->seconds = p->seconds;
   out->n_stages = p->n_stages;
   out->stages = p->stages;

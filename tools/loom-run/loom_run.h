@@ -82,10 +82,8 @@ int run_mpi_agree(const run_options *opts, int rc, const char *step);
 /* MPI_Finalize when run_mpi_begin started MPI. */
 void run_mpi_end(const run_options *opts);
 /* What loom_run needs for a run on MPI_COMM_WORLD (options.mpi): *out_comm (destroy with
- * run_mpi_comm_destroy), and where there is no plan (no runners) *out_own, `optimized` as one
- * stage on cpu0 with no limit (the caller destroys it). Returns 0 or an exit code. */
-int run_mpi_prepare(const loom_graph *optimized, const loom_plan *plan, loom_plan **out_own,
-                    loom_mpi_comm **out_comm);
+ * run_mpi_comm_destroy). Returns 0 or an exit code. */
+int run_mpi_prepare(loom_mpi_comm **out_comm);
 void run_mpi_comm_destroy(loom_mpi_comm *comm);
 /* The peak `rank` measured (its entry of st->ranks), 0 when st has none for it. */
 int64_t run_mpi_rank_peak(const loom_run_stats *st, int rank);

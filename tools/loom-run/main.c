@@ -625,6 +625,12 @@ static int arm_refusals(void) {
   return 0;
 }
 
+/* loom_plan_split's predicate for a plan of one stage. */
+static bool never_cut(const loom_graph *g, int32_t o, void *acc) {
+  (void)g, (void)o, (void)acc;
+  return false;
+}
+
 /* loom_run's options of the command line: --devices and --policy (a run shared among devices,
  * each under the runner limit given for it), --recover re-planning with the rewrites
  * --no-rewrite leaves (ro->optimize points at *o, which must outlive ro), --mpi (ro->mpi is
@@ -658,24 +664,24 @@ static int execute(run_state *st, const run_options *opts) {
             "loom-run: note: --recover needs runners (--runners, --limit or LOOM_MEM_LIMIT): none here\n");
   int rc = arm_refusals();
   if (rc) return rc;
-  loom_status s;
-  loom_plan *own = NULL; /* --mpi without runners: the graph as one stage */
+  loom_plan *own = NULL; /* without runners: the graph as one stage on cpu0, with no limit */
   loom_mpi_comm *comm = NULL;
-  if (opts->mpi && (rc = run_mpi_prepare(st->optimized, st->plan, &own, &comm))) return rc;
-  st->mpi = opts->mpi;
-  const loom_plan *plan = st->plan ? st->plan : own;
-  if (plan) { /* on the plan's runners, shared among --devices, or among MPI ranks: one call */
-    loom_optimize_options o;
-    loom_run_options ro;
-    run_options_of(st, opts, &o, &ro);
-    ro.mpi = comm;
-    s = loom_run(st->ctx, plan, &ro, st->inputs, st->n_params, st->outputs, st->n_outputs, &st->stats);
-    run_mpi_comm_destroy(comm);
+  if (!st->plan && loom_plan_split(st->optimized, never_cut, NULL, NULL, 0, &own)) return run_fail_loom(NULL);
+  if (opts->mpi && (rc = run_mpi_prepare(&comm))) {
     loom_plan_destroy(own);
-  } else {
-    s = loom_graph_run(st->ctx, st->optimized, st->inputs, st->n_params, st->outputs, st->n_outputs,
-                       &st->stats);
+    return rc;
   }
+  st->mpi = opts->mpi;
+  /* Every run is one call: on the plan's runners, shared among --devices, among MPI ranks, or
+   * the graph whole. */
+  loom_optimize_options o;
+  loom_run_options ro;
+  run_options_of(st, opts, &o, &ro);
+  ro.mpi = comm;
+  loom_status s = loom_run(st->ctx, st->plan ? st->plan : own, &ro, st->inputs, st->n_params, st->outputs,
+                           st->n_outputs, &st->stats);
+  run_mpi_comm_destroy(comm);
+  loom_plan_destroy(own);
   loom_testing_fail_node_allocations(NULL, 0, 0);
   return s ? run_fail_loom(NULL) : 0;
 }

@@ -54,15 +54,7 @@ void run_mpi_end(const run_options *opts) {
   if (opts->mpi_started) MPI_Finalize();
 }
 
-static bool never_cut(const loom_graph *g, int32_t o, void *acc) {
-  return false;
-}
-
-int run_mpi_prepare(const loom_graph *optimized, const loom_plan *plan, loom_plan **out_own,
-                    loom_mpi_comm **out_comm) {
-  /* Without runners there is no plan yet: the graph as one stage on cpu0, with no limit (the
-   * loops it holds are shared all the same). */
-  if (!plan && loom_plan_split(optimized, never_cut, NULL, NULL, 0, out_own)) return run_fail_loom(NULL);
+int run_mpi_prepare(loom_mpi_comm **out_comm) {
   if (loom_mpi_comm_create(MPI_COMM_WORLD, out_comm)) return run_fail_loom("--mpi");
   return 0;
 }
@@ -178,8 +170,7 @@ int run_mpi_agree(const run_options *opts, int rc, const char *step) {
   return rc;
 }
 void run_mpi_end(const run_options *opts) {}
-int run_mpi_prepare(const loom_graph *optimized, const loom_plan *plan, loom_plan **out_own,
-                    loom_mpi_comm **out_comm) {
+int run_mpi_prepare(loom_mpi_comm **out_comm) {
   return EXIT_USAGE;
 }
 void run_mpi_comm_destroy(loom_mpi_comm *comm) {}
