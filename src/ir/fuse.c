@@ -76,7 +76,9 @@ static bool joins(const fuse_state *fs, int32_t o, const loom_type *s) {
   const loom__op *op = &g->ops[o];
   if (fs->owner[o] >= 0 || op->n_outputs != 1 || op->loop || op->fused) return false;
   int32_t v = op->outputs[0];
-  if (fs->dot_operand[v] || fs->in_readers[v] != fs->readers[v]) return false;
+  /* a value nobody reads (dead code, as an imported model may hold) is no reader's: it joins
+   * nothing, else the body would compute a result it never reads */
+  if (fs->readers[v] == 0 || fs->dot_operand[v] || fs->in_readers[v] != fs->readers[v]) return false;
   if (small_dot(g, op, s)) return true;
   return elementwise_class(loom__op_info_of(op->kind)->cls) && over_space(&g->values[v].type, s);
 }

@@ -395,3 +395,29 @@ TEST(fuse_allocation_failures) {
   loom_graph_destroy(c);
   loom_graph_destroy(g);
 }
+
+/* A value nobody reads (dead code, as ONNX's IsInf lowering leaves one) joins no region: it once
+ * joined the region beside it, whose body then failed its check ("eq 'v2': its result is never
+ * read") and the whole graph could not be planned under a limit. */
+TEST(fuse_leaves_a_value_nobody_reads_outside) {
+  static const char text[] =
+      "graph dead(x: f32[64,32]) {\n"
+      "  one = constant 1 : f32[]\n"
+      "  unread = add x one\n"
+      "  two = constant 2 : f32[]\n"
+      "  m = mul x two\n"
+      "  e = exp m\n"
+      "  s = reduce_sum e axes=[1]\n"
+      "  return s\n}\n";
+  loom_graph *g = rw_parse(text), *opt = NULL;
+  ASSERT_TRUE(g != NULL);
+  loom_rewrite_report rep = {0};
+  ASSERT_OK(optimize(g, 0, true, &opt, &rep));
+  ASSERT_EQ(count_fused(opt), 1);
+  ASSERT_EQ(count_in_bodies(opt, LOOM_OP_ADD), 0);
+  ASSERT_EQ(count_in_bodies(opt, LOOM_OP_EXP), 1);
+  check_same(opt, g);
+  loom_rewrite_report_deinit(&rep);
+  loom_graph_destroy(opt);
+  loom_graph_destroy(g);
+}
