@@ -22,6 +22,7 @@
 #include "loom/onnx.h"
 #include "loom/optimize.h"
 #include "loom/plan.h"
+#include "loom/predict.h"
 #include "loom/runner.h"
 #include "loom/runtime.h"
 #include "loom/sched.h"
