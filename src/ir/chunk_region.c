@@ -296,9 +296,10 @@ static bool join_sink(region *r, int32_t c, int32_t i) {
  * the columns: a 2-D tiling of A A^T with a read only in pieces). */
 static bool join_whole_view(region *r, int32_t o) {
   const loom__op *op = &r->g->ops[o];
+  if (op->kind != LOOM_OP_TRANSPOSE) return false; /* before its operands: a source op has none */
   int32_t v = op->outputs[0], in = op->inputs[0];
-  if (op->kind != LOOM_OP_TRANSPOSE || r->uses[v] == 0 || r->region_uses[v] != r->uses[v] ||
-      r->axis_of[v] != AX_WHOLE || r->g->values[in].op >= 0)
+  if (r->uses[v] == 0 || r->region_uses[v] != r->uses[v] || r->axis_of[v] != AX_WHOLE ||
+      r->g->values[in].op >= 0)
     return false;
   r->out_axis[o] = AX_WHOLE;
   r->in_region[o] = true;
