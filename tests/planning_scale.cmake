@@ -87,8 +87,10 @@ if(CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
-# Valgrind cannot run a sanitized program: the sanitizer builds leave the count to `make check`.
-if(LOOM_SANITIZE OR LOOM_TSAN)
+# Valgrind cannot run a sanitized program, and Debian 12's valgrind (3.19) cannot read the DWARF 5
+# debug information clang 14 writes ("unhandled dwarf2 abbrev form code 0x25", then it stops):
+# those builds leave the count to `make check`'s gcc build.
+if(LOOM_SANITIZE OR LOOM_TSAN OR CMAKE_C_COMPILER_ID MATCHES "Clang")
   return()
 endif()
 add_test(NAME plan.scale
