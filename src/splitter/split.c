@@ -41,8 +41,8 @@ static void seg_push(segtree *t, int32_t node) {
   int64_t a = t->add[node];
   if (!a) return;
   for (int32_t c = 2 * node; c <= 2 * node + 1; c++) {
-    t->max[c] += a;
-    t->add[c] += a;
+    t->max[c] = loom__sat_add_i64(t->max[c], a);
+    t->add[c] = loom__sat_add_i64(t->add[c], a);
   }
   t->add[node] = 0;
 }
@@ -50,8 +50,8 @@ static void seg_push(segtree *t, int32_t node) {
 static void seg_range_add(segtree *t, int32_t node, int32_t lo, int32_t hi, int32_t l, int32_t r, int64_t v) {
   if (r < lo || hi < l) return;
   if (l <= lo && hi <= r) {
-    t->max[node] += v;
-    t->add[node] += v;
+    t->max[node] = loom__sat_add_i64(t->max[node], v);
+    t->add[node] = loom__sat_add_i64(t->add[node], v);
     return;
   }
   seg_push(t, node);
@@ -172,11 +172,11 @@ static void run_expiries(model *m, int32_t pos) {
   for (int32_t k = m->head[pos]; k >= 0; k = m->pool[k].next) {
     int32_t v = m->pool[k].value;
     if (!m->pool[k].entity) {
-      m->live_sum -= m->si->physical[v];
+      m->live_sum = loom__sat_add_i64(m->live_sum, -(m->si->physical[v]));
     } else if (m->ent_gen[v] == m->gen && m->ent_active[v] && m->ent_want[v] == pos) {
       m->ent_active[v] = false;
       m->ent_cover[v] = pos;
-      m->live_sum -= m->si->bytes[v];
+      m->live_sum = loom__sat_add_i64(m->live_sum, -(m->si->bytes[v]));
     }
   }
   m->head_gen[pos] = 0;
@@ -225,11 +225,11 @@ static loom_status touch(model *m, int kind, int32_t v, int32_t pos, int32_t wan
     m->ent_want[v] = -1;
     if (kind == ENT_PARAM) add_range(m, m->first, pos - 1, bytes); /* held from the start */
     m->ent_active[v] = true;
-    m->live_sum += bytes;
+    m->live_sum = loom__sat_add_i64(m->live_sum, bytes);
   } else if (!m->ent_active[v]) {
     add_range(m, m->ent_cover[v] + 1, pos - 1, bytes);
     m->ent_active[v] = true;
-    m->live_sum += bytes;
+    m->live_sum = loom__sat_add_i64(m->live_sum, bytes);
   }
   want = LOOM_MAX(want, pos);
   if (want <= m->ent_want[v]) return LOOM_OK;
@@ -266,7 +266,7 @@ static loom_status hold_results(model *m, const loom__op *op, int32_t pos) {
   for (int32_t r = 0; r < op->n_outputs; r++) {
     int32_t v = op->outputs[r];
     if (m->si->physical[v] == 0 || m->si->hold[v] <= pos) continue;
-    m->live_sum += m->si->physical[v];
+    m->live_sum = loom__sat_add_i64(m->live_sum, m->si->physical[v]);
     loom_status s = expire_at(m, m->si->hold[v], v, false);
     if (s) return s;
   }
@@ -287,10 +287,11 @@ static loom_status model_step(model *m, int32_t pos) {
   if (computes) {
     s = read_operands(m, op, pos);
     step_extra = si->scratch[pos];
-    for (int32_t r = 0; r < op->n_outputs; r++) step_extra += si->physical[op->outputs[r]];
+    for (int32_t r = 0; r < op->n_outputs; r++)
+      step_extra = loom__sat_add_i64(step_extra, si->physical[op->outputs[r]]);
   }
   if (s) return s;
-  seg_set(&m->tree, 1, 0, m->tree.n - 1, pos, m->live_sum + step_extra);
+  seg_set(&m->tree, 1, 0, m->tree.n - 1, pos, loom__sat_add_i64(m->live_sum, step_extra));
   if (computes && (s = hold_results(m, op, pos))) return s;
   run_expiries(m, pos);
   m->peak = seg_max(&m->tree, 1, 0, m->tree.n - 1, m->first, pos);
