@@ -131,6 +131,10 @@ typedef struct bench_run {
   loom_tensor out;
 } bench_run;
 
+/* The peak of the memory node `device` allocates from, over the context's life (the memory
+ * manager's stats); -1 when the device or its node is not found. */
+int64_t bench_node_peak(loom_context *ctx, const char *device);
+
 /* A whole-number flag value of at least lo, or -1 when it does not read as one. */
 long long bench_whole(const char *v, long long lo);
 

@@ -193,17 +193,6 @@ static loom_status make_plan(loom_context *ctx, const loom_graph *g, const char 
   return s ? s : loom_plan_split_by_memory(*opt, runner, 1, plan);
 }
 
-/* The peak of the memory node the device allocates from, over the context's life. */
-static int64_t node_peak(loom_context *ctx, const char *device) {
-  loom_mem_manager *m = NULL;
-  int32_t index, node;
-  loom_mem_node_stats st;
-  if (loom_context_memory(ctx, &m) || loom_context_find_device(ctx, device, &index) ||
-      loom_mem_device_node(m, index, &node) || loom_mem_stats(m, node, &st))
-    return -1;
-  return st.peak_in_use;
-}
-
 /* The plan's runs: a warm-up, then `repeats` timed; the first result kept. */
 static loom_status time_runs(loom_context *ctx, const loom_plan *plan, const loom_tensor *in, int32_t repeats,
                              dot_result *r) {
@@ -252,7 +241,7 @@ static void run_config(const dot_args *a, const loom_graph *g, const loom_tensor
     snprintf(r->why, sizeof r->why, "%s", loom_last_error());
     loom_tensor_deinit(&r->out);
   } else {
-    r->node_peak = node_peak(ctx, a->device);
+    r->node_peak = bench_node_peak(ctx, a->device);
     r->ok = true;
   }
   loom_plan_destroy(plan);

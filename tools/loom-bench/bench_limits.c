@@ -176,16 +176,6 @@ static loom_status make_plan(const limits_args *a, const loom_graph *g, int64_t 
   return s ? s : loom_plan_split_by_memory(*opt, &r, 1, plan);
 }
 
-static int64_t node_peak(loom_context *ctx, const char *device) {
-  loom_mem_manager *m = NULL;
-  int32_t index, node;
-  loom_mem_node_stats st;
-  if (loom_context_memory(ctx, &m) || loom_context_find_device(ctx, device, &index) ||
-      loom_mem_device_node(m, index, &node) || loom_mem_stats(m, node, &st))
-    return -1;
-  return st.peak_in_use;
-}
-
 /* A warm-up run and `repeats` timed ones; the first run's results kept in c->out. */
 static loom_status time_runs(loom_context *ctx, const loom_plan *plan, const kernel_run *kr, int32_t repeats,
                              config *c) {
@@ -237,7 +227,7 @@ static void run_config(const limits_args *a, const loom_sched_platform *pf, cons
   if (s) {
     snprintf(c->why, sizeof c->why, "%s", loom_last_error());
   } else {
-    c->node_peak = node_peak(ctx, a->device);
+    c->node_peak = bench_node_peak(ctx, a->device);
     c->ok = true;
   }
   loom_plan_destroy(plan);

@@ -17,8 +17,7 @@ loom_graph *bench_parse(const char *text, const char *mode) {
   return g;
 }
 
-/* The peak of the memory node the device allocates from, over the context's life. */
-static int64_t node_peak(loom_context *ctx, const char *device) {
+int64_t bench_node_peak(loom_context *ctx, const char *device) {
   loom_mem_manager *m = NULL;
   int32_t index, node;
   loom_mem_node_stats st;
@@ -89,7 +88,7 @@ void bench_plan_run(const char *device, const loom_graph *g, const loom_tensor *
     snprintf(r->why, sizeof r->why, "%s", loom_last_error());
     loom_tensor_deinit(&r->out);
   } else {
-    r->node_peak = node_peak(ctx, device);
+    r->node_peak = bench_node_peak(ctx, device);
     r->ok = true;
   }
   loom_plan_destroy(plan);
