@@ -64,7 +64,8 @@ typedef struct bench_sample {
 } bench_sample;
 
 /* When to stop repeating: after at least min_samples timed runs, once every side's relative
- * dispersion (MAD / median) is at most `target`, or when the timed runs of the case have taken
+ * dispersion (MAD / median) is at most `target` and its fastest run within 10 x `target` of
+ * its median (a faster mode not yet sampled enough: measure.c), or when the timed runs of the case have taken
  * budget_s seconds, or at max_samples (at most BENCH_MAX_SAMPLES). loom_runs > 1 makes each of
  * Loom's samples that many runs in a row (LOOM_BENCH_SLOW_CASE, for tests only: suite.c). */
 typedef struct bench_stop {
