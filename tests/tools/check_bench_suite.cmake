@@ -155,9 +155,17 @@ foreach(i RANGE ${last})
     want(NUMBER ${c} library_min)
     want(NUMBER ${c} library_mad)
     want(NULL ${c} reason)
+    want(NULL ${c} witness)
   else()
     want(NULL ${c} ratio)
     want(STRING ${c} reason)
+    # and, on cpu0 (OpenBLAS), a witness run alternately with it: as many runs as Loom's
+    want(STRING ${c} witness)
+    get(n_wit ${c} witness_samples)
+    string(JSON n_wit_times LENGTH "${json}" ${c} witness_times)
+    if(NOT n_wit EQUAL n OR NOT n_wit_times EQUAL n)
+      fail("JSON: ${name}: ${n} runs, a witness of ${n_wit} samples and ${n_wit_times} times")
+    endif()
   endif()
 endforeach()
 # min, median and MAD are those of the runs the report lists, recomputed here from `times`
@@ -167,7 +175,7 @@ if(PYTHON3)
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))
 for c in r["devices"][0]["cases"]:
-    for p in ("", "library_"):
+    for p in ("", "library_", "witness_"):
         t = c[p + "times"]
         if not t:
             continue
@@ -304,6 +312,50 @@ execute_process(COMMAND "${TOOL}" compare ${WORK}/a3.json ${WORK}/b3.json --fail
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 1 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${name0} \\| [^\n]* \\| 5\\.00 \\| SLOWER \\|")
   fail("compare of a case slower beside an unchanged library (exit ${rc}):\n${out}\n${err}")
+endif()
+
+# ---- a case without a library (its witness beside it) five times slower with its witness: the
+# machine's; with the witness unchanged, slower ----
+set(wi -1)
+math(EXPR last "${n_cases} - 1")
+foreach(i RANGE ${last})
+  string(JSON t TYPE "${json}" devices 0 cases ${i} witness)
+  if(t STREQUAL "STRING" AND wi EQUAL -1)
+    set(wi ${i})
+  endif()
+endforeach()
+if(wi EQUAL -1)
+  fail("no case with a witness in the report")
+endif()
+string(JSON wname GET "${json}" devices 0 cases ${wi} name)
+function(set_witnessed var seconds witness)
+  set(j "${${var}}")
+  foreach(key seconds min median)
+    string(JSON j SET "${j}" devices 0 cases ${wi} ${key} ${seconds})
+  endforeach()
+  string(JSON j SET "${j}" devices 0 cases ${wi} mad 0.0000001)
+  string(JSON j SET "${j}" devices 0 cases ${wi} times "[${seconds}, ${seconds}, ${seconds}]")
+  string(JSON j SET "${j}" devices 0 cases ${wi} witness_times "[${witness}, ${witness}, ${witness}]")
+  set(${var} "${j}" PARENT_SCOPE)
+endfunction()
+set(a4 "${json}")
+set_witnessed(a4 0.0001 0.00001)
+set(b4 "${json}")
+set_witnessed(b4 0.0005 0.00005)
+file(WRITE ${WORK}/a4.json "${a4}")
+file(WRITE ${WORK}/b4.json "${b4}")
+execute_process(COMMAND "${TOOL}" compare ${WORK}/a4.json ${WORK}/b4.json --fail-on-regression
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${wname} \\| [^\n]* \\| 5\\.00 \\| machine \\| the machine: Loom's time over its witness's held run by run \\(A 10\\.00, MAD 0\\.00; B 10\\.00, MAD 0\\.00\\)")
+  fail("compare of a case whose witness slowed as much (exit ${rc}):\n${out}\n${err}")
+endif()
+set(b4 "${json}")
+set_witnessed(b4 0.0005 0.00001)
+file(WRITE ${WORK}/b4.json "${b4}")
+execute_process(COMMAND "${TOOL}" compare ${WORK}/a4.json ${WORK}/b4.json --fail-on-regression
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1 OR NOT out MATCHES "\n\\| ${DEVICE} \\| ${wname} \\| [^\n]* \\| 5\\.00 \\| SLOWER \\|")
+  fail("compare of a case slower beside an unchanged witness (exit ${rc}):\n${out}\n${err}")
 endif()
 
 # ---- a report of the first schema names no machine: refused, unless --force ----

@@ -160,8 +160,9 @@ static bool above(const side *hi, const char *hi_name, const side *lo, const cha
   double by_mad = k * lo->mad, by_share = threshold * lo->median;
   bool is = hi->min > lo->median + (by_mad > by_share ? by_mad : by_share);
   if (by_mad >= by_share)
-    snprintf(why, size, "%s's fastest %s %s %s's median %s + %g x MAD %s", hi_name, fmt_time(hi->min, a, sizeof a),
-             is ? ">" : "<=", lo_name, fmt_time(lo->median, b, sizeof b), k, fmt_time(lo->mad, c, sizeof c));
+    snprintf(why, size, "%s's fastest %s %s %s's median %s + %g x MAD %s", hi_name,
+             fmt_time(hi->min, a, sizeof a), is ? ">" : "<=", lo_name, fmt_time(lo->median, b, sizeof b), k,
+             fmt_time(lo->mad, c, sizeof c));
   else
     snprintf(why, size, "%s's fastest %s %s %s's median %s + %.0f%% (3 x MAD %s is less)", hi_name,
              fmt_time(hi->min, a, sizeof a), is ? ">" : "<=", lo_name, fmt_time(lo->median, b, sizeof b),
@@ -203,11 +204,13 @@ static double median_sorted(const double *v, int32_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Loom's time over its library's, run by run: times[i] and library_times[i] were run one after
+/* Loom's time over its library's (or, for a case without one, its witness's: a small GEMM
+ * through the device's library), run by run: times[i] and library_times[i] were run one after
  * the other, so each pair saw the same machine. Their median and MAD into *r; false when the
- * case has no such pairs (no library side, or a report of schema /1). */
+ * case has no such pairs (neither side, or a report of schema /1). */
 static bool paired_ratio(const loom__jr_value *c, side *r) {
   const loom__jr_value *t = loom__jr_get(c, "times"), *l = loom__jr_get(c, "library_times");
+  if (!l || l->type != LOOM__JR_ARRAY || l->n == 0) l = loom__jr_get(c, "witness_times");
   if (!t || !l || t->type != LOOM__JR_ARRAY || l->type != LOOM__JR_ARRAY) return false;
   double v[64];
   int32_t n = 0;
@@ -226,13 +229,12 @@ static bool paired_ratio(const loom__jr_value *c, side *r) {
   return true;
 }
 
-/* A case flagged by its times whose library side was run alternately with Loom's: judged again
- * by Loom's time over its library's, pair by pair. PoCL on 2 cores runs both sides 1.8x slower
- * in blocks of runs, sometimes for a whole run (its worker threads of the other device still
- * spinning, or not), so two idle back-to-back runs differed 1.5x in median times while each
- * pair's ratio held; a Loom made slower moves every pair's ratio. Flagged only when the ratio
- * moved beyond the threshold and beyond K MADs of both runs' ratios (their intervals part);
- * else MACHINE, with the ratios in why. Cases without a library have no such witness. */
+/* A case flagged by its times whose library side (or witness) was run alternately with Loom's:
+ * judged again by Loom's time over the library's, pair by pair. PoCL on 2 cores runs both sides
+ * 1.8x slower in blocks of runs, sometimes for a whole run, so two idle back-to-back runs
+ * differed 1.5x in median times while each pair's ratio held; a Loom made slower moves every
+ * pair's ratio. Flagged only when the ratio moved beyond the threshold and beyond K MADs of
+ * both runs' ratios (their intervals part); else MACHINE, with the ratios in why. */
 static verdict against_library(verdict v, const loom__jr_value *a, const loom__jr_value *b,
                                const compare_options *o, char *why, size_t size) {
   side ra, rb;
@@ -249,8 +251,9 @@ static verdict against_library(verdict v, const loom__jr_value *a, const loom__j
   char detail[320];
   snprintf(detail, sizeof detail, "%s", why);
   snprintf(why, size,
-           "the machine: Loom's time over its library's held run by run (A %.2f, MAD %.2f; B %.2f, MAD %.2f); %s",
-           ra.median, ra.mad, rb.median, rb.mad, detail);
+           "the machine: Loom's time over its %s held run by run (A %.2f, MAD %.2f; B %.2f, MAD %.2f); %s",
+           loom__jr_string(a, "library")[0] ? "library's" : "witness's", ra.median, ra.mad, rb.median, rb.mad,
+           detail);
   return MACHINE;
 }
 

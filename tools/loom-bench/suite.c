@@ -317,13 +317,17 @@ static void run_op_case(const suite_options *o, suite_device *d, const loom_devi
   bench_vendor v = {0};
   bool have = !suite_vendor_open(c, d, info, ctx, index, &op, &v, c->reason, sizeof c->reason);
   if (have) snprintf(c->library, sizeof c->library, "%s", v.library);
+  char witness[sizeof c->witness];
+  bool wit = !have && !suite_witness_open(d, info, ctx, index, &v, witness, sizeof witness);
+  if (wit) snprintf(c->witness, sizeof c->witness, "%s", witness);
+  bench_sample *side = have ? &c->lib : wit ? &c->wit : NULL;
   bench_stop stop = pass_stop(o, c);
-  if (bench_measure_samples(ctx, d->id, &op, have ? &v : NULL, &stop, &c->loom, have ? &c->lib : NULL,
-                            c->error, sizeof c->error) == 0) {
+  if (bench_measure_samples(ctx, d->id, &op, side ? &v : NULL, &stop, &c->loom, side, c->error,
+                            sizeof c->error) == 0) {
     c->seconds = c->loom.median;
     c->library_seconds = have ? c->lib.median : 0;
   }
-  if (have && v.close) v.close(v.state);
+  if (side && v.close) v.close(v.state);
   bench_op_close(&op);
 }
 

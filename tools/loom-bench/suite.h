@@ -36,8 +36,13 @@ typedef struct suite_case {
   int64_t param;          /* the size the profile gives the case's graph (suite.c: case_graph) */
   double seconds;         /* Loom's median; 0: not measured (error says why) */
   bench_sample loom, lib; /* every timed run of each side (lib: none without a library) */
-  double flops;           /* per run; 0 for transfers */
-  double bytes;           /* read plus written per run */
+  /* Without a library: a fixed small GEMM through the device's library, run alternately with
+   * Loom's side as a witness of the machine's state (compare reads it pair by pair; it is no
+   * peer of the case, so no ratio is made of it). witness[0] == 0: none. */
+  char witness[48];
+  bench_sample wit;
+  double flops; /* per run; 0 for transfers */
+  double bytes; /* read plus written per run */
   double rate;
   const char *unit;       /* "GFLOP/s", "GB/s", "us" */
   char library[40];       /* the vendor side's name; "" when there is none (reason says why) */
@@ -111,6 +116,11 @@ int suite_each_graph(const char *profile, suite_graph_fn fn, void *user);
 int suite_vendor_open(const suite_case *c, const suite_device *d, const loom_device_info *info,
                       loom_context *ctx, int32_t index, const bench_op *op, bench_vendor *v, char *reason,
                       size_t reason_size);
+/* The witness of a case without a library (suite_case.witness): a 64^3 f32 GEMM through the
+ * device's library (OpenBLAS, CLBlast, cuBLAS), its own inputs owned by *v (v->close frees
+ * them). 0 with *v set and its name in name, or 1 with why in name. */
+int suite_witness_open(const suite_device *d, const loom_device_info *info, loom_context *ctx, int32_t index,
+                       bench_vendor *v, char *name, size_t name_size);
 /* "OpenBLAS 0.3.26 ...; FFTW 3.3.10": the versions of cpu0's libraries. */
 void suite_cpu_runtime(char *out, size_t size);
 

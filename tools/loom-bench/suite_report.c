@@ -159,6 +159,8 @@ static void json_case(loom__json *j, const suite_case *c) {
   json_sample(j, "library_", &c->lib, ran && c->library[0]);
   kv_number(j, "ratio", c->ratio, ran && c->library[0]);
   kv_text(j, "reason", c->library[0] ? "" : c->reason);
+  kv_text(j, "witness", c->witness);
+  json_sample(j, "witness_", &c->wit, ran && c->witness[0]);
   kv_number(j, "fraction_of_peak", c->fraction, ran && c->fraction >= 0);
   kv_text(j, "error", c->error);
   loom__json_end_object(j);
