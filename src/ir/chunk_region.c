@@ -439,6 +439,31 @@ static bool join_returned_as_sink(region *r, int32_t o) {
   return false;
 }
 
+/* Whether a region reshape puts the piece right after axes of length 1 that hold as many
+ * elements before it ([c] -> [1,c], gemver's v1^T): in a body typed for a piece of 1 the two
+ * look alike, and the loop builder, which finds the piece's axis from the shapes (the first
+ * output axis with the piece's length and as many elements before it), takes the wrong one
+ * ("add 'v10' reads the loop's piece along axes that do not line up"), so the cut was refused
+ * at its first, smallest piece and never tried at any other. Pieces (and a last piece) of at
+ * least 2 keep the axes apart. */
+static bool reshape_needs_two(const region *r) {
+  for (int32_t o = 0; o < r->g->n_ops; o++) {
+    const loom__op *op = &r->g->ops[o];
+    int32_t ax = r->out_axis[o];
+    if (!r->in_region[o] || op->kind != LOOM_OP_RESHAPE || ax < 0 || ax >= AX_WINDOW) continue;
+    const loom_type *out = &r->g->values[op->outputs[0]].type;
+    int64_t before = 1;
+    for (int32_t k = 0; k < ax; k++) before *= out->dims[k];
+    /* an earlier axis of 1 with the same elements before it is where a piece of 1 is seen */
+    int64_t seen = 1;
+    for (int32_t k = 0; k < ax; k++) {
+      if (seen == before && out->dims[k] == 1) return true;
+      seen *= out->dims[k];
+    }
+  }
+  return false;
+}
+
 /* Marks the ops that run after the pieces (they read a sink's result, or a region value from
  * outside the region), and checks that no region op needs such a result: a piece cannot wait
  * for the whole. */
@@ -519,6 +544,7 @@ loom_status loom__chunk_region_build(region *r, const loom_graph *g, int32_t sin
   if (recompute && !close_recomputed(r)) return LOOM_ERR_UNSUPPORTED;
   for (int32_t o = 0; o < g->n_ops; o++)
     if (is_sink(r, o)) r->sinks[r->n_sinks++] = o;
+  if (reshape_needs_two(r)) r->min_piece = LOOM_MAX(r->min_piece, 2);
   for (int32_t v = 0; v < g->n_values; v++) {
     const loom_type *vt = &g->values[v].type;
     if (vt->dtype == LOOM_Q4 && r->axis_of[v] >= 0 && r->axis_of[v] == vt->rank - 1) r->even_pieces = true;
