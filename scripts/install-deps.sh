@@ -18,6 +18,7 @@ packages=(
   python3-pytest python3-scipy # NumPy's and SciPy's linalg tests over libblas.so.3 (docs/blas.md)
   python3-numpy # examples/limits/inputs.py writes .npy inputs for the kernels of issue 34
   valgrind # tests/planning_scale.cmake counts the instructions planning takes
+  python3-faiss # loom-bench knn times FAISS IndexFlatL2 beside Loom (issue 35)
 )
 
 missing=()

@@ -8,9 +8,8 @@
  * loom_plan_run twice per N: with every rewrite ("fused") and with `--no-rewrite fuse`
  * ("unfused"). Printed per run: the best time, the unfused / fused time ratio, the peak the
  * run's meter measured and the device memory node's peak (the memory manager's stats), the
- * arithmetic rate and its fraction of the device's f32 peak (from its clock, compute units and
- * vector width as `loom-bench suite` computes it, or where the device does not say, the rate
- * of an unconstrained f32 dot of 2048^3 through its BLAS), and the
+ * arithmetic rate and its fraction of the device's f32 peak (device_peak: on cpu the FMA loop
+ * `loom-bench suite` measures, run here first), and the
  * largest relative difference from a float64 reference over sampled rows.
  *
  * Flops per pair are counted as KeOps counts them: 3d for the squared distance (d subs,
@@ -25,6 +24,7 @@
 #include "bench.h"
 #include "loom/loom.h"
 #include "measure.h"
+#include "suite.h"
 
 enum { MAX_SIZES = 8, SAMPLE_ROWS = 64 };
 
@@ -102,9 +102,18 @@ static loom_graph *kmv_graph(int64_t n, int64_t d) {
   return parse(text);
 }
 
-/* The device's f32 peak from what it says (bench_spec_peak_gflops, as the suite computes it);
- * where it does not say, the rate of an unconstrained f32 dot of 2048^3 through its BLAS. */
+/* The device's f32 peak: on a cpu device the suite's FMA loop measured now on every thread
+ * (suite_host_peaks, `loom-bench suite`'s "of peak" denominator), since a table's clock is
+ * the base clock and the cores run faster; elsewhere what the device says
+ * (bench_spec_peak_gflops), and where it does not say, the rate of an unconstrained f32 dot
+ * of 2048^3 through its BLAS. */
 static double device_peak(const kmv_args *a, char *source, size_t size) {
+  if (strncmp(a->device, "cpu", 3) == 0) {
+    suite_peaks p;
+    suite_host_peaks(1 << 20, &p);
+    snprintf(source, size, "%s", p.fma_source);
+    if (p.gflops_f32 > 0) return p.gflops_f32;
+  }
   loom_context *ctx = NULL;
   loom_context_options co;
   loom_context_options_init(&co);

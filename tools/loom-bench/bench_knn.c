@@ -1,7 +1,11 @@
 /* loom-bench knn: IR.md's kNN (n x m points in d dims, k nearest) on cpu0, rewritten but
  * unchunked, against the same graph chunked under several limits. Prints each run's time as
  * a ratio to the unchunked run and the peak bytes the runtime's allocator measured, and
- * checks that every chunked run returns the unchunked run's neighbours. */
+ * checks that every chunked run returns the unchunked run's neighbours. Beside them, in the
+ * same process run, FAISS's IndexFlatL2 (the peer of issue 35) searches the same points with
+ * as many threads: its time, Loom's time over it, and its neighbours against Loom's. The rate
+ * column counts 3d flops per pair of points (d subs, d muls, d adds, as issue 35 counts), over
+ * the FMA peak measured first (the suite's loop, suite_host_peaks). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <omp.h>
+
 #include "bench.h"
 #include "loom/loom.h"
+#include "suite.h"
 
 static int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
@@ -25,18 +32,27 @@ typedef struct knn_args {
   const char *disabled[4]; /* --no-rewrite NAME, repeatable */
   int32_t n_disabled;
   loom_distance_form form; /* --form: the distance rewrite's form */
+  bool faiss;              /* --peer faiss (default) or none */
+  const char *python;      /* --python: the interpreter the peer runs in */
 } knn_args;
 
 static void usage(FILE *f) {
   fputs(
       "usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
       "                      [--metric l2|l1] [--no-rewrite NAME]... [--form auto|expanded|direct]\n"
+      "                      [--peer faiss|none] [--python PROG]\n"
       "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB, l2, auto\n"
       "  --no-rewrite NAME turns a rewrite off in every run (e.g. fuse, to compare; distance\n"
       "                    leaves the graph's own sub, mul and reduce_sum over n x m x d)\n"
       "  --form F          the distance rewrite's form: auto (the direct form under a limit\n"
       "                    at d <= 4), expanded (|a|^2 + |b|^2 - 2 a.b) or direct (summed\n"
       "                    feature by feature, exact to rounding; d <= 32)\n"
+      "  --peer faiss      also time FAISS's IndexFlatL2 (k nearest, L2 only) on the same points\n"
+      "                    with Loom's thread count, through PROG (default /usr/bin/python3);\n"
+      "                    'faiss x' is FAISS's best time over Loom's (goal of issue 35 at\n"
+      "                    d = 128 under 64 MiB: >= 2). Without FAISS it says so and goes on.\n"
+      "  GFLOP/s counts 3d flops per pair; 'of peak' divides it by the FMA loop's rate\n"
+      "  measured first on every thread (as `loom-bench suite` measures it)\n"
       "  cpu s is the process's CPU time for a run (best of R): on a shared machine it moves\n"
       "  far less than the wall time\n"
       "  The unchunked run holds several n x m f32 arrays (18.6 GiB at the defaults' size);\n"
@@ -46,13 +62,25 @@ static void usage(FILE *f) {
 }
 
 static int parse_args(int argc, char **argv, knn_args *a) {
-  *a = (knn_args){
-      50000, 50000, 3, 10, 3, {16 << 20, 64 << 20, 256 << 20}, 3, false, {NULL}, 0, LOOM_DISTANCE_AUTO};
+  *a = (knn_args){50000,
+                  50000,
+                  3,
+                  10,
+                  3,
+                  {16 << 20, 64 << 20, 256 << 20},
+                  3,
+                  false,
+                  {NULL},
+                  0,
+                  LOOM_DISTANCE_AUTO,
+                  true,
+                  "/usr/bin/python3"};
   static const char *const metrics[] = {"l2", "l1"}, *const forms[] = {"auto", "expanded", "direct"};
   static const loom_distance_form form_of[] = {LOOM_DISTANCE_AUTO, LOOM_DISTANCE_EXPANDED,
                                                LOOM_DISTANCE_DIRECT};
   static const char *const rewrites[] = {LOOM_REWRITE_NAMES};
-  const char *limits = NULL, *metric = NULL, *form = NULL;
+  static const char *const peers[] = {"faiss", "none"};
+  const char *limits = NULL, *metric = NULL, *form = NULL, *peer = NULL;
   const bench_opt opts[] = {
       BENCH_OPT_INT("n", BENCH_I64, &a->n, 1, (int64_t)1 << 40, "a point count of at least 1"),
       BENCH_OPT_INT("m", BENCH_I64, &a->m, 1, (int64_t)1 << 40, "a point count of at least 1"),
@@ -62,6 +90,8 @@ static int parse_args(int argc, char **argv, knn_args *a) {
       BENCH_OPT_TEXT("limits", &limits, "a list of byte sizes"),
       BENCH_OPT_TEXT("metric", &metric, "l2 or l1"),
       BENCH_OPT_TEXT("form", &form, "auto, expanded or direct"),
+      BENCH_OPT_TEXT("peer", &peer, "faiss or none"),
+      BENCH_OPT_TEXT("python", &a->python, "a program"),
       BENCH_OPT_REPEAT("no-rewrite", a->disabled, 3, &a->n_disabled, "a rewrite's name"),
       BENCH_OPT_END,
   };
@@ -75,6 +105,8 @@ static int parse_args(int argc, char **argv, knn_args *a) {
   if (!rc && metric) a->l1 = k == 1;
   if (!rc && form && (k = loom__cli_choice("loom-bench knn", "--form", form, forms, 3)) < 0) rc = 2;
   if (!rc && form) a->form = form_of[k];
+  if (!rc && peer && (k = loom__cli_choice("loom-bench knn", "--peer", peer, peers, 2)) < 0) rc = 2;
+  if (!rc && peer) a->faiss = k == 0;
   for (int32_t i = 0; !rc && i < a->n_disabled; i++)
     if (loom__cli_choice("loom-bench knn", "--no-rewrite", a->disabled[i], rewrites,
                          (int)(sizeof rewrites / sizeof rewrites[0])) < 0)
@@ -211,6 +243,59 @@ static bool same_neighbours(const knn_args *a, const loom_tensor *in, const resu
   return true;
 }
 
+/* ---- FAISS's IndexFlatL2, the peer ---- */
+
+/* Python defining run(): FAISS's exact search for the k nearest rows of y to each row of x, read
+ * from the .npy files in dir, on `threads` OpenMP threads; at exit the last search's neighbours
+ * go to dir/faiss_idx.npy, outside the timed calls. */
+static void faiss_setup(const knn_args *a, const char *dir, int threads, char *buf, size_t size) {
+  snprintf(buf, size,
+           "import atexit, numpy, faiss\nfaiss.omp_set_num_threads(%d)\n"
+           "x = numpy.load('%s/x.npy')\ny = numpy.load('%s/y.npy')\n"
+           "index = faiss.IndexFlatL2(%lld)\nindex.add(y)\nI = None\n"
+           "def run():\n global I\n D, I = index.search(x, %lld)\n"
+           "def save():\n if I is not None: numpy.save('%s/faiss_idx.npy', I)\n"
+           "atexit.register(save)\n",
+           threads, dir, dir, (long long)a->d, (long long)a->k, dir);
+}
+
+/* The peer's best of R timed searches after one warm-up, and its neighbours in r->out[1]; false
+ * with the reason in why when it does not run (no FAISS, an L1 metric, no room for the files). */
+static bool faiss_run(const knn_args *a, const loom_tensor *in, int threads, result *r, char *why,
+                      size_t size) {
+  memset(r, 0, sizeof *r);
+  if (a->l1) return snprintf(why, size, "IndexFlatL2 is the L2 metric's"), false;
+  if (bench_python(a->python, "import faiss; print(0)") < 0)
+    return snprintf(why, size, "%s cannot import faiss (Debian: python3-faiss)", a->python), false;
+  char dir[] = "/tmp/loom-bench-knn-XXXXXX", px[64], py[64], pi[64], setup[1024];
+  if (!mkdtemp(dir)) return snprintf(why, size, "no temporary folder in /tmp"), false;
+  snprintf(px, sizeof px, "%s/x.npy", dir);
+  snprintf(py, sizeof py, "%s/y.npy", dir);
+  snprintf(pi, sizeof pi, "%s/faiss_idx.npy", dir);
+  bool ok = !loom_tensor_save_npy(px, &in[0]) && !loom_tensor_save_npy(py, &in[1]);
+  if (!ok) snprintf(why, size, "the points as .npy: %s", loom_last_error());
+  faiss_setup(a, dir, threads, setup, sizeof setup);
+  bench_py child = {0};
+  if (ok && !(ok = bench_py_open(&child, a->python, setup)))
+    snprintf(why, size, "%s failed to load the points into FAISS", a->python);
+  for (int32_t rep = 0; ok && rep <= a->repeats; rep++) {
+    double t = bench_py_call(&child), c = child.last_cpu;
+    if (!(ok = t >= 0)) snprintf(why, size, "a FAISS search failed");
+    if (ok && rep > 0 && (!r->ok || t < r->best_seconds)) r->best_seconds = t;
+    if (ok && rep > 0 && (!r->ok || c < r->best_cpu)) r->best_cpu = c;
+    r->ok = ok && rep > 0;
+  }
+  if (child.pid) bench_py_close(&child);
+  if (ok && (ok = !loom_tensor_load_npy(pi, &r->out[1])) == false)
+    snprintf(why, size, "FAISS's neighbours: %s", loom_last_error());
+  r->ok = ok;
+  unlink(px);
+  unlink(py);
+  unlink(pi);
+  rmdir(dir);
+  return ok;
+}
+
 int loom_bench_knn(int argc, char **argv) {
   knn_args a;
   int rc = parse_args(argc, argv, &a);
@@ -239,21 +324,29 @@ int loom_bench_knn(int argc, char **argv) {
   if (a.form != LOOM_DISTANCE_AUTO)
     printf("; --form %s", a.form == LOOM_DISTANCE_DIRECT ? "direct" : "expanded");
   printf("\n");
-  printf("%-12s %8s %10s %10s %16s %16s %9s %s\n", "limit", "stages", "seconds", "cpu s", "estimated peak",
-         "measured peak", "time x", "neighbours");
-  result whole, chunked[8];
+  suite_peaks peaks;
+  suite_host_peaks(1 << 20, &peaks);
+  double flops = 3.0 * (double)a.d * (double)a.n * (double)a.m;
+  result whole, chunked[8], peer = {0};
+  char peer_why[256] = "";
   run_config(ctx, g, in, &a, 0, &whole);
   const result *ref = whole.ok ? &whole : NULL;
   for (int32_t i = 0; i < a.n_limits; i++) run_config(ctx, g, in, &a, a.limits[i], &chunked[i]);
   if (!ref)
     for (int32_t i = a.n_limits - 1; i >= 0 && !ref; i--)
       if (chunked[i].ok) ref = &chunked[i];
+  bool have_peer = a.faiss && faiss_run(&a, in, omp_get_max_threads(), &peer, peer_why, sizeof peer_why);
+  printf("%-12s %8s %10s %10s %16s %16s %9s %8s %8s %8s %s\n", "limit", "stages", "seconds", "cpu s",
+         "estimated peak", "measured peak", "time x", "GFLOP/s", "of peak", "faiss x", "neighbours");
   rc = 0;
-  for (int32_t i = -1; i < a.n_limits; i++) {
-    const result *r = i < 0 ? &whole : &chunked[i];
-    char lim[32], est[32], peak[32];
+  for (int32_t i = -1; i <= a.n_limits; i++) {
+    const result *r = i < 0 ? &whole : i < a.n_limits ? &chunked[i] : &peer;
+    char lim[32], est[32], peak[32], vs[16] = "-";
+    if (i == a.n_limits && !have_peer) break;
     if (i < 0)
       snprintf(lim, sizeof lim, "unchunked");
+    else if (i == a.n_limits)
+      snprintf(lim, sizeof lim, "FAISS");
     else
       loom_bytes_format(a.limits[i], lim, sizeof lim);
     if (!r->ok) {
@@ -266,14 +359,30 @@ int loom_bench_knn(int argc, char **argv) {
     rc |= !same;
     char tie_note[48] = "";
     if (same && ties) snprintf(tie_note, sizeof tie_note, " (%lld near ties ordered apart)", (long long)ties);
-    printf("%-12s %8d %10.3f %10.3f %16s %16s %9.2f %s%s\n", lim, (int)r->stages, r->best_seconds,
-           r->best_cpu, loom_bytes_format(r->estimated, est, sizeof est),
-           loom_bytes_format(r->peak, peak, sizeof peak), r->best_seconds / ref->best_seconds,
-           same ? "equal" : "DIFFER", tie_note);
+    if (have_peer && i < a.n_limits) snprintf(vs, sizeof vs, "%.2f", peer.best_seconds / r->best_seconds);
+    double rate = flops / r->best_seconds * 1e-9;
+    if (i == a.n_limits)
+      printf("%-12s %8s %10.3f %10.3f %16s %16s %9.2f %8.1f %7.1f%% %8s %s%s\n", lim, "-", r->best_seconds,
+             r->best_cpu, "-", "-", r->best_seconds / ref->best_seconds, rate, 100 * rate / peaks.gflops_f32,
+             vs, same ? "equal" : "DIFFER", tie_note);
+    else
+      printf("%-12s %8d %10.3f %10.3f %16s %16s %9.2f %8.1f %7.1f%% %8s %s%s\n", lim, (int)r->stages,
+             r->best_seconds, r->best_cpu, loom_bytes_format(r->estimated, est, sizeof est),
+             loom_bytes_format(r->peak, peak, sizeof peak), r->best_seconds / ref->best_seconds, rate,
+             100 * rate / peaks.gflops_f32, vs, same ? "equal" : "DIFFER", tie_note);
   }
+  printf("FMA peak: %.1f GFLOP/s (%s); flops counted: 3d per pair, %.3g in all\n", peaks.gflops_f32,
+         peaks.fma_source, flops);
+  if (a.faiss && !have_peer) printf("FAISS: not run: %s\n", peer_why);
+  if (have_peer)
+    printf(
+        "(faiss x: FAISS IndexFlatL2's best time over Loom's, %d threads each; its neighbours are\n"
+        " compared with Loom's as the limits' are)\n",
+        omp_get_max_threads());
   if (!whole.ok) printf("(time x is relative to the largest limit: the unchunked graph did not run)\n");
-  for (int32_t i = -1; i < a.n_limits; i++) {
-    result *r = i < 0 ? &whole : &chunked[i];
+  for (int32_t i = -1; i <= a.n_limits; i++) {
+    result *r = i < 0 ? &whole : i < a.n_limits ? &chunked[i] : &peer;
+    if (i == a.n_limits && !a.faiss) break;
     loom_tensor_deinit(&r->out[0]);
     loom_tensor_deinit(&r->out[1]);
   }
