@@ -289,22 +289,57 @@ static bool join_sink(region *r, int32_t c, int32_t i) {
   return join_parallel_sink(r, c, i, a) || join_reducing_sink(r, c, i, a);
 }
 
+static int64_t value_elements(const loom_graph *g, int32_t v) {
+  int64_t n = 0;
+  loom_type_elements(&g->values[v].type, &n);
+  return n;
+}
+
+/* Whether elementwise op `op` may be made whole in the body: it reads, at its own size, a graph
+ * input or another elementwise op's result (a chain back to an input: covariance's centred
+ * data made again for `cen^T cen`, chunk_stream.c), its smaller operands (a mean, a scale)
+ * passed whole. */
+static bool whole_elementwise(const loom_graph *g, const loom__op *op) {
+  switch (loom__op_info_of(op->kind)->cls) {
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
+      break;
+    default:
+      return false;
+  }
+  if (op->loop || op->fused || op->n_outputs != 1) return false;
+  bool chain = false;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int32_t v = op->inputs[i], p = g->values[v].op;
+    if (value_elements(g, v) != value_elements(g, op->outputs[0])) continue;
+    if (p < 0 || whole_elementwise(g, &g->ops[p])) chain = true;
+  }
+  return chain;
+}
+
 /* A transpose of a graph input whose every reader is a region op reading it whole (syrk's
- * `at = transpose a`, covariance's `dt = transpose d` once d is cut) joins the region whole:
- * the body makes the view of the input it is passed whole, so the input is read by loops
- * alone, and a cut of the body can stream it (rows of a outside, rows of a again inside for
- * the columns: a 2-D tiling of A A^T with a read only in pieces). */
+ * `at = transpose a`), or an elementwise chain from such an input (whole_elementwise), joins
+ * the region whole: the body makes the view or the values from the input it is passed whole,
+ * so the input is read by loops alone, and a cut of the body can stream it (rows of a outside,
+ * rows of a again inside for the columns: a 2-D tiling of A A^T with a read only in pieces). */
 static bool join_whole_view(region *r, int32_t o) {
   const loom__op *op = &r->g->ops[o];
-  if (op->kind != LOOM_OP_TRANSPOSE) return false; /* before its operands: a source op has none */
-  int32_t v = op->outputs[0], in = op->inputs[0];
+  bool view = op->kind == LOOM_OP_TRANSPOSE; /* before its operands: a source op has none */
+  if (!view && !whole_elementwise(r->g, op)) return false;
+  int32_t v = op->outputs[0];
   if (r->uses[v] == 0 || r->region_uses[v] != r->uses[v] || r->axis_of[v] != AX_WHOLE ||
-      r->g->values[in].op >= 0)
+      (view && r->g->values[op->inputs[0]].op >= 0))
     return false;
   r->out_axis[o] = AX_WHOLE;
   r->in_region[o] = true;
-  r->region_uses[in]++;
-  r->axis_of[in] = (r->axis_of[in] == AX_UNSET || r->axis_of[in] == AX_WHOLE) ? AX_WHOLE : AX_FAIL;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int32_t in = op->inputs[i];
+    r->region_uses[in]++;
+    r->axis_of[in] = (r->axis_of[in] == AX_UNSET || r->axis_of[in] == AX_WHOLE) ? AX_WHOLE : AX_FAIL;
+  }
   return true;
 }
 

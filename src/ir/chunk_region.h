@@ -55,5 +55,20 @@ bool loom__chunk_reduced_by(const loom__op *op, int32_t ax, int32_t rank);
 loom_status loom__chunk_region_build(region *r, const loom_graph *g, int32_t sink, chunk_mode mode,
                                      int32_t axis, unsigned how);
 void loom__chunk_region_free(region *r);
+/* chunk_stream.c: g with a reduction of an input larger than `limit` cut into a loop of its own
+ * (pieces of the input's reduced axis, the largest whose loop fits the limit beside the inputs
+ * still held whole), where ops after it read both its result and that input, so no one loop
+ * streams the input for both (mean-centring: covariance, correlation). `detail` says which.
+ * Errors: UNSUPPORTED (no such reduction, or its loop does not fit; *out stays NULL),
+ * OUT_OF_MEMORY. The caller owns *out. */
+/* chunk_stream.c: g with the operand V of a product V^T V (covariance's centred data), made by
+ * elementwise ops from an input larger than `limit`, made a second time for the product's own
+ * operand, so a cut of the product's rows reads the transpose's V in column blocks and makes
+ * the other in its body, where an inner cut streams the input (as syrk's A A^T). Errors:
+ * UNSUPPORTED (no such product; *out stays NULL), OUT_OF_MEMORY. The caller owns *out. */
+loom_status loom__chunk_split_gram(const loom_graph *g, int64_t limit, loom_graph **out, char *detail,
+                                   size_t detail_size);
+loom_status loom__chunk_stream_reduction(const loom_graph *g, int64_t limit, int32_t slices, loom_graph **out,
+                                         char *detail, size_t detail_size);
 
 #endif
