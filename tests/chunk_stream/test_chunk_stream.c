@@ -144,3 +144,16 @@ static void check_kernel(const char *name, const char *cut) {
 TEST(stream_gemver_at_an_eighth) {
   check_kernel("gemver", "with 1 more sink");
 }
+
+/* Mean-centred covariance: the mean in a pass of its own over data's rows, then cen^T cen with
+ * cen made twice (the transpose's in column blocks of data outside, the product's inside, an
+ * inner loop streaming data's columns), so data and the [80,80] result are never held whole. */
+TEST(stream_covariance_at_an_eighth) {
+  check_kernel("covariance", "in a pass of its own over 'data'");
+}
+
+/* Correlation: three passes (the mean, the variance of the centred data with its centring made
+ * in the pieces, the scaled product), each streaming data. */
+TEST(stream_correlation_at_an_eighth) {
+  check_kernel("correlation", "in a pass of its own over 'data'");
+}
