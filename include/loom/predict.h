@@ -1,12 +1,14 @@
 /* Predicted run times (src/sched/predict.c): what a plan, or a graph run whole, is predicted to
- * take by the scheduler's per-op cost models (loom/sched.h), so that what a memory limit costs
- * in time is known before anything runs. A prediction prices the tasks the scheduler makes of
- * a plan (loom_sched_problem_from_plan: a task per loop piece and per run of ops between
- * loops) as the scheduler prices them, each stage on its runner's device, one after the other;
- * transfers are not added (cpu0 has none; a calibrated model of a device with its own memory
- * is measured end to end from host memory). loom-plan prints it beside the whole graph's,
- * warns where a limit makes a run much slower, and finds the smallest limit within a factor
- * (--max-slowdown); docs/limits.md says how close predictions come to measured times.
+ * take by the device's per-op cost model (loom/sched.h), so that what a memory limit costs in
+ * time is known before anything runs. Each op is priced by its class's table or, where longer,
+ * by its memory traffic at the model's rates from beyond the cache (a matrix-vector product by
+ * its matrix); a loop piece adds the gathers of slices that are not dense and the runtime's
+ * cost of a piece (loom_sched_model.piece_seconds); stages run one after the other on their
+ * runners' devices; transfers are not added (cpu0 has none; a calibrated model of a device with
+ * its own memory is measured end to end from host memory). loom-plan prints it beside the
+ * whole graph's, warns where a limit makes a run much slower, and finds the smallest limit
+ * within a factor (--max-slowdown); docs/limits.md says how close predictions come to measured
+ * times.
  *
  * Ownership as loom.h says. Thread safety: no global state; distinct objects may be used from
  * different threads at once.
@@ -33,9 +35,11 @@ extern "C" {
  * file), these give defaults from what discovery says of the device instead: an order of
  * magnitude only, to be reported as "uncalibrated". */
 
-/* The default model of a device: a GEMM at 60% of clock x compute units x an AVX2 FMA's 32
- * flops per cycle (a GPU: 256), the memory-bound classes at 20 GB/s (a GPU: 500), 5 us per
- * kernel. Errors: INVALID_ARGUMENT (NULL arguments). */
+/* The default model of a device: bounds on its speed, so that a prediction from it is a lower
+ * bound on the time: a GEMM at the peak of clock x compute units x the widest FMA vectors' flops
+ * a cycle (on a CPU this host's: 64 with AVX-512, 32 with AVX2; a GPU: 256 a multiprocessor),
+ * the memory-bound classes at 32 bytes a cycle a core (a GPU: 64 a multiprocessor), 1 us a
+ * kernel, no cost a loop piece. Errors: INVALID_ARGUMENT (NULL arguments). */
 LOOM_API loom_status loom_sched_model_default(const loom_device_info *info, loom_sched_model *out_model);
 /* A platform of that device alone, with the default model, on the host node. The caller owns
  * *out_platform. Errors: INVALID_ARGUMENT (NULL arguments), OUT_OF_MEMORY. */

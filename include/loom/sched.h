@@ -69,8 +69,9 @@ LOOM_API loom_status loom_sched_op_work(const loom_graph *graph, int32_t index, 
 #define LOOM_SCHED_MAX_POINTS 16
 
 /* One op class on one device. Where n_points > 0 the table rules (sizes ascending, seconds
- * per kernel measured at that size): piecewise linear between points, the first point's
- * seconds below it, and the last segment's rate beyond it. Else
+ * per kernel measured at that size): piecewise linear between points, below the first the
+ * line from `latency` (a tiny kernel's cost, at most the first point's) at size 0 to the first
+ * point, and the last segment's rate beyond the last. Else
  * t = latency + size * seconds_per_unit. A class nobody measured has `known` false: the device
  * cannot run it (the scheduler never places such work there). */
 typedef struct loom_sched_class_model {
@@ -88,6 +89,8 @@ typedef struct loom_sched_model {
    * host_latency + bytes / host_bandwidth. host_bandwidth 0: not measured (a device that
    * computes in host memory has no such link). */
   double host_latency, host_bandwidth;
+  /* What one more piece of a loop costs beyond its kernels (seconds; 0: not measured). */
+  double piece_seconds;
 } loom_sched_model;
 
 /* Seconds of one kernel of class c and `size` units on `model`; INFINITY when the class is

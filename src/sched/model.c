@@ -31,12 +31,18 @@ bool loom_op_class_parse(const char *name, loom_op_class *out_class) {
   return false;
 }
 
-/* The table's time at `size`: linear between points, flat below the first, the last
- * segment's rate (or the last point's average rate) beyond the last. */
+/* The table's time at `size`: linear between points, the last segment's rate (or the last
+ * point's average rate) beyond the last. Below the first, a kernel costs its call (`latency`,
+ * a tiny kernel's time, at most the first point's) plus its size at the first point's rate
+ * over that call: a table flat below its first point priced each of a limit's thousands of
+ * small pieces as the smallest size calibrated, hundreds of times their cost. */
 static double table_time(const loom_sched_class_model *m, double size) {
   int32_t n = m->n_points;
   const double *x = m->point_size, *y = m->point_seconds;
-  if (size <= x[0]) return y[0];
+  if (size <= x[0]) {
+    double call = m->latency < y[0] ? m->latency : y[0];
+    return call + (y[0] - call) * size / x[0];
+  }
   for (int32_t i = 1; i < n; i++) {
     if (size <= x[i]) return y[i - 1] + (y[i] - y[i - 1]) * (size - x[i - 1]) / (x[i] - x[i - 1]);
   }
@@ -201,6 +207,12 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
     loom__json_kv_double(&j, "latency", model->host_latency);
     loom__json_end_object(&j);
   }
+  if (model->piece_seconds > 0) {
+    loom__json_key(&j, "loop");
+    loom__json_begin_object(&j);
+    loom__json_kv_double(&j, "piece_seconds", model->piece_seconds);
+    loom__json_end_object(&j);
+  }
   loom__json_end_object(&j);
   s = loom__json_finish(&j);
   if (fclose(f) != 0 && !s) s = loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
@@ -256,6 +268,12 @@ loom_status loom_sched_model_load(const char *name, const char *driver, loom_sch
     if (!(out->host_bandwidth > 0) || !(out->host_latency >= 0))
       s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
                       "%s: host_link: \"bandwidth\" must be a number > 0 and \"latency\" one >= 0", path);
+  }
+  const loom__jr_value *loop = loom__jr_get(&doc, "loop");
+  if (!s && loop) {
+    out->piece_seconds = loom__jr_number(loop, "piece_seconds", -1);
+    if (!(out->piece_seconds >= 0))
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: loop: \"piece_seconds\" must be a number >= 0", path);
   }
   loom__jr_free(&doc);
   return s;
@@ -343,4 +361,6 @@ void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *str
     fprintf(stream, "%*s%-12s latency %.3g s, %.4g GB/s each way\n", indent, "", "host link",
             model->host_latency, model->host_bandwidth / 1e9);
   }
+  if (model && model->piece_seconds > 0)
+    fprintf(stream, "%*s%-12s %.3g s a piece beyond its kernels\n", indent, "", "loop", model->piece_seconds);
 }

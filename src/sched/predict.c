@@ -1,16 +1,17 @@
 /* Predicted run times (issue 34, point 4): what a plan, or a graph run whole, costs by the
- * scheduler's own per-op cost models, so that loom-plan can say what a memory limit costs in
- * time before anything runs, and find the smallest limit that keeps a run within a factor of
- * its whole time.
+ * device's per-op cost model, so that loom-plan can say what a memory limit costs in time
+ * before anything runs, and find the smallest limit that keeps a run within a factor of its
+ * whole time.
  *
- * A prediction prices the tasks the scheduler makes of a plan (loom_sched_problem_from_plan: a
- * task per loop piece and per run of ops between loops) with loom__sched_task_time, as the
- * shared runner and `loom-run --simulate` price them, each stage on its runner's device, one
- * after the other. So a loop of many small pieces costs each piece's kernels their latency and
- * their size's rate from the model's table, which is where a limit's cost comes from. The
- * pieces are priced without building their tasks (a loop of 8 million pieces would take
- * seconds and gigabytes), and transfers are not added: cpu0 has none, and a calibrated model
- * of a device with its own memory is measured end to end from host memory. */
+ * Each op is priced alone, one after the other, each stage on its runner's device: its kernels
+ * by the model's class tables (loom_sched_op_work's sizes, as the scheduler prices a task), or
+ * its memory traffic at the model's rates from beyond the cache where that takes longer (a
+ * roofline: a matrix-vector product is bound by its matrix, a loop piece's slices stream from
+ * memory). A loop costs each piece its body's ops, the gathers of slices that are not dense,
+ * and the runtime's cost of a piece (the model's piece_seconds, `loom-bench calibrate`); its
+ * full pieces are priced once for all (a loop of 8 million pieces would take seconds and
+ * gigabytes as tasks). Transfers are not added: cpu0 has none, and a calibrated model of a
+ * device with its own memory is measured end to end from host memory. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,18 +20,31 @@
 #include "loom/predict.h"
 #include "sched/sched_impl.h"
 
-/* Defaults for a device nobody calibrated, from what its discovery says (clock x compute units
- * x the widest common vector unit) and nominal memory rates: the order of magnitude, not a
- * measurement. A GEMM at 60% of an AVX2 FMA peak (2 units of 8 f32 lanes, 2 flops each) on a
- * CPU, of 128 lanes per multiprocessor on a GPU; memory-bound classes at 20 GB/s on a CPU and
- * 500 GB/s on a GPU; 5 us per kernel. */
+/* The flops a core of this host's CPU can issue a cycle at most: two FMA units of its widest
+ * vectors (16 f32 lanes with AVX-512, 8 with AVX2), 2 flops each. */
+static double cpu_flops_per_cycle(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 64;
+  if (__builtin_cpu_supports("fma")) return 32;
+#endif
+  return 16;
+}
+
+/* Defaults for a device nobody calibrated, from what its discovery says: bounds on its speed,
+ * so that a prediction from them is a lower bound on the time (no measured peak is kept where
+ * the library could read it; nominal rates were neither bound, 0.2-3.3x of measured times on
+ * the limits kernels, docs/limits.md). A GEMM at the peak of clock x compute
+ * units x the widest FMA vectors (a GPU: 128 lanes a multiprocessor); memory-bound classes at
+ * 32 bytes a cycle a core (a GPU: 64 a multiprocessor), no core streams faster from beyond its
+ * first-level cache; 1 us a kernel, less than any launch measured here; no cost a piece. */
 static void default_model(const loom_device_info *info, loom_sched_model *m) {
   memset(m, 0, sizeof *m);
   bool gpu = info->kind != LOOM_DEVICE_CPU;
   double clock = (info->clock_mhz > 0 ? info->clock_mhz : 2500) * 1e6;
   double units = info->compute_units > 0 ? info->compute_units : 1;
-  double flops = 0.6 * clock * units * (gpu ? 256.0 : 32.0);
-  double bytes = gpu ? 500e9 : 20e9;
+  double flops = clock * units * (gpu ? 256.0 : cpu_flops_per_cycle());
+  double bytes = clock * units * (gpu ? 64.0 : 32.0);
   /* units per second of each class: GEMM and CONV flops, FFT flops, ELEMENTWISE output
    * elements (about 12 bytes moved each), REDUCTION and TOPK input elements, COPY bytes (read
    * and written) */
@@ -44,7 +58,7 @@ static void default_model(const loom_device_info *info, loom_sched_model *m) {
       [LOOM_OP_CLASS_COPY] = bytes / 2,
   };
   for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++)
-    m->cls[c] = (loom_sched_class_model){.known = true, .latency = 5e-6, .seconds_per_unit = 1 / rate[c]};
+    m->cls[c] = (loom_sched_class_model){.known = true, .latency = 1e-6, .seconds_per_unit = 1 / rate[c]};
 }
 
 loom_status loom_sched_model_default(const loom_device_info *info, loom_sched_model *out_model) {
@@ -67,52 +81,137 @@ loom_status loom_sched_platform_default(const loom_device_info *info, loom_sched
   return loom_sched_platform_create(nodes, 1, &d, 1, NULL, 0, out_platform);
 }
 
-/* The seconds of a run of non-loop ops ops[0..n) of g: one task, as the scheduler makes it. */
-static loom_status group_seconds(const loom_graph *g, const int32_t *ops, int32_t n,
-                                 const loom_sched_model *m, double *t) {
-  loom_sched_task task;
-  memset(&task, 0, sizeof task);
-  for (int32_t i = 0; i < n; i++) {
-    loom_status s = loom_sched_op_work(g, ops[i], task.size, task.kernels);
-    if (s) return s;
-  }
-  *t += loom__sched_task_time(&task, m);
-  return LOOM_OK;
+/* What prices an op: the device's model and its memory rates, seconds per byte read and
+ * written, from the model's largest points (past the last-level cache, which calibrate
+ * reaches): REDUCTION reads 4 bytes an element, ELEMENTWISE (an f32 add) reads 8 and writes 4. */
+typedef struct pricer {
+  const loom_sched_model *m;
+  double read, write;
+} pricer;
+
+static double last_rate(const loom_sched_class_model *c) {
+  if (!c->known) return 0;
+  int32_t n = c->n_points;
+  return n ? c->point_seconds[n - 1] / c->point_size[n - 1] : c->seconds_per_unit;
 }
 
-/* The seconds of loop op `index` of g: its pieces as the scheduler prices each (a task of the
- * body's work times the piece's share), the full ones alike, so a loop of millions of pieces
- * costs two prices rather than millions of tasks. */
-static loom_status loop_seconds(const loom_graph *g, int32_t index, const loom_sched_model *m, double *t) {
-  const loom_graph *body = NULL;
-  int64_t n = 0, piece = 1;
-  loom_status s = loom_graph_loop_get(g, index, &body, &n, &piece);
-  int64_t pieces = s ? 0 : (n + piece - 1) / piece, last = n - (pieces - 1) * piece;
-  for (int32_t k = 0; !s && k < 2; k++) {
-    int64_t count = k == 0 ? pieces - 1 : 1;
-    loom_sched_task task;
-    memset(&task, 0, sizeof task);
-    if (count <= 0) continue;
-    s = loom__sched_body_work(body, k == 0 ? 1.0 : (double)last / (double)piece, task.size, task.kernels);
-    if (!s) *t += (double)count * loom__sched_task_time(&task, m);
+static pricer pricer_of(const loom_sched_model *m) {
+  pricer p = {.m = m, .read = last_rate(&m->cls[LOOM_OP_CLASS_REDUCTION]) / 4};
+  p.write = (last_rate(&m->cls[LOOM_OP_CLASS_ELEMENTWISE]) - 8 * p.read) / 4;
+  if (!(p.write > p.read)) p.write = p.read; /* a write costs at least a read */
+  return p;
+}
+
+static double bytes_of(const loom_graph *g, loom_value v) {
+  int64_t logical = 0;
+  return loom_value_bytes(g, v, &logical, NULL) ? 0 : (double)logical;
+}
+
+static bool is_param(const loom_graph *g, loom_value v) {
+  for (int32_t i = 0; i < loom_graph_param_count(g); i++)
+    if (loom_graph_param_at(g, i).id == v.id) return true;
+  return false;
+}
+
+/* The seconds an op spends moving memory, priced at the rates from beyond the cache: a dot
+ * all its operands and its result (a matrix-vector product is bound by its matrix, which its
+ * flops alone price as a small, fast GEMM); any other op the operands it reads from its
+ * graph's parameters (a loop piece's slices stream from memory, where the model's table at
+ * the piece's size was measured in cache). */
+static double memory_seconds(const pricer *p, const loom_graph *g, int32_t index, loom_op kind) {
+  double read = 0;
+  for (int32_t k = 0;; k++) {
+    loom_value v = loom_graph_op_input(g, index, k);
+    if (v.id < 0) break;
+    if (kind == LOOM_OP_DOT || is_param(g, v)) read += bytes_of(g, v);
   }
+  double written = kind == LOOM_OP_DOT ? bytes_of(g, loom_graph_op_output(g, index, 0)) : 0;
+  return read * p->read + written * p->write;
+}
+
+static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t index, double scale, double *t);
+
+/* The seconds of a body's ops, one after the other, each at `scale` of its size (a loop's
+ * last, shorter piece). */
+static loom_status body_seconds(const pricer *p, const loom_graph *body, double scale, double *t) {
+  loom_status s = LOOM_OK;
+  for (int32_t i = 0; !s && i < loom_graph_op_count(body); i++) s = op_seconds(p, body, i, scale, t);
   return s;
 }
 
-/* The seconds of ops[0..n) of g on a device of model m: runs of non-loop ops as one task
- * each, loops piece by piece, one after the other, as loom_sched_problem_from_plan cuts a
- * stage into tasks. */
+/* The seconds a piece spends gathering operand k of loop `index` where its slice is not dense
+ * (the axis is not the outermost of more than one element): the executor copies it, reading
+ * whole cache lines of 64 bytes around each run of the slice's contiguous bytes. */
+static double gather_seconds(const pricer *p, const loom_graph *g, int32_t index, int32_t k,
+                             const loom_graph *body) {
+  loom_loop_input rule;
+  const loom_type *t = loom_value_type(g, loom_graph_op_input(g, index, k));
+  const loom_type *piece = loom_value_type(body, loom_graph_param_at(body, k));
+  if (!t || !piece || loom_graph_loop_input_rule(g, index, k, &rule) || rule.axis <= 0 ||
+      rule.axis >= t->rank)
+    return 0;
+  double outer = 1, run = (double)loom_dtype_size(t->dtype);
+  for (int32_t d = 0; d < rule.axis; d++) outer *= (double)t->dims[d];
+  for (int32_t d = rule.axis; d < piece->rank; d++) run *= (double)piece->dims[d];
+  if (outer <= 1) return 0;
+  double lines = ceil(run / 64) + 1;
+  return outer * (lines * 64 * p->read + run * p->write);
+}
+
+/* The seconds of one piece of loop `index` at `scale` of a full piece: its body's ops, its
+ * gathers and the runtime's cost of a piece. */
+static loom_status piece_seconds(const pricer *p, const loom_graph *g, int32_t index, const loom_graph *body,
+                                 double scale, double *t) {
+  double work = p->m->piece_seconds;
+  loom_status s = body_seconds(p, body, scale, &work);
+  for (int32_t k = 0; !s && k < loom_graph_param_count(body); k++)
+    work += scale * gather_seconds(p, g, index, k, body);
+  if (!s) *t += work;
+  return s;
+}
+
+/* The seconds of loop op `index` of g at `scale` (inside a shorter piece of a loop around it):
+ * its full pieces alike, then its last, priced once each (a loop of millions of pieces would
+ * take seconds and gigabytes as tasks). */
+static loom_status loop_seconds(const pricer *p, const loom_graph *g, int32_t index, double scale,
+                                double *t) {
+  const loom_graph *body = NULL;
+  int64_t n = 0, piece = 1;
+  loom_status s = loom_graph_loop_get(g, index, &body, &n, &piece);
+  if (s) return s;
+  int64_t pieces = (n + piece - 1) / piece, last = n - (pieces - 1) * piece;
+  double full = 0, part = 0;
+  if (pieces > 1) s = piece_seconds(p, g, index, body, scale, &full);
+  if (!s) s = piece_seconds(p, g, index, body, scale * (double)last / (double)piece, &part);
+  if (!s) *t += (double)(pieces - 1) * full + part;
+  return s;
+}
+
+/* The seconds of op `index` of g at `scale` of its size: its kernels by the model's class
+ * tables (as the scheduler prices them, loom_sched_op_work), or its memory traffic where that
+ * takes longer. */
+static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t index, double scale, double *t) {
+  loom_op_info info;
+  loom_status s = loom_graph_op_info_get(g, index, &info);
+  if (s) return s;
+  if (info.kind == LOOM_OP_LOOP) return loop_seconds(p, g, index, scale, t);
+  loom_sched_task task;
+  memset(&task, 0, sizeof task);
+  if ((s = loom_sched_op_work(g, index, task.size, task.kernels))) return s;
+  for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) task.size[c] *= scale;
+  double compute = loom__sched_task_time(&task, p->m);
+  if (compute == 0) return LOOM_OK; /* a view or a constant: no kernel */
+  double memory = scale * memory_seconds(p, g, index, info.kind);
+  *t += compute > memory ? compute : memory;
+  return LOOM_OK;
+}
+
+/* The seconds of ops[0..n) of g on a device of model m, one after the other. */
 static loom_status ops_seconds(const loom_graph *g, const int32_t *ops, int32_t n, const loom_sched_model *m,
                                double *t) {
-  int32_t start = 0;
+  pricer p = pricer_of(m);
   loom_status s = LOOM_OK;
-  for (int32_t i = 0; !s && i <= n; i++) {
-    loom_op_info info = {0};
-    bool is_loop = i < n && !loom_graph_op_info_get(g, ops[i], &info) && info.kind == LOOM_OP_LOOP;
-    if ((is_loop || i == n) && i > start) s = group_seconds(g, ops + start, i - start, m, t);
-    if (!s && is_loop) s = loop_seconds(g, ops[i], m, t);
-    if (is_loop) start = i + 1;
-  }
+  for (int32_t i = 0; !s && i < n; i++) s = op_seconds(&p, g, ops[i], 1, t);
   return s;
 }
 

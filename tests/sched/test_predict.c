@@ -2,26 +2,41 @@
  * time as the scheduler's own schedule of the plan's problem, the search for the smallest limit
  * within a factor, the defaults from a device's description, and the errors. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "loom/predict.h"
 
-/* cpu0 on the host node, elementwise and reduction kernels at `latency` seconds plus 1 ns an
- * element; no other class. */
-static loom_sched_platform *cpu_platform(double latency) {
+/* Elementwise and reduction kernels at `latency` seconds plus 1 ns an element; no other
+ * class. */
+static loom_sched_model cpu_model(double latency) {
+  loom_sched_model m;
+  memset(&m, 0, sizeof m);
+  loom_sched_class_model c = {.known = true, .latency = latency, .seconds_per_unit = 1e-9};
+  m.cls[LOOM_OP_CLASS_ELEMENTWISE] = c;
+  m.cls[LOOM_OP_CLASS_REDUCTION] = c;
+  return m;
+}
+
+/* cpu0 on the host node, of model m. */
+static loom_sched_platform *platform_of(const loom_sched_model *m) {
   loom_sched_device d;
   memset(&d, 0, sizeof d);
   snprintf(d.id, sizeof d.id, "cpu0");
   snprintf(d.kind, sizeof d.kind, "cpu");
   d.memory = 1ll << 40;
-  loom_sched_class_model m = {.known = true, .latency = latency, .seconds_per_unit = 1e-9};
-  d.model.cls[LOOM_OP_CLASS_ELEMENTWISE] = m;
-  d.model.cls[LOOM_OP_CLASS_REDUCTION] = m;
+  d.model = *m;
   const char *nodes[] = {"host"};
   loom_sched_platform *p = NULL;
   if (loom_sched_platform_create(nodes, 1, &d, 1, NULL, 0, &p)) return NULL;
   return p;
+}
+
+static loom_sched_platform *cpu_platform(double latency) {
+  loom_sched_model m = cpu_model(latency);
+  return platform_of(&m);
 }
 
 static loom_graph *parse(const char *text) {
@@ -127,8 +142,10 @@ TEST(default_model_from_the_devices_description) {
   info.memory_bytes = 1ll << 30;
   loom_sched_model m;
   ASSERT_OK(loom_sched_model_default(&info, &m));
-  /* 60% of 2 GHz x 4 units x 32 flops a cycle */
-  ASSERT_NEAR(1 / m.cls[LOOM_OP_CLASS_GEMM].seconds_per_unit, 0.6 * 2e9 * 4 * 32, 1);
+  /* bounds: 2 GHz x 4 units x at least an AVX2 FMA's 32 flops a cycle, 32 bytes a cycle a
+   * core (an add moves 12 bytes an element) */
+  ASSERT_TRUE(1 / m.cls[LOOM_OP_CLASS_GEMM].seconds_per_unit >= 2e9 * 4 * 32 * 0.999);
+  ASSERT_NEAR(1 / m.cls[LOOM_OP_CLASS_ELEMENTWISE].seconds_per_unit, 2e9 * 4 * 32 / 12, 1);
   for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) ASSERT_TRUE(m.cls[c].known && m.cls[c].latency > 0);
   loom_sched_platform *pf = NULL;
   ASSERT_OK(loom_sched_platform_default(&info, &pf));
@@ -156,5 +173,114 @@ TEST(predict_errors_name_what_is_wrong) {
   loom_limit_search r;
   ASSERT_EQ(loom_graph_smallest_limit(pf, "cpu0", dot, 0.5, NULL, &r), LOOM_ERR_INVALID_ARGUMENT);
   loom_graph_destroy(dot);
+  loom_sched_platform_destroy(pf);
+}
+
+/* Below a table's first point a kernel costs its call (the latency) plus its size on the line
+ * from there to the first point, not the first point's time: a limit's small pieces would
+ * otherwise each cost as much as the smallest size calibrated. */
+TEST(model_table_below_its_first_point_is_the_call_plus_a_line) {
+  loom_sched_model m;
+  memset(&m, 0, sizeof m);
+  double sizes[] = {1000, 2000}, secs[] = {1e-3, 1.5e-3};
+  ASSERT_OK(loom_sched_model_fit(&m, LOOM_OP_CLASS_GEMM, sizes, secs, 2));
+  m.cls[LOOM_OP_CLASS_GEMM].latency = 1e-4;
+  ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 500), 1e-4 + 0.5 * 9e-4, 1e-15);
+  ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 1), 1e-4 + 9e-7, 1e-15);
+  ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 1000), 1e-3, 1e-15);
+  ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 1500), 1.25e-3, 1e-15);
+  /* a call dearer than the first point (a noisy fit's latency) is capped by it: flat */
+  m.cls[LOOM_OP_CLASS_GEMM].latency = 5e-3;
+  ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 10), 1e-3, 1e-15);
+}
+
+/* A model file keeps the loop's cost of a piece; a bad one is an error naming the field. */
+TEST(model_file_keeps_the_cost_of_a_piece) {
+  char dir[] = "/tmp/loom-predict-XXXXXX", path[1100];
+  ASSERT_TRUE(mkdtemp(dir) != NULL);
+  char *old = getenv("LOOM_CACHE_DIR") ? strdup(getenv("LOOM_CACHE_DIR")) : NULL;
+  setenv("LOOM_CACHE_DIR", dir, 1);
+  loom_sched_model m, back;
+  memset(&m, 0, sizeof m);
+  double sizes[] = {100}, secs[] = {1e-3};
+  ASSERT_OK(loom_sched_model_fit(&m, LOOM_OP_CLASS_COPY, sizes, secs, 1));
+  m.piece_seconds = 3.5e-7;
+  ASSERT_OK(loom_sched_model_save(&m, "dev", "1"));
+  ASSERT_OK(loom_sched_model_load("dev", "1", &back));
+  ASSERT_NEAR(back.piece_seconds, 3.5e-7, 1e-20);
+  ASSERT_OK(loom_sched_model_path("dev", "1", path, sizeof path));
+  FILE *f = fopen(path, "w");
+  ASSERT_TRUE(f != NULL);
+  fputs("{\"models\": {\"copy\": {\"rate\": 1e9}}, \"loop\": {\"piece_seconds\": -1}}\n", f);
+  fclose(f);
+  ASSERT_EQ(loom_sched_model_load("dev", "1", &back), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "piece_seconds");
+  unlink(path);
+  char models[1100];
+  snprintf(models, sizeof models, "%s/models", dir);
+  rmdir(models);
+  rmdir(dir);
+  if (old)
+    setenv("LOOM_CACHE_DIR", old, 1);
+  else
+    unsetenv("LOOM_CACHE_DIR");
+  free(old);
+}
+
+/* Each piece of a loop costs the runtime's cost of a piece on top of its kernels. */
+TEST(predict_adds_the_cost_of_each_piece) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.piece_seconds = 1e-3;
+  loom_sched_platform *pf = cpu_platform(1e-6), *dear = platform_of(&m);
+  loom_graph *g = parse(loop_text);
+  ASSERT_TRUE(pf && dear && g);
+  double cheap = 0, t = 0;
+  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &cheap));
+  ASSERT_OK(loom_graph_predict(dear, "cpu0", g, &t));
+  ASSERT_NEAR(t - cheap, 4 * 1e-3, 1e-12); /* 4 pieces */
+  loom_graph_destroy(g);
+  loom_sched_platform_destroy(pf);
+  loom_sched_platform_destroy(dear);
+}
+
+/* A matrix-vector product takes as long as reading its matrix, however fast its flops are
+ * (the model's memory rate: REDUCTION's 1 ns an element is 0.25 ns a byte). */
+TEST(predict_prices_a_matrix_vector_product_by_its_bytes) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.cls[LOOM_OP_CLASS_GEMM] =
+      (loom_sched_class_model){.known = true, .latency = 1e-6, .seconds_per_unit = 1e-15};
+  loom_sched_platform *pf = platform_of(&m);
+  loom_graph *g = parse(
+      "graph g(a: f32[1024,1024], x: f32[1024]) {\n"
+      "  y = dot a x\n"
+      "  return y\n"
+      "}\n");
+  ASSERT_TRUE(pf && g);
+  double t = 0;
+  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  ASSERT_NEAR(t, (4194304.0 + 4096 + 4096) * 0.25e-9, 1e-12);
+  loom_graph_destroy(g);
+  loom_sched_platform_destroy(pf);
+}
+
+/* A piece sliced along an inner axis is gathered: each of its 64 rows reads the cache lines
+ * around its 100 elements (400 bytes: 8 lines of 64) and writes them, at the model's rates. */
+TEST(predict_prices_the_gather_of_a_strided_slice) {
+  loom_sched_platform *pf = cpu_platform(1e-6);
+  loom_graph *g = parse(
+      "graph g(x: f32[64,1000]) {\n"
+      "  y = loop n=1000 piece=100 {\n"
+      "    in xs = x axis=1\n"
+      "    e = exp xs\n"
+      "    out e concat axis=1\n"
+      "  }\n"
+      "  return y\n"
+      "}\n");
+  ASSERT_TRUE(pf && g);
+  double t = 0;
+  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  double kernel = 1e-6 + 6400 * 1e-9, gather = 64 * (8 * 64 + 400) * 0.25e-9;
+  ASSERT_NEAR(t, 10 * (kernel + gather), 1e-12);
+  loom_graph_destroy(g);
   loom_sched_platform_destroy(pf);
 }

@@ -1,12 +1,16 @@
 /* loom-bench calibrate: the scheduler's performance models (docs/sched.md). For each device,
- * each op class is measured at three sizes through the public API (a one-op graph run on the
- * device, measure.h: one warm-up, the best of --reps), a line is fitted through the points,
- * and the model is written to the cache folder keyed by device name and driver, where
- * `loom-info --models` and the scheduler read it. Times are end to end from host memory, so
- * the model of a discrete device includes its transfers: short runs overstate small sizes, as
- * a first model should (it is refitted when calibrated again). A device with its own memory
- * also gets its host link measured (bandwidth and latency of writes and reads through the
- * memory manager). */
+ * each op class is measured at 5 to 8 log-spaced sizes from a few KiB of operands up past the
+ * last-level cache, and at a tiny size whose time is a call's cost, through the public API (a
+ * one-op graph run on the device, measure.h: one warm-up, the best of --reps); a line is fitted
+ * through the points, the points kept as the model's table and the call's cost as where the
+ * table starts from below its first point (a limit's pieces are that small). A loop's cost of
+ * a piece beyond its kernels is measured as `loom-bench overhead` does. The model is written
+ * to the cache folder keyed by device name and driver, where `loom-info --models` and the
+ * scheduler read it. Times are end to end from host memory, so the model of a discrete device
+ * includes its transfers: short runs overstate small sizes, as a first model should (it is
+ * refitted when calibrated again). A device with its own memory also gets its host link
+ * measured (bandwidth and latency of writes and reads through the memory manager). About 15
+ * seconds on cpu0 of a 2-core machine. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,41 +18,55 @@
 #include "bench.h"
 #include "measure.h"
 
-/* One op class: its .lir at three sizes (%lld filled with each). */
+enum { CALIB_POINTS = 8, CALIB_QUICK = 3 };
+
+/* One op class: its .lir (%lld filled with each size), a tiny size whose time is the class's
+ * cost of a call, and log-spaced sizes from a few KiB of operands up to past the last-level
+ * cache (32 MiB here), so that a limit's small pieces fall inside the table; 0 ends a list.
+ * No result passes 16 MiB: glibc maps a block of 32 MiB or more afresh on every call, so each
+ * run of a one-op graph would pay a page fault for each of its pages (5 us each on these
+ * virtual machines) where a graph's ops reuse their memory. */
 typedef struct calib_case {
   loom_op_class cls;
   const char *lir;
-  long long sizes[3], quick[3];
+  long long tiny, sizes[CALIB_POINTS], quick[CALIB_QUICK];
 } calib_case;
 
 static const calib_case cases[] = {
     {LOOM_OP_CLASS_GEMM,
      "graph g(a: f32[%1$lld,%1$lld], b: f32[%1$lld,%1$lld]) {\n  c = dot a b\n  return c\n}\n",
-     {256, 512, 1024},
+     1,
+     {16, 32, 64, 128, 256, 512, 1024},
      {64, 128, 256}},
     {LOOM_OP_CLASS_FFT,
      "graph g(x: c64[%1$lld]) {\n  y = fft x axis=0\n  return y\n}\n",
-     {1 << 14, 1 << 16, 1 << 18},
+     4,
+     {1 << 8, 1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20},
      {1 << 10, 1 << 12, 1 << 14}},
     {LOOM_OP_CLASS_ELEMENTWISE,
      "graph g(a: f32[%1$lld], b: f32[%1$lld]) {\n  c = add a b\n  return c\n}\n",
-     {1 << 18, 1 << 20, 1 << 22},
+     1,
+     {1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22},
      {1 << 12, 1 << 14, 1 << 16}},
     {LOOM_OP_CLASS_REDUCTION,
      "graph g(x: f32[%1$lld]) {\n  y = reduce_sum x axes=[0]\n  return y\n}\n",
-     {1 << 18, 1 << 20, 1 << 22},
+     1,
+     {1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24},
      {1 << 12, 1 << 14, 1 << 16}},
     {LOOM_OP_CLASS_TOPK,
      "graph g(x: f32[%1$lld,4096]) {\n  v, i = topk x k=10 axis=1 largest=false\n  return v, i\n}\n",
-     {16, 64, 256},
+     1,
+     {1, 4, 16, 64, 256},
      {1, 4, 16}},
     {LOOM_OP_CLASS_CONV,
      "graph g(x: f32[1,8,%1$lld,%1$lld], w: f32[8,8,3,3]) {\n  y = conv x w\n  return y\n}\n",
-     {64, 128, 256},
+     3,
+     {8, 16, 32, 64, 128, 256},
      {16, 32, 64}},
     {LOOM_OP_CLASS_COPY,
      "graph g(a: f32[%1$lld], b: f32[%1$lld]) {\n  c = concat a b axis=0\n  return c\n}\n",
-     {1 << 18, 1 << 20, 1 << 22},
+     1,
+     {1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 21},
      {1 << 12, 1 << 14, 1 << 16}},
 };
 
@@ -66,32 +84,68 @@ static double op_units(const bench_op *op, loom_op_class cls) {
   return sizes[cls];
 }
 
-/* Measures one class on device `id` and fits it into m; 1 when a size failed (said on stderr). */
+/* One size of case c on device `id`: its units and best seconds of `reps`; 1 when it failed
+ * (said on stderr). */
+static int measure_size(loom_context *ctx, const char *id, const calib_case *c, long long size, int32_t reps,
+                        double *units, double *secs) {
+  char text[512], why[512] = "";
+  snprintf(text, sizeof text, c->lir, size);
+  bench_op op;
+  bench_times t = {0};
+  if (bench_op_open(&op, text, 7)) {
+    fprintf(stderr, "loom-bench calibrate: %s %s: %s\n", id, loom_op_class_name(c->cls), loom_last_error());
+    return 1;
+  }
+  int bad = bench_measure(ctx, id, &op, NULL, reps, &t, why, sizeof why);
+  *units = op_units(&op, c->cls);
+  bench_op_close(&op);
+  if (bad || !(t.loom_s > 0)) {
+    fprintf(stderr, "loom-bench calibrate: %s %s at %lld: %s\n", id, loom_op_class_name(c->cls), size, why);
+    return 1;
+  }
+  *secs = t.loom_s;
+  return 0;
+}
+
+/* Measures one class on device `id` and fits it into m, its call's cost (a tiny kernel's time)
+ * as the latency the table starts from; 1 when a size failed (said on stderr). The small sizes
+ * take microseconds, so they get five times the runs: their best is the steadiest. --quick
+ * measures the sizes it always did and no tiny one (the latency is then the fit's): on an
+ * OpenCL device each new size is a program to build, which tests would wait for. */
 static int calibrate_class(loom_context *ctx, const char *id, const calib_case *c, const calib_options *o,
                            loom_sched_model *m) {
-  double units[3], secs[3];
-  for (int k = 0; k < 3; k++) {
-    char text[512], why[512] = "";
-    snprintf(text, sizeof text, c->lir, o->quick ? c->quick[k] : c->sizes[k]);
-    bench_op op;
-    bench_times t = {0};
-    if (bench_op_open(&op, text, 7)) {
-      fprintf(stderr, "loom-bench calibrate: %s %s: %s\n", id, loom_op_class_name(c->cls), loom_last_error());
-      return 1;
-    }
-    int bad = bench_measure(ctx, id, &op, NULL, o->reps, &t, why, sizeof why);
-    units[k] = op_units(&op, c->cls);
-    bench_op_close(&op);
-    if (bad || !(t.loom_s > 0)) {
-      fprintf(stderr, "loom-bench calibrate: %s %s: %s\n", id, loom_op_class_name(c->cls), why);
-      return 1;
-    }
-    secs[k] = t.loom_s;
+  double units[CALIB_POINTS], secs[CALIB_POINTS], tiny_units, tiny_s = 0;
+  const long long *sizes = o->quick ? c->quick : c->sizes;
+  int32_t n = 0, max = o->quick ? CALIB_QUICK : CALIB_POINTS;
+  if (!o->quick && measure_size(ctx, id, c, c->tiny, 5 * o->reps, &tiny_units, &tiny_s)) return 1;
+  for (; n < max && sizes[n] > 0; n++) {
+    int32_t reps = !o->quick && n < max / 2 ? 5 * o->reps : o->reps;
+    if (measure_size(ctx, id, c, sizes[n], reps, &units[n], &secs[n])) return 1;
   }
-  if (loom_sched_model_fit(m, c->cls, units, secs, 3)) {
+  if (loom_sched_model_fit(m, c->cls, units, secs, n)) {
     fprintf(stderr, "loom-bench calibrate: %s: %s\n", id, loom_last_error());
     return 1;
   }
+  if (!o->quick) m->cls[c->cls].latency = tiny_s < secs[0] ? tiny_s : secs[0];
+  return 0;
+}
+
+/* A loop's cost of a piece beyond its kernels: a loop of one add over f32[2^16] in pieces of
+ * 16 minus the same loop in pieces of 64, over the pieces added. Both bodies stay tiny (a
+ * kernel of 64 elements runs on one thread, as one of 2^16 may not), so the difference is the
+ * pieces' cost alone, as `loom-bench overhead` measures it. */
+static const char loop_lir[] =
+    "graph g(x: f32[65536]) {\n  y = loop n=65536 piece=%lld {\n    in a = x axis=0\n"
+    "    r = add a a\n    out r concat axis=0\n  }\n  return y\n}\n";
+
+static int calibrate_piece(loom_context *ctx, const char *id, const calib_options *o, loom_sched_model *m) {
+  const calib_case loop = {.cls = LOOM_OP_CLASS_ELEMENTWISE, .lir = loop_lir};
+  double units, many, fewer;
+  if (measure_size(ctx, id, &loop, 16, o->reps, &units, &many) ||
+      measure_size(ctx, id, &loop, 64, o->reps, &units, &fewer))
+    return 1;
+  double per = (many - fewer) / (65536.0 / 16 - 65536.0 / 64);
+  m->piece_seconds = per > 0 ? per : 0; /* noise can make it negative: a piece then costs nothing more */
   return 0;
 }
 
@@ -145,6 +199,7 @@ static int calibrate_device(loom_context *ctx, int32_t index, const loom_device_
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     failed += calibrate_class(ctx, d->id, &cases[i], o, &m);
+  if (!o->quick) failed += calibrate_piece(ctx, d->id, o, &m); /* new programs to build, as above */
   failed += calibrate_link(ctx, index, d->id, o, &m);
   const char *driver = loom_sched_device_driver(d);
   printf("%s  %s  (driver %s)%s\n", d->id, d->name, *driver ? driver : "none",
@@ -164,13 +219,15 @@ static int calibrate_device(loom_context *ctx, int32_t index, const loom_device_
 static void usage(FILE *f) {
   fputs(
       "usage: loom-bench calibrate [--devices LIST] [--reps N] [--quick] [--no-save]\n\n"
-      "Measures each op class (gemm, fft, elementwise, reduction, topk, conv, copy) at three sizes on\n"
-      "each device, fits seconds = latency + size x seconds_per_unit, and writes the model to the\n"
-      "cache folder (LOOM_CACHE_DIR, else $XDG_CACHE_HOME/loom, else ~/.cache/loom: models/),\n"
+      "Measures each op class (gemm, fft, elementwise, reduction, topk, conv, copy) at 5 to 8 sizes\n"
+      "from a few KiB up and at a tiny size (a call's cost) on each device, and a loop's cost of a\n"
+      "piece; keeps the points as the model's table, fits seconds = latency + size x\n"
+      "seconds_per_unit, and writes the model to the cache folder (LOOM_CACHE_DIR, else\n"
+      "$XDG_CACHE_HOME/loom, else ~/.cache/loom: models/),\n"
       "keyed by device name and driver; `loom-info --models` prints them.\n\n"
       "  --devices LIST  only these ids (cpu0,ocl1)\n"
       "  --reps N        timed runs per size, the best kept (default 3)\n"
-      "  --quick         small sizes (seconds in all; for tests)\n"
+      "  --quick         three small sizes, no tiny one, no loop (seconds in all; for tests)\n"
       "  --no-save       print the models, write nothing\n",
       f);
 }
