@@ -15,8 +15,9 @@
  * updates dispatched as gemm calls) and the conjugating forms (hemm, herk, her2k, complex 'C'),
  * since the IR has no conjugate.
  *
- * A call may be shared among several devices (tiles of C): the graph chunked into a loop over
- * pieces of the result (loom_graph_optimize_for_sharing) and run by loom_run's shared form.
+ * A call may be split across several devices: C cut into one block per device (columns, in
+ * proportion to the devices' rates), each block a call of its own planned whole for its device
+ * and run at once beside the others (loom_run_submit), C written when all have finished.
  */
 #include <complex.h>
 #include <dirent.h>
@@ -51,8 +52,8 @@ static struct {
   loom_sched_platform *platform; /* the devices' models; NULL when some device has none */
   int32_t n_devices;
   char ids[MAX_DEVICES][32];
-  /* The devices a call may be shared among (tiles of C, loom_run's shared form): those of
-   * the allowed ones the shared runner gives work (loom_share_plan_runners: beside cpu0, an
+  /* The devices a call may be split across (a block of C each): those of the allowed ones
+   * the shared runner would give work (loom_share_plan_runners: beside cpu0, an
    * OpenCL CPU device would only take its cores), at their memory nodes' limits. Sharing is
    * considered where there are two or more. */
   char share_list[256];
@@ -213,31 +214,71 @@ static bool in_share_set(const char *id) {
   return false;
 }
 
+/* Each device of the shared set's part of a call of `flops` (weights summing to 1): in
+ * proportion to the models' rates at that size where the set's devices have models, else
+ * equal parts (PoCL's basic devices, the set a user gets by excluding cpu0, are alike). */
+static void share_weights(double flops, double *w) {
+  double sum = 0;
+  for (int32_t i = 0; i < loom_state.n_share; i++) {
+    w[i] = 1;
+    if (loom_state.platform) {
+      int32_t d = loom_sched_platform_find(loom_state.platform, loom_state.share_runners[i].device);
+      double t = d < 0 ? INFINITY
+                       : loom_sched_model_time(&loom_sched_platform_device(loom_state.platform, d)->model,
+                                               LOOM_OP_CLASS_GEMM, flops);
+      w[i] = t > 0 && isfinite(t) ? 1 / t : 0;
+    }
+    sum += w[i];
+  }
+  for (int32_t i = 0; i < loom_state.n_share; i++) w[i] = sum > 0 ? w[i] / sum : 1.0 / loom_state.n_share;
+}
+
+/* A shared call must be predicted this much sooner than the best single device: the models'
+ * error and the second run's start would otherwise make calls near the break-even point slower
+ * than one device (the issue allows 3%). */
+#define SHARE_MARGIN 0.85
+
+/* The models' time for the call split across the shared set (split_blocks): the slowest
+ * device's part, each moving at most all the operands there and back. */
+static double shared_time(double flops, int64_t bytes) {
+  double w[MAX_DEVICES], worst = 0;
+  share_weights(flops, w);
+  for (int32_t i = 0; i < loom_state.n_share; i++) {
+    int32_t d = loom_sched_platform_find(loom_state.platform, loom_state.share_runners[i].device);
+    if (d < 0) return INFINITY;
+    const loom_sched_device *dev = loom_sched_platform_device(loom_state.platform, d);
+    double t = loom_sched_model_time(&dev->model, LOOM_OP_CLASS_GEMM, flops * w[i]) +
+               2 * loom_sched_platform_transfer_time(loom_state.platform, 0, dev->node, bytes);
+    worst = t > worst ? t : worst;
+  }
+  return worst;
+}
+
 /* The device the models expect to finish first (compute plus the operands' transfers), or
- * PLACE_SHARED where the shared set, each device taking tiles of C at its model's rate, would
- * finish sooner still. Without models: the shared set where there is one, else the first
- * device. */
+ * PLACE_SHARED where the call split across the shared set, a block of C per device, would
+ * finish sooner still by SHARE_MARGIN. Without models: the shared set where there is one,
+ * else the first device. */
 static int32_t place(const blas_l3 *c, int64_t bytes) {
   /* Without models, sharing a call with cpu0 is left alone (its speed against the others is
    * unknown); a set without cpu0 (the host excluded) shares. */
   if (!loom_state.platform) return loom_state.n_share > 1 && !in_share_set("cpu0") ? PLACE_SHARED : 0;
-  double flops = l3_flops(c), best_t = INFINITY, shared_rate = 0, shared_move = 0;
+  double flops = l3_flops(c), best_t = INFINITY;
   int32_t best = 0;
+  bool cpu0_allowed = false;
+  for (int32_t i = 0; i < loom_state.n_devices; i++) cpu0_allowed |= strcmp(loom_state.ids[i], "cpu0") == 0;
   for (int32_t i = 0; i < loom_state.n_devices; i++) {
     int32_t d = loom_sched_platform_find(loom_state.platform, loom_state.ids[i]);
     if (d < 0) continue;
     const loom_sched_device *dev = loom_sched_platform_device(loom_state.platform, d);
+    /* A device on the host's cores (PoCL's) never takes a call from cpu0, as dmda's rule has
+     * it (src/sched/policy.c): it computes on cpu0's cores with a slower library, and a model
+     * fitted on a loaded machine (cpu0's quick calibration: 1.1 GFLOP/s) can misprice it. */
+    if (cpu0_allowed && dev->host_cores) continue;
     double compute = loom_sched_model_time(&dev->model, LOOM_OP_CLASS_GEMM, flops);
     double move = 2 * loom_sched_platform_transfer_time(loom_state.platform, 0, dev->node, bytes);
     if (compute + move < best_t) best_t = compute + move, best = i;
-    /* Each device of the set moves at most all the operands (B whole, its rows of A and C). */
-    if (in_share_set(loom_state.ids[i]) && compute > 0) {
-      shared_rate += flops / compute;
-      shared_move = move > shared_move ? move : shared_move;
-    }
   }
-  if (loom_state.n_share > 1 && shared_rate > 0 && flops / shared_rate + shared_move < best_t)
-    return PLACE_SHARED;
+  if (loom_state.n_share > 1 && shared_time(flops, bytes) < SHARE_MARGIN * best_t) return PLACE_SHARED;
   return best;
 }
 
@@ -376,21 +417,52 @@ static const char *describe(const blas_l3 *c, l3_problem *p) {
   }
 }
 
-/* A shared call's loop cuts its operands along the result's rows: one read twice (syrk's A as
- * A and A^T, syr2k's A and B by both terms) would be cut along two axes at once, which a loop
- * cannot hold ("reads the loop's piece along axes that do not line up"), so each use gets a
- * parameter of its own, on the same memory. */
-static void split_uses(l3_problem *p) {
-  bool used[4] = {false};
+/* ---- a call split across devices: one block of C each ------------------------------------ */
+
+/* The block of R = sum op(X) op(Y) (+ beta C) in rows [i0, i1) and columns [j0, j1)
+ * (blk = {i0, i1, j0, j1}): each use of an operand sliced for its term (op(X)'s rows, op(Y)'s
+ * columns: a column block of an untransposed operand is dense in place), and C's block. */
+static void problem_block(const l3_problem *p, const blas_l3 *c, const int blk[4], l3_problem *q,
+                          l3_operand *cb) {
+  *q = (l3_problem){.dtype = p->dtype, .esize = p->esize, .use_c = p->use_c, .tri = p->tri};
+  int64_t es = p->esize, rows = blk[1] - blk[0], cols = blk[3] - blk[2];
   for (int t = 0; t < p->n_terms; t++) {
-    int *use[2] = {&p->x[t], &p->y[t]};
-    for (int u = 0; u < 2; u++) {
-      if (used[*use[u]]) {
-        p->ops[p->n_ops] = p->ops[*use[u]];
-        *use[u] = p->n_ops++;
-      }
-      used[*use[u]] = true;
-    }
+    const l3_operand *x = &p->ops[p->x[t]], *y = &p->ops[p->y[t]];
+    const char *xd = x->data, *yd = y->data;
+    int xi = p->opx[t] == 'N' ? add_op(q, xd + blk[0] * es, (int)rows, x->cols, x->ld)
+                              : add_op(q, xd + (int64_t)blk[0] * x->ld * es, x->rows, (int)rows, x->ld);
+    int yi = p->opy[t] == 'N' ? add_op(q, yd + (int64_t)blk[2] * y->ld * es, y->rows, (int)cols, y->ld)
+                              : add_op(q, yd + blk[2] * es, (int)cols, y->cols, y->ld);
+    add_term(q, xi, p->opx[t], yi, p->opy[t]);
+  }
+  *cb = (l3_operand){(char *)c->c + ((int64_t)blk[2] * c->ldc + blk[0]) * es, (int)rows, (int)cols, c->ldc};
+}
+
+/* Line j's share of the work: a triangle's column holds j + 1 ('U') or n - j ('L') rows. */
+static double line_work(char tri, int j, int len) {
+  return tri == 'U' ? j + 1.0 : tri == 'L' ? (double)(len - j) : 1.0;
+}
+
+/* Cuts C among the shared set by the weights w: into blocks of columns (of rows, where C is
+ * taller than wide and written whole), a triangle's columns by their length in it and each
+ * block only the rows that reach into the triangle. blk[i] = {i0, i1, j0, j1}; a device whose
+ * part rounds to nothing gets an empty block. */
+static void split_blocks(const blas_l3 *c, const l3_problem *p, const double *w, int (*blk)[4]) {
+  bool by_rows = !p->tri && c->m > c->n;
+  int len = by_rows ? c->m : c->n, at = 0;
+  double total = 0, done = 0, target = 0;
+  for (int j = 0; j < len; j++) total += line_work(p->tri, j, len);
+  for (int32_t i = 0; i < loom_state.n_share; i++) {
+    int start = at;
+    target += w[i] * total;
+    if (i == loom_state.n_share - 1) at = len;
+    while (at < len && done + line_work(p->tri, at, len) / 2 < target) done += line_work(p->tri, at++, len);
+    int i0 = p->tri == 'L' ? start : 0, i1 = p->tri == 'U' ? at : c->m;
+    int *b = blk[i];
+    if (by_rows)
+      b[0] = start, b[1] = at, b[2] = 0, b[3] = c->n;
+    else
+      b[0] = i0, b[1] = i1, b[2] = start, b[3] = at;
   }
 }
 
@@ -466,8 +538,9 @@ static void optimize_options(loom_optimize_options *opts) {
   opts->disabled = no_fuse, opts->n_disabled = 1;
 }
 
-/* Plans the graph for the device under its memory node's limit and runs it (loom_run). */
-static bool plan_and_run(const char *device, l3_run *r) {
+/* Plans the graph for the device under its memory node's limit (cut into stages, or its
+ * operands streamed in pieces, where the call does not fit). */
+static bool plan_for(const char *device, l3_run *r) {
   loom_runner runner;
   if (!device_runner(device, &runner)) return false;
   loom_optimize_options opts;
@@ -476,59 +549,107 @@ static bool plan_and_run(const char *device, l3_run *r) {
   if (loom_graph_optimize_for_runners(r->graph, &runner, 1, &opts, &r->opt, NULL, note, sizeof note) !=
       LOOM_OK)
     return false;
-  if (loom_plan_split_by_memory(r->opt, &runner, 1, &r->plan) != LOOM_OK) return false;
-  loom_run_options run;
-  loom_run_options_init(&run); /* stage after stage on the plan's runner */
-  return loom_run(loom_state.ctx, r->plan, &run, r->in, r->n_in, &r->out, 1, NULL) == LOOM_OK;
+  return loom_plan_split_by_memory(r->opt, &runner, 1, &r->plan) == LOOM_OK;
 }
 
-/* Plans the graph chunked into a loop over tiles of the result (loom_graph_optimize_for_sharing)
- * and runs it shared among the share set, each device under its limit (loom_run with devices).
- * A cut of the shim's own into tiles that read the largest operand whole (the chunk rewrite
- * given that operand plus an eighth per device of the rest) measured slower on PoCL: a dgemm in
- * tiles ran 2.1-2.4x slower on one device than whole (2048^3: 20.6-23.7 s against 8.6-16.8 s),
- * and shared on two, 0.39-0.49 of one device alone at 4096^3, against 0.79-0.90 for this cut. */
-static bool plan_and_run_shared(l3_run *r) {
-  loom_optimize_options opts;
-  optimize_options(&opts);
-  char note[256];
-  if (loom_graph_optimize_for_sharing(r->graph, loom_state.share_runners, loom_state.n_share, &opts, &r->opt,
-                                      NULL, note, sizeof note) != LOOM_OK ||
-      loom_plan_split_by_memory(r->opt, loom_state.share_runners, 1, &r->plan) != LOOM_OK)
-    return false;
-  loom_run_options run;
-  loom_run_options_init(&run);
-  run.devices = loom_state.share_list;
-  run.limits = loom_state.share_runners, run.n_limits = loom_state.n_share;
-  loom_run_stats stats = {0};
-  bool ok = loom_run(loom_state.ctx, r->plan, &run, r->in, r->n_in, &r->out, 1, &stats) == LOOM_OK;
-  /* What each device did: whether both computed at once is read off here. */
-  for (int32_t i = 0; ok && settings.verbose && i < stats.n_devices; i++)
-    fprintf(stderr, "loom-blas:   %s: %lld pieces in %d ranges, busy %.3f of %.3f s\n",
-            stats.devices[i].device, (long long)stats.devices[i].pieces, (int)stats.devices[i].ranges,
-            stats.devices[i].busy_seconds, stats.seconds);
-  loom_run_stats_deinit(&stats);
-  return ok;
-}
-
-/* Loom's [n, m] result into C (column-major, leading dimension ldc), a triangle or all. */
-static void write_back(const blas_l3 *c, const l3_problem *p, const void *out) {
-  int64_t es = p->esize;
-  for (int j = 0; j < c->n; j++) {
-    int i0 = p->tri == 'L' ? j : 0, i1 = p->tri == 'U' ? j + 1 : c->m;
+/* Loom's [cols, rows] result of block blk into C (column-major, leading dimension ldc): the
+ * block's part of the triangle (syrk, syr2k) or all of it. */
+static void write_back(const blas_l3 *c, const l3_problem *p, const int blk[4], const void *out) {
+  int64_t es = p->esize, rows = blk[1] - blk[0];
+  for (int j = blk[2]; j < blk[3]; j++) {
+    int i0 = p->tri == 'L' && j > blk[0] ? j : blk[0], i1 = p->tri == 'U' && j + 1 < blk[1] ? j + 1 : blk[1];
     if (i1 > i0)
       memcpy((char *)c->c + ((int64_t)j * c->ldc + i0) * es,
-             (const char *)out + ((int64_t)j * c->m + i0) * es, (size_t)((i1 - i0) * es));
+             (const char *)out + ((int64_t)(j - blk[2]) * rows + (i0 - blk[0])) * es,
+             (size_t)((i1 - i0) * es));
   }
 }
 
-static void run_release(l3_run *r, l3_problem *p) {
-  loom_tensor_deinit(&r->out);
-  loom_plan_destroy(r->plan);
-  loom_graph_destroy(r->opt);
-  loom_graph_destroy(r->graph);
-  for (int i = 0; i < 5; i++) free(r->packed[i]);
-  for (int i = 0; i < 3; i++) free(p->owned[i]);
+/* One device's block of a call: its graph, plan, run and result. */
+typedef struct l3_part {
+  const char *device;
+  int blk[4];
+  l3_problem q;
+  l3_run r;
+  loom_run_handle *handle;
+  loom_run_stats stats;
+} l3_part;
+
+static bool part_prepare(const blas_l3 *c, const l3_problem *p, l3_part *x) {
+  l3_operand cb;
+  problem_block(p, c, x->blk, &x->q, &cb);
+  bool ok = true;
+  for (int i = 0; i < x->q.n_ops && ok; i++) ok = operand_tensor(&x->q.ops[i], p->esize, p->dtype, &x->r);
+  if (ok && p->use_c) ok = operand_tensor(&cb, p->esize, p->dtype, &x->r);
+  return ok && build_graph(c, &x->q, &x->r) && plan_for(x->device, &x->r);
+}
+
+/* Runs the parts: one on the caller's thread (loom_run); several at once, each submitted on its
+ * own device (loom_run_submit) and all waited for, so that each device makes one whole call of
+ * its kernel (on PoCL, one CLBlast gemm: tiles of C through the shared runner's loop made many
+ * smaller ones, 2.1-2.4x slower per flop). The first failure's message is kept in `err`. */
+static bool parts_run(l3_part *x, int n, char *err, size_t err_size) {
+  if (n == 1)
+    return loom_run(loom_state.ctx, x->r.plan, NULL, x->r.in, x->r.n_in, &x->r.out, 1, NULL) == LOOM_OK ||
+           (snprintf(err, err_size, "%s", loom_last_error()), false);
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++)
+    ok = loom_run_submit(loom_state.ctx, x[i].r.plan, NULL, x[i].r.in, x[i].r.n_in, &x[i].r.out, 1,
+                         &x[i].stats, &x[i].handle) == LOOM_OK;
+  if (!ok) snprintf(err, err_size, "%s", loom_last_error());
+  /* Every run submitted is waited for, whatever the others did: its inputs are ours. */
+  for (int i = 0; i < n; i++)
+    if (x[i].handle && loom_run_wait(x[i].handle) != LOOM_OK && ok) {
+      snprintf(err, err_size, "%s", loom_last_error());
+      ok = false;
+    }
+  for (int i = 0; ok && n > 1 && settings.verbose && i < n; i++)
+    fprintf(stderr, "loom-blas:   %s: rows %d-%d, columns %d-%d of C, %.3f s\n", x[i].device, x[i].blk[0],
+            x[i].blk[1], x[i].blk[2], x[i].blk[3], x[i].stats.seconds);
+  return ok;
+}
+
+static void part_release(l3_part *x) {
+  loom_run_stats_deinit(&x->stats);
+  loom_tensor_deinit(&x->r.out);
+  loom_plan_destroy(x->r.plan);
+  loom_graph_destroy(x->r.opt);
+  loom_graph_destroy(x->r.graph);
+  for (int i = 0; i < 5; i++) free(x->r.packed[i]);
+}
+
+/* The call on device `d`, or split across the shared set (PLACE_SHARED): C is written only
+ * when every part succeeded. `where` receives the devices that took a part. */
+static bool run_call(const blas_l3 *c, const l3_problem *p, int32_t d, char *where, size_t where_size,
+                     char *err, size_t err_size) {
+  l3_part x[MAX_DEVICES] = {{0}};
+  int n = 0;
+  if (d == PLACE_SHARED) {
+    double w[MAX_DEVICES];
+    int blk[MAX_DEVICES][4];
+    share_weights(l3_flops(c), w);
+    split_blocks(c, p, w, blk);
+    for (int32_t i = 0; i < loom_state.n_share; i++)
+      if (blk[i][1] > blk[i][0] && blk[i][3] > blk[i][2]) {
+        x[n].device = loom_state.share_runners[i].device;
+        memcpy(x[n++].blk, blk[i], sizeof blk[i]);
+      }
+  } else {
+    x[n++] = (l3_part){.device = loom_state.ids[d], .blk = {0, c->m, 0, c->n}};
+  }
+  size_t used = 0;
+  where[0] = 0;
+  for (int i = 0; i < n && used < where_size; i++)
+    used += (size_t)snprintf(where + used, where_size - used, "%s%s", i ? "," : "", x[i].device);
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) ok = part_prepare(c, p, &x[i]);
+  if (!ok) snprintf(err, err_size, "%s", loom_last_error());
+  ok = ok && parts_run(x, n, err, err_size);
+  for (int i = 0; i < n; i++) {
+    if (ok) write_back(c, p, x[i].blk, x[i].r.out.data);
+    part_release(&x[i]);
+  }
+  return ok;
 }
 
 bool loom__blas_l3_loom(const blas_l3 *call, char *device, int device_size) {
@@ -553,25 +674,17 @@ bool loom__blas_l3_loom(const blas_l3 *call, char *device, int device_size) {
   int64_t bytes = (int64_t)c.m * c.n * p.esize;
   for (int i = 0; i < p.n_ops; i++) bytes += (int64_t)p.ops[i].rows * p.ops[i].cols * p.esize;
   int32_t d = place(&c, bytes);
-  const char *where = d == PLACE_SHARED ? loom_state.share_list : loom_state.ids[d];
   /* The models' pick of cpu0 for a call nobody forced: OpenBLAS on the caller's thread is
    * what Loom would run there, without the graph. */
-  if (!settings.force && strcmp(where, "cpu0") == 0) return false;
-  if (d == PLACE_SHARED) split_uses(&p);
-  l3_run r = {0};
-  l3_operand cop = {c.c, c.m, c.n, c.ldc};
-  bool ok = true;
-  for (int i = 0; i < p.n_ops && ok; i++) ok = operand_tensor(&p.ops[i], p.esize, p.dtype, &r);
-  if (ok && p.use_c) ok = operand_tensor(&cop, p.esize, p.dtype, &r);
-  ok = ok && build_graph(&c, &p, &r) &&
-       (d == PLACE_SHARED ? plan_and_run_shared(&r) : plan_and_run(where, &r));
-  if (ok) {
-    write_back(&c, &p, r.out.data);
-    snprintf(device, (size_t)device_size, "%s", where);
-  } else {
-    fprintf(stderr, "loom-blas: Loom failed on %s (%s): this call runs on the host BLAS\n", where,
-            loom_last_error());
+  bool ok = false;
+  if (settings.force || d == PLACE_SHARED || strcmp(loom_state.ids[d], "cpu0") != 0) {
+    char where[256], err[512] = "";
+    ok = run_call(&c, &p, d, where, sizeof where, err, sizeof err);
+    if (ok)
+      snprintf(device, (size_t)device_size, "%s", where);
+    else
+      fprintf(stderr, "loom-blas: Loom failed on %s (%s): this call runs on the host BLAS\n", where, err);
   }
-  run_release(&r, &p);
+  for (int i = 0; i < 3; i++) free(p.owned[i]);
   return ok;
 }
