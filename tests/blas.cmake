@@ -15,12 +15,18 @@ if(TARGET loom_blas_shim)
     COMMAND ${LOOM_BLAS_REF} ${LOOM_BLAS_SHIM_DIR} ${LOOM_BLAS_OUT}/cpu0 3 sdcz cpu0)
   add_test(NAME blas.reference.ocl0
     COMMAND ${LOOM_BLAS_REF} ${LOOM_BLAS_SHIM_DIR} ${LOOM_BLAS_OUT}/ocl0 3 sc ocl0)
-  set_tests_properties(blas.reference blas.reference.cpu0 blas.reference.ocl0 PROPERTIES
+  # Every level-3 form split across PoCL's two basic devices (a block of C each: columns, a
+  # triangle's columns with their rows in it, both sides of symm and trmm, transposes), d and z.
+  add_test(NAME blas.reference.shared
+    COMMAND ${LOOM_BLAS_REF} ${LOOM_BLAS_SHIM_DIR} ${LOOM_BLAS_OUT}/shared 3 dz ocl0,ocl1)
+  set_tests_properties(blas.reference blas.reference.cpu0 blas.reference.ocl0 blas.reference.shared PROPERTIES
     SKIP_RETURN_CODE 77 TIMEOUT 900 ENVIRONMENT "${LOOM_TEST_ENV}")
   set_property(TEST blas.reference.cpu0 APPEND PROPERTY ENVIRONMENT
     LOOM_BLAS_FORCE=1 LOOM_BLAS_DEVICES=cpu0)
   set_property(TEST blas.reference.ocl0 APPEND PROPERTY ENVIRONMENT
     LOOM_BLAS_FORCE=1 LOOM_BLAS_DEVICES=ocl0 POCL_DEVICES=pthread POCL_MEMORY_LIMIT=1)
+  set_property(TEST blas.reference.shared APPEND PROPERTY ENVIRONMENT
+    LOOM_BLAS_FORCE=1 LOOM_BLAS_DEVICES=ocl0,ocl1 "POCL_DEVICES=basic basic" POCL_MEMORY_LIMIT=1)
   # Sanitized builds: Debian's test programs are not instrumented, and the instrumented shim
   # they load needs AddressSanitizer's runtime loaded first; their Fortran runtime's own
   # allocations at exit are not Loom's to report.
@@ -28,7 +34,7 @@ if(TARGET loom_blas_shim)
     execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so OUTPUT_VARIABLE asan_rt
       OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(IS_ABSOLUTE "${asan_rt}" AND EXISTS "${asan_rt}")
-      set_property(TEST blas.reference blas.reference.cpu0 blas.reference.ocl0 APPEND PROPERTY ENVIRONMENT
+      set_property(TEST blas.reference blas.reference.cpu0 blas.reference.ocl0 blas.reference.shared APPEND PROPERTY ENVIRONMENT
         LD_PRELOAD=${asan_rt} ASAN_OPTIONS=detect_leaks=0)
     endif()
   endif()
@@ -47,8 +53,8 @@ if(TARGET loom_blas_shim)
 endif()
 
 # A dgemm shared across PoCL's two single-threaded 'basic' devices (cpu0 excluded): the verbose
-# line says `-> ocl0,ocl1` and C equals OpenBLAS's (tests/blas/run-shared.sh). n = 300 cuts into
-# uneven tiles; forced, since such a call is under the threshold.
+# line says `-> ocl0,ocl1` and C equals OpenBLAS's (tests/blas/run-shared.sh). n = 300 splits into
+# two blocks of 150 columns of C; forced, since such a call is under the threshold.
 if(TARGET loom_blas_shim AND TARGET loom-bench)
   add_test(NAME blas.shared COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/blas/run-shared.sh
     $<TARGET_FILE:loom-bench> ${CMAKE_BINARY_DIR}/blas/libblas.so.3 ocl0,ocl1 300)

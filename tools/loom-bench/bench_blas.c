@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -173,9 +174,18 @@ static double rel_error(const double *c, const double *ref, int64_t len) {
   return top > 0 ? err / top : err;
 }
 
+/* The process's CPU seconds, every thread's. */
+static double cpu_seconds(void) {
+  struct timespec t;
+  return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 ? (double)t.tv_sec + 1e-9 * (double)t.tv_nsec : 0;
+}
+
 /* --once: dgemm of n with LOOM_BLAS_DEVICES=devices ("host": OpenBLAS directly), one warm-up
  * call (the context, the kernels' build), the best of once_calls(n) timed, C checked against
- * OpenBLAS's. Prints "once DEVICES N SECONDS ERROR"; 1 when the error passes 1e-12. */
+ * OpenBLAS's. Prints "once DEVICES N SECONDS ERROR CPU_SECONDS" (CPU: every thread's, in the
+ * fastest call: what the call cost the machine whatever else ran; on a loaded machine two
+ * devices' wall time cannot show their gain, their CPU time against one device's shows what the
+ * split adds); 1 when the error passes 1e-12. */
 static int blas_once(const char *shim_path, const blas_side *host, const char *devices, int n) {
   blas_side shim;
   bool direct = strcmp(devices, "host") == 0;
@@ -189,15 +199,16 @@ static int blas_once(const char *shim_path, const blas_side *host, const char *d
   int warm = n < 1024 ? n : 1024;
   side->gemm("N", "N", &warm, &warm, &warm, &(double){1.0}, d.a, &warm, d.b, &warm, &(double){0.0}, d.c,
              &warm, 1, 1);
-  double best = 1e30, zero = 0.0, one = 1.0;
+  double best = 1e30, best_cpu = 0, zero = 0.0, one = 1.0;
   for (int i = once_calls(n); i > 0; i--) {
-    double t0 = bench_now();
+    double t0 = bench_now(), c0 = cpu_seconds();
     side->gemm("N", "N", &n, &n, &n, &one, d.a, &n, d.b, &n, &zero, d.c, &n, 1, 1);
-    best = fmin(best, bench_now() - t0);
+    double t = bench_now() - t0;
+    if (t < best) best = t, best_cpu = cpu_seconds() - c0;
   }
   host->gemm("N", "N", &n, &n, &n, &one, d.a, &n, d.b, &n, &zero, ref, &n, 1, 1);
   double err = rel_error(d.c, ref, (int64_t)n * n);
-  printf("once %s %d %.6f %.3g\n", devices, n, best, err);
+  printf("once %s %d %.6f %.3g %.6f\n", devices, n, best, err, best_cpu);
   free(ref), free(d.a), free(d.b), free(d.c);
   return err <= 1e-12 ? 0 : bench_fail("blas", 1, "dgemm n=%d on %s: relative error %.3g", n, devices, err);
 }
@@ -210,8 +221,9 @@ static double load_average(void) {
   return l;
 }
 
-/* One child process (this program with --once); its seconds, or -1 when it failed. */
-static double run_once(const char *shim_path, const char *devices, int n) {
+/* One child process (this program with --once); its seconds (and in *cpu its CPU seconds), or
+ * -1 when it failed. */
+static double run_once(const char *shim_path, const char *devices, int n, double *cpu) {
   char exe[PATH_MAX], cmd[3 * PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (len <= 0) return -1;
@@ -224,7 +236,7 @@ static double run_once(const char *shim_path, const char *devices, int n) {
   double secs = -1, err;
   int size;
   while (fgets(line, sizeof line, p))
-    if (sscanf(line, "once %255s %d %lf %lf", got, &size, &secs, &err) != 4) secs = -1;
+    if (sscanf(line, "once %255s %d %lf %lf %lf", got, &size, &secs, &err, cpu) != 5) secs = -1;
   return pclose(p) == 0 ? secs : -1;
 }
 
@@ -243,13 +255,16 @@ static int blas_versus(const char *shim_path, const char *a, const char *b, cons
   if (json) fprintf(json, "],\n \"versus\": [");
   for (int32_t k = 0; k < n_sizes; k++) {
     int n = (int)sizes[k];
-    double ta[100], tb[100], load0 = load_average(), load1;
+    double ta[100], tb[100], ca = INFINITY, cb = INFINITY, load0 = load_average(), load1;
     for (int32_t r = 0; r < rounds; r++) {
-      ta[r] = run_once(shim_path, a, n);
-      tb[r] = run_once(shim_path, b, n);
+      double cpu_a = 0, cpu_b = 0;
+      ta[r] = run_once(shim_path, a, n, &cpu_a);
+      tb[r] = run_once(shim_path, b, n, &cpu_b);
       if (ta[r] < 0 || tb[r] < 0)
         return bench_fail("blas", 1, "dgemm n=%d: a run on %s failed", n, ta[r] < 0 ? a : b);
-      printf("  n=%-6d round %d  %s %.4f  %s %.4f\n", n, (int)r + 1, a, ta[r], b, tb[r]);
+      ca = fmin(ca, cpu_a), cb = fmin(cb, cpu_b);
+      printf("  n=%-6d round %d  %s %.4f (cpu %.3f)  %s %.4f (cpu %.3f)  %s / %s %.3f\n", n, (int)r + 1, a,
+             ta[r], cpu_a, b, tb[r], cpu_b, b, a, tb[r] / ta[r]);
       fflush(stdout);
     }
     load1 = load_average();
@@ -258,14 +273,16 @@ static int blas_versus(const char *shim_path, const char *a, const char *b, cons
     double ma = ta[rounds / 2], mb = tb[rounds / 2];
     printf(
         "  n=%-6d %s best %.4f median %.4f  %s best %.4f median %.4f  speedup best %.3f median %.3f"
-        "  (load %.2f -> %.2f)\n",
-        n, a, ta[0], ma, b, tb[0], mb, tb[0] / ta[0], mb / ma, load0, load1);
+        "  (load %.2f -> %.2f)\n"
+        "  n=%-6d cpu seconds of a call, least: %s %.3f  %s %.3f  (%s / %s %.3f)\n",
+        n, a, ta[0], ma, b, tb[0], mb, tb[0] / ta[0], mb / ma, load0, load1, n, a, ca, b, cb, b, a, cb / ca);
     if (json)
-      fprintf(json,
-              "%s\n  {\"n\": %d, \"devices\": \"%s\", \"versus\": \"%s\", \"best_s\": %.6g, "
-              "\"median_s\": %.6g, \"versus_best_s\": %.6g, \"versus_median_s\": %.6g, \"speedup_best\": "
-              "%.4f, \"speedup_median\": %.4f, \"load\": [%.2f, %.2f]}",
-              k ? "," : "", n, a, b, ta[0], ma, tb[0], mb, tb[0] / ta[0], mb / ma, load0, load1);
+      fprintf(
+          json,
+          "%s\n  {\"n\": %d, \"devices\": \"%s\", \"versus\": \"%s\", \"best_s\": %.6g, "
+          "\"median_s\": %.6g, \"versus_best_s\": %.6g, \"versus_median_s\": %.6g, \"speedup_best\": "
+          "%.4f, \"speedup_median\": %.4f, \"cpu_s\": %.6g, \"versus_cpu_s\": %.6g, \"load\": [%.2f, %.2f]}",
+          k ? "," : "", n, a, b, ta[0], ma, tb[0], mb, tb[0] / ta[0], mb / ma, ca, cb, load0, load1);
   }
   return 0;
 }
@@ -282,7 +299,7 @@ static void usage(FILE *f) {
       "                 OpenBLAS directly), each in a process of its own, alternating --repeat\n"
       "                 times, C checked against OpenBLAS's (in place of the tables above)\n"
       "  --once         (with --devices, one size) one such process: prints\n"
-      "                 'once LIST N SECONDS ERROR'\n"
+      "                 'once LIST N SECONDS ERROR CPU_SECONDS'\n"
       "  --simulate PLATFORM.json\n"
       "                 dgemm at --sizes predicted on the platform's models for Loom, OpenBLAS\n"
       "                 (its cpu0) and NVBLAS (tiles of 2048 on its GPU); nothing runs\n",
