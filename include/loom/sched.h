@@ -71,7 +71,7 @@ LOOM_API loom_status loom_sched_op_work(const loom_graph *graph, int32_t index, 
 /* One op class on one device. Where n_points > 0 the table rules (sizes ascending, seconds
  * per kernel measured at that size): piecewise linear between points, below the first the
  * line from `latency` (a tiny kernel's cost, at most the first point's) at size 0 to the first
- * point, and the last segment's rate beyond the last. Else
+ * point, and beyond the last the latency plus the size at the last point's rate over it. Else
  * t = latency + size * seconds_per_unit. A class nobody measured has `known` false: the device
  * cannot run it (the scheduler never places such work there). */
 typedef struct loom_sched_class_model {
@@ -89,8 +89,9 @@ typedef struct loom_sched_model {
    * host_latency + bytes / host_bandwidth. host_bandwidth 0: not measured (a device that
    * computes in host memory has no such link). */
   double host_latency, host_bandwidth;
-  /* What one more piece of a loop costs beyond its kernels (seconds; 0: not measured). */
-  double piece_seconds;
+  /* What one more piece of a loop costs beyond its kernels, and what gathering a slice that is
+   * not dense costs a row beyond its bytes (seconds; 0: not measured). */
+  double piece_seconds, gather_row_seconds;
 } loom_sched_model;
 
 /* Seconds of one kernel of class c and `size` units on `model`; INFINITY when the class is

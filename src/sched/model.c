@@ -31,11 +31,13 @@ bool loom_op_class_parse(const char *name, loom_op_class *out_class) {
   return false;
 }
 
-/* The table's time at `size`: linear between points, the last segment's rate (or the last
- * point's average rate) beyond the last. Below the first, a kernel costs its call (`latency`,
- * a tiny kernel's time, at most the first point's) plus its size at the first point's rate
- * over that call: a table flat below its first point priced each of a limit's thousands of
- * small pieces as the smallest size calibrated, hundreds of times their cost. */
+/* The table's time at `size`: linear between points; beyond the last, the call plus the size
+ * at the last point's rate over its call (the rate of the largest size measured, not of the
+ * last segment: a noisy point between two large sizes tilted every larger kernel's price).
+ * Below the first, a kernel costs its call (`latency`, a tiny kernel's time, at most the first
+ * point's) plus its size at the first point's rate over that call: a table flat below its
+ * first point priced each of a limit's thousands of small pieces as the smallest size
+ * calibrated, hundreds of times their cost. */
 static double table_time(const loom_sched_class_model *m, double size) {
   int32_t n = m->n_points;
   const double *x = m->point_size, *y = m->point_seconds;
@@ -46,9 +48,8 @@ static double table_time(const loom_sched_class_model *m, double size) {
   for (int32_t i = 1; i < n; i++) {
     if (size <= x[i]) return y[i - 1] + (y[i] - y[i - 1]) * (size - x[i - 1]) / (x[i] - x[i - 1]);
   }
-  double rate =
-      n > 1 && y[n - 1] > y[n - 2] ? (y[n - 1] - y[n - 2]) / (x[n - 1] - x[n - 2]) : y[n - 1] / x[n - 1];
-  return y[n - 1] + rate * (size - x[n - 1]);
+  double call = m->latency < y[n - 1] ? m->latency : y[n - 1];
+  return call + (y[n - 1] - call) * size / x[n - 1];
 }
 
 double loom_sched_model_time(const loom_sched_model *model, loom_op_class c, double size) {
@@ -207,10 +208,11 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
     loom__json_kv_double(&j, "latency", model->host_latency);
     loom__json_end_object(&j);
   }
-  if (model->piece_seconds > 0) {
+  if (model->piece_seconds > 0 || model->gather_row_seconds > 0) {
     loom__json_key(&j, "loop");
     loom__json_begin_object(&j);
     loom__json_kv_double(&j, "piece_seconds", model->piece_seconds);
+    loom__json_kv_double(&j, "gather_row_seconds", model->gather_row_seconds);
     loom__json_end_object(&j);
   }
   loom__json_end_object(&j);
@@ -272,8 +274,10 @@ loom_status loom_sched_model_load(const char *name, const char *driver, loom_sch
   const loom__jr_value *loop = loom__jr_get(&doc, "loop");
   if (!s && loop) {
     out->piece_seconds = loom__jr_number(loop, "piece_seconds", -1);
-    if (!(out->piece_seconds >= 0))
-      s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: loop: \"piece_seconds\" must be a number >= 0", path);
+    out->gather_row_seconds = loom__jr_number(loop, "gather_row_seconds", 0);
+    if (!(out->piece_seconds >= 0) || !(out->gather_row_seconds >= 0))
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                      "%s: loop: \"piece_seconds\" and \"gather_row_seconds\" must be numbers >= 0", path);
   }
   loom__jr_free(&doc);
   return s;
@@ -361,6 +365,7 @@ void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *str
     fprintf(stream, "%*s%-12s latency %.3g s, %.4g GB/s each way\n", indent, "", "host link",
             model->host_latency, model->host_bandwidth / 1e9);
   }
-  if (model && model->piece_seconds > 0)
-    fprintf(stream, "%*s%-12s %.3g s a piece beyond its kernels\n", indent, "", "loop", model->piece_seconds);
+  if (model && (model->piece_seconds > 0 || model->gather_row_seconds > 0))
+    fprintf(stream, "%*s%-12s %.3g s a piece beyond its kernels, %.3g s a row gathered\n", indent, "", "loop",
+            model->piece_seconds, model->gather_row_seconds);
 }

@@ -140,8 +140,10 @@ static loom_status body_seconds(const pricer *p, const loom_graph *body, double 
 }
 
 /* The seconds a piece spends gathering operand k of loop `index` where its slice is not dense
- * (the axis is not the outermost of more than one element): the executor copies it, reading
- * whole cache lines of 64 bytes around each run of the slice's contiguous bytes. */
+ * (the axis is not the outermost of more than one element): the executor copies it, each row
+ * a run of contiguous bytes at the model's cost of a row gathered (a cache and TLB miss: the
+ * rows lie a row of the operand apart) plus the whole cache lines of 64 bytes around it read
+ * and its bytes written. */
 static double gather_seconds(const pricer *p, const loom_graph *g, int32_t index, int32_t k,
                              const loom_graph *body) {
   loom_loop_input rule;
@@ -155,7 +157,7 @@ static double gather_seconds(const pricer *p, const loom_graph *g, int32_t index
   for (int32_t d = rule.axis; d < piece->rank; d++) run *= (double)piece->dims[d];
   if (outer <= 1) return 0;
   double lines = ceil(run / 64) + 1;
-  return outer * (lines * 64 * p->read + run * p->write);
+  return outer * (p->m->gather_row_seconds + lines * 64 * p->read + run * p->write);
 }
 
 /* The seconds of one piece of loop `index` at `scale` of a full piece: its body's ops, its

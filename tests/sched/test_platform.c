@@ -17,7 +17,7 @@ TEST(sched_model_fit_recovers_a_line) {
   ASSERT_NEAR(m.cls[LOOM_OP_CLASS_GEMM].latency, 2e-5, 1e-9);
   ASSERT_NEAR(m.cls[LOOM_OP_CLASS_GEMM].seconds_per_unit, 3e-9, 1e-14);
   ASSERT_EQ(m.cls[LOOM_OP_CLASS_GEMM].n_points, 4); /* the repeated size averaged */
-  /* the table: exact at points, linear between, the last segment's rate beyond */
+  /* the table: exact at points, linear between, the last point's rate (over the latency) beyond */
   ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 1e5), 2e-5 + 3e-4, 1e-12);
   ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 5.5e5), 2e-5 + 5.5e5 * 3e-9, 1e-12);
   ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 2e6), 2e-5 + 2e6 * 3e-9, 1e-12);

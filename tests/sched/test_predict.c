@@ -189,6 +189,8 @@ TEST(model_table_below_its_first_point_is_the_call_plus_a_line) {
   ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 1), 1e-4 + 9e-7, 1e-15);
   ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 1000), 1e-3, 1e-15);
   ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 1500), 1.25e-3, 1e-15);
+  /* beyond the last point: the call plus the size at the last point's rate over it */
+  ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 4000), 1e-4 + 2 * 1.4e-3, 1e-15);
   /* a call dearer than the first point (a noisy fit's latency) is capped by it: flat */
   m.cls[LOOM_OP_CLASS_GEMM].latency = 5e-3;
   ASSERT_NEAR(loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 10), 1e-3, 1e-15);
@@ -205,9 +207,11 @@ TEST(model_file_keeps_the_cost_of_a_piece) {
   double sizes[] = {100}, secs[] = {1e-3};
   ASSERT_OK(loom_sched_model_fit(&m, LOOM_OP_CLASS_COPY, sizes, secs, 1));
   m.piece_seconds = 3.5e-7;
+  m.gather_row_seconds = 6e-8;
   ASSERT_OK(loom_sched_model_save(&m, "dev", "1"));
   ASSERT_OK(loom_sched_model_load("dev", "1", &back));
   ASSERT_NEAR(back.piece_seconds, 3.5e-7, 1e-20);
+  ASSERT_NEAR(back.gather_row_seconds, 6e-8, 1e-20);
   ASSERT_OK(loom_sched_model_path("dev", "1", path, sizeof path));
   FILE *f = fopen(path, "w");
   ASSERT_TRUE(f != NULL);
@@ -263,10 +267,13 @@ TEST(predict_prices_a_matrix_vector_product_by_its_bytes) {
   loom_sched_platform_destroy(pf);
 }
 
-/* A piece sliced along an inner axis is gathered: each of its 64 rows reads the cache lines
- * around its 100 elements (400 bytes: 8 lines of 64) and writes them, at the model's rates. */
+/* A piece sliced along an inner axis is gathered: each of its 64 rows costs the model's row
+ * gathered, reads the cache lines around its 100 elements (400 bytes: 8 lines of 64) and writes
+ * them, at the model's rates. */
 TEST(predict_prices_the_gather_of_a_strided_slice) {
-  loom_sched_platform *pf = cpu_platform(1e-6);
+  loom_sched_model m = cpu_model(1e-6);
+  m.gather_row_seconds = 5e-8;
+  loom_sched_platform *pf = platform_of(&m);
   loom_graph *g = parse(
       "graph g(x: f32[64,1000]) {\n"
       "  y = loop n=1000 piece=100 {\n"
@@ -279,7 +286,7 @@ TEST(predict_prices_the_gather_of_a_strided_slice) {
   ASSERT_TRUE(pf && g);
   double t = 0;
   ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
-  double kernel = 1e-6 + 6400 * 1e-9, gather = 64 * (8 * 64 + 400) * 0.25e-9;
+  double kernel = 1e-6 + 6400 * 1e-9, gather = 64 * (5e-8 + (8 * 64 + 400) * 0.25e-9);
   ASSERT_NEAR(t, 10 * (kernel + gather), 1e-12);
   loom_graph_destroy(g);
   loom_sched_platform_destroy(pf);

@@ -149,6 +149,26 @@ static int calibrate_piece(loom_context *ctx, const char *id, const calib_option
   return 0;
 }
 
+/* A row gathered: sums of 16 columns of f32[2048,2048] at a time (a slice that is not dense,
+ * copied row by row: 2048 x 128 rows) minus sums of 16 rows at a time (dense, read in place),
+ * the same bytes and pieces, over the rows. */
+static const char gather_lir[] =
+    "graph g(x: f32[2048,2048]) {\n  y = loop n=2048 piece=16 {\n    in a = x axis=%lld\n"
+    "    r = reduce_sum a axes=[%lld]\n    out r concat axis=0\n  }\n  return y\n}\n";
+
+static int calibrate_gather(loom_context *ctx, const char *id, const calib_options *o, loom_sched_model *m) {
+  double t[2], units;
+  for (int axis = 0; axis < 2; axis++) {
+    char lir[sizeof gather_lir + 16];
+    snprintf(lir, sizeof lir, gather_lir, (long long)axis, (long long)(1 - axis));
+    const calib_case c = {.cls = LOOM_OP_CLASS_REDUCTION, .lir = lir};
+    if (measure_size(ctx, id, &c, 0, o->reps, &units, &t[axis])) return 1;
+  }
+  double per = (t[1] - t[0]) / (2048.0 * 128);
+  m->gather_row_seconds = per > 0 ? per : 0;
+  return 0;
+}
+
 /* The device's own memory node in the memory manager, or -1 when it computes in host memory. */
 static int32_t own_node(loom_context *ctx, int32_t index, loom_mem_manager **out_m) {
   int32_t node;
@@ -199,7 +219,8 @@ static int calibrate_device(loom_context *ctx, int32_t index, const loom_device_
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     failed += calibrate_class(ctx, d->id, &cases[i], o, &m);
-  if (!o->quick) failed += calibrate_piece(ctx, d->id, o, &m); /* new programs to build, as above */
+  if (!o->quick) /* new programs to build, as above */
+    failed += calibrate_piece(ctx, d->id, o, &m) + calibrate_gather(ctx, d->id, o, &m);
   failed += calibrate_link(ctx, index, d->id, o, &m);
   const char *driver = loom_sched_device_driver(d);
   printf("%s  %s  (driver %s)%s\n", d->id, d->name, *driver ? driver : "none",

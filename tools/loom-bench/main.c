@@ -27,7 +27,8 @@ static const mode modes[] = {
     {"cpu", loom_bench_cpu,
      "SGEMM (first call in a process and later) and a batched FFT through Loom vs OpenBLAS and FFTW on cpu0"},
     {"calibrate", loom_bench_calibrate,
-     "the scheduler's performance models: each op class at three sizes per device, a line fitted, written "
+     "the scheduler's performance models: each op class at 5-8 sizes from a few KiB up per device, a line "
+     "fitted, written "
      "to the cache folder (loom-info --models prints them)"},
     {"compare", loom_bench_compare,
      "two suite reports (--json) of one machine side by side: B/A per case, flagged only beyond both runs' "
