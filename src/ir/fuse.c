@@ -37,6 +37,8 @@ typedef struct fuse_state {
   int32_t *readers;    /* per value: ops reading it (once per operand) and returns */
   int32_t *in_readers; /* per value: of those, the current region's */
   bool *dot_operand;   /* per value: read by a dot of the current region (stays outside) */
+  bool gemm_root;      /* the current region's root is a topk along the last axis of a matrix */
+  bool gemm_taken;     /* and it holds its one large dot (gemm_dot) */
   region *regions;
   int32_t n_regions, cap_regions;
 } fuse_state;
@@ -70,6 +72,21 @@ static bool small_dot(const loom_graph *g, const loom__op *op, const loom_type *
          over_space(&g->values[op->outputs[0]].type, s) && s->rank == 2;
 }
 
+/* A dot of more than LOOM_FUSE_MAX_K terms joins a region only below a topk along the last axis
+ * of a matrix (a kNN's expanded distances, |x|^2 + |y|^2 - 2 x.y^T): the cpu evaluator computes
+ * it tile by tile through the host BLAS and merges each tile's rows into the running k best
+ * (cpu_fused_gemm.c), so the n x m product is never stored and a chunked loop's pieces are no
+ * longer bounded by it. One per region, f32 matrices only. */
+static bool gemm_dot(const fuse_state *fs, const loom__op *op, const loom_type *s) {
+  const loom_graph *g = fs->g;
+  if (!fs->gemm_root || fs->gemm_taken || op->kind != LOOM_OP_DOT) return false;
+  const loom_type *a = &g->values[op->inputs[0]].type, *b = &g->values[op->inputs[1]].type;
+  const loom_type *t = &g->values[op->outputs[0]].type;
+  return a->rank == 2 && b->rank == 2 && t->dtype == LOOM_F32 && a->dtype == LOOM_F32 &&
+         b->dtype == LOOM_F32 && a->dims[1] > LOOM_FUSE_MAX_K && t->rank == 2 && t->dims[0] == s->dims[0] &&
+         t->dims[1] == s->dims[1];
+}
+
 /* Whether op o (producing a value every reader of which is in the current region) joins it. */
 static bool joins(const fuse_state *fs, int32_t o, const loom_type *s) {
   const loom_graph *g = fs->g;
@@ -80,6 +97,7 @@ static bool joins(const fuse_state *fs, int32_t o, const loom_type *s) {
    * nothing, else the body would compute a result it never reads */
   if (fs->readers[v] == 0 || fs->dot_operand[v] || fs->in_readers[v] != fs->readers[v]) return false;
   if (small_dot(g, op, s)) return true;
+  if (gemm_dot(fs, op, s)) return true;
   return elementwise_class(loom__op_info_of(op->kind)->cls) && over_space(&g->values[v].type, s);
 }
 
@@ -141,6 +159,12 @@ static bool grow(fuse_state *fs, region *r, int32_t id) {
   memset(fs->dot_operand, 0, sizeof(bool) * (size_t)g->n_values);
   take_op(fs, r->root, id);
   r->n_ops = 1;
+  const loom__op *root = &g->ops[r->root];
+  int32_t axis = -1;
+  fs->gemm_root = root->kind == LOOM_OP_TOPK && !root->attrs.largest && root->attrs.k <= 64 &&
+                  r->space.rank == 2 && r->space.dtype == LOOM_F32 &&
+                  loom__axis_normalize(root->attrs.axis, 2, &axis) && axis == 1;
+  fs->gemm_taken = false;
   if (r->transposed >= 0) {
     take_op(fs, r->transposed, id);
     fs->dot_operand[r->mv_vector] = true; /* the vector enters as an operand, viewed */
@@ -152,6 +176,7 @@ static bool grow(fuse_state *fs, region *r, int32_t id) {
     /* a matrix-vector root's matrix is read through the body's mul, not as a dot operand */
     take_op(fs, o, id);
     r->n_ops++;
+    fs->gemm_taken = fs->gemm_taken || gemm_dot(fs, &g->ops[o], &r->space);
   }
   bool fed = true;
   if (r->mv_matrix >= 0 || final_kind(g->ops[r->root].kind)) {

@@ -130,7 +130,12 @@ static loom_status check_dot(const loom_graph *b, const loom__op *op, const role
     if (b->values[v].type.rank != 2) return body_fail(b, op, "operand %d is not a matrix", (int)i + 1);
   }
   int64_t k = b->values[op->inputs[0]].type.dims[1];
-  if (k > LOOM_FUSE_MAX_K)
+  /* Past LOOM_FUSE_MAX_K only below a topk of the smallest along a matrix's rows, as the fuse
+   * rewrite takes one (fuse.c, gemm_dot): the cpu evaluator runs it as GEMM tiles */
+  const loom__op *fin = loom__fused_final(b);
+  bool gemm = fin && fin->kind == LOOM_OP_TOPK && !fin->attrs.largest && s->rank == 2 &&
+              s->dtype == LOOM_F32 && b->values[op->outputs[0]].type.dtype == LOOM_F32;
+  if (k > LOOM_FUSE_MAX_K && !gemm)
     return body_fail(b, op, "contracts %lld elements; a fused dot contracts at most %d", (long long)k,
                      LOOM_FUSE_MAX_K);
   char ts[LOOM_TYPE_STRING_MAX], ss[LOOM_TYPE_STRING_MAX];

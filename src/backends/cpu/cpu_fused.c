@@ -29,7 +29,9 @@
  * read by one binary op is computed in its loop (find_dot_epilogues); a sum over the last
  * axis of a product of blocks, and of exp(e) * b, is taken in the same pass
  * (fuse_product_sum). A kernel sum as the distance rewrite writes it, sum_j exp(c max(dot3 + u,
- * lo)) b_j, is one loop per block with nothing stored (find_kernel_sum, cpu_fused_ksum.c).
+ * lo)) b_j, is one loop per block with nothing stored (find_kernel_sum, cpu_fused_ksum.c). A topk
+ * over a dot of more than MAX_K terms (a kNN's expanded distances) runs as GEMM tiles instead
+ * (cpu_fused_gemm.c).
  *
  * Threads: the tasks (groups of rows, or (row, block) pairs where the last axis is kept) run
  * on OpenMP threads, each writing its own outputs. When there are too few tasks to feed the
@@ -42,6 +44,7 @@
 #include "backends/cpu/cpu_fused_run.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "ir/pattern.h"
+#include "loom/internal/fused.h"
 
 /* ---- per-thread workspace -------------------------------------------------------------------- */
 
@@ -453,11 +456,18 @@ loom_status loom__cpu_fused_supported(const loom_graph *body) {
     loom__view_dense_strides(&views[i].type, views[i].strides);
   }
   plan P;
-  loom_status s = loom__cfz_build_plan(body, views, views + np, &P, lay);
-  loom__cfz_plan_free(&P);
+  loom_status s = LOOM_OK;
+  if (!loom__cfz_gemm_topk_matches(body, views, views + np)) {
+    s = loom__cfz_build_plan(body, views, views + np, &P, lay);
+    loom__cfz_plan_free(&P);
+  }
   free(lay);
   free(views);
   return s;
+}
+
+bool loom__fused_body_runs_on_cpu(const loom_graph *body) {
+  return loom__cpu_fused_supported(body) == LOOM_OK;
 }
 
 loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const loom__view *out,
@@ -466,10 +476,13 @@ loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const 
   (void)scratch_bytes;
   if (!body || (body->n_params > 0 && !in) || !out)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: fused: body, operands or outputs are NULL");
+  bool gemm = false;
+  loom_status s = loom__cfz_gemm_topk(body, in, out, &gemm);
+  if (gemm) return s;
   loom__layout *lay = malloc(sizeof *lay * (size_t)(body->n_values + 1));
   if (!lay) return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory");
   plan P;
-  loom_status s = loom__cfz_build_plan(body, in, out, &P, lay);
+  s = loom__cfz_build_plan(body, in, out, &P, lay);
   free(lay);
   if (s) {
     loom__cfz_plan_free(&P);

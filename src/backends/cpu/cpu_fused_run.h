@@ -6,6 +6,7 @@
  *   cpu_fused_ew.c      the elementwise kernels, one vectorized loop per op over a block
  *   cpu_fused_dot.c     the small dots (k <= MAX_K) and the binary op that reads one (epilogue)
  *   cpu_fused_ksum.c    the kernel sum in one pass (the kmv fast path), portable and AVX-512
+ *   cpu_fused_gemm.c    a topk over a large dot: GEMM tiles through the host BLAS, k best merged per row
  *   cpu_fused_reduce.c  the final op: folding blocks into lanes, merging, writing results */
 #ifndef LOOM_BACKENDS_CPU_FUSED_RUN_H
 #define LOOM_BACKENDS_CPU_FUSED_RUN_H
@@ -172,6 +173,10 @@ void loom__cfz_dot_rows_f32(const plan *P, work *w, const loom__op *op, const in
 void loom__cfz_dot_epilogue(const plan *P, work *w, const loom__op *c, const int64_t *idx, int64_t n);
 /* cpu_fused_ksum.c */
 double loom__cfz_kernel_sum_block(const plan *P, work *w, const int64_t *idx, int64_t n);
+/* cpu_fused_gemm.c */
+bool loom__cfz_gemm_topk_matches(const loom_graph *body, const loom__view *in, const loom__view *out);
+loom_status loom__cfz_gemm_topk(const loom_graph *body, const loom__view *in, const loom__view *out,
+                                bool *taken);
 /* cpu_fused_reduce.c */
 bool loom__cfz_state_init(const plan *P, state *st, int64_t lanes);
 void loom__cfz_state_free(state *st);
