@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_vmath.h"
 #include "harness.h"
@@ -905,6 +906,10 @@ TEST(fused_cpu_kernel_sum) {
         if (loom__cpu_ks_taken != K->one_pass)
           loom_test_fail(__FILE__, __LINE__, "%s: %s in one pass", K->name,
                          K->one_pass ? "not run" : "run, wrongly,");
+        bool wide = K->one_pass && !portable && loom__cpu_isa_level() >= 4;
+        if (loom__cpu_ks_wide_taken != wide)
+          loom_test_fail(__FILE__, __LINE__, "%s: %s the AVX-512 loop (ISA level %d)", K->name,
+                         wide ? "not run in" : "run, wrongly, in", loom__cpu_isa_level());
         for (int64_t i = 0; i < n; i++) {
           bool ok = isnan(want[i]) ? isnan(a[i])
                     : isinf(want[i])

@@ -489,6 +489,7 @@ loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const 
     return s;
   }
   __atomic_store_n(&loom__cpu_ks_taken, P.ks, __ATOMIC_RELAXED);
+  __atomic_store_n(&loom__cpu_ks_wide_taken, P.ks && P.ks_avx512, __ATOMIC_RELAXED);
   int64_t total = 1, outputs = 1;
   for (int32_t d = 0; d < P.r; d++) total *= P.dims[d];
   for (int32_t r = 0; r < body->n_outputs; r++) outputs = LOOM_MIN(outputs, loom__cpu_elements(&out[r].type));

@@ -135,7 +135,7 @@ __attribute__((target("avx512f"))) static double kernel_sum_avx512(const float *
 }
 #endif
 
-bool loom__cpu_ks_portable = false, loom__cpu_ks_taken = false;
+bool loom__cpu_ks_portable = false, loom__cpu_ks_taken = false, loom__cpu_ks_wide_taken = false;
 
 KERNEL double kernel_sum_f32_body(const float *const *bp, const float *av, float a1, const float *u, float su,
                                   bool sub, float lo, float me, float ae, const float *b, int64_t n) {

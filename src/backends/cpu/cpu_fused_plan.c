@@ -2,6 +2,7 @@
  * ops or small dots, in which kind they compute, and which final op ends the body; what cannot run fused is
  * refused here, to run op by op. */
 #include "backends/cpu/cpu_fused_plan.h"
+#include "backends/cpu/cpu_isa.h"
 
 static bool share_slots(const loom_graph *body, plan *P);
 static void merge_rows(const loom_graph *body, plan *P);
@@ -449,7 +450,10 @@ static void find_kernel_sum(const loom_graph *body, plan *P, const int32_t *uses
   P->ks_sub = op->kind == LOOM_OP_SUB;
   P->ks_lo = lo;
   P->ks_aff = aff;
-#ifdef LOOM_KS_AVX512
+  /* The same condition as LOOM_KS_AVX512 in cpu_fused_ksum.c, which defines it for itself: an
+   * #ifdef of that macro here was never true, and the kernel sum lost its AVX-512 loop (d0d7e3f;
+   * the fused kmv 1.21x slower, docs/sched.md). */
+#if defined(__x86_64__) && defined(__GNUC__)
   P->ks_avx512 = !loom__cpu_ks_portable && loom__cpu_isa_level() >= 4;
 #endif
 }

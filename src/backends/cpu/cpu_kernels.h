@@ -51,7 +51,8 @@ loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const 
 loom_status loom__cpu_fused_supported(const loom_graph *body);
 /* Tests only: loom__cpu_ks_portable runs a fused kernel sum's portable loop where the AVX-512
  * one would run; loom__cpu_ks_taken says whether the last loom__cpu_fused ran its body as a
- * kernel sum in one pass (cpu_fused.c, find_kernel_sum). */
-extern bool loom__cpu_ks_portable, loom__cpu_ks_taken;
+ * kernel sum in one pass (cpu_fused.c, find_kernel_sum), loom__cpu_ks_wide_taken whether in
+ * the AVX-512 loop (a build that lost it once ran 1.21x slower with every test passing). */
+extern bool loom__cpu_ks_portable, loom__cpu_ks_taken, loom__cpu_ks_wide_taken;
 
 #endif
