@@ -224,17 +224,6 @@ static loom_status nested_try(const region *r, int64_t c, int64_t limit, loom_gr
   return s;
 }
 
-/* The piece of the inner loop in the body of g's loop over n in pieces of c (1 if none). */
-static int64_t inner_piece(const loom_graph *g, int64_t n, int64_t c) {
-  for (int32_t i = 0; g && i < g->n_ops; i++) {
-    const loom__loop *l = g->ops[i].loop;
-    if (!l || l->n != n || l->piece != c) continue;
-    for (int32_t j = 0; j < l->body->n_ops; j++)
-      if (l->body->ops[j].loop) return l->body->ops[j].loop->piece;
-  }
-  return 1;
-}
-
 /* When even the smallest piece does not fit because the body reads an input whole: the largest
  * outer piece for which an inner cut of the body fits (a dot under a sixteenth of its need:
  * rows of a outside, k inside, so neither a nor b is held whole). Each try is a small search of
@@ -266,20 +255,21 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
     return s;
   }
   /* The largest outer piece leaves the inner loop the least room: a dot's inner pieces of 2
-   * along k run at a fraction of the speed. Shorter outer pieces are tried too, and the one
-   * whose inner piece times outer piece (the tile an inner piece computes) is largest wins. */
-  int64_t best_c = fits, best_area = fits * inner_piece(best, r->extent, fits);
+   * along k run at a fraction of the speed. Shorter outer pieces are tried too, and the one of
+   * least predicted time wins (near-square tiles: few pieces, none memory-bound). */
+  int64_t best_c = fits;
+  double best_time = loom__chunk_predicted_time(best);
   for (int64_t c = fits / 2; c >= lo && s == LOOM_OK; c /= 2) {
     loom_graph *g = NULL;
     loom_status t = nested_try(r, c, cs->limit, &g, detail, sizeof detail);
     if (t == LOOM_ERR_UNSUPPORTED || t == LOOM_ERR_OUT_OF_MEMORY) break;
     if ((s = t)) break;
-    int64_t area = c * inner_piece(g, r->extent, valid_piece(r, c)); /* c valid: nested_try made g */
-    if (area > best_area) {
+    double time = loom__chunk_predicted_time(g);
+    if (time < best_time) {
       loom_graph_destroy(best);
       best = g;
       best_c = c;
-      best_area = area;
+      best_time = time;
       snprintf(cs->nested_detail, sizeof cs->nested_detail, "%s", detail);
     } else {
       loom_graph_destroy(g);
@@ -394,6 +384,7 @@ static loom_status try_cut(const loom_graph *g, const loom_graph *outer, int32_t
   region r;
   int64_t c = 0;
   loom_status s = LOOM_ERR_UNSUPPORTED;
+  cs->nested_detail[0] = '\0'; /* an earlier cut's inner loop is not this one's */
   /* First with every reader that can be cut the same way as a further sink; then, when that
    * did not fit (a piece would wait for a whole result, or the further sinks' results are too
    * big together), the first sink alone; last with the transposes of inputs the region reads
@@ -442,28 +433,71 @@ static int64_t body_pieces(const loom__loop *l) {
   return trips * (1 + inner);
 }
 
-/* One round: cuts the region around the peak op so the graph's peak drops. */
+/* The cuts that fit, as a round finds them: the one of least predicted time is kept. */
+typedef struct cut_choice {
+  loom_graph *best;
+  double best_time;
+  int32_t found;
+  char detail[256];
+} cut_choice;
+
+/* How many cuts that fit a round inside a loop's body weighs before it takes the best: each
+ * costs a search of its own, and the first few (smallest sinks first) hold the good ones. A
+ * round of the graph itself takes the first that fits: it may leave ops for later rounds, whose
+ * cost no candidate yet shows, and its many rounds on a long graph must stay cheap. */
+enum { CUTS_WEIGHED = 8 };
+
+/* Tries one (sink, mode, axis) and keeps its graph where it is the fastest so far: LOOM_OK
+ * while the round should go on, an error to stop it. */
+static loom_status weigh_cut(const loom_graph *g, const loom_graph *outer, int32_t outer_op, int32_t sink,
+                             chunk_mode mode, int32_t axis, chunk_search *cs, cut_choice *cc) {
+  loom_graph *cand = NULL;
+  char detail[256];
+  loom_status s = try_cut(g, outer, outer_op, sink, mode, axis, cs, &cand, detail, sizeof detail);
+  if (s == LOOM_ERR_UNSUPPORTED) return LOOM_OK;
+  if (s) return s;
+  double t = loom__chunk_predicted_time(cand);
+  cc->found++;
+  if (cc->best && t >= cc->best_time) {
+    loom_graph_destroy(cand);
+    return LOOM_OK;
+  }
+  loom_graph_destroy(cc->best);
+  cc->best = cand;
+  cc->best_time = t;
+  snprintf(cc->detail, sizeof cc->detail, "%s", detail);
+  return LOOM_OK;
+}
+
+/* One round: cuts the region around the peak op so the graph's peak drops; inside a loop's
+ * body, of the first cuts that fit, the one of least predicted time (a product cut with the ops
+ * after it, so each inner piece makes one tile of the result, rather than the product alone). */
 static loom_status chunk_round(const loom_graph *g, const loom_graph *outer, int32_t outer_op,
                                int32_t peak_op, chunk_search *cs, loom_graph **out, char *detail,
                                size_t detail_size) {
   int32_t sinks[64];
   int32_t n = collect_sinks(g, peak_op, sinks, 64);
-  for (int32_t k = 0; k < n; k++) {
+  cut_choice cc = {0};
+  loom_status s = LOOM_OK;
+  int32_t weighed = outer ? CUTS_WEIGHED : 1;
+  for (int32_t k = 0; !s && k < n && cc.found < weighed; k++) {
     const loom__op *op = &g->ops[sinks[k]];
     const loom_type *rt = &g->values[op->outputs[0]].type;
-    for (int32_t ax = 0; ax < rt->rank; ax++) {
-      loom_status s = try_cut(g, outer, outer_op, sinks[k], MODE_PARALLEL, ax, cs, out, detail, detail_size);
-      if (s != LOOM_ERR_UNSUPPORTED) return s;
-    }
+    for (int32_t ax = 0; !s && ax < rt->rank && cc.found < weighed; ax++)
+      s = weigh_cut(g, outer, outer_op, sinks[k], MODE_PARALLEL, ax, cs, &cc);
     if (op->n_inputs == 0) continue; /* a constant or an iota at the peak reduces nothing */
     const loom_type *it = &g->values[op->inputs[0]].type;
-    for (int32_t ax = 0; ax < it->rank; ax++) {
-      if (!loom__chunk_reduced_by(op, ax, it->rank)) continue;
-      loom_status s = try_cut(g, outer, outer_op, sinks[k], MODE_REDUCED, ax, cs, out, detail, detail_size);
-      if (s != LOOM_ERR_UNSUPPORTED) return s;
-    }
+    for (int32_t ax = 0; !s && ax < it->rank && cc.found < weighed; ax++)
+      if (loom__chunk_reduced_by(op, ax, it->rank))
+        s = weigh_cut(g, outer, outer_op, sinks[k], MODE_REDUCED, ax, cs, &cc);
   }
-  return LOOM_ERR_UNSUPPORTED;
+  if (s || !cc.best) {
+    loom_graph_destroy(cc.best);
+    return s ? s : LOOM_ERR_UNSUPPORTED;
+  }
+  *out = cc.best;
+  snprintf(detail, detail_size, "%s", cc.detail);
+  return LOOM_OK;
 }
 
 /* When the op at the peak is a loop whose one piece passes the limit: cuts a region of its
@@ -561,26 +595,24 @@ static loom_status grown(loom_graph *cur, int64_t limit, loom_graph **out, loom_
     s = loom__report_add(report, "chunk", 0,
                          "nested loops grown into the room left: %lld pieces in all -> %lld",
                          (long long)pieces_before, (long long)pieces_after);
-  if (s) {
-    loom_graph_destroy(g);
-    g = NULL;
-  }
+  loom_graph *tiled = NULL;
+  char what[256];
+  if (!s) s = loom__chunk_tiles_balance(g, limit, &tiled, what, sizeof what);
+  if (!s && what[0]) s = loom__report_add(report, "chunk", 0, "%s", what);
+  loom_graph_destroy(g);
+  g = s ? NULL : tiled;
+  if (s) loom_graph_destroy(tiled);
   loom_graph_destroy(cur);
   *out = g;
   return s;
 }
 
-loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
+/* The rounds of the rewrite on g, which passes `limit`. */
+static loom_status chunk_rounds(const loom_graph *g, int64_t limit, int32_t slices, loom_graph **out,
                                 loom_rewrite_report *report) {
-  *out = NULL;
-  int64_t limit = opts ? opts->limit : 0;
-  int32_t slices = opts && opts->slices ? opts->slices : LOOM_LOOP_SLICES_DEFAULT;
   loom_graph *cur;
   loom_status s = loom_graph_clone(g, &cur);
-  if (s || limit <= 0) {
-    *out = s ? NULL : cur;
-    return s;
-  }
+  if (s) return s;
   for (int32_t round = 0; round < MAX_ROUNDS; round++) {
     loom_estimate e;
     if ((s = loom_graph_estimate(cur, NULL, &e))) break;
@@ -632,4 +664,51 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
                     MAX_ROUNDS);
   loom_graph_destroy(cur);
   return s;
+}
+
+/* Appends report `from`'s entries to `to`. */
+static loom_status report_append(loom_rewrite_report *to, const loom_rewrite_report *from) {
+  loom_status s = LOOM_OK;
+  for (int32_t i = 0; !s && i < from->count; i++)
+    s = loom__report_add(to, from->entries[i].name, from->entries[i].bytes_saved, "%s",
+                         from->entries[i].detail);
+  return s;
+}
+
+loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
+                                loom_rewrite_report *report) {
+  *out = NULL;
+  int64_t limit = opts ? opts->limit : 0;
+  int32_t slices = opts && opts->slices ? opts->slices : LOOM_LOOP_SLICES_DEFAULT;
+  if (limit <= 0) return loom_graph_clone(g, out);
+  loom_rewrite_report first = {0};
+  loom_status s = chunk_rounds(g, limit, slices, out, report ? &first : NULL);
+  if (s != LOOM_ERR_OUT_OF_MEMORY) {
+    if (!s && report) s = report_append(report, &first);
+    loom_rewrite_report_deinit(&first);
+    return s;
+  }
+  loom_rewrite_report_deinit(&first);
+  /* Products no cut streams (A^T v, (A B)(C D)) in forms that one does, tried only where the
+   * graph as written cannot be fitted: the refusal of the graph as written stands otherwise. */
+  char why[512], what[256];
+  snprintf(why, sizeof why, "%s", loom_last_error());
+  loom_graph *alt = NULL;
+  if (loom__chunk_streamable(g, &alt, what, sizeof what)) return loom__error(s, "%s", why);
+  loom_rewrite_report second = {0};
+  loom_status t = chunk_rounds(alt, limit, slices, out, report ? &second : NULL);
+  int64_t before = 0, after = 0;
+  if (!t) {
+    peak_of(g, &before);
+    peak_of(alt, &after);
+  }
+  if (!t && report)
+    t = loom__report_add(report, "chunk", before - after, "%s, so the pieces stream it", what);
+  if (!t && report) t = report_append(report, &second);
+  loom_rewrite_report_deinit(&second);
+  loom_graph_destroy(alt);
+  if (!t) return LOOM_OK;
+  loom_graph_destroy(*out);
+  *out = NULL;
+  return loom__error(s, "%s", why);
 }

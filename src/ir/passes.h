@@ -25,6 +25,20 @@ loom_status loom__rewrite_schedule(const loom_graph *g, const loom_optimize_opti
  * op, its need and the limit when no chunking fits. */
 loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
                                 loom_rewrite_report *report);
+/* chunk_chain.c: a copy of g with the products the chunk rewrite cannot stream in forms it can
+ * (`dot (transpose A) v` as `dot v A`; `(A B)(C D)` as a chain along one side), `what` (at least
+ * 256 bytes) saying which. Errors: UNSUPPORTED (no such product: *out stays NULL),
+ * OUT_OF_MEMORY. The caller owns *out. */
+loom_status loom__chunk_streamable(const loom_graph *g, loom_graph **out, char *what, size_t what_size);
+/* chunk_tile.c: g's predicted time in seconds by a roofline per op and a cost per loop piece,
+ * for ordering candidate cuts (not a prediction of a run: loom_plan_predict is). */
+double loom__chunk_predicted_time(const loom_graph *g);
+/* chunk_tile.c: a copy of g (which fits `limit`) whose top-level loops with loops in their
+ * bodies run in the outer pieces of least predicted time, each inner loop regrown into the
+ * room left; `what` (at least 256 bytes) says what changed, "" where nothing did. The caller
+ * owns *out. Errors: OUT_OF_MEMORY. */
+loom_status loom__chunk_tiles_balance(const loom_graph *g, int64_t limit, loom_graph **out, char *what,
+                                      size_t what_size);
 /* fuse (fuse.c): "fuse" — regions of elementwise ops and the reduction consuming them become
  * one fused op (docs/ir-fusion.md), in the graph and in its loops' bodies. Runs last. */
 loom_status loom__rewrite_fuse(const loom_graph *g, const loom_optimize_options *opts, loom_graph **out,
