@@ -320,6 +320,20 @@ static bool whole_elementwise(const loom_graph *g, const loom__op *op) {
   return chain;
 }
 
+/* Whether every reader of v is a region dot, or an op made whole in the body that such a dot
+ * reads in turn: the chain a product's operand is made of (an elementwise op read whole
+ * elsewhere, a reduction's operand, stays out: moved in, it would change cuts that fit). */
+static bool read_whole_by_products(const region *r, int32_t v) {
+  const loom_graph *g = r->g;
+  for (int32_t o = g->values[v].op + 1; o < g->n_ops; o++) {
+    const loom__op *op = &g->ops[o];
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      if (op->inputs[i] == v && !(r->in_region[o] && (op->kind == LOOM_OP_DOT || r->out_axis[o] == AX_WHOLE)))
+        return false;
+  }
+  return true;
+}
+
 /* A transpose of a graph input whose every reader is a region op reading it whole (syrk's
  * `at = transpose a`), or an elementwise chain from such an input (whole_elementwise), joins
  * the region whole: the body makes the view or the values from the input it is passed whole,
@@ -333,6 +347,7 @@ static bool join_whole_view(region *r, int32_t o) {
   if (r->uses[v] == 0 || r->region_uses[v] != r->uses[v] || r->axis_of[v] != AX_WHOLE ||
       (view && r->g->values[op->inputs[0]].op >= 0))
     return false;
+  if (!view && !read_whole_by_products(r, v)) return false;
   r->out_axis[o] = AX_WHOLE;
   r->in_region[o] = true;
   for (int32_t i = 0; i < op->n_inputs; i++) {
