@@ -1,4 +1,5 @@
 /* The executor (see exec.h). */
+#include <stddef.h>
 #include <string.h>
 
 #include "hmm/hmm.h"
@@ -549,8 +550,9 @@ static loom_status fills_init(exec_state *st) {
   return s;
 }
 
-/* The per-value arrays, carved from one allocation (st->layouts is its start): six per run
- * cost more than a small graph's ops (loom-bench overhead). Each array starts 16-byte
+/* The per-value arrays, carved from one block (st->layouts is its start): six allocations per
+ * run cost more than a small graph's ops (loom-bench overhead), and a small graph's block is
+ * the state's own (small_arrays), with no allocation at all. Each array starts 16-byte
  * aligned, as a fill's scalar of any dtype is read in place. */
 static loom_status state_arrays(exec_state *st, size_t n) {
   size_t sizes[6] = {n * sizeof *st->layouts, n * sizeof *st->data,     n * sizeof *st->bytes,
@@ -560,8 +562,11 @@ static loom_status state_arrays(exec_state *st, size_t n) {
     at[i] = total;
     total += (sizes[i] + 15) & ~(size_t)15;
   }
-  char *p = loom__calloc(1, total);
-  if (!p) return loom__oom("executor state");
+  char *p = (char *)st->small_arrays;
+  if (total <= sizeof st->small_arrays)
+    memset(p, 0, total);
+  else if (!(p = loom__calloc(1, total)))
+    return loom__oom("executor state");
   st->layouts = (loom__layout *)(void *)p;
   st->data = (void **)(void *)(p + at[1]);
   st->bytes = (int64_t *)(void *)(p + at[2]);
@@ -573,7 +578,7 @@ static loom_status state_arrays(exec_state *st, size_t n) {
 
 loom_status loom__exec_state_init(exec_state *st, const loom_graph *g, const loom__exec_device *dev,
                                   loom__meter *meter) {
-  memset(st, 0, sizeof *st);
+  memset(st, 0, offsetof(exec_state, small_arrays)); /* state_arrays clears what it uses of them */
   st->g = g;
   st->root = st;
   st->be = dev->backend;
@@ -637,7 +642,8 @@ void loom__exec_state_deinit(exec_state *st) {
   loom__free(st->bound);
   loom__free(st->passed);
   if (st->mem && !st->nested && !st->keep_pool) loom_mem_trim(st->mem, st->node);
-  loom__free(st->layouts); /* and the other per-value arrays (state_arrays) */
+  if ((void *)st->layouts != (void *)st->small_arrays)
+    loom__free(st->layouts); /* and the other per-value arrays (state_arrays) */
   loom__free(st->fill_slot);
   loom__free(st->fill_host);
 }
