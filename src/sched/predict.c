@@ -189,9 +189,34 @@ static loom_status loop_seconds(const pricer *p, const loom_graph *g, int32_t in
   return s;
 }
 
+/* The seconds of a product of `flops` over operands and result of `bytes`: at the rate the
+ * model's table gives the square f32 GEMM of as many bytes (n = sqrt(bytes / 12)), plus the
+ * call. A GEMM's rate follows the bytes it works through more than its flops: a piece
+ * [1024,2048] x [2048,205] of a limited gemm ran at the rate of a 1024^3 GEMM, not at that of
+ * the 512^3 GEMM of as many flops, whose operands stay in the cache that other processes
+ * share (priced by flops, the products at 1/8 came out 0.2-0.7 of their measured times). */
+static double gemm_seconds(const pricer *p, double flops, double bytes) {
+  double n = sqrt(bytes / 12), square = 2 * n * n * n;
+  double whole = loom_sched_model_time(p->m, LOOM_OP_CLASS_GEMM, square > flops ? square : flops);
+  const loom_sched_class_model *c = &p->m->cls[LOOM_OP_CLASS_GEMM];
+  double call = c->n_points && c->latency > c->point_seconds[0] ? c->point_seconds[0] : c->latency;
+  if (!(square > flops) || !(whole > call)) return loom_sched_model_time(p->m, LOOM_OP_CLASS_GEMM, flops);
+  return call + (whole - call) * flops / square;
+}
+
+/* The bytes of op `index`'s operands and results. */
+static double op_bytes(const loom_graph *g, int32_t index) {
+  double b = bytes_of(g, loom_graph_op_output(g, index, 0));
+  for (int32_t k = 0;; k++) {
+    loom_value v = loom_graph_op_input(g, index, k);
+    if (v.id < 0) return b;
+    b += bytes_of(g, v);
+  }
+}
+
 /* The seconds of op `index` of g at `scale` of its size: its kernels by the model's class
- * tables (as the scheduler prices them, loom_sched_op_work), or its memory traffic where that
- * takes longer. */
+ * tables (as the scheduler prices them, loom_sched_op_work; a product by gemm_seconds), or its
+ * memory traffic where that takes longer. */
 static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t index, double scale, double *t) {
   loom_op_info info;
   loom_status s = loom_graph_op_info_get(g, index, &info);
@@ -201,7 +226,12 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   memset(&task, 0, sizeof task);
   if ((s = loom_sched_op_work(g, index, task.size, task.kernels))) return s;
   for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) task.size[c] *= scale;
-  double compute = loom__sched_task_time(&task, p->m);
+  double compute = 0;
+  if (info.kind == LOOM_OP_DOT && task.size[LOOM_OP_CLASS_GEMM] > 0) {
+    compute = gemm_seconds(p, task.size[LOOM_OP_CLASS_GEMM], scale * op_bytes(g, index));
+    task.size[LOOM_OP_CLASS_GEMM] = 0;
+  }
+  compute += loom__sched_task_time(&task, p->m);
   if (compute == 0) return LOOM_OK; /* a view or a constant: no kernel */
   double memory = scale * memory_seconds(p, g, index, info.kind);
   *t += compute > memory ? compute : memory;

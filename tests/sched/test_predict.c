@@ -291,3 +291,28 @@ TEST(predict_prices_the_gather_of_a_strided_slice) {
   loom_graph_destroy(g);
   loom_sched_platform_destroy(pf);
 }
+
+/* A product is priced at the rate of the square GEMM of as many bytes: [1000,1000] x [1000,10]
+ * (2e7 flops, 4.08e6 bytes: the square of n = 583) at the table's rate there, not at that of
+ * the far smaller square of 2e7 flops. */
+TEST(predict_prices_a_product_at_the_rate_of_its_bytes) {
+  loom_sched_model m = cpu_model(0);
+  m.cls[LOOM_OP_CLASS_REDUCTION].seconds_per_unit = 1e-15; /* memory nearly free: flops rule */
+  m.cls[LOOM_OP_CLASS_ELEMENTWISE].seconds_per_unit = 1e-15;
+  double sizes[] = {2e6, 2e8, 2e9}, secs[] = {1e-5, 1e-3, 4e-2}; /* 200, 200, 50 GFLOP/s */
+  ASSERT_OK(loom_sched_model_fit(&m, LOOM_OP_CLASS_GEMM, sizes, secs, 3));
+  m.cls[LOOM_OP_CLASS_GEMM].latency = 0;
+  loom_sched_platform *pf = platform_of(&m);
+  loom_graph *g = parse(
+      "graph g(a: f32[1000,1000], b: f32[1000,10]) {\n"
+      "  c = dot a b\n"
+      "  return c\n"
+      "}\n");
+  ASSERT_TRUE(pf && g);
+  double t = 0, n = sqrt(4.08e6 / 12), square = 2 * n * n * n;
+  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  ASSERT_NEAR(t, loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, square) * 2e7 / square, 1e-12);
+  ASSERT_TRUE(t > 1.5 * loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 2e7)); /* slower than by flops */
+  loom_graph_destroy(g);
+  loom_sched_platform_destroy(pf);
+}
