@@ -417,25 +417,39 @@ static const char *describe(const blas_l3 *c, l3_problem *p) {
   }
 }
 
-/* ---- a call split across devices: one block of C each ------------------------------------ */
+/* ---- a call split across devices: one block each ------------------------------------------ */
 
-/* The block of R = sum op(X) op(Y) (+ beta C) in rows [i0, i1) and columns [j0, j1)
- * (blk = {i0, i1, j0, j1}): each use of an operand sliced for its term (op(X)'s rows, op(Y)'s
- * columns: a column block of an untransposed operand is dense in place), and C's block. */
-static void problem_block(const l3_problem *p, const blas_l3 *c, const int blk[4], l3_problem *q,
+/* A block of the call: rows [i0, i1) and columns [j0, j1) of R, from the part [l0, l1) of the
+ * inner dimension: {i0, i1, j0, j1, l0, l1}. */
+enum { BI0, BI1, BJ0, BJ1, BL0, BL1, BLOCK_INTS };
+
+/* The inner dimension of the call's terms (op(X)'s columns, alike in every term). */
+static int problem_inner(const l3_problem *p) {
+  const l3_operand *x = &p->ops[p->x[0]];
+  return p->opx[0] == 'N' ? x->cols : x->rows;
+}
+
+/* The block's call: each use of an operand sliced for its term (op(X)'s rows and inner
+ * columns, op(Y)'s inner rows and columns: a column slice of a stored matrix is dense in place,
+ * a row slice is packed), and C's block, read by the part holding the inner dimension's start
+ * only (beta C counted once). */
+static void problem_block(const l3_problem *p, const blas_l3 *c, const int *blk, l3_problem *q,
                           l3_operand *cb) {
-  *q = (l3_problem){.dtype = p->dtype, .esize = p->esize, .use_c = p->use_c, .tri = p->tri};
-  int64_t es = p->esize, rows = blk[1] - blk[0], cols = blk[3] - blk[2];
+  *q = (l3_problem){.dtype = p->dtype, .esize = p->esize, .use_c = p->use_c && blk[BL0] == 0, .tri = p->tri};
+  int64_t es = p->esize;
+  int rows = blk[BI1] - blk[BI0], cols = blk[BJ1] - blk[BJ0], inner = blk[BL1] - blk[BL0];
   for (int t = 0; t < p->n_terms; t++) {
     const l3_operand *x = &p->ops[p->x[t]], *y = &p->ops[p->y[t]];
     const char *xd = x->data, *yd = y->data;
-    int xi = p->opx[t] == 'N' ? add_op(q, xd + blk[0] * es, (int)rows, x->cols, x->ld)
-                              : add_op(q, xd + (int64_t)blk[0] * x->ld * es, x->rows, (int)rows, x->ld);
-    int yi = p->opy[t] == 'N' ? add_op(q, yd + (int64_t)blk[2] * y->ld * es, y->rows, (int)cols, y->ld)
-                              : add_op(q, yd + blk[2] * es, (int)cols, y->cols, y->ld);
+    int xi = p->opx[t] == 'N'
+                 ? add_op(q, xd + ((int64_t)blk[BL0] * x->ld + blk[BI0]) * es, rows, inner, x->ld)
+                 : add_op(q, xd + ((int64_t)blk[BI0] * x->ld + blk[BL0]) * es, inner, rows, x->ld);
+    int yi = p->opy[t] == 'N'
+                 ? add_op(q, yd + ((int64_t)blk[BJ0] * y->ld + blk[BL0]) * es, inner, cols, y->ld)
+                 : add_op(q, yd + ((int64_t)blk[BL0] * y->ld + blk[BJ0]) * es, cols, inner, y->ld);
     add_term(q, xi, p->opx[t], yi, p->opy[t]);
   }
-  *cb = (l3_operand){(char *)c->c + ((int64_t)blk[2] * c->ldc + blk[0]) * es, (int)rows, (int)cols, c->ldc};
+  *cb = (l3_operand){(char *)c->c + ((int64_t)blk[BJ0] * c->ldc + blk[BI0]) * es, rows, cols, c->ldc};
 }
 
 /* Line j's share of the work: a triangle's column holds j + 1 ('U') or n - j ('L') rows. */
@@ -443,26 +457,36 @@ static double line_work(char tri, int j, int len) {
   return tri == 'U' ? j + 1.0 : tri == 'L' ? (double)(len - j) : 1.0;
 }
 
-/* Cuts C among the shared set by the weights w: into blocks of columns (of rows, where C is
- * taller than wide and written whole), a triangle's columns by their length in it and each
- * block only the rows that reach into the triangle. blk[i] = {i0, i1, j0, j1}; a device whose
- * part rounds to nothing gets an empty block. */
-static void split_blocks(const blas_l3 *c, const l3_problem *p, const double *w, int (*blk)[4]) {
-  bool by_rows = !p->tri && c->m > c->n;
-  int len = by_rows ? c->m : c->n, at = 0;
+/* Cuts the call among the shared set by the weights w. A product whose inner dimension is at
+ * least C's smaller side is cut along it: each device computes all of C from its part of the
+ * inner dimension, and the parts are summed into C. Under a limit a library call's temporaries
+ * must fit its op's scratch, one output's size: a block of C halves that room, and on PoCL
+ * CLBlast then cuts a half of 2048^3 into direct-kernel blocks, 2.5x slower per flop, where a
+ * half of the inner dimension keeps the whole's room (1.15 CPU s against 2.05 for the whole).
+ * Else C is cut into blocks of columns (of rows, where C is taller than wide), a triangle's
+ * columns by their length in it, each block only the rows that reach into the triangle (its
+ * inner cut would compute the full square on every device). blk[i]: BLOCK_INTS ints; a device
+ * whose part rounds to nothing gets an empty block. */
+static void split_blocks(const blas_l3 *c, const l3_problem *p, const double *w, int (*blk)[BLOCK_INTS]) {
+  int inner = problem_inner(p);
+  bool by_inner = !p->tri && inner >= (c->m < c->n ? c->m : c->n), by_rows = !p->tri && c->m > c->n;
+  int len = by_inner ? inner : by_rows ? c->m : c->n, at = 0;
+  char tri = by_inner ? 0 : p->tri;
   double total = 0, done = 0, target = 0;
-  for (int j = 0; j < len; j++) total += line_work(p->tri, j, len);
+  for (int j = 0; j < len; j++) total += line_work(tri, j, len);
   for (int32_t i = 0; i < loom_state.n_share; i++) {
     int start = at;
     target += w[i] * total;
     if (i == loom_state.n_share - 1) at = len;
-    while (at < len && done + line_work(p->tri, at, len) / 2 < target) done += line_work(p->tri, at++, len);
-    int i0 = p->tri == 'L' ? start : 0, i1 = p->tri == 'U' ? at : c->m;
+    while (at < len && done + line_work(tri, at, len) / 2 < target) done += line_work(tri, at++, len);
     int *b = blk[i];
-    if (by_rows)
-      b[0] = start, b[1] = at, b[2] = 0, b[3] = c->n;
+    b[BI0] = 0, b[BI1] = c->m, b[BJ0] = 0, b[BJ1] = c->n, b[BL0] = 0, b[BL1] = inner;
+    if (by_inner)
+      b[BL0] = start, b[BL1] = at;
+    else if (by_rows)
+      b[BI0] = start, b[BI1] = at;
     else
-      b[0] = i0, b[1] = i1, b[2] = start, b[3] = at;
+      b[BI0] = tri == 'L' ? start : 0, b[BI1] = tri == 'U' ? at : c->m, b[BJ0] = start, b[BJ1] = at;
   }
 }
 
@@ -553,22 +577,31 @@ static bool plan_for(const char *device, l3_run *r) {
 }
 
 /* Loom's [cols, rows] result of block blk into C (column-major, leading dimension ldc): the
- * block's part of the triangle (syrk, syr2k) or all of it. */
-static void write_back(const blas_l3 *c, const l3_problem *p, const int blk[4], const void *out) {
-  int64_t es = p->esize, rows = blk[1] - blk[0];
-  for (int j = blk[2]; j < blk[3]; j++) {
-    int i0 = p->tri == 'L' && j > blk[0] ? j : blk[0], i1 = p->tri == 'U' && j + 1 < blk[1] ? j + 1 : blk[1];
-    if (i1 > i0)
-      memcpy((char *)c->c + ((int64_t)j * c->ldc + i0) * es,
-             (const char *)out + ((int64_t)(j - blk[2]) * rows + (i0 - blk[0])) * es,
-             (size_t)((i1 - i0) * es));
+ * block's part of the triangle (syrk, syr2k) or all of it; added to what C holds where `add`
+ * (a later part of the inner dimension: real and imaginary parts alike). */
+static void write_back(const blas_l3 *c, const l3_problem *p, const int *blk, const void *out, bool add) {
+  int64_t es = p->esize, rows = blk[BI1] - blk[BI0];
+  bool single = c->prec == BLAS_S || c->prec == BLAS_C;
+  for (int j = blk[BJ0]; j < blk[BJ1]; j++) {
+    int i0 = p->tri == 'L' && j > blk[BI0] ? j : blk[BI0],
+        i1 = p->tri == 'U' && j + 1 < blk[BI1] ? j + 1 : blk[BI1];
+    if (i1 <= i0) continue;
+    char *dst = (char *)c->c + ((int64_t)j * c->ldc + i0) * es;
+    const char *src = (const char *)out + ((int64_t)(j - blk[BJ0]) * rows + (i0 - blk[BI0])) * es;
+    int64_t len = (i1 - i0) * es;
+    if (!add)
+      memcpy(dst, src, (size_t)len);
+    else if (single)
+      for (int64_t e = 0; e < len / 4; e++) ((float *)dst)[e] += ((const float *)src)[e];
+    else
+      for (int64_t e = 0; e < len / 8; e++) ((double *)dst)[e] += ((const double *)src)[e];
   }
 }
 
 /* One device's block of a call: its graph, plan, run and result. */
 typedef struct l3_part {
   const char *device;
-  int blk[4];
+  int blk[BLOCK_INTS];
   l3_problem q;
   l3_run r;
   loom_run_handle *handle;
@@ -604,8 +637,9 @@ static bool parts_run(l3_part *x, int n, char *err, size_t err_size) {
       ok = false;
     }
   for (int i = 0; ok && n > 1 && settings.verbose && i < n; i++)
-    fprintf(stderr, "loom-blas:   %s: rows %d-%d, columns %d-%d of C, %.3f s\n", x[i].device, x[i].blk[0],
-            x[i].blk[1], x[i].blk[2], x[i].blk[3], x[i].stats.seconds);
+    fprintf(stderr, "loom-blas:   %s: rows %d-%d, columns %d-%d of C, inner %d-%d, %.3f s\n", x[i].device,
+            x[i].blk[BI0], x[i].blk[BI1], x[i].blk[BJ0], x[i].blk[BJ1], x[i].blk[BL0], x[i].blk[BL1],
+            x[i].stats.seconds);
   return ok;
 }
 
@@ -626,16 +660,16 @@ static bool run_call(const blas_l3 *c, const l3_problem *p, int32_t d, char *whe
   int n = 0;
   if (d == PLACE_SHARED) {
     double w[MAX_DEVICES];
-    int blk[MAX_DEVICES][4];
+    int blk[MAX_DEVICES][BLOCK_INTS];
     share_weights(l3_flops(c), w);
     split_blocks(c, p, w, blk);
     for (int32_t i = 0; i < loom_state.n_share; i++)
-      if (blk[i][1] > blk[i][0] && blk[i][3] > blk[i][2]) {
+      if (blk[i][BI1] > blk[i][BI0] && blk[i][BJ1] > blk[i][BJ0] && blk[i][BL1] > blk[i][BL0]) {
         x[n].device = loom_state.share_runners[i].device;
         memcpy(x[n++].blk, blk[i], sizeof blk[i]);
       }
   } else {
-    x[n++] = (l3_part){.device = loom_state.ids[d], .blk = {0, c->m, 0, c->n}};
+    x[n++] = (l3_part){.device = loom_state.ids[d], .blk = {0, c->m, 0, c->n, 0, problem_inner(p)}};
   }
   size_t used = 0;
   where[0] = 0;
@@ -646,7 +680,8 @@ static bool run_call(const blas_l3 *c, const l3_problem *p, int32_t d, char *whe
   if (!ok) snprintf(err, err_size, "%s", loom_last_error());
   ok = ok && parts_run(x, n, err, err_size);
   for (int i = 0; i < n; i++) {
-    if (ok) write_back(c, p, x[i].blk, x[i].r.out.data);
+    /* The part holding the inner dimension's start (and beta C) first, so the others add. */
+    if (ok) write_back(c, p, x[i].blk, x[i].r.out.data, x[i].blk[BL0] > 0);
     part_release(&x[i]);
   }
   return ok;
