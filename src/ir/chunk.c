@@ -285,11 +285,12 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
   return LOOM_OK;
 }
 
-/* TODO(#34): the cut taken is the first that fits, in the largest piece that fits, not the
- * one of least predicted time by the scheduler's per-op work model (loom__op_work), and a
- * round's fallback is the cut that lowers the peak most: a chain of three products at an
- * eighth of its need is cut one row at a time before its inner loops are grown
- * (loom__nested_loops_grow). */
+/* TODO(#34): a round of the graph itself takes the first cut that fits, in the largest piece
+ * that fits, and a round's fallback is the cut that lowers the peak most; only inside a body
+ * are cuts weighed by predicted time (chunk_tile.c's roofline, not yet the scheduler's
+ * calibrated model). A tile's GEMM has no k loop where its row slab is held: the estimate
+ * counts an outer loop's slice of a streamed input whole, so at 1/128 of gemm's need the tiles
+ * stay 13 x 39 with k whole. */
 
 /* The largest piece c < extent for which the looped graph fits the limit. The graph's size does
  * not depend on c, so each try costs one small rebuild and estimate: a bisection (a piece's
