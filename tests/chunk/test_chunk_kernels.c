@@ -201,3 +201,16 @@ TEST(chunk_3mm_square_as_a_chain) {
 TEST(chunk_mvt_transposed_reads_a_once) {
   check_kernel("examples/limits/mvt.small.lir", 8, "with 1 more sink");
 }
+
+/* gemm at a 32nd of its need: rows of the result outside, and inside, of the cuts that fit,
+ * the one of least predicted time, the product with its epilogue (alpha A B + beta C a tile
+ * at a time), not the product alone with the scaled rows held whole beside it. */
+TEST(chunk_gemm_tiles_hold_the_epilogue) {
+  check_kernel("examples/limits/gemm.small.lir", 32, "inside loop 'out': add 'v8' and the 3 ops before it");
+}
+
+/* 3mm's chain: the rounds cut it one row at a time; once it fits, the outer loop is tried at
+ * longer pieces with its inner loops regrown, and the fastest predicted kept. */
+TEST(chunk_3mm_rows_regrown_by_predicted_time) {
+  check_kernel("examples/limits/3mm.small.lir", 8, "instead of 1, its inner loops regrown");
+}
