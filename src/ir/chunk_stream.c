@@ -227,7 +227,9 @@ static int32_t gram_dot(const loom_graph *g, int64_t limit, bool *chain, int32_t
     if (op->kind != LOOM_OP_DOT || op->n_inputs != 2) continue;
     for (int32_t i = 0; i < 2; i++) {
       int32_t v = op->inputs[i], t = g->values[op->inputs[1 - i]].op;
-      if (t < 0 || g->ops[t].kind != LOOM_OP_TRANSPOSE || g->ops[t].inputs[0] != v) continue;
+      /* V an input itself (syrk's A A^T) needs no copy: the region's views inside stream it */
+      if (t < 0 || g->ops[t].kind != LOOM_OP_TRANSPOSE || g->ops[t].inputs[0] != v || g->values[v].op < 0)
+        continue;
       memset(chain, 0, sizeof *chain * (size_t)g->n_ops);
       if (mark_chain(g, v, limit, chain)) {
         *which = i;
