@@ -92,6 +92,10 @@ typedef struct loom_sched_model {
   /* What one more piece of a loop costs beyond its kernels, and what gathering a slice that is
    * not dense costs a row beyond its bytes (seconds; 0: not measured). */
   double piece_seconds, gather_row_seconds;
+  /* What an elementwise op inside a fused body costs an element, and what a page of a new
+   * result of 32 MiB or more costs to fault in (the C library maps such blocks afresh on every
+   * allocation) (seconds; 0: not measured). */
+  double fused_element_seconds, fault_page_seconds;
 } loom_sched_model;
 
 /* Seconds of one kernel of class c and `size` units on `model`; INFINITY when the class is

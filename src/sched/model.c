@@ -215,6 +215,13 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
     loom__json_kv_double(&j, "gather_row_seconds", model->gather_row_seconds);
     loom__json_end_object(&j);
   }
+  if (model->fused_element_seconds > 0 || model->fault_page_seconds > 0) {
+    loom__json_key(&j, "fused");
+    loom__json_begin_object(&j);
+    loom__json_kv_double(&j, "element_seconds", model->fused_element_seconds);
+    loom__json_kv_double(&j, "fault_page_seconds", model->fault_page_seconds);
+    loom__json_end_object(&j);
+  }
   loom__json_end_object(&j);
   s = loom__json_finish(&j);
   if (fclose(f) != 0 && !s) s = loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
@@ -278,6 +285,14 @@ loom_status loom_sched_model_load(const char *name, const char *driver, loom_sch
     if (!(out->piece_seconds >= 0) || !(out->gather_row_seconds >= 0))
       s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
                       "%s: loop: \"piece_seconds\" and \"gather_row_seconds\" must be numbers >= 0", path);
+  }
+  const loom__jr_value *fused = loom__jr_get(&doc, "fused");
+  if (!s && fused) {
+    out->fused_element_seconds = loom__jr_number(fused, "element_seconds", -1);
+    out->fault_page_seconds = loom__jr_number(fused, "fault_page_seconds", 0);
+    if (!(out->fused_element_seconds >= 0) || !(out->fault_page_seconds >= 0))
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
+                      "%s: fused: \"element_seconds\" and \"fault_page_seconds\" must be numbers >= 0", path);
   }
   loom__jr_free(&doc);
   return s;
@@ -368,4 +383,9 @@ void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *str
   if (model && (model->piece_seconds > 0 || model->gather_row_seconds > 0))
     fprintf(stream, "%*s%-12s %.3g s a piece beyond its kernels, %.3g s a row gathered\n", indent, "", "loop",
             model->piece_seconds, model->gather_row_seconds);
+  if (model && (model->fused_element_seconds > 0 || model->fault_page_seconds > 0))
+    fprintf(stream,
+            "%*s%-12s %.3g s an element of an elementwise op in a fused body, %.3g s a page of a new "
+            "result of 32 MiB or more\n",
+            indent, "", "fused", model->fused_element_seconds, model->fault_page_seconds);
 }

@@ -206,12 +206,53 @@ static double gemm_seconds(const pricer *p, double flops, double bytes) {
 
 /* The bytes of op `index`'s operands and results. */
 static double op_bytes(const loom_graph *g, int32_t index) {
-  double b = bytes_of(g, loom_graph_op_output(g, index, 0));
+  double b = 0;
+  for (int32_t k = 0;; k++) {
+    loom_value v = loom_graph_op_output(g, index, k);
+    if (v.id < 0) break;
+    b += bytes_of(g, v);
+  }
   for (int32_t k = 0;; k++) {
     loom_value v = loom_graph_op_input(g, index, k);
     if (v.id < 0) return b;
     b += bytes_of(g, v);
   }
+}
+
+/* The seconds of fused op `index` (its body's work in *task, at `scale`): one pass over its
+ * operands and results at the memory rates, its elementwise ops at the model's cost of an
+ * element in a fused body (the evaluator's, measured apart from the pass), any other work (a
+ * product it ends, a reduction) by the class tables. Priced as separate kernels, a chain of
+ * adds cost a pass each where it makes one. */
+static double fused_seconds(const pricer *p, const loom_graph *g, int32_t index, loom_sched_task *task,
+                            double scale) {
+  double elements = task->size[LOOM_OP_CLASS_ELEMENTWISE];
+  task->size[LOOM_OP_CLASS_ELEMENTWISE] = 0;
+  double read = 0;
+  for (int32_t k = 0;; k++) {
+    loom_value v = loom_graph_op_input(g, index, k);
+    if (v.id < 0) break;
+    read += bytes_of(g, v);
+  }
+  double written = op_bytes(g, index) - read;
+  const loom_sched_class_model *e = &p->m->cls[LOOM_OP_CLASS_ELEMENTWISE];
+  return (e->known ? e->latency : 0) + elements * p->m->fused_element_seconds +
+         scale * (read * p->read + written * p->write) + loom__sched_task_time(task, p->m);
+}
+
+/* The seconds op `index` spends faulting in the pages of its results of 32 MiB or more: the C
+ * library maps such a block afresh on every allocation (a result below it is reused from the
+ * heap), and a page costs the model's fault (5 us on these virtual machines under load). */
+static double fault_seconds(const pricer *p, const loom_graph *g, int32_t index) {
+  double t = 0;
+  for (int32_t k = 0; p->m->fault_page_seconds > 0; k++) {
+    loom_value v = loom_graph_op_output(g, index, k);
+    int64_t physical = 0;
+    if (v.id < 0) break;
+    if (!loom_value_bytes(g, v, NULL, &physical) && physical >= (int64_t)32 << 20)
+      t += (double)physical / 4096 * p->m->fault_page_seconds;
+  }
+  return t;
 }
 
 /* The seconds of op `index` of g at `scale` of its size: its kernels by the model's class
@@ -221,6 +262,7 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   loom_op_info info;
   loom_status s = loom_graph_op_info_get(g, index, &info);
   if (s) return s;
+  *t += fault_seconds(p, g, index);
   if (info.kind == LOOM_OP_LOOP) return loop_seconds(p, g, index, scale, t);
   loom_sched_task task;
   memset(&task, 0, sizeof task);
@@ -230,6 +272,10 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   if (info.kind == LOOM_OP_DOT && task.size[LOOM_OP_CLASS_GEMM] > 0) {
     compute = gemm_seconds(p, task.size[LOOM_OP_CLASS_GEMM], scale * op_bytes(g, index));
     task.size[LOOM_OP_CLASS_GEMM] = 0;
+  }
+  if (info.kind == LOOM_OP_FUSED && p->m->fused_element_seconds > 0) {
+    *t += fused_seconds(p, g, index, &task, scale);
+    return LOOM_OK;
   }
   compute += loom__sched_task_time(&task, p->m);
   if (compute == 0) return LOOM_OK; /* a view or a constant: no kernel */

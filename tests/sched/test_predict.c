@@ -208,10 +208,14 @@ TEST(model_file_keeps_the_cost_of_a_piece) {
   ASSERT_OK(loom_sched_model_fit(&m, LOOM_OP_CLASS_COPY, sizes, secs, 1));
   m.piece_seconds = 3.5e-7;
   m.gather_row_seconds = 6e-8;
+  m.fused_element_seconds = 2e-10;
+  m.fault_page_seconds = 5e-6;
   ASSERT_OK(loom_sched_model_save(&m, "dev", "1"));
   ASSERT_OK(loom_sched_model_load("dev", "1", &back));
   ASSERT_NEAR(back.piece_seconds, 3.5e-7, 1e-20);
   ASSERT_NEAR(back.gather_row_seconds, 6e-8, 1e-20);
+  ASSERT_NEAR(back.fused_element_seconds, 2e-10, 1e-22);
+  ASSERT_NEAR(back.fault_page_seconds, 5e-6, 1e-20);
   ASSERT_OK(loom_sched_model_path("dev", "1", path, sizeof path));
   FILE *f = fopen(path, "w");
   ASSERT_TRUE(f != NULL);
@@ -315,4 +319,53 @@ TEST(predict_prices_a_product_at_the_rate_of_its_bytes) {
   ASSERT_TRUE(t > 1.5 * loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 2e7)); /* slower than by flops */
   loom_graph_destroy(g);
   loom_sched_platform_destroy(pf);
+}
+
+/* A fused chain of adds makes one pass over its operands and result, and its elementwise ops
+ * cost the model's element in a fused body: 1 us + 4 x 1000 x 1 ns + (8000 + 4000) bytes at
+ * 0.25 ns. */
+TEST(predict_prices_a_fused_body_as_one_pass) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.fused_element_seconds = 1e-9;
+  loom_sched_platform *pf = platform_of(&m);
+  loom_graph *g = parse(
+      "graph g(a: f32[1000], b: f32[1000]) {\n"
+      "  w = fused {\n"
+      "    in x = a\n"
+      "    in y = b\n"
+      "    s1 = add x y\n"
+      "    s2 = add s1 y\n"
+      "    s3 = add s2 y\n"
+      "    s4 = add s3 y\n"
+      "    out s4\n"
+      "  }\n"
+      "  return w\n"
+      "}\n");
+  ASSERT_TRUE(pf && g);
+  double t = 0;
+  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  ASSERT_NEAR(t, 1e-6 + 4000 * 1e-9 + 12000 * 0.25e-9, 1e-15);
+  loom_graph_destroy(g);
+  loom_sched_platform_destroy(pf);
+}
+
+/* A result of 32 MiB or more is faulted in page by page: 16,384 pages of a 64 MiB sum. */
+TEST(predict_prices_the_pages_of_a_large_new_result) {
+  loom_sched_model m = cpu_model(1e-6);
+  loom_sched_platform *pf = platform_of(&m);
+  m.fault_page_seconds = 1e-6;
+  loom_sched_platform *faults = platform_of(&m);
+  loom_graph *g = parse(
+      "graph g(a: f32[16777216], b: f32[16777216]) {\n"
+      "  c = add a b\n"
+      "  return c\n"
+      "}\n");
+  ASSERT_TRUE(pf && faults && g);
+  double t = 0, tf = 0;
+  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  ASSERT_OK(loom_graph_predict(faults, "cpu0", g, &tf));
+  ASSERT_NEAR(tf - t, 16384 * 1e-6, 1e-12);
+  loom_graph_destroy(g);
+  loom_sched_platform_destroy(pf);
+  loom_sched_platform_destroy(faults);
 }

@@ -169,6 +169,67 @@ static int calibrate_gather(loom_context *ctx, const char *id, const calib_optio
   return 0;
 }
 
+/* A chain of k adds over f32[2^20] as the optimizer fuses it (the limits kernels' elementwise
+ * ops run as fused bodies, whose evaluator costs an element more than a memory pass does);
+ * its best seconds in *secs; 1 when it failed (said on stderr). */
+static int measure_chain(loom_context *ctx, const char *id, const calib_options *o, int k, double *secs) {
+  char text[1024];
+  int n = snprintf(text, sizeof text, "graph g(a: f32[1048576], b: f32[1048576]) {\n  x0 = add a b\n");
+  for (int i = 1; i < k; i++)
+    n += snprintf(text + n, sizeof text - (size_t)n, "  x%d = add x%d b\n", i, i - 1);
+  snprintf(text + n, sizeof text - (size_t)n, "  return x%d\n}\n", k - 1);
+  bench_op op;
+  bench_times t = {0};
+  char why[512] = "";
+  loom_optimize_options oo;
+  loom_optimize_options_init(&oo);
+  oo.fused_runs = loom_fused_body_runs_everywhere;
+  loom_graph *fused = NULL;
+  if (bench_op_open(&op, text, 7)) {
+    fprintf(stderr, "loom-bench calibrate: %s fused chain of %d: %s\n", id, k, loom_last_error());
+    return 1;
+  }
+  int bad = loom_graph_optimize(op.g, &oo, &fused, NULL) != LOOM_OK;
+  if (bad) {
+    snprintf(why, sizeof why, "%s", loom_last_error());
+  } else {
+    loom_graph_destroy(op.g);
+    op.g = fused;
+    bad = bench_measure(ctx, id, &op, NULL, o->reps, &t, why, sizeof why);
+  }
+  bench_op_close(&op);
+  if (bad || !(t.loom_s > 0)) {
+    fprintf(stderr, "loom-bench calibrate: %s fused chain of %d: %s\n", id, k, why);
+    return 1;
+  }
+  *secs = t.loom_s;
+  return 0;
+}
+
+/* An element of an elementwise op in a fused body: a fused chain of 8 adds minus one of 2,
+ * over the 6 x 2^20 element-ops added (the memory pass is the same in both). */
+static int calibrate_fused(loom_context *ctx, const char *id, const calib_options *o, loom_sched_model *m) {
+  double t8, t2;
+  if (measure_chain(ctx, id, o, 8, &t8) || measure_chain(ctx, id, o, 2, &t2)) return 1;
+  double per = (t8 - t2) / (6.0 * 1048576);
+  m->fused_element_seconds = per > 0 ? per : 0;
+  return 0;
+}
+
+/* A page of a new result of 32 MiB or more: an add of 2^24 elements (a 64 MiB result, which
+ * glibc maps afresh on every run, each page faulted in) minus four adds of 2^22 (16 MiB results,
+ * reused from the heap), over the 16,384 pages. */
+static int calibrate_faults(loom_context *ctx, const char *id, const calib_options *o, loom_sched_model *m) {
+  const calib_case *add = &cases[2];
+  double units, big, small;
+  if (measure_size(ctx, id, add, 1 << 24, o->reps, &units, &big) ||
+      measure_size(ctx, id, add, 1 << 22, o->reps, &units, &small))
+    return 1;
+  double per = (big - 4 * small) / 16384;
+  m->fault_page_seconds = per > 0 ? per : 0;
+  return 0;
+}
+
 /* The device's own memory node in the memory manager, or -1 when it computes in host memory. */
 static int32_t own_node(loom_context *ctx, int32_t index, loom_mem_manager **out_m) {
   int32_t node;
@@ -220,7 +281,8 @@ static int calibrate_device(loom_context *ctx, int32_t index, const loom_device_
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     failed += calibrate_class(ctx, d->id, &cases[i], o, &m);
   if (!o->quick) /* new programs to build, as above */
-    failed += calibrate_piece(ctx, d->id, o, &m) + calibrate_gather(ctx, d->id, o, &m);
+    failed += calibrate_piece(ctx, d->id, o, &m) + calibrate_gather(ctx, d->id, o, &m) +
+              calibrate_fused(ctx, d->id, o, &m) + calibrate_faults(ctx, d->id, o, &m);
   failed += calibrate_link(ctx, index, d->id, o, &m);
   const char *driver = loom_sched_device_driver(d);
   printf("%s  %s  (driver %s)%s\n", d->id, d->name, *driver ? driver : "none",
