@@ -457,19 +457,29 @@ static double line_work(char tri, int j, int len) {
   return tri == 'U' ? j + 1.0 : tri == 'L' ? (double)(len - j) : 1.0;
 }
 
+/* Blocks of C whose every side is at least this keep the library's fast path though cut within
+ * a block's scratch (PoCL's CLBlast at 4096^3: a column half in 8 indirect GEMMs of
+ * 1024 x 2048 x 2048, 8.4 CPU s, against 18.0 for the whole and 18.8 for a half along k). */
+#define BLOCK_MIN_SIDE 2048
+
 /* Cuts the call among the shared set by the weights w. A product whose inner dimension is at
- * least C's smaller side is cut along it: each device computes all of C from its part of the
- * inner dimension, and the parts are summed into C. Under a limit a library call's temporaries
- * must fit its op's scratch, one output's size: a block of C halves that room, and on PoCL
- * CLBlast then cuts a half of 2048^3 into direct-kernel blocks, 2.5x slower per flop, where a
- * half of the inner dimension keeps the whole's room (1.15 CPU s against 2.05 for the whole).
+ * least C's smaller side, and whose blocks of C would be smaller than BLOCK_MIN_SIDE, is cut
+ * along the inner dimension: each device computes all of C from its part of it, and the parts
+ * are summed into C. Under a limit a library call's temporaries must fit its op's scratch, one
+ * output's size: a block of C halves that room, and on PoCL CLBlast then cuts a half of 2048^3
+ * into direct-kernel blocks, 2.5x slower per flop, where a half of the inner dimension keeps
+ * the whole's room (1.15 CPU s against 2.05 for the whole).
  * Else C is cut into blocks of columns (of rows, where C is taller than wide), a triangle's
  * columns by their length in it, each block only the rows that reach into the triangle (its
  * inner cut would compute the full square on every device). blk[i]: BLOCK_INTS ints; a device
  * whose part rounds to nothing gets an empty block. */
 static void split_blocks(const blas_l3 *c, const l3_problem *p, const double *w, int (*blk)[BLOCK_INTS]) {
   int inner = problem_inner(p);
-  bool by_inner = !p->tri && inner >= (c->m < c->n ? c->m : c->n), by_rows = !p->tri && c->m > c->n;
+  bool by_rows = !p->tri && c->m > c->n;
+  int side = (by_rows ? c->m : c->n) / loom_state.n_share, other = by_rows ? c->n : c->m;
+  side = side < other ? side : other;
+  bool by_inner =
+      !p->tri && inner >= (c->m < c->n ? c->m : c->n) && (side < inner ? side : inner) < BLOCK_MIN_SIDE;
   int len = by_inner ? inner : by_rows ? c->m : c->n, at = 0;
   char tri = by_inner ? 0 : p->tri;
   double total = 0, done = 0, target = 0;
