@@ -2,13 +2,15 @@
  * take by the device's per-op cost model (loom/sched.h), so that what a memory limit costs in
  * time is known before anything runs. Each op is priced by its class's table or, where longer,
  * by its memory traffic at the model's rates from beyond the cache (a matrix-vector product by
- * its matrix); a loop piece adds the gathers of slices that are not dense and the runtime's
- * cost of a piece (loom_sched_model.piece_seconds); stages run one after the other on their
- * runners' devices; transfers are not added (cpu0 has none; a calibrated model of a device with
- * its own memory is measured end to end from host memory). loom-plan prints it beside the
- * whole graph's, warns where a limit makes a run much slower, and finds the smallest limit
- * within a factor (--max-slowdown); docs/limits.md says how close predictions come to measured
- * times.
+ * its matrix; a product at the rate of the square GEMM of as many bytes; a fused op as one
+ * pass plus its elementwise ops at the model's cost an element in a fused body; a result of 32
+ * MiB or more its pages faulted in); a loop piece adds the gathers of slices that are not
+ * dense and the runtime's cost of a piece (loom_sched_model.piece_seconds); stages run one
+ * after the other on their runners' devices; transfers are not added (cpu0 has none; a
+ * calibrated model of a device with its own memory is measured end to end from host memory).
+ * loom-plan prints it beside the whole graph's, warns where a limit makes a run much slower,
+ * and finds the smallest limit within a factor (--max-slowdown); docs/limits.md says how close
+ * predictions come to measured times.
  *
  * Ownership as loom.h says. Thread safety: no global state; distinct objects may be used from
  * different threads at once.

@@ -7,11 +7,13 @@
  * by the model's class tables (loom_sched_op_work's sizes, as the scheduler prices a task), or
  * its memory traffic at the model's rates from beyond the cache where that takes longer (a
  * roofline: a matrix-vector product is bound by its matrix, a loop piece's slices stream from
- * memory). A loop costs each piece its body's ops, the gathers of slices that are not dense,
- * and the runtime's cost of a piece (the model's piece_seconds, `loom-bench calibrate`); its
- * full pieces are priced once for all (a loop of 8 million pieces would take seconds and
- * gigabytes as tasks). Transfers are not added: cpu0 has none, and a calibrated model of a
- * device with its own memory is measured end to end from host memory. */
+ * memory; a product at the rate of the square GEMM of as many bytes; a fused op as one pass;
+ * a result of 32 MiB or more its pages faulted in). A loop costs each piece its body's ops, the
+ * gathers of slices that are not dense and the runtime's cost of a piece (the model's
+ * piece_seconds, `loom-bench calibrate`); its full pieces are priced once for all (a loop of 8
+ * million pieces would take seconds and gigabytes as tasks). Transfers are not added: cpu0 has
+ * none, and a calibrated model of a device with its own memory is measured end to end from
+ * host memory. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
