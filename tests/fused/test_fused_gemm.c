@@ -177,3 +177,66 @@ TEST(fuse_takes_a_large_dot_below_a_topk_of_the_smallest) {
   ASSERT_EQ(fused_dots(false), 1);
   ASSERT_EQ(fused_dots(true), 0);
 }
+
+/* ---- the direct distance top-k (cpu_fused_distance.c) ---- */
+
+/* sum over d features of (x_f - y_f)^2, x_f a column [n,1] and y_f a row [1,m], as the distance
+ * rewrite's direct form writes it, then the k smallest per row: fused against unfused, values
+ * bit for bit (the same roundings) and neighbours equal. */
+static void check_direct(int64_t n, int64_t m, int32_t d, int64_t k) {
+  char text[2048];
+  int len = snprintf(text, sizeof text, "graph b(");
+  for (int32_t f = 0; f < d; f++)
+    len += snprintf(text + len, sizeof text - (size_t)len, "%sx%d: f32[%lld,1], y%d: f32[1,%lld]",
+                    f ? ", " : "", (int)f, (long long)n, (int)f, (long long)m);
+  len += snprintf(text + len, sizeof text - (size_t)len, ") {\n");
+  for (int32_t f = 0; f < d; f++) {
+    len += snprintf(text + len, sizeof text - (size_t)len, "  s%d = sub x%d y%d\n  q%d = square s%d\n",
+                    (int)f, (int)f, (int)f, (int)f, (int)f);
+    if (f == 1) len += snprintf(text + len, sizeof text - (size_t)len, "  a1 = add q0 q1\n");
+    if (f > 1)
+      len += snprintf(text + len, sizeof text - (size_t)len, "  a%d = add a%d q%d\n", (int)f, (int)f - 1,
+                      (int)f);
+  }
+  snprintf(text + len, sizeof text - (size_t)len,
+           "  val, idx = topk %s%d k=%lld axis=1 largest=false\n  return val, idx\n}\n", d == 1 ? "q" : "a",
+           d == 1 ? 0 : (int)d - 1, (long long)k);
+  loom_graph *g = NULL;
+  ASSERT_OK(loom_graph_parse(text, strlen(text), "direct.lir", &g));
+  void *params[16];
+  for (int32_t f = 0; f < d; f++) {
+    float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)m);
+    for (int64_t i = 0; i < n; i++) x[i] = unif();
+    for (int64_t j = 0; j < m; j++) y[j] = j >= 700 ? y[j % 700] : unif(); /* repeated points: ties */
+    params[2 * f] = x;
+    params[2 * f + 1] = y;
+  }
+  ((float *)params[0])[4] = NAN; /* row 4: NaN distances, last */
+  void **vals = calloc((size_t)g->n_values, sizeof *vals);
+  ASSERT_OK(run_unfused(g, params, vals));
+  loom__view in[16], out[2];
+  for (int32_t p = 0; p < 2 * d; p++) in[p] = dense_view(&g->values[g->params[p]].type, params[p]);
+  float *fv = malloc(sizeof(float) * (size_t)(n * k));
+  int64_t *fi = malloc(sizeof(int64_t) * (size_t)(n * k));
+  out[0] = dense_view(&g->values[g->outputs[0]].type, fv);
+  out[1] = dense_view(&g->values[g->outputs[1]].type, fi);
+  ASSERT_OK(loom__cpu_fused(g, in, out, NULL, 0));
+  const float *uv = vals[g->outputs[0]];
+  const int64_t *ui = vals[g->outputs[1]];
+  for (int64_t e = 0; e < n * k && !loom_test_failed(); e++)
+    if (ui[e] != fi[e] || (memcmp(&uv[e], &fv[e], sizeof(float)) != 0 && !(isnan(uv[e]) && isnan(fv[e]))))
+      loom_test_fail(__FILE__, __LINE__, "d %d: row %lld rank %lld: fused %.9g at %lld, unfused %.9g at %lld",
+                     (int)d, (long long)(e / k), (long long)(e % k), fv[e], (long long)fi[e], uv[e],
+                     (long long)ui[e]);
+  for (int32_t v = 0; v < g->n_values; v++)
+    if (g->values[v].op >= 0) free(vals[v]);
+  for (int32_t p = 0; p < 2 * d; p++) free(params[p]);
+  free(vals), free(fv), free(fi);
+  loom_graph_destroy(g);
+}
+
+TEST(fused_distance_topk_against_unfused) {
+  check_direct(300, 5000, 3, 10);
+  check_direct(70, 2500, 2, 7);
+  check_direct(9, 4100, 5, 1);
+}

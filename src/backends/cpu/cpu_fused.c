@@ -31,7 +31,8 @@
  * (fuse_product_sum). A kernel sum as the distance rewrite writes it, sum_j exp(c max(dot3 + u,
  * lo)) b_j, is one loop per block with nothing stored (find_kernel_sum, cpu_fused_ksum.c). A topk
  * over a dot of more than MAX_K terms (a kNN's expanded distances) runs as GEMM tiles instead
- * (cpu_fused_gemm.c).
+ * (cpu_fused_gemm.c), and a topk over the direct form's sum of squared differences as one loop
+ * per row and tile (cpu_fused_distance.c).
  *
  * Threads: the tasks (groups of rows, or (row, block) pairs where the last axis is kept) run
  * on OpenMP threads, each writing its own outputs. When there are too few tasks to feed the
@@ -457,7 +458,8 @@ loom_status loom__cpu_fused_supported(const loom_graph *body) {
   }
   plan P;
   loom_status s = LOOM_OK;
-  if (!loom__cfz_gemm_topk_matches(body, views, views + np)) {
+  if (!loom__cfz_gemm_topk_matches(body, views, views + np) &&
+      !loom__cfz_distance_topk_matches(body, views, views + np)) {
     s = loom__cfz_build_plan(body, views, views + np, &P, lay);
     loom__cfz_plan_free(&P);
   }
@@ -478,6 +480,8 @@ loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const 
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: fused: body, operands or outputs are NULL");
   bool gemm = false;
   loom_status s = loom__cfz_gemm_topk(body, in, out, &gemm);
+  if (gemm) return s;
+  s = loom__cfz_distance_topk(body, in, out, &gemm);
   if (gemm) return s;
   loom__layout *lay = malloc(sizeof *lay * (size_t)(body->n_values + 1));
   if (!lay) return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory");

@@ -52,10 +52,7 @@ typedef struct gt_plan {
   const loom__view *out;
 } gt_plan;
 
-typedef struct gt_best {
-  float v;
-  int64_t i;
-} gt_best;
+typedef loom__cfz_best gt_best;
 
 /* The view of body value id (a parameter or a view of one) broadcast to the space, or false. */
 static bool leaf_view(const loom_graph *body, const loom__view *in, const loom__layout *lay, int32_t id,
@@ -295,23 +292,49 @@ static inline void offer(gt_best *h, int64_t k, int64_t *filled, float v, int64_
   h[at] = (gt_best){v, i};
 }
 
-/* The sixteen-at-a-time test before the exact one: !(v >= worst) passes every value smaller
- * than the worst kept, every NaN and, while the worst is NaN or the row not full (worst NaN
- * then too), everything: offer decides exactly. */
+/* The row's first values until k are kept, then runs of 64: the run's least value against the
+ * worst kept (NaN, never better than a number, is left out of the least), and only a run whose
+ * least would enter is offered element by element, offer deciding exactly. In a kNN row almost
+ * every run is skipped after one vector minimum. */
 KERNEL void merge_row_body(gt_best *h, int64_t k, int64_t *filled, const float *v, int64_t c0, int64_t n) {
   int64_t j = 0;
-  for (; j < n; j += 16) {
-    int64_t e = j + 16 < n ? j + 16 : n;
-    float worst = *filled == k ? h[k - 1].v : NAN;
-    int any = 0;
-    _Pragma("omp simd reduction(| : any)") for (int64_t t = j; t < e; t++) any |= !(v[t] >= worst);
-    if (!any) continue;
-    for (int64_t t = j; t < e; t++) offer(h, k, filled, v[t], c0 + t);
+  for (; j < n && *filled < k; j++) offer(h, k, filled, v[j], c0 + j);
+  while (j < n) {
+    int64_t e = n - j >= 64 ? j + 64 : n;
+    float worst = h[k - 1].v;
+    if (worst == worst) {
+      float lo = INFINITY;
+      _Pragma("omp simd reduction(min : lo)") for (int64_t t = j; t < e; t++) lo = v[t] < lo ? v[t] : lo;
+      if (!(lo < worst)) {
+        j = e;
+        continue;
+      }
+    }
+    for (int64_t t = j; t < e; t++)
+      if (!(v[t] >= h[k - 1].v)) offer(h, k, filled, v[t], c0 + t);
+    j = e;
   }
 }
 ISA_VARIANTS_VOID(void, merge_row,
                   (gt_best * h, int64_t k, int64_t *filled, const float *v, int64_t c0, int64_t n),
                   (h, k, filled, v, c0, n))
+
+void loom__cfz_best_merge(loom__cfz_best *h, int64_t k, int64_t *filled, const float *v, int64_t c0,
+                          int64_t n) {
+  merge_row(h, k, filled, v, c0, n);
+}
+
+void loom__cfz_best_store(const loom__view *out, int64_t i, const loom__cfz_best *const *rows,
+                          const int64_t *filled, int64_t parts, int64_t k) {
+  gt_best row[GT_MAX_K];
+  int64_t n = 0;
+  for (int64_t p = 0; p < parts; p++)
+    for (int64_t t = 0; t < filled[p]; t++) offer(row, k, &n, rows[p][t].v, rows[p][t].i);
+  for (int64_t t = 0; t < n; t++) {
+    ((float *)out[0].data)[i * out[0].strides[0] + t * out[0].strides[1]] = row[t].v;
+    ((int64_t *)out[1].data)[i * out[1].strides[0] + t * out[1].strides[1]] = row[t].i;
+  }
+}
 
 /* ---- tasks ---- */
 

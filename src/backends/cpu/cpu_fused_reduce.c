@@ -184,15 +184,27 @@ static inline void fold_one(const plan *P, lane *L, entry *h, scalar v, int64_t 
         if (!any && P->largest) {                                                                        \
           _Pragma("omp simd reduction(| : any)") for (int64_t q = j; q < end; q++) any |=                \
               (x[q] >= thr) | (x[q] != x[q]);                                                            \
-        } else if (!any) {                                                                               \
-          _Pragma("omp simd reduction(| : any)") for (int64_t q = j; q < end; q++) any |= x[q] <= thr;   \
+        } else if (!any) { /* the run's least number against the root: NaN never enters */               \
+          T lo = (T)INFINITY;                                                                            \
+          _Pragma("omp simd reduction(min : lo)") for (int64_t q = j; q < end; q++) lo =                 \
+              x[q] < lo ? x[q] : lo;                                                                     \
+          any = lo <= thr;                                                                               \
         }                                                                                                \
-        /* and in a run that has one, only the elements the current root would let in */                 \
-        for (int64_t q = j; any && q < end; q++) {                                                       \
-          double rq = h[0].v.d;                                                                          \
-          T tq = (T)rq; /* the root was widened from T: exact */                                         \
-          if (rq != rq || (P->largest ? x[q] >= tq || x[q] != x[q] : x[q] <= tq))                        \
-            fold_one(P, L, h, widen(P->fkind, xp, q), j0 + q);                                           \
+        /* and in a run that has one, only the elements the current root would let in, eight at a        \
+         * time for the smallest (a kNN row's run holds one or two that enter) */                        \
+        for (int64_t s0 = j; any && s0 < end; s0 += 8) {                                                 \
+          int64_t s1 = end - s0 > 8 ? s0 + 8 : end;                                                      \
+          if (!P->largest && h[0].v.d == h[0].v.d) {                                                     \
+            T m8 = (T)INFINITY;                                                                          \
+            for (int64_t q = s0; q < s1; q++) m8 = x[q] < m8 ? x[q] : m8;                                \
+            if (!(m8 <= (T)h[0].v.d)) continue;                                                          \
+          }                                                                                              \
+          for (int64_t q = s0; q < s1; q++) {                                                            \
+            double rq = h[0].v.d;                                                                        \
+            T tq = (T)rq; /* the root was widened from T: exact */                                       \
+            if (rq != rq || (P->largest ? x[q] >= tq || x[q] != x[q] : x[q] <= tq))                      \
+              fold_one(P, L, h, widen(P->fkind, xp, q), j0 + q);                                         \
+          }                                                                                              \
         }                                                                                                \
         j = end;                                                                                         \
       }                                                                                                  \

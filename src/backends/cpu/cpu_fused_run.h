@@ -173,6 +173,21 @@ void loom__cfz_dot_rows_f32(const plan *P, work *w, const loom__op *op, const in
 void loom__cfz_dot_epilogue(const plan *P, work *w, const loom__op *c, const int64_t *idx, int64_t n);
 /* cpu_fused_ksum.c */
 double loom__cfz_kernel_sum_block(const plan *P, work *w, const int64_t *idx, int64_t n);
+/* cpu_fused_gemm.c: a row's k smallest (value, index), best first, as a topk of the smallest
+ * orders them (NaN last, ties to the lower index); merge offers a row of n values (indices c0..)
+ * behind a vector threshold test; store merges `parts` such lists of row i into the outputs. */
+typedef struct loom__cfz_best {
+  float v;
+  int64_t i;
+} loom__cfz_best;
+void loom__cfz_best_merge(loom__cfz_best *h, int64_t k, int64_t *filled, const float *v, int64_t c0,
+                          int64_t n);
+void loom__cfz_best_store(const loom__view *out, int64_t i, const loom__cfz_best *const *rows,
+                          const int64_t *filled, int64_t parts, int64_t k);
+/* cpu_fused_distance.c */
+bool loom__cfz_distance_topk_matches(const loom_graph *body, const loom__view *in, const loom__view *out);
+loom_status loom__cfz_distance_topk(const loom_graph *body, const loom__view *in, const loom__view *out,
+                                    bool *taken);
 /* cpu_fused_gemm.c */
 bool loom__cfz_gemm_topk_matches(const loom_graph *body, const loom__view *in, const loom__view *out);
 loom_status loom__cfz_gemm_topk(const loom_graph *body, const loom__view *in, const loom__view *out,
