@@ -216,7 +216,7 @@ int loom_bench_kmv(int argc, char **argv) {
     } else {
       double flops = (double)n * (double)n * (double)(3 * a.d + 4);
       bench_run fused, unfused;
-      bench_plan_run(a.device, g, in, 3, a.limit, NULL, 0, n > a.unfused_max ? 0 : a.repeats, &fused);
+      bench_plan_run(a.device, g, in, 3, a.limit, NULL, 0, a.repeats, &fused);
       bool with_unfused = n <= a.unfused_max;
       if (with_unfused)
         bench_plan_run(a.device, g, in, 3, a.limit, no_fuse, 1, n >= 100000 ? 0 : a.repeats, &unfused);

@@ -35,19 +35,22 @@ typedef struct knn_args {
   loom_distance_form form; /* --form: the distance rewrite's form */
   bool faiss;              /* --peer faiss (default) or none */
   const char *python;      /* --python: the interpreter the peer runs in */
+  bool no_whole;           /* --no-unchunked: the limits' runs only */
 } knn_args;
 
 static void usage(FILE *f) {
   fputs(
       "usage: loom-bench knn [--n N] [--m M] [--d D] [--k K] [--repeats R] [--limits L1,L2,...]\n"
       "                      [--metric l2|l1] [--no-rewrite NAME]... [--form auto|expanded|direct]\n"
-      "                      [--peer faiss|none] [--python PROG]\n"
+      "                      [--peer faiss|none] [--python PROG] [--no-unchunked]\n"
       "  defaults: n = m = 50000, d = 3, k = 10, R = 3, limits 16MiB,64MiB,256MiB, l2, auto\n"
       "  --no-rewrite NAME turns a rewrite off in every run (e.g. fuse, to compare; distance\n"
       "                    leaves the graph's own sub, mul and reduce_sum over n x m x d)\n"
       "  --form F          the distance rewrite's form: auto (the direct form under a limit\n"
       "                    at d <= 4), expanded (|a|^2 + |b|^2 - 2 a.b) or direct (summed\n"
       "                    feature by feature, exact to rounding; d <= 32)\n"
+      "  --no-unchunked    skip the run without a limit (neighbours then compared with the\n"
+      "                    largest limit's run)\n"
       "  --peer faiss      also time FAISS's IndexFlatL2 (k nearest, L2 only) on the same points\n"
       "                    with Loom's thread count, through PROG (default /usr/bin/python3);\n"
       "                    'faiss x' is FAISS's best time over Loom's (goal of issue 35 at\n"
@@ -75,7 +78,8 @@ static int parse_args(int argc, char **argv, knn_args *a) {
                   0,
                   LOOM_DISTANCE_AUTO,
                   true,
-                  "/usr/bin/python3"};
+                  "/usr/bin/python3",
+                  false};
   static const char *const metrics[] = {"l2", "l1"}, *const forms[] = {"auto", "expanded", "direct"};
   static const loom_distance_form form_of[] = {LOOM_DISTANCE_AUTO, LOOM_DISTANCE_EXPANDED,
                                                LOOM_DISTANCE_DIRECT};
@@ -93,6 +97,7 @@ static int parse_args(int argc, char **argv, knn_args *a) {
       BENCH_OPT_TEXT("form", &form, "auto, expanded or direct"),
       BENCH_OPT_TEXT("peer", &peer, "faiss or none"),
       BENCH_OPT_TEXT("python", &a->python, "a program"),
+      BENCH_OPT_FLAG("no-unchunked", &a->no_whole),
       BENCH_OPT_REPEAT("no-rewrite", a->disabled, 3, &a->n_disabled, "a rewrite's name"),
       BENCH_OPT_END,
   };
@@ -332,7 +337,10 @@ int loom_bench_knn(int argc, char **argv) {
   double flops = 3.0 * (double)a.d * (double)a.n * (double)a.m;
   result whole, chunked[8], peer = {0};
   char peer_why[256] = "";
-  run_config(ctx, g, in, &a, 0, &whole);
+  if (a.no_whole)
+    memset(&whole, 0, sizeof whole);
+  else
+    run_config(ctx, g, in, &a, 0, &whole);
   const result *ref = whole.ok ? &whole : NULL;
   for (int32_t i = 0; i < a.n_limits; i++) run_config(ctx, g, in, &a, a.limits[i], &chunked[i]);
   if (!ref)
@@ -346,6 +354,7 @@ int loom_bench_knn(int argc, char **argv) {
     const result *r = i < 0 ? &whole : i < a.n_limits ? &chunked[i] : &peer;
     char lim[32], est[32], peak[32], vs[16] = "-";
     if (i == a.n_limits && !have_peer) break;
+    if (i < 0 && a.no_whole) continue;
     if (i < 0)
       snprintf(lim, sizeof lim, "unchunked");
     else if (i == a.n_limits)
@@ -382,7 +391,9 @@ int loom_bench_knn(int argc, char **argv) {
         "(faiss x: FAISS IndexFlatL2's best time over Loom's, %d threads each; its neighbours are\n"
         " compared with Loom's as the limits' are)\n",
         omp_get_max_threads());
-  if (!whole.ok) printf("(time x is relative to the largest limit: the unchunked graph did not run)\n");
+  if (!whole.ok)
+    printf("(time x is relative to the largest limit: the unchunked graph %s)\n",
+           a.no_whole ? "was not run (--no-unchunked)" : "did not run");
   for (int32_t i = -1; i <= a.n_limits; i++) {
     result *r = i < 0 ? &whole : i < a.n_limits ? &chunked[i] : &peer;
     if (i == a.n_limits && !a.faiss) break;
