@@ -350,11 +350,14 @@ loom_status loom_value_bytes(const loom_graph *g, loom_value v, int64_t *out_log
   int64_t logical;
   loom_status s = loom_type_bytes(&g->values[v.id].type, &logical);
   if (s) return s;
+  if (out_logical) *out_logical = logical;
+  /* The physical bytes need every value's layout, a pass over the graph: not for a caller that
+   * asks only the logical ones (the planner's pricing asks per op; per value it was quadratic). */
+  if (!out_physical) return LOOM_OK;
   loom__layout *layouts = loom__malloc(sizeof *layouts * (size_t)g->n_values);
   if (!layouts) return loom__oom("value layouts");
   loom__graph_layouts(g, layouts);
-  if (out_logical) *out_logical = logical;
-  if (out_physical) *out_physical = layouts[v.id].owns ? logical : 0;
+  *out_physical = layouts[v.id].owns ? logical : 0;
   loom__free(layouts);
   return LOOM_OK;
 }

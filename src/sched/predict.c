@@ -251,7 +251,9 @@ static double fault_seconds(const pricer *p, const loom_graph *g, int32_t index)
     loom_value v = loom_graph_op_output(g, index, k);
     int64_t physical = 0;
     if (v.id < 0) break;
-    if (!loom_value_bytes(g, v, NULL, &physical) && physical >= (int64_t)32 << 20)
+    /* the logical bytes first: the physical ones cost a pass over the graph's layouts */
+    if (bytes_of(g, v) >= (double)((int64_t)32 << 20) && !loom_value_bytes(g, v, NULL, &physical) &&
+        physical >= (int64_t)32 << 20)
       t += (double)physical / 4096 * p->m->fault_page_seconds;
   }
   return t;
