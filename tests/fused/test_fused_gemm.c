@@ -142,6 +142,13 @@ TEST(fused_gemm_topk_row_blocks) {
   check(600, 1500, 64, 1, false, 0, false);
 }
 
+/* Past 2^26 multiply-adds the work goes to a team: row blocks, or with few rows the columns
+ * split among the threads and their k best merged (serial below: one BLAS call per block). */
+TEST(fused_gemm_topk_threads) {
+  check(1100, 2000, 40, 10, true, 0, true);
+  check(100, 20000, 40, 10, false, 0, true);
+}
+
 TEST(fused_gemm_topk_exact_ties_to_the_lower_index) {
   check(300, 2000, 24, 7, true, 500, false);
   check(9, 4096, 20, 12, false, 1024, false);

@@ -12,6 +12,7 @@
  * Results are the unfused ops': the same BLAS product, each chain op rounded in f32 in its
  * order, and the topk's order (smaller first, NaN last, ties to the lower index). */
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,7 +166,10 @@ static bool gt_match(const loom_graph *body, const loom__view *in, const loom__v
   for (int32_t i = 0; ok && i < body->n_ops - 1; i++)
     ok = gt_take(body, in, lay, &body->ops[i], space, P, &chain);
   free(lay);
-  if (!ok || chain != top->inputs[0] || P->kd <= MAX_K) return false;
+  /* the BLAS takes 32-bit sizes and leading dimensions */
+  if (!ok || chain != top->inputs[0] || P->kd <= MAX_K || P->kd > INT32_MAX || space->dims[1] > INT32_MAX ||
+      P->a.s0 > INT32_MAX || P->a.s1 > INT32_MAX || P->b.s0 > INT32_MAX || P->b.s1 > INT32_MAX)
+    return false;
   P->n = space->dims[0];
   P->m = space->dims[1];
   P->k = top->attrs.k;
@@ -399,11 +403,29 @@ static loom_status gt_fused(const gt_plan *P) {
     return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory for the k best of %lld rows",
                        (long long)P->n);
   }
+  /* Threads only where each has milliseconds of work: a loop cut along y's points calls this
+   * op hundreds of times on a few dozen columns, and a team's barriers on a busy machine wait
+   * for a thread that lost its core. Without a team, the rows go to the BLAS in as few calls as
+   * a tile's floats allow, and the BLAS threads each call itself (as the dot op would). */
+  bool team = nt > 1 && (double)P->n * (double)P->m * (double)P->kd >= (double)(1 << 26);
+  if (!team) {
+    int64_t cap = (int64_t)GT_ROWS * GT_COLS / (P->m < GT_COLS ? P->m : GT_COLS);
+    R.rows = P->n < cap ? P->n : cap;
+    R.blocks = (P->n + R.rows - 1) / R.rows;
+    R.parts = 1;
+  }
   bool failed = false;
   int64_t tasks = R.blocks * R.parts;
   /* The tile, and room for operands BLAS cannot read as they are laid out */
-  size_t tile = (size_t)R.rows * GT_COLS, pack = (size_t)(R.rows + GT_COLS) * (size_t)P->kd;
-#pragma omp parallel if (nt > 1 && tasks > 1) reduction(|| : failed)
+  bool ta, tb;
+  int64_t ld;
+  bool packs = !blas_form(&P->a, P->kd, &ta, &ld) || !blas_form(&P->b, P->m, &tb, &ld);
+  /* a tile no wider than a part's columns: a loop cut along y's points (under a small limit)
+   * gives pieces of a few dozen columns, and each call allocates its tiles afresh */
+  int64_t width = (P->m + R.parts - 1) / R.parts;
+  width = width < GT_COLS ? width : GT_COLS;
+  size_t tile = (size_t)(R.rows * width), pack = packs ? (size_t)(R.rows + width) * (size_t)P->kd : 0;
+#pragma omp parallel if (team && tasks > 1) reduction(|| : failed)
   {
     float *c = loom__aligned_alloc((tile + pack) * sizeof(float));
     failed = !c;
