@@ -115,7 +115,9 @@ static void check(int64_t n, int64_t m, int64_t kd, int64_t k, bool transposed, 
   const int64_t *ui = vals[g->outputs[1]];
   for (int64_t e = 0; e < n * k && !loom_test_failed(); e++) {
     bool same_v = (isnan(uv[e]) && isnan(fv[e])) || fabsf(uv[e] - fv[e]) <= 1e-5f * (1 + fabsf(uv[e]));
-    if (!same_v || (ui[e] != fi[e] && uv[e] != fv[e]))
+    /* a BLAS rounds a column by its place in the kernel's tile, so two copies of a point may
+     * differ by an ulp and trade places: neighbours may differ only where values tie so */
+    if (!same_v)
       loom_test_fail(__FILE__, __LINE__,
                      "n %lld m %lld: row %lld rank %lld: fused %g at %lld, unfused %g at %lld", (long long)n,
                      (long long)m, (long long)(e / k), (long long)(e % k), fv[e], (long long)fi[e], uv[e],
@@ -123,9 +125,14 @@ static void check(int64_t n, int64_t m, int64_t kd, int64_t k, bool transposed, 
   }
   if (nan_rows)
     for (int64_t t = 0; t < k; t++) ASSERT_EQ(fi[3 * k + t], t); /* all NaN: the lowest indices */
-  if (repeat > 0) /* the nearest of repeated points is the first copy */
+  if (repeat > 0) /* the nearest of repeated points is a copy of the first's distance */
     for (int64_t i = 0; i < n; i++)
-      if (i != 3 || !nan_rows) ASSERT_TRUE(fi[i * k] < repeat);
+      if ((i != 3 || !nan_rows) && fi[i * k] >= repeat) {
+        int64_t j = fi[i * k] % repeat, e = i * k;
+        bool near = false;
+        for (int64_t t = 0; t < k; t++) near |= ui[e + t] == j || fi[e + t] == j;
+        ASSERT_TRUE(near);
+      }
   for (int32_t v = 0; v < g->n_values; v++)
     if (g->values[v].op >= 0) free(vals[v]);
   free(vals), free(fv), free(fi), free(x), free(y), free(sx), free(sy);
