@@ -52,6 +52,18 @@ if(TARGET loom_blas_shim)
   endif()
 endif()
 
+# NumPy's and SciPy's own linear-algebra tests over the shim, as over OpenBLAS: the same counts
+# (issue 30, acceptance 3; tests/blas/run-python-suites.sh). Not in sanitized or TSan builds:
+# Python and its extensions are not instrumented.
+if(TARGET loom_blas_shim AND NOT LOOM_TSAN AND NOT LOOM_SANITIZE)
+  foreach(suite numpy scipy)
+    add_test(NAME blas.${suite}_linalg
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/blas/run-python-suites.sh ${CMAKE_BINARY_DIR}/blas ${suite})
+    set_tests_properties(blas.${suite}_linalg PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+      ENVIRONMENT "${LOOM_TEST_ENV}")
+  endforeach()
+endif()
+
 # A dgemm shared across PoCL's two single-threaded 'basic' devices (cpu0 excluded): the verbose
 # line says `-> ocl0,ocl1` and C equals OpenBLAS's (tests/blas/run-shared.sh). n = 300 splits into
 # two blocks of 150 columns of C; forced, since such a call is under the threshold.
