@@ -52,10 +52,15 @@ if(TARGET loom_blas_shim)
   endif()
 endif()
 
-# NumPy's and SciPy's own linear-algebra tests over the shim, as over OpenBLAS: the same counts
-# (issue 30, acceptance 3; tests/blas/run-python-suites.sh). Not in sanitized or TSan builds:
+# Reference LAPACK's linear-equation tests (acceptance 2; tests/blas/run-lapack-lin.sh) and
+# NumPy's and SciPy's own linear-algebra tests (acceptance 3; run-python-suites.sh) over the
+# shim, as over OpenBLAS: the same results. Not in sanitized or TSan builds: the programs,
 # Python and its extensions are not instrumented.
 if(TARGET loom_blas_shim AND NOT LOOM_TSAN AND NOT LOOM_SANITIZE)
+  add_test(NAME blas.lapack_lin
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/blas/run-lapack-lin.sh ${CMAKE_BINARY_DIR}/blas sdcz)
+  set_tests_properties(blas.lapack_lin PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "${LOOM_TEST_ENV}")
   foreach(suite numpy scipy)
     add_test(NAME blas.${suite}_linalg
       COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/blas/run-python-suites.sh ${CMAKE_BINARY_DIR}/blas ${suite})
