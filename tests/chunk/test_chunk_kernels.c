@@ -6,124 +6,17 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "ir/ir.h"
-#include "runtime/exec.h"
+#include "kernel_check.h"
 
-enum { MAX_IO = 8 };
-
-/* The kernel's graph, parsed from the source tree (`name` under tests/chunk/data, or a path
- * from the tree's root ending in .lir); NULL (test failed) when it cannot be. */
-static loom_graph *load_kernel(const char *name) {
-  const char *src = getenv("LOOM_SOURCE_DIR");
-  char path[1024];
-  if (strstr(name, ".lir"))
-    snprintf(path, sizeof path, "%s/%s", src ? src : ".", name);
-  else
-    snprintf(path, sizeof path, "%s/tests/chunk/data/%s.lir", src ? src : ".", name);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    printf("    cannot open %s\n", path);
-    return NULL;
-  }
-  static char text[1 << 16];
-  size_t n = fread(text, 1, sizeof text, f);
-  fclose(f);
-  loom_graph *g = NULL;
-  if (loom_graph_parse(text, n, path, &g)) printf("    %s\n", loom_last_error());
-  return g;
-}
-
-static int64_t estimated_peak(const loom_graph *g) {
-  loom_estimate e;
-  if (loom_graph_estimate(g, NULL, &e)) return -1;
-  int64_t peak = e.peak_bytes;
-  loom_estimate_deinit(&e);
-  return peak;
-}
-
-static uint64_t mix(uint64_t *s) {
-  *s += 0x9E3779B97F4A7C15ull;
-  uint64_t z = *s;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-/* Uniform f32 inputs in [-1, 1) (every kernel here takes f32 only). */
-static loom_status random_inputs(const loom_graph *g, loom_tensor *in) {
-  uint64_t s = 34;
-  for (int32_t p = 0; p < g->n_params; p++) {
-    const loom_type *t = &g->values[g->params[p]].type;
-    loom_status st = loom_tensor_init(&in[p], t);
-    if (st) return st;
-    int64_t n = 0;
-    loom_type_elements(t, &n);
-    for (int64_t i = 0; i < n; i++)
-      ((float *)in[p].data)[i] = (float)((double)(mix(&s) >> 11) * 0x1p-52 - 1.0);
-  }
-  return LOOM_OK;
-}
-
-/* The worst |got - want| over (atol + 1e-4 |want|), atol 1e-4 of want's largest magnitude:
- * a reassociated f32 sum is off by a few ulps of its terms, not of its (maybe tiny) result. */
-static double worst_error(const loom_tensor *want, const loom_tensor *got) {
-  int64_t n = 0;
-  loom_type_elements(&want->type, &n);
-  const float *a = want->data, *b = got->data;
-  double big = 0, worst = 0;
-  for (int64_t i = 0; i < n; i++) big = fmax(big, fabs(a[i]));
-  for (int64_t i = 0; i < n; i++) {
-    double e = fabs((double)a[i] - b[i]) / (1e-4 * big + 1e-4 * fabs(a[i]));
-    worst = isnan(e) ? INFINITY : fmax(worst, e);
-  }
-  return worst;
-}
-
-/* Plans `name` for cpu0 at 1/`fraction` of its need, runs it under that limit, and compares
- * it with the whole graph; `cut` is a phrase the chunk report must hold. */
+/* Plans `name` for cpu0 at 1/`fraction` of its naive need (the unrewritten graph's estimated
+ * peak), runs it under that limit, and compares it with the whole graph; `cut` is a phrase the
+ * chunk report must hold. */
 static void check_kernel(const char *name, int64_t fraction, const char *cut) {
-  loom_graph *g = load_kernel(name), *c = NULL;
-  ASSERT_TRUE(g);
-  int64_t need = estimated_peak(g), limit = need / fraction;
-  loom_runner runner = {.device = "cpu0", .limit = limit};
-  loom_rewrite_report report = {0};
-  ASSERT_OK(loom_graph_optimize_for_runners(g, &runner, 1, NULL, &c, &report, NULL, 0));
-  bool chunked = false;
-  for (int32_t i = 0; i < report.count; i++)
-    if (strcmp(report.entries[i].name, "chunk") == 0) {
-      printf("    %s at 1/%lld (%lld of %lld bytes): %s\n", name, (long long)fraction, (long long)limit,
-             (long long)need, report.entries[i].detail);
-      chunked |= strstr(report.entries[i].detail, cut) != NULL;
-    }
-  ASSERT_TRUE(chunked);
-  int64_t estimate = estimated_peak(c);
-  ASSERT_TRUE(estimate > 0 && estimate <= limit);
-
-  int32_t n_in = g->n_params, n_out = g->n_outputs;
-  ASSERT_TRUE(n_in <= MAX_IO && n_out <= MAX_IO);
-  loom_tensor in[MAX_IO], out[MAX_IO], want[MAX_IO];
-  ASSERT_OK(random_inputs(g, in));
-  loom_context *ctx = NULL;
-  ASSERT_OK(loom_context_create(NULL, &ctx));
-  loom__exec_options eo = {0};
-  loom__meter meter = {.limit = limit};
-  ASSERT_OK(loom__context_exec_device(ctx, "cpu0", &eo.device));
-  ASSERT_OK(loom__execute(c, &eo, in, out, &meter));
-  ASSERT_OK(loom_graph_run(ctx, g, in, n_in, want, n_out, NULL));
-  loom_context_destroy(ctx);
-  ASSERT_EQ(meter.peak, estimate);
-  for (int32_t k = 0; k < n_out; k++) {
-    ASSERT_TRUE(loom_type_equal(&want[k].type, &out[k].type));
-    double worst = worst_error(&want[k], &out[k]);
-    if (!(worst <= 1)) printf("    output %d: worst error %.3g of the tolerance\n", (int)k, worst);
-    ASSERT_TRUE(worst <= 1);
-    loom_tensor_deinit(&want[k]);
-    loom_tensor_deinit(&out[k]);
-  }
-  for (int32_t p = 0; p < n_in; p++) loom_tensor_deinit(&in[p]);
-  loom_rewrite_report_deinit(&report);
-  loom_graph_destroy(c);
-  loom_graph_destroy(g);
+  loom_graph *g = kernel_load(name);
+  char label[160];
+  snprintf(label, sizeof label, "%s at 1/%lld", name, (long long)fraction);
+  int64_t need = g ? kernel_estimated_peak(g) : -1;
+  kernel_check_at(g, label, need, need / fraction, NULL, cut);
 }
 
 TEST(chunk_gemm_at_an_eighth) {
