@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_vmath.h"
+#include "fused_util.h"
 #include "harness.h"
 
 /* ---- the unfused reference ---------------------------------------------------------------- */
@@ -22,21 +23,6 @@ typedef struct tensors {
 static void tensors_free(tensors *t) {
   for (int32_t i = 0; i < t->n; i++) free(t->data[i]);
   free(t->data);
-}
-
-static int64_t elems(const loom_type *t) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < t->rank; d++) n *= t->dims[d];
-  return n;
-}
-
-static loom__view dense_view(const loom_type *t, void *data) {
-  loom__view v;
-  memset(&v, 0, sizeof v);
-  v.type = *t;
-  loom__view_dense_strides(t, v.strides);
-  v.data = data;
-  return v;
 }
 
 /* Runs every op of g on dense buffers; params[] holds the parameters' dense data. */

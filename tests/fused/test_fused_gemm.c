@@ -8,22 +8,8 @@
 #include <stdlib.h>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "fused_util.h"
 #include "harness.h"
-
-static int64_t elems(const loom_type *t) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < t->rank; d++) n *= t->dims[d];
-  return n;
-}
-
-static loom__view dense_view(const loom_type *t, void *data) {
-  loom__view v;
-  memset(&v, 0, sizeof v);
-  v.type = *t;
-  loom__view_dense_strides(t, v.strides);
-  v.data = data;
-  return v;
-}
 
 /* Every op of g on dense buffers (vals[value], owned by the caller); params[] the parameters. */
 static loom_status run_unfused(const loom_graph *g, void *const *params, void **vals) {

@@ -6,16 +6,8 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_vmath.h"
+#include "fused_util.h"
 #include "harness.h"
-
-static loom__view dense_view(const loom_type *t, void *data) {
-  loom__view v;
-  memset(&v, 0, sizeof v);
-  v.type = *t;
-  loom__view_dense_strides(t, v.strides);
-  v.data = data;
-  return v;
-}
 
 /* ---- the vector math's accuracy ------------------------------------------------------------------
  * Each f32 function as the evaluator runs it (a fused body of that one op, so through libmvec)

@@ -9,25 +9,11 @@
 #include <stdlib.h>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "fused_util.h"
 #include "harness.h"
 
-static int64_t n_of(const loom_type *t) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < t->rank; d++) n *= t->dims[d];
-  return n;
-}
-
-static loom__view view_of(const loom_type *t, void *data) {
-  loom__view v;
-  memset(&v, 0, sizeof v);
-  v.type = *t;
-  loom__view_dense_strides(t, v.strides);
-  v.data = data;
-  return v;
-}
-
 static void *alloc_of(const loom_type *t) {
-  return calloc((size_t)n_of(t) + 4, loom_dtype_size(t->dtype));
+  return calloc((size_t)elems(t) + 4, loom_dtype_size(t->dtype));
 }
 
 /* Every op of g on dense buffers (vals[v] per value, the params' set by the caller). */
@@ -36,10 +22,10 @@ static loom_status unfused(const loom_graph *g, void **vals) {
     const loom__op *op = &g->ops[i];
     loom__view in[4], out[2];
     for (int32_t k = 0; k < op->n_inputs; k++)
-      in[k] = view_of(&g->values[op->inputs[k]].type, vals[op->inputs[k]]);
+      in[k] = dense_view(&g->values[op->inputs[k]].type, vals[op->inputs[k]]);
     for (int32_t r = 0; r < op->n_outputs; r++) {
       vals[op->outputs[r]] = alloc_of(&g->values[op->outputs[r]].type);
-      out[r] = view_of(&g->values[op->outputs[r]].type, vals[op->outputs[r]]);
+      out[r] = dense_view(&g->values[op->outputs[r]].type, vals[op->outputs[r]]);
     }
     int64_t sb = loom__op_scratch_bytes(g, op);
     void *scratch = sb ? malloc((size_t)sb) : NULL;
@@ -55,7 +41,7 @@ static loom_status fused(const loom_graph *g, void **vals, bool transposed, void
   loom__view in[4], res[2];
   void *colmajor = NULL;
   for (int32_t p = 0; p < g->n_params; p++)
-    in[p] = view_of(&g->values[g->params[p]].type, vals[g->params[p]]);
+    in[p] = dense_view(&g->values[g->params[p]].type, vals[g->params[p]]);
   const loom_type *t = &g->values[g->params[0]].type;
   if (transposed && t->rank == 2) { /* the same values through strides (1, rows) */
     int64_t rows = t->dims[0], cols = t->dims[1];
@@ -69,7 +55,7 @@ static loom_status fused(const loom_graph *g, void **vals, bool transposed, void
   }
   for (int32_t r = 0; r < g->n_outputs; r++) {
     out[r] = alloc_of(&g->values[g->outputs[r]].type);
-    res[r] = view_of(&g->values[g->outputs[r]].type, out[r]);
+    res[r] = dense_view(&g->values[g->outputs[r]].type, out[r]);
   }
   loom_status s = loom__cpu_fused(g, in, res, NULL, 0);
   free(colmajor);
@@ -84,11 +70,11 @@ static bool agree(const loom_graph *g, void **vals, int32_t r, const void *got, 
   const loom_type *st = &g->values[fin->inputs[0]].type, *t = &g->values[g->outputs[r]].type;
   const float *src = vals[fin->inputs[0]];
   double scale = 0;
-  for (int64_t i = 0; i < n_of(st); i++) scale = fmax(scale, fabs((double)src[i]));
-  for (int64_t i = 0; i < n_of(t); i++) {
+  for (int64_t i = 0; i < elems(st); i++) scale = fmax(scale, fabs((double)src[i]));
+  for (int64_t i = 0; i < elems(t); i++) {
     double a, b;
     if (t->dtype == LOOM_I64) { /* indices along the last axis of a row-major [rows, cols] */
-      int64_t cols = st->dims[1], per = n_of(t) / st->dims[0], row = i / per;
+      int64_t cols = st->dims[1], per = elems(t) / st->dims[0], row = i / per;
       a = src[row * cols + ((const int64_t *)got)[i]];
       b = src[row * cols + ((const int64_t *)vals[g->outputs[r]])[i]];
     } else {
@@ -112,7 +98,7 @@ static void check(const char *text) {
   for (int32_t p = 0; p < g->n_params; p++) {
     const loom_type *t = &g->values[g->params[p]].type;
     float *x = vals[g->params[p]] = alloc_of(t);
-    for (int64_t i = 0; i < n_of(t); i++) {
+    for (int64_t i = 0; i < elems(t); i++) {
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       x[i] = (float)((double)(seed >> 40) / (double)(1 << 24)) * 2 - 1;
     }
@@ -125,7 +111,7 @@ static void check(const char *text) {
   for (int32_t r = 0; ok && r < g->n_outputs; r++) {
     const loom_type *t = &g->values[g->outputs[r]].type;
     ok = agree(g, vals, r, dense[r], text);
-    if (ok && memcmp(dense[r], packed[r], (size_t)n_of(t) * loom_dtype_size(t->dtype)) != 0) {
+    if (ok && memcmp(dense[r], packed[r], (size_t)elems(t) * loom_dtype_size(t->dtype)) != 0) {
       loom_test_fail(__FILE__, __LINE__, "%s: output %d: rows outer and blocks outer differ", text, (int)r);
       ok = false;
     }
