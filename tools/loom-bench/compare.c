@@ -24,6 +24,7 @@
 
 #include "bench.h"
 #include "loom/internal/json_read.h"
+#include "measure.h"
 
 typedef struct compare_options {
   const char *a, *b;
@@ -195,15 +196,6 @@ static verdict judge(const side *a, const side *b, const compare_options *o, cha
   return SAME;
 }
 
-static int by_value(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double median_sorted(const double *v, int32_t n) {
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Loom's time over its library's (or, for a case without one, its witness's: a small GEMM
  * through the device's library), run by run: times[i] and library_times[i] were run one after
  * the other, so each pair saw the same machine. Their median and MAD into *r; false when the
@@ -212,20 +204,15 @@ static bool paired_ratio(const loom__jr_value *c, side *r) {
   const loom__jr_value *t = loom__jr_get(c, "times"), *l = loom__jr_get(c, "library_times");
   if (!l || l->type != LOOM__JR_ARRAY || l->n == 0) l = loom__jr_get(c, "witness_times");
   if (!t || !l || t->type != LOOM__JR_ARRAY || l->type != LOOM__JR_ARRAY) return false;
-  double v[64];
-  int32_t n = 0;
-  for (int32_t i = 0; i < t->n && i < l->n && n < 64; i++) {
+  bench_sample ratios = {0}; /* median and MAD as the suite summarizes its runs */
+  for (int32_t i = 0; i < t->n && i < l->n && ratios.n < BENCH_MAX_SAMPLES; i++) {
     const loom__jr_value *a = &t->items[i], *b = &l->items[i];
     if (a->type == LOOM__JR_NUMBER && b->type == LOOM__JR_NUMBER && a->number > 0 && b->number > 0)
-      v[n++] = a->number / b->number;
+      ratios.s[ratios.n++] = a->number / b->number;
   }
-  if (n < 3) return false;
-  qsort(v, (size_t)n, sizeof v[0], by_value);
-  r->min = v[0];
-  r->median = median_sorted(v, n);
-  for (int32_t i = 0; i < n; i++) v[i] = fabs(v[i] - r->median);
-  qsort(v, (size_t)n, sizeof v[0], by_value);
-  r->mad = median_sorted(v, n);
+  if (ratios.n < 3) return false;
+  bench_sample_summarize(&ratios);
+  *r = (side){.median = ratios.median, .min = ratios.min, .mad = ratios.mad};
   return true;
 }
 
