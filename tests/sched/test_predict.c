@@ -45,6 +45,16 @@ static loom_graph *parse(const char *text) {
   return g;
 }
 
+/* The predicted seconds of the graph `text` on cpu0 of a platform of model m, into *t. */
+static loom_status predict_text(const loom_sched_model *m, const char *text, double *t) {
+  loom_sched_platform *pf = platform_of(m);
+  loom_graph *g = parse(text);
+  loom_status s = pf && g ? loom_graph_predict(pf, "cpu0", g, t) : LOOM_ERR_INVALID_ARGUMENT;
+  loom_graph_destroy(g);
+  loom_sched_platform_destroy(pf);
+  return s;
+}
+
 /* 1000 elements in pieces of 300: three full pieces and one of 100, each one add kernel. */
 static const char loop_text[] =
     "graph g(x: f32[1000], y: f32[1000]) {\n"
@@ -257,18 +267,14 @@ TEST(predict_prices_a_matrix_vector_product_by_its_bytes) {
   loom_sched_model m = cpu_model(1e-6);
   m.cls[LOOM_OP_CLASS_GEMM] =
       (loom_sched_class_model){.known = true, .latency = 1e-6, .seconds_per_unit = 1e-15};
-  loom_sched_platform *pf = platform_of(&m);
-  loom_graph *g = parse(
+  const char *text =
       "graph g(a: f32[1024,1024], x: f32[1024]) {\n"
       "  y = dot a x\n"
       "  return y\n"
-      "}\n");
-  ASSERT_TRUE(pf && g);
+      "}\n";
   double t = 0;
-  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  ASSERT_OK(predict_text(&m, text, &t));
   ASSERT_NEAR(t, (4194304.0 + 4096 + 4096) * 0.25e-9, 1e-12);
-  loom_graph_destroy(g);
-  loom_sched_platform_destroy(pf);
 }
 
 /* A piece sliced along an inner axis is gathered: each of its 64 rows costs the model's row
@@ -277,8 +283,7 @@ TEST(predict_prices_a_matrix_vector_product_by_its_bytes) {
 TEST(predict_prices_the_gather_of_a_strided_slice) {
   loom_sched_model m = cpu_model(1e-6);
   m.gather_row_seconds = 5e-8;
-  loom_sched_platform *pf = platform_of(&m);
-  loom_graph *g = parse(
+  const char *text =
       "graph g(x: f32[64,1000]) {\n"
       "  y = loop n=1000 piece=100 {\n"
       "    in xs = x axis=1\n"
@@ -286,14 +291,11 @@ TEST(predict_prices_the_gather_of_a_strided_slice) {
       "    out e concat axis=1\n"
       "  }\n"
       "  return y\n"
-      "}\n");
-  ASSERT_TRUE(pf && g);
+      "}\n";
   double t = 0;
-  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  ASSERT_OK(predict_text(&m, text, &t));
   double kernel = 1e-6 + 6400 * 1e-9, gather = 64 * (5e-8 + (8 * 64 + 400) * 0.25e-9);
   ASSERT_NEAR(t, 10 * (kernel + gather), 1e-12);
-  loom_graph_destroy(g);
-  loom_sched_platform_destroy(pf);
 }
 
 /* A product is priced at the rate of the square GEMM of as many bytes: [1000,1000] x [1000,10]
@@ -306,19 +308,15 @@ TEST(predict_prices_a_product_at_the_rate_of_its_bytes) {
   double sizes[] = {2e6, 2e8, 2e9}, secs[] = {1e-5, 1e-3, 4e-2}; /* 200, 200, 50 GFLOP/s */
   ASSERT_OK(loom_sched_model_fit(&m, LOOM_OP_CLASS_GEMM, sizes, secs, 3));
   m.cls[LOOM_OP_CLASS_GEMM].latency = 0;
-  loom_sched_platform *pf = platform_of(&m);
-  loom_graph *g = parse(
+  const char *text =
       "graph g(a: f32[1000,1000], b: f32[1000,10]) {\n"
       "  c = dot a b\n"
       "  return c\n"
-      "}\n");
-  ASSERT_TRUE(pf && g);
+      "}\n";
   double t = 0, n = sqrt(4.08e6 / 12), square = 2 * n * n * n;
-  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  ASSERT_OK(predict_text(&m, text, &t));
   ASSERT_NEAR(t, loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, square) * 2e7 / square, 1e-12);
   ASSERT_TRUE(t > 1.5 * loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 2e7)); /* slower than by flops */
-  loom_graph_destroy(g);
-  loom_sched_platform_destroy(pf);
 }
 
 /* A fused chain of adds makes one pass over its operands and result, and its elementwise ops
@@ -327,8 +325,7 @@ TEST(predict_prices_a_product_at_the_rate_of_its_bytes) {
 TEST(predict_prices_a_fused_body_as_one_pass) {
   loom_sched_model m = cpu_model(1e-6);
   m.fused_element_seconds = 1e-9;
-  loom_sched_platform *pf = platform_of(&m);
-  loom_graph *g = parse(
+  const char *text =
       "graph g(a: f32[1000], b: f32[1000]) {\n"
       "  w = fused {\n"
       "    in x = a\n"
@@ -340,13 +337,10 @@ TEST(predict_prices_a_fused_body_as_one_pass) {
       "    out s4\n"
       "  }\n"
       "  return w\n"
-      "}\n");
-  ASSERT_TRUE(pf && g);
+      "}\n";
   double t = 0;
-  ASSERT_OK(loom_graph_predict(pf, "cpu0", g, &t));
+  ASSERT_OK(predict_text(&m, text, &t));
   ASSERT_NEAR(t, 1e-6 + 4000 * 1e-9 + 12000 * 0.25e-9, 1e-15);
-  loom_graph_destroy(g);
-  loom_sched_platform_destroy(pf);
 }
 
 /* A result of 32 MiB or more is faulted in page by page: 16,384 pages of a 64 MiB sum. */
