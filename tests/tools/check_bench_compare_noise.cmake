@@ -35,6 +35,15 @@ function(suite name)
   file(WRITE ${WORK}/${name}.md "${out}")
 endfunction()
 
+# The table rows of compare's output that match `pattern` (after a newline), as a list into
+# `var`. A row's why can hold semicolons ("(A 1.11, MAD 0.04; B 1.21, ...)"), which a CMake
+# list would split into more rows: they become commas first.
+function(rows_of text pattern var)
+  string(REPLACE ";" "," text "${text}")
+  string(REGEX MATCHALL "\n${pattern}" found "${text}")
+  set(${var} "${found}" PARENT_SCOPE)
+endfunction()
+
 # compare A B into out/err/rc of the caller; ARGN: more options.
 function(compare a b)
   execute_process(COMMAND "${TOOL}" compare ${WORK}/${a}.json ${WORK}/${b}.json --fail-on-regression ${ARGN}
@@ -48,7 +57,7 @@ endfunction()
 # ok, with the output in out, err and rc.
 function(flags_exactly a b want)
   compare(${a} ${b})
-  string(REGEX MATCHALL "\n\\| cpu0 \\| [a-z0-9_]+ \\| [^\n]*\\| (SLOWER|FASTER) \\|" rows "${out}")
+  rows_of("${out}" "\\| cpu0 \\| [a-z0-9_]+ \\| [^\n]*\\| (SLOWER|FASTER) \\|" rows)
   set(flagged "")
   foreach(row ${rows})
     string(REGEX REPLACE "^\n\\| cpu0 \\| ([a-z0-9_]+) \\|.*\\| (SLOWER|FASTER) \\|$" "\\1 \\2" what "${row}")
@@ -91,7 +100,7 @@ if(NOT ok OR NOT out MATCHES "\n0 slower, 0 faster beyond both runs' noise")
 endif()
 file(READ ${WORK}/a.json json)
 string(JSON n_cases LENGTH "${json}" devices 0 cases)
-string(REGEX MATCHALL "\n\\| cpu0 \\| [^\n]*" rows "${out}")
+rows_of("${out}" "\\| cpu0 \\| [^\n]*" rows)
 list(LENGTH rows n_rows)
 if(n_cases LESS 3 OR NOT n_rows EQUAL n_cases)
   fail("compare listed ${n_rows} of ${n_cases} cases (--cases ${CASES}):\n${out}")
