@@ -634,11 +634,11 @@ static loom_status chunk_rounds(const loom_graph *g, int64_t limit, int32_t slic
     int32_t peak_op = e.steps[e.peak_step].op;
     s = chunk_round(cur, NULL, 0, peak_op, &cs, &next, detail, sizeof detail);
     /* No cut fits: a reduction read with its input by the ops after it (mean-centring) first
-     * gets a pass of its own, and a product V^T V its V made twice (chunk_stream.c), rather than
-     * a fallback that holds the input. */
+     * gets a pass of its own, and a product V^T V two loops over blocks of V's input
+     * (chunk_stream.c), rather than a fallback that holds the input. */
     if (s == LOOM_ERR_UNSUPPORTED &&
         (loom__chunk_stream_reduction(cur, limit, slices, &next, detail, sizeof detail) == LOOM_OK ||
-         loom__chunk_split_gram(cur, limit, &next, detail, sizeof detail) == LOOM_OK))
+         loom__chunk_stream_gram(cur, limit, slices, &next, detail, sizeof detail) == LOOM_OK))
       s = LOOM_OK;
     if (s == LOOM_ERR_UNSUPPORTED && !cs.fallback && cur->ops[peak_op].loop)
       s = shrink_round(cur, peak_op, limit, &next, detail, sizeof detail);

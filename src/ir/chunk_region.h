@@ -61,13 +61,17 @@ void loom__chunk_region_free(region *r);
  * streams the input for both (mean-centring: covariance, correlation). `detail` says which.
  * Errors: UNSUPPORTED (no such reduction, or its loop does not fit; *out stays NULL),
  * OUT_OF_MEMORY. The caller owns *out. */
-/* chunk_stream.c: g with the operand V of a product V^T V (covariance's centred data), made by
- * elementwise ops from an input larger than `limit`, made a second time for the product's own
- * operand, so a cut of the product's rows reads the transpose's V in column blocks and makes
- * the other in its body, where an inner cut streams the input (as syrk's A A^T). Errors:
- * UNSUPPORTED (no such product; *out stays NULL), OUT_OF_MEMORY. The caller owns *out. */
-loom_status loom__chunk_split_gram(const loom_graph *g, int64_t limit, loom_graph **out, char *detail,
-                                   size_t detail_size);
+/* chunk_stream.c: g with a product V^T V (covariance's `cent cen`), V made by elementwise ops
+ * from an input X [m, n] larger than `limit` and operands constant along X's rows, run as two
+ * nested loops: blocks of the product's rows outside, X's rows in dense blocks inside (the
+ * product's k, summed), V made again from each block, the elementwise ops after the product in
+ * the outer body; the blocks of least predicted time that fit the limit, the loops holding
+ * `slices` slices. Where the product is not in that form (V V^T), V is made a second time for
+ * the product's own operand instead, so a cut of the product's rows reads the transpose's V in
+ * column blocks and makes the other in its body (as syrk's A A^T). `detail` says which.
+ * Errors: UNSUPPORTED (no such product; *out stays NULL), OUT_OF_MEMORY. The caller owns *out. */
+loom_status loom__chunk_stream_gram(const loom_graph *g, int64_t limit, int32_t slices, loom_graph **out,
+                                    char *detail, size_t detail_size);
 loom_status loom__chunk_stream_reduction(const loom_graph *g, int64_t limit, int32_t slices, loom_graph **out,
                                          char *detail, size_t detail_size);
 

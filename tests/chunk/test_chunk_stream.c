@@ -32,15 +32,38 @@ TEST(stream_gemver_at_an_eighth) {
   check_kernel("gemver", "with 1 more sink");
 }
 
-/* Mean-centred covariance: the mean in a pass of its own over data's rows, then cen^T cen with
- * cen made twice (the transpose's in column blocks of data outside, the product's inside, an
- * inner loop streaming data's columns), so data and the [80,80] result are never held whole. */
+/* Mean-centred covariance: the mean in a pass of its own over data's rows, then cen^T cen as two
+ * loops, blocks of the result's rows outside and dense blocks of data's rows inside (the
+ * product's k, summed in place), cen made again from each block, so data and the [80,80] result
+ * are never held whole and no piece gathers data's columns from every row. */
 TEST(stream_covariance_at_an_eighth) {
-  check_kernel("covariance", "in a pass of its own over 'data'");
+  check_kernel("covariance", "each summed over 'data''s rows");
 }
 
 /* Correlation: three passes (the mean, the variance of the centred data with its centring made
- * in the pieces, the scaled product), each streaming data. */
+ * in the pieces, the scaled product as covariance's), each streaming data. */
 TEST(stream_correlation_at_an_eighth) {
-  check_kernel("correlation", "in a pass of its own over 'data'");
+  check_kernel("correlation", "each summed over 'data''s rows");
+}
+
+/* `name` under tests/chunk/data at 1/8 of its naive need (the unrewritten graph's peak). */
+static void check_data(const char *name, const char *cut) {
+  char label[160];
+  snprintf(label, sizeof label, "%s at 1/8", name);
+  loom_graph *g = kernel_load(name);
+  int64_t need = g ? kernel_estimated_peak(g) : -1;
+  kernel_check_at(g, label, need, need / 8, NULL, cut);
+}
+
+/* The gram loops with what follows the product in their outer body: a weight per row of the
+ * result (sliced with the outer blocks) and a scalar, V made with a mean of rank 1 (sliced with
+ * data's columns for V's block) and a scale. */
+TEST(stream_gram_with_its_epilogue_at_an_eighth) {
+  check_data("gram_epilogue", "each summed over 'data''s rows");
+}
+
+/* V V^T sums over data's columns, not its rows: not the gram loops' form, so V is made a second
+ * time for the product and the generic cut streams it. */
+TEST(stream_gram_of_rows_at_an_eighth) {
+  check_data("gram_outer", "made again for it");
 }
