@@ -171,6 +171,22 @@ static int32_t forward_axis(const loom_graph *b, const loom__op *op, int32_t i, 
 
 static loom_status piece_axes(const loom_graph *b, const int32_t *param_axis, int32_t *axis_of);
 
+/* A window along axis 0 through a layout op (a halo cut's time steps, chunk_halo.c): a slice
+ * with step 1 keeps it a window, shorter where it drops halo (each step of a stencil reads its
+ * grid at a few shifts), and a concat along another axis carries it. Only axis 0, since a
+ * window's parameter is dense in its buffer and views of it take the operand's strides there
+ * alone (exec_loop.c). */
+static int32_t window_layout(const loom__op *op, int32_t ai) {
+  const loom_attrs *a = &op->attrs;
+  if (ai != LOOM_LOOP_WINDOW) return -2;
+  if (op->kind == LOOM_OP_CONCAT) return a->axis != 0 ? ai : -2;
+  if (op->kind != LOOM_OP_SLICE) return -2;
+  if (a->set & LOOM_ATTR_STEP)
+    for (int32_t d = 0; d < a->step.count; d++)
+      if (a->step.v[d] != 1) return -2;
+  return ai;
+}
+
 /* forward_axis for a window (ai >= LOOM_LOOP_WINDOW): elementwise ops carry it as a window,
  * a conv's x along a spatial axis turns it into the piece's axis (each output position reads
  * its receptive field; the window holds the piece's fields, padding included, so the body's
@@ -187,6 +203,8 @@ static int32_t forward_window(const loom_graph *b, const loom__op *op, int32_t i
       return ai + out->rank - in->rank;
     case LOOM_CLASS_CONV:
       return i == 0 && ai - LOOM_LOOP_WINDOW >= 2 ? ai - LOOM_LOOP_WINDOW : -2;
+    case LOOM_CLASS_LAYOUT:
+      return window_layout(op, ai);
     default:
       return -2;
   }
@@ -364,7 +382,12 @@ static loom_status retype(const loom_graph *b, const int32_t *param_axis, const 
       if ((op->kind == LOOM_OP_RESHAPE || op->kind == LOOM_OP_BROADCAST) && ax >= 0 &&
           ax < LOOM_LOOP_WINDOW && attrs.shape.v[ax] != -1)
         attrs.shape.v[ax] = len;
-      if (op->kind == LOOM_OP_SLICE && ax >= 0) attrs.stop.v[ax] = len; /* takes all of the piece */
+      if (op->kind == LOOM_OP_SLICE && ax >= 0 && ax < LOOM_LOOP_WINDOW)
+        attrs.stop.v[ax] = len; /* takes all of the piece */
+      /* a window keeps its halo: shorter by as much as the piece */
+      if (op->kind == LOOM_OP_SLICE && ax >= LOOM_LOOP_WINDOW)
+        attrs.stop.v[plain_axis(ax)] -= b->values[op->inputs[0]].type.dims[plain_axis(ax)] -
+                                        g->values[ins[0].id].type.dims[plain_axis(ax)];
       const loom_type *rt =
           loom__op_info_of(op->kind)->cls == LOOM_CLASS_SOURCE ? &b->values[op->outputs[0]].type : NULL;
       s = loom_graph_add(g, op->kind, ins, op->n_inputs, &attrs, rt, op->const_data, outs, op->n_outputs);
@@ -492,7 +515,9 @@ static loom_status check_result(const loom_graph *body, const int32_t *axis_of, 
     if (c[j].axis < 0 || c[j].axis >= t->rank)
       return bad("result %d (%s): concat axis %d is out of range", (int)j + 1,
                  loom_type_format(t, a, sizeof a), (int)c[j].axis);
-    if (axis_of[v] != c[j].axis || t->dims[c[j].axis] != piece)
+    /* a window along axis 0 sliced down to the piece (a halo cut's last step) is the piece there */
+    int32_t ax = axis_of[v] == LOOM_LOOP_WINDOW ? 0 : axis_of[v];
+    if (ax != c[j].axis || t->dims[c[j].axis] != piece)
       return bad("result %d (%s): concat along axis %d needs a result that holds the piece there", (int)j + 1,
                  loom_type_format(t, a, sizeof a), (int)c[j].axis);
     if (t->dtype == LOOM_Q4 && c[j].axis == t->rank - 1 && piece % 2)
