@@ -1,0 +1,486 @@
+/* The halo cut (docs/limits.md, "Halos"): temporal blocking of a time-stepped stencil.
+ *
+ * A stencil's steps, unrolled, are slices of the last grid at a few shifts, elementwise ops on
+ * them, and concats that put the fixed boundary back around the new interior. No cut of the
+ * chunk rewrite (chunk.c) takes such a chain: every step reads its grid at other positions
+ * than it writes, so each grid is held whole. Here the graph's results are cut along axis 0
+ * into pieces [lo, lo + P), and each value of the chain gets the window of its own axis-0
+ * indices a piece needs, [lo - lft, lo + P + rgt), found backwards from the results:
+ *   - a slice starting at s reads its operand's window shifted by s;
+ *   - an elementwise op reads the same window of its operands (broadcast ones whole);
+ *   - a concat along another axis reads the same window of each part;
+ *   - a concat along axis 0 reads each part's window shifted by the part's place c_k.
+ * The windows widen by the steps' radius on each side, step by step, back to the inputs, which
+ * the loop reads through windows (zeros past their ends, docs/ir-loops.md "Windows"). The body
+ * is one for every piece: it computes every value on its whole window, positions past the
+ * value's ends included (what they hold is never read by a position inside: a slice, an
+ * elementwise op and a concat map positions inside to positions inside). Only a concat along
+ * axis 0 needs to know where the piece lies: it starts from its first part and takes part k
+ * where the global position q >= c_k, read from a window of a boolean fill that is true on
+ * [0, M) and false past its ends (the padding): q >= c_k is that mask at q - c_k, or for c_k
+ * near the end its negation at q + M - c_k, whichever shift is smaller, so the mask's window
+ * stays a halo wide. The redundant work is the halos' (about 2 x steps x radius rows a piece),
+ * so the piece is the largest the estimator says fits.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/chunk_halo.h"
+#include "loom/estimate.h"
+
+enum { ROLE_NONE, ROLE_RANGE, ROLE_WHOLE };
+
+typedef struct halo_val {
+  int8_t role;
+  int64_t lft, rgt; /* ROLE_RANGE: the window [lo - lft, lo + P + rgt) of its axis-0 indices */
+} halo_val;
+
+typedef struct halo_cut {
+  const loom_graph *g;
+  halo_val *v;
+  bool *varies; /* depends on an input */
+  int64_t n;    /* the results' length along axis 0: the loop's n */
+  int32_t rank; /* of the results */
+  int64_t mask_n;
+  halo_val mask; /* the mask's window (role ROLE_NONE: no concat along axis 0) */
+} halo_cut;
+
+static const int64_t HALO_MAX = INT64_MAX / 8;
+
+static bool elementwise(loom_op kind) {
+  switch (loom__op_info_of(kind)->cls) {
+    case LOOM_CLASS_UNARY:
+    case LOOM_CLASS_BINARY:
+    case LOOM_CLASS_COMPARE:
+    case LOOM_CLASS_LOGIC:
+    case LOOM_CLASS_SELECT:
+    case LOOM_CLASS_CAST:
+      return true;
+    default:
+      return false;
+  }
+}
+
+static bool source(loom_op kind) {
+  return kind == LOOM_OP_CONSTANT || kind == LOOM_OP_FILL;
+}
+
+static const loom_type *type_of(const halo_cut *h, int32_t id) {
+  return &h->g->values[id].type;
+}
+
+/* Widens value id's window to take [lo - lft, lo + P + rgt) too. */
+static loom_status need(halo_cut *h, int32_t id, int64_t lft, int64_t rgt) {
+  halo_val *hv = &h->v[id];
+  if (hv->role == ROLE_WHOLE || type_of(h, id)->rank < 1) return LOOM_ERR_UNSUPPORTED;
+  if (lft > HALO_MAX || rgt > HALO_MAX || lft < -HALO_MAX || rgt < -HALO_MAX) return LOOM_ERR_UNSUPPORTED;
+  if (hv->role == ROLE_RANGE) {
+    hv->lft = LOOM_MAX(hv->lft, lft);
+    hv->rgt = LOOM_MAX(hv->rgt, rgt);
+  } else {
+    *hv = (halo_val){ROLE_RANGE, lft, rgt};
+  }
+  return LOOM_OK;
+}
+
+/* Operand id is taken whole by an elementwise op: it must not depend on an input. */
+static loom_status whole(halo_cut *h, int32_t id) {
+  if (h->varies[id] || h->v[id].role == ROLE_RANGE) return LOOM_ERR_UNSUPPORTED;
+  h->v[id].role = ROLE_WHOLE;
+  return LOOM_OK;
+}
+
+/* Whether operand x of an elementwise op with result r runs along r's axis 0 with it. */
+static bool aligned(const halo_cut *h, int32_t x, int32_t r) {
+  const loom_type *tx = type_of(h, x), *tr = type_of(h, r);
+  return tx->rank == tr->rank && tx->dims[0] == tr->dims[0];
+}
+
+/* The shift from a position q of a concat with part k at c to the mask's index that says
+ * q >= c: -c from the start, M - c (negated) from the end. */
+static int64_t mask_shift(const halo_cut *h, int64_t c, bool *negate) {
+  *negate = h->mask_n - c < c;
+  return *negate ? h->mask_n - c : -c;
+}
+
+static loom_status infer_concat0(halo_cut *h, const loom__op *op, const halo_val *r) {
+  int64_t c = 0;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int32_t x = op->inputs[i];
+    if (h->varies[x] || h->g->ops[h->g->values[x].op].kind == LOOM_OP_FILL) {
+      loom_status s = need(h, x, r->lft + c, r->rgt - c);
+      if (s) return s;
+    } else {
+      return LOOM_ERR_UNSUPPORTED; /* a constant part would need its positions */
+    }
+    if (i > 0) {
+      bool neg;
+      int64_t sh = mask_shift(h, c, &neg);
+      halo_val m = {ROLE_RANGE, r->lft - sh, r->rgt + sh};
+      if (h->mask.role == ROLE_NONE) h->mask = m;
+      h->mask.lft = LOOM_MAX(h->mask.lft, m.lft);
+      h->mask.rgt = LOOM_MAX(h->mask.rgt, m.rgt);
+    }
+    c += type_of(h, x)->dims[0];
+  }
+  return LOOM_OK;
+}
+
+/* The windows op's operands need for its result's window r. */
+static loom_status infer_op(halo_cut *h, const loom__op *op, const halo_val *r) {
+  int32_t res = op->outputs[0], axis = 0;
+  const loom_attrs *a = &op->attrs;
+  if (op->kind == LOOM_OP_FILL) return LOOM_OK; /* made in the body at the window's length */
+  if (!h->varies[res]) return LOOM_ERR_UNSUPPORTED;
+  if (elementwise(op->kind)) {
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      int32_t x = op->inputs[i];
+      loom_status s = aligned(h, x, res) && h->varies[x] ? need(h, x, r->lft, r->rgt) : whole(h, x);
+      if (s) return s;
+    }
+    return LOOM_OK;
+  }
+  if (op->kind == LOOM_OP_SLICE) {
+    int64_t s0 = a->start.v[0];
+    if ((a->set & LOOM_ATTR_STEP) && a->step.v[0] != 1) return LOOM_ERR_UNSUPPORTED;
+    if (s0 < 0) return LOOM_ERR_UNSUPPORTED;
+    return need(h, op->inputs[0], r->lft - s0, r->rgt + s0);
+  }
+  if (op->kind == LOOM_OP_CONCAT) {
+    if (!loom__axis_normalize(a->axis, type_of(h, res)->rank, &axis)) return LOOM_ERR_UNSUPPORTED;
+    if (axis == 0) return infer_concat0(h, op, r);
+    for (int32_t i = 0; i < op->n_inputs; i++) {
+      loom_status s = need(h, op->inputs[i], r->lft, r->rgt);
+      if (s) return s;
+    }
+    return LOOM_OK;
+  }
+  return LOOM_ERR_UNSUPPORTED;
+}
+
+/* Which values depend on an input, the mask's length (the longest concat along axis 0), and
+ * whether every op is one the cut takes. */
+static loom_status classify(halo_cut *h) {
+  const loom_graph *g = h->g;
+  for (int32_t p = 0; p < g->n_params; p++) h->varies[g->params[p]] = true;
+  for (int32_t o = 0; o < g->n_ops; o++) {
+    const loom__op *op = &g->ops[o];
+    if (op->loop || op->fused || op->n_outputs != 1) return LOOM_ERR_UNSUPPORTED;
+    bool v = false;
+    for (int32_t i = 0; i < op->n_inputs; i++) v |= h->varies[op->inputs[i]];
+    h->varies[op->outputs[0]] = v;
+    if (!v && !source(op->kind)) return LOOM_ERR_UNSUPPORTED; /* folded before: not a stencil */
+    if (v && !elementwise(op->kind) && op->kind != LOOM_OP_SLICE && op->kind != LOOM_OP_CONCAT)
+      return LOOM_ERR_UNSUPPORTED;
+    const loom_type *t = type_of(h, op->outputs[0]);
+    int32_t axis;
+    if (v && op->kind == LOOM_OP_CONCAT && loom__axis_normalize(op->attrs.axis, t->rank, &axis) &&
+        axis == 0) {
+      if (t->rank != h->rank) return LOOM_ERR_UNSUPPORTED;
+      h->mask_n = LOOM_MAX(h->mask_n, t->dims[0]);
+    }
+  }
+  return LOOM_OK;
+}
+
+/* The windows of every value, backwards from the results'. */
+static loom_status infer(halo_cut *h) {
+  const loom_graph *g = h->g;
+  if (g->n_outputs < 1 || g->n_outputs > LOOM_LOOP_MAX_RESULTS || g->n_params < 1)
+    return LOOM_ERR_UNSUPPORTED;
+  h->rank = type_of(h, g->outputs[0])->rank;
+  h->n = h->rank > 0 ? type_of(h, g->outputs[0])->dims[0] : 0;
+  if (h->n < 2) return LOOM_ERR_UNSUPPORTED;
+  loom_status s = classify(h);
+  for (int32_t j = 0; !s && j < g->n_outputs; j++) {
+    const loom_type *t = type_of(h, g->outputs[j]);
+    if (!h->varies[g->outputs[j]] || t->rank != h->rank || t->dims[0] != h->n ||
+        g->values[g->outputs[j]].op < 0)
+      return LOOM_ERR_UNSUPPORTED;
+    s = need(h, g->outputs[j], 0, 0);
+  }
+  for (int32_t o = g->n_ops - 1; !s && o >= 0; o--) {
+    const loom__op *op = &g->ops[o];
+    halo_val r = h->v[op->outputs[0]];
+    if (r.role == ROLE_RANGE) s = infer_op(h, op, &r);
+  }
+  for (int32_t v = 0; !s && v < g->n_values; v++)
+    if (h->v[v].role == ROLE_RANGE && h->v[v].lft + h->v[v].rgt < 0) s = LOOM_ERR_UNSUPPORTED;
+  return s;
+}
+
+/* ---- the body for pieces of P ------------------------------------------------------------ */
+
+typedef struct body_build {
+  const halo_cut *h;
+  loom_graph *b;
+  int32_t *map; /* graph value -> body value, -1 none */
+  int32_t mask; /* the body's mask parameter, -1 none */
+  int64_t piece;
+} body_build;
+
+static int64_t win_len(const body_build *bb, const halo_val *hv) {
+  return bb->piece + hv->lft + hv->rgt;
+}
+
+/* A view of body value `id` (whose window has `have_lft`) holding len positions from
+ * lo - want_lft on. */
+static loom_value window_view(body_build *bb, int32_t id, int64_t have_lft, int64_t want_lft, int64_t len) {
+  const loom_type *t = &bb->b->values[id].type;
+  int64_t start = have_lft - want_lft;
+  if (start == 0 && len == t->dims[0]) return (loom_value){id};
+  loom_attrs a;
+  loom_attrs_init(&a);
+  a.set = LOOM_ATTR_START | LOOM_ATTR_STOP;
+  a.start.count = a.stop.count = t->rank;
+  for (int32_t d = 0; d < t->rank; d++) {
+    a.start.v[d] = 0;
+    a.stop.v[d] = t->dims[d];
+  }
+  a.start.v[0] = start;
+  a.stop.v[0] = start + len;
+  loom_value out = LOOM_VALUE_NONE;
+  loom_graph_add(bb->b, LOOM_OP_SLICE, &(loom_value){id}, 1, &a, NULL, NULL, &out, 1);
+  return out;
+}
+
+/* Value x of the graph as the body holds it, over the window of r. */
+static loom_value operand(body_build *bb, int32_t x, const halo_val *r, int64_t shift) {
+  const halo_val *hx = &bb->h->v[x];
+  if (hx->role == ROLE_WHOLE) return (loom_value){bb->map[x]};
+  return window_view(bb, bb->map[x], hx->lft, r->lft + shift, win_len(bb, r));
+}
+
+static loom_status emit_concat0(body_build *bb, const loom__op *op, const halo_val *r, loom_value *out) {
+  const halo_cut *h = bb->h;
+  loom_graph *b = bb->b;
+  int64_t c = type_of(h, op->inputs[0])->dims[0], len = win_len(bb, r);
+  loom_value res = operand(bb, op->inputs[0], r, 0);
+  for (int32_t i = 1; i < op->n_inputs && res.id >= 0; i++) {
+    bool neg;
+    int64_t sh = mask_shift(h, c, &neg);
+    /* outside = the mask's negation: q >= c where it is false at q - c, or true at q + M - c */
+    loom_value outside = window_view(bb, bb->mask, h->mask.lft, r->lft - sh, len);
+    loom_value part = operand(bb, op->inputs[i], r, c);
+    loom_value ins[3] = {outside, neg ? part : res, neg ? res : part};
+    loom_status s = loom_graph_add(b, LOOM_OP_SELECT, ins, 3, NULL, NULL, NULL, &res, 1);
+    if (s) return s;
+    c += type_of(h, op->inputs[i])->dims[0];
+  }
+  *out = res;
+  return b->error;
+}
+
+/* Op o of the graph in the body, over its result's window. */
+static loom_status emit_op(body_build *bb, const loom__op *op) {
+  const halo_cut *h = bb->h;
+  loom_graph *b = bb->b;
+  int32_t res = op->outputs[0], axis = 0;
+  const halo_val *r = &h->v[res];
+  loom_value out = LOOM_VALUE_NONE, ins[64];
+  loom_attrs a = op->attrs;
+  loom_status s = LOOM_OK;
+  if (op->n_inputs > 64) return LOOM_ERR_UNSUPPORTED;
+  if (source(op->kind)) {
+    loom_type t = *type_of(h, res);
+    if (r->role == ROLE_RANGE) t.dims[0] = win_len(bb, r); /* a fill along the window */
+    s = loom_graph_add(b, op->kind, NULL, 0, &a, &t, op->const_data, &out, 1);
+  } else if (op->kind == LOOM_OP_SLICE) {
+    int32_t x = op->inputs[0];
+    a.start.v[0] = h->v[x].lft - r->lft + op->attrs.start.v[0];
+    a.stop.v[0] = a.start.v[0] + win_len(bb, r);
+    s = loom_graph_add(b, LOOM_OP_SLICE, &(loom_value){bb->map[x]}, 1, &a, NULL, NULL, &out, 1);
+  } else if (op->kind == LOOM_OP_CONCAT && loom__axis_normalize(a.axis, type_of(h, res)->rank, &axis) &&
+             axis == 0) {
+    s = emit_concat0(bb, op, r, &out);
+  } else {
+    for (int32_t i = 0; i < op->n_inputs; i++) ins[i] = operand(bb, op->inputs[i], r, 0);
+    s = b->error ? b->error : loom_graph_add(b, op->kind, ins, op->n_inputs, &a, NULL, NULL, &out, 1);
+  }
+  if (s || b->error) return s ? s : b->error;
+  bb->map[res] = out.id;
+  return LOOM_OK;
+}
+
+static loom_status body_params(body_build *bb) {
+  const halo_cut *h = bb->h;
+  const loom_graph *g = h->g;
+  for (int32_t p = 0; p < g->n_params; p++) {
+    int32_t v = g->params[p];
+    if (h->v[v].role != ROLE_RANGE) continue;
+    loom_type t = g->values[v].type;
+    t.dims[0] = win_len(bb, &h->v[v]);
+    bb->map[v] = loom_graph_param(bb->b, g->values[v].name, &t).id;
+    if (bb->map[v] < 0) return bb->b->error;
+  }
+  if (h->mask.role != ROLE_RANGE) return LOOM_OK;
+  loom_type t = {.dtype = LOOM_BOOL, .rank = h->rank};
+  for (int32_t d = 0; d < h->rank; d++) t.dims[d] = 1;
+  t.dims[0] = win_len(bb, &h->mask);
+  /* read once by an elementwise op: a padded piece binds the parameter to a dense copy whose
+   * strides its views would not follow (the fill's are 0), and the negation is what the
+   * selects want anyway */
+  loom_value m = loom_graph_param(bb->b, "halo_mask", &t);
+  if (m.id >= 0) m = loom_unary(bb->b, LOOM_OP_NOT, m);
+  bb->mask = m.id;
+  return bb->mask < 0 ? bb->b->error : LOOM_OK;
+}
+
+/* The loop's body for pieces of `piece`: *out owned by the caller. */
+static loom_status make_body(const halo_cut *h, int64_t piece, loom_graph **out) {
+  const loom_graph *g = h->g;
+  body_build bb = {.h = h, .mask = -1, .piece = piece};
+  bb.map = loom__malloc(sizeof(int32_t) * (size_t)LOOM_MAX(g->n_values, 1));
+  loom_status s = bb.map ? loom_graph_create(g->name, &bb.b) : loom__oom("a halo cut's body");
+  for (int32_t v = 0; !s && v < g->n_values; v++) bb.map[v] = -1;
+  if (!s) s = body_params(&bb);
+  for (int32_t o = 0; !s && o < g->n_ops; o++)
+    if (h->v[g->ops[o].outputs[0]].role != ROLE_NONE) s = emit_op(&bb, &g->ops[o]);
+  loom_value rets[LOOM_LOOP_MAX_RESULTS];
+  halo_val at_piece = {ROLE_RANGE, 0, 0};
+  for (int32_t j = 0; !s && j < g->n_outputs; j++) {
+    rets[j] = operand(&bb, g->outputs[j], &at_piece, 0);
+    s = bb.b->error;
+  }
+  if (!s) s = loom_graph_return(bb.b, rets, g->n_outputs);
+  loom__free(bb.map);
+  if (s) {
+    loom_graph_destroy(bb.b);
+    return s;
+  }
+  *out = bb.b;
+  return LOOM_OK;
+}
+
+/* ---- the graph for pieces of P --------------------------------------------------------- */
+
+/* The operands of the loop: each input the chain reads through its window, then the mask. */
+static int32_t loop_operands(const halo_cut *h, loom_graph *ng, loom_value *ops, loom_loop_input *rules) {
+  const loom_graph *g = h->g;
+  int32_t n = 0;
+  for (int32_t p = 0; p < g->n_params; p++) {
+    const halo_val *hv = &h->v[g->params[p]];
+    if (hv->role != ROLE_RANGE) continue;
+    ops[n] = loom_graph_param_at(ng, p);
+    rules[n++] = (loom_loop_input){.axis = 0, .offset = -hv->lft, .stride = 1, .halo = hv->lft + hv->rgt};
+  }
+  if (h->mask.role != ROLE_RANGE) return n;
+  loom_type t = {.dtype = LOOM_BOOL, .rank = h->rank};
+  for (int32_t d = 0; d < h->rank; d++) t.dims[d] = 1;
+  t.dims[0] = h->mask_n;
+  loom_attrs a;
+  loom_attrs_init(&a);
+  a.set = LOOM_ATTR_VALUE;
+  a.value = 1;
+  a.ivalue = 1;
+  a.value_is_int = true;
+  loom_graph_add(ng, LOOM_OP_FILL, NULL, 0, &a, &t, NULL, &ops[n], 1);
+  rules[n++] =
+      (loom_loop_input){.axis = 0, .offset = -h->mask.lft, .stride = 1, .halo = h->mask.lft + h->mask.rgt};
+  return n;
+}
+
+static loom_status make_graph(const halo_cut *h, int64_t piece, int32_t slices, loom_graph **out) {
+  const loom_graph *g = h->g;
+  loom_graph *body = NULL, *ng = NULL;
+  loom_status s = make_body(h, piece, &body);
+  if (!s) s = loom_graph_create(g->name, &ng);
+  for (int32_t p = 0; !s && p < g->n_params; p++)
+    if (loom_graph_param(ng, g->values[g->params[p]].name, &g->values[g->params[p]].type).id < 0)
+      s = ng->error;
+  loom_value ops[64], outs[LOOM_LOOP_MAX_RESULTS];
+  loom_loop_input rules[64];
+  loom_loop_output combines[LOOM_LOOP_MAX_RESULTS];
+  for (int32_t j = 0; j < g->n_outputs; j++) combines[j] = (loom_loop_output){.combine = LOOM_COMBINE_CONCAT};
+  int32_t n_ops = 0;
+  if (!s && g->n_params >= 63) s = LOOM_ERR_UNSUPPORTED;
+  if (!s) n_ops = loop_operands(h, ng, ops, rules);
+  if (!s && ng->error) s = ng->error;
+  if (!s) s = loom_graph_add_loop(ng, h->n, piece, body, ops, rules, n_ops, combines, g->n_outputs, outs);
+  if (!s) ng->ops[ng->n_ops - 1].loop->slices = slices;
+  for (int32_t j = 0; !s && j < g->n_outputs; j++)
+    if (g->values[g->outputs[j]].name) s = loom_value_set_name(ng, outs[j], g->values[g->outputs[j]].name);
+  if (!s) s = loom_graph_return(ng, outs, g->n_outputs);
+  loom_graph_destroy(body);
+  if (s) {
+    loom_graph_destroy(ng);
+    return s;
+  }
+  *out = ng;
+  return LOOM_OK;
+}
+
+/* The graph in pieces of `piece` and its estimated peak. */
+static loom_status try_piece(const halo_cut *h, int64_t piece, int32_t slices, loom_graph **out,
+                             int64_t *peak) {
+  loom_graph *cand = NULL;
+  loom_status s = make_graph(h, piece, slices, &cand);
+  loom_estimate e;
+  if (!s) s = loom_graph_estimate(cand, NULL, &e);
+  if (s) {
+    loom_graph_destroy(cand);
+    return s;
+  }
+  *peak = e.peak_bytes;
+  loom_estimate_deinit(&e);
+  if (out)
+    *out = cand;
+  else
+    loom_graph_destroy(cand);
+  return LOOM_OK;
+}
+
+/* The largest piece that fits, evened out over its pieces: a bisection on the estimate. */
+static loom_status best_piece(const halo_cut *h, int64_t limit, int32_t slices, loom_graph **out,
+                              int64_t *out_piece) {
+  int64_t fits = 0, fails = h->n + 1, peak = 0;
+  while (fails - fits > 1) {
+    int64_t c = fits + (fails - fits) / 2;
+    loom_status s = try_piece(h, c, slices, NULL, &peak);
+    if (s && s != LOOM_ERR_INVALID_ARGUMENT) return s;
+    if (!s && peak <= limit)
+      fits = c;
+    else
+      fails = c;
+  }
+  if (fits < 1) return LOOM_ERR_UNSUPPORTED;
+  int64_t trips = (h->n + fits - 1) / fits, even = (h->n + trips - 1) / trips;
+  loom_graph *cand = NULL;
+  if (try_piece(h, even, slices, &cand, &peak) || peak > limit) {
+    loom_graph_destroy(cand);
+    cand = NULL;
+    even = fits;
+    loom_status s = try_piece(h, even, slices, &cand, &peak);
+    if (s) return s;
+  }
+  *out = cand;
+  *out_piece = even;
+  return LOOM_OK;
+}
+
+loom_status loom__chunk_halo(const loom_graph *g, int64_t limit, int32_t slices, loom_graph **out,
+                             char *detail, size_t detail_size) {
+  *out = NULL;
+  halo_cut h = {.g = g};
+  h.v = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.v);
+  h.varies = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.varies);
+  loom_status s = (!h.v || !h.varies) ? loom__oom("a halo cut") : infer(&h);
+  int64_t piece = 0;
+  if (!s) s = best_piece(&h, limit, slices, out, &piece);
+  if (!s) {
+    int64_t halo = 0;
+    for (int32_t p = 0; p < g->n_params; p++)
+      if (h.v[g->params[p]].role == ROLE_RANGE)
+        halo = LOOM_MAX(halo, h.v[g->params[p]].lft + h.v[g->params[p]].rgt);
+    char name[32];
+    snprintf(detail, detail_size,
+             "'%s' and the %d ops before it, along axis 0, in %lld pieces of %lld (the steps' halos: "
+             "%lld more rows of each input a piece)",
+             loom__value_label(g, g->outputs[0], name, sizeof name), (int)g->n_ops,
+             (long long)((h.n + piece - 1) / piece), (long long)piece, (long long)halo);
+  }
+  loom__free(h.v);
+  loom__free(h.varies);
+  /* a graph that is not such a chain, or fits no piece, leaves the caller's refusal standing */
+  return s == LOOM_ERR_OUT_OF_MEMORY ? s : (s ? LOOM_ERR_UNSUPPORTED : LOOM_OK);
+}
