@@ -621,10 +621,13 @@ static loom_status largest_fit(const gram *gr, bool rows, int64_t fixed, int64_t
   return LOOM_OK;
 }
 
-/* The blocks: the widest bi that fits beside an inner k of 64 rows (a GEMM's k that keeps its
- * kernel busy), and 3/4, 1/2 and 1/4 of it, each with the longest br that then fits; of those,
- * the least predicted time (fewer outer blocks read X fewer times; longer k blocks make the
- * GEMMs squarer). */
+/* The blocks: the widest bi that fits beside an inner k of 64 rows, and 3/4, 1/2 and 1/4 of it,
+ * each with the longest br that then fits. The widest whose br reaches 128 rows is taken: each
+ * outer block makes V again from all of X, and those passes cost more than k blocks of 128 rows
+ * or more lose in the GEMMs, which chunk_tile.c's roofline does not see (at an eighth of
+ * correlation's need, one thread, the run's CPU time: 0.50 s in blocks of 128 x 179, 0.60 s in
+ * the 82 x 241 it predicted faster, 0.49 s whole). Where none reaches it, the least predicted
+ * time. */
 static loom_status gram_fit(const gram *gr, int64_t limit, int32_t slices, loom_graph **out, int64_t *out_bi,
                             int64_t *out_br) {
   int64_t widest = 0;
@@ -642,7 +645,8 @@ static loom_status gram_fit(const gram *gr, int64_t limit, int32_t slices, loom_
     loom_graph *c = NULL;
     if ((s = gram_emit(gr, bi, br, slices, &c))) break;
     double t = loom__chunk_predicted_time(c);
-    if (*out && t >= best_time) {
+    bool long_k = br >= LOOM_MIN(gr->m, 128);
+    if (*out && !long_k && t >= best_time) {
       loom_graph_destroy(c);
       continue;
     }
@@ -651,6 +655,7 @@ static loom_status gram_fit(const gram *gr, int64_t limit, int32_t slices, loom_
     best_time = t;
     *out_bi = bi;
     *out_br = br;
+    if (long_k) break;
   }
   if (!s && !*out) s = LOOM_ERR_UNSUPPORTED;
   return s;
