@@ -96,6 +96,12 @@ typedef struct loom_sched_model {
    * result of 32 MiB or more costs to fault in (the C library maps such blocks afresh on every
    * allocation) (seconds; 0: not measured). */
   double fused_element_seconds, fault_page_seconds;
+  /* A loop's pieces as they run (not known: not measured). `thin_gemm`: a product [t,2048] x
+   * [2048,t] by its flops, t = 8 to 256 (a thin product does not split over the threads as the
+   * square GEMM of as many bytes does). `stream`: a matrix-vector product over a piece of rows
+   * of a matrix in memory, by the bytes of matrix it reads (a piece's kernel too small for the
+   * threads streams at one core's rate). */
+  loom_sched_class_model thin_gemm, stream;
 } loom_sched_model;
 
 /* Seconds of one kernel of class c and `size` units on `model`; INFINITY when the class is

@@ -52,11 +52,14 @@ static double table_time(const loom_sched_class_model *m, double size) {
   return call + (y[n - 1] - call) * size / x[n - 1];
 }
 
+double loom__sched_class_time(const loom_sched_class_model *m, double size) {
+  if (!(size > 0)) return 0;
+  return m->n_points > 0 ? table_time(m, size) : m->latency + size * m->seconds_per_unit;
+}
+
 double loom_sched_model_time(const loom_sched_model *model, loom_op_class c, double size) {
   if (!model || c < 0 || c >= LOOM_OP_CLASS_COUNT || !model->cls[c].known) return INFINITY;
-  if (!(size > 0)) return 0;
-  const loom_sched_class_model *m = &model->cls[c];
-  return m->n_points > 0 ? table_time(m, size) : m->latency + size * m->seconds_per_unit;
+  return loom__sched_class_time(&model->cls[c], size);
 }
 
 static int by_size(const void *a, const void *b) {
@@ -152,27 +155,28 @@ loom_status loom_sched_model_path(const char *name, const char *driver, char *bu
   return LOOM_OK;
 }
 
-void loom__sched_model_write(const loom_sched_model *model, loom__json *j) {
-  for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) {
-    const loom_sched_class_model *m = &model->cls[c];
-    if (!m->known) continue;
-    loom__json_key(j, class_names[c]);
-    loom__json_begin_object(j);
-    loom__json_kv_double(j, "latency", m->latency);
-    loom__json_kv_double(j, "seconds_per_unit", m->seconds_per_unit);
-    if (m->n_points) {
-      loom__json_key(j, "points");
+static void write_class(loom__json *j, const char *name, const loom_sched_class_model *m) {
+  loom__json_key(j, name);
+  loom__json_begin_object(j);
+  loom__json_kv_double(j, "latency", m->latency);
+  loom__json_kv_double(j, "seconds_per_unit", m->seconds_per_unit);
+  if (m->n_points) {
+    loom__json_key(j, "points");
+    loom__json_begin_array(j);
+    for (int32_t i = 0; i < m->n_points; i++) {
       loom__json_begin_array(j);
-      for (int32_t i = 0; i < m->n_points; i++) {
-        loom__json_begin_array(j);
-        loom__json_double(j, m->point_size[i]);
-        loom__json_double(j, m->point_seconds[i]);
-        loom__json_end_array(j);
-      }
+      loom__json_double(j, m->point_size[i]);
+      loom__json_double(j, m->point_seconds[i]);
       loom__json_end_array(j);
     }
-    loom__json_end_object(j);
+    loom__json_end_array(j);
   }
+  loom__json_end_object(j);
+}
+
+void loom__sched_model_write(const loom_sched_model *model, loom__json *j) {
+  for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++)
+    if (model->cls[c].known) write_class(j, class_names[c], &model->cls[c]);
 }
 
 loom_status loom_sched_model_save(const loom_sched_model *model, const char *name, const char *driver) {
@@ -222,6 +226,13 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
     loom__json_kv_double(&j, "fault_page_seconds", model->fault_page_seconds);
     loom__json_end_object(&j);
   }
+  if (model->thin_gemm.known || model->stream.known) {
+    loom__json_key(&j, "pieces");
+    loom__json_begin_object(&j);
+    if (model->thin_gemm.known) write_class(&j, "thin_gemm", &model->thin_gemm);
+    if (model->stream.known) write_class(&j, "stream", &model->stream);
+    loom__json_end_object(&j);
+  }
   loom__json_end_object(&j);
   s = loom__json_finish(&j);
   if (fclose(f) != 0 && !s) s = loom__error(LOOM_ERR_IO, "%s: %s", path, strerror(errno));
@@ -259,6 +270,8 @@ loom_status loom__sched_read_json(const char *path, loom__jr_value *out) {
   return LOOM_OK;
 }
 
+static loom_status read_pieces(const loom__jr_value *pieces, const char *path, loom_sched_model *out);
+
 loom_status loom_sched_model_load(const char *name, const char *driver, loom_sched_model *out) {
   char path[1100], where[1200];
   if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "models: NULL out");
@@ -294,6 +307,8 @@ loom_status loom_sched_model_load(const char *name, const char *driver, loom_sch
       s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
                       "%s: fused: \"element_seconds\" and \"fault_page_seconds\" must be numbers >= 0", path);
   }
+  const loom__jr_value *pieces = loom__jr_get(&doc, "pieces");
+  if (!s && pieces) s = read_pieces(pieces, path, out);
   loom__jr_free(&doc);
   return s;
 }
@@ -339,6 +354,26 @@ static loom_status read_class(const loom__jr_value *v, const char *where, const 
   m->latency = lat ? lat->number : 0;
   m->seconds_per_unit = spu ? spu->number : rate ? 1.0 / rate->number : 0;
   return pts ? read_points(pts, where, cls, m) : LOOM_OK;
+}
+
+/* The file's "pieces": {"thin_gemm": CLASS, "stream": CLASS}, each as a class of "models". */
+static loom_status read_pieces(const loom__jr_value *pieces, const char *path, loom_sched_model *out) {
+  char where[1200];
+  snprintf(where, sizeof where, "%s: pieces", path);
+  if (pieces->type != LOOM__JR_OBJECT)
+    return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: must be an object", where);
+  for (int32_t i = 0; i < pieces->n; i++) {
+    const char *key = pieces->keys[i];
+    loom_sched_class_model *m = !strcmp(key, "thin_gemm") ? &out->thin_gemm
+                                : !strcmp(key, "stream")  ? &out->stream
+                                                          : NULL;
+    if (!m)
+      return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s.%s: not a piece model (thin_gemm, stream)", where,
+                         key);
+    loom_status s = read_class(&pieces->items[i], where, key, m);
+    if (s) return s;
+  }
+  return LOOM_OK;
 }
 
 loom_status loom__sched_model_read(const loom__jr_value *obj, const char *where, loom_sched_model *out) {
@@ -388,4 +423,12 @@ void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *str
             "%*s%-12s %.3g s an element of an elementwise op in a fused body, %.3g s a page of a new "
             "result of 32 MiB or more\n",
             indent, "", "fused", model->fused_element_seconds, model->fault_page_seconds);
+  const loom_sched_class_model *pieces[2] = {model ? &model->thin_gemm : NULL, model ? &model->stream : NULL};
+  static const char *const what[2] = {"thin gemm", "stream"};
+  for (int k = 0; k < 2; k++)
+    if (pieces[k] && pieces[k]->known && pieces[k]->n_points)
+      fprintf(stream, "%*s%-12s %d points, %.3g s at %.3g units .. %.3g s at %.3g units (pieces)\n", indent,
+              "", what[k], pieces[k]->n_points, pieces[k]->point_seconds[0], pieces[k]->point_size[0],
+              pieces[k]->point_seconds[pieces[k]->n_points - 1],
+              pieces[k]->point_size[pieces[k]->n_points - 1]);
 }

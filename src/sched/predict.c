@@ -115,12 +115,25 @@ static bool is_param(const loom_graph *g, loom_value v) {
   return false;
 }
 
+/* The seconds a kernel spends reading `bytes` from memory: at the rate from beyond the cache,
+ * or, where the model measured pieces streamed (`stream`), at what a piece of as many bytes
+ * took where longer: a piece too small to be split over the threads reads at one core's rate
+ * (scaled by `scale`, a shorter last piece). */
+static double read_seconds(const pricer *p, double bytes, double scale) {
+  double t = scale * bytes * p->read;
+  const loom_sched_class_model *s = &p->m->stream;
+  if (!s->known || !(bytes > 0)) return t;
+  double streamed = loom__sched_class_time(s, scale * bytes);
+  return streamed > t ? streamed : t;
+}
+
 /* The seconds an op spends moving memory, priced at the rates from beyond the cache: a dot
  * all its operands and its result (a matrix-vector product is bound by its matrix, which its
  * flops alone price as a small, fast GEMM); any other op the operands it reads from its
  * graph's parameters (a loop piece's slices stream from memory, where the model's table at
  * the piece's size was measured in cache). */
-static double memory_seconds(const pricer *p, const loom_graph *g, int32_t index, loom_op kind) {
+static double memory_seconds(const pricer *p, const loom_graph *g, int32_t index, loom_op kind,
+                             double scale) {
   double read = 0;
   for (int32_t k = 0;; k++) {
     loom_value v = loom_graph_op_input(g, index, k);
@@ -128,7 +141,7 @@ static double memory_seconds(const pricer *p, const loom_graph *g, int32_t index
     if (kind == LOOM_OP_DOT || is_param(g, v)) read += bytes_of(g, v);
   }
   double written = kind == LOOM_OP_DOT ? bytes_of(g, loom_graph_op_output(g, index, 0)) : 0;
-  return read * p->read + written * p->write;
+  return read_seconds(p, read, scale) + scale * written * p->write;
 }
 
 static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t index, double scale, double *t);
@@ -191,21 +204,6 @@ static loom_status loop_seconds(const pricer *p, const loom_graph *g, int32_t in
   return s;
 }
 
-/* The seconds of a product of `flops` over operands and result of `bytes`: at the rate the
- * model's table gives the square f32 GEMM of as many bytes (n = sqrt(bytes / 12)), plus the
- * call. A GEMM's rate follows the bytes it works through more than its flops: a piece
- * [1024,2048] x [2048,205] of a limited gemm ran at the rate of a 1024^3 GEMM, not at that of
- * the 512^3 GEMM of as many flops, whose operands stay in the cache that other processes
- * share (priced by flops, the products at 1/8 came out 0.2-0.7 of their measured times). */
-static double gemm_seconds(const pricer *p, double flops, double bytes) {
-  double n = sqrt(bytes / 12), square = 2 * n * n * n;
-  double whole = loom_sched_model_time(p->m, LOOM_OP_CLASS_GEMM, square > flops ? square : flops);
-  const loom_sched_class_model *c = &p->m->cls[LOOM_OP_CLASS_GEMM];
-  double call = c->n_points && c->latency > c->point_seconds[0] ? c->point_seconds[0] : c->latency;
-  if (!(square > flops) || !(whole > call)) return loom_sched_model_time(p->m, LOOM_OP_CLASS_GEMM, flops);
-  return call + (whole - call) * flops / square;
-}
-
 /* The bytes of op `index`'s operands and results. */
 static double op_bytes(const loom_graph *g, int32_t index) {
   double b = 0;
@@ -219,6 +217,48 @@ static double op_bytes(const loom_graph *g, int32_t index) {
     if (v.id < 0) return b;
     b += bytes_of(g, v);
   }
+}
+
+/* The seconds of a product of `flops` over operands and result of `bytes`: at the rate the
+ * model's table gives the square f32 GEMM of as many bytes (n = sqrt(bytes / 12)), plus the
+ * call. A GEMM's rate follows the bytes it works through more than its flops: a piece
+ * [1024,2048] x [2048,205] of a limited gemm ran at the rate of a 1024^3 GEMM, not at that of
+ * the 512^3 GEMM of as many flops, whose operands stay in the cache that other processes
+ * share (priced by flops, the products at 1/8 came out 0.2-0.7 of their measured times). */
+static double square_seconds(const pricer *p, double flops, double bytes) {
+  double n = sqrt(bytes / 12), square = 2 * n * n * n;
+  double whole = loom_sched_model_time(p->m, LOOM_OP_CLASS_GEMM, square > flops ? square : flops);
+  const loom_sched_class_model *c = &p->m->cls[LOOM_OP_CLASS_GEMM];
+  double call = c->n_points && c->latency > c->point_seconds[0] ? c->point_seconds[0] : c->latency;
+  if (!(square > flops) || !(whole > call)) return loom_sched_model_time(p->m, LOOM_OP_CLASS_GEMM, flops);
+  return call + (whole - call) * flops / square;
+}
+
+/* The seconds of a thin product (m x n of its result at most the model's thinnest table's
+ * largest t x t, its inner side k at least twice sqrt(m n)) by the model's `thin_gemm` table,
+ * measured at k = 2048: the product of as large a result at k = 2048, its time beyond the
+ * call scaled by k / 2048. 0 where the product is not thin or the model has no such table. */
+static double thin_seconds(const pricer *p, double flops, double k) {
+  const loom_sched_class_model *t = &p->m->thin_gemm;
+  if (!t->known || !t->n_points || !(k > 0)) return 0;
+  double area = flops / (2 * k), largest = t->point_size[t->n_points - 1] / (2 * 2048);
+  if (area > largest || k < 2 * sqrt(area)) return 0;
+  double at = loom__sched_class_time(t, 2 * area * 2048);
+  double call = t->latency < t->point_seconds[0] ? t->latency : t->point_seconds[0];
+  return at > call ? call + (at - call) * k / 2048 : at;
+}
+
+/* The seconds of dot `index` of `flops` (at `scale`): the slower of the square GEMM of as many
+ * bytes and, for a thin product, the model's thin products (a thin piece does not split over
+ * the threads as a square does). */
+static double gemm_seconds(const pricer *p, const loom_graph *g, int32_t index, double flops, double scale) {
+  double t = square_seconds(p, flops, scale * op_bytes(g, index));
+  const loom_type *a = loom_value_type(g, loom_graph_op_input(g, index, 0)),
+                  *b = loom_value_type(g, loom_graph_op_input(g, index, 1));
+  /* a matrix-vector product is no GEMM: its matrix's bytes price it (memory_seconds) */
+  double thin =
+      a && b && a->rank >= 2 && b->rank >= 2 ? thin_seconds(p, flops, (double)a->dims[a->rank - 1]) : 0;
+  return thin > t ? thin : t;
 }
 
 /* The seconds of fused op `index` (its body's work in *task, at `scale`): one pass over its
@@ -274,7 +314,7 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) task.size[c] *= scale;
   double compute = 0;
   if (info.kind == LOOM_OP_DOT && task.size[LOOM_OP_CLASS_GEMM] > 0) {
-    compute = gemm_seconds(p, task.size[LOOM_OP_CLASS_GEMM], scale * op_bytes(g, index));
+    compute = gemm_seconds(p, g, index, task.size[LOOM_OP_CLASS_GEMM], scale);
     task.size[LOOM_OP_CLASS_GEMM] = 0;
   }
   if (info.kind == LOOM_OP_FUSED && p->m->fused_element_seconds > 0) {
@@ -283,7 +323,7 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   }
   compute += loom__sched_task_time(&task, p->m);
   if (compute == 0) return LOOM_OK; /* a view or a constant: no kernel */
-  double memory = scale * memory_seconds(p, g, index, info.kind);
+  double memory = memory_seconds(p, g, index, info.kind, scale);
   *t += compute > memory ? compute : memory;
   return LOOM_OK;
 }

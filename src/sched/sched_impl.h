@@ -29,6 +29,9 @@ struct loom_sched_problem {
 /* Reads the model object `obj` ({"gemm": {...}, ...}) into *out (cleared first); messages
  * name `where` ("p.json: devices[0].models") and the field. Errors: INVALID_ARGUMENT. */
 loom_status loom__sched_model_read(const loom__jr_value *obj, const char *where, loom_sched_model *out);
+/* Seconds of one kernel of `size` units by the class model m (its table where it has points,
+ * else its line); 0 for size <= 0. The caller checks m->known. */
+double loom__sched_class_time(const loom_sched_class_model *m, double size);
 /* Writes `model` as the members of the object being written (one per known class). */
 void loom__sched_model_write(const loom_sched_model *model, loom__json *j);
 /* The index of the link between nodes a and b, or -1. */

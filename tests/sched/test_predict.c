@@ -226,7 +226,26 @@ TEST(model_file_keeps_the_cost_of_a_piece) {
   ASSERT_NEAR(back.gather_row_seconds, 6e-8, 1e-20);
   ASSERT_NEAR(back.fused_element_seconds, 2e-10, 1e-22);
   ASSERT_NEAR(back.fault_page_seconds, 5e-6, 1e-20);
+  ASSERT_TRUE(!back.thin_gemm.known && !back.stream.known);
+  double thin_sizes[] = {2e5, 2e8}, thin_secs[] = {1e-5, 2e-3};
+  loom_sched_model fit;
+  memset(&fit, 0, sizeof fit);
+  ASSERT_OK(loom_sched_model_fit(&fit, LOOM_OP_CLASS_GEMM, thin_sizes, thin_secs, 2));
+  m.thin_gemm = fit.cls[LOOM_OP_CLASS_GEMM];
+  m.stream = fit.cls[LOOM_OP_CLASS_GEMM];
+  m.stream.point_seconds[1] = 3e-3;
+  ASSERT_OK(loom_sched_model_save(&m, "dev", "1"));
+  ASSERT_OK(loom_sched_model_load("dev", "1", &back));
+  ASSERT_TRUE(back.thin_gemm.known && back.thin_gemm.n_points == 2 && back.stream.n_points == 2);
+  ASSERT_NEAR(back.thin_gemm.point_seconds[1], 2e-3, 1e-18);
+  ASSERT_NEAR(back.stream.point_seconds[1], 3e-3, 1e-18);
   ASSERT_OK(loom_sched_model_path("dev", "1", path, sizeof path));
+  FILE *bad_piece = fopen(path, "w");
+  ASSERT_TRUE(bad_piece != NULL);
+  fputs("{\"models\": {\"copy\": {\"rate\": 1e9}}, \"pieces\": {\"thick\": {\"rate\": 1}}}\n", bad_piece);
+  fclose(bad_piece);
+  ASSERT_EQ(loom_sched_model_load("dev", "1", &back), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "pieces.thick");
   FILE *f = fopen(path, "w");
   ASSERT_TRUE(f != NULL);
   fputs("{\"models\": {\"copy\": {\"rate\": 1e9}}, \"loop\": {\"piece_seconds\": -1}}\n", f);
@@ -317,6 +336,47 @@ TEST(predict_prices_a_product_at_the_rate_of_its_bytes) {
   ASSERT_OK(predict_text(&m, text, &t));
   ASSERT_NEAR(t, loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, square) * 2e7 / square, 1e-12);
   ASSERT_TRUE(t > 1.5 * loom_sched_model_time(&m, LOOM_OP_CLASS_GEMM, 2e7)); /* slower than by flops */
+}
+
+/* A thin product ([16,1024] x [1024,32]: a result of 512 elements, k = 1024) is priced by the
+ * model's thin products where they are slower than the square GEMM of as many bytes: the
+ * table's time at the flops of as large a result at k = 2048 (2 x 512 x 2048), scaled by
+ * 1024 / 2048. A square product past the thin table's largest result keeps the square rule. */
+TEST(predict_prices_a_thin_product_by_the_thin_table) {
+  loom_sched_model m = cpu_model(0);
+  m.cls[LOOM_OP_CLASS_REDUCTION].seconds_per_unit = 1e-15; /* memory nearly free */
+  m.cls[LOOM_OP_CLASS_ELEMENTWISE].seconds_per_unit = 1e-15;
+  m.cls[LOOM_OP_CLASS_GEMM] = (loom_sched_class_model){.known = true, .seconds_per_unit = 1e-13};
+  double sizes[] = {262144, 268435456}, secs[] = {1e-5, 1e-2};
+  loom_sched_model thin;
+  memset(&thin, 0, sizeof thin);
+  ASSERT_OK(loom_sched_model_fit(&thin, LOOM_OP_CLASS_GEMM, sizes, secs, 2));
+  m.thin_gemm = thin.cls[LOOM_OP_CLASS_GEMM];
+  m.thin_gemm.latency = 0;
+  double t = 0, at = 1e-5 + (1e-2 - 1e-5) * (2097152.0 - 262144) / (268435456.0 - 262144);
+  ASSERT_OK(
+      predict_text(&m, "graph g(a: f32[16,1024], b: f32[1024,32]) {\n  c = dot a b\n  return c\n}\n", &t));
+  ASSERT_NEAR(t, at * 1024 / 2048, 1e-12);
+  ASSERT_OK(
+      predict_text(&m, "graph g(a: f32[512,512], b: f32[512,512]) {\n  c = dot a b\n  return c\n}\n", &t));
+  ASSERT_NEAR(t, 2.0 * 512 * 512 * 512 * 1e-13, 1e-12);
+}
+
+/* A small read is priced by the model's streamed pieces where they are slower than its bytes
+ * at the rate from beyond the cache: [4,1024] x [1024] reads 20,480 bytes, between the
+ * table's 16,384 (10 us) and 4 MiB (100 us); its 16 bytes written at 0.25 ns. */
+TEST(predict_prices_a_small_read_by_the_stream_table) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.cls[LOOM_OP_CLASS_GEMM] = (loom_sched_class_model){.known = true, .seconds_per_unit = 1e-15};
+  double sizes[] = {16384, 4194304}, secs[] = {1e-5, 1e-4};
+  loom_sched_model stream;
+  memset(&stream, 0, sizeof stream);
+  ASSERT_OK(loom_sched_model_fit(&stream, LOOM_OP_CLASS_COPY, sizes, secs, 2));
+  m.stream = stream.cls[LOOM_OP_CLASS_COPY];
+  m.stream.latency = 0;
+  double t = 0;
+  ASSERT_OK(predict_text(&m, "graph g(a: f32[4,1024], x: f32[1024]) {\n  y = dot a x\n  return y\n}\n", &t));
+  ASSERT_NEAR(t, 1e-5 + 9e-5 * 4096 / (4194304.0 - 16384) + 16 * 0.25e-9, 1e-12);
 }
 
 /* A fused chain of adds makes one pass over its operands and result, and its elementwise ops

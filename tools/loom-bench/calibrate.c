@@ -25,7 +25,9 @@ enum { CALIB_POINTS = 8, CALIB_QUICK = 3 };
  * cache (32 MiB here), so that a limit's small pieces fall inside the table; 0 ends a list.
  * No result passes 16 MiB: glibc maps a block of 32 MiB or more afresh on every call, so each
  * run of a one-op graph would pay a page fault for each of its pages (5 us each on these
- * virtual machines) where a graph's ops reuse their memory. */
+ * virtual machines) where a graph's ops reuse their memory. GEMM goes up to 2048^3: beyond
+ * 1024^3 two threads run faster than its rate (the whole products' predictions were 1.2x
+ * their measured times, which let a limit's search spend that much more). */
 typedef struct calib_case {
   loom_op_class cls;
   const char *lir;
@@ -36,7 +38,7 @@ static const calib_case cases[] = {
     {LOOM_OP_CLASS_GEMM,
      "graph g(a: f32[%1$lld,%1$lld], b: f32[%1$lld,%1$lld]) {\n  c = dot a b\n  return c\n}\n",
      1,
-     {16, 32, 64, 128, 256, 512, 1024},
+     {16, 32, 64, 128, 256, 512, 1024, 2048},
      {64, 128, 256}},
     {LOOM_OP_CLASS_FFT,
      "graph g(x: c64[%1$lld]) {\n  y = fft x axis=0\n  return y\n}\n",
@@ -230,6 +232,73 @@ static int calibrate_faults(loom_context *ctx, const char *id, const calib_optio
   return 0;
 }
 
+/* A thin product, as a limit's finest cuts make them: a loop over blocks of t rows of
+ * f32[8192,2048] (64 MiB: from memory, as a piece's operand is), each block transposed and
+ * multiplied into [t,2048] (in cache, as an outer piece's rows are), t = 8 to 256; a piece's
+ * seconds less the loop's cost of a piece, by its flops. The GEMM table's squares are hot in
+ * the cache and use every thread from 64^3 up; a thin piece packs its streamed operand for
+ * every product and splits poorly over the threads (35 x 69 x 2048 pieces of syrk took 184 us
+ * each on two threads, where the square GEMM of as many bytes priced them at 90). */
+static const char thin_lir[] =
+    "graph g(a: f32[%1$lld,2048], b: f32[8192,2048]) {\n  y = loop n=8192 piece=%1$lld {\n"
+    "    in x = a\n    in r = b axis=0\n    v = transpose r perm=[1,0]\n    d = dot x v\n"
+    "    out d concat axis=1\n  }\n  return y\n}\n";
+
+static int calibrate_thin(loom_context *ctx, const char *id, const calib_options *o, loom_sched_model *m) {
+  static const long long sides[] = {8, 16, 32, 64, 128, 256};
+  enum { N = sizeof sides / sizeof sides[0] };
+  const calib_case c = {.cls = LOOM_OP_CLASS_GEMM, .lir = thin_lir};
+  double flops[N], secs[N], units;
+  for (int i = 0; i < N; i++) {
+    double t, pieces = 8192.0 / (double)sides[i];
+    if (measure_size(ctx, id, &c, sides[i], o->reps, &units, &t)) return 1;
+    double per = t / pieces - m->piece_seconds;
+    flops[i] = 2.0 * (double)sides[i] * (double)sides[i] * 2048;
+    secs[i] = per > 0 ? per : t / pieces;
+  }
+  loom_sched_model fit;
+  memset(&fit, 0, sizeof fit);
+  if (loom_sched_model_fit(&fit, LOOM_OP_CLASS_GEMM, flops, secs, N)) {
+    fprintf(stderr, "loom-bench calibrate: %s thin gemm: %s\n", id, loom_last_error());
+    return 1;
+  }
+  m->thin_gemm = fit.cls[LOOM_OP_CLASS_GEMM];
+  m->thin_gemm.latency = m->cls[LOOM_OP_CLASS_GEMM].latency; /* the call, as the squares' */
+  return 0;
+}
+
+/* A matrix-vector product over pieces of p rows of f32[4096,4096] (64 MiB: from memory, past
+ * the cache), p = 1 to 256, by the bytes of matrix a piece reads: its seconds a piece less the
+ * loop's cost of a piece. A piece's kernel too small to be split over the threads streams at
+ * one core's rate, half the rate the whole product reads at on two cores (atax's 2,048
+ * pieces of 2 rows ran 1.5x slower than priced at that rate). */
+static const char stream_lir[] =
+    "graph g(a: f32[4096,4096], x: f32[4096]) {\n  y = loop n=4096 piece=%lld {\n    in r = a axis=0\n"
+    "    in v = x\n    d = dot r v\n    out d concat axis=0\n  }\n  return y\n}\n";
+
+static int calibrate_stream(loom_context *ctx, const char *id, const calib_options *o, loom_sched_model *m) {
+  static const long long rows[] = {1, 4, 16, 64, 256};
+  enum { N = sizeof rows / sizeof rows[0] };
+  const calib_case c = {.cls = LOOM_OP_CLASS_GEMM, .lir = stream_lir};
+  double bytes[N], secs[N], units;
+  for (int i = 0; i < N; i++) {
+    double t;
+    if (measure_size(ctx, id, &c, rows[i], o->reps, &units, &t)) return 1;
+    double per = t / (4096.0 / (double)rows[i]) - m->piece_seconds;
+    bytes[i] = (double)rows[i] * 4096 * 4;
+    secs[i] = per > 0 ? per : t / (4096.0 / (double)rows[i]);
+  }
+  loom_sched_model fit;
+  memset(&fit, 0, sizeof fit);
+  if (loom_sched_model_fit(&fit, LOOM_OP_CLASS_COPY, bytes, secs, N)) {
+    fprintf(stderr, "loom-bench calibrate: %s stream: %s\n", id, loom_last_error());
+    return 1;
+  }
+  m->stream = fit.cls[LOOM_OP_CLASS_COPY];
+  m->stream.latency = 0; /* below a row, a read costs its bytes: the call is the kernel's table's */
+  return 0;
+}
+
 /* The device's own memory node in the memory manager, or -1 when it computes in host memory. */
 static int32_t own_node(loom_context *ctx, int32_t index, loom_mem_manager **out_m) {
   int32_t node;
@@ -282,7 +351,8 @@ static int calibrate_device(loom_context *ctx, int32_t index, const loom_device_
     failed += calibrate_class(ctx, d->id, &cases[i], o, &m);
   if (!o->quick) /* new programs to build, as above */
     failed += calibrate_piece(ctx, d->id, o, &m) + calibrate_gather(ctx, d->id, o, &m) +
-              calibrate_fused(ctx, d->id, o, &m) + calibrate_faults(ctx, d->id, o, &m);
+              calibrate_fused(ctx, d->id, o, &m) + calibrate_faults(ctx, d->id, o, &m) +
+              calibrate_thin(ctx, d->id, o, &m) + calibrate_stream(ctx, d->id, o, &m);
   failed += calibrate_link(ctx, index, d->id, o, &m);
   const char *driver = loom_sched_device_driver(d);
   printf("%s  %s  (driver %s)%s\n", d->id, d->name, *driver ? driver : "none",
