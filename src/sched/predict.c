@@ -508,15 +508,16 @@ loom_status loom_graph_smallest_limit(const loom_sched_platform *platform, const
   loom_status s =
       loom_graph_predict_whole(platform, device, graph, opts, &out->whole_bytes, &out->whole_seconds);
   if (s) return s;
-  double budget = factor * out->whole_seconds;
+  double target = factor / LOOM_LIMIT_SEARCH_MARGIN;
+  double budget = (target > 1 ? target : 1) * out->whole_seconds;
   out->limit = out->whole_bytes > 0 ? out->whole_bytes : 1;
   out->seconds = seconds_at(platform, device, graph, out->limit, opts, &out->steps);
   if (!(out->seconds <= budget)) /* even the whole need is over: nothing smaller helps */
     return loom__error(LOOM_ERR_UNSUPPORTED,
-                       "no limit keeps '%s' within %.3gx of its whole time (at its whole need, %lld bytes, "
-                       "%.3g s predicted against %.3g s whole)",
-                       loom_graph_name(graph), factor, (long long)out->limit, out->seconds,
-                       out->whole_seconds);
+                       "no limit keeps '%s' within %.3gx of its whole time (%.3gx with the search's margin; "
+                       "at its whole need, %lld bytes, %.3g s predicted against %.3g s whole)",
+                       loom_graph_name(graph), factor, budget / out->whole_seconds, (long long)out->limit,
+                       out->seconds, out->whole_seconds);
   /* 1/4096 of the need, or 64 KiB: below it pieces are too small to be worth a prediction */
   int64_t lo = out->limit / 4096 > 65536 ? out->limit / 4096 : 65536;
   if (lo >= out->limit) return LOOM_OK;

@@ -117,7 +117,8 @@ TEST(predict_equals_the_fixed_schedule_of_the_plans_problem) {
 }
 
 /* A sum of squares: each piece of a limited plan pays the kernels' latency again, so the time
- * grows as the limit shrinks, and the search finds where it crosses twice the whole time. */
+ * grows as the limit shrinks, and the search finds where it crosses twice the whole time less
+ * the search's margin (2 / 1.25 = 1.6 times). */
 TEST(smallest_limit_is_within_the_factor_and_below_the_need) {
   loom_sched_platform *pf = cpu_platform(2e-5);
   loom_graph *g = parse(
@@ -131,13 +132,19 @@ TEST(smallest_limit_is_within_the_factor_and_below_the_need) {
   ASSERT_OK(loom_graph_smallest_limit(pf, "cpu0", g, 2, NULL, &r));
   ASSERT_TRUE(r.whole_bytes >= 262144 * 4);
   ASSERT_TRUE(r.limit < r.whole_bytes);
-  ASSERT_TRUE(r.seconds > 0 && r.seconds <= 2 * r.whole_seconds);
+  double budget = 2 / LOOM_LIMIT_SEARCH_MARGIN * r.whole_seconds;
+  ASSERT_TRUE(r.seconds > 0 && r.seconds <= budget);
   ASSERT_TRUE(r.steps >= 2);
   double below = 0;
-  /* 5% less is over the factor, or cannot be planned (the search's floor aside) */
+  /* 5% less is over the budget, or cannot be planned (the search's floor aside) */
   if (r.limit > 65536 &&
       loom_graph_predict_at(pf, "cpu0", g, (int64_t)((double)r.limit * 0.95), NULL, &below) == LOOM_OK)
-    ASSERT_TRUE(below > 2 * r.whole_seconds);
+    ASSERT_TRUE(below > budget);
+  /* a factor within the margin asks for the whole time (here the plan at the whole need, in
+   * pieces, is over it), and the error says so */
+  loom_limit_search one;
+  ASSERT_EQ(loom_graph_smallest_limit(pf, "cpu0", g, 1.1, NULL, &one), LOOM_ERR_UNSUPPORTED);
+  ASSERT_CONTAINS(loom_last_error(), "within 1.1x of its whole time (1x with the search's margin");
   loom_graph_destroy(g);
   loom_sched_platform_destroy(pf);
 }
