@@ -80,9 +80,9 @@ typedef struct loom_limit_search {
 
 /* The margin the search below keeps: it asks for a predicted time within factor /
  * LOOM_LIMIT_SEARCH_MARGIN (at least 1) times the whole time. At the fine cuts such a search
- * lands on, the calibrated model on two threads priced the products' pieces at 0.75-0.9 of
- * their measured time, the whole runs at 0.9-1.0 (docs/limits.md, "The smallest limit within
- * 2x"): without it a limit predicted at 2x measured up to 2.6x. */
+ * lands on, the calibrated model on two threads priced the products' pieces at 0.6-0.9 of
+ * their measured time, the whole runs at 0.9-1.0 (docs/limits.md, "Pieces as they run"):
+ * without it a limit predicted at 2x measured 2.0-3.1x. */
 #define LOOM_LIMIT_SEARCH_MARGIN 1.25
 
 /* The smallest limit for one runner on `device` at which `graph`'s predicted time stays within

@@ -3,11 +3,12 @@
 BUILD=${BUILD:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)/build}
 # Issue 34, acceptance 3 (task "predict"): loom-plan's predicted time against the measured time
 # on the kernels of examples/limits/ (whole and at 1/8; gemm also 1/32 and 1/128), and the
-# smallest limit predicted within 2x (--max-slowdown 2) measured on three kernels.
+# smallest limit predicted within 2x (--max-slowdown 2, which keeps a margin: it asks for
+# 2 / 1.25 = 1.6x) measured on every kernel the search plans.
 # Goals: every predicted / measured within [0.5, 2]; each searched limit's measured slowdown
 # (its time / the whole time, same process) <= 2.5.
-# Builds nothing: $BUILD's loom-bench. About 2-3 minutes on an idle 2-core
-# machine (calibration about 20 s). Threads as the machine gives (OMP_NUM_THREADS unset).
+# Builds nothing: $BUILD's loom-bench. About 2.5-3.5 minutes on an idle 2-core machine
+# (calibration about 15 s). Threads as the machine gives (OMP_NUM_THREADS unset).
 set -u
 ROOT=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 BENCH=$BUILD/loom-bench
@@ -20,13 +21,11 @@ echo "== 1. loom-bench calibrate --devices cpu0 --reps 5 (the model the predicti
 start=$(date +%s)
 timeout 120 "$BENCH" calibrate --devices cpu0 --reps 5 || echo "calibrate: exit $?"
 echo "   ($(( $(date +%s) - start )) s)"
-echo "== 2. loom-bench limits --repeats 2 (every kernel whole and at 1/8; gemm also 1/32, 1/128)"
-timeout 170 "$BENCH" limits --repeats 2 | cut -c1-175 | tee "$LOOM_CACHE_DIR/limits.txt"
-echo "== 3. loom-bench limits --kernels syrk,symm,atax --max-slowdown 2 --repeats 2"
-timeout 80 "$BENCH" limits --kernels syrk,symm,atax --max-slowdown 2 --repeats 2 | cut -c1-175 |
-  tee "$LOOM_CACHE_DIR/search.txt"
+echo "== 2. loom-bench limits --repeats 2 --max-slowdown 2 (every kernel whole, at 1/8 (gemm also 1/32, 1/128) and at its searched limit)"
+timeout 220 "$BENCH" limits --repeats 2 --max-slowdown 2 | grep -v '^DEBUG' | cut -c1-175 |
+  tee "$LOOM_CACHE_DIR/limits.txt"
 echo "== summary ($(( $(date +%s) - start )) s in all; a run cut short by its timeout counts what it printed)"
-/usr/bin/python3 - "$LOOM_CACHE_DIR/limits.txt" "$LOOM_CACHE_DIR/search.txt" <<'PY'
+/usr/bin/python3 - "$LOOM_CACHE_DIR/limits.txt" <<'PY'
 import sys
 def rows(path):
     """The table's rows that ran: (kernel, at, measured ms, predicted ms, pieces)."""
@@ -41,7 +40,9 @@ def rows(path):
         except ValueError:
             pass
     return out
-lim, srch = rows(sys.argv[1]), rows(sys.argv[2])
+every = rows(sys.argv[1])
+lim = [r for r in every if r[1] != "<=2x"]
+srch = every
 print("  acceptance 3a: predicted / measured on every case that ran (goal 0.5 .. 2)")
 ratios = []
 for kernel, at, meas, pred, pieces in lim:
@@ -52,8 +53,9 @@ for kernel, at, meas, pred, pieces in lim:
 if ratios:
     inside = sum(0.5 <= r <= 2 for r in ratios)
     print(f"  within 2x: {inside} of {len(ratios)} cases; p/m from {min(ratios):.2f} to {max(ratios):.2f}")
-print("  acceptance 3b: the smallest limit predicted within 2x, measured (goal: slowdown <= 2.5)")
+print("  acceptance 3b: the smallest limit predicted within 2x (1.6x with the margin), measured (goal: slowdown <= 2.5)")
 whole = {(k, "whole"): (m, p) for k, at, m, p, n in srch if at == "whole"}
+slows = []
 for kernel, at, meas, pred, pieces in srch:
     if at != "<=2x" or (kernel, "whole") not in whole:
         continue
@@ -61,4 +63,10 @@ for kernel, at, meas, pred, pieces in srch:
     slow = meas / wm
     print(f"    {kernel:<11} pieces {pieces:>6}  predicted {pred / wp:4.2f}x the whole  measured slowdown {slow:5.2f}x"
           f"  {'ok' if slow <= 2.5 else 'OVER'}")
+    slows.append(slow)
+if slows:
+    print(f"  searched limits within 2.5x: {sum(s <= 2.5 for s in slows)} of {len(slows)}")
+for line in open(sys.argv[1]):
+    if " search " in f" {line} " and "no limit within" in line:
+        print("    " + line.strip())
 PY
