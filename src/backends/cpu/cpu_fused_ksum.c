@@ -1,8 +1,10 @@
 /* The fused evaluator's kernel sum in one pass, the kmv fast path (cpu_fused_run.h lists the parts):
  * sum_j exp(c max(dot3 + u, lo)) b_j as the distance rewrite writes it (find_kernel_sum) is one
- * loop per block with nothing stored, its exp inline (cpu_vmath.h), in a portable form compiled
- * per x86-64 level and an AVX-512 one through vscalefps. docs/ir-fusion.md has the measurements
- * behind the choice of exp. */
+ * loop per block with nothing stored. On x86-64 with AVX2 or AVX-512 (cpu_isa.h) a row's
+ * constants are folded once per block so that each pair costs four FMAs, a 2^t with range
+ * reduction and one FMA into the sum (the exp2 form below); elsewhere, and for a row whose
+ * constants cannot be folded, a portable loop compiled per x86-64 level keeps the unfused ops'
+ * roundings with loom__exp_f32 (cpu_vmath.h). docs/ir-fusion.md has the measurements. */
 #include "backends/cpu/cpu_fused_run.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_vmath.h"
@@ -10,7 +12,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define LOOM_KS_AVX512 1
+#define LOOM_KS_X86 1
 #endif
 
 /* One term of a kernel sum (find_kernel_sum) from d, its dot with the dot's absorbed add or sub
@@ -54,7 +56,7 @@ static inline __attribute__((always_inline)) double ks_loop(const float *const *
 
 /* Returns LOOP's sum with uvec (u is a block), sub and has_ae (ae is not -0) as constants at
  * each of its eight calls, so each is compiled to a loop of its own with no test in it; the
- * portable and the AVX-512 kernel sums both dispatch so. */
+ * portable kernel sum dispatches so. */
 #define KS_CALL(LOOP, UVEC, SUB, AE) LOOP(bp, av, a1, u, su, UVEC, SUB, lo, me, ae, AE, b, n)
 #define KS_DISPATCH(LOOP)                                                                            \
   do {                                                                                               \
@@ -66,72 +68,127 @@ static inline __attribute__((always_inline)) double ks_loop(const float *const *
                : (has_ae_ ? KS_CALL(LOOP, false, false, true) : KS_CALL(LOOP, false, false, false)); \
   } while (0)
 
-#ifdef LOOM_KS_AVX512
-/* The same loop written for AVX-512 (faster than the x86-64-v4 clone of the portable one:
- * docs/ir-fusion.md, "The cpu evaluator"): e^x = (1 + p(r)) 2^n with n rounded by vrndscaleps and 2^n applied
- * by vscalefps, which overflows to infinity, rounds once below the normal range and carries NaN, where the
- * portable exp needs seven integer ops, two multiplies and a select. max(c, x) and min(c, x) return x when it
- * is NaN (maxps gives its second operand then), so the clamps keep NaN too. The polynomial and its reduction
- * are loom__exp_f32's: the results are within 2 ulp of e^x as there (fused_cpu_kernel_sum checks both kernels
- * against f64). */
-__attribute__((target("avx512f"))) static inline __m512 ks_exp512(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(0x1.715476p+0f)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0x1.62e4p-1f), x);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0x1.7f7d1cp-20f), r);
-  __m512 r2 = _mm512_mul_ps(r, r);
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), r, _mm512_set1_ps(0x1.573e2ep-5f));
-  __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), r, _mm512_set1_ps(0x1.fffdb6p-2f));
-  q = _mm512_fmadd_ps(p, r2, q);
-  __m512 poly = _mm512_fmadd_ps(q, r2, _mm512_mul_ps(_mm512_set1_ps(0x1.ffffecp-1f), r));
-  return _mm512_scalef_ps(_mm512_add_ps(poly, _mm512_set1_ps(1.0f)), n);
+#ifdef LOOM_KS_X86
+/* ---- the exp2 form (AVX-512 and AVX2) ----
+ * e^(me max(v, lo) + ae), v = a1 + av.y +- u, is 2^t with t = L me v + L ae clamped to where
+ * L me lo + L ae lies (L = log2 e; me > 0 keeps the maximum, me < 0 makes it a minimum). Folding
+ * L me into the row's constants once per row and block leaves per pair, in one vector of
+ * columns: four FMAs for t, two clamps, a rounding to n, t - n (exact), five FMAs of 2^(t-n) on
+ * [-1/2, 1/2], the scale by 2^n and the FMA into the sum. The loop of ks_loop above keeps the
+ * unfused ops' roundings and takes about 22 such ops; the terms here differ from those by the
+ * roundings of the folded constants (a few ulp of t, so a relative 1e-6 of a term where the
+ * distances are of order 10), inside the suite's tolerance (fused_cpu_kernel_sum,
+ * fused_cpu_kmv_against_float64; fused_cpu_exp2_vectors checks the 2^t alone, cpu_vmath.h). */
+typedef struct ks_row {
+  float c0, c1, c2; /* L me av[k] */
+  float cu;         /* u's coefficient: L me, negated where the epilogue subtracts u */
+  float a;          /* L (me a1 + ae), plus cu u where u is one scalar */
+  float lo, hi;     /* t's clamps, lo <= hi, inside [-152, 129] */
+} ks_row;
+
+/* Below -152 every lane's 2^t rounds to 0 and from 129 on to infinity (2^(t-n) is at least
+ * 0.7), so the clamps change no result; they keep t - n finite. */
+#define KS_T_MIN (-152.0)
+#define KS_T_MAX 129.0
+
+/* The row's constants, or false where the fold would not keep the unfused results (a scale me
+ * of 0, infinity or NaN, or a constant that overflows); such a row runs ks_loop. */
+static bool ks_fold(const float *av, float a1, bool uvec, float su, bool sub, float lo, float me, float ae,
+                    ks_row *r) {
+  const double L = 1.4426950408889634074, s = L * (double)me;
+  double cu = sub ? -s : s, a = s * (double)a1 + L * (double)ae, bound = s * (double)lo + L * (double)ae;
+  if (!uvec) a += cu * (double)su;
+  *r = (ks_row){(float)(s * av[0]), (float)(s * av[1]), (float)(s * av[2]), (float)cu, (float)a, 0, 0};
+  /* the bound is a maximum of t where me > 0 and a minimum where me < 0 (lo = -inf: none) */
+  double tlo = s > 0 && bound > KS_T_MIN ? bound : KS_T_MIN,
+         thi = s < 0 && bound < KS_T_MAX ? bound : KS_T_MAX;
+  r->lo = (float)(tlo < KS_T_MAX ? tlo : KS_T_MAX); /* ternaries: fmin and fmax are calls here */
+  r->hi = (float)(thi > KS_T_MIN ? thi : KS_T_MIN);
+  return s != 0 && isfinite(s) && isfinite(r->a) && isfinite(r->cu) && isfinite(r->c0) && isfinite(r->c1) &&
+         isfinite(r->c2);
 }
 
-/* Sixteen terms at column i (m: the lanes that exist), as ks_term computes each. */
-__attribute__((target("avx512f"))) static inline __m512 ks_terms512(
-    const float *const *bp, __m512 c0, __m512 c1, __m512 c2, __m512 a1, const float *u, __m512 su, bool uvec,
-    bool sub, __m512 lo, __m512 me, __m512 ae, bool has_ae, const float *b, int64_t i, __mmask16 m) {
-  __m512 d = _mm512_fmadd_ps(c0, _mm512_maskz_loadu_ps(m, bp[0] + i), a1);
-  d = _mm512_fmadd_ps(c1, _mm512_maskz_loadu_ps(m, bp[1] + i), d);
-  d = _mm512_fmadd_ps(c2, _mm512_maskz_loadu_ps(m, bp[2] + i), d);
-  __m512 uu = uvec ? _mm512_maskz_loadu_ps(m, u + i) : su;
-  __m512 x = sub ? _mm512_sub_ps(d, uu) : _mm512_add_ps(d, uu);
-  x = _mm512_max_ps(lo, x); /* lo > x ? lo : x: x when NaN (a NaN lo never comes here) */
-  x = _mm512_mul_ps(x, me);
-  if (has_ae) x = _mm512_add_ps(x, ae);
-  return _mm512_mul_ps(ks_exp512(x), _mm512_maskz_loadu_ps(m, b + i));
+/* Sixteen terms at column i added to acc (m: the lanes that exist; the others keep acc, since
+ * a term of a missing column may be infinite). max(lo, t) and min(hi, t) return t when it is
+ * NaN (maxps and minps give their second operand then). */
+__attribute__((target("avx512f"))) static inline __m512 ks_add512(const float *const *bp, const ks_row *r,
+                                                                  const float *u, bool uvec, const float *b,
+                                                                  int64_t i, __mmask16 m, __m512 acc) {
+  __m512 t = _mm512_set1_ps(r->a);
+  if (uvec) t = _mm512_fmadd_ps(_mm512_set1_ps(r->cu), _mm512_maskz_loadu_ps(m, u + i), t);
+  t = _mm512_fmadd_ps(_mm512_set1_ps(r->c0), _mm512_maskz_loadu_ps(m, bp[0] + i), t);
+  t = _mm512_fmadd_ps(_mm512_set1_ps(r->c1), _mm512_maskz_loadu_ps(m, bp[1] + i), t);
+  t = _mm512_fmadd_ps(_mm512_set1_ps(r->c2), _mm512_maskz_loadu_ps(m, bp[2] + i), t);
+  t = _mm512_min_ps(_mm512_set1_ps(r->hi), _mm512_max_ps(_mm512_set1_ps(r->lo), t));
+  return _mm512_mask3_fmadd_ps(loom__exp2_f32x16(t), _mm512_maskz_loadu_ps(m, b + i), acc, m);
 }
 
-__attribute__((target("avx512f"), always_inline)) static inline double ks_loop512(
-    const float *const *bp, const float *av, float a1f, const float *u, float suf, bool uvec, bool sub,
-    float lof, float mef, float aef, bool has_ae, const float *b, int64_t n) {
-  const __m512 c0 = _mm512_set1_ps(av[0]), c1 = _mm512_set1_ps(av[1]), c2 = _mm512_set1_ps(av[2]);
-  const __m512 a1 = _mm512_set1_ps(a1f), su = _mm512_set1_ps(suf), lo = _mm512_set1_ps(lof);
-  const __m512 me = _mm512_set1_ps(mef), ae = _mm512_set1_ps(aef);
+__attribute__((target("avx512f"), always_inline)) static inline double ks_sum512(const float *const *bp,
+                                                                                 const ks_row *r,
+                                                                                 const float *u, bool uvec,
+                                                                                 const float *b, int64_t n) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   int64_t j = 0;
   for (; j + 64 <= n; j += 64)
-    for (int v = 0; v < 4; v++)
-      acc[v] = _mm512_add_ps(acc[v], ks_terms512(bp, c0, c1, c2, a1, u, su, uvec, sub, lo, me, ae, has_ae, b,
-                                                 j + 16 * v, (__mmask16)0xffff));
-  /* the last columns, sixteen at a time under a mask: lanes past n add nothing */
-  for (int v = 0; j < n; j += 16, v++) {
-    __mmask16 m = (__mmask16)(n - j >= 16 ? 0xffff : (1u << (n - j)) - 1);
-    __m512 t = ks_terms512(bp, c0, c1, c2, a1, u, su, uvec, sub, lo, me, ae, has_ae, b, j, m);
-    acc[v] = _mm512_mask_add_ps(acc[v], m, acc[v], t);
-  }
+    for (int v = 0; v < 4; v++) acc[v] = ks_add512(bp, r, u, uvec, b, j + 16 * v, (__mmask16)0xffff, acc[v]);
+  /* the last columns, sixteen at a time under a mask, into one accumulator: an index that varies
+   * would keep every accumulator in memory through the main loop */
+  for (; j < n; j += 16)
+    acc[0] = ks_add512(bp, r, u, uvec, b, j, (__mmask16)(n - j >= 16 ? 0xffff : (1u << (n - j)) - 1), acc[0]);
   float lanes[SUM_LANES];
   for (int v = 0; v < 4; v++) _mm512_storeu_ps(lanes + 16 * v, acc[v]);
   return fold_lanes_float(lanes);
 }
 
-__attribute__((target("avx512f"))) static double kernel_sum_avx512(const float *const *bp, const float *av,
-                                                                   float a1, const float *u, float su,
-                                                                   bool sub, float lo, float me, float ae,
-                                                                   const float *b, int64_t n) {
-  KS_DISPATCH(ks_loop512);
+__attribute__((target("avx512f"))) static double kernel_sum_avx512(const float *const *bp, const ks_row *r,
+                                                                   const float *u, const float *b,
+                                                                   int64_t n) {
+  return u ? ks_sum512(bp, r, u, true, b, n) : ks_sum512(bp, r, NULL, false, b, n);
+}
+
+/* Eight terms at column i added to acc; m: the lanes that exist (all ones, or a mask whose other
+ * lanes read nothing and add nothing). */
+__attribute__((target("avx2,fma"))) static inline __m256 ks_add256(const float *const *bp, const ks_row *r,
+                                                                   const float *u, bool uvec, const float *b,
+                                                                   int64_t i, __m256i m, bool full,
+                                                                   __m256 acc) {
+#define KS_LOAD256(p) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m))
+  __m256 t = _mm256_set1_ps(r->a);
+  if (uvec) t = _mm256_fmadd_ps(_mm256_set1_ps(r->cu), KS_LOAD256(u + i), t);
+  t = _mm256_fmadd_ps(_mm256_set1_ps(r->c0), KS_LOAD256(bp[0] + i), t);
+  t = _mm256_fmadd_ps(_mm256_set1_ps(r->c1), KS_LOAD256(bp[1] + i), t);
+  t = _mm256_fmadd_ps(_mm256_set1_ps(r->c2), KS_LOAD256(bp[2] + i), t);
+  t = _mm256_min_ps(_mm256_set1_ps(r->hi), _mm256_max_ps(_mm256_set1_ps(r->lo), t));
+  __m256 e = loom__exp2_f32x8(t);
+  if (!full) e = _mm256_and_ps(e, _mm256_castsi256_ps(m));
+  return _mm256_fmadd_ps(e, KS_LOAD256(b + i), acc);
+#undef KS_LOAD256
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline double ks_sum256(const float *const *bp,
+                                                                                  const ks_row *r,
+                                                                                  const float *u, bool uvec,
+                                                                                  const float *b, int64_t n) {
+  /* four accumulators (32 columns a step): with eight, the sixteen ymm registers no longer hold
+   * the row's constants and GCC keeps the accumulators in memory */
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  const __m256i ones = _mm256_set1_epi32(-1);
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32)
+    for (int v = 0; v < 4; v++) acc[v] = ks_add256(bp, r, u, uvec, b, j + 8 * v, ones, true, acc[v]);
+  for (; j < n; j += 8) { /* the last columns, eight at a time under a mask, as ks_sum512 */
+    __m256i m =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    acc[0] = ks_add256(bp, r, u, uvec, b, j, m, false, acc[0]);
+  }
+  float lanes[SUM_LANES] = {0};
+  for (int v = 0; v < 4; v++) _mm256_storeu_ps(lanes + 8 * v, acc[v]);
+  return fold_lanes_float(lanes);
+}
+
+__attribute__((target("avx2,fma"))) static double kernel_sum_avx2(const float *const *bp, const ks_row *r,
+                                                                  const float *u, const float *b, int64_t n) {
+  return u ? ks_sum256(bp, r, u, true, b, n) : ks_sum256(bp, r, NULL, false, b, n);
 }
 #endif
 
@@ -165,13 +222,14 @@ double loom__cfz_kernel_sum_block(const plan *P, work *w, const int64_t *idx, in
   }
   float lo = P->ks_lo >= 0 ? *(const float *)w->ptr[P->ks_lo] : -INFINITY;
   if (isnan(lo)) return NAN; /* every term is the maximum's NaN */
-  const float *u = w->ptr[P->ks_u];
+  const float *u = w->ptr[P->ks_u], *b = w->ptr[P->prod_b];
   bool uv = P->v[P->ks_u].vec;
-#ifdef LOOM_KS_AVX512
-  if (P->ks_avx512)
-    return kernel_sum_avx512(bp, av, a1, uv ? u : NULL, uv ? 0 : u[0], P->ks_sub, lo, me, ae,
-                             w->ptr[P->prod_b], n);
+#ifdef LOOM_KS_X86
+  ks_row r;
+  if (!loom__cpu_ks_portable && loom__cpu_isa_level() >= 3 &&
+      ks_fold(av, a1, uv, uv ? 0 : u[0], P->ks_sub, lo, me, ae, &r))
+    return P->ks_avx512 ? kernel_sum_avx512(bp, &r, uv ? u : NULL, b, n)
+                        : kernel_sum_avx2(bp, &r, uv ? u : NULL, b, n);
 #endif
-  return kernel_sum_f32(bp, av, a1, uv ? u : NULL, uv ? 0 : u[0], P->ks_sub, lo, me, ae, w->ptr[P->prod_b],
-                        n);
+  return kernel_sum_f32(bp, av, a1, uv ? u : NULL, uv ? 0 : u[0], P->ks_sub, lo, me, ae, b, n);
 }

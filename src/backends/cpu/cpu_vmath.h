@@ -3,8 +3,9 @@
  * vector register (accumulators and operands are spilled around each one). Alone over a block
  * (exp times b, summed) this exp took 0.29 ns an element against libmvec's 0.37 on this
  * project's machine (AVX-512); in the one-pass kernel sum, where the call's spills are what
- * cost, the whole product ran about 1.3x faster with it. Only the fused evaluator's kernel sums
- * use it (cpu_fused.c, kernel_sum_f32); fused_cpu_inline_exp tests its accuracy. */
+ * cost, the whole product ran about 1.3x faster with it. The fused kernel sums' portable loop
+ * (cpu_fused_ksum.c) and the attention (cpu_attention.c) use it; fused_cpu_inline_exp tests its
+ * accuracy. The vector 2^t below is the kernel sums' exp on AVX2 and AVX-512. */
 #ifndef LOOM_CPU_VMATH_H
 #define LOOM_CPU_VMATH_H
 
@@ -53,5 +54,52 @@ static inline float loom__exp_f32(float x) {
   memcpy(&s2, &b2, sizeof s2);
   return x0 != x0 ? x0 : y * s2;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* 2^t for vectors, the kernel sums' exp (cpu_fused_ksum.c: e^x folded into 2^t with log2 e in
+ * the row's constants), for t already clamped to [-152, 129] (below, every result rounds to 0;
+ * from 129 on, to infinity), or NaN, which is returned as NaN. t = n + f with n the nearest
+ * integer (f = t - n is exact, |f| <= 1/2); 2^f = 1 + f p(f) by Horner's order (a block's sum
+ * gives it independent chains enough), p with loom__exp_f32's minimax coefficients for e^r,
+ * r = f ln 2, times ln2^k; then 2^n applied so that results overflow to infinity and round once
+ * below the normal range. Within 2 ulp of 2^t (fused_cpu_exp2_vectors checks both forms over
+ * the whole range, and their edges). */
+#define LOOM_EXP2_P1 0x1.62e422p-1f
+#define LOOM_EXP2_P2 0x1.ebf9acp-3f
+#define LOOM_EXP2_P3 0x1.c6bca0p-5f
+#define LOOM_EXP2_P4 0x1.3cee16p-7f
+#define LOOM_EXP2_P5 0x1.59ed2cp-10f
+
+/* Sixteen lanes: vscalefps applies 2^n with one rounding. */
+__attribute__((target("avx512f"))) static inline __m512 loom__exp2_f32x16(__m512 t) {
+  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(LOOM_EXP2_P5), f, _mm512_set1_ps(LOOM_EXP2_P4));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(LOOM_EXP2_P3));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(LOOM_EXP2_P2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(LOOM_EXP2_P1));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/* Eight lanes with AVX2, which has no vscalefps: 2^n applied as 2^h 2^(n-h), h = n / 2, the
+ * first added to the exponent's bits and the second a multiply, as loom__exp_f32 does. A NaN's
+ * n converts to INT_MIN, whose two halves leave the NaN as it is. */
+__attribute__((target("avx2,fma"))) static inline __m256 loom__exp2_f32x8(__m256 t) {
+  __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 f = _mm256_sub_ps(t, n);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(LOOM_EXP2_P5), f, _mm256_set1_ps(LOOM_EXP2_P4));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(LOOM_EXP2_P3));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(LOOM_EXP2_P2));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(LOOM_EXP2_P1));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  __m256i ni = _mm256_cvtps_epi32(n), h = _mm256_srai_epi32(ni, 1);
+  __m256i ph = _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(h, 23));
+  __m256i s2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ni, h), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(_mm256_castsi256_ps(ph), _mm256_castsi256_ps(s2));
+}
+#endif
 
 #endif
