@@ -289,9 +289,9 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
 /* TODO(#34): a round of the graph itself takes the first cut that fits, in the largest piece
  * that fits, and a round's fallback is the cut that lowers the peak most; only inside a body
  * are cuts weighed by predicted time (chunk_tile.c's roofline, not yet the scheduler's
- * calibrated model). A tile's GEMM has no k loop where its row slab is held: the estimate
- * counts an outer loop's slice of a streamed input whole, so at 1/128 of gemm's need the tiles
- * stay 13 x 39 with k whole. */
+ * calibrated model). A tile's dot gets its k loop only afterwards (chunk_tile.c), and a block
+ * of B's columns, not one run of B, is still held whole by the tile row's loop, so at 1/128
+ * of gemm's need the tiles stay near 31 x 31. */
 
 /* The largest piece c < extent for which the looped graph fits the limit. The graph's size does
  * not depend on c, so each try costs one small rebuild and estimate: a bisection (a piece's

@@ -184,6 +184,33 @@ bool loom__value_streamed(const loom_graph *g, int32_t v) {
   return readers > 0;
 }
 
+/* Whether the loops reading value v of g slice it plainly (no window), or pass it whole to a
+ * body whose loops do: a passed-on slice stays out of a conv's windowed tiles, whose plans the
+ * window's halo shapes. */
+static bool sliced_plainly(const loom_graph *g, int32_t v) {
+  for (int32_t o = 0; o < g->n_ops; o++) {
+    const loom__op *op = &g->ops[o];
+    for (int32_t i = 0; op->loop && i < op->n_inputs; i++) {
+      if (op->inputs[i] != v) continue;
+      const loom_loop_input *r = &op->loop->rules[i];
+      if (r->axis >= 0 ? loom__loop_windowed(r) : !sliced_plainly(op->loop->body, op->loop->body->params[i]))
+        return false;
+    }
+  }
+  return true;
+}
+
+bool loom__loop_slice_passed(const loom_graph *g, const loom__op *op, int32_t i) {
+  const loom__loop *l = op->loop;
+  const loom_loop_input *r = &l->rules[i];
+  const loom_type *t = &g->values[op->inputs[i]].type;
+  if (r->axis < 0 || loom__loop_windowed(r) || t->dtype == LOOM_Q4 || !loom__value_streamed(g, op->inputs[i]))
+    return false;
+  for (int32_t d = 0; d < r->axis; d++)
+    if (t->dims[d] != 1) return false;
+  return loom__value_streamed(l->body, l->body->params[i]) && sliced_plainly(l->body, l->body->params[i]);
+}
+
 /* Whether result j of loop op has a contiguous slot in the loop's result. */
 static bool slot_contiguous(const loom_graph *g, const loom__op *op, int32_t j) {
   const loom__loop *l = op->loop;
@@ -327,6 +354,7 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
     int64_t bytes = 0;
     const loom_loop_input *r = &l->rules[i];
     if (r->axis < 0) continue;
+    if (loom__loop_slice_passed(g, op, i)) continue; /* its inner loops count their slices */
     bool streamed = loom__value_streamed(g, op->inputs[i]);
     /* A window that passes the operand's ends reads padding: that piece's parameter is a copy
      * (the padding, then the part in reach). A streamed operand's slices hold it; any other

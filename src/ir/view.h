@@ -47,6 +47,14 @@ bool loom__loop_result_in_place(const loom_graph *g, const loom__op *op, int32_t
  * holds it whole: each piece's slice is brought in when the innermost piece runs. */
 bool loom__value_streamed(const loom_graph *g, int32_t v);
 
+/* Whether streamed operand i of loop op passes its slices on: each piece's slice is one run of
+ * the operand (every axis before the sliced one has length 1, not a window) and the body streams
+ * it in turn, each inner loop slicing it plainly (no window) or passing it on whole (a block of
+ * A's rows whose k-blocks an inner loop takes). Such a slice is never held: the inner loop's
+ * slices of it are, read in place or written in from the caller's tensor, so the estimate
+ * counts only those. */
+bool loom__loop_slice_passed(const loom_graph *g, const loom__op *op, int32_t i);
+
 /* Whether graph output v is streamed out: a loop's concat result with a contiguous slot that
  * the graph only returns (no op reads it), so no runner holds it whole: each piece's result is
  * copied out to the caller's output when the piece is done (on host memory, written straight

@@ -206,15 +206,17 @@ static const loom_tensor *host_source(const exec_state *o, int32_t v) {
   return o->inputs[p].data ? &o->inputs[p] : NULL;
 }
 
-/* A parameter the loop passes whole keeps the host tensor behind its operand, level after
- * level: an inner loop that streams it writes each slice in from there. The tensor is whole
- * and the parameter's strides its dense ones (body_init copies the operand's, and an input's
- * are dense), so an element offset into the parameter is one into the tensor. On host memory
- * every slice is read in place: nothing to keep. */
+/* A parameter the loop passes whole, or whose slice it passes on (loom__loop_slice_passed),
+ * keeps the host tensor behind its operand, level after level: an inner loop that streams it
+ * writes each slice in from there. The tensor is whole and the parameter's strides its dense
+ * ones (body_init copies the operand's, and an input's are dense), so an element offset into
+ * the parameter (a passed slice's is the piece's, piece_bind) is one into the tensor. On host
+ * memory every slice is read in place: nothing to keep. */
 static loom_status pass_inputs(loop_run *lr, exec_state *st) {
   const loom_graph *g = st->g;
   for (int32_t p = 0; p < g->n_params && !st->be->host_memory; p++) {
-    const loom_tensor *t = lr->l->rules[p].axis < 0 ? host_source(lr->outer, lr->op->inputs[p]) : NULL;
+    bool through = lr->l->rules[p].axis < 0 || loom__loop_slice_passed(lr->outer->g, lr->op, p);
+    const loom_tensor *t = through ? host_source(lr->outer, lr->op->inputs[p]) : NULL;
     if (!t) continue;
     if (!st->passed && !(st->passed = loom__calloc((size_t)g->n_params, sizeof *st->passed)))
       return loom__oom("a loop's body state");
@@ -849,7 +851,10 @@ static loom_status loop_setup(loop_run *lr, exec_state *st, const loom__op *op) 
   if (!lr->operands || !lr->streamed || !lr->slots || !lr->pads) return loom__oom("a loop's state");
   for (int32_t i = 0; i < op->n_inputs; i++) {
     loom__exec_view_of(st, op->inputs[i], &lr->operands[i]);
-    lr->streamed[i] = op->loop->rules[i].axis >= 0 && loom__value_streamed(st->g, op->inputs[i]);
+    /* a slice passed on to an inner loop that slices it again is not held: a view, as an
+     * operand's slice that is not streamed (the inner loop's slices are what is held) */
+    lr->streamed[i] = op->loop->rules[i].axis >= 0 && loom__value_streamed(st->g, op->inputs[i]) &&
+                      !loom__loop_slice_passed(st->g, op, i);
     const loom_type *t = &st->g->values[op->inputs[i]].type;
     int64_t bytes = 0;
     if (loom__loop_window_pads(op->loop, i,
