@@ -39,6 +39,9 @@ typedef struct halo_cut {
   const loom_graph *g;
   halo_val *v;
   bool *varies; /* depends on an input */
+  /* a concat along another axis read only by a concat along axis 0 (or by such a split one):
+   * never made whole, its parts each get the selects (split_concats) */
+  bool *split;
   int64_t n;    /* the results' length along axis 0: the loop's n */
   int32_t rank; /* of the results */
   int64_t mask_n;
@@ -183,6 +186,35 @@ static loom_status classify(halo_cut *h) {
   return LOOM_OK;
 }
 
+/* Whether x is made by a concat along an axis other than 0 that depends on an input. */
+static bool concat_across(const halo_cut *h, int32_t x) {
+  int32_t op = h->g->values[x].op, axis = 0;
+  if (op < 0 || !h->varies[x] || h->g->ops[op].kind != LOOM_OP_CONCAT) return false;
+  return loom__axis_normalize(h->g->ops[op].attrs.axis, type_of(h, x)->rank, &axis) && axis != 0;
+}
+
+/* Marks the concats along other axes read only by a concat along axis 0, or by such a marked
+ * one: the frames whose parts get the selects one by one. */
+static loom_status split_concats(halo_cut *h) {
+  const loom_graph *g = h->g;
+  int32_t *uses = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *uses);
+  if (!uses) return loom__oom("a halo cut");
+  for (int32_t o = 0; o < g->n_ops; o++)
+    for (int32_t i = 0; i < g->ops[o].n_inputs; i++) uses[g->ops[o].inputs[i]]++;
+  for (int32_t j = 0; j < g->n_outputs; j++) uses[g->outputs[j]]++;
+  for (int32_t o = g->n_ops - 1; o >= 0; o--) {
+    const loom__op *op = &g->ops[o];
+    int32_t res = op->outputs[0], axis = 0;
+    if (op->kind != LOOM_OP_CONCAT || !h->varies[res] || h->v[res].role != ROLE_RANGE) continue;
+    if (!loom__axis_normalize(op->attrs.axis, type_of(h, res)->rank, &axis)) continue;
+    if (axis != 0 && !h->split[res]) continue;
+    for (int32_t i = 0; i < op->n_inputs; i++)
+      if (uses[op->inputs[i]] == 1 && concat_across(h, op->inputs[i])) h->split[op->inputs[i]] = true;
+  }
+  loom__free(uses);
+  return LOOM_OK;
+}
+
 /* The windows of every value, backwards from the results'. */
 static loom_status infer(halo_cut *h) {
   const loom_graph *g = h->g;
@@ -206,7 +238,7 @@ static loom_status infer(halo_cut *h) {
   }
   for (int32_t v = 0; !s && v < g->n_values; v++)
     if (h->v[v].role == ROLE_RANGE && h->v[v].lft + h->v[v].rgt < 0) s = LOOM_ERR_UNSUPPORTED;
-  return s;
+  return s ? s : split_concats(h);
 }
 
 /* ---- the body for pieces of P ------------------------------------------------------------ */
@@ -251,24 +283,134 @@ static loom_value operand(body_build *bb, int32_t x, const halo_val *r, int64_t 
   return window_view(bb, bb->map[x], hx->lft, r->lft + shift, win_len(bb, r));
 }
 
-static loom_status emit_concat0(body_build *bb, const loom__op *op, const halo_val *r, loom_value *out) {
+enum { MAX_PARTS = 16 };
+
+/* A part of a concat along axis 0 in the select chain: graph value x at place c, its index
+ * along each other axis a the box's less shift[a]. */
+typedef struct chain_part {
+  int32_t x;
+  int64_t c;
+  int64_t shift[LOOM_MAX_RANK];
+} chain_part;
+
+/* Part p over the window of r and the box [lo, hi) of the other axes. */
+static loom_value leaf_part(body_build *bb, const chain_part *p, const halo_val *r, const int64_t *lo,
+                            const int64_t *hi) {
+  loom_value v = operand(bb, p->x, r, p->c);
+  if (v.id < 0) return v;
+  const loom_type *t = &bb->b->values[v.id].type;
+  loom_attrs a;
+  loom_attrs_init(&a);
+  a.set = LOOM_ATTR_START | LOOM_ATTR_STOP;
+  a.start.count = a.stop.count = t->rank;
+  bool whole = true;
+  for (int32_t d = 0; d < t->rank; d++) {
+    a.start.v[d] = d ? lo[d] - p->shift[d] : 0;
+    a.stop.v[d] = d ? hi[d] - p->shift[d] : t->dims[d];
+    whole &= a.start.v[d] == 0 && a.stop.v[d] == t->dims[d];
+  }
+  if (whole) return v;
+  loom_value out = LOOM_VALUE_NONE;
+  loom_graph_add(bb->b, LOOM_OP_SLICE, &v, 1, &a, NULL, NULL, &out, 1);
+  return out;
+}
+
+/* The selects of concat op's parts in the box (a leaf: no part left to split): part k where
+ * the position q >= c_k. */
+static loom_status leaf_chain(body_build *bb, int32_t n, const chain_part *parts, const halo_val *r,
+                              const int64_t *lo, const int64_t *hi, loom_value *out) {
   const halo_cut *h = bb->h;
-  loom_graph *b = bb->b;
-  int64_t c = type_of(h, op->inputs[0])->dims[0], len = win_len(bb, r);
-  loom_value res = operand(bb, op->inputs[0], r, 0);
-  for (int32_t i = 1; i < op->n_inputs && res.id >= 0; i++) {
+  loom_value res = leaf_part(bb, &parts[0], r, lo, hi);
+  for (int32_t i = 1; i < n && res.id >= 0; i++) {
     bool neg;
-    int64_t sh = mask_shift(h, c, &neg);
+    int64_t sh = mask_shift(h, parts[i].c, &neg);
     /* outside = the mask's negation: q >= c where it is false at q - c, or true at q + M - c */
-    loom_value outside = window_view(bb, bb->mask, h->mask.lft, r->lft - sh, len);
-    loom_value part = operand(bb, op->inputs[i], r, c);
+    loom_value outside = window_view(bb, bb->mask, h->mask.lft, r->lft - sh, win_len(bb, r));
+    loom_value part = leaf_part(bb, &parts[i], r, lo, hi);
     loom_value ins[3] = {outside, neg ? part : res, neg ? res : part};
-    loom_status s = loom_graph_add(b, LOOM_OP_SELECT, ins, 3, NULL, NULL, NULL, &res, 1);
+    loom_status s = loom_graph_add(bb->b, LOOM_OP_SELECT, ins, 3, NULL, NULL, NULL, &res, 1);
     if (s) return s;
-    c += type_of(h, op->inputs[i])->dims[0];
   }
   *out = res;
-  return b->error;
+  return bb->b->error;
+}
+
+static loom_status chain_box(body_build *bb, int32_t n, const chain_part *parts, const halo_val *r,
+                             const int64_t *lo, const int64_t *hi, loom_value *out);
+
+/* Part k, a concat along axis `a` of the chain, split: the chain over each of its parts' boxes,
+ * the narrowest first (the widest then reads the grid last, which dies with it), then
+ * concatenated along a. */
+static loom_status split_part(body_build *bb, int32_t n, const chain_part *parts, int32_t k,
+                              const halo_val *r, const int64_t *lo, const int64_t *hi, loom_value *out) {
+  const halo_cut *h = bb->h;
+  const loom__op *m = &h->g->ops[h->g->values[parts[k].x].op];
+  int32_t a = 0;
+  loom__axis_normalize(m->attrs.axis, type_of(h, parts[k].x)->rank, &a);
+  if (m->n_inputs > MAX_PARTS) return LOOM_ERR_UNSUPPORTED;
+  loom_value subs[MAX_PARTS];
+  int64_t from[MAX_PARTS], to[MAX_PARTS];
+  int32_t n_sub = 0, order[MAX_PARTS];
+  for (int32_t j = 0, d = 0; j < m->n_inputs; d += (int32_t)type_of(h, m->inputs[j])->dims[a], j++) {
+    from[j] = LOOM_MAX(lo[a], parts[k].shift[a] + d);
+    to[j] = LOOM_MIN(hi[a], parts[k].shift[a] + d + type_of(h, m->inputs[j])->dims[a]);
+    int32_t at = n_sub++;
+    while (at > 0 && to[order[at - 1]] - from[order[at - 1]] > to[j] - from[j])
+      order[at] = order[at - 1], at--;
+    order[at] = j;
+  }
+  for (int32_t i = 0; i < n_sub; i++) {
+    int32_t j = order[i];
+    subs[j] = LOOM_VALUE_NONE;
+    if (from[j] >= to[j]) continue;
+    chain_part sub[MAX_PARTS];
+    memcpy(sub, parts, sizeof *parts * (size_t)n);
+    int64_t d = 0;
+    for (int32_t q = 0; q < j; q++) d += type_of(h, m->inputs[q])->dims[a];
+    sub[k].x = m->inputs[j];
+    sub[k].shift[a] += d;
+    int64_t lo2[LOOM_MAX_RANK], hi2[LOOM_MAX_RANK];
+    memcpy(lo2, lo, sizeof lo2);
+    memcpy(hi2, hi, sizeof hi2);
+    lo2[a] = from[j];
+    hi2[a] = to[j];
+    loom_status s = chain_box(bb, n, sub, r, lo2, hi2, &subs[j]);
+    if (s) return s;
+  }
+  loom_value kept[MAX_PARTS];
+  int32_t n_kept = 0;
+  for (int32_t j = 0; j < n_sub; j++)
+    if (from[j] < to[j]) kept[n_kept++] = subs[j];
+  if (n_kept == 1) return *out = kept[0], LOOM_OK;
+  loom_attrs at;
+  loom_attrs_init(&at);
+  at.set = LOOM_ATTR_AXIS;
+  at.axis = a;
+  return loom_graph_add(bb->b, LOOM_OP_CONCAT, kept, n_kept, &at, NULL, NULL, out, 1);
+}
+
+static loom_status chain_box(body_build *bb, int32_t n, const chain_part *parts, const halo_val *r,
+                             const int64_t *lo, const int64_t *hi, loom_value *out) {
+  for (int32_t k = 0; k < n; k++)
+    if (bb->h->split[parts[k].x]) return split_part(bb, n, parts, k, r, lo, hi, out);
+  return leaf_chain(bb, n, parts, r, lo, hi, out);
+}
+
+/* A concat along axis 0: selects on the piece's positions, split along the other axes where a
+ * part is itself a concat there (the frame of a 2-D or 3-D grid), so neither the framed
+ * interior nor the grid outlives its step's selects. */
+static loom_status emit_concat0(body_build *bb, const loom__op *op, const halo_val *r, loom_value *out) {
+  const halo_cut *h = bb->h;
+  if (op->n_inputs > MAX_PARTS) return LOOM_ERR_UNSUPPORTED;
+  chain_part parts[MAX_PARTS];
+  int64_t c = 0, lo[LOOM_MAX_RANK] = {0}, hi[LOOM_MAX_RANK] = {0};
+  const loom_type *t = type_of(h, op->outputs[0]);
+  for (int32_t d = 0; d < t->rank; d++) hi[d] = t->dims[d];
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    parts[i] = (chain_part){.x = op->inputs[i], .c = c};
+    c += type_of(h, op->inputs[i])->dims[0];
+  }
+  return chain_box(bb, op->n_inputs, parts, r, lo, hi, out);
 }
 
 /* Op o of the graph in the body, over its result's window. */
@@ -281,6 +423,7 @@ static loom_status emit_op(body_build *bb, const loom__op *op) {
   loom_attrs a = op->attrs;
   loom_status s = LOOM_OK;
   if (op->n_inputs > 64) return LOOM_ERR_UNSUPPORTED;
+  if (h->split[res]) return LOOM_OK; /* made part by part by the concat along axis 0 reading it */
   if (source(op->kind)) {
     loom_type t = *type_of(h, res);
     if (r->role == ROLE_RANGE) t.dims[0] = win_len(bb, r); /* a fill along the window */
@@ -464,7 +607,8 @@ loom_status loom__chunk_halo(const loom_graph *g, int64_t limit, int32_t slices,
   halo_cut h = {.g = g};
   h.v = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.v);
   h.varies = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.varies);
-  loom_status s = (!h.v || !h.varies) ? loom__oom("a halo cut") : infer(&h);
+  h.split = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.split);
+  loom_status s = (!h.v || !h.varies || !h.split) ? loom__oom("a halo cut") : infer(&h);
   int64_t piece = 0;
   if (!s) s = best_piece(&h, limit, slices, out, &piece);
   if (!s) {
@@ -481,6 +625,7 @@ loom_status loom__chunk_halo(const loom_graph *g, int64_t limit, int32_t slices,
   }
   loom__free(h.v);
   loom__free(h.varies);
+  loom__free(h.split);
   /* a graph that is not such a chain, or fits no piece, leaves the caller's refusal standing */
   return s == LOOM_ERR_OUT_OF_MEMORY ? s : (s ? LOOM_ERR_UNSUPPORTED : LOOM_OK);
 }
