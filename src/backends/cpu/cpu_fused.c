@@ -209,6 +209,10 @@ static void index_of(const plan *P, int64_t ko, int64_t ro, int64_t j0, int64_t 
   idx[P->r - 1] = j0;
 }
 
+void loom__cfz_unit_index(const plan *P, int64_t ko, int64_t u, int64_t *idx) {
+  index_of(P, ko, u / P->nb, (u % P->nb) * FB, idx);
+}
+
 static int64_t out_offset(const plan *P, const int64_t *idx) {
   int64_t off = 0;
   for (int32_t d = 0; d < P->r; d++) off += idx[d] * P->ostrides[d];
@@ -249,10 +253,6 @@ static void row_unit(const plan *P, work *w, state *st, int64_t ko0, int64_t kk,
   int64_t idx[LOOM_MAX_RANK];
   int64_t ro = u / P->nb, jb = u % P->nb, j0 = jb * FB, n = LOOM_MIN(FB, P->M - j0);
   index_of(P, ko0 + kk, ro, j0, idx);
-  if (P->ks) {
-    st->lanes[kk].v.d += loom__cfz_kernel_sum_block(P, w, idx, n);
-    return;
-  }
   eval_block(P, w, idx, n);
   loom__cfz_fold_row(P, &st->lanes[kk], st->heap ? st->heap + kk * P->k : NULL, w->ptr[P->src],
                      P->prod_b >= 0 ? w->ptr[P->prod_b] : NULL, P->v[P->src].absorbed ? &w->tf[P->src] : NULL,
@@ -268,7 +268,9 @@ static void run_units(const plan *P, work *w, state *st, int64_t task, int64_t g
   int64_t idx[LOOM_MAX_RANK];
   if (P->last_red) {
     int64_t ko0 = task * group, rows = LOOM_MIN(group, P->Ok - ko0);
-    if (shares_column_blocks(P)) { /* blocks outer, rows inner: a shared block is packed once */
+    if (P->ks) /* the kernel sum walks its units itself, each row's constants kept across blocks */
+      loom__cfz_kernel_sum_units(P, w, st->lanes, ko0, rows, u0, u1);
+    else if (shares_column_blocks(P)) { /* blocks outer, rows inner: a shared block is packed once */
       for (int64_t u = u0; u < u1; u++)
         for (int64_t kk = 0; kk < rows; kk++) row_unit(P, w, st, ko0, kk, u);
     } else { /* rows outer: each row's operands stream in order, as the prefetchers like */

@@ -68,12 +68,11 @@ static inline __attribute__((always_inline)) double ks_loop(const float *const *
                : (has_ae_ ? KS_CALL(LOOP, false, false, true) : KS_CALL(LOOP, false, false, false)); \
   } while (0)
 
-#ifdef LOOM_KS_X86
 /* ---- the exp2 form (AVX-512 and AVX2) ----
  * e^(me max(v, lo) + ae), v = a1 + av.y +- u, is 2^t with t = L me v + L ae clamped to where
  * L me lo + L ae lies (L = log2 e; me > 0 keeps the maximum, me < 0 makes it a minimum). Folding
- * L me into the row's constants once per row and block leaves per pair, in one vector of
- * columns: four FMAs for t, two clamps, a rounding to n, t - n (exact), five FMAs of 2^(t-n) on
+ * L me into the row's constants once per row (loom__cfz_kernel_sum_units) leaves per pair, in one
+ * vector of columns: four FMAs for t, two clamps, a rounding to n, t - n (exact), five FMAs of 2^(t-n) on
  * [-1/2, 1/2], the scale by 2^n and the FMA into the sum. The loop of ks_loop above keeps the
  * unfused ops' roundings and takes about 22 such ops; the terms here differ from those by the
  * roundings of the folded constants (a few ulp of t, so a relative 1e-6 of a term where the
@@ -108,6 +107,7 @@ static bool ks_fold(const float *av, float a1, bool uvec, float su, bool sub, fl
          isfinite(r->c2);
 }
 
+#ifdef LOOM_KS_X86
 /* Sixteen terms at column i added to acc (m: the lanes that exist; the others keep acc, since
  * a term of a missing column may be infinite). max(lo, t) and min(hi, t) return t when it is
  * NaN (maxps and minps give their second operand then). */
@@ -203,33 +203,106 @@ ISA_VARIANTS(double, kernel_sum_f32,
               float me, float ae, const float *b, int64_t n),
              (bp, av, a1, u, su, sub, lo, me, ae, b, n))
 
-/* The sum over one block of a kernel sum's row (find_kernel_sum): the leaves, the dot's rows
- * and the absorbed ops' scalars as eval_block finds them, then one loop. */
-double loom__cfz_kernel_sum_block(const plan *P, work *w, const int64_t *idx, int64_t n) {
+/* One row of a kernel sum at one block as eval_block finds it (find_kernel_sum): the leaves (a
+ * packed block once for all rows), the dot's rows and the absorbed ops' scalars. */
+typedef struct ks_args {
+  const float *bp[MAX_K], *u, *b;
+  float av[MAX_K], a1, su, lo, me, ae;
+  bool uvec;
+} ks_args;
+
+static void ks_load(const plan *P, work *w, const int64_t *idx, int64_t n, ks_args *k) {
   loom__cfz_load_leaves(P, w, idx, n);
-  const float *bp[MAX_K];
-  float av[MAX_K];
-  loom__cfz_dot_rows_f32(P, w, loom__producer(P->g, P->ks_dot), idx, n, bp, av);
-  float a1 = -0.0f, me = 1, ae = -0.0f;
+  loom__cfz_dot_rows_f32(P, w, loom__producer(P->g, P->ks_dot), idx, n, k->bp, k->av);
+  k->a1 = -0.0f, k->me = 1, k->ae = -0.0f;
   if (P->ks_via >= 0) { /* an add or a sub of a scalar (find_kernel_sum): m is 1 */
     loom__cfz_absorbed_op(P, w, loom__producer(P->g, P->ks_via));
-    a1 = (float)w->tf[P->ks_via].a;
+    k->a1 = (float)w->tf[P->ks_via].a;
   }
   if (P->ks_aff >= 0) {
     loom__cfz_absorbed_op(P, w, loom__producer(P->g, P->ks_aff));
-    me = (float)w->tf[P->ks_aff].m;
-    ae = (float)w->tf[P->ks_aff].a;
+    k->me = (float)w->tf[P->ks_aff].m;
+    k->ae = (float)w->tf[P->ks_aff].a;
   }
-  float lo = P->ks_lo >= 0 ? *(const float *)w->ptr[P->ks_lo] : -INFINITY;
-  if (isnan(lo)) return NAN; /* every term is the maximum's NaN */
-  const float *u = w->ptr[P->ks_u], *b = w->ptr[P->prod_b];
-  bool uv = P->v[P->ks_u].vec;
+  k->lo = P->ks_lo >= 0 ? *(const float *)w->ptr[P->ks_lo] : -INFINITY;
+  k->u = w->ptr[P->ks_u];
+  k->b = w->ptr[P->prod_b];
+  k->uvec = P->v[P->ks_u].vec;
+  k->su = k->uvec ? 0 : k->u[0];
+}
+
+/* The vector width of the exp2 form this plan runs (16 with AVX-512, 8 with AVX2), or 0 for the
+ * portable loop (level 1, or loom__cpu_ks_portable set by a test). */
+static int ks_width(const plan *P) {
 #ifdef LOOM_KS_X86
-  ks_row r;
-  if (!loom__cpu_ks_portable && loom__cpu_isa_level() >= 3 &&
-      ks_fold(av, a1, uv, uv ? 0 : u[0], P->ks_sub, lo, me, ae, &r))
-    return P->ks_avx512 ? kernel_sum_avx512(bp, &r, uv ? u : NULL, b, n)
-                        : kernel_sum_avx2(bp, &r, uv ? u : NULL, b, n);
+  if (loom__cpu_ks_portable) return 0;
+  return P->ks_avx512 ? 16 : loom__cpu_isa_level() >= 3 ? 8 : 0;
+#else
+  (void)P;
+  return 0;
 #endif
-  return kernel_sum_f32(bp, av, a1, uv ? u : NULL, uv ? 0 : u[0], P->ks_sub, lo, me, ae, b, n);
+}
+
+/* The row's constants for the exp2 form where it applies (true), from a loaded row. */
+static bool ks_prepare(const plan *P, int width, const ks_args *k, ks_row *r) {
+  return width && !isnan(k->lo) && ks_fold(k->av, k->a1, k->uvec, k->su, P->ks_sub, k->lo, k->me, k->ae, r);
+}
+
+/* The sum over a block of one row: the exp2 form with constants r (prepared), else the loop that
+ * keeps the unfused roundings. */
+static double ks_block(const plan *P, int width, const ks_args *k, const ks_row *r, bool prepared,
+                       int64_t n) {
+#ifdef LOOM_KS_X86
+  if (prepared)
+    return width == 16 ? kernel_sum_avx512(k->bp, r, k->uvec ? k->u : NULL, k->b, n)
+                       : kernel_sum_avx2(k->bp, r, k->uvec ? k->u : NULL, k->b, n);
+#endif
+  if (isnan(k->lo)) return NAN; /* every term is the maximum's NaN */
+  return kernel_sum_f32(k->bp, k->av, k->a1, k->uvec ? k->u : NULL, k->su, P->ks_sub, k->lo, k->me, k->ae,
+                        k->b, n);
+}
+
+/* Whether every block the kernel sum reads along the columns (u, b: the dot's operands are read
+ * through the dot) is the same for each kept row of a group, so the rows after the first can run
+ * on the first one's blocks. */
+static bool ks_columns_shared(const plan *P) {
+  const loom__op *dot = loom__producer(P->g, P->ks_dot);
+  for (int32_t l = 0; l < P->n_leaves; l++) {
+    int32_t id = P->leaves[l];
+    const fvalue *f = &P->v[id];
+    if (!f->vec || id == dot->inputs[0] || id == dot->inputs[1]) continue;
+    for (int32_t q = 0; q < P->nk; q++)
+      if (f->strides[P->kax[q]] != 0) return false;
+  }
+  return true;
+}
+
+void loom__cfz_kernel_sum_units(const plan *P, work *w, lane *lanes, int64_t ko0, int64_t rows, int64_t u0,
+                                int64_t u1) {
+  ks_args rowk[ROW_GROUP];
+  ks_row rc[ROW_GROUP];
+  bool prepared[ROW_GROUP];
+  int width = ks_width(P);
+  bool shared = ks_columns_shared(P);
+  int64_t ro_loaded = -1;
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t ro = u / P->nb, n = LOOM_MIN(FB, P->M - (u % P->nb) * FB), idx[LOOM_MAX_RANK];
+    /* Each row's scalars once per reduced row ro (its first block), then only the first row
+     * loads each further block, and the others take its block pointers with their constants. */
+    bool fresh = ro != ro_loaded;
+    ro_loaded = ro;
+    for (int64_t kk = 0; kk < rows; kk++) {
+      ks_args *k = &rowk[kk];
+      if (fresh || kk == 0 || !shared || !prepared[kk]) {
+        loom__cfz_unit_index(P, ko0 + kk, u, idx);
+        ks_load(P, w, idx, n, k);
+        prepared[kk] = ks_prepare(P, width, k, &rc[kk]);
+      } else {
+        memcpy(k->bp, rowk[0].bp, sizeof k->bp);
+        k->u = k->uvec ? rowk[0].u : k->u;
+        k->b = rowk[0].b;
+      }
+      lanes[kk].v.d += ks_block(P, width, k, &rc[kk], prepared[kk], n);
+    }
+  }
 }

@@ -160,8 +160,10 @@ DEF_FOLD_LANES(double)
 
 /* ---- between the parts (each documented at its definition) ---- */
 
-/* cpu_fused.c */
+/* cpu_fused.c; unit_index: the S index of kept row ko at unit u (u / nb the reduced row, u % nb
+ * the column block), as run_units walks them */
 void loom__cfz_load_leaves(const plan *P, work *w, const int64_t *idx, int64_t n);
+void loom__cfz_unit_index(const plan *P, int64_t ko, int64_t u, int64_t *idx);
 void loom__cfz_absorbed_op(const plan *P, work *w, const loom__op *op);
 /* cpu_fused_ew.c */
 void loom__cfz_pack(const char *base, loom_dtype dt, int64_t off, int64_t s, int64_t n, void *dst);
@@ -171,8 +173,10 @@ void loom__cfz_dot_block(const plan *P, work *w, const loom__op *op, const int64
 void loom__cfz_dot_rows_f32(const plan *P, work *w, const loom__op *op, const int64_t *idx, int64_t n,
                             const float **bp, float *av);
 void loom__cfz_dot_epilogue(const plan *P, work *w, const loom__op *c, const int64_t *idx, int64_t n);
-/* cpu_fused_ksum.c */
-double loom__cfz_kernel_sum_block(const plan *P, work *w, const int64_t *idx, int64_t n);
+/* cpu_fused_ksum.c: a kernel sum's units [u0, u1) (as run_units counts them) for the rows
+ * ko0 .. ko0 + rows - 1 of a group (at most ROW_GROUP), each added into its lane */
+void loom__cfz_kernel_sum_units(const plan *P, work *w, lane *lanes, int64_t ko0, int64_t rows, int64_t u0,
+                                int64_t u1);
 /* cpu_fused_gemm.c: a row's k smallest (value, index), best first, as a topk of the smallest
  * orders them (NaN last, ties to the lower index); merge offers a row of n values (indices c0..)
  * behind a vector threshold test; store merges `parts` such lists of row i into the outputs. */
