@@ -3,6 +3,7 @@
  * estimated is exactly what is allocated. */
 #include <string.h>
 
+#include "ir/fused_gemm_scratch.h"
 #include "ir/ir.h"
 #include "ir/view.h"
 
@@ -69,7 +70,8 @@ int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op) {
     loom_type_bytes(&g->values[op->outputs[r]].type, &bytes);
     total += bytes;
   }
-  return factor * total;
+  /* a fused kNN's GEMM tiles come on top of the rule (fused_gemm_scratch.h) */
+  return factor * total + (op->fused ? loom__fused_gemm_tile_bytes(op->fused) : 0);
 }
 
 static void owned(loom__layout *l, int32_t id, const loom_type *type) {

@@ -239,4 +239,6 @@ TEST(fused_distance_topk_against_unfused) {
   check_direct(300, 5000, 3, 10);
   check_direct(70, 2500, 2, 7);
   check_direct(9, 4100, 5, 1);
+  check_direct(37, 50, 3, 12); /* d = 3: a short last group of rows, one run past the columns */
+  check_direct(6, 2111, 3, 64);
 }

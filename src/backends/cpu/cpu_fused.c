@@ -476,14 +476,14 @@ bool loom__fused_body_runs_on_cpu(const loom_graph *body) {
 
 loom_status loom__cpu_fused(const loom_graph *body, const loom__view *in, const loom__view *out,
                             void *scratch, int64_t scratch_bytes) {
-  (void)scratch; /* accumulators live per task, in registers and per-thread lanes */
-  (void)scratch_bytes;
+  /* The GEMM and distance top-k keep their tiles and second lists in the scratch; the other
+   * bodies' accumulators live per task, in registers and per-thread lanes. */
   if (!body || (body->n_params > 0 && !in) || !out)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: fused: body, operands or outputs are NULL");
   bool gemm = false;
-  loom_status s = loom__cfz_gemm_topk(body, in, out, &gemm);
+  loom_status s = loom__cfz_gemm_topk(body, in, out, scratch, scratch_bytes, &gemm);
   if (gemm) return s;
-  s = loom__cfz_distance_topk(body, in, out, &gemm);
+  s = loom__cfz_distance_topk(body, in, out, scratch, scratch_bytes, &gemm);
   if (gemm) return s;
   loom__layout *lay = malloc(sizeof *lay * (size_t)(body->n_values + 1));
   if (!lay) return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory");

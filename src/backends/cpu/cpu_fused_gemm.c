@@ -19,10 +19,19 @@
 #include "backends/cpu/cpu_blas_host.h"
 #include "backends/cpu/cpu_fused_run.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "ir/fused_gemm_scratch.h"
 #include "ir/pattern.h"
 
-/* GT_MAX_K: a row's k best are merged on the stack (gt_store); a larger k runs the body op by op */
-enum { GT_MAX_CHAIN = 8, GT_ROWS = 256, GT_COLS = 1024, GT_MAX_K = 64 };
+/* GT_MAX_K: as the distance kernel's (a larger k runs the body op by op); GT_MIN_TILE: the
+ * fewest floats a thread's tile may have (16 rows of 256 columns) before fewer threads share the
+ * scratch's tiles */
+enum {
+  GT_MAX_CHAIN = 8,
+  GT_ROWS = LOOM_GEMM_TOPK_ROWS,
+  GT_COLS = LOOM_GEMM_TOPK_COLS,
+  GT_MAX_K = 64,
+  GT_MIN_TILE = 16 * 256
+};
 
 /* A chain op's other operand: a scalar, or a view walking the [n, m] space (stride 0 where it
  * is broadcast). */
@@ -52,8 +61,6 @@ typedef struct gt_plan {
   int32_t n_ops;
   const loom__view *out;
 } gt_plan;
-
-typedef loom__cfz_best gt_best;
 
 /* The view of body value id (a parameter or a view of one) broadcast to the space, or false. */
 static bool leaf_view(const loom_graph *body, const loom__view *in, const loom__layout *lay, int32_t id,
@@ -283,166 +290,173 @@ static inline bool before(float a, int64_t ia, float b, int64_t ib) {
   return ahead || (!behind && ia < ib);
 }
 
-/* Inserts (v, i) into a row's k best (sorted, best first, *filled of k), where it belongs. */
-static inline void offer(gt_best *h, int64_t k, int64_t *filled, float v, int64_t i) {
-  int64_t at = *filled;
-  if (at == k) {
-    if (!before(v, i, h[k - 1].v, h[k - 1].i)) return;
-    at = k - 1;
-  } else {
-    ++*filled;
+void loom__cfz_best_init(const loom__cfz_best *h, int64_t k) {
+  for (int64_t t = 0; t < k; t++) {
+    h->v[t * h->sv] = NAN;
+    h->i[t * h->si] = INT64_MAX;
   }
-  for (; at > 0 && before(v, i, h[at - 1].v, h[at - 1].i); at--) h[at] = h[at - 1];
-  h[at] = (gt_best){v, i};
 }
 
-/* The row's first values until k are kept, then runs of 64: the run's least value against the
- * worst kept (NaN, never better than a number, is left out of the least), and only a run whose
- * least would enter is offered element by element, offer deciding exactly. In a kNN row almost
- * every run is skipped after one vector minimum. */
-KERNEL void merge_row_body(gt_best *h, int64_t k, int64_t *filled, const float *v, int64_t c0, int64_t n) {
-  int64_t j = 0;
-  for (; j < n && *filled < k; j++) offer(h, k, filled, v[j], c0 + j);
-  while (j < n) {
+void loom__cfz_best_offer(const loom__cfz_best *h, int64_t k, float v, int64_t i) {
+  float *hv = h->v;
+  int64_t *hi = h->i, sv = h->sv, si = h->si, at = k - 1;
+  if (!before(v, i, hv[at * sv], hi[at * si])) return;
+  /* a number (the common case) goes before a NaN, a larger value, or an equal one of a higher
+   * index: `before` without its NaN cases; the loop after it then stops at once */
+  if (v == v)
+    for (; at > 0 && (!(hv[(at - 1) * sv] <= v) || (hv[(at - 1) * sv] == v && i < hi[(at - 1) * si])); at--) {
+      hv[at * sv] = hv[(at - 1) * sv];
+      hi[at * si] = hi[(at - 1) * si];
+    }
+  for (; at > 0 && before(v, i, hv[(at - 1) * sv], hi[(at - 1) * si]); at--) {
+    hv[at * sv] = hv[(at - 1) * sv];
+    hi[at * si] = hi[(at - 1) * si];
+  }
+  hv[at * sv] = v;
+  hi[at * si] = i;
+}
+
+/* Runs of 64: the run's least value against the worst kept (NaN, never better than a number,
+ * is left out of the least), and only a run whose least would enter is offered element by
+ * element, the offer deciding exactly. In a kNN row almost every run is skipped after one
+ * vector minimum; while the list still holds a placeholder (NaN) every element is offered. */
+KERNEL void merge_row_body(const loom__cfz_best *h, int64_t k, const float *v, int64_t c0, int64_t n) {
+  const float *worst = &h->v[(k - 1) * h->sv];
+  for (int64_t j = 0; j < n; j += 64) {
     int64_t e = n - j >= 64 ? j + 64 : n;
-    float worst = h[k - 1].v;
-    if (worst == worst) {
+    if (*worst == *worst) {
       float lo = INFINITY;
       _Pragma("omp simd reduction(min : lo)") for (int64_t t = j; t < e; t++) lo = v[t] < lo ? v[t] : lo;
-      if (!(lo < worst)) {
-        j = e;
-        continue;
-      }
+      if (!(lo < *worst)) continue;
     }
     for (int64_t t = j; t < e; t++)
-      if (!(v[t] >= h[k - 1].v)) offer(h, k, filled, v[t], c0 + t);
-    j = e;
+      if (!(v[t] >= *worst)) loom__cfz_best_offer(h, k, v[t], c0 + t);
   }
 }
 ISA_VARIANTS_VOID(void, merge_row,
-                  (gt_best * h, int64_t k, int64_t *filled, const float *v, int64_t c0, int64_t n),
-                  (h, k, filled, v, c0, n))
+                  (const loom__cfz_best *h, int64_t k, const float *v, int64_t c0, int64_t n),
+                  (h, k, v, c0, n))
 
-void loom__cfz_best_merge(loom__cfz_best *h, int64_t k, int64_t *filled, const float *v, int64_t c0,
-                          int64_t n) {
-  merge_row(h, k, filled, v, c0, n);
+void loom__cfz_best_merge(const loom__cfz_best *h, int64_t k, const float *v, int64_t c0, int64_t n) {
+  merge_row(h, k, v, c0, n);
 }
 
-void loom__cfz_best_store(const loom__view *out, int64_t i, const loom__cfz_best *const *rows,
-                          const int64_t *filled, int64_t parts, int64_t k) {
-  gt_best row[GT_MAX_K];
-  int64_t n = 0;
-  for (int64_t p = 0; p < parts; p++)
-    for (int64_t t = 0; t < filled[p]; t++) offer(row, k, &n, rows[p][t].v, rows[p][t].i);
-  for (int64_t t = 0; t < n; t++) {
-    ((float *)out[0].data)[i * out[0].strides[0] + t * out[0].strides[1]] = row[t].v;
-    ((int64_t *)out[1].data)[i * out[1].strides[0] + t * out[1].strides[1]] = row[t].i;
-  }
+loom__cfz_best loom__cfz_best_row(const loom__view *out, int64_t i) {
+  return (loom__cfz_best){(float *)out[0].data + i * out[0].strides[0],
+                          (int64_t *)out[1].data + i * out[1].strides[0], out[0].strides[1],
+                          out[1].strides[1]};
 }
 
 /* ---- tasks ---- */
 
+/* The k best of each row are kept where the topk writes them: part 0's in the outputs, a
+ * second column part's in the op's scratch (IR.md's 1x the results), and the GEMM tiles after
+ * them (loom__fused_gemm_tile_bytes), so nothing the kernel holds is outside the estimate. */
 typedef struct gt_run {
   const gt_plan *P;
-  int64_t rows, parts; /* rows per row block, column parts */
+  int64_t rows, parts; /* rows per row block, column parts (1 or 2) */
   int64_t blocks;      /* row blocks */
-  gt_best *best;       /* [parts][n][k] */
-  int64_t *filled;     /* [parts][n] */
+  int64_t width;       /* a tile's columns */
+  float *part_v;       /* part 1's lists: [n][k] */
+  int64_t *part_i;
+  float *tiles; /* per thread: `per` floats */
+  int64_t per;
 } gt_run;
 
-/* Rows [r0, r0 + rows) against the columns of part `part`, tile by tile. */
-static void gt_task(const gt_run *R, int64_t r0, int64_t rows, int64_t part, float *c, float *pack) {
+static loom__cfz_best part_row(const gt_run *R, int64_t part, int64_t i) {
+  if (part == 0) return loom__cfz_best_row(R->P->out, i);
+  return (loom__cfz_best){R->part_v + i * R->P->k, R->part_i + i * R->P->k, 1, 1};
+}
+
+/* Rows [r0, r0 + rows) against the columns of part `part`, tile by tile; the operands BLAS
+ * cannot read are packed after the tile (gt_shape left room). */
+static void gt_task(const gt_run *R, int64_t r0, int64_t rows, int64_t part, float *c) {
   const gt_plan *P = R->P;
   int64_t c_lo = P->m * part / R->parts, c_hi = P->m * (part + 1) / R->parts;
-  gt_best *best = R->best + (part * P->n + r0) * P->k;
-  int64_t *filled = R->filled + part * P->n + r0;
-  for (int64_t c0 = c_lo; c0 < c_hi; c0 += GT_COLS) {
-    int64_t cols = c_hi - c0 < GT_COLS ? c_hi - c0 : GT_COLS;
-    tile_gemm(P, r0, rows, c0, cols, c, pack);
+  for (int64_t c0 = c_lo; c0 < c_hi; c0 += R->width) {
+    int64_t cols = c_hi - c0 < R->width ? c_hi - c0 : R->width;
+    tile_gemm(P, r0, rows, c0, cols, c, c + rows * cols);
     for (int64_t i = 0; i < rows; i++) {
       float *v = c + i * cols;
+      loom__cfz_best h = part_row(R, part, r0 + i);
       chain_row(P->ops, P->n_ops, v, r0 + i, c0, cols);
-      merge_row(best + i * P->k, P->k, &filled[i], v, c0, cols);
+      merge_row(&h, P->k, v, c0, cols);
     }
   }
 }
 
-/* Row i's k best over the parts, into the outputs. */
-static void gt_store(const gt_run *R, int64_t i) {
+/* How the work is cut for nt threads (team) or one: tiles of up to GT_COLS columns and as many
+ * rows as a thread's share of the scratch's tiles holds, beside room for packed operands. Row
+ * blocks of up to GT_ROWS are the tasks, at least two per thread where there are rows enough
+ * (down to 64 a block); with a single block and a team the columns are split in two parts,
+ * whose k best are merged at the end (a block packs its tile of y^T once per tile, so a short
+ * block is what makes the product skinny). Without a team the rows go to the BLAS in as few
+ * calls as the tile allows, and the BLAS threads each call itself (as the dot op would).
+ * False when not even one row fits (an unpackable operand of very many terms). */
+static bool gt_shape(gt_run *R, int nt, bool team, bool packs) {
   const gt_plan *P = R->P;
-  gt_best row[GT_MAX_K];
-  int64_t filled = 0;
-  for (int64_t p = 0; p < R->parts; p++) {
-    const gt_best *b = R->best + (p * P->n + i) * P->k;
-    for (int64_t t = 0; t < R->filled[p * P->n + i]; t++) offer(row, P->k, &filled, b[t].v, b[t].i);
+  int64_t rows = P->n, kd = packs ? P->kd : 0;
+  if (team) {
+    rows = P->n <= GT_ROWS ? P->n : (P->n + 2 * nt - 1) / (2 * nt);
+    rows = rows > GT_ROWS ? GT_ROWS : rows < 64 && P->n > 64 ? 64 : rows;
   }
-  const loom__view *o = P->out;
-  for (int64_t t = 0; t < filled; t++) {
-    ((float *)o[0].data)[i * o[0].strides[0] + t * o[0].strides[1]] = row[t].v;
-    ((int64_t *)o[1].data)[i * o[1].strides[0] + t * o[1].strides[1]] = row[t].i;
+  R->parts = team && rows >= P->n && P->m >= 2 * P->k ? 2 : 1;
+  R->width = (P->m + R->parts - 1) / R->parts;
+  R->width = R->width < GT_COLS ? R->width : GT_COLS;
+  int64_t fit = 0;
+  for (; R->width >= 1; R->width /= 2) {
+    fit = (R->per - R->width * kd) / (R->width + kd);
+    if (fit >= 1) break;
   }
+  if (fit < 1) return false;
+  R->rows = rows < fit ? rows : fit;
+  R->blocks = (P->n + R->rows - 1) / R->rows;
+  return true;
 }
 
-static loom_status gt_fused(const gt_plan *P) {
-  int nt = omp_get_max_threads();
-  gt_run R = {.P = P};
-  /* Row blocks of GT_ROWS, each a task, where there are at least two per thread; else fewer
-   * rows (all of them, down to 64 a block) and the columns split among the threads: a block
-   * packs its tile of y^T once per tile, so a short block is what makes the product skinny. */
-  R.rows = P->n <= GT_ROWS ? P->n : (P->n + 2 * nt - 1) / (2 * nt);
-  R.rows = R.rows > GT_ROWS ? GT_ROWS : R.rows < 64 && P->n > 64 ? 64 : R.rows;
-  R.blocks = (P->n + R.rows - 1) / R.rows;
-  R.parts = R.blocks >= 2 * nt ? 1 : (2 * nt + R.blocks - 1) / R.blocks;
-  if (R.parts > (P->m + GT_COLS - 1) / GT_COLS) R.parts = (P->m + GT_COLS - 1) / GT_COLS;
-  if (R.parts < 1) R.parts = 1;
-  R.best = malloc(sizeof *R.best * (size_t)(R.parts * P->n * P->k));
-  R.filled = calloc((size_t)(R.parts * P->n), sizeof *R.filled);
-  if (!R.best || !R.filled) {
-    free(R.best);
-    free(R.filled);
-    return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory for the k best of %lld rows",
-                       (long long)P->n);
-  }
+/* The tiles' threads: as many as there are, each with a tile of at least GT_MIN_TILE floats. */
+static int gt_threads(int64_t tile_floats, bool team) {
+  int nt = team ? omp_get_max_threads() : 1;
+  int64_t most = tile_floats / GT_MIN_TILE;
+  return most < 1 ? 1 : nt > most ? (int)most : nt;
+}
+
+static loom_status gt_fused(const gt_plan *P, char *scratch, int64_t tile_bytes) {
   /* Threads only where each has milliseconds of work: a loop cut along y's points calls this
    * op hundreds of times on a few dozen columns, and a team's barriers on a busy machine wait
-   * for a thread that lost its core. Without a team, the rows go to the BLAS in as few calls as
-   * a tile's floats allow, and the BLAS threads each call itself (as the dot op would). */
-  bool team = nt > 1 && (double)P->n * (double)P->m * (double)P->kd >= (double)(1 << 26);
-  if (!team) {
-    int64_t cap = (int64_t)GT_ROWS * GT_COLS / (P->m < GT_COLS ? P->m : GT_COLS);
-    R.rows = P->n < cap ? P->n : cap;
-    R.blocks = (P->n + R.rows - 1) / R.rows;
-    R.parts = 1;
-  }
-  bool failed = false;
-  int64_t tasks = R.blocks * R.parts;
-  /* The tile, and room for operands BLAS cannot read as they are laid out */
+   * for a thread that lost its core. */
+  bool team = omp_get_max_threads() > 1 && (double)P->n * (double)P->m * (double)P->kd >= (double)(1 << 26);
+  int nt = gt_threads(tile_bytes / (int64_t)sizeof(float), team);
+  team = nt > 1;
+  gt_run R = {.P = P};
+  R.part_i = (int64_t *)scratch;
+  R.part_v = (float *)(scratch + P->n * P->k * (int64_t)sizeof(int64_t));
+  R.tiles = (float *)(scratch + P->n * P->k * (int64_t)(sizeof(int64_t) + sizeof(float)));
+  R.per = tile_bytes / (int64_t)sizeof(float) / nt;
   bool ta, tb;
   int64_t ld;
   bool packs = !blas_form(&P->a, P->kd, &ta, &ld) || !blas_form(&P->b, P->m, &tb, &ld);
-  /* a tile no wider than a part's columns: a loop cut along y's points (under a small limit)
-   * gives pieces of a few dozen columns, and each call allocates its tiles afresh */
-  int64_t width = (P->m + R.parts - 1) / R.parts;
-  width = width < GT_COLS ? width : GT_COLS;
-  size_t tile = (size_t)(R.rows * width), pack = packs ? (size_t)(R.rows + width) * (size_t)P->kd : 0;
-#pragma omp parallel if (team && tasks > 1) reduction(|| : failed)
-  {
-    float *c = loom__aligned_alloc((tile + pack) * sizeof(float));
-    failed = !c;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; t++) {
-      int64_t b = t / R.parts, r0 = b * R.rows, rows = P->n - r0 < R.rows ? P->n - r0 : R.rows;
-      if (c) gt_task(&R, r0, rows, t % R.parts, c, c + tile);
+  if (!gt_shape(&R, nt, team, packs))
+    return loom__error(LOOM_ERR_UNSUPPORTED,
+                       "cpu: fused: a GEMM top-k operand with no unit stride and %lld terms leaves no room "
+                       "for a tile in the op's scratch",
+                       (long long)P->kd);
+  for (int64_t i = 0; i < P->n; i++)
+    for (int64_t p = 0; p < R.parts; p++) {
+      loom__cfz_best h = part_row(&R, p, i);
+      loom__cfz_best_init(&h, P->k);
     }
-    loom__aligned_free(c);
+  int64_t tasks = R.blocks * R.parts;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (team && tasks > 1)
+  for (int64_t t = 0; t < tasks; t++) {
+    int64_t b = t / R.parts, r0 = b * R.rows, rows = P->n - r0 < R.rows ? P->n - r0 : R.rows;
+    gt_task(&R, r0, rows, t % R.parts, R.tiles + (int64_t)omp_get_thread_num() * R.per);
   }
-  if (!failed) {
-#pragma omp parallel for schedule(static) if (P->n >= 4096)
-    for (int64_t i = 0; i < P->n; i++) gt_store(&R, i);
+  for (int64_t i = 0; R.parts == 2 && i < P->n; i++) {
+    loom__cfz_best h = part_row(&R, 0, i), q = part_row(&R, 1, i);
+    for (int64_t t = 0; t < P->k; t++) loom__cfz_best_offer(&h, P->k, q.v[t], q.i[t]);
   }
-  free(R.best);
-  free(R.filled);
-  return failed ? loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory for a GEMM tile") : LOOM_OK;
+  return LOOM_OK;
 }
 
 bool loom__cfz_gemm_topk_matches(const loom_graph *body, const loom__view *in, const loom__view *out) {
@@ -450,9 +464,27 @@ bool loom__cfz_gemm_topk_matches(const loom_graph *body, const loom__view *in, c
   return gt_match(body, in, out, &P);
 }
 
+/* The scratch holds a column part's k best (1x the results) and the tiles; a caller outside
+ * the runtime (no scratch) gets them from the heap, as much as the runtime would give. */
 loom_status loom__cfz_gemm_topk(const loom_graph *body, const loom__view *in, const loom__view *out,
-                                bool *taken) {
+                                void *scratch, int64_t scratch_bytes, bool *taken) {
   gt_plan P;
   *taken = gt_match(body, in, out, &P);
-  return *taken ? gt_fused(&P) : LOOM_OK;
+  if (!*taken) return LOOM_OK;
+  int64_t tiles = loom__fused_gemm_tile_bytes(body);
+  int64_t need = P.n * P.k * (int64_t)(sizeof(int64_t) + sizeof(float)) + tiles;
+  void *heap = NULL;
+  if (!scratch) {
+    scratch = heap = loom__aligned_alloc((size_t)need);
+    if (!heap)
+      return loom__error(LOOM_ERR_OUT_OF_MEMORY, "cpu: fused: out of memory for %lld bytes of GEMM tiles",
+                         (long long)need);
+  } else if (scratch_bytes < need) {
+    return loom__error(LOOM_ERR_INTERNAL,
+                       "cpu: fused: a GEMM top-k's scratch has %lld bytes, the estimator's rule %lld",
+                       (long long)scratch_bytes, (long long)need);
+  }
+  loom_status s = gt_fused(&P, scratch, tiles);
+  loom__aligned_free(heap);
+  return s;
 }

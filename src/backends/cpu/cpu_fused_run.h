@@ -178,24 +178,28 @@ void loom__cfz_dot_epilogue(const plan *P, work *w, const loom__op *c, const int
 void loom__cfz_kernel_sum_units(const plan *P, work *w, lane *lanes, int64_t ko0, int64_t rows, int64_t u0,
                                 int64_t u1);
 /* cpu_fused_gemm.c: a row's k smallest (value, index), best first, as a topk of the smallest
- * orders them (NaN last, ties to the lower index); merge offers a row of n values (indices c0..)
- * behind a vector threshold test; store merges `parts` such lists of row i into the outputs. */
+ * orders them (NaN last, ties to the lower index), kept where the topk writes them (a row of its
+ * two outputs, through their strides) or in the op's scratch: no memory of their own. init
+ * fills the k places with placeholders (NaN, INT64_MAX) that every real entry displaces; offer
+ * puts one entry where it belongs; merge offers a row of n values (indices c0..) behind a
+ * vector threshold test; row is row i of a topk's outputs. */
 typedef struct loom__cfz_best {
-  float v;
-  int64_t i;
+  float *v;
+  int64_t *i;
+  int64_t sv, si; /* element strides along the row */
 } loom__cfz_best;
-void loom__cfz_best_merge(loom__cfz_best *h, int64_t k, int64_t *filled, const float *v, int64_t c0,
-                          int64_t n);
-void loom__cfz_best_store(const loom__view *out, int64_t i, const loom__cfz_best *const *rows,
-                          const int64_t *filled, int64_t parts, int64_t k);
+void loom__cfz_best_init(const loom__cfz_best *h, int64_t k);
+void loom__cfz_best_offer(const loom__cfz_best *h, int64_t k, float v, int64_t i);
+void loom__cfz_best_merge(const loom__cfz_best *h, int64_t k, const float *v, int64_t c0, int64_t n);
+loom__cfz_best loom__cfz_best_row(const loom__view *out, int64_t i);
 /* cpu_fused_distance.c */
 bool loom__cfz_distance_topk_matches(const loom_graph *body, const loom__view *in, const loom__view *out);
 loom_status loom__cfz_distance_topk(const loom_graph *body, const loom__view *in, const loom__view *out,
-                                    bool *taken);
+                                    void *scratch, int64_t scratch_bytes, bool *taken);
 /* cpu_fused_gemm.c */
 bool loom__cfz_gemm_topk_matches(const loom_graph *body, const loom__view *in, const loom__view *out);
 loom_status loom__cfz_gemm_topk(const loom_graph *body, const loom__view *in, const loom__view *out,
-                                bool *taken);
+                                void *scratch, int64_t scratch_bytes, bool *taken);
 /* cpu_fused_reduce.c */
 bool loom__cfz_state_init(const plan *P, state *st, int64_t lanes);
 void loom__cfz_state_free(state *st);
