@@ -68,6 +68,12 @@ static bool source(loom_op kind) {
   return kind == LOOM_OP_CONSTANT || kind == LOOM_OP_FILL;
 }
 
+/* Whether x is made by a fill (the same value at every position). */
+static bool is_fill(const halo_cut *h, int32_t x) {
+  int32_t op = h->g->values[x].op;
+  return op >= 0 && h->g->ops[op].kind == LOOM_OP_FILL;
+}
+
 static const loom_type *type_of(const halo_cut *h, int32_t id) {
   return &h->g->values[id].type;
 }
@@ -110,7 +116,7 @@ static loom_status infer_concat0(halo_cut *h, const loom__op *op, const halo_val
   int64_t c = 0;
   for (int32_t i = 0; i < op->n_inputs; i++) {
     int32_t x = op->inputs[i];
-    if (h->varies[x] || h->g->ops[h->g->values[x].op].kind == LOOM_OP_FILL) {
+    if (h->varies[x] || is_fill(h, x)) {
       loom_status s = need(h, x, r->lft + c, r->rgt - c);
       if (s) return s;
     } else {
@@ -138,7 +144,8 @@ static loom_status infer_op(halo_cut *h, const loom__op *op, const halo_val *r) 
   if (elementwise(op->kind)) {
     for (int32_t i = 0; i < op->n_inputs; i++) {
       int32_t x = op->inputs[i];
-      loom_status s = aligned(h, x, res) && h->varies[x] ? need(h, x, r->lft, r->rgt) : whole(h, x);
+      bool ranged = aligned(h, x, res) && (h->varies[x] || is_fill(h, x));
+      loom_status s = ranged ? need(h, x, r->lft, r->rgt) : whole(h, x);
       if (s) return s;
     }
     return LOOM_OK;
@@ -153,7 +160,9 @@ static loom_status infer_op(halo_cut *h, const loom__op *op, const halo_val *r) 
     if (!loom__axis_normalize(a->axis, type_of(h, res)->rank, &axis)) return LOOM_ERR_UNSUPPORTED;
     if (axis == 0) return infer_concat0(h, op, r);
     for (int32_t i = 0; i < op->n_inputs; i++) {
-      loom_status s = need(h, op->inputs[i], r->lft, r->rgt);
+      /* a fill's one row (emit_op) would not line up with the other parts' windows */
+      loom_status s =
+          is_fill(h, op->inputs[i]) ? LOOM_ERR_UNSUPPORTED : need(h, op->inputs[i], r->lft, r->rgt);
       if (s) return s;
     }
     return LOOM_OK;
@@ -279,7 +288,7 @@ static loom_value window_view(body_build *bb, int32_t id, int64_t have_lft, int6
 /* Value x of the graph as the body holds it, over the window of r. */
 static loom_value operand(body_build *bb, int32_t x, const halo_val *r, int64_t shift) {
   const halo_val *hx = &bb->h->v[x];
-  if (hx->role == ROLE_WHOLE) return (loom_value){bb->map[x]};
+  if (hx->role == ROLE_WHOLE || is_fill(bb->h, x)) return (loom_value){bb->map[x]};
   return window_view(bb, bb->map[x], hx->lft, r->lft + shift, win_len(bb, r));
 }
 
@@ -426,7 +435,9 @@ static loom_status emit_op(body_build *bb, const loom__op *op) {
   if (h->split[res]) return LOOM_OK; /* made part by part by the concat along axis 0 reading it */
   if (source(op->kind)) {
     loom_type t = *type_of(h, res);
-    if (r->role == ROLE_RANGE) t.dims[0] = win_len(bb, r); /* a fill along the window */
+    /* a fill on the window's positions is one row that broadcasts: its shape does not hold the
+     * piece, so the last, shorter piece's body retypes */
+    if (r->role == ROLE_RANGE) t.dims[0] = 1;
     s = loom_graph_add(b, op->kind, NULL, 0, &a, &t, op->const_data, &out, 1);
   } else if (op->kind == LOOM_OP_SLICE) {
     int32_t x = op->inputs[0];
