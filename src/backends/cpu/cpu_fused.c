@@ -221,13 +221,14 @@ static int64_t out_offset(const plan *P, const int64_t *idx) {
 
 /* ---- tasks ---------------------------------------------------------------------------------------- */
 
-/* A task's output rows: where the last axis is reduced, up to ROW_GROUP kept rows whose blocks
- * are walked together (lanes: one per row); where it is kept, one kept row and one block
+/* A task's output rows: where the last axis is reduced, up to ROW_GROUP (a kernel sum: KS_ROW_GROUP) kept
+ * rows whose blocks are walked together (lanes: one per row); where it is kept, one kept row and one block
  * (lanes: one per column). With no final op a task is one (row, block) written out. */
 static int64_t task_count(const plan *P, int64_t *group) {
   *group = 1;
   if (P->fin != F_NONE && P->last_red) {
-    *group = P->Ok < ROW_GROUP ? (P->Ok > 0 ? P->Ok : 1) : ROW_GROUP;
+    int64_t most = P->ks ? KS_ROW_GROUP : ROW_GROUP;
+    *group = P->Ok < most ? (P->Ok > 0 ? P->Ok : 1) : most;
     return (P->Ok + *group - 1) / *group;
   }
   return P->Ok * P->nb;

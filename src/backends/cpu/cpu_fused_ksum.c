@@ -279,9 +279,9 @@ static bool ks_columns_shared(const plan *P) {
 
 void loom__cfz_kernel_sum_units(const plan *P, work *w, lane *lanes, int64_t ko0, int64_t rows, int64_t u0,
                                 int64_t u1) {
-  ks_args rowk[ROW_GROUP];
-  ks_row rc[ROW_GROUP];
-  bool prepared[ROW_GROUP];
+  ks_args rowk[KS_ROW_GROUP];
+  ks_row rc[KS_ROW_GROUP];
+  bool prepared[KS_ROW_GROUP];
   int width = ks_width(P);
   bool shared = ks_columns_shared(P);
   int64_t ro_loaded = -1;

@@ -174,7 +174,10 @@ void loom__cfz_dot_rows_f32(const plan *P, work *w, const loom__op *op, const in
                             const float **bp, float *av);
 void loom__cfz_dot_epilogue(const plan *P, work *w, const loom__op *c, const int64_t *idx, int64_t n);
 /* cpu_fused_ksum.c: a kernel sum's units [u0, u1) (as run_units counts them) for the rows
- * ko0 .. ko0 + rows - 1 of a group (at most ROW_GROUP), each added into its lane */
+ * ko0 .. ko0 + rows - 1 of a group (at most KS_ROW_GROUP), each added into its lane. Its groups
+ * are larger than ROW_GROUP: the packing of a column block, once a group, cost about a tenth of
+ * the kernel's time at 64 rows (kmv, d = 3). */
+#define KS_ROW_GROUP 256
 void loom__cfz_kernel_sum_units(const plan *P, work *w, lane *lanes, int64_t ko0, int64_t rows, int64_t u0,
                                 int64_t u1);
 /* cpu_fused_gemm.c: a row's k smallest (value, index), best first, as a topk of the smallest
