@@ -403,10 +403,12 @@ static bool ks_link(const plan *P, const int32_t *uses, int32_t v) {
  * 0)) b_j, as the distance rewrite writes it and the peepholes above leave it: a 3-term dot,
  * its absorbed scalar op, the epilogue's add or sub of u, a maximum with a scalar, an absorbed
  * scalar op, the exp, the product with b and the sum. Its three passes over a block become one
- * loop with no store (kernel_sum_f32), the exp computed inline (cpu_vmath.h) rather than
- * called. The ops after the dot keep the unfused rounding; the row scalar is added inside the
- * dot and the exp differs (within 2 ulp, libmvec's 2.6). Anything else in the body, or a chain
- * value read twice, keeps the passes. */
+ * loop with no store (cpu_fused_ksum.c), the exp computed inline (cpu_vmath.h) rather than
+ * called: with AVX-512 or AVX2 as a 2^t whose log2 e and scale are folded into each row's
+ * constants (the terms within a few ulp of the argument of the unfused ones), else in a loop
+ * where the ops after the dot keep the unfused rounding, the row scalar is added inside the dot
+ * and the exp differs (within 2 ulp, libmvec's 2.6). Anything else in the body, or a chain value
+ * read twice, keeps the passes. */
 static void find_kernel_sum(const loom_graph *body, plan *P, const int32_t *uses) {
   P->ks = false;
   if (!P->prod_exp || P->prod_b < 0 || P->v[P->src].dtype != LOOM_F32) return;
