@@ -279,30 +279,28 @@ static bool ks_columns_shared(const plan *P) {
 
 void loom__cfz_kernel_sum_units(const plan *P, work *w, lane *lanes, int64_t ko0, int64_t rows, int64_t u0,
                                 int64_t u1) {
-  ks_args rowk[KS_ROW_GROUP];
   ks_row rc[KS_ROW_GROUP];
   bool prepared[KS_ROW_GROUP];
+  ks_args first, k; /* the block's first row (its block pointers serve the others), a row loaded */
   int width = ks_width(P);
   bool shared = ks_columns_shared(P);
   int64_t ro_loaded = -1;
   for (int64_t u = u0; u < u1; u++) {
     int64_t ro = u / P->nb, n = LOOM_MIN(FB, P->M - (u % P->nb) * FB), idx[LOOM_MAX_RANK];
     /* Each row's scalars once per reduced row ro (its first block), then only the first row
-     * loads each further block, and the others take its block pointers with their constants. */
+     * loads each further block, and the others run on its blocks with their own constants. */
     bool fresh = ro != ro_loaded;
     ro_loaded = ro;
     for (int64_t kk = 0; kk < rows; kk++) {
-      ks_args *k = &rowk[kk];
-      if (fresh || kk == 0 || !shared || !prepared[kk]) {
-        loom__cfz_unit_index(P, ko0 + kk, u, idx);
-        ks_load(P, w, idx, n, k);
-        prepared[kk] = ks_prepare(P, width, k, &rc[kk]);
-      } else {
-        memcpy(k->bp, rowk[0].bp, sizeof k->bp);
-        k->u = k->uvec ? rowk[0].u : k->u;
-        k->b = rowk[0].b;
+      if (!fresh && kk > 0 && shared && prepared[kk]) {
+        lanes[kk].v.d += ks_block(P, width, &first, &rc[kk], true, n);
+        continue;
       }
-      lanes[kk].v.d += ks_block(P, width, k, &rc[kk], prepared[kk], n);
+      loom__cfz_unit_index(P, ko0 + kk, u, idx);
+      ks_load(P, w, idx, n, &k);
+      prepared[kk] = ks_prepare(P, width, &k, &rc[kk]);
+      if (kk == 0) first = k;
+      lanes[kk].v.d += ks_block(P, width, &k, &rc[kk], prepared[kk], n);
     }
   }
 }
