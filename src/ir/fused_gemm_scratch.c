@@ -14,8 +14,10 @@ int64_t loom__fused_gemm_tile_bytes(const loom_graph *body) {
     large = a->rank == 2 && a->dims[1] > LOOM_FUSE_MAX_K;
   }
   if (!large) return 0;
-  int64_t rows = LOOM_MIN(s->dims[0], LOOM_GEMM_TOPK_ROWS), cols = LOOM_MIN(s->dims[1], LOOM_GEMM_TOPK_COLS);
-  /* never more than the product itself, so a fused kNN never holds more than its unfused ops */
-  int64_t floats = LOOM_MIN((int64_t)LOOM_GEMM_TOPK_TILES * rows * cols, s->dims[0] * s->dims[1]);
+  /* the area of the tiles, whatever their shape: a piece of few columns (a loop cut along y)
+   * takes many rows a call; never more than the product itself, so a fused kNN never holds more
+   * than its unfused ops */
+  int64_t floats = LOOM_MIN((int64_t)LOOM_GEMM_TOPK_TILES * LOOM_GEMM_TOPK_ROWS * LOOM_GEMM_TOPK_COLS,
+                            s->dims[0] * s->dims[1]);
   return floats * (int64_t)sizeof(float);
 }

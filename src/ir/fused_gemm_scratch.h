@@ -17,10 +17,10 @@
 
 /* Bytes of GEMM tiles a fused body needs beyond IR.md's rule: for a body whose final op is a
  * topk of the smallest over a matrix [n, m] and that holds a dot contracting more than
- * LOOM_FUSE_MAX_K terms, LOOM_GEMM_TOPK_TILES tiles of min(n, ROWS) x min(m, COLS) f32 but
- * never more than n x m of them (the product the unfused dot would store); 0 for any other body. A superset
- * of the bodies the cpu kernel takes, so whatever it takes it finds counted. Reads only the body's types;
- * never fails. */
+ * LOOM_FUSE_MAX_K terms, the area of LOOM_GEMM_TOPK_TILES full tiles in f32 (the kernel shapes
+ * it: fewer columns, more rows), never more than n x m floats (the product the unfused dot would
+ * store); 0 for any other body. A superset of the bodies the cpu kernel takes, so whatever it
+ * takes it finds counted. Reads only the body's types; never fails. */
 int64_t loom__fused_gemm_tile_bytes(const loom_graph *body);
 
 #endif
