@@ -652,7 +652,7 @@ static loom_status report_regions(const fuse_pass *fp, fuse_state *fs, loom_grap
      * rows, (A + B) v, kmv, kNN) were left unfused, and so was the body of a kNN's chunk loop
      * under a limit, each piece then paying every op's dispatch. Fused, such a region lost over
      * tiny spaces, by microseconds, and in one case of the suite at its size: a top-k over rows
-     * after two cheap ops (TODO(#35): its fold; docs/ir-fusion.md, "When fusing pays", has the
+     * after two cheap ops (its fold is not written; docs/ir-fusion.md, "When fusing pays", has the
      * figures). */
     bool folds = final_kind(fs->g->ops[r->root].kind) || r->mv_matrix >= 0;
     if (!folds && !fp->pressed && fused >= unfused) continue; /* slower fused: left as it is */

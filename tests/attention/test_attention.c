@@ -217,7 +217,7 @@ TEST(peak_stays_under_a_small_limit) {
   loom_rewrite_report rep = {0};
   ASSERT_OK(optimize(g, limit, true, &opt, &rep));
 #if LOOM_HAVE_CUDA
-  /* A build with CUDA has no fused attention kernel there yet (TODO(#35) in cuda_fused.c): a
+  /* A build with CUDA has no fused attention kernel there yet (see cuda_fused.c): a
    * stage placed on cuda0 would run the body op by op and hold the whole scores, so under a
    * limit the rewrite must leave the chain to the chunk rewrite, whatever device runs it. */
   ASSERT_EQ(attention_ops(opt, NULL), 0);

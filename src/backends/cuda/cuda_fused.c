@@ -284,9 +284,10 @@ loom_status loom__cu_fused(loom__cu_device *d, const loom_graph *body, const loo
 
 /* The fused family's launcher (loom__dispatch holds the device's lock, as loom__cu_fused needs). */
 loom_status loom__cu_fused_op(void *dev, const loom__op_call *c) {
-  /* TODO(#35): a CUDA kernel for attention bodies (ir/attention.h; cpu_attention.c and
-   * kernels/opencl/attention.cl have theirs). Until then the executor runs the body op by op,
-   * and loom__attention_runs_everywhere keeps the rewrite from making one under a limit. */
+  /* No CUDA kernel for attention bodies yet (ir/attention.h; cpu_attention.c and
+   * kernels/opencl/attention.cl have theirs: this one waits for a GPU to prove it). Until then the executor
+   * runs the body op by op, and loom__attention_runs_everywhere keeps the rewrite from making one under a
+   * limit. */
   if (loom__attention_body(c->op->fused, NULL))
     return loom__error(LOOM_ERR_UNSUPPORTED, "%s: fused attention has no CUDA kernel yet",
                        ((loom__cu_device *)dev)->id);
