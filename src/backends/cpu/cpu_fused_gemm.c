@@ -385,6 +385,12 @@ static void gt_task(const gt_run *R, int64_t r0, int64_t rows, int64_t part, flo
   }
 }
 
+/* Task t of gt_fused's loop: a block of rows against one part of the columns, in tile `c`. */
+static void gt_block(const gt_run *R, int64_t t, float *c) {
+  int64_t b = t / R->parts, r0 = b * R->rows, rows = R->P->n - r0 < R->rows ? R->P->n - r0 : R->rows;
+  gt_task(R, r0, rows, t % R->parts, c);
+}
+
 /* How the work is cut for nt threads (team) or one: tiles of up to GT_COLS columns and as many
  * rows as a thread's share of the scratch's tiles holds, beside room for packed operands. Row
  * blocks of up to GT_ROWS are the tasks, at least two per thread where there are rows enough
@@ -447,10 +453,14 @@ static loom_status gt_fused(const gt_plan *P, char *scratch, int64_t tile_bytes)
       loom__cfz_best_init(&h, P->k);
     }
   int64_t tasks = R.blocks * R.parts;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (team && tasks > 1)
-  for (int64_t t = 0; t < tasks; t++) {
-    int64_t b = t / R.parts, r0 = b * R.rows, rows = P->n - r0 < R.rows ? P->n - r0 : R.rows;
-    gt_task(&R, r0, rows, t % R.parts, R.tiles + (int64_t)omp_get_thread_num() * R.per);
+  /* Without a team no OpenMP region at all, not one serialized by an if clause: inside one,
+   * LLVM's libomp gave OpenBLAS's own parallel region a single thread while OpenBLAS, not seeing
+   * itself nested, waited for the others (check-clang hung in fused_gemm_topk_short_rows_split_columns). */
+  if (team && tasks > 1) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; t++) gt_block(&R, t, R.tiles + (int64_t)omp_get_thread_num() * R.per);
+  } else {
+    for (int64_t t = 0; t < tasks; t++) gt_block(&R, t, R.tiles);
   }
   for (int64_t i = 0; R.parts == 2 && i < P->n; i++) {
     loom__cfz_best h = part_row(&R, 0, i), q = part_row(&R, 1, i);
