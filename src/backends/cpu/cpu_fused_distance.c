@@ -7,7 +7,9 @@
  * registers with the unfused roundings (the square and the add rounded apart: no contraction
  * into a multiply-add), then merged into the row's k best behind a vector threshold test
  * (loom__cfz_best_merge). */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include <omp.h>
