@@ -50,20 +50,6 @@ typedef struct halo_cut {
 
 static const int64_t HALO_MAX = INT64_MAX / 8;
 
-static bool elementwise(loom_op kind) {
-  switch (loom__op_info_of(kind)->cls) {
-    case LOOM_CLASS_UNARY:
-    case LOOM_CLASS_BINARY:
-    case LOOM_CLASS_COMPARE:
-    case LOOM_CLASS_LOGIC:
-    case LOOM_CLASS_SELECT:
-    case LOOM_CLASS_CAST:
-      return true;
-    default:
-      return false;
-  }
-}
-
 static bool source(loom_op kind) {
   return kind == LOOM_OP_CONSTANT || kind == LOOM_OP_FILL;
 }
@@ -141,7 +127,7 @@ static loom_status infer_op(halo_cut *h, const loom__op *op, const halo_val *r) 
   const loom_attrs *a = &op->attrs;
   if (op->kind == LOOM_OP_FILL) return LOOM_OK; /* made in the body at the window's length */
   if (!h->varies[res]) return LOOM_ERR_UNSUPPORTED;
-  if (elementwise(op->kind)) {
+  if (loom__op_is_elementwise(op->kind)) {
     for (int32_t i = 0; i < op->n_inputs; i++) {
       int32_t x = op->inputs[i];
       bool ranged = aligned(h, x, res) && (h->varies[x] || is_fill(h, x));
@@ -182,7 +168,7 @@ static loom_status classify(halo_cut *h) {
     for (int32_t i = 0; i < op->n_inputs; i++) v |= h->varies[op->inputs[i]];
     h->varies[op->outputs[0]] = v;
     if (!v && !source(op->kind)) return LOOM_ERR_UNSUPPORTED; /* folded before: not a stencil */
-    if (v && !elementwise(op->kind) && op->kind != LOOM_OP_SLICE && op->kind != LOOM_OP_CONCAT)
+    if (v && !loom__op_is_elementwise(op->kind) && op->kind != LOOM_OP_SLICE && op->kind != LOOM_OP_CONCAT)
       return LOOM_ERR_UNSUPPORTED;
     const loom_type *t = type_of(h, op->outputs[0]);
     int32_t axis;

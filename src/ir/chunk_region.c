@@ -360,20 +360,8 @@ static bool join_whole_view(region *r, int32_t o) {
 
 /* Whether op costs little enough to compute twice: elementwise ops and views. */
 static bool cheap(const loom__op *op) {
-  switch (loom__op_info_of(op->kind)->cls) {
-    case LOOM_CLASS_UNARY:
-    case LOOM_CLASS_BINARY:
-    case LOOM_CLASS_COMPARE:
-    case LOOM_CLASS_LOGIC:
-    case LOOM_CLASS_SELECT:
-    case LOOM_CLASS_CAST:
-      return true;
-    case LOOM_CLASS_LAYOUT:
-      return op->kind == LOOM_OP_TRANSPOSE || op->kind == LOOM_OP_BROADCAST || op->kind == LOOM_OP_RESHAPE ||
-             op->kind == LOOM_OP_SLICE;
-    default:
-      return false;
-  }
+  return loom__op_is_elementwise(op->kind) || op->kind == LOOM_OP_TRANSPOSE ||
+         op->kind == LOOM_OP_BROADCAST || op->kind == LOOM_OP_RESHAPE || op->kind == LOOM_OP_SLICE;
 }
 
 /* The axis a cheap op joins along when the region reads its result along one axis and ops

@@ -43,6 +43,14 @@ typedef struct loom__op_info {
 /* The table for every op; never NULL for a valid op. */
 const loom__op_info *loom__op_info_of(loom_op op);
 
+/* Whether an op of this kind maps each element of its (broadcast) operands to one of its
+ * result: the unary, binary, compare, logic, select and cast classes. */
+static inline bool loom__op_is_elementwise(loom_op op) {
+  loom__op_class c = loom__op_info_of(op)->cls;
+  return c == LOOM_CLASS_UNARY || c == LOOM_CLASS_BINARY || c == LOOM_CLASS_COMPARE ||
+         c == LOOM_CLASS_LOGIC || c == LOOM_CLASS_SELECT || c == LOOM_CLASS_CAST;
+}
+
 typedef struct loom__value {
   loom_type type;
   int32_t op;     /* producing op index, or -1 for a parameter */
