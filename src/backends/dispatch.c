@@ -43,7 +43,7 @@ loom_status loom__no_fused(const char *id) {
   return loom__error(LOOM_ERR_UNSUPPORTED, "%s: fused: no fused evaluator on this backend", id);
 }
 
-bool loom__strides_dense(const loom_type *t, const int64_t *strides) {
+LOOM_HOT bool loom__strides_dense(const loom_type *t, const int64_t *strides) {
   for (int32_t i = 0; i < t->rank; i++)
     if (t->dims[i] == 0) return true;
   int64_t expect = 1;
@@ -56,8 +56,8 @@ bool loom__strides_dense(const loom_type *t, const int64_t *strides) {
   return true;
 }
 
-loom_status loom__check_output_dense(const char *id, const char *op_name, int32_t r, const loom_type *t,
-                                     const int64_t *strides) {
+LOOM_HOT loom_status loom__check_output_dense(const char *id, const char *op_name, int32_t r,
+                                              const loom_type *t, const int64_t *strides) {
   if (loom__strides_dense(t, strides)) return LOOM_OK;
   return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: %s: output %d is not dense", id, op_name, (int)r + 1);
 }

@@ -19,7 +19,7 @@ static bool dtype_valid(loom_dtype d) {
   return (int)d >= 0 && d < LOOM_DTYPE_COUNT;
 }
 
-int64_t loom_dtype_size(loom_dtype d) {
+LOOM_HOT int64_t loom_dtype_size(loom_dtype d) {
   return dtype_valid(d) ? dtype_table[d].size : 0;
 }
 
@@ -76,7 +76,7 @@ loom_status loom_type_make(loom_dtype dtype, int32_t rank, const int64_t *dims, 
   return loom_type_bytes(out, &bytes);
 }
 
-loom_status loom_type_elements(const loom_type *t, int64_t *out) {
+LOOM_HOT loom_status loom_type_elements(const loom_type *t, int64_t *out) {
   int64_t n = 1;
   for (int32_t i = 0; i < t->rank; i++) {
     if (!loom__mul_i64(n, t->dims[i], &n)) {
@@ -89,7 +89,7 @@ loom_status loom_type_elements(const loom_type *t, int64_t *out) {
   return LOOM_OK;
 }
 
-loom_status loom_type_bytes(const loom_type *t, int64_t *out) {
+LOOM_HOT loom_status loom_type_bytes(const loom_type *t, int64_t *out) {
   int64_t n;
   loom_status s = loom_type_elements(t, &n);
   if (s) return s;
@@ -113,7 +113,7 @@ loom_status loom_type_bytes(const loom_type *t, int64_t *out) {
   return LOOM_OK;
 }
 
-bool loom_type_equal(const loom_type *a, const loom_type *b) {
+LOOM_HOT bool loom_type_equal(const loom_type *a, const loom_type *b) {
   if (a->dtype != b->dtype || a->rank != b->rank) return false;
   for (int32_t i = 0; i < a->rank; i++)
     if (a->dims[i] != b->dims[i]) return false;
@@ -226,7 +226,7 @@ static int64_t saturate_i64(double v) {
   return (int64_t)v;
 }
 
-int64_t loom__dtype_offset_bytes(loom_dtype dtype, int64_t elements) {
+LOOM_HOT int64_t loom__dtype_offset_bytes(loom_dtype dtype, int64_t elements) {
   /* q4 offsets count nibbles of rows padded to even; the piece and slot offsets the runtime
    * forms for q4 are whole rows or even columns, so the halving is exact */
   return dtype == LOOM_Q4 ? elements / 2 : elements * loom_dtype_size(dtype);

@@ -7,19 +7,19 @@
 #include "core/log.h"
 #include "hmm/hmm.h"
 
-void loom__hmm_lock(const loom_mem_manager *m) {
+LOOM_HOT void loom__hmm_lock(const loom_mem_manager *m) {
   pthread_mutex_lock(&((loom_mem_manager *)m)->lock);
 }
 
-void loom__hmm_unlock(const loom_mem_manager *m) {
+LOOM_HOT void loom__hmm_unlock(const loom_mem_manager *m) {
   pthread_mutex_unlock(&((loom_mem_manager *)m)->lock);
 }
 
-uint64_t loom__hmm_tick(loom_mem_manager *m) {
+LOOM_HOT uint64_t loom__hmm_tick(loom_mem_manager *m) {
   return ++m->tick;
 }
 
-bool loom__hmm_is_host(const loom_mem_manager *m, int32_t node) {
+LOOM_HOT bool loom__hmm_is_host(const loom_mem_manager *m, int32_t node) {
   return m->nodes[node].kind == LOOM_MEMORY_HOST;
 }
 
@@ -30,7 +30,7 @@ int32_t loom__hmm_host_of(const loom_buffer *b) {
   return m->nodes[b->node].host_node;
 }
 
-void loom__hmm_check_node(const loom__hmm_node *n) {
+LOOM_HOT void loom__hmm_check_node(const loom__hmm_node *n) {
   const loom_mem_node_stats *s = &n->stats;
   int64_t pooled = 0;
   for (int32_t i = 0; i < n->pool.count; i++) pooled += n->pool.items[i].alloc.bytes;

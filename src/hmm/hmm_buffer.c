@@ -16,7 +16,7 @@ static loom_status check_node(const loom_mem_manager *m, int32_t node, const cha
   return LOOM_OK;
 }
 
-static loom_status check_access(uint32_t access, const char *fn) {
+LOOM_HOT static loom_status check_access(uint32_t access, const char *fn) {
   if (access & ~(uint32_t)KNOWN_ACCESS)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: unknown access flags 0x%x", fn,
                        access & ~(uint32_t)KNOWN_ACCESS);
@@ -30,8 +30,8 @@ static loom_status check_access(uint32_t access, const char *fn) {
 
 /* ---- allocate and free ---------------------------------------------------------------------- */
 
-static loom_status check_allocate(const loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
-                                  uint32_t flags) {
+LOOM_HOT static loom_status check_allocate(const loom_mem_manager *m, int64_t bytes, loom_dtype dtype,
+                                           int32_t node, uint32_t flags) {
   const char *fn = "loom_buffer_allocate";
   loom_status s = check_node(m, node, fn);
   if (s != LOOM_OK) return s;
@@ -128,8 +128,8 @@ static void apply_default_advice(const loom_mem_manager *m, loom_buffer *b) {
 
 /* A record for a new buffer of the manager, its fields common to every kind set (a pinned one
  * starts with its one pin), or NULL when none could be had. Under the manager's lock. */
-static loom_buffer *record_start(loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
-                                 uint32_t flags) {
+LOOM_HOT static loom_buffer *record_start(loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
+                                          uint32_t flags) {
   loom_buffer *b = record_take(m);
   if (!b) return NULL;
   b->m = m;
@@ -143,8 +143,8 @@ static loom_buffer *record_start(loom_mem_manager *m, int64_t bytes, loom_dtype 
   return b;
 }
 
-loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
-                                 uint32_t flags, loom_buffer **out_buffer) {
+LOOM_HOT loom_status loom_buffer_allocate(loom_mem_manager *m, int64_t bytes, loom_dtype dtype, int32_t node,
+                                          uint32_t flags, loom_buffer **out_buffer) {
   if (!out_buffer) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_allocate: out_buffer is NULL");
   *out_buffer = NULL;
   if (!m) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_allocate: manager is NULL");
@@ -203,7 +203,7 @@ loom_status loom__buffer_wrap(loom_mem_manager *m, int32_t node, int64_t bytes, 
   return LOOM_OK;
 }
 
-void loom_buffer_free(loom_buffer *b) {
+LOOM_HOT void loom_buffer_free(loom_buffer *b) {
   if (!b) return;
   loom_mem_manager *m = b->m;
   loom__hmm_lock(m);
@@ -447,7 +447,8 @@ loom_status loom__buffer_join(loom_buffer *b) {
 
 /* ---- device access ---------------------------------------------------------------------------- */
 
-loom_status loom_buffer_acquire(loom_buffer *b, int32_t node, uint32_t access, loom_mem_handle *out_handle) {
+LOOM_HOT loom_status loom_buffer_acquire(loom_buffer *b, int32_t node, uint32_t access,
+                                         loom_mem_handle *out_handle) {
   if (!out_handle) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_acquire: out_handle is NULL");
   memset(out_handle, 0, sizeof *out_handle);
   if (!b) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "loom_buffer_acquire: buffer is NULL");
@@ -465,7 +466,8 @@ loom_status loom_buffer_acquire(loom_buffer *b, int32_t node, uint32_t access, l
   return s;
 }
 
-static loom_status release(loom_buffer *b, const loom_mem_handle *handle, bool wait, const char *fn) {
+LOOM_HOT static loom_status release(loom_buffer *b, const loom_mem_handle *handle, bool wait,
+                                    const char *fn) {
   if (!b || !handle)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: NULL %s", fn, b ? "handle" : "buffer");
   loom_mem_manager *m = b->m;

@@ -32,7 +32,7 @@ int64_t loom_testing_node_allocation_failures(void) {
   return atomic_load(&inject_failures);
 }
 
-loom_status loom__hmm_injected_refusal(const loom__hmm_node *n, int64_t bytes) {
+LOOM_HOT loom_status loom__hmm_injected_refusal(const loom__hmm_node *n, int64_t bytes) {
   int64_t nth = atomic_load(&inject_nth);
   if (nth == 0 || (inject_node[0] && strcasecmp(inject_node, n->id) != 0)) return LOOM_OK;
   int64_t count = atomic_fetch_add(&inject_count, 1) + 1;

@@ -147,7 +147,7 @@ loom_status loom_buffer_advise(loom_buffer *b, loom_mem_advice advice, int32_t n
   return LOOM_OK;
 }
 
-void loom__hmm_advise_copy(loom_mem_manager *m, loom_buffer *b, int32_t node) {
+LOOM_HOT void loom__hmm_advise_copy(loom_mem_manager *m, loom_buffer *b, int32_t node) {
   loom__hmm_node *n = &m->nodes[node];
   loom__hmm_copy *c = &b->copy[node];
   if (!n->backend->advise || !is_svm(c->alloc.storage)) return;

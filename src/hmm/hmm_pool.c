@@ -39,8 +39,8 @@ int64_t loom__hmm_pool_max(const loom_mem_manager *m, const loom__hmm_node *n) {
   return n->stats.limit / 2;
 }
 
-bool loom__hmm_pool_take(loom_mem_manager *m, loom__hmm_node *n, loom_mem_storage storage, int64_t bytes,
-                         loom__hmm_alloc *out) {
+LOOM_HOT bool loom__hmm_pool_take(loom_mem_manager *m, loom__hmm_node *n, loom_mem_storage storage,
+                                  int64_t bytes, loom__hmm_alloc *out) {
   loom__hmm_pool *p = &n->pool;
   /* The most recently cached match: its memory is the likeliest still in the CPU's caches (a
    * chunked graph frees and takes the same sizes piece after piece). */
@@ -86,7 +86,7 @@ void loom__hmm_pool_trim(loom_mem_manager *m, loom__hmm_node *n) {
   while (n->pool.count > 0) release_at(m, n, n->pool.count - 1);
 }
 
-void loom__hmm_pool_put(loom_mem_manager *m, loom__hmm_node *n, loom__hmm_alloc *a) {
+LOOM_HOT void loom__hmm_pool_put(loom_mem_manager *m, loom__hmm_node *n, loom__hmm_alloc *a) {
   loom__hmm_pool *p = &n->pool;
   int64_t max = loom__hmm_pool_max(m, n);
   int64_t bytes = a->bytes;

@@ -31,7 +31,8 @@ static bool is_svm(loom_mem_storage s) {
          s == LOOM_MEM_STORAGE_CUDA_MANAGED;
 }
 
-loom_mem_storage loom__hmm_choose_storage(const loom_mem_manager *m, const loom_buffer *b, int32_t node) {
+LOOM_HOT loom_mem_storage loom__hmm_choose_storage(const loom_mem_manager *m, const loom_buffer *b,
+                                                   int32_t node) {
   const loom__hmm_node *n = &m->nodes[node];
   if (n->kind == LOOM_MEMORY_HOST) return LOOM_MEM_STORAGE_HOST;
   bool fine = n->storages & LOOM_MEM_STORAGE_BIT(LOOM_MEM_STORAGE_SVM_FINE);
@@ -91,7 +92,7 @@ static void normalize(loom_buffer *b) {
   if (last >= 0) b->copy[last].state = LOOM_MEM_OWNER;
 }
 
-void loom__hmm_settle(loom_mem_manager *m, loom_buffer *b) {
+LOOM_HOT void loom__hmm_settle(loom_mem_manager *m, loom_buffer *b) {
   for (int32_t i = 0; i < m->node_count; i++) {
     loom__hmm_copy *c = &b->copy[i];
     if (!c->event) continue;
@@ -100,7 +101,7 @@ void loom__hmm_settle(loom_mem_manager *m, loom_buffer *b) {
   }
 }
 
-loom_status loom__hmm_copy_alloc(loom_mem_manager *m, loom_buffer *b, int32_t node) {
+LOOM_HOT loom_status loom__hmm_copy_alloc(loom_mem_manager *m, loom_buffer *b, int32_t node) {
   loom__hmm_node *n = &m->nodes[node];
   loom__hmm_copy *c = &b->copy[node];
   loom_mem_storage storage = loom__hmm_choose_storage(m, b, node);
@@ -142,7 +143,7 @@ loom_status loom__hmm_copy_alloc(loom_mem_manager *m, loom_buffer *b, int32_t no
   return LOOM_OK;
 }
 
-void loom__hmm_copy_drop(loom_mem_manager *m, loom_buffer *b, int32_t node, bool to_pool) {
+LOOM_HOT void loom__hmm_copy_drop(loom_mem_manager *m, loom_buffer *b, int32_t node, bool to_pool) {
   loom__hmm_node *n = &m->nodes[node];
   loom__hmm_copy *c = &b->copy[node];
   if (c->event) {
@@ -250,7 +251,7 @@ static loom_status make_blank(loom_mem_manager *m, loom_buffer *b, int32_t node)
   return s;
 }
 
-void loom__hmm_invalidate_others(loom_mem_manager *m, loom_buffer *b, int32_t node) {
+LOOM_HOT void loom__hmm_invalidate_others(loom_mem_manager *m, loom_buffer *b, int32_t node) {
   for (int32_t i = 0; i < m->node_count; i++) {
     loom__hmm_copy *c = &b->copy[i];
     if (i == node) continue;
@@ -294,8 +295,8 @@ static int32_t valid_svm(const loom_buffer *b) {
   return -1;
 }
 
-void loom__hmm_plan_access(const loom_mem_manager *m, const loom_buffer *b, int32_t node, uint32_t access,
-                           loom__hmm_intent intent, loom__hmm_plan *out) {
+LOOM_HOT void loom__hmm_plan_access(const loom_mem_manager *m, const loom_buffer *b, int32_t node,
+                                    uint32_t access, loom__hmm_intent intent, loom__hmm_plan *out) {
   const loom__hmm_copy *c = &b->copy[node];
   bool host = loom__hmm_is_host(m, node);
   bool moves = intent == LOOM__HMM_INTENT_ACQUIRE && policy_moves(m, b, node, c->accesses + 1);
@@ -330,8 +331,8 @@ void loom__hmm_plan_access(const loom_mem_manager *m, const loom_buffer *b, int3
   (void)access;
 }
 
-loom_status loom__hmm_check_conflict(const loom_buffer *b, int32_t target, uint32_t access,
-                                     const char *what) {
+LOOM_HOT loom_status loom__hmm_check_conflict(const loom_buffer *b, int32_t target, uint32_t access,
+                                              const char *what) {
   const loom_mem_manager *m = b->m;
   for (int32_t i = 0; i < m->node_count; i++) {
     const loom__hmm_copy *c = &b->copy[i];
@@ -424,8 +425,8 @@ static loom_status fill_handle(loom_mem_manager *m, loom_buffer *b, int32_t node
   return LOOM_OK;
 }
 
-loom_status loom__hmm_access_begin(loom_mem_manager *m, loom_buffer *b, int32_t node, uint32_t access,
-                                   const loom__hmm_plan *p, loom_mem_handle *out) {
+LOOM_HOT loom_status loom__hmm_access_begin(loom_mem_manager *m, loom_buffer *b, int32_t node,
+                                            uint32_t access, const loom__hmm_plan *p, loom_mem_handle *out) {
   int32_t t = p->target;
   loom__hmm_copy *c = &b->copy[t];
   bool write = access & LOOM_ACCESS_WRITE;
@@ -463,7 +464,8 @@ static loom_status write_back(loom_mem_manager *m, loom_buffer *b, int32_t t) {
   return s;
 }
 
-loom_status loom__hmm_access_end(loom_mem_manager *m, loom_buffer *b, const loom_mem_handle *h, bool wait) {
+LOOM_HOT loom_status loom__hmm_access_end(loom_mem_manager *m, loom_buffer *b, const loom_mem_handle *h,
+                                          bool wait) {
   int32_t t = h->node;
   loom__hmm_copy *c = &b->copy[t];
   loom__hmm_node *n = &m->nodes[t];

@@ -4,7 +4,7 @@
 #include "core/json.h"
 #include "hmm/hmm.h"
 
-void loom__hmm_count_alloc(loom__hmm_node *n, int64_t bytes, bool pool_hit) {
+LOOM_HOT void loom__hmm_count_alloc(loom__hmm_node *n, int64_t bytes, bool pool_hit) {
   loom_mem_node_stats *s = &n->stats;
   s->in_use += bytes;
   s->live_bytes += bytes;

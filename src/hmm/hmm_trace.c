@@ -33,8 +33,8 @@ static loom__hmm_event *next_event(loom_mem_manager *m) {
   return e;
 }
 
-void loom__hmm_trace_instant(loom_mem_manager *m, const char *name, int32_t node, const loom_buffer *b,
-                             int64_t bytes) {
+LOOM_HOT void loom__hmm_trace_instant(loom_mem_manager *m, const char *name, int32_t node,
+                                      const loom_buffer *b, int64_t bytes) {
   loom__hmm_event *e = next_event(m);
   if (!e) return;
   e->name = name;

@@ -7,7 +7,7 @@
 #include "ir/ir.h"
 #include "ir/view.h"
 
-void loom__view_dense_strides(const loom_type *type, int64_t *strides) {
+LOOM_HOT void loom__view_dense_strides(const loom_type *type, int64_t *strides) {
   int64_t s = 1;
   for (int32_t i = type->rank - 1; i >= 0; i--) {
     strides[i] = s;
@@ -40,7 +40,7 @@ bool loom__layout_contiguous(const loom__layout *l, const loom_type *type) {
   return true;
 }
 
-int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op) {
+LOOM_HOT int64_t loom__op_scratch_bytes(const loom_graph *g, const loom__op *op) {
   int64_t factor;
   switch (loom__op_info_of(op->kind)->cls) {
     case LOOM_CLASS_DOT:

@@ -76,7 +76,7 @@ static const loom__op_info op_table[LOOM_OP_COUNT] = {
     [LOOM_OP_DEQUANTIZE] = {"dequantize", LOOM_CLASS_QUANT, 2, 2, 1, A(AXIS), 0},
 };
 
-const loom__op_info *loom__op_info_of(loom_op op) {
+LOOM_HOT const loom__op_info *loom__op_info_of(loom_op op) {
   if ((int)op < 0 || op >= LOOM_OP_COUNT) return NULL;
   return &op_table[op];
 }

@@ -7,7 +7,7 @@
 #include "runtime/exec.h"
 #include "runtime/exec_state.h"
 
-loom_status loom__meter_take(loom__meter *m, int64_t bytes, const char *what) {
+LOOM_HOT loom_status loom__meter_take(loom__meter *m, int64_t bytes, const char *what) {
   if (m->limit > 0 && bytes > m->limit - m->in_use) {
     char need[32], lim[32], used[32];
     return loom__error(LOOM_ERR_OUT_OF_MEMORY, "%s needs %s but only %s of the %s limit is free", what,
@@ -39,7 +39,7 @@ static const char *what_of(const exec_state *st, int32_t id, const char *what, c
 }
 
 /* loom__meter_take for value id (what NULL) or `what`. */
-loom_status loom__exec_meter_take(exec_state *st, int64_t bytes, int32_t id, const char *what) {
+LOOM_HOT loom_status loom__exec_meter_take(exec_state *st, int64_t bytes, int32_t id, const char *what) {
   char buf[96];
   const loom__meter *m = st->meter;
   bool fits = m->limit <= 0 || bytes <= m->limit - m->in_use;
@@ -58,7 +58,7 @@ loom_status loom__exec_block_end_access(block *b) {
  * Ending an access to a buffer the executor allocated cannot fail: its handles are never
  * mapped, and never temporary copies to write back. A borrowed buffer's copy made for the
  * access is dropped, queued behind the reads of it. */
-void loom__exec_block_drop(block *b) {
+LOOM_HOT void loom__exec_block_drop(block *b) {
   (void)loom__exec_block_end_access(b);
   if (!b->borrowed) loom_buffer_free(b->buffer);
   memset(b, 0, sizeof *b);
@@ -76,7 +76,7 @@ void loom__exec_fit_pool(exec_state *st, int64_t keep) {
 /* A buffer of `bytes` on the device's node, acquired there: filled from host memory at src
  * first (a queued write: src stays alive until the run synchronizes) and acquired for
  * reading, or (src NULL) acquired for reading and writing. */
-static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, block *out) {
+LOOM_HOT static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, block *out) {
   memset(out, 0, sizeof *out);
   uint32_t access = src ? LOOM_ACCESS_READ : LOOM_ACCESS_READ | LOOM_ACCESS_WRITE;
   loom_status s = loom_buffer_allocate(st->mem, bytes, LOOM_U8, st->node, EXEC_ALLOC_FLAGS, &out->buffer);
@@ -98,8 +98,8 @@ static loom_status block_alloc(exec_state *st, int64_t bytes, const void *src, b
 /* Counts `bytes` for value id (what NULL) or `what` and allocates them (filled from src
  * unless it is NULL). Zero bytes on a device take no buffer (devices refuse empty
  * allocations): out->ptr is NULL. */
-loom_status loom__exec_block_take(exec_state *st, int64_t bytes, int32_t id, const char *what,
-                                  const void *src, block *out) {
+LOOM_HOT loom_status loom__exec_block_take(exec_state *st, int64_t bytes, int32_t id, const char *what,
+                                           const void *src, block *out) {
   memset(out, 0, sizeof *out);
   loom_status s = loom__exec_meter_take(st, bytes, id, what);
   if (s || (bytes == 0 && !st->be->host_memory)) return s;
@@ -113,7 +113,7 @@ loom_status loom__exec_block_take(exec_state *st, int64_t bytes, int32_t id, con
   return s;
 }
 
-void loom__exec_block_give(exec_state *st, block *b, int64_t bytes) {
+LOOM_HOT void loom__exec_block_give(exec_state *st, block *b, int64_t bytes) {
   loom__meter_give(st->meter, bytes);
   loom__exec_block_drop(b);
   loom__exec_fit_pool(st, -1);
@@ -203,7 +203,7 @@ static loom_status take_borrowed(exec_state *st, int32_t id, int64_t bytes, loom
   return LOOM_OK;
 }
 
-void loom__exec_release(exec_state *st, int32_t base) {
+LOOM_HOT void loom__exec_release(exec_state *st, int32_t base) {
   if (st->blocks[base].buffer)
     loom__exec_block_give(st, &st->blocks[base], st->bytes[base]);
   else if (st->bytes[base])
@@ -214,7 +214,7 @@ void loom__exec_release(exec_state *st, int32_t base) {
 
 /* The dview of value id through its layout. A fill is its scalar: on cpu0 the host copy, on
  * a device its slot of the fill buffer. */
-void loom__exec_view_of(const exec_state *st, int32_t id, loom__dview *v) {
+LOOM_HOT void loom__exec_view_of(const exec_state *st, int32_t id, loom__dview *v) {
   const loom__layout *l = &st->layouts[id];
   /* Every field is set (the struct has no padding), so no memset: a `rep stos` of its 152
    * bytes was a tenth of a small op's cost (loom-bench overhead). */
@@ -316,7 +316,7 @@ static const char *const scratch_what[LOOM_OP_COUNT] = {
 #undef LOOM_X
 };
 
-static loom_status run_one(exec_state *st, const loom__op *op) {
+LOOM_HOT static loom_status run_one(exec_state *st, const loom__op *op) {
   loom_status s = alloc_outputs(st, op);
   if (s) return s;
   if (op->kind == LOOM_OP_FILL || op->kind == LOOM_OP_CONSTANT) return LOOM_OK;
@@ -662,7 +662,7 @@ static void op_error_prefix(const exec_state *st, const loom__op *op) {
 }
 
 /* Runs the ops in order, freeing each base after its last reader. */
-loom_status loom__exec_run_ops(exec_state *st, const int32_t *order) {
+LOOM_HOT loom_status loom__exec_run_ops(exec_state *st, const int32_t *order) {
   const loom_graph *g = st->g;
   for (int32_t pos = 0; pos < g->n_ops; pos++) {
     const loom__op *op = &g->ops[order ? order[pos] : pos];

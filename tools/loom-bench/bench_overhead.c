@@ -279,7 +279,7 @@ static void print_us(double seconds) {
   if (isnan(seconds))
     printf(" %12s", "-");
   else
-    printf(" %9.2f us", seconds * 1e6);
+    printf(" %9.3f us", seconds * 1e6);
 }
 
 /* Measures and prints one device's row; 1 when a figure failed. */

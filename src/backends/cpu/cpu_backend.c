@@ -22,7 +22,7 @@ static loom_status cpu_open(const struct loom__device *device, struct loom_mem_m
   return loom__cpu_isa_check();
 }
 
-static loom_status cpu_run(void *dev, const loom__op_call *c) {
+LOOM_HOT static loom_status cpu_run(void *dev, const loom__op_call *c) {
   (void)dev;
   loom__view in_views[8], out_views[2];
   int32_t n_in = c->op->n_inputs, n_out = c->op->n_outputs;

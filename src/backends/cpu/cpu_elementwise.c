@@ -545,8 +545,8 @@ static bool dense_alike(const loom__view *in, int32_t n_in, const loom_type *sha
   return true;
 }
 
-static loom_status run_nest(const loom__op *op, const loom__view *in, int32_t n_in, const loom__view *out,
-                            loom__cpu_block_fn fn) {
+LOOM_HOT static loom_status run_nest(const loom__op *op, const loom__view *in, int32_t n_in,
+                                     const loom__view *out, loom__cpu_block_fn fn) {
   loom__cpu_nest L;
   if (dense_alike(in, n_in, &out->type)) {
     /* One unit-stride row, set up field by field: the general set-up (zeroing the whole nest,
@@ -633,8 +633,8 @@ static loom_status run_select(const loom__op *op, const loom__view *in, const lo
   return run_nest(op, in, 3, out, fn);
 }
 
-loom_status loom__cpu_elementwise(const loom_graph *g, const loom__op *op, const loom__view *in,
-                                  const loom__view *out) {
+LOOM_HOT loom_status loom__cpu_elementwise(const loom_graph *g, const loom__op *op, const loom__view *in,
+                                           const loom__view *out) {
   (void)g;
   const loom__op_info *info = loom__op_info_of(op->kind);
   loom__cpu_block_fn fn = NULL;

@@ -6,7 +6,7 @@
 #include "backends/cpu/cpu_loops.h"
 #include "backends/dispatch.h"
 
-static loom_status check_view(const loom__op *op, const char *what, int32_t i, const loom__view *v) {
+LOOM_HOT static loom_status check_view(const loom__op *op, const char *what, int32_t i, const loom__view *v) {
   const char *name = loom_op_name(op->kind);
   if (v->type.rank < 0 || v->type.rank > LOOM_MAX_RANK || (int)v->type.dtype < 0 ||
       v->type.dtype >= LOOM_DTYPE_COUNT)
@@ -39,7 +39,7 @@ static loom_status check_inputs(const loom_graph *g, const loom__op *op, const l
   return LOOM_OK;
 }
 
-static loom_status check_outputs(const loom_graph *g, const loom__op *op, const loom__view *out) {
+LOOM_HOT static loom_status check_outputs(const loom_graph *g, const loom__op *op, const loom__view *out) {
   const loom__op_info *info = loom__op_info_of(op->kind);
   if (!out) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: %s: outputs are NULL", info->name);
   if (op->n_outputs != loom__op_result_count(op))
@@ -97,8 +97,8 @@ static const cpu_family families[LOOM__FAMILY_COUNT] = {
     [LOOM__FAMILY_QUANT] = loom__cpu_quant,
 };
 
-loom_status loom__cpu_run_op(const loom_graph *g, const loom__op *op, const loom__view *inputs,
-                             const loom__view *outputs, void *scratch, int64_t scratch_bytes) {
+LOOM_HOT loom_status loom__cpu_run_op(const loom_graph *g, const loom__op *op, const loom__view *inputs,
+                                      const loom__view *outputs, void *scratch, int64_t scratch_bytes) {
   if (!g || !op) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: run_op: graph or op is NULL");
   const loom__op_info *info = loom__op_info_of(op->kind);
   if (!info) return loom__error(LOOM_ERR_INVALID_ARGUMENT, "cpu: run_op: unknown op %d", (int)op->kind);
