@@ -18,3 +18,7 @@ set_tests_properties(layers.calls layers.calls_planted PROPERTIES TIMEOUT 300)
 add_test(NAME layers.exports COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DLIB=$<TARGET_FILE:loom>
   -DSOURCE=${CMAKE_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/exports.cmake)
 set_tests_properties(layers.exports PROPERTIES TIMEOUT 120)
+# No file of src/ over 1,000 lines.
+add_test(NAME layers.file_sizes COMMAND ${CMAKE_COMMAND} -DSOURCE=${CMAKE_SOURCE_DIR}
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/file_sizes.cmake)
+set_tests_properties(layers.file_sizes PROPERTIES TIMEOUT 60)
