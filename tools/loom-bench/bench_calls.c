@@ -4,9 +4,9 @@
  * The plan: s = x + y, t = reduce_sum(s) on f32[E] (default 1,024 elements), one stage on
  * the device, made once. It is called N times in a row (default 10,000), each call's s being
  * the next call's x, in two ways:
- *   host      loom_plan_run on host tensors: every call writes its inputs to the device and
+ *   host      loom_run on host tensors: every call writes its inputs to the device and
  *             reads its results back (on cpu0 it reads them in place);
- *   resident  loom_plan_run_buffers on buffers of the context's memory manager: the inputs
+ *   resident  loom_run_buffers on buffers of the context's memory manager: the inputs
  *             stay on the device and each call's result is the next call's input, no copy.
  * Per call is the best of --repeats chains of N calls (after a warm-up chain), divided by N,
  * beside NumPy's time for the same call (x + y, then its sum) where python3 has NumPy.
@@ -36,8 +36,8 @@ static void usage(FILE *f) {
       "                        [--python PROGRAM | --no-python] [--tiny]\n"
       "  a one-stage plan, s = x + y and t = reduce_sum(s) on f32[E] (default E = 1024), called\n"
       "  N times in a row (default N = 10000), each call's s the next call's x:\n"
-      "    host      loom_plan_run on host tensors (inputs written in, results read back)\n"
-      "    resident  loom_plan_run_buffers on the memory manager's buffers (nothing copied)\n"
+      "    host      loom_run on host tensors (inputs written in, results read back)\n"
+      "    resident  loom_run_buffers on the memory manager's buffers (nothing copied)\n"
       "  --repeats R     timed chains after one warm-up chain; the best is kept (default 3)\n"
       "  --devices LIST  the devices, as LOOM_DEVICES selects them (cpu0,ocl0; opencl); default:\n"
       "                  cpu0 and every OpenCL device\n"
@@ -160,7 +160,7 @@ static double host_chain(const chain *c, const char *id, float *last_s) {
   loom_tensor prev = {0}; /* the previous call's s, owned */
   double t0 = bench_now();
   for (int64_t k = 0; k < c->calls; k++) {
-    loom_status s = loom_plan_run(c->ctx, c->plan, ins, 2, out, 2, NULL);
+    loom_status s = loom_run(c->ctx, c->plan, NULL, ins, 2, out, 2, NULL);
     if (s) {
       fprintf(stderr, "loom-bench calls: %s: host call %lld: %s\n", id, (long long)k, loom_last_error());
       loom_tensor_deinit(&prev);
@@ -209,7 +209,7 @@ static double resident_chain(const chain *c, const char *id, float *last_s, floa
   double t0 = bench_now();
   for (int64_t k = 0; k < c->calls; k++) {
     loom_buffer *ins[2] = {x, y};
-    s = loom_plan_run_buffers(c->ctx, c->plan, ins, 2, out, 2, NULL);
+    s = loom_run_buffers(c->ctx, c->plan, NULL, ins, 2, out, 2, NULL);
     if (s) {
       fprintf(stderr, "loom-bench calls: %s: resident call %lld: %s\n", id, (long long)k, loom_last_error());
       goto done;
@@ -226,7 +226,7 @@ static double resident_chain(const chain *c, const char *id, float *last_s, floa
   t = bench_now() - t0;
   loom_buffer *ins[2] = {x, y};
   /* One more call for a t to check: from x0 + (N - 1) y, as the chain's last call. */
-  if (!s) s = loom_plan_run_buffers(c->ctx, c->plan, ins, 2, out, 2, NULL);
+  if (!s) s = loom_run_buffers(c->ctx, c->plan, NULL, ins, 2, out, 2, NULL);
   if (!s) s = loom_buffer_read(out[1], 0, last_t, sizeof *last_t);
   if (s) {
     fprintf(stderr, "loom-bench calls: %s: reading the results: %s\n", id, loom_last_error());
@@ -354,8 +354,8 @@ int loom_bench_calls(int argc, char **argv) {
   printf(
       "loom-bench calls: a plan of s = x + y, t = reduce_sum(s) on f32[%lld], called %lld times in a row\n"
       "(each call's s the next call's x); per call: the best of %d chains after a warm-up chain\n"
-      "  host:     loom_plan_run on host tensors\n"
-      "  resident: loom_plan_run_buffers on buffers that stay on the device\n\n",
+      "  host:     loom_run on host tensors\n"
+      "  resident: loom_run_buffers on buffers that stay on the device\n\n",
       (long long)a.size, (long long)a.calls, (int)a.repeats);
   printf("%-8s %12s %12s %16s\n", "device", "host", "resident", "copied/call");
   int measured = 0, opencl = 0;

@@ -6,7 +6,7 @@
  * dot's temporary). Each limit is a fraction of it (default 0.8, 1/2, 1/4, 1/16: a naive need
  * of 1.25x, 2x, 4x and 16x the limit); the graph is prepared for one runner of that limit
  * (loom_graph_optimize_for_runners, then loom_plan_split_by_memory) and run through
- * loom_plan_run, as loom-run runs it. Printed per limit: the planned graph's ops and stages,
+ * loom_run, as loom-run runs it. Printed per limit: the planned graph's ops and stages,
  * the time to plan, the best run's time, the time ratio (unconstrained / constrained: 1.00
  * is as fast; goals >= 0.8 at 2x and >= 0.6 at 16x), the peak the run's meter measured, the
  * device memory node's peak (the memory manager's stats), and the result's largest
@@ -197,16 +197,16 @@ static loom_status make_plan(loom_context *ctx, const loom_graph *g, const char 
 static loom_status time_runs(loom_context *ctx, const loom_plan *plan, const loom_tensor *in, int32_t repeats,
                              dot_result *r) {
   for (int32_t rep = 0; rep <= repeats; rep++) {
-    loom_plan_stats stats = {0};
+    loom_run_stats stats = {0};
     loom_tensor out;
     double t = bench_now();
-    loom_status s = loom_plan_run(ctx, plan, in, 2, &out, 1, &stats);
+    loom_status s = loom_run(ctx, plan, NULL, in, 2, &out, 1, &stats);
     t = bench_now() - t;
     for (int32_t i = 0; !s && i < stats.n_stages; i++)
       if (stats.stages[i].estimated_peak_bytes > r->estimated)
         r->estimated = stats.stages[i].estimated_peak_bytes;
     if (stats.peak_bytes > r->meter_peak) r->meter_peak = stats.peak_bytes;
-    loom_plan_stats_deinit(&stats);
+    loom_run_stats_deinit(&stats);
     if (s) return s;
     if (rep == 0)
       r->out = out;

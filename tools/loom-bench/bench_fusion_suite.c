@@ -63,11 +63,11 @@ static loom_status fs_plan(loom_context *ctx, const loom_graph *g, bool fuse, fs
 /* One run of a side: its seconds, or -1 (the error in loom_last_error). outs: the results. */
 static double fs_once(loom_context *ctx, const fs_side *s, const loom_tensor *in, int32_t n_in,
                       loom_tensor *outs, int32_t n_out) {
-  loom_plan_stats stats = {0};
+  loom_run_stats stats = {0};
   double t = bench_now();
-  loom_status st = loom_plan_run(ctx, s->plan, in, n_in, outs, n_out, &stats);
+  loom_status st = loom_run(ctx, s->plan, NULL, in, n_in, outs, n_out, &stats);
   t = bench_now() - t;
-  loom_plan_stats_deinit(&stats);
+  loom_run_stats_deinit(&stats);
   return st ? -1 : t;
 }
 

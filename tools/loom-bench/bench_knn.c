@@ -183,12 +183,12 @@ static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor
     return;
   }
   for (int32_t rep = 0; rep < repeats; rep++) {
-    loom_plan_stats stats = {0};
+    loom_run_stats stats = {0};
     loom_tensor out[2];
     double cpu0 = cpu_seconds();
-    if (loom_plan_run(ctx, plan, in, 2, out, 2, &stats)) {
+    if (loom_run(ctx, plan, NULL, in, 2, out, 2, &stats)) {
       fprintf(stderr, "  %s\n", loom_last_error());
-      loom_plan_stats_deinit(&stats);
+      loom_run_stats_deinit(&stats);
       break;
     }
     double cpu = cpu_seconds() - cpu0;
@@ -198,7 +198,7 @@ static void run_config(loom_context *ctx, const loom_graph *g, const loom_tensor
     r->stages = stats.n_stages;
     for (int32_t s = 0; s < stats.n_stages; s++)
       r->estimated = max64(r->estimated, stats.stages[s].estimated_peak_bytes);
-    loom_plan_stats_deinit(&stats);
+    loom_run_stats_deinit(&stats);
     if (r->ok) {
       loom_tensor_deinit(&out[0]);
       loom_tensor_deinit(&out[1]);

@@ -70,13 +70,13 @@ void bench_plan_run(const char *device, const loom_graph *g, const loom_tensor *
   loom_status s = loom_context_create(&co, &ctx);
   if (!s) s = make_plan(ctx, device, g, limit, disabled, n_disabled, &opt, &plan);
   for (int32_t rep = 0; !s && rep <= repeats; rep++) {
-    loom_plan_stats stats = {0};
+    loom_run_stats stats = {0};
     loom_tensor out;
     double t = bench_now();
-    s = loom_plan_run(ctx, plan, in, n_in, &out, 1, &stats);
+    s = loom_run(ctx, plan, NULL, in, n_in, &out, 1, &stats);
     t = bench_now() - t;
     if (!s && stats.peak_bytes > r->meter_peak) r->meter_peak = stats.peak_bytes;
-    loom_plan_stats_deinit(&stats);
+    loom_run_stats_deinit(&stats);
     if (s) break;
     if (rep == 0)
       r->out = out;

@@ -67,14 +67,14 @@ static int parse_args(int argc, char **argv, share_args *a) {
 /* One configuration: a plan and the devices it runs on. */
 typedef struct config {
   char label[640];
-  char devices[256]; /* loom_share_options.devices */
+  char devices[256]; /* loom_run_options.devices */
   loom_graph *optimized;
   loom_plan *plan;
   bool ok;
   char why[512];
   double best;
-  loom_share_stats stats; /* of the best run */
-  loom_tensor out[2];     /* of the first run */
+  loom_run_stats stats; /* of the best run */
+  loom_tensor out[2];   /* of the first run */
 } config;
 
 static void config_fail(config *c, const char *what) {
@@ -108,27 +108,27 @@ static void config_plan(config *c, loom_context *ctx, const loom_graph *g, const
 static void config_run(config *c, loom_context *ctx, loom_sched_policy policy, const loom_tensor *in,
                        bool timed) {
   if (!c->ok) return;
-  loom_share_options so;
-  loom_share_options_init(&so);
-  so.devices = c->devices;
-  so.policy = policy;
+  loom_run_options ro;
+  loom_run_options_init(&ro);
+  ro.devices = c->devices;
+  ro.policy = policy;
   loom_tensor out[2];
-  loom_share_stats st;
+  loom_run_stats st;
   memset(&st, 0, sizeof st);
   double t0 = bench_now();
-  loom_status s = loom_plan_run_shared(ctx, c->plan, &so, in, 2, out, 2, &st);
+  loom_status s = loom_run(ctx, c->plan, &ro, in, 2, out, 2, &st);
   double took = bench_now() - t0;
   if (s) {
     config_fail(c, "run");
-    loom_share_stats_deinit(&st);
+    loom_run_stats_deinit(&st);
     return;
   }
   if (timed && (c->best == 0 || took < c->best)) {
     c->best = took;
-    loom_share_stats_deinit(&c->stats);
+    loom_run_stats_deinit(&c->stats);
     c->stats = st;
   } else {
-    loom_share_stats_deinit(&st);
+    loom_run_stats_deinit(&st);
   }
   for (int i = 0; i < 2; i++) {
     if (!c->out[i].data)
@@ -141,7 +141,7 @@ static void config_run(config *c, loom_context *ctx, loom_sched_policy policy, c
 static void config_deinit(config *c) {
   loom_plan_destroy(c->plan);
   loom_graph_destroy(c->optimized);
-  loom_share_stats_deinit(&c->stats);
+  loom_run_stats_deinit(&c->stats);
   loom_tensor_deinit(&c->out[0]);
   loom_tensor_deinit(&c->out[1]);
 }
