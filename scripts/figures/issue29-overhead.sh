@@ -14,7 +14,9 @@ BUILD=${BUILD:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)/build}
 # code placements as much as code. PLACED (optional, default none) names a folder that holds
 # loom-bench of both trees relinked behind 0..2048 bytes of padding (lb-new-P, lb-old-P, from
 # the same build folders' objects: docs/sched.md says how); each placement runs once a side,
-# alternating, and the medians over the placements are compared.
+# alternating, and the medians over the placements are compared. Since 0a68fb6 the per-op path
+# is in .text.hot (LOOM_HOT), which the linker places before .text: a new tree's padding must be
+# a function marked hot (`__attribute__((hot))`) to move it.
 set -u
 NEW=${NEW:-$BUILD/loom-bench}
 OLD=${OLD:-/tmp/arch-old/build/loom-bench}
