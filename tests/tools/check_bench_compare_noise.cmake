@@ -3,8 +3,9 @@
 # purpose (LOOM_BENCH_SLOW_CASE, a switch for tests: Loom's side of that case runs its graph
 # three times per timed run) flags exactly that case. What keeps this from failing on a busy
 # 2-core machine is compare's rule: a case differs only when the two runs' intervals
-# [min, median + K x MAD] do not overlap, and each case's runs are spread over the run in
-# passes. A case that settles in another speed for seconds is outside any one run's noise:
+# [min, median + K x MAD] do not overlap and every process of one run (each pass runs in a
+# process of its own, suite --processes) lies beyond every process of the other. A case that
+# settles in another speed for seconds is outside any one run's noise:
 # such a pair is measured again (at most five pairs), while the slowed case must be
 # flagged in every try. Then compare refuses reports of another machine (unless --force) and
 # warns when the load differed.
@@ -105,14 +106,32 @@ list(LENGTH rows n_rows)
 if(n_cases LESS 3 OR NOT n_rows EQUAL n_cases)
   fail("compare listed ${n_rows} of ${n_cases} cases (--cases ${CASES}):\n${out}")
 endif()
-# each case carries its runs and their spread
+# each case carries its runs and their spread, and how many runs each of the 5 processes took
+# (at least 3 each: compare sets their medians side by side)
+string(JSON n_proc GET "${json}" stop processes)
+if(NOT n_proc EQUAL 5)
+  fail("the report says ${n_proc} processes, not the quick default 5")
+endif()
 math(EXPR last "${n_cases} - 1")
 foreach(i RANGE ${last})
   string(JSON n GET "${json}" devices 0 cases ${i} samples)
   string(JSON n_times LENGTH "${json}" devices 0 cases ${i} times)
   string(JSON mad GET "${json}" devices 0 cases ${i} mad)
-  if(n LESS 5 OR NOT n_times EQUAL n OR mad LESS 0)
-    fail("case ${i}: ${n} samples, ${n_times} times, MAD ${mad}: want at least 5 (--quick)")
+  if(n LESS 15 OR NOT n_times EQUAL n OR mad LESS 0)
+    fail("case ${i}: ${n} samples, ${n_times} times, MAD ${mad}: want at least 15 (3 in each of 5 processes)")
+  endif()
+  string(JSON per GET "${json}" devices 0 cases ${i} processes)
+  string(REGEX MATCHALL "[0-9]+" per "${per}")
+  set(sum 0)
+  foreach(k ${per})
+    math(EXPR sum "${sum} + ${k}")
+    if(k LESS 3)
+      fail("case ${i}: a process took ${k} runs (${per}): want at least 3 each")
+    endif()
+  endforeach()
+  list(LENGTH per n_per)
+  if(NOT n_per EQUAL 5 OR NOT sum EQUAL n)
+    fail("case ${i}: processes ${per} do not count its ${n} runs in 5 processes")
   endif()
 endforeach()
 
@@ -121,7 +140,7 @@ foreach(attempt 1 2 3)
   suite(slow LOOM_BENCH_SLOW_CASE=${SLOW})
   flags_exactly(a slow "${SLOW}")
   message(STATUS "${SLOW} slowed, try ${attempt}:\n${out}${err}")
-  if(NOT out MATCHES "\n\\| cpu0 \\| ${SLOW} \\| [^\n]*\\| SLOWER \\| B's fastest [^\n]* > A's median [^\n]* \\+ (3 x MAD|10%)")
+  if(NOT out MATCHES "\n\\| cpu0 \\| ${SLOW} \\| [^\n]*\\| SLOWER \\| B's fastest [^\n]* > A's median [^\n]* \\+ (3 x MAD|10%)[^\n]*; B's fastest of 5 processes \\(median [^)]*\\) > A's slowest of 5 ")
     fail("compare with ${SLOW} slowed did not flag it (exit ${rc}):\n${out}\n${err}")
   endif()
   if(ok)

@@ -15,7 +15,13 @@
  * alternately with Loom's, a flagged case is judged again by Loom's time over its library's,
  * run by run: if that ratio held, the machine changed under the case between the runs (its
  * clock, a neighbour's load, PoCL's threads in their slow mode), and the case is called the
- * machine's, not flagged. */
+ * machine's, not flagged.
+ *
+ * Where a report ran each pass in a process of its own (suite --processes), a case's speed can
+ * differ from one process to the next for the whole process, which no spread within one
+ * process shows; the judgement then also asks every process of one run to lie beyond every
+ * process of the other (their medians), and the second look blames the machine only where the
+ * library's own time moved so too (suite_process.c and docs/bench.md say why). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,10 +48,14 @@ static void usage(FILE *f) {
       "  time in each, B/A (B's median over A's: above 1, B is slower) and each side's ratio to its\n"
       "  vendor library. A case is flagged only beyond both runs' noise: SLOWER (a regression) when\n"
       "  B's fastest run is slower than A's median + the larger of K x A's MAD and X of it, and\n"
-      "  B/A > 1 + X; FASTER the other way round. Each flagged row says why; a difference within\n"
-      "  the noise says that instead. A flagged case with a library side (run alternately with\n"
-      "  Loom's) is judged again by Loom's time over the library's, run by run: when that ratio\n"
-      "  held (moved by less than X or than K of the larger MAD), it is the machine's, not flagged.\n"
+      "  B/A > 1 + X, and, where both ran the case in several processes (suite --processes), every\n"
+      "  process of B slower than every process of A by their medians; FASTER the other way round.\n"
+      "  Each flagged row says why; a difference within the noise says that instead. A flagged\n"
+      "  case with a library side (or a witness, run alternately with Loom's) is judged again by\n"
+      "  Loom's time over the library's, run by run: it is the machine's, not flagged, when that\n"
+      "  ratio held (in several processes: the library's own time moved the same way in every\n"
+      "  process and the ratio did not part in every process by X; in one: the ratio moved by\n"
+      "  less than X or than K of the larger MAD).\n"
       "  Reports of different machines (CPU model, micro-architecture, ISA, cores) are refused.\n"
       "  --k K                 the high end of a run's interval, in MADs above its median (default 3)\n"
       "  --threshold X         the least relative difference judged (default 0.1)\n"
@@ -141,12 +151,57 @@ static void print_vendor_ratio(const loom__jr_value *c) {
  * best time, so its interval is that one point. */
 typedef struct side {
   double median, min, mad;
+  /* the fastest and the slowest of its processes' medians (suite --processes); n_proc 0: the
+   * case ran in one process */
+  double proc_lo, proc_hi;
+  int32_t n_proc;
 } side;
+
+/* The numbers of c[key] ("times", "library_times", "witness_times"); how many (at most max). */
+static int32_t numbers(const loom__jr_value *c, const char *key, double *out, int32_t max) {
+  const loom__jr_value *t = loom__jr_get(c, key);
+  int32_t n = 0;
+  for (int32_t i = 0; t && t->type == LOOM__JR_ARRAY && i < t->n && n < max; i++)
+    out[n++] = t->items[i].type == LOOM__JR_NUMBER ? t->items[i].number : -1;
+  return n;
+}
+
+/* The runs each process took, in order (the suite's "processes"); how many processes, 0 when
+ * the case has no such counts or they do not add up to its n runs. */
+static int32_t process_counts(const loom__jr_value *c, int32_t n, int32_t *counts) {
+  const loom__jr_value *p = loom__jr_get(c, "processes");
+  int32_t k = 0, sum = 0;
+  for (int32_t i = 0; p && p->type == LOOM__JR_ARRAY && i < p->n && k < BENCH_MAX_SAMPLES; i++) {
+    if (p->items[i].type != LOOM__JR_NUMBER || p->items[i].number < 1) return 0;
+    counts[k] = (int32_t)p->items[i].number;
+    sum += counts[k++];
+  }
+  return sum == n ? k : 0;
+}
+
+/* The fastest and slowest of the medians of each process's values v[0..n) (runs or ratios),
+ * into x->proc_lo and x->proc_hi, with x->n_proc; values <= 0 are left out. */
+static void process_spread(const loom__jr_value *c, const double *v, int32_t n, side *x) {
+  int32_t counts[BENCH_MAX_SAMPLES], k = process_counts(c, n, counts);
+  x->n_proc = 0;
+  for (int32_t p = 0, at = 0; p < k; at += counts[p++]) {
+    bench_sample s = {0};
+    for (int32_t i = at; i < at + counts[p]; i++)
+      if (v[i] > 0) s.s[s.n++] = v[i];
+    if (s.n == 0) continue;
+    bench_sample_summarize(&s);
+    x->proc_lo = x->n_proc == 0 || s.median < x->proc_lo ? s.median : x->proc_lo;
+    x->proc_hi = x->n_proc == 0 || s.median > x->proc_hi ? s.median : x->proc_hi;
+    x->n_proc++;
+  }
+}
 
 static side read_side(const loom__jr_value *c) {
   side x = {.median = loom__jr_number(c, "seconds", -1)};
   x.min = loom__jr_number(c, "min", x.median);
   x.mad = loom__jr_number(c, "mad", 0);
+  double v[BENCH_MAX_SAMPLES];
+  process_spread(c, v, numbers(c, "times", v, BENCH_MAX_SAMPLES), &x);
   return x;
 }
 
@@ -171,18 +226,38 @@ static bool above(const side *hi, const char *hi_name, const side *lo, const cha
   return is;
 }
 
+/* Whether every process of `hi` ran slower than every process of `lo` (by their medians),
+ * where both ran in several; true when either did not (no spread between processes to judge
+ * by). When not, the reason, appended to why. A case can run at another speed in another
+ * process for the whole process (cpu0's fft of 2^14 points at 30 or 45 us, FFTW alike), which
+ * no process's own spread shows: a difference that some process of each run does not share is
+ * not claimed. */
+static bool apart_by_process(const side *hi, const char *hi_name, const side *lo, const char *lo_name,
+                             char *why, size_t size) {
+  if (hi->n_proc < 2 || lo->n_proc < 2) return true;
+  bool apart = hi->proc_lo > lo->proc_hi;
+  char a[24], b[24];
+  size_t used = strlen(why);
+  snprintf(why + used, size - used, "; %s's fastest of %d processes (median %s) %s %s's slowest of %d (%s)",
+           hi_name, (int)hi->n_proc, fmt_time(hi->proc_lo, a, sizeof a), apart ? ">" : "<=", lo_name,
+           (int)lo->n_proc, fmt_time(lo->proc_hi, b, sizeof b));
+  return apart;
+}
+
 /* Judges B's case against A's (both measured); why says on what ground. */
 static verdict judge(const side *a, const side *b, const compare_options *o, char *why, size_t size) {
   double ratio = b->median / a->median;
-  char detail[160];
+  char detail[320];
   if (ratio > 1 + o->threshold) {
-    if (above(b, "B", a, "A", o->k, o->threshold, why, size)) return SLOWER;
+    if (above(b, "B", a, "A", o->k, o->threshold, why, size) && apart_by_process(b, "B", a, "A", why, size))
+      return SLOWER;
     snprintf(detail, sizeof detail, "%s", why);
     snprintf(why, size, "within the noise: %s", detail);
     return NOISE;
   }
   if (ratio < 1 / (1 + o->threshold)) {
-    if (above(a, "A", b, "B", o->k, o->threshold, why, size)) return FASTER;
+    if (above(a, "A", b, "B", o->k, o->threshold, why, size) && apart_by_process(a, "A", b, "B", why, size))
+      return FASTER;
     snprintf(detail, sizeof detail, "%s", why);
     snprintf(why, size, "within the noise: %s", detail);
     return NOISE;
@@ -201,19 +276,31 @@ static verdict judge(const side *a, const side *b, const compare_options *o, cha
  * the other, so each pair saw the same machine. Their median and MAD into *r; false when the
  * case has no such pairs (neither side, or a report of schema /1). */
 static bool paired_ratio(const loom__jr_value *c, side *r) {
-  const loom__jr_value *t = loom__jr_get(c, "times"), *l = loom__jr_get(c, "library_times");
-  if (!l || l->type != LOOM__JR_ARRAY || l->n == 0) l = loom__jr_get(c, "witness_times");
-  if (!t || !l || t->type != LOOM__JR_ARRAY || l->type != LOOM__JR_ARRAY) return false;
+  double t[BENCH_MAX_SAMPLES], l[BENCH_MAX_SAMPLES], v[BENCH_MAX_SAMPLES];
+  int32_t nt = numbers(c, "times", t, BENCH_MAX_SAMPLES),
+          nl = numbers(c, "library_times", l, BENCH_MAX_SAMPLES);
+  if (nl == 0) nl = numbers(c, "witness_times", l, BENCH_MAX_SAMPLES);
   bench_sample ratios = {0}; /* median and MAD as the suite summarizes its runs */
-  for (int32_t i = 0; i < t->n && i < l->n && ratios.n < BENCH_MAX_SAMPLES; i++) {
-    const loom__jr_value *a = &t->items[i], *b = &l->items[i];
-    if (a->type == LOOM__JR_NUMBER && b->type == LOOM__JR_NUMBER && a->number > 0 && b->number > 0)
-      ratios.s[ratios.n++] = a->number / b->number;
+  int32_t n = nt < nl ? nt : nl;
+  for (int32_t i = 0; i < n; i++) {
+    v[i] = t[i] > 0 && l[i] > 0 ? t[i] / l[i] : -1;
+    if (v[i] > 0) ratios.s[ratios.n++] = v[i];
   }
   if (ratios.n < 3) return false;
   bench_sample_summarize(&ratios);
   *r = (side){.median = ratios.median, .min = ratios.min, .mad = ratios.mad};
+  if (nt == nl) process_spread(c, v, n, r); /* each process's pairs: Loom's runs and the peer's */
   return true;
+}
+
+/* The library's (or the witness's) runs of case c, with their processes' spread. */
+static side peer_side(const loom__jr_value *c) {
+  double v[BENCH_MAX_SAMPLES];
+  int32_t n = numbers(c, "library_times", v, BENCH_MAX_SAMPLES);
+  if (n == 0) n = numbers(c, "witness_times", v, BENCH_MAX_SAMPLES);
+  side x = {0};
+  process_spread(c, v, n, &x);
+  return x;
 }
 
 /* A case flagged by its times whose library side (or witness) was run alternately with Loom's:
@@ -239,21 +326,50 @@ static verdict against_library(verdict v, const loom__jr_value *a, const loom__j
     return v;
   }
   const side *lo = v == SLOWER ? &ra : &rb, *hi = v == SLOWER ? &rb : &ra;
-  /* Parted by K of the larger MAD, not K of each: a PoCL reduce_sum made 3x slower on purpose
-   * moved its ratio to the witness from 19 (MAD 3.3) to 40 (MAD 5.7), which K of each hid. */
-  double spread = o->k * (hi->mad > lo->mad ? hi->mad : lo->mad);
-  double margin = spread > o->threshold * lo->median ? spread : o->threshold * lo->median;
-  if (hi->median > lo->median + margin) {
+  bool parted;
+  if (hi->n_proc >= 2 && lo->n_proc >= 2) {
+    /* Runs in several processes. The machine is blamed only on evidence: the peer's own time
+     * moved the same way in every process (each of the slower run's processes slower than each
+     * of the other's), as a busier machine moves it. Otherwise a peer whose ratio to Loom
+     * moves up to 2x from one process to the next (PoCL's pthread devices) could hide a Loom
+     * made 3x slower, as once it did (ratio to the witness 24 -> 42, within 3 MADs of 7). */
+    side pa = peer_side(a), pb = peer_side(b);
+    const side *plo = v == SLOWER ? &pa : &pb, *phi = v == SLOWER ? &pb : &pa;
+    if (phi->n_proc < 2 || plo->n_proc < 2 || phi->proc_lo <= plo->proc_hi) {
+      char x[24], y[24], z[24], w[24];
+      size_t used = strlen(why);
+      snprintf(why + used, size - used, "; its %s did not move so in every process (A %s-%s, B %s-%s)", peer,
+               fmt_time(pa.proc_lo, x, sizeof x), fmt_time(pa.proc_hi, y, sizeof y),
+               fmt_time(pb.proc_lo, z, sizeof z), fmt_time(pb.proc_hi, w, sizeof w));
+      return v;
+    }
+    /* The peer moved: the flag is the machine's unless Loom's time over the peer's parted as
+     * well, every process of one run beyond every process of the other and the medians by the
+     * threshold. */
+    parted = hi->proc_lo > lo->proc_hi && hi->median > lo->median * (1 + o->threshold);
+  } else {
+    /* Parted by K of the larger MAD, not K of each: a PoCL reduce_sum made 3x slower on purpose
+     * moved its ratio to the witness from 19 (MAD 3.3) to 40 (MAD 5.7), which K of each hid. */
+    double spread = o->k * (hi->mad > lo->mad ? hi->mad : lo->mad);
+    double margin = spread > o->threshold * lo->median ? spread : o->threshold * lo->median;
+    parted = hi->median > lo->median + margin;
+  }
+  char procs[96] = "";
+  if (hi->n_proc >= 2 && lo->n_proc >= 2)
+    snprintf(procs, sizeof procs, "; processes %.2f-%.2f and %.2f-%.2f", ra.proc_lo, ra.proc_hi, rb.proc_lo,
+             rb.proc_hi);
+  if (parted) {
     size_t used = strlen(why);
-    snprintf(why + used, size - used, "; against its %s, run by run: %.2f -> %.2f (MAD %.2f, %.2f)", peer,
-             ra.median, rb.median, ra.mad, rb.mad);
+    snprintf(why + used, size - used, "; against its %s, run by run: %.2f -> %.2f (MAD %.2f, %.2f%s)", peer,
+             ra.median, rb.median, ra.mad, rb.mad, procs);
     return v;
   }
-  char detail[320];
+  char detail[480];
   snprintf(detail, sizeof detail, "%s", why);
-  snprintf(why, size,
-           "the machine: Loom's time over its %s's held run by run (A %.2f, MAD %.2f; B %.2f, MAD %.2f); %s",
-           peer, ra.median, ra.mad, rb.median, rb.mad, detail);
+  snprintf(
+      why, size,
+      "the machine: Loom's time over its %s's held run by run (A %.2f, MAD %.2f; B %.2f, MAD %.2f%s); %s",
+      peer, ra.median, ra.mad, rb.median, rb.mad, procs, detail);
   return MACHINE;
 }
 
@@ -263,8 +379,9 @@ static verdict print_row(const char *id, const loom__jr_value *a, const loom__jr
   const loom__jr_value *c = a ? a : b;
   printf("| %s | %s | %s | %s |", id, loom__jr_string(c, "name"), loom__jr_string(c, "dtype"),
          loom__jr_string(c, "size"));
-  side sa = a ? read_side(a) : (side){-1, -1, 0}, sb = b ? read_side(b) : (side){-1, -1, 0};
-  char ta[24], tb[24], why[480] = "";
+  side sa = a ? read_side(a) : (side){.median = -1, .min = -1},
+       sb = b ? read_side(b) : (side){.median = -1, .min = -1};
+  char ta[24], tb[24], why[768] = "";
   printf(" %s | %s |", fmt_time(sa.median, ta, sizeof ta), fmt_time(sb.median, tb, sizeof tb));
   verdict v = SAME;
   if (!a || !b) {
@@ -418,9 +535,10 @@ int loom_bench_compare(int argc, char **argv) {
   print_devices("B", o.b, &b);
   printf(
       "\nB/A = B's median / A's median. A case is flagged only beyond both runs' noise: SLOWER when B's "
-      "fastest run is slower than A's median + the larger of %g x A's MAD and %.0f%%, and B/A > %.2f, "
-      "FASTER the other way round; noise: B/A beyond %.2f but the runs overlap; machine: flagged, but "
-      "Loom's time over its library's (run alternately, pair by pair) held%s\n\n",
+      "fastest run is slower than A's median + the larger of %g x A's MAD and %.0f%%, and B/A > %.2f (and, "
+      "run in several processes, every process of B slower than every process of A), FASTER the other way "
+      "round; noise: B/A beyond %.2f but the runs overlap; machine: flagged, but Loom's time over its "
+      "library's (run alternately, pair by pair) held%s\n\n",
       o.k, o.threshold * 100, 1 + o.threshold, 1 + o.threshold,
       o.floor > 0 ? " (cases under --floor in both not judged)" : "");
   puts(

@@ -18,11 +18,12 @@ typedef struct profile {
   int64_t batch, batch_len;
   int64_t vec; /* reduce and add */
   int64_t topk_n, topk_k;
-  int64_t conv[5];  /* N, C, H (= W), O, kernel */
-  int64_t transfer; /* bytes */
-  bench_stop stop;  /* over all passes; loom_runs unused */
-  int32_t passes;   /* rounds over every op case, each adding samples to each */
-  int64_t triad;    /* doubles per array of the triad */
+  int64_t conv[5];   /* N, C, H (= W), O, kernel */
+  int64_t transfer;  /* bytes */
+  bench_stop stop;   /* over all passes; loom_runs unused */
+  int32_t passes;    /* rounds over every op case, each adding samples to each */
+  int32_t processes; /* default --processes: each pass in a process of its own when > 1 */
+  int64_t triad;     /* doubles per array of the triad */
 } profile;
 
 static const profile profiles[] = {
@@ -38,6 +39,7 @@ static const profile profiles[] = {
      .transfer = (int64_t)64 << 20,
      .stop = {.min_samples = 5, .max_samples = 30, .target = 0.02, .budget_s = 5},
      .passes = 5,
+     .processes = 5,
      .triad = (int64_t)1 << 24},
     {.name = "quick",
      .gemm = {64, 128, 256},
@@ -51,6 +53,7 @@ static const profile profiles[] = {
      .transfer = (int64_t)4 << 20,
      .stop = {.min_samples = 5, .max_samples = 40, .target = 0.02, .budget_s = 1},
      .passes = 5,
+     .processes = 5,
      .triad = (int64_t)1 << 23},
     /* for the tests: every case runs, in well under a second */
     {.name = "tiny",
@@ -65,6 +68,7 @@ static const profile profiles[] = {
      .transfer = 64 << 10,
      .stop = {.min_samples = 3, .max_samples = 5, .target = 0.05, .budget_s = 0.05},
      .passes = 1,
+     .processes = 1,
      .triad = (int64_t)1 << 18},
 };
 
@@ -72,6 +76,8 @@ typedef struct suite_options {
   const profile *p;
   const char *devices, *json, *plot, *cases;
   bench_stop stop;
+  int32_t passes;        /* rounds over the cases: the profile's, or one per process */
+  int32_t processes;     /* --processes */
   const char *slow_case; /* LOOM_BENCH_SLOW_CASE: for tests only */
 } suite_options;
 
@@ -89,8 +95,8 @@ static void usage(FILE *f) {
       "  --budget is spent or --max-reps runs were made. Times are medians; the report carries each\n"
       "  case's runs, min, median and MAD. A case without a library has a witness instead (a 64^3\n"
       "  SGEMM through the device's library, run alternately), which compare reads.\n"
-      "  --quick         small sizes, cases of at most about 1 s: 10-30 s on 2 cores (PoCL\n"
-      "                  devices included)\n"
+      "  --quick         small sizes, cases of at most about 1 s: about a minute on 2 cores (cpu0 and\n"
+      "                  two PoCL devices)\n"
       "  --devices LIST  device ids, as cpu0,ocl1 (default: every device)\n"
       "  --json FILE     also write the report as JSON (docs/bench.md has its schema)\n"
       "  --plot FILE     also draw a roofline per device and the ratios as SVG\n"
@@ -100,6 +106,10 @@ static void usage(FILE *f) {
       "  --budget S      stop once a case's timed runs took S seconds (default 5, --quick 1)\n"
       "  --cases LIST    only these cases: names (gemm, fft, fft_batched, rfft, reduce_sum, add, topk,\n"
       "                  conv2d, latency, h2d, d2h, d2d), or NAME/DTYPE as gemm/f64\n"
+      "  --processes N   each of N passes over the cases in a process of its own (default 5; --tiny 1;\n"
+      "                  1: every pass in this process), so that the runs hold the spread between\n"
+      "                  processes (a case can run at another speed in another process) and compare\n"
+      "                  can judge by it; each process makes at least 3 runs of a case\n"
       "  --tiny          for the tests: tiny sizes, 3 to 5 timed runs (the figures mean nothing)\n"
       "Environment, for tests only: LOOM_BENCH_SLOW_CASE=NAME[/DTYPE] makes Loom's side of that case\n"
       "run its graph three times per timed run (what compare must flag, and nothing else).\n",
@@ -128,7 +138,7 @@ static bool known_cases(const char *list, char *bad, size_t size) {
 static int parse_args(int argc, char **argv, suite_options *o) {
   *o = (suite_options){.p = &profiles[0]};
   bool quick = false, tiny = false;
-  int32_t reps = 0, max_reps = 0;
+  int32_t reps = 0, max_reps = 0, processes = 0;
   double target = -1, budget = -1;
   const bench_opt opts[] = {
       BENCH_OPT_FLAG("quick", &quick),
@@ -141,6 +151,7 @@ static int parse_args(int argc, char **argv, suite_options *o) {
       BENCH_OPT_DOUBLE("target", &target, 0, 1, "a fraction from 0 to 1, as 0.02"),
       BENCH_OPT_DOUBLE("budget", &budget, 0, 3600, "seconds from 0 to 3600, as 1"),
       BENCH_OPT_TEXT("cases", &o->cases, "a list of case names"),
+      BENCH_OPT_INT("processes", BENCH_I32, &processes, 1, SUITE_MAX_PROCESSES, "a count from 1 to 16"),
       BENCH_OPT_END,
   };
   bench_cli b = {
@@ -164,6 +175,8 @@ static int parse_args(int argc, char **argv, suite_options *o) {
   if (o->stop.min_samples > o->stop.max_samples)
     return bench_usage_error(&b, "--reps %d is more than --max-reps %d", (int)o->stop.min_samples,
                              (int)o->stop.max_samples);
+  o->processes = processes ? processes : o->p->processes;
+  o->passes = o->processes > 1 ? o->processes : o->p->passes;
   const char *slow = getenv("LOOM_BENCH_SLOW_CASE");
   o->slow_case = slow && slow[0] ? slow : NULL;
   return 0;
@@ -171,7 +184,7 @@ static int parse_args(int argc, char **argv, suite_options *o) {
 
 /* ---- the cases ------------------------------------------------------------------------------------ */
 
-static suite_case *add_case(suite_device *d, suite_kind kind, const char *name, const char *dtype) {
+suite_case *suite_add_case(suite_device *d, suite_kind kind, const char *name, const char *dtype) {
   if (d->n_cases == d->cap_cases) {
     int32_t cap = d->cap_cases ? 2 * d->cap_cases : 32;
     suite_case *c = realloc(d->cases, (size_t)cap * sizeof *c);
@@ -300,10 +313,17 @@ static void case_figures(const suite_device *d, suite_case *c) {
  * least number of runs and spend the budget. */
 static bench_stop pass_stop(const suite_options *o, const suite_case *c) {
   bench_stop st = o->stop;
-  int32_t passes = o->p->passes;
+  int32_t passes = o->passes;
   st.min_samples = (st.min_samples + passes - 1) / passes;
   st.budget_s /= passes;
-  if (o->slow_case && case_listed(o->slow_case, c->name, c->dtype)) st.loom_runs = 3;
+  if (o->processes > 1) {
+    /* A process counts only its own runs, so it gets its share of the maximum; and at least
+     * three, so that its median, which compare sets beside the other processes', is one. */
+    st.max_samples = (st.max_samples + passes - 1) / passes;
+    if (st.min_samples < 3) st.min_samples = 3;
+    if (st.max_samples < st.min_samples) st.max_samples = st.min_samples;
+  }
+  if (c && o->slow_case && case_listed(o->slow_case, c->name, c->dtype)) st.loom_runs = 3;
   return st;
 }
 
@@ -371,7 +391,7 @@ static void transfer_case(const suite_options *o, suite_device *d, suite_kind ki
   suite_case *c = NULL;
   for (int32_t i = 0; i < d->n_cases && !c; i++)
     if (d->cases[i].kind == kind && !strcmp(d->cases[i].size, size)) c = &d->cases[i];
-  if (!c && (c = add_case(d, kind, name, "u8")) != NULL) {
+  if (!c && (c = suite_add_case(d, kind, name, "u8")) != NULL) {
     snprintf(c->size, sizeof c->size, "%s", size);
     c->bytes = 2.0 * (double)bytes; /* a copy reads and writes each byte, as memcpy does */
   }
@@ -542,10 +562,9 @@ static void copy_identity(suite_device *d, const loom_device_info *info) {
   d->clock_mhz = info->clock_mhz;
 }
 
-static void run_device(const suite_options *o, suite_device *d, const loom_device_info *info,
-                       loom_context *ctx, int32_t index, double host_gbps, const suite_peaks *host) {
-  copy_identity(d, info);
-  device_peaks(o, d, info, ctx, index, host);
+/* The device's op cases, in the order every process measures them (transfers are added as
+ * they are measured); 1 without memory. */
+static int build_cases(const suite_options *o, suite_device *d, const loom_device_info *info) {
   const char *gemm_types[3] = {"f32", info->fp64 ? "f64" : NULL, info->fp16 ? "f16" : NULL};
   const profile *p = o->p;
   struct {
@@ -565,34 +584,47 @@ static void run_device(const suite_options *o, suite_device *d, const loom_devic
   for (int t = 0; t < 3; t++)
     for (int s = 0; gemm_types[t] && s < 3; s++) {
       if (!case_listed(o->cases, "gemm", gemm_types[t])) continue;
-      suite_case *c = add_case(d, SUITE_GEMM, "gemm", gemm_types[t]);
-      if (!c) return;
+      suite_case *c = suite_add_case(d, SUITE_GEMM, "gemm", gemm_types[t]);
+      if (!c) return 1;
       c->param = p->gemm[s];
       case_graph(o, c, c->param, (char[512]){0}, 512);
     }
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     if (!case_listed(o->cases, ops[i].name, ops[i].dtype)) continue;
-    suite_case *c = add_case(d, ops[i].kind, ops[i].name, ops[i].dtype);
-    if (!c) return;
+    suite_case *c = suite_add_case(d, ops[i].kind, ops[i].name, ops[i].dtype);
+    if (!c) return 1;
     c->param = ops[i].n;
     case_graph(o, c, c->param, (char[512]){0}, 512);
   }
-  /* Rounds over every case rather than each case at once: a case's runs then come from the
-   * whole run's time, so its spread holds the machine's slower changes (another process's
-   * compile starting) and not only the jitter of one half second. */
-  bench_stop transfers = o->stop;
-  transfers.min_samples = (transfers.min_samples + p->passes - 1) / p->passes;
-  transfers.budget_s /= p->passes;
-  for (int32_t pass = 0; pass < p->passes; pass++) {
+  return 0;
+}
+
+/* Passes first .. first + count - 1 over the device's cases. Rounds over every case rather
+ * than each case at once: a case's runs then come from the whole run's time, so its spread
+ * holds the machine's slower changes (another process's compile starting) and not only the
+ * jitter of one half second. */
+static void run_passes(const suite_options *o, suite_device *d, const loom_device_info *info,
+                       loom_context *ctx, int32_t index, int32_t first, int32_t count) {
+  bench_stop transfers = pass_stop(o, NULL);
+  for (int32_t pass = first; pass < first + count; pass++) {
     for (int32_t i = 0; i < d->n_cases; i++) {
       suite_case *c = &d->cases[i];
       if (c->error[0] || (c->kind >= SUITE_H2D && c->kind <= SUITE_D2D)) continue; /* failed, or a transfer */
-      progress(d, c, pass, p->passes);
+      progress(d, c, pass, o->passes);
       run_op_case(o, d, info, ctx, index, c);
     }
     if (interactive)
       fprintf(stderr, "\r\033[K loom-bench suite: %s  pass %d  transfers", d->id, (int)(pass + 1));
     run_transfers(o, d, ctx, index, &transfers);
+  }
+}
+
+/* Medians, peaks the device did not give, rates and ratios, once every run is in. */
+static void finish_device(suite_device *d, const loom_device_info *info, double host_gbps) {
+  for (int32_t i = 0; i < d->n_cases; i++) {
+    suite_case *c = &d->cases[i];
+    c->seconds = c->error[0] ? 0 : c->loom.median;
+    c->library_seconds = c->library[0] && !c->error[0] ? c->lib.median : 0;
   }
   measured_peaks(d, host_gbps, info->host_unified);
   for (int32_t i = 0; i < d->n_cases; i++)
@@ -636,25 +668,70 @@ void suite_report_free(suite_report *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* Every wanted device into r; 2 when --devices names none of them. */
-static int run_devices(const suite_options *o, loom_context *ctx, suite_report *r) {
+/* The wanted devices' identities and cases into r (with their peaks, in the parent); 2 when
+ * --devices names none of them. */
+static int open_devices(const suite_options *o, loom_context *ctx, suite_report *r, bool peaks) {
   int32_t n = loom_context_device_count(ctx);
   r->devices = calloc((size_t)(n ? n : 1), sizeof *r->devices);
   if (!r->devices) return 1;
-  double host_gbps = host_memcpy_gbps(o);
-  if (interactive) fputs("\r\033[K loom-bench suite: the host's peaks (FMA loops, triad)", stderr);
-  suite_host_peaks(o->p->triad, &r->peaks);
   for (int32_t i = 0; i < n; i++) {
     loom_device_info info;
     if (loom_context_device_info(ctx, i, &info) || !bench_id_listed(o->devices, info.id)) continue;
-    run_device(o, &r->devices[r->n_devices++], &info, ctx, i, host_gbps, &r->peaks);
+    suite_device *d = &r->devices[r->n_devices++];
+    copy_identity(d, &info);
+    if (peaks) device_peaks(o, d, &info, ctx, i, &r->peaks);
+    if (build_cases(o, d, &info)) return 1;
   }
-  if (interactive) fputs("\r\033[K", stderr);
   if (r->n_devices == 0) {
     fprintf(stderr, "loom-bench suite: --devices %s: no such device here\n", o->devices ? o->devices : "");
     return 2;
   }
   return 0;
+}
+
+/* Device index of ctx for each of r's devices (they were opened in ctx's order). */
+static int32_t device_index(loom_context *ctx, const suite_device *d, loom_device_info *info) {
+  for (int32_t i = 0; i < loom_context_device_count(ctx); i++)
+    if (!loom_context_device_info(ctx, i, info) && !strcmp(info->id, d->id)) return i;
+  return -1;
+}
+
+/* Every pass of every wanted device into r: here, or each pass in a child process of its own
+ * (--processes), so that compare sees how far one process's speed lies from another's. */
+static int run_devices(const suite_options *o, int argc, char **argv, loom_context *ctx, suite_report *r) {
+  double host_gbps = host_memcpy_gbps(o);
+  if (interactive) fputs("\r\033[K loom-bench suite: the host's peaks (FMA loops, triad)", stderr);
+  suite_host_peaks(o->p->triad, &r->peaks);
+  int rc = open_devices(o, ctx, r, true);
+  loom_device_info info;
+  for (int32_t k = 0; !rc && o->processes > 1 && k < o->passes; k++) {
+    char why[256];
+    if (suite_run_child(argc, argv, k, r, why, sizeof why)) {
+      fprintf(stderr, "loom-bench suite: pass %d in a process of its own: %s\n", (int)(k + 1), why);
+      rc = 1;
+    }
+  }
+  for (int32_t i = 0; !rc && i < r->n_devices; i++) {
+    int32_t index = device_index(ctx, &r->devices[i], &info);
+    if (o->processes <= 1) run_passes(o, &r->devices[i], &info, ctx, index, 0, o->passes);
+    finish_device(&r->devices[i], &info, host_gbps);
+  }
+  if (interactive) fputs("\r\033[K", stderr);
+  return rc;
+}
+
+/* A child of --processes: its one pass of every wanted device, written as a report to `path`. */
+static int run_child(const suite_options *o, loom_context *ctx, int32_t pass, const char *path) {
+  suite_report r = {.processes = 1, .passes = 1};
+  int rc = open_devices(o, ctx, &r, false);
+  loom_device_info info;
+  for (int32_t i = 0; !rc && i < r.n_devices; i++) {
+    run_passes(o, &r.devices[i], &info, ctx, device_index(ctx, &r.devices[i], &info), pass, 1);
+    finish_device(&r.devices[i], &info, 0);
+  }
+  if (!rc) rc = suite_write_json(&r, path);
+  suite_report_free(&r);
+  return rc;
 }
 
 int loom_bench_suite(int argc, char **argv) {
@@ -667,12 +744,19 @@ int loom_bench_suite(int argc, char **argv) {
     fprintf(stderr, "loom-bench suite: %s\n", loom_last_error());
     return 1;
   }
-  suite_report r = {.reps = o.stop.min_samples, .stop = o.stop, .passes = o.p->passes};
+  int32_t pass;
+  const char *child_path;
+  if (suite_process_child(&pass, &child_path)) {
+    rc = pass < o.passes ? run_child(&o, ctx, pass, child_path) : 1;
+    loom_context_destroy(ctx);
+    return rc;
+  }
+  suite_report r = {.reps = o.stop.min_samples, .stop = o.stop, .passes = o.passes, .processes = o.processes};
   snprintf(r.loom_version, sizeof r.loom_version, "%s", loom_version());
   snprintf(r.profile, sizeof r.profile, "%s", o.p->name);
   suite_meta_begin(&r.meta, ctx);
   double t0 = bench_now();
-  rc = run_devices(&o, ctx, &r);
+  rc = run_devices(&o, argc, argv, ctx, &r);
   r.wall_seconds = bench_now() - t0;
   suite_meta_end(&r.meta);
   loom_context_destroy(ctx);

@@ -10,6 +10,9 @@
 #include "loom/loom.h"
 #include "measure.h"
 
+/* The most processes a suite run may spread its passes over (--processes). */
+enum { SUITE_MAX_PROCESSES = 16 };
+
 /* What a case computes; each kind has its own graph, size and rate (suite.c). */
 typedef enum suite_kind {
   SUITE_GEMM,
@@ -36,6 +39,10 @@ typedef struct suite_case {
   int64_t param;          /* the size the profile gives the case's graph (suite.c: case_graph) */
   double seconds;         /* Loom's median; 0: not measured (error says why) */
   bench_sample loom, lib; /* every timed run of each side (lib: none without a library) */
+  /* With --processes: how many of Loom's runs (and of the paired side's, taken with them) each
+   * process added, in order; n_proc 0 when the whole case ran in this process. */
+  int32_t proc_n[SUITE_MAX_PROCESSES];
+  int32_t n_proc;
   /* Without a library: a fixed small GEMM through the device's library, run alternately with
    * Loom's side as a witness of the machine's state (compare reads it pair by pair; it is no
    * peer of the case, so no ratio is made of it). witness[0] == 0: none. */
@@ -89,10 +96,11 @@ typedef struct suite_peaks {
 
 typedef struct suite_report {
   char loom_version[16];
-  char profile[8]; /* "full", "quick", "tiny" */
-  int32_t reps;    /* the least number of timed runs of a case */
-  bench_stop stop; /* when a case stopped repeating */
-  int32_t passes;  /* rounds over the op cases, each adding runs to each */
+  char profile[8];   /* "full", "quick", "tiny" */
+  int32_t reps;      /* the least number of timed runs of a case */
+  bench_stop stop;   /* when a case stopped repeating */
+  int32_t passes;    /* rounds over the op cases, each adding runs to each */
+  int32_t processes; /* processes the passes ran in (1: this one) */
   suite_meta meta;
   suite_peaks peaks;
   double wall_seconds;
@@ -109,7 +117,18 @@ typedef void (*suite_graph_fn)(const char *name, const char *dtype, const char *
                                void *user);
 int suite_each_graph(const char *profile, suite_graph_fn fn, void *user);
 
-/* ---- suite_vendor.c ---- */
+/* A new case of device d (its name and dtype set, the rest zero), or NULL without memory. */
+suite_case *suite_add_case(suite_device *d, suite_kind kind, const char *name, const char *dtype);
+
+/* ---- suite_process.c: passes in processes of their own (--processes) ---- */
+
+/* Whether this process is one pass of a parent suite (the parent set LOOM_BENCH_SUITE_PROCESS):
+ * then *pass is its pass and *path the JSON report it is to write. */
+bool suite_process_child(int32_t *pass, const char **path);
+/* Runs this loom-bench again (argv as the suite was given it) as the child of pass `pass`, waits for it and
+ * adds the runs of its report to r's devices, each case's runs of this process counted in proc_n. 1, with
+ * why, when the child failed or wrote no report. */
+int suite_run_child(int argc, char **argv, int32_t pass, suite_report *r, char *why, size_t why_size);
 
 /* The vendor side of case c (its graph op) on device `index` of ctx: 0 with *v set, or 1 with
  * the reason there is none (or why it could not open) in reason. */

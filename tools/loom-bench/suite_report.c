@@ -72,10 +72,11 @@ void suite_print_markdown(const suite_report *r, FILE *out) {
   fprintf(
       out,
       "Each case: at least %d timed runs of each side, alternately, in %d pass%s over the cases (each after "
-      "a warm-up), until MAD / median is at most %.1f%% on each side, %g s are spent or %d runs were made. "
+      "a warm-up%s), until MAD / median is at most %.1f%% on each side, %g s are spent or %d runs were made. "
       "Times are medians; MAD: the median absolute deviation from the median, over the median.\n\n",
-      (int)r->stop.min_samples, (int)r->passes, r->passes == 1 ? "" : "es", 100 * r->stop.target,
-      r->stop.budget_s, (int)r->stop.max_samples);
+      (int)r->stop.min_samples, (int)r->passes, r->passes == 1 ? "" : "es",
+      r->processes > 1 ? ", each in a process of its own" : "", 100 * r->stop.target, r->stop.budget_s,
+      (int)r->stop.max_samples);
   print_peaks(r, out);
   fputs(
       "Ratio = library median / Loom median (above 1: Loom is faster). Rates count bytes read plus "
@@ -150,6 +151,12 @@ static void json_case(loom__json *j, const suite_case *c) {
   loom__json_kv_string(j, "dtype", c->dtype);
   kv_number(j, "seconds", c->seconds, ran);
   json_sample(j, "", &c->loom, ran);
+  if (ran && c->n_proc > 0) { /* how many of `times` (and of the paired side's) each process took */
+    loom__json_key(j, "processes");
+    loom__json_begin_array(j);
+    for (int32_t i = 0; i < c->n_proc; i++) loom__json_int64(j, c->proc_n[i]);
+    loom__json_end_array(j);
+  }
   kv_number(j, "rate", c->rate, ran);
   kv_text(j, "unit", ran ? c->unit : "");
   loom__json_kv_double(j, "flops", c->flops);
@@ -213,6 +220,7 @@ int suite_write_json(const suite_report *r, const char *path) {
   loom__json_kv_double(&j, "target", r->stop.target);
   loom__json_kv_double(&j, "budget_seconds", r->stop.budget_s);
   loom__json_kv_int64(&j, "passes", r->passes);
+  loom__json_kv_int64(&j, "processes", r->processes > 0 ? r->processes : 1);
   loom__json_end_object(&j);
   loom__json_key(&j, "host_peaks");
   loom__json_begin_object(&j);
