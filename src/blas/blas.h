@@ -111,6 +111,24 @@ BLAS_HIDDEN bool loom__blas_trsm_blocked(const blas_l3 *call);
 /* Whether a trsm's gemm updates would leave the host: LOOM_BLAS_FORCE=1, or the placement of
  * a gemm of the trsm's size is a device other than cpu0 (one or a shared set). */
 BLAS_HIDDEN bool loom__blas_trsm_offloads(const blas_l3 *call);
+/* ---- host copies for Loom's graphs (blas_copy.c) ------------------------------------------ */
+
+typedef enum blas_full {
+  BLAS_FULL_SYMMETRIC,      /* symm: the stored triangle mirrored */
+  BLAS_FULL_HERMITIAN,      /* hemm: mirrored and conjugated, the diagonal's imaginary parts 0 */
+  BLAS_FULL_TRIANGULAR,     /* trmm: zeros outside the triangle, ones on a unit diagonal */
+  BLAS_FULL_TRIANGULAR_CONJ /* trmm with 'C': the triangular matrix conjugated */
+} blas_full;
+
+/* The full ka x ka matrix of the triangle c->uplo of c->a (leading dimension c->lda; unit
+ * diagonal by c->diag for the triangular forms), dense column-major. Caller frees it; NULL
+ * when out of host memory. */
+BLAS_HIDDEN void *loom__blas_full_matrix(const blas_l3 *c, int ka, blas_full form);
+/* A dense column-major rows x cols copy of scale * conj(X), X complex in c->prec with leading
+ * dimension ld; scale: a complex (real, imaginary) pair, NULL for 1. Caller frees it; NULL when
+ * out of host memory. */
+BLAS_HIDDEN void *loom__blas_conj_copy(const blas_l3 *c, const void *x, int rows, int cols, int ld,
+                                       const double *scale);
 /* LOOM_BLAS_VERBOSE=1. */
 BLAS_HIDDEN bool loom__blas_verbose(void);
 

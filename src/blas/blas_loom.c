@@ -6,14 +6,16 @@
  * its transpose, so the graph computes R^T = sum_t op(Y_t)^T op(X_t)^T, where op(Y)^T is the
  * parameter itself for 'N' and its transpose (a view) for 'T': the caller's matrices are the
  * graph's inputs with no copy when their leading dimension is their row count. Other leading
- * dimensions, and the full matrix of symm's triangle and trmm's triangular factor, are packed
- * into dense host copies first (docs/blas.md). The result comes back as Loom's output tensor
- * and is copied into C (the triangle of syrk and syr2k only).
+ * dimensions, and the full matrix of symm's and hemm's triangle and trmm's triangular factor,
+ * are packed into dense host copies first (docs/blas.md). The IR has no conjugate: a conjugated
+ * operand (a complex 'C' transpose, the A^H and B^H of herk and her2k) is a conjugated host
+ * copy read transposed (blas_copy.c), O(n k) beside the O(n^2 k) product. The result comes back
+ * as Loom's output tensor and is copied into C (the triangle of syrk, syr2k, herk and her2k
+ * only, the last two with a real diagonal).
  *
- * Not through Loom (the host BLAS runs them, said in the verbose line's reason): trsm as one
+ * Not through Loom (the host BLAS runs it, said in the verbose line's reason): trsm as one
  * graph (the IR has no triangular solve: a large one is run blocked, blas_trsm.c, its gemm
- * updates dispatched as gemm calls) and the conjugating forms (hemm, herk, her2k, complex 'C'),
- * since the IR has no conjugate.
+ * updates dispatched as gemm calls).
  *
  * A call may be split across several devices: C cut into one block per device (columns, in
  * proportion to the devices' rates), each block a call of its own planned whole for its device
@@ -308,8 +310,10 @@ typedef struct l3_problem {
   int x[2], y[2];      /* term t: op(ops[x[t]]) op(ops[y[t]]) */
   char opx[2], opy[2]; /* 'N' or 'T' */
   bool use_c;          /* beta is not zero: C is read */
-  char tri;            /* 0: all of C written; 'U' / 'L': that triangle only (syrk, syr2k) */
-  void *owned[3];      /* host copies made for the call (symm's and trmm's full A) */
+  char tri;            /* 0: all of C written; 'U' / 'L': that triangle only (syrk ... her2k) */
+  bool herm;           /* herk, her2k: the diagonal's imaginary parts of C written as zero */
+  const void *alpha;   /* the scalar of the sum of products (the call's alpha); NULL: 1 */
+  void *owned[3];      /* host copies made for the call (full matrices, conjugated operands) */
   loom_dtype dtype;
   int64_t esize;
 } l3_problem;
@@ -341,30 +345,106 @@ static bool scalar_is(const blas_l3 *c, const void *s, double v) {
   }
 }
 
-/* The full ka x ka matrix of a triangle (symm: mirrored; trmm: zeros, and ones on a unit
- * diagonal), dense column-major: the IR has neither symmetric nor triangular operands. */
-static void *full_from_triangle(const blas_l3 *c, int ka, bool symmetric) {
-  int64_t es = c->prec == BLAS_S ? 4 : c->prec == BLAS_D || c->prec == BLAS_C ? 8 : 16;
-  char *full = calloc((size_t)ka * (size_t)ka + 1, (size_t)es);
-  if (!full) return NULL;
-  const char *a = c->a;
-  for (int j = 0; j < ka; j++)
-    for (int i = 0; i < ka; i++) {
-      bool stored = c->uplo == 'U' ? i <= j : i >= j;
-      char *dst = full + ((int64_t)j * ka + i) * es;
-      if (stored) memcpy(dst, a + ((int64_t)j * c->lda + i) * es, (size_t)es);
-      if (symmetric && stored && i != j) memcpy(full + ((int64_t)i * ka + j) * es, dst, (size_t)es);
+/* Keeps a host copy made for the call (freed with the problem); false where there is none. */
+static bool own(l3_problem *p, void *copy) {
+  for (int i = 0; copy && i < 3; i++)
+    if (!p->owned[i]) {
+      p->owned[i] = copy;
+      return true;
     }
-  if (!symmetric && c->diag == 'U')
-    for (int i = 0; i < ka; i++) {
-      char *d = full + ((int64_t)i * ka + i) * es;
-      memset(d, 0, (size_t)es);
-      if (c->prec == BLAS_S || c->prec == BLAS_C)
-        *(float *)d = 1.0f;
-      else
-        *(double *)d = 1.0;
-    }
-  return full;
+  free(copy);
+  return false;
+}
+
+/* The operand scale * conj(X) as a dense host copy: the IR has no conjugate. -1 when out of
+ * host memory. */
+static int add_conj_op(const blas_l3 *c, l3_problem *p, const void *x, int rows, int cols, int ld,
+                       const double *scale) {
+  void *copy = loom__blas_conj_copy(c, x, rows, cols, ld, scale);
+  return own(p, copy) ? add_op(p, copy, rows, cols, rows > 0 ? rows : 1) : -1;
+}
+
+/* A scalar of the call as a (real, imaginary) pair; `real`: the parameter is real (herk's
+ * alpha, the beta of herk and her2k). */
+static void scalar_read(const blas_l3 *c, const void *s, bool real, double *v) {
+  bool single = c->prec == BLAS_S || c->prec == BLAS_C, cplx = c->prec == BLAS_C || c->prec == BLAS_Z;
+  v[0] = single ? ((const float *)s)[0] : ((const double *)s)[0];
+  v[1] = real || !cplx ? 0 : single ? ((const float *)s)[1] : ((const double *)s)[1];
+}
+
+/* herk's and her2k's real beta as the complex scalar the graph multiplies by, held in buf. */
+static const void *complex_from_real(const blas_l3 *c, const void *r, double *buf) {
+  if (c->prec == BLAS_C) {
+    float v[2] = {*(const float *)r, 0};
+    memcpy(buf, v, sizeof v);
+  } else {
+    double v[2] = {*(const double *)r, 0};
+    memcpy(buf, v, sizeof v);
+  }
+  return buf;
+}
+
+static const char *const no_host_memory = "no host memory for a copy of an operand";
+
+/* herk: alpha op(A) op(A)^H; her2k: alpha op(A) op(B)^H + conj(alpha) op(B) op(A)^H ('N': op(X)
+ * = X; 'C': op(X) = X^H). The conjugated factor of each term is a host copy with the term's
+ * scalar folded in, as reference BLAS forms TEMP = ALPHA*CONJG(B(J,L)), so the graph is a sum
+ * of plain products with no alpha (p->alpha NULL). */
+static const char *describe_hermitian_rank(const blas_l3 *c, l3_problem *p) {
+  bool n = c->transa == 'N', two = c->kind == BLAS_HER2K;
+  int rows = n ? c->n : c->k, cols = n ? c->k : c->n;
+  double alpha[2], alpha_conj[2];
+  scalar_read(c, c->alpha, c->kind == BLAS_HERK, alpha);
+  alpha_conj[0] = alpha[0], alpha_conj[1] = -alpha[1];
+  const void *b = two ? c->b : c->a;
+  int ldb = two ? c->ldb : c->lda;
+  int ai = add_op(p, c->a, rows, cols, c->lda), bi = add_op(p, b, rows, cols, ldb);
+  /* 'N': A (alpha conj B)^T [+ B (conj(alpha) conj A)^T]; 'C': (alpha conj A)^T B [+ (conj(alpha)
+   * conj B)^T A]. */
+  int first = add_conj_op(c, p, n ? b : c->a, rows, cols, n ? ldb : c->lda, alpha);
+  int second = two ? add_conj_op(c, p, n ? c->a : b, rows, cols, n ? c->lda : ldb, alpha_conj) : 0;
+  if (first < 0 || second < 0) return no_host_memory;
+  if (n) {
+    add_term(p, ai, 'N', first, 'T');
+    if (two) add_term(p, bi, 'N', second, 'T');
+  } else {
+    add_term(p, first, 'T', bi, 'N');
+    if (two) add_term(p, second, 'T', ai, 'N');
+  }
+  p->tri = c->uplo, p->herm = true, p->alpha = NULL;
+  return NULL;
+}
+
+/* gemm: op(A) op(B), a 'C' operand as a conjugated host copy read transposed. */
+static const char *describe_gemm(const blas_l3 *c, l3_problem *p, char ta, char tb) {
+  int ar = ta == 'N' ? c->m : c->k, ac = ta == 'N' ? c->k : c->m;
+  int br = tb == 'N' ? c->k : c->n, bc = tb == 'N' ? c->n : c->k;
+  int a = ta == 'C' ? add_conj_op(c, p, c->a, ar, ac, c->lda, NULL) : add_op(p, c->a, ar, ac, c->lda);
+  int b = tb == 'C' ? add_conj_op(c, p, c->b, br, bc, c->ldb, NULL) : add_op(p, c->b, br, bc, c->ldb);
+  if (a < 0 || b < 0) return no_host_memory;
+  add_term(p, a, ta == 'C' ? 'T' : ta, b, tb == 'C' ? 'T' : tb);
+  return NULL;
+}
+
+/* symm, hemm and trmm: the full matrix of A's triangle (hemm's conjugated where mirrored; trmm
+ * 'C''s conjugated, then read transposed) times B, on B's side. */
+static const char *describe_full(const blas_l3 *c, l3_problem *p, char ta) {
+  int ka = c->side == 'L' ? c->m : c->n;
+  blas_full form = c->kind == BLAS_SYMM   ? BLAS_FULL_SYMMETRIC
+                   : c->kind == BLAS_HEMM ? BLAS_FULL_HERMITIAN
+                   : ta == 'C'            ? BLAS_FULL_TRIANGULAR_CONJ
+                                          : BLAS_FULL_TRIANGULAR;
+  void *full = loom__blas_full_matrix(c, ka, form);
+  if (!own(p, full)) return "no host memory for the full matrix of the triangle";
+  char op = c->kind != BLAS_TRMM ? 'N' : ta == 'C' ? 'T' : ta;
+  int a = add_op(p, full, ka, ka, ka > 0 ? ka : 1);
+  bool trmm = c->kind == BLAS_TRMM;
+  int b = add_op(p, trmm ? c->c : c->b, c->m, c->n, trmm ? c->ldc : c->ldb);
+  if (c->side == 'L')
+    add_term(p, a, op, b, 'N');
+  else
+    add_term(p, b, 'N', a, op);
+  return NULL;
 }
 
 /* The call as sum of products; NULL, or the reason it cannot go through Loom. */
@@ -373,17 +453,12 @@ static const char *describe(const blas_l3 *c, l3_problem *p) {
   static const loom_dtype dtypes[] = {LOOM_F32, LOOM_F64, LOOM_C64, LOOM_C128};
   p->dtype = dtypes[c->prec];
   p->esize = loom_dtype_size(p->dtype);
+  p->alpha = c->alpha;
   char ta = c->transa == 'C' && !cplx ? 'T' : c->transa, tb = c->transb == 'C' && !cplx ? 'T' : c->transb;
-  int ka = c->side == 'L' ? c->m : c->n;
   p->use_c = c->beta && !scalar_is(c, c->beta, 0); /* trmm and trsm have no beta */
   switch (c->kind) {
-    case BLAS_GEMM: {
-      if (ta == 'C' || tb == 'C') return "conjugate transposes (the IR has no conjugate)";
-      int a = add_op(p, c->a, ta == 'N' ? c->m : c->k, ta == 'N' ? c->k : c->m, c->lda);
-      int b = add_op(p, c->b, tb == 'N' ? c->k : c->n, tb == 'N' ? c->n : c->k, c->ldb);
-      add_term(p, a, ta, b, tb);
-      return NULL;
-    }
+    case BLAS_GEMM:
+      return describe_gemm(c, p, ta, tb);
     case BLAS_SYRK:
     case BLAS_SYR2K: {
       bool n = ta == 'N';
@@ -394,26 +469,13 @@ static const char *describe(const blas_l3 *c, l3_problem *p) {
       p->tri = c->uplo;
       return NULL;
     }
-    case BLAS_SYMM:
-    case BLAS_TRMM: {
-      if (c->kind == BLAS_TRMM && ta == 'C') return "conjugate transposes (the IR has no conjugate)";
-      void *full = full_from_triangle(c, ka, c->kind == BLAS_SYMM);
-      if (!full) return "no host memory for the full matrix of the triangle";
-      p->owned[0] = full;
-      char op = c->kind == BLAS_SYMM ? 'N' : ta;
-      int a = add_op(p, full, ka, ka, ka > 0 ? ka : 1);
-      const void *bdata = c->kind == BLAS_SYMM ? c->b : c->c;
-      int b = add_op(p, bdata, c->m, c->n, c->kind == BLAS_SYMM ? c->ldb : c->ldc);
-      if (c->side == 'L')
-        add_term(p, a, op, b, 'N');
-      else
-        add_term(p, b, 'N', a, op);
-      return NULL;
-    }
+    case BLAS_HERK:
+    case BLAS_HER2K:
+      return describe_hermitian_rank(c, p);
     case BLAS_TRSM:
       return "trsm under two blocks, or with its updates placed on cpu0 (the IR has no triangular solve)";
-    default:
-      return "a Hermitian form (the IR has no conjugate)";
+    default: /* symm, hemm, trmm */
+      return describe_full(c, p, ta);
   }
 }
 
@@ -435,7 +497,12 @@ static int problem_inner(const l3_problem *p) {
  * only (beta C counted once). */
 static void problem_block(const l3_problem *p, const blas_l3 *c, const int *blk, l3_problem *q,
                           l3_operand *cb) {
-  *q = (l3_problem){.dtype = p->dtype, .esize = p->esize, .use_c = p->use_c && blk[BL0] == 0, .tri = p->tri};
+  *q = (l3_problem){.dtype = p->dtype,
+                    .esize = p->esize,
+                    .use_c = p->use_c && blk[BL0] == 0,
+                    .tri = p->tri,
+                    .herm = p->herm,
+                    .alpha = p->alpha};
   int64_t es = p->esize;
   int rows = blk[BI1] - blk[BI0], cols = blk[BJ1] - blk[BJ0], inner = blk[BL1] - blk[BL0];
   for (int t = 0; t < p->n_terms; t++) {
@@ -552,7 +619,8 @@ static bool build_graph(const blas_l3 *c, const l3_problem *p, l3_run *r) {
   }
   loom_type scalar;
   loom_type_make(p->dtype, 0, NULL, &scalar);
-  if (!scalar_is(c, c->alpha, 1)) sum = loom_binary(g, LOOM_OP_MUL, loom_constant(g, &scalar, c->alpha), sum);
+  if (p->alpha && !scalar_is(c, p->alpha, 1))
+    sum = loom_binary(g, LOOM_OP_MUL, loom_constant(g, &scalar, p->alpha), sum);
   if (p->use_c) {
     loom_value cv = params[r->n_in - 1];
     if (!scalar_is(c, c->beta, 1)) cv = loom_binary(g, LOOM_OP_MUL, loom_constant(g, &scalar, c->beta), cv);
@@ -587,8 +655,10 @@ static bool plan_for(const char *device, l3_run *r) {
 }
 
 /* Loom's [cols, rows] result of block blk into C (column-major, leading dimension ldc): the
- * block's part of the triangle (syrk, syr2k) or all of it; added to what C holds where `add`
- * (a later part of the inner dimension: real and imaginary parts alike). */
+ * block's part of the triangle (syrk, syr2k, herk, her2k) or all of it; added to what C holds
+ * where `add` (a later part of the inner dimension: real and imaginary parts alike). herk's and
+ * her2k's diagonal is real, as reference BLAS writes it (beta C's imaginary parts there are
+ * not read; the product's are rounding). */
 static void write_back(const blas_l3 *c, const l3_problem *p, const int *blk, const void *out, bool add) {
   int64_t es = p->esize, rows = blk[BI1] - blk[BI0];
   bool single = c->prec == BLAS_S || c->prec == BLAS_C;
@@ -605,6 +675,13 @@ static void write_back(const blas_l3 *c, const l3_problem *p, const int *blk, co
       for (int64_t e = 0; e < len / 4; e++) ((float *)dst)[e] += ((const float *)src)[e];
     else
       for (int64_t e = 0; e < len / 8; e++) ((double *)dst)[e] += ((const double *)src)[e];
+    if (p->herm && j >= i0 && j < i1) {
+      char *d = (char *)c->c + ((int64_t)j * c->ldc + j) * es;
+      if (single)
+        ((float *)d)[1] = 0;
+      else
+        ((double *)d)[1] = 0;
+    }
   }
 }
 
@@ -699,10 +776,18 @@ static bool run_call(const blas_l3 *c, const l3_problem *p, int32_t d, char *whe
 
 bool loom__blas_l3_loom(const blas_l3 *call, char *device, int device_size) {
   blas_l3 c = *call;
-  if (c.kind == BLAS_SYRK || c.kind == BLAS_SYR2K) c.m = c.n; /* C is n x n */
+  bool rank = c.kind == BLAS_SYRK || c.kind == BLAS_SYR2K || c.kind == BLAS_HERK || c.kind == BLAS_HER2K;
+  if (rank) c.m = c.n; /* C is n x n */
   /* Nothing to multiply: the host's quick return (C scaled by beta at most). */
-  bool has_k = c.kind == BLAS_GEMM || c.kind == BLAS_SYRK || c.kind == BLAS_SYR2K;
-  if (c.m == 0 || c.n == 0 || (has_k && c.k == 0)) return false;
+  if (c.m == 0 || c.n == 0 || ((rank || c.kind == BLAS_GEMM) && c.k == 0)) return false;
+  if (c.kind == BLAS_HERK || c.kind == BLAS_HER2K) {
+    c.beta = complex_from_real(&c, c.beta, c.beta_buf);
+    /* Reference BLAS returns at once here, leaving C's diagonal as it is; Loom would make it
+     * real. */
+    double a[2];
+    scalar_read(&c, c.alpha, c.kind == BLAS_HERK, a);
+    if (a[0] == 0 && a[1] == 0 && scalar_is(&c, c.beta, 1)) return false;
+  }
   if ((settings.host_decides && !settings.force) || !loom_blas_context()) return false;
   l3_problem p = {0};
   const char *why = describe(&c, &p);
