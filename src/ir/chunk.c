@@ -696,7 +696,7 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
   char why[512], what[256];
   snprintf(why, sizeof why, "%s", loom_last_error());
   /* a time-stepped stencil: every step reads its grid shifted, so only temporal blocking cuts it */
-  if (loom__chunk_halo(g, limit, slices, out, what, sizeof what) == LOOM_OK) {
+  if (loom__chunk_halo(g, opts, limit, slices, out, what, sizeof what) == LOOM_OK) {
     int64_t before = 0, after = 0;
     peak_of(g, &before);
     peak_of(*out, &after);

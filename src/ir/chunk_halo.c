@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ir/chunk_halo.h"
+#include "ir/passes.h"
 #include "loom/estimate.h"
 
 enum { ROLE_NONE, ROLE_RANGE, ROLE_WHOLE };
@@ -37,12 +38,16 @@ typedef struct halo_val {
 
 typedef struct halo_cut {
   const loom_graph *g;
+  /* the fuse rewrite's options where every fused body runs fused wherever the plan may place
+   * it (fused_runs set, fuse enabled): the pieces are sized on the fused body; else NULL */
+  const loom_optimize_options *fuse;
   halo_val *v;
   bool *varies; /* depends on an input */
   /* a concat along another axis read only by a concat along axis 0 (or by such a split one):
    * never made whole, its parts each get the selects (split_concats) */
   bool *split;
   int64_t n;    /* the results' length along axis 0: the loop's n */
+  int64_t halo; /* the widest input window's rows past the piece (lft + rgt) */
   int32_t rank; /* of the results */
   int64_t mask_n;
   halo_val mask; /* the mask's window (role ROLE_NONE: no concat along axis 0) */
@@ -570,7 +575,111 @@ static loom_status try_piece(const halo_cut *h, int64_t piece, int32_t slices, l
   return LOOM_OK;
 }
 
-/* The largest piece that fits, evened out over its pieces: a bisection on the estimate. */
+/* g (its last op the loop) in pieces of `piece`, the loop's body retyped for it
+ * (loom__loop_body_for), and its estimated peak. */
+static loom_status retyped(const loom_graph *g, int64_t piece, loom_graph **out, int64_t *peak) {
+  *out = NULL;
+  loom_graph *c = NULL, *body = NULL;
+  loom_status s = loom_graph_clone(g, &c);
+  loom__loop *l = s ? NULL : c->ops[c->n_ops - 1].loop;
+  if (!s) s = loom__loop_body_for(l, piece, &body);
+  if (!s) {
+    loom_graph_destroy(l->body);
+    l->body = body;
+    l->piece = piece;
+  }
+  loom_estimate e;
+  if (!s && !(s = loom_graph_estimate(c, NULL, &e))) {
+    *peak = e.peak_bytes;
+    loom_estimate_deinit(&e);
+  }
+  if (s) {
+    loom_graph_destroy(c);
+    return s;
+  }
+  *out = c;
+  return LOOM_OK;
+}
+
+/* Whether every fused op of loop body b runs fused wherever the plan may place it. */
+static bool body_runs_fused(const loom_graph *b, bool (*fused_runs)(const loom_graph *)) {
+  bool any = false;
+  for (int32_t o = 0; o < b->n_ops; o++) {
+    if (b->ops[o].fused && !fused_runs(b->ops[o].fused)) return false;
+    any = any || b->ops[o].fused;
+  }
+  return any;
+}
+
+/* The graph at the first piece that does not fit, `over`, with its body fused as the fuse
+ * rewrite fuses a graph over its limit: each step's stencil and its selects one op, so the body
+ * holds the grids between steps and not each op's result; NULL where no body fuses so or where
+ * a fused body would not run fused wherever the plan may place it. */
+static loom_status fused_at(const halo_cut *h, int64_t over, int64_t limit, int32_t slices,
+                            loom_graph **out) {
+  *out = NULL;
+  loom_optimize_options o = *h->fuse;
+  o.limit = limit;
+  loom_graph *g = NULL, *f = NULL;
+  int64_t peak = 0;
+  loom_status s = try_piece(h, over, slices, &g, &peak);
+  if (!s) s = loom__rewrite_fuse(g, &o, &f, NULL);
+  loom_graph_destroy(g);
+  if (s == LOOM_ERR_OUT_OF_MEMORY) return s;
+  const loom__op *loop = f ? &f->ops[f->n_ops - 1] : NULL;
+  if (s || !loop->loop || !body_runs_fused(loop->loop->body, h->fuse->fused_runs)) {
+    loom_graph_destroy(f);
+    return LOOM_OK;
+  }
+  *out = f;
+  return LOOM_OK;
+}
+
+/* Graph f (fused at pieces of `fits` + 1) in the largest pieces up to n whose estimated peak
+ * fits, found by retyping its body, evened out over its pieces; NULL where none above `fits`
+ * does. Fusing once and retyping costs a few estimates; fusing each probe again would cost the
+ * fuse rewrite on a body of thousands of ops each time. */
+static loom_status grow_fused(const halo_cut *h, const loom_graph *f, int64_t fits, int64_t limit,
+                              loom_graph **out, int64_t *out_piece) {
+  *out = NULL;
+  int64_t lo = fits, hi = h->n + 1, peak = 0;
+  while (hi - lo > 1) {
+    int64_t c = lo + (hi - lo) / 2;
+    loom_graph *cand = NULL;
+    loom_status s = retyped(f, c, &cand, &peak);
+    loom_graph_destroy(cand);
+    if (s == LOOM_ERR_OUT_OF_MEMORY) return s;
+    if (!s && peak <= limit)
+      lo = c;
+    else
+      hi = c;
+  }
+  if (lo <= fits) return LOOM_OK;
+  int64_t trips = (h->n + lo - 1) / lo, even = (h->n + trips - 1) / trips;
+  loom_status s = retyped(f, even, out, &peak);
+  if (!s && peak > limit) {
+    loom_graph_destroy(*out);
+    s = retyped(f, even = lo, out, &peak);
+  }
+  *out_piece = even;
+  return s;
+}
+
+/* Whether pieces of `fused` with the body fused beat pieces of `plain` op by op: the fused
+ * evaluator costs more an element than the plain kernels on data in cache (fuse.c's cost
+ * constants; 7x on jacobi-1d's pieces of 131072, measured), so the fused body pays only where
+ * its longer pieces redo much less of the halos' work, a step's window averaging a piece and
+ * half the halo. */
+static bool fusion_pays(const halo_cut *h, int64_t plain, int64_t fused) {
+  if (!h->fuse) return false;
+  if (plain < 1) return true; /* nothing fits op by op */
+  double work_plain = (double)(plain + h->halo / 2) / (double)plain;
+  double work_fused = (double)(fused + h->halo / 2) / (double)fused;
+  return work_plain >= 1.5 * work_fused;
+}
+
+/* The largest piece that fits, evened out over its pieces: a bisection on the estimate of the
+ * body op by op, then, where the body fuses and that pays, of the fused body. */
 static loom_status best_piece(const halo_cut *h, int64_t limit, int32_t slices, loom_graph **out,
                               int64_t *out_piece) {
   int64_t fits = 0, fails = h->n + 1, peak = 0;
@@ -583,6 +692,16 @@ static loom_status best_piece(const halo_cut *h, int64_t limit, int32_t slices, 
     else
       fails = c;
   }
+  loom_graph *f = NULL;
+  loom_status s =
+      fusion_pays(h, fits, h->n) && fails <= h->n ? fused_at(h, fails, limit, slices, &f) : LOOM_OK;
+  if (!s && f) s = grow_fused(h, f, fits, limit, out, out_piece);
+  loom_graph_destroy(f);
+  if (!s && *out && !fusion_pays(h, fits, *out_piece)) {
+    loom_graph_destroy(*out);
+    *out = NULL;
+  }
+  if (s || *out) return s;
   if (fits < 1) return LOOM_ERR_UNSUPPORTED;
   int64_t trips = (h->n + fits - 1) / fits, even = (h->n + trips - 1) / trips;
   loom_graph *cand = NULL;
@@ -590,7 +709,7 @@ static loom_status best_piece(const halo_cut *h, int64_t limit, int32_t slices, 
     loom_graph_destroy(cand);
     cand = NULL;
     even = fits;
-    loom_status s = try_piece(h, even, slices, &cand, &peak);
+    s = try_piece(h, even, slices, &cand, &peak);
     if (s) return s;
   }
   *out = cand;
@@ -598,27 +717,31 @@ static loom_status best_piece(const halo_cut *h, int64_t limit, int32_t slices, 
   return LOOM_OK;
 }
 
-loom_status loom__chunk_halo(const loom_graph *g, int64_t limit, int32_t slices, loom_graph **out,
-                             char *detail, size_t detail_size) {
+loom_status loom__chunk_halo(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
+                             int32_t slices, loom_graph **out, char *detail, size_t detail_size) {
   *out = NULL;
   halo_cut h = {.g = g};
+  if (opts && opts->fused_runs && loom__rewrite_enabled(opts, "fuse")) h.fuse = opts;
   h.v = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.v);
   h.varies = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.varies);
   h.split = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.split);
   loom_status s = (!h.v || !h.varies || !h.split) ? loom__oom("a halo cut") : infer(&h);
   int64_t piece = 0;
+  for (int32_t p = 0; !s && p < g->n_params; p++)
+    if (h.v[g->params[p]].role == ROLE_RANGE)
+      h.halo = LOOM_MAX(h.halo, h.v[g->params[p]].lft + h.v[g->params[p]].rgt);
   if (!s) s = best_piece(&h, limit, slices, out, &piece);
   if (!s) {
-    int64_t halo = 0;
-    for (int32_t p = 0; p < g->n_params; p++)
-      if (h.v[g->params[p]].role == ROLE_RANGE)
-        halo = LOOM_MAX(halo, h.v[g->params[p]].lft + h.v[g->params[p]].rgt);
-    char name[32];
+    const loom_graph *body = (*out)->ops[(*out)->n_ops - 1].loop->body;
+    int32_t fused = 0;
+    for (int32_t o = 0; o < body->n_ops; o++) fused += body->ops[o].fused != NULL;
+    char name[32], how[64] = "";
+    if (fused) snprintf(how, sizeof how, ", sized on its body fused into %d ops", (int)fused);
     snprintf(detail, detail_size,
-             "'%s' and the %d ops before it, along axis 0, in %lld pieces of %lld (the steps' halos: "
+             "'%s' and the %d ops before it, along axis 0, in %lld pieces of %lld%s (the steps' halos: "
              "%lld more rows of each input a piece)",
              loom__value_label(g, g->outputs[0], name, sizeof name), (int)g->n_ops,
-             (long long)((h.n + piece - 1) / piece), (long long)piece, (long long)halo);
+             (long long)((h.n + piece - 1) / piece), (long long)piece, how, (long long)h.halo);
   }
   loom__free(h.v);
   loom__free(h.varies);

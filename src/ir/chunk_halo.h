@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ir/ir.h"
+#include "loom/optimize.h"
 
 /* Rewrites g, whose every op is a slice (step 1 along axis 0), an elementwise op, a concat or
  * a constant or fill source, and whose results share their length along axis 0, into one loop
@@ -16,10 +17,12 @@
  * a window of each input (the piece and the halo its steps need, zeros past the ends) and
  * computes the whole chain on it; a concat along axis 0 becomes selects on the piece's global
  * positions, read from a window of a boolean fill. Its loops hold `slices` slices of a streamed
- * operand. On success *out is the new graph (the caller owns it) and `detail` says what was cut.
+ * operand. Where opts (may be NULL) has fused_runs set and the fuse rewrite enabled, the body is
+ * fused as that rewrite fuses it and the pieces are sized on the fused body. On success *out is
+ * the new graph (the caller owns it) and `detail` says what was cut.
  * Errors: UNSUPPORTED where g is not such a chain or no piece fits (no message: the caller's
  * refusal stands); OUT_OF_MEMORY. */
-loom_status loom__chunk_halo(const loom_graph *g, int64_t limit, int32_t slices, loom_graph **out,
-                             char *detail, size_t detail_size);
+loom_status loom__chunk_halo(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
+                             int32_t slices, loom_graph **out, char *detail, size_t detail_size);
 
 #endif

@@ -29,6 +29,19 @@ TEST(chunk_halo_jacobi2d_at_an_eighth) {
   check_halo("halo_jacobi2d", 8);
 }
 
+/* As loom-plan and loom-run plan it (fused bodies allowed): the pieces are sized on the body
+ * fused step by step, which holds far less than its ops one by one, so they are longer than
+ * the 1-row pieces above, and the fused run still equals the whole run with the measured peak
+ * at its estimate. */
+TEST(chunk_halo_jacobi2d_sized_on_the_fused_body) {
+  loom_graph *g = kernel_load("halo_jacobi2d");
+  int64_t need = g ? kernel_estimated_peak(g) : -1;
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere;
+  kernel_check_at(g, "halo_jacobi2d at 1/8, fused", need, need / 8, &o, "sized on its body fused");
+}
+
 /* A 3-D grid: faces kept by concats along each of the three axes. */
 TEST(chunk_halo_heat3d_at_a_third) {
   check_halo("halo_heat3d", 3);
