@@ -2,7 +2,7 @@
 # BUILD: the build folder whose binaries it runs (default: the checkout's build/); it builds nothing.
 BUILD=${BUILD:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)/build}
 # Issue 33 acceptance 3: two back-to-back quick suites, compare; then one case slowed on purpose.
-# Each suite runs its passes in 5 processes (the default --processes); about 3 x 1 min idle.
+# Each suite runs its passes in 7 processes (the default --processes); about 3 x 1 min idle.
 cd "$BUILD" || exit 1
 export POCL_DEVICES="pthread pthread"
 d=${OUT:-/tmp/issue33-compare}; rm -rf $d; mkdir -p $d

@@ -39,7 +39,7 @@ static const profile profiles[] = {
      .transfer = (int64_t)64 << 20,
      .stop = {.min_samples = 5, .max_samples = 30, .target = 0.02, .budget_s = 5},
      .passes = 5,
-     .processes = 5,
+     .processes = 7,
      .triad = (int64_t)1 << 24},
     {.name = "quick",
      .gemm = {64, 128, 256},
@@ -53,7 +53,7 @@ static const profile profiles[] = {
      .transfer = (int64_t)4 << 20,
      .stop = {.min_samples = 5, .max_samples = 40, .target = 0.02, .budget_s = 1},
      .passes = 5,
-     .processes = 5,
+     .processes = 7,
      .triad = (int64_t)1 << 23},
     /* for the tests: every case runs, in well under a second */
     {.name = "tiny",
@@ -106,7 +106,7 @@ static void usage(FILE *f) {
       "  --budget S      stop once a case's timed runs took S seconds (default 5, --quick 1)\n"
       "  --cases LIST    only these cases: names (gemm, fft, fft_batched, rfft, reduce_sum, add, topk,\n"
       "                  conv2d, latency, h2d, d2h, d2d), or NAME/DTYPE as gemm/f64\n"
-      "  --processes N   each of N passes over the cases in a process of its own (default 5; --tiny 1;\n"
+      "  --processes N   each of N passes over the cases in a process of its own (default 7; --tiny 1;\n"
       "                  1: every pass in this process), so that the runs hold the spread between\n"
       "                  processes (a case can run at another speed in another process) and compare\n"
       "                  can judge by it; each process makes at least 3 runs of a case\n"
