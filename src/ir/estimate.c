@@ -57,9 +57,12 @@ static void compute_lifetimes(const loom_graph *g, const loom__layout *layouts, 
   for (int32_t i = 0; i < g->n_outputs; i++) lt->last_use[layouts[g->outputs[i]].base] = INT32_MAX;
 }
 
-/* Fills one step's own figures (not what is held across it). */
-static void fill_step(const loom_graph *g, const loom__layout *layouts, const lifetimes *lt, int32_t op_index,
-                      loom_estimate_step *st) {
+static int64_t loop_scratch(const loom_graph *g, const loom__op *op, const bool *out_through);
+
+/* Fills one step's own figures (not what is held across it). out_through (NULL: none) marks
+ * the values a loop streams out into the caller's tensor (loop_scratch). */
+static void fill_step(const loom_graph *g, const loom__layout *layouts, const lifetimes *lt,
+                      const bool *out_through, int32_t op_index, loom_estimate_step *st) {
   const loom__op *op = &g->ops[op_index];
   memset(st, 0, sizeof *st);
   st->op = op_index;
@@ -70,7 +73,14 @@ static void fill_step(const loom_graph *g, const loom__layout *layouts, const li
     if (layouts[op->outputs[r]].base == op->outputs[r])
       st->output_physical = loom__sat_add_i64(st->output_physical, lt->physical[op->outputs[r]]);
   }
-  st->temporary = loom__op_scratch_bytes(g, op);
+  if (op->loop) {
+    bool through[LOOM_LOOP_MAX_RESULTS] = {false};
+    for (int32_t j = 0; out_through && j < op->n_outputs && j < LOOM_LOOP_MAX_RESULTS; j++)
+      through[j] = out_through[op->outputs[j]];
+    st->temporary = loop_scratch(g, op, through);
+  } else {
+    st->temporary = loom__op_scratch_bytes(g, op);
+  }
 }
 
 /* What is held across each step, by a sweep: a base counts from the step after its creation
@@ -99,7 +109,8 @@ static void sweep_live(const loom_graph *g, const loom__layout *layouts, const l
 }
 
 static loom_status estimate_with(const loom_graph *g, const int32_t *order, const bool *free_base,
-                                 loom__layout *layouts, lifetimes *lt, loom_estimate *e) {
+                                 const bool *out_through, loom__layout *layouts, lifetimes *lt,
+                                 loom_estimate *e) {
   loom_status s = loom__graph_layouts(g, layouts);
   if (s) return s;
   physical_sizes(g, layouts, free_base, lt->physical);
@@ -112,7 +123,7 @@ static loom_status estimate_with(const loom_graph *g, const int32_t *order, cons
     if (lt->last_use[g->params[p]] >= 0)
       e->input_bytes = loom__sat_add_i64(e->input_bytes, lt->physical[g->params[p]]);
   e->peak_bytes = e->input_bytes;
-  for (int32_t p = 0; p < g->n_ops; p++) fill_step(g, layouts, lt, order[p], &e->steps[p]);
+  for (int32_t p = 0; p < g->n_ops; p++) fill_step(g, layouts, lt, out_through, order[p], &e->steps[p]);
   int64_t *delta = loom__malloc(sizeof(int64_t) * (size_t)(g->n_ops + 1));
   if (!delta) return loom__oom("estimate sweep");
   sweep_live(g, layouts, lt, delta, e);
@@ -129,9 +140,10 @@ static loom_status estimate_with(const loom_graph *g, const int32_t *order, cons
   return LOOM_OK;
 }
 
-/* The estimate with the bases of free_base (per value, or NULL) held elsewhere. */
+/* The estimate with the bases of free_base (per value, or NULL) held elsewhere, and the loop
+ * results of out_through (per value, or NULL) streamed out into the caller's tensor. */
 static loom_status estimate_free(const loom_graph *g, const int32_t *schedule, const bool *free_base,
-                                 loom_estimate *out) {
+                                 const bool *out_through, loom_estimate *out) {
   memset(out, 0, sizeof *out);
   loom_status s = LOOM_OK;
   size_t nv = (size_t)(g->n_values ? g->n_values : 1), no = (size_t)(g->n_ops ? g->n_ops : 1);
@@ -143,7 +155,7 @@ static loom_status estimate_free(const loom_graph *g, const int32_t *schedule, c
     s = loom__oom("an estimate");
   for (int32_t i = 0; !s && i < g->n_ops; i++) order[i] = schedule ? schedule[i] : i;
   if (!s) s = check_schedule(g, order, pos_of);
-  if (!s) s = estimate_with(g, order, free_base, layouts, &lt, out);
+  if (!s) s = estimate_with(g, order, free_base, out_through, layouts, &lt, out);
   if (s) loom_estimate_deinit(out);
   loom__free(order);
   loom__free(pos_of);
@@ -204,10 +216,10 @@ bool loom__loop_slice_passed(const loom_graph *g, const loom__op *op, int32_t i)
   const loom__loop *l = op->loop;
   const loom_loop_input *r = &l->rules[i];
   const loom_type *t = &g->values[op->inputs[i]].type;
+  /* a slice of many runs (a block of B's columns) passes on too: the inner loop's slices of it
+   * are runs of runs of the caller's tensor, read in place or written in run by run */
   if (r->axis < 0 || loom__loop_windowed(r) || t->dtype == LOOM_Q4 || !loom__value_streamed(g, op->inputs[i]))
     return false;
-  for (int32_t d = 0; d < r->axis; d++)
-    if (t->dims[d] != 1) return false;
   return loom__value_streamed(l->body, l->body->params[i]) && sliced_plainly(l->body, l->body->params[i]);
 }
 
@@ -274,7 +286,7 @@ loom_status loom_graph_estimate(const loom_graph *g, const int32_t *schedule, lo
       streamed[v] = true;
     }
   }
-  s = estimate_free(g, schedule, streamed, out);
+  s = estimate_free(g, schedule, streamed, streamed, out);
   loom__free(streamed);
   return s;
 }
@@ -318,22 +330,41 @@ static int64_t merge_bytes(const loom_graph *g, const loom__op *op, int32_t j,
   return dense ? 9 * e : 16 * e;
 }
 
+bool loom__loop_result_passed_out(const loom_graph *g, const loom__op *op, int32_t j, bool streamed_out) {
+  const loom_graph *b = op->loop->body;
+  return streamed_out && slot_contiguous(g, op, j) && loom__value_streamed_out(b, b->outputs[j]);
+}
+
 int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
+  bool through[LOOM_LOOP_MAX_RESULTS] = {false};
+  for (int32_t j = 0; j < op->n_outputs && j < LOOM_LOOP_MAX_RESULTS; j++)
+    through[j] = loom__value_streamed_out(g, op->outputs[j]);
+  return loop_scratch(g, op, through);
+}
+
+/* Loop op's scratch where through[j] says its result j is streamed out into the caller's
+ * tensor: a body result that an inner loop computes piece by piece then passes out too
+ * (loom__loop_result_passed_out), held nowhere, and that inner loop streams it out in turn. */
+static int64_t loop_scratch(const loom_graph *g, const loom__op *op, const bool *through) {
   const loom__loop *l = op->loop;
   const loom_graph *b = l->body;
   size_t nv = (size_t)LOOM_MAX(b->n_values, 1);
-  bool *free_base = loom__calloc(nv, sizeof *free_base);
+  bool *free_base = loom__calloc(nv, sizeof *free_base), *out = loom__calloc(nv, sizeof *out);
   loom__layout *layouts = loom__malloc(nv * sizeof *layouts);
-  if (!free_base || !layouts || loom__graph_layouts(b, layouts)) {
+  if (!free_base || !out || !layouts || loom__graph_layouts(b, layouts)) {
     loom__free(free_base);
+    loom__free(out);
     loom__free(layouts);
     return INT64_MAX / 4; /* cannot know: cannot fit */
   }
   for (int32_t p = 0; p < b->n_params; p++) free_base[b->params[p]] = true;
-  for (int32_t j = 0; j < op->n_outputs; j++)
+  for (int32_t j = 0; j < op->n_outputs; j++) {
     if (loom__loop_result_in_place(g, op, j)) free_base[b->outputs[j]] = true;
+    if (loom__loop_result_passed_out(g, op, j, through[j]))
+      free_base[b->outputs[j]] = out[b->outputs[j]] = true;
+  }
   loom_estimate e;
-  int64_t total = estimate_free(b, NULL, free_base, &e) ? INT64_MAX / 4 : e.peak_bytes;
+  int64_t total = estimate_free(b, NULL, free_base, out, &e) ? INT64_MAX / 4 : e.peak_bytes;
   loom_estimate_deinit(&e);
   /* After the body the piece's results are combined one pair at a time, beside what the body
    * returned. */
@@ -345,6 +376,7 @@ int64_t loom__loop_scratch_bytes(const loom_graph *g, const loom__op *op) {
   }
   if (merge > 0) total = LOOM_MAX(total, held_at_end(b, layouts, free_base) + merge);
   loom__free(free_base);
+  loom__free(out);
   loom__free(layouts);
   /* A streamed operand's slices are held through the loop's run: one piece's, and where there
    * is a next piece and the loop double buffers (slices=2), its slice too, brought in while the

@@ -47,11 +47,11 @@ bool loom__loop_result_in_place(const loom_graph *g, const loom__op *op, int32_t
  * holds it whole: each piece's slice is brought in when the innermost piece runs. */
 bool loom__value_streamed(const loom_graph *g, int32_t v);
 
-/* Whether streamed operand i of loop op passes its slices on: each piece's slice is one run of
- * the operand (every axis before the sliced one has length 1, not a window) and the body streams
- * it in turn, each inner loop slicing it plainly (no window) or passing it on whole (a block of
- * A's rows whose k-blocks an inner loop takes). Such a slice is never held: the inner loop's
- * slices of it are, read in place or written in from the caller's tensor, so the estimate
+/* Whether streamed operand i of loop op passes its slices on: a plain slice (not a window, not
+ * q4: a block of A's rows, or of B's columns, many runs of B) that the body streams in turn,
+ * each inner loop slicing it plainly (no window) or passing it on whole (a block of A's rows
+ * whose k-blocks an inner loop takes). Such a slice is never held: the inner loop's slices of
+ * it are, read in place or written in from the caller's tensor (run by run), so the estimate
  * counts only those. */
 bool loom__loop_slice_passed(const loom_graph *g, const loom__op *op, int32_t i);
 
@@ -60,5 +60,13 @@ bool loom__loop_slice_passed(const loom_graph *g, const loom__op *op, int32_t i)
  * copied out to the caller's output when the piece is done (on host memory, written straight
  * into it), and only one piece's result is held. */
 bool loom__value_streamed_out(const loom_graph *g, int32_t v);
+
+/* Whether result j of loop op, streamed out into the caller's tensor (`streamed_out`: at the
+ * top, loom__value_streamed_out; in a body, as its loop passed it out), is passed out in turn
+ * by the body: its slot is contiguous (the caller's tensor holds it as one dense block) and the
+ * body's result is an inner loop's streamed out there (loom__value_streamed_out in the body).
+ * Neither the body nor the loop then holds it: the inner loop writes each of its pieces into
+ * the caller's tensor (a tile's rows of C). */
+bool loom__loop_result_passed_out(const loom_graph *g, const loom__op *op, int32_t j, bool streamed_out);
 
 #endif

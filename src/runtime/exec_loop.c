@@ -24,7 +24,9 @@
  *   passes whole to a body that streams it is not held at all, and the body's state keeps the
  *   host tensor behind it (pass_inputs), so the inner loop writes its slices from there;
  * - a concat result the body computes into storage of its own is computed straight into its
- *   slot of the loop's result (loom__loop_result_in_place); the others are copied there;
+ *   slot of the loop's result (loom__loop_result_in_place); the others are copied there; one
+ *   streamed out that an inner loop computes is passed out (loom__loop_result_passed_out):
+ *   never held, the inner loop streams its pieces into the caller's output (body_passes_out);
  * - a dot whose result the loop sums is computed into the loop's result itself, where the
  *   backend can add a product to what is there (dot_into_sum);
  * - the other results of piece 0 are copied into the loop's results, which then accumulate:
@@ -43,6 +45,9 @@ typedef struct loop_body {
   exec_state st;
   loom_graph *tail; /* the last piece's body (loom__loop_body_for); NULL for full pieces */
   int32_t *order;   /* the body's ops in graph order, as the estimate takes them */
+  /* per body result: the piece's block of the caller's output where the body passes it out
+   * (loom__loop_result_passed_out; data NULL elsewhere), the body state's outputs */
+  loom_tensor *out;
   bool ready;
 } loop_body;
 
@@ -86,6 +91,7 @@ typedef struct loop_run {
   slice_slots *slots;    /* per operand: its slices where it is streamed */
   loom__dview results[LOOM_LOOP_MAX_RESULTS];
   bool streams_out[LOOM_LOOP_MAX_RESULTS]; /* per result: streamed out (stream_out) */
+  bool passes_out[LOOM_LOOP_MAX_RESULTS];  /* per result: passed out by the body (body_passes_out) */
   loop_body body[2];                       /* full pieces, the last shorter piece */
   loop_merge merge;
   pad_copy *pads; /* per operand: its padded copy for the piece (a window passing its ends) */
@@ -248,6 +254,8 @@ static bool dot_into_sum(const loop_run *lr, const exec_state *st, int32_t j) {
   return true;
 }
 
+static loom_status body_passes_out(loop_run *lr, loop_body *b);
+
 /* The state for body g: parameters laid out as the operands are (their strides), held through
  * the piece (the estimate counts a streamed slice so), in-place results bound. */
 static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
@@ -282,10 +290,28 @@ static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
     if (loom__loop_result_in_place(lr->outer->g, lr->op, j)) st->bound[g->outputs[j]] = BOUND_SLOT;
     if (dot_into_sum(lr, st, j)) st->bound[g->outputs[j]] = BOUND_SUM_FIRST;
   }
+  return body_passes_out(lr, b);
+}
+
+/* The body's results passed out (loom__loop_result_passed_out): never allocated (bound, with
+ * no storage: piece_result leaves them), each a block of the caller's output that piece_bind
+ * points at the piece's rows and the inner loop that computes it streams its pieces into. */
+static loom_status body_passes_out(loop_run *lr, loop_body *b) {
+  exec_state *st = &b->st;
+  const loom_graph *g = st->g;
+  for (int32_t j = 0; j < lr->op->n_outputs; j++) {
+    if (!lr->passes_out[j]) continue;
+    if (!b->out && !(b->out = loom__calloc((size_t)g->n_outputs, sizeof *b->out)))
+      return loom__oom("a loop's body state");
+    b->out[j].type = g->values[g->outputs[j]].type;
+    st->bound[g->outputs[j]] = BOUND_SLOT;
+    st->outputs = b->out;
+  }
   return LOOM_OK;
 }
 
 static void body_deinit(loop_run *lr, loop_body *b) {
+  loom__free(b->out);
   if (b->ready) loom__exec_state_deinit(&b->st);
   loom__exec_defer_free(lr->outer, NULL, b->tail); /* its constants may still be read by queued writes */
   loom__free(b->order);
@@ -332,6 +358,8 @@ static bool window_clip(const loop_run *lr, int32_t p, int64_t lo, int64_t len, 
  * host tensor: ahead, beside the kernels queued so far (the buffer's last readers, piece
  * i - count, are among them). The slice is one run of that tensor's bytes: it is C-order and whole, and a
  * streamed slice's axes before the sliced one have length 1 (loom__value_streamed). */
+static loom_status strided_write(loop_run *lr, int32_t p, block *b, int64_t from, int64_t to);
+
 static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   slice_slots *sl = &lr->slots[p];
   block *b = &sl->b[i % sl->count];
@@ -340,10 +368,13 @@ static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   int64_t lo = i * lr->l->piece, len = LOOM_MIN(lr->l->piece, lr->l->n - lo), from, to, head, first, count;
   bool pads = window_clip(lr, p, lo, len, &from, &to, &head);
   loom__loop_window(&lr->l->rules[p], lo, len, &first, &count);
-  if (!dview_dense(ov))
+  bool dense = dview_dense(ov);
+  if (!dense &&
+      (pads || ov->type.dtype == LOOM_Q4 || ov->type.rank == 0 || ov->strides[ov->type.rank - 1] != 1))
     return loom__error(LOOM_ERR_INTERNAL, "parameter %d: a streamed operand that is not the caller's tensor",
                        (int)p + 1);
   loom_status s = loom__exec_block_end_access(b); /* its readers are queued: the write goes behind them */
+  if (!dense) return s ? s : strided_write(lr, p, b, from, to);
   if (ov->type.dtype == LOOM_Q4) {
     /* packed two to a byte: a plain slice (windows are a conv's x), one run of whole bytes */
     int64_t bytes = sl->slice / lr->l->piece * len;
@@ -376,6 +407,30 @@ static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
                                    (to - from) * row);
     if (!s && pads && tail > 0)
       s = loom__buffer_write_ahead(b->buffer, at + (head + to - from) * row, lr->zeros, tail * row);
+  }
+  return s;
+}
+
+/* Rows [from, to) of operand p along its axis, written into buffer b dense, where the operand
+ * is a block an outer loop passed on (loom__loop_slice_passed: a block of B's columns) and not
+ * dense in the caller's tensor behind it: one write per run of its last axis. */
+static loom_status strided_write(loop_run *lr, int32_t p, block *b, int64_t from, int64_t to) {
+  const loom__dview *ov = &lr->operands[p];
+  int32_t rank = ov->type.rank, axis = lr->l->rules[p].axis;
+  int64_t es = loom_dtype_size(ov->type.dtype), dims[LOOM_MAX_RANK], at[LOOM_MAX_RANK] = {0}, runs = 1;
+  memcpy(dims, ov->type.dims, sizeof dims);
+  dims[axis] = to - from;
+  for (int32_t d = 0; d + 1 < rank; d++) runs *= dims[d];
+  int64_t run = dims[rank - 1] * es;
+  if (runs * run == 0) return LOOM_OK;
+  lr->outer->root->queued_host = true;
+  const char *base = (const char *)lr->slots[p].from->data;
+  loom_status s = LOOM_OK;
+  for (int64_t r = 0; !s && r < runs; r++) {
+    int64_t off = ov->offset + from * ov->strides[axis];
+    for (int32_t d = 0; d + 1 < rank; d++) off += at[d] * ov->strides[d];
+    s = loom__buffer_write_ahead(b->buffer, r * run, base + off * es, run);
+    for (int32_t d = rank - 2; d >= 0 && ++at[d] == dims[d]; d--) at[d] = 0; /* the next run */
   }
   return s;
 }
@@ -622,6 +677,21 @@ static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t i, int64_t l
   return LOOM_OK;
 }
 
+/* Points body b's passed-out results at piece [lo, ...)'s block of the caller's output (the
+ * slot is contiguous: one dense block at the piece's first row). */
+static void out_bind(loop_run *lr, loop_body *b, int64_t lo) {
+  const exec_state *o = lr->outer;
+  for (int32_t j = 0; b->out && j < lr->op->n_outputs; j++) {
+    if (!lr->passes_out[j]) continue;
+    int32_t v = lr->op->outputs[j], k = 0;
+    while (o->g->outputs[k] != v) k++; /* streamed out: returned */
+    const loom_type *whole = &o->g->values[v].type;
+    int64_t row = loom_dtype_size(whole->dtype);
+    for (int32_t d = lr->l->combines[j].axis + 1; d < whole->rank; d++) row *= whole->dims[d];
+    b->out[j].data = (char *)o->outputs[k].data + lo * row;
+  }
+}
+
 /* Once a piece is done, the slices it streamed from a file mapping (a mapped .npy or
  * .safetensors input) leave the process's resident set again (loom__mapped_release), so a
  * file larger than memory streams through in about one piece's pages. Other memory is left
@@ -629,7 +699,9 @@ static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t i, int64_t l
 static void release_streamed(loop_run *lr, exec_state *st, int64_t lo) {
   const loom_graph *g = st->g;
   for (int32_t p = 0; p < g->n_params; p++) {
-    if (!lr->streamed[p]) continue;
+    /* a block an outer loop passed on that is not dense (B's columns): its slice is many short
+     * runs, no page of them this piece's alone, left resident */
+    if (!lr->streamed[p] || !dview_dense(&lr->operands[p])) continue;
     const loom_loop_input *r = &lr->l->rules[p];
     const loom__dview *ov = &lr->operands[p];
     const loom_type *t = &g->values[g->params[p]].type;
@@ -758,8 +830,12 @@ static loom_status merge_topk(loop_run *lr, exec_state *st, int32_t j, int64_t l
  * is read out into its slot of the caller's output tensor when the piece is done: one run per
  * index before the concat axis (one where those axes have length 1). */
 static bool streams_out(const loop_run *lr, int32_t j) { /* decided once, in loop_setup */
-  return !lr->outer->nested && lr->outer->outputs &&
-         loom__value_streamed_out(lr->outer->g, lr->op->outputs[j]);
+  const exec_state *o = lr->outer;
+  int32_t v = lr->op->outputs[j], k = 0;
+  if (!o->outputs || !loom__value_streamed_out(o->g, v)) return false;
+  if (!o->nested) return true;
+  while (o->g->outputs[k] != v) k++;
+  return o->outputs[k].data != NULL; /* its loop passed it out (body_passes_out) */
 }
 
 static loom_status stream_out(loop_run *lr, exec_state *st, int32_t j, int64_t lo) {
@@ -829,6 +905,7 @@ static loom_status piece_run(loop_run *lr, int64_t i) {
   if (s) return s;
   exec_state *st = &b->st;
   s = piece_bind(lr, st, i, lo);
+  out_bind(lr, b, lo);
   if (!s) s = loom__exec_run_ops(st, b->order);
   for (int32_t j = 0; !s && j < lr->op->n_outputs; j++) s = piece_result(lr, st, j, i, lo);
   if (!s) release_streamed(lr, st, lo);
@@ -867,7 +944,10 @@ static loom_status loop_setup(loop_run *lr, exec_state *st, const loom__op *op) 
     return loom__oom("a loop's window padding");
   for (int32_t j = 0; j < op->n_outputs; j++) loom__exec_view_of(st, op->outputs[j], &lr->results[j]);
   /* a scan of the graph's ops: done once per loop run, not once per piece */
-  for (int32_t j = 0; j < op->n_outputs; j++) lr->streams_out[j] = streams_out(lr, j);
+  for (int32_t j = 0; j < op->n_outputs; j++) {
+    lr->streams_out[j] = streams_out(lr, j);
+    lr->passes_out[j] = loom__loop_result_passed_out(st->g, op, j, lr->streams_out[j]);
+  }
   bool merges = false;
   for (int32_t j = 0; j < op->n_outputs; j++)
     merges |=
