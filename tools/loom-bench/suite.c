@@ -734,6 +734,19 @@ static int run_child(const suite_options *o, loom_context *ctx, int32_t pass, co
   return rc;
 }
 
+/* The measuring processes' OpenMP threads sleep between parallel regions instead of spinning
+ * (OMP_WAIT_POLICY=passive, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set): a worker left
+ * spinning after a region (OpenBLAS's, FFTW's, Loom's) shared a CPU with the thread that runs
+ * the next case in some processes and not in others, so cpu0's fft of 2^14 points ran at
+ * 47-118 us by process on the shared machine (28-31 us in every process passive; at 30 or 45
+ * us by process idle), and a 128^3 GEMM took 39 ms at a load of 10 against 61 us passive. libgomp
+ * reads its environment when it loads, so this reaches the child processes only; set before
+ * the report's header is taken, so the header and the JSON's environment say it. */
+static void quiet_openmp_waits(const suite_options *o) {
+  if (o->processes > 1 && !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+}
+
 int loom_bench_suite(int argc, char **argv) {
   suite_options o;
   int rc = parse_args(argc, argv, &o);
@@ -751,6 +764,7 @@ int loom_bench_suite(int argc, char **argv) {
     loom_context_destroy(ctx);
     return rc;
   }
+  quiet_openmp_waits(&o);
   suite_report r = {.reps = o.stop.min_samples, .stop = o.stop, .passes = o.passes, .processes = o.processes};
   snprintf(r.loom_version, sizeof r.loom_version, "%s", loom_version());
   snprintf(r.profile, sizeof r.profile, "%s", o.p->name);
