@@ -226,6 +226,12 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
     loom__json_kv_double(&j, "fault_page_seconds", model->fault_page_seconds);
     loom__json_end_object(&j);
   }
+  if (model->select_ratio > 0) {
+    loom__json_key(&j, "ops");
+    loom__json_begin_object(&j);
+    loom__json_kv_double(&j, "select_ratio", model->select_ratio);
+    loom__json_end_object(&j);
+  }
   if (model->thin_gemm.known || model->stream.known) {
     loom__json_key(&j, "pieces");
     loom__json_begin_object(&j);
@@ -306,6 +312,12 @@ loom_status loom_sched_model_load(const char *name, const char *driver, loom_sch
     if (!(out->fused_element_seconds >= 0) || !(out->fault_page_seconds >= 0))
       s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
                       "%s: fused: \"element_seconds\" and \"fault_page_seconds\" must be numbers >= 0", path);
+  }
+  const loom__jr_value *ops = loom__jr_get(&doc, "ops");
+  if (!s && ops) {
+    out->select_ratio = loom__jr_number(ops, "select_ratio", -1);
+    if (!(out->select_ratio > 0))
+      s = loom__error(LOOM_ERR_INVALID_ARGUMENT, "%s: ops: \"select_ratio\" must be a number > 0", path);
   }
   const loom__jr_value *pieces = loom__jr_get(&doc, "pieces");
   if (!s && pieces) s = read_pieces(pieces, path, out);
@@ -423,6 +435,8 @@ void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *str
             "%*s%-12s %.3g s an element of an elementwise op in a fused body, %.3g s a page of a new "
             "result of 32 MiB or more\n",
             indent, "", "fused", model->fused_element_seconds, model->fault_page_seconds);
+  if (model && model->select_ratio > 0)
+    fprintf(stream, "%*s%-12s %.3g x an add's time an element\n", indent, "", "select", model->select_ratio);
   const loom_sched_class_model *pieces[2] = {model ? &model->thin_gemm : NULL, model ? &model->stream : NULL};
   static const char *const what[2] = {"thin gemm", "stream"};
   for (int k = 0; k < 2; k++)

@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "ir/ir.h"
+#include "ir/view.h"
 #include "loom/predict.h"
 #include "sched/sched_impl.h"
 
@@ -154,24 +156,73 @@ static loom_status body_seconds(const pricer *p, const loom_graph *body, double 
   return s;
 }
 
-/* The seconds a piece spends gathering operand k of loop `index` where its slice is not dense
- * (the axis is not the outermost of more than one element): the executor copies it, each row
- * a run of contiguous bytes at the model's cost of a row gathered (a cache and TLB miss: the
- * rows lie a row of the operand apart) plus the whole cache lines of 64 bytes around it read
- * and its bytes written. */
+/* The kernels of body that read parameter k's slice in place (through views of it), given
+ * strided, the body's layouts over the operand's strides. */
+static int32_t in_place_readers(const loom_graph *body, int32_t id, const loom__layout *strided) {
+  int32_t readers = 0;
+  for (int32_t o = 0; o < body->n_ops; o++) {
+    const loom__op *op = &body->ops[o];
+    bool view = op->n_outputs > 0 && strided[op->outputs[0]].base == id;
+    for (int32_t i = 0; !view && i < op->n_inputs; i++)
+      if (strided[op->inputs[i]].base == id) {
+        readers++;
+        break;
+      }
+  }
+  return readers;
+}
+
+/* Whether the executor copies body parameter k's slice, not dense in operand type t, into a
+ * buffer of its own (exec_loop.c's slice_copied): where the body, laid out over the operand's
+ * strides, would lay its values out otherwise than over a dense slice (a reshape of it would
+ * copy) or passes a view of it to an inner loop. Otherwise *readers kernels read it in place. */
+static bool slice_copied(const loom_graph *body, int32_t k, const loom_type *t, int32_t *readers) {
+  int32_t id = body->params[k];
+  loom__layout in_place = {.base = id, .owns = true};
+  loom__view_dense_strides(t, in_place.strides);
+  size_t n = (size_t)LOOM_MAX(body->n_values, 1);
+  loom__layout *dense = loom__malloc(n * sizeof *dense), *strided = loom__malloc(n * sizeof *strided);
+  bool copied = true; /* without the layouts, the dearer guess */
+  if (dense && strided && !loom__graph_layouts(body, dense) && !loom__graph_layouts(body, strided)) {
+    memcpy(strided[id].strides, in_place.strides, sizeof in_place.strides);
+    if (!loom__graph_layouts_given(body, strided)) {
+      copied = false;
+      for (int32_t v = 0; v < body->n_values && !copied; v++) copied = dense[v].owns != strided[v].owns;
+      for (int32_t o = 0; o < body->n_ops && !copied; o++)
+        for (int32_t i = 0; body->ops[o].loop && i < body->ops[o].n_inputs; i++)
+          copied |= strided[body->ops[o].inputs[i]].base == id;
+      if (!copied) *readers = in_place_readers(body, id, strided);
+    }
+  }
+  loom__free(dense);
+  loom__free(strided);
+  return copied;
+}
+
+/* The seconds a piece spends on operand k of loop `index` where its slice is not dense (the
+ * axis is not the outermost of more than one element; a window is read in place). Copied
+ * (slice_copied), each row a run of contiguous bytes at the model's cost of a row gathered (a
+ * cache and TLB miss: the rows lie a row of the operand apart) plus the whole cache lines of 64
+ * bytes around it read and its bytes written. Read in place, each kernel that reads it pays
+ * that row's miss and the lines around the row beyond its bytes (memory_seconds prices the
+ * bytes), and nothing is written: bicg's blocks of A's columns at 1/8, priced as copies, came
+ * out 1.7-2.8x their measured time. */
 static double gather_seconds(const pricer *p, const loom_graph *g, int32_t index, int32_t k,
                              const loom_graph *body) {
   loom_loop_input rule;
   const loom_type *t = loom_value_type(g, loom_graph_op_input(g, index, k));
   const loom_type *piece = loom_value_type(body, loom_graph_param_at(body, k));
   if (!t || !piece || loom_graph_loop_input_rule(g, index, k, &rule) || rule.axis <= 0 ||
-      rule.axis >= t->rank)
+      rule.axis >= t->rank || loom__loop_windowed(&rule))
     return 0;
   double outer = 1, run = (double)loom_dtype_size(t->dtype);
   for (int32_t d = 0; d < rule.axis; d++) outer *= (double)t->dims[d];
   for (int32_t d = rule.axis; d < piece->rank; d++) run *= (double)piece->dims[d];
   if (outer <= 1) return 0;
   double lines = ceil(run / 64) + 1;
+  int32_t readers = 0;
+  if (!slice_copied(body, k, t, &readers))
+    return readers * outer * (p->m->gather_row_seconds + (lines * 64 - run) * p->read);
   return outer * (p->m->gather_row_seconds + lines * 64 * p->read + run * p->write);
 }
 
@@ -312,6 +363,9 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   memset(&task, 0, sizeof task);
   if ((s = loom_sched_op_work(g, index, task.size, task.kernels))) return s;
   for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) task.size[c] *= scale;
+  /* the tables measure adds; a select's elements cost the model's ratio of them */
+  if (info.kind == LOOM_OP_SELECT && p->m->select_ratio > 0)
+    task.size[LOOM_OP_CLASS_ELEMENTWISE] *= p->m->select_ratio;
   double compute = 0;
   if (info.kind == LOOM_OP_DOT && task.size[LOOM_OP_CLASS_GEMM] > 0) {
     compute = gemm_seconds(p, g, index, task.size[LOOM_OP_CLASS_GEMM], scale);

@@ -227,8 +227,10 @@ TEST(model_file_keeps_the_cost_of_a_piece) {
   m.gather_row_seconds = 6e-8;
   m.fused_element_seconds = 2e-10;
   m.fault_page_seconds = 5e-6;
+  m.select_ratio = 3.5;
   ASSERT_OK(loom_sched_model_save(&m, "dev", "1"));
   ASSERT_OK(loom_sched_model_load("dev", "1", &back));
+  ASSERT_NEAR(back.select_ratio, 3.5, 1e-15);
   ASSERT_NEAR(back.piece_seconds, 3.5e-7, 1e-20);
   ASSERT_NEAR(back.gather_row_seconds, 6e-8, 1e-20);
   ASSERT_NEAR(back.fused_element_seconds, 2e-10, 1e-22);
@@ -259,6 +261,12 @@ TEST(model_file_keeps_the_cost_of_a_piece) {
   fclose(f);
   ASSERT_EQ(loom_sched_model_load("dev", "1", &back), LOOM_ERR_INVALID_ARGUMENT);
   ASSERT_CONTAINS(loom_last_error(), "piece_seconds");
+  f = fopen(path, "w");
+  ASSERT_TRUE(f != NULL);
+  fputs("{\"models\": {\"copy\": {\"rate\": 1e9}}, \"ops\": {\"select_ratio\": 0}}\n", f);
+  fclose(f);
+  ASSERT_EQ(loom_sched_model_load("dev", "1", &back), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "select_ratio");
   unlink(path);
   char models[1100];
   snprintf(models, sizeof models, "%s/models", dir);
@@ -303,9 +311,9 @@ TEST(predict_prices_a_matrix_vector_product_by_its_bytes) {
   ASSERT_NEAR(t, (4194304.0 + 4096 + 4096) * 0.25e-9, 1e-12);
 }
 
-/* A piece sliced along an inner axis is gathered: each of its 64 rows costs the model's row
- * gathered, reads the cache lines around its 100 elements (400 bytes: 8 lines of 64) and writes
- * them, at the model's rates. */
+/* A piece sliced along an inner axis that an inner loop reads is copied dense (the executor's
+ * gather): each of its 64 rows costs the model's row gathered, reads the cache lines around its
+ * 100 elements (400 bytes: 8 lines of 64) and writes them, at the model's rates. */
 TEST(predict_prices_the_gather_of_a_strided_slice) {
   loom_sched_model m = cpu_model(1e-6);
   m.gather_row_seconds = 5e-8;
@@ -313,8 +321,12 @@ TEST(predict_prices_the_gather_of_a_strided_slice) {
       "graph g(x: f32[64,1000]) {\n"
       "  y = loop n=1000 piece=100 {\n"
       "    in xs = x axis=1\n"
-      "    e = exp xs\n"
-      "    out e concat axis=1\n"
+      "    z = loop n=64 piece=64 {\n"
+      "      in r = xs axis=0\n"
+      "      e = exp r\n"
+      "      out e concat axis=0\n"
+      "    }\n"
+      "    out z concat axis=1\n"
       "  }\n"
       "  return y\n"
       "}\n";
@@ -322,6 +334,47 @@ TEST(predict_prices_the_gather_of_a_strided_slice) {
   ASSERT_OK(predict_text(&m, text, &t));
   double kernel = 1e-6 + 6400 * 1e-9, gather = 64 * (5e-8 + (8 * 64 + 400) * 0.25e-9);
   ASSERT_NEAR(t, 10 * (kernel + gather), 1e-12);
+}
+
+/* A strided slice its kernels read where it lies (no reshape, no inner loop) is not copied:
+ * each kernel reading it (two here, exp and neg) pays each row's miss and the lines around the
+ * row beyond its 400 bytes (8 lines of 64 less 400 bytes), nothing written. */
+TEST(predict_prices_a_strided_slice_read_in_place) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.gather_row_seconds = 5e-8;
+  const char *text =
+      "graph g(x: f32[64,1000]) {\n"
+      "  y, z = loop n=1000 piece=100 {\n"
+      "    in xs = x axis=1\n"
+      "    e = exp xs\n"
+      "    n = neg xs\n"
+      "    out e concat axis=1\n"
+      "    out n concat axis=1\n"
+      "  }\n"
+      "  return y, z\n"
+      "}\n";
+  double t = 0;
+  ASSERT_OK(predict_text(&m, text, &t));
+  double kernels = 2 * (1e-6 + 6400 * 1e-9), reads = 2 * 64 * (5e-8 + (8 * 64 - 400) * 0.25e-9);
+  ASSERT_NEAR(t, 10 * (kernels + reads), 1e-12);
+}
+
+/* A select's elements cost the model's ratio of an add's: with the ratio 3, a select of 1000
+ * elements is priced as an add of 3000; a model without it prices it as an add of 1000, less
+ * than reading its 9000 bytes of operands (0.25 ns a byte), which it then costs. */
+TEST(predict_prices_a_select_at_the_models_ratio) {
+  loom_sched_model m = cpu_model(1e-6);
+  const char *text =
+      "graph g(c: bool[1000], x: f32[1000], y: f32[1000]) {\n"
+      "  z = select c x y\n"
+      "  return z\n"
+      "}\n";
+  double plain = 0, t = 0;
+  ASSERT_OK(predict_text(&m, text, &plain));
+  ASSERT_NEAR(plain, 9000 * 0.25e-9, 1e-15);
+  m.select_ratio = 3;
+  ASSERT_OK(predict_text(&m, text, &t));
+  ASSERT_NEAR(t, 1e-6 + 3000 * 1e-9, 1e-15);
 }
 
 /* A product is priced at the rate of the square GEMM of as many bytes: [1000,1000] x [1000,10]

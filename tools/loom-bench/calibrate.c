@@ -299,6 +299,27 @@ static int calibrate_stream(loom_context *ctx, const char *id, const calib_optio
   return 0;
 }
 
+/* A select's element against an add's, both over f32[1024,1024] (4 MiB operands, as a halo
+ * cut's pieces hold them), the select's mask bool[1024,1] broadcast along the rows as the
+ * halo cut's selects read theirs: its kernel moves bytes through a per-element branch where
+ * an add vectorizes (jacobi-2d's pieces spent half their time in selects, priced as adds). */
+static const char select_lir[] =
+    "graph g(m: bool[%1$lld,1], a: f32[%1$lld,1024], b: f32[%1$lld,1024]) {\n  c = select m a b\n"
+    "  return c\n}\n";
+static const char add2_lir[] =
+    "graph g(a: f32[%1$lld,1024], b: f32[%1$lld,1024]) {\n  c = add a b\n  return c\n}\n";
+
+static int calibrate_select(loom_context *ctx, const char *id, const calib_options *o, loom_sched_model *m) {
+  const calib_case sel = {.cls = LOOM_OP_CLASS_ELEMENTWISE, .lir = select_lir},
+                   add = {.cls = LOOM_OP_CLASS_ELEMENTWISE, .lir = add2_lir};
+  double units, ts, ta;
+  if (measure_size(ctx, id, &sel, 1024, o->reps, &units, &ts) ||
+      measure_size(ctx, id, &add, 1024, o->reps, &units, &ta))
+    return 1;
+  m->select_ratio = ts / ta;
+  return 0;
+}
+
 /* The device's own memory node in the memory manager, or -1 when it computes in host memory. */
 static int32_t own_node(loom_context *ctx, int32_t index, loom_mem_manager **out_m) {
   int32_t node;
@@ -352,7 +373,8 @@ static int calibrate_device(loom_context *ctx, int32_t index, const loom_device_
   if (!o->quick) /* new programs to build, as above */
     failed += calibrate_piece(ctx, d->id, o, &m) + calibrate_gather(ctx, d->id, o, &m) +
               calibrate_fused(ctx, d->id, o, &m) + calibrate_faults(ctx, d->id, o, &m) +
-              calibrate_thin(ctx, d->id, o, &m) + calibrate_stream(ctx, d->id, o, &m);
+              calibrate_thin(ctx, d->id, o, &m) + calibrate_stream(ctx, d->id, o, &m) +
+              calibrate_select(ctx, d->id, o, &m);
   failed += calibrate_link(ctx, index, d->id, o, &m);
   const char *driver = loom_sched_device_driver(d);
   printf("%s  %s  (driver %s)%s\n", d->id, d->name, *driver ? driver : "none",
