@@ -64,9 +64,10 @@ void *loom__blas_full_matrix(const blas_l3 *c, int ka, blas_full form) {
       memcpy(twin, dst, (size_t)es);
       if (form == BLAS_FULL_HERMITIAN) conj_element(c->prec, twin);
     }
-  if (!mirror && c->diag == 'U') unit_diagonal(c->prec, full, ka);
+  /* Conjugated before a unit diagonal is written: its ones stay 1 + 0i, not 1 - 0i. */
   if (form == BLAS_FULL_TRIANGULAR_CONJ)
     for (int64_t e = 0; e < (int64_t)ka * ka; e++) conj_element(c->prec, full + e * es);
+  if (!mirror && c->diag == 'U') unit_diagonal(c->prec, full, ka);
   return full;
 }
 
