@@ -109,7 +109,9 @@ static void usage(FILE *f) {
       "  --processes N   each of N passes over the cases in a process of its own (default 7; --tiny 1;\n"
       "                  1: every pass in this process), so that the runs hold the spread between\n"
       "                  processes (a case can run at another speed in another process) and compare\n"
-      "                  can judge by it; each process makes at least 3 runs of a case\n"
+      "                  can judge by it; each process makes at least 3 runs of a case, with\n"
+      "                  OMP_WAIT_POLICY=passive unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set\n"
+      "                  (OpenMP threads left spinning after a region made speeds differ by process)\n"
       "  --tiny          for the tests: tiny sizes, 3 to 5 timed runs (the figures mean nothing)\n"
       "Environment, for tests only: LOOM_BENCH_SLOW_CASE=NAME[/DTYPE] makes Loom's side of that case\n"
       "run its graph three times per timed run (what compare must flag, and nothing else).\n",
