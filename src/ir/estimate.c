@@ -332,6 +332,8 @@ static int64_t merge_bytes(const loom_graph *g, const loom__op *op, int32_t j,
 
 bool loom__loop_result_passed_out(const loom_graph *g, const loom__op *op, int32_t j, bool streamed_out) {
   const loom_graph *b = op->loop->body;
+  for (int32_t k = 0; k < b->n_outputs; k++) /* one block of the caller's per body result */
+    if (k != j && b->outputs[k] == b->outputs[j]) return false;
   return streamed_out && slot_contiguous(g, op, j) && loom__value_streamed_out(b, b->outputs[j]);
 }
 
