@@ -312,22 +312,47 @@ static double gemm_seconds(const pricer *p, const loom_graph *g, int32_t index, 
   return thin > t ? thin : t;
 }
 
+/* The value a chain of slices of v reads from (v itself where no slice makes it). */
+static int32_t slice_root(const loom_graph *g, int32_t v) {
+  for (int32_t op; (op = g->values[v].op) >= 0 && g->ops[op].kind == LOOM_OP_SLICE;) v = g->ops[op].inputs[0];
+  return v;
+}
+
+/* The bytes op `index` reads from memory: its operands', but slices of one value (a stencil's
+ * shifted views of its grid) at most that value's bytes, as they read the same cache lines:
+ * jacobi-1d's whole run, three slices of its grid a step, was priced at twice its time. */
+static double read_bytes(const loom_graph *g, int32_t index) {
+  const loom__op *op = &g->ops[index];
+  double read = 0;
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int32_t root = slice_root(g, op->inputs[i]);
+    bool seen = false;
+    for (int32_t j = 0; j < i && !seen; j++) seen = slice_root(g, op->inputs[j]) == root;
+    if (seen) continue;
+    double sum = 0, whole = bytes_of(g, (loom_value){.id = root});
+    for (int32_t j = i; j < op->n_inputs; j++)
+      if (slice_root(g, op->inputs[j]) == root) sum += bytes_of(g, (loom_value){.id = op->inputs[j]});
+    read += whole < sum ? whole : sum;
+  }
+  return read;
+}
+
 /* The seconds of fused op `index` (its body's work in *task, at `scale`): one pass over its
- * operands and results at the memory rates, its elementwise ops at the model's cost of an
- * element in a fused body (the evaluator's, measured apart from the pass), any other work (a
- * product it ends, a reduction) by the class tables. Priced as separate kernels, a chain of
- * adds cost a pass each where it makes one. */
+ * operands (read_bytes) and results at the memory rates, its elementwise ops at the model's
+ * cost of an element in a fused body (the evaluator's, measured apart from the pass), any other
+ * work (a product it ends, a reduction) by the class tables. Priced as separate kernels, a
+ * chain of adds cost a pass each where it makes one. */
 static double fused_seconds(const pricer *p, const loom_graph *g, int32_t index, loom_sched_task *task,
                             double scale) {
   double elements = task->size[LOOM_OP_CLASS_ELEMENTWISE];
   task->size[LOOM_OP_CLASS_ELEMENTWISE] = 0;
-  double read = 0;
+  double operands = 0;
   for (int32_t k = 0;; k++) {
     loom_value v = loom_graph_op_input(g, index, k);
     if (v.id < 0) break;
-    read += bytes_of(g, v);
+    operands += bytes_of(g, v);
   }
-  double written = op_bytes(g, index) - read;
+  double written = op_bytes(g, index) - operands, read = read_bytes(g, index);
   const loom_sched_class_model *e = &p->m->cls[LOOM_OP_CLASS_ELEMENTWISE];
   return (e->known ? e->latency : 0) + elements * p->m->fused_element_seconds +
          scale * (read * p->read + written * p->write) + loom__sched_task_time(task, p->m);

@@ -463,6 +463,31 @@ TEST(predict_prices_a_fused_body_as_one_pass) {
   ASSERT_NEAR(t, 1e-6 + 4000 * 1e-9 + 12000 * 0.25e-9, 1e-15);
 }
 
+/* Three shifted slices of one array (a stencil's step) read its 4008 bytes once, not 12,000:
+ * the fused pass reads 4008 and writes 4000 bytes beside its 2000 element-ops. */
+TEST(predict_prices_slices_of_one_array_as_one_read) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.fused_element_seconds = 1e-9;
+  const char *text =
+      "graph g(x: f32[1002]) {\n"
+      "  a = slice x start=[0] stop=[1000]\n"
+      "  b = slice x start=[1] stop=[1001]\n"
+      "  c = slice x start=[2] stop=[1002]\n"
+      "  w = fused {\n"
+      "    in p = a\n"
+      "    in q = b\n"
+      "    in r = c\n"
+      "    s1 = add p q\n"
+      "    s2 = add s1 r\n"
+      "    out s2\n"
+      "  }\n"
+      "  return w\n"
+      "}\n";
+  double t = 0;
+  ASSERT_OK(predict_text(&m, text, &t));
+  ASSERT_NEAR(t, 1e-6 + 2000 * 1e-9 + (4008 + 4000) * 0.25e-9, 1e-15);
+}
+
 /* A result of 32 MiB or more is faulted in page by page: 16,384 pages of a 64 MiB sum. */
 TEST(predict_prices_the_pages_of_a_large_new_result) {
   loom_sched_model m = cpu_model(1e-6);
