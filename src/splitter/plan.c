@@ -78,6 +78,26 @@ static void compute_hold(loom__split_info *si) {
   for (int32_t i = 0; i < g->n_outputs; i++) si->hold[si->layouts[g->outputs[i]].base] = INT32_MAX;
 }
 
+/* Whether v is a loop's result that only loops read, each along an axis (a halo cut's grid
+ * between two groups of steps, chunk_halo_groups.c): at a stage boundary it is written piece
+ * by piece to host memory and read back in slices, so no stage holds it whole. Counted as
+ * streamed, a stage holding both loops fails the estimator's check when it closes and gives
+ * the reader back to the next stage. */
+static bool passed_between_loops(const loom_graph *g, int32_t v) {
+  int32_t made = g->values[v].op, readers = 0;
+  if (made < 0 || !g->ops[made].loop || !loom__loop_result_in_place(g, &g->ops[made], g->values[v].result))
+    return false;
+  for (int32_t o = 0; o < g->n_ops; o++)
+    for (int32_t i = 0; i < g->ops[o].n_inputs; i++) {
+      if (g->ops[o].inputs[i] != v) continue;
+      if (!g->ops[o].loop || g->ops[o].loop->rules[i].axis != 0) return false;
+      readers++;
+    }
+  for (int32_t k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return false;
+  return readers > 0;
+}
+
 loom_status loom__split_info_init(loom__split_info *si, const loom_graph *g) {
   memset(si, 0, sizeof *si);
   si->g = g;
@@ -112,7 +132,8 @@ loom_status loom__split_info_init(loom__split_info *si, const loom_graph *g) {
       const loom__op *op = &g->ops[o];
       for (int32_t k = 0; op->loop && k < op->n_inputs + op->n_outputs; k++) {
         int32_t v = k < op->n_inputs ? op->inputs[k] : op->outputs[k - op->n_inputs];
-        if (loom__value_streamed(g, v) || loom__value_streamed_out(g, v)) si->bytes[v] = si->physical[v] = 0;
+        if (loom__value_streamed(g, v) || loom__value_streamed_out(g, v) || passed_between_loops(g, v))
+          si->bytes[v] = si->physical[v] = 0;
       }
     }
     for (int32_t i = 0; i < g->n_outputs; i++) si->is_output[g->outputs[i]] = true;
