@@ -41,6 +41,7 @@ typedef struct halo_cut {
   /* the fuse rewrite's options where every fused body runs fused wherever the plan may place
    * it (fused_runs set, fuse enabled): the pieces are sized on the fused body; else NULL */
   const loom_optimize_options *fuse;
+  bool fused_anyway; /* the fuse rewrite will fuse the body whatever the time (loom__chunk_halo_one) */
   halo_val *v;
   bool *varies; /* depends on an input */
   /* a concat along another axis read only by a concat along axis 0 (or by such a split one):
@@ -238,6 +239,13 @@ static loom_status infer(halo_cut *h) {
   }
   for (int32_t v = 0; !s && v < g->n_values; v++)
     if (h->v[v].role == ROLE_RANGE && h->v[v].lft + h->v[v].rgt < 0) s = LOOM_ERR_UNSUPPORTED;
+  /* An input read only at the piece's own rows (fdtd-2d's ex in a group of one step) would be
+   * a plain slice, whose axis the body's ops could not line up with the other inputs' windows:
+   * one row more makes it a window too. */
+  for (int32_t p = 0; !s && p < g->n_params; p++)
+    if (h->v[g->params[p]].role == ROLE_RANGE && h->v[g->params[p]].lft + h->v[g->params[p]].rgt == 0)
+      h->v[g->params[p]].rgt = 1;
+  if (!s && h->mask.role == ROLE_RANGE && h->mask.lft + h->mask.rgt == 0) h->mask.rgt = 1;
   return s ? s : split_concats(h);
 }
 
@@ -486,6 +494,18 @@ static loom_status make_body(const halo_cut *h, int64_t piece, loom_graph **out)
   for (int32_t j = 0; !s && j < g->n_outputs; j++) {
     rets[j] = operand(&bb, g->outputs[j], &at_piece, 0);
     s = bb.b->error;
+    /* a result that later steps read wider (fdtd-2d's ey and ex, which hz's update reads a row
+     * past the piece) is a view of its window: a one-part concat copies it, so the loop writes
+     * it out piece by piece rather than holding the whole result */
+    const loom_type *t = s ? NULL : &bb.b->values[rets[j].id].type;
+    if (!s && rets[j].id != bb.map[g->outputs[j]] && t->rank >= 2) {
+      loom_attrs a;
+      loom_attrs_init(&a);
+      a.set = LOOM_ATTR_AXIS;
+      a.axis = 1;
+      loom_value view = rets[j];
+      s = loom_graph_add(bb.b, LOOM_OP_CONCAT, &view, 1, &a, NULL, NULL, &rets[j], 1);
+    }
   }
   if (!s) s = loom_graph_return(bb.b, rets, g->n_outputs);
   loom__free(bb.map);
@@ -672,6 +692,7 @@ static loom_status grow_fused(const halo_cut *h, const loom_graph *f, int64_t fi
  * half the halo. */
 static bool fusion_pays(const halo_cut *h, int64_t plain, int64_t fused) {
   if (!h->fuse) return false;
+  if (h->fused_anyway) return true;
   if (plain < 1) return true; /* nothing fits op by op */
   double work_plain = (double)(plain + h->halo / 2) / (double)plain;
   double work_fused = (double)(fused + h->halo / 2) / (double)fused;
@@ -717,10 +738,11 @@ static loom_status best_piece(const halo_cut *h, int64_t limit, int32_t slices, 
   return LOOM_OK;
 }
 
-loom_status loom__chunk_halo(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
-                             int32_t slices, loom_graph **out, char *detail, size_t detail_size) {
+loom_status loom__chunk_halo_one(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
+                                 int32_t slices, bool fused_anyway, loom_graph **out, char *detail,
+                                 size_t detail_size) {
   *out = NULL;
-  halo_cut h = {.g = g};
+  halo_cut h = {.g = g, .fused_anyway = fused_anyway};
   if (opts && opts->fused_runs && loom__rewrite_enabled(opts, "fuse")) h.fuse = opts;
   h.v = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.v);
   h.varies = loom__calloc((size_t)LOOM_MAX(g->n_values, 1), sizeof *h.varies);
@@ -747,5 +769,13 @@ loom_status loom__chunk_halo(const loom_graph *g, const loom_optimize_options *o
   loom__free(h.varies);
   loom__free(h.split);
   /* a graph that is not such a chain, or fits no piece, leaves the caller's refusal standing */
+  return s == LOOM_ERR_OUT_OF_MEMORY ? s : (s ? LOOM_ERR_UNSUPPORTED : LOOM_OK);
+}
+
+loom_status loom__chunk_halo(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
+                             int32_t slices, loom_graph **out, char *detail, size_t detail_size) {
+  loom_status s = loom__chunk_halo_one(g, opts, limit, slices, false, out, detail, detail_size);
+  if (s != LOOM_ERR_UNSUPPORTED) return s;
+  s = loom__chunk_halo_groups(g, opts, limit, slices, out, detail, detail_size);
   return s == LOOM_ERR_OUT_OF_MEMORY ? s : (s ? LOOM_ERR_UNSUPPORTED : LOOM_OK);
 }

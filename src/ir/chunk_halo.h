@@ -25,4 +25,21 @@
 loom_status loom__chunk_halo(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
                              int32_t slices, loom_graph **out, char *detail, size_t detail_size);
 
+/* loom__chunk_halo's one loop over the whole chain, without groups; the same contract. Where
+ * the body may fuse (opts), it is sized fused only where the longer pieces pay for the fused
+ * evaluator's cost, unless `fused_anyway` (the fuse rewrite will fuse it whatever the time). */
+loom_status loom__chunk_halo_one(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
+                                 int32_t slices, bool fused_anyway, loom_graph **out, char *detail,
+                                 size_t detail_size);
+
+/* chunk_halo_groups.c: g's steps in groups, each group one halo loop (loom__chunk_halo_one) over
+ * the whole grid, reading the grids the group before it leaves: for a chain whose one loop fits
+ * no piece under `limit`. The group size is the one of least predicted work whose groups fit.
+ * The grids between groups are values of the new graph, held whole by it: the plan passes them
+ * between stages. On success *out is the new graph (the caller owns it) and `detail` says what
+ * was cut. Errors: UNSUPPORTED (no boundary between steps, or no group fits; no message),
+ * OUT_OF_MEMORY. */
+loom_status loom__chunk_halo_groups(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
+                                    int32_t slices, loom_graph **out, char *detail, size_t detail_size);
+
 #endif
