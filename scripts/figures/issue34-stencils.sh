@@ -6,7 +6,8 @@ BUILD=${BUILD:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)/build}
 # (docs/limits.md "Halos"), each beside its own whole run in the same process (ratio = whole
 # time / limited time, best of 3 after a warm-up), with the estimated and measured peaks and the
 # results against the whole run. Goal: ratio >= 0.25, results equal, estimate = measured peak.
-# heat-3d and fdtd-2d are still refused at 1/8 (a 50-step halo does not fit: see the doc).
+# jacobi-2d's pieces are sized on its fused body; heat-3d runs in groups of steps, one stage each
+# (a grid passes its limit), the grids between them in host memory; fdtd-2d is one loop.
 # Builds nothing: uses $BUILD/loom-bench. About 1-2 min on an idle machine.
 set -e
 B=$BUILD
