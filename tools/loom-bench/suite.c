@@ -39,7 +39,7 @@ static const profile profiles[] = {
      .transfer = (int64_t)64 << 20,
      .stop = {.min_samples = 5, .max_samples = 30, .target = 0.02, .budget_s = 5},
      .passes = 5,
-     .processes = 7,
+     .processes = 1, /* 3 runs in each of 7 processes of a case that takes seconds: minutes */
      .triad = (int64_t)1 << 24},
     {.name = "quick",
      .gemm = {64, 128, 256},
@@ -106,12 +106,13 @@ static void usage(FILE *f) {
       "  --budget S      stop once a case's timed runs took S seconds (default 5, --quick 1)\n"
       "  --cases LIST    only these cases: names (gemm, fft, fft_batched, rfft, reduce_sum, add, topk,\n"
       "                  conv2d, latency, h2d, d2h, d2d), or NAME/DTYPE as gemm/f64\n"
-      "  --processes N   each of N passes over the cases in a process of its own (default 7; --tiny 1;\n"
-      "                  1: every pass in this process), so that the runs hold the spread between\n"
-      "                  processes (a case can run at another speed in another process) and compare\n"
-      "                  can judge by it; each process makes at least 3 runs of a case, with\n"
-      "                  OMP_WAIT_POLICY=passive unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set\n"
-      "                  (OpenMP threads left spinning after a region made speeds differ by process)\n"
+      "  --processes N   each of N passes over the cases in a process of its own (default 7 with\n"
+      "                  --quick, else 1: every pass in this process), so that the runs hold the\n"
+      "                  spread between processes (a case can run at another speed in another\n"
+      "                  process) and compare can judge by it; each process makes at least 3 runs of\n"
+      "                  a case, with OMP_WAIT_POLICY=passive unless OMP_WAIT_POLICY or GOMP_SPINCOUNT\n"
+      "                  is set (OpenMP threads left spinning after a region made speeds differ by\n"
+      "                  process)\n"
       "  --tiny          for the tests: tiny sizes, 3 to 5 timed runs (the figures mean nothing)\n"
       "Environment, for tests only: LOOM_BENCH_SLOW_CASE=NAME[/DTYPE] makes Loom's side of that case\n"
       "run its graph three times per timed run (what compare must flag, and nothing else).\n",
