@@ -317,6 +317,38 @@ static side peer_side(const loom__jr_value *c) {
  * differed 1.5x in median times while each pair's ratio held; a Loom made slower moves every
  * pair's ratio. Flagged only when the ratios' medians part by more than the threshold and more
  * than K of the two runs' larger MAD; else MACHINE, with the ratios in why. */
+/* Whether a witness's own time moved the way of verdict v in every process (each process of
+ * the slower run slower than each of the other's), as a busier machine moves it; when not, the
+ * reason appended to why. A witness does other work than the case, so only such evidence lets
+ * it blame the machine: a witness whose ratio to Loom moves up to 2x from one process to the
+ * next (PoCL's pthread devices) could hide a Loom made 3x slower, as once it did (24 -> 42,
+ * within 3 MADs of 7). */
+static bool witness_moved(verdict v, const loom__jr_value *a, const loom__jr_value *b, char *why,
+                          size_t size) {
+  side pa = peer_side(a), pb = peer_side(b);
+  const side *plo = v == SLOWER ? &pa : &pb, *phi = v == SLOWER ? &pb : &pa;
+  if (phi->n_proc >= 2 && plo->n_proc >= 2 && phi->proc_lo > plo->proc_hi) return true;
+  char x[24], y[24], z[24], w[24];
+  size_t used = strlen(why);
+  snprintf(why + used, size - used, "; its witness did not move so in every process (A %s-%s, B %s-%s)",
+           fmt_time(pa.proc_lo, x, sizeof x), fmt_time(pa.proc_hi, y, sizeof y),
+           fmt_time(pb.proc_lo, z, sizeof z), fmt_time(pb.proc_hi, w, sizeof w));
+  return false;
+}
+
+/* Whether Loom's time over its peer parted between the runs, hi's above lo's. In several
+ * processes: every process of hi beyond every process of lo and the medians by the threshold
+ * (the spread between processes is the noise). In one: by K of the larger MAD, not K of each
+ * (a PoCL reduce_sum made 3x slower on purpose moved its ratio to the witness from 19, MAD 3.3,
+ * to 40, MAD 5.7, which K of each hid). */
+static bool ratio_parted(const side *hi, const side *lo, const compare_options *o) {
+  if (hi->n_proc >= 2 && lo->n_proc >= 2)
+    return hi->proc_lo > lo->proc_hi && hi->median > lo->median * (1 + o->threshold);
+  double spread = o->k * (hi->mad > lo->mad ? hi->mad : lo->mad);
+  double margin = spread > o->threshold * lo->median ? spread : o->threshold * lo->median;
+  return hi->median > lo->median + margin;
+}
+
 static verdict against_library(verdict v, const loom__jr_value *a, const loom__jr_value *b,
                                const compare_options *o, char *why, size_t size) {
   side ra, rb;
@@ -334,43 +366,18 @@ static verdict against_library(verdict v, const loom__jr_value *a, const loom__j
     return v;
   }
   const side *lo = v == SLOWER ? &ra : &rb, *hi = v == SLOWER ? &rb : &ra;
-  bool parted;
-  if (hi->n_proc >= 2 && lo->n_proc >= 2) {
-    /* Runs in several processes. A library doing the same work shares the case's speed in
-     * each process (cpu0's fft at 30 or 45 us by process, FFTW alike), so Loom's time over it,
-     * process by process, is the judge. A witness does other work: it blames the machine only
-     * on evidence, its own time moved the same way in every process (each of the slower run's
-     * processes slower than each of the other's), as a busier machine moves it. Else a witness
-     * whose ratio to Loom moves up to 2x from one process to the next (PoCL's pthread devices)
-     * could hide a Loom made 3x slower, as once it did (24 -> 42, within 3 MADs of 7). */
-    side pa = peer_side(a), pb = peer_side(b);
-    const side *plo = v == SLOWER ? &pa : &pb, *phi = v == SLOWER ? &pb : &pa;
-    if (!strcmp(peer, "witness") && (phi->n_proc < 2 || plo->n_proc < 2 || phi->proc_lo <= plo->proc_hi)) {
-      char x[24], y[24], z[24], w[24];
-      size_t used = strlen(why);
-      snprintf(why + used, size - used, "; its %s did not move so in every process (A %s-%s, B %s-%s)", peer,
-               fmt_time(pa.proc_lo, x, sizeof x), fmt_time(pa.proc_hi, y, sizeof y),
-               fmt_time(pb.proc_lo, z, sizeof z), fmt_time(pb.proc_hi, w, sizeof w));
-      return v;
-    }
-    /* The flag is the machine's unless Loom's time over the peer's parted as well, every
-     * process of one run beyond every process of the other and the medians by the threshold. */
-    parted = hi->proc_lo > lo->proc_hi && hi->median > lo->median * (1 + o->threshold);
-  } else {
-    /* Parted by K of the larger MAD, not K of each: a PoCL reduce_sum made 3x slower on purpose
-     * moved its ratio to the witness from 19 (MAD 3.3) to 40 (MAD 5.7), which K of each hid. */
-    double spread = o->k * (hi->mad > lo->mad ? hi->mad : lo->mad);
-    double margin = spread > o->threshold * lo->median ? spread : o->threshold * lo->median;
-    parted = hi->median > lo->median + margin;
-  }
-  char procs[96] = "";
-  if (hi->n_proc >= 2 && lo->n_proc >= 2)
-    snprintf(procs, sizeof procs, "; processes %.2f-%.2f and %.2f-%.2f", ra.proc_lo, ra.proc_hi, rb.proc_lo,
+  bool procs = hi->n_proc >= 2 && lo->n_proc >= 2;
+  /* A library does the same work and shares the case's speed in each process (cpu0's fft at 30
+   * or 45 us by process, FFTW alike): its ratio alone is the judge. */
+  if (procs && !strcmp(peer, "witness") && !witness_moved(v, a, b, why, size)) return v;
+  char range[96] = "";
+  if (procs)
+    snprintf(range, sizeof range, "; processes %.2f-%.2f and %.2f-%.2f", ra.proc_lo, ra.proc_hi, rb.proc_lo,
              rb.proc_hi);
-  if (parted) {
+  if (ratio_parted(hi, lo, o)) {
     size_t used = strlen(why);
     snprintf(why + used, size - used, "; against its %s, run by run: %.2f -> %.2f (MAD %.2f, %.2f%s)", peer,
-             ra.median, rb.median, ra.mad, rb.mad, procs);
+             ra.median, rb.median, ra.mad, rb.mad, range);
     return v;
   }
   char detail[480];
@@ -378,7 +385,7 @@ static verdict against_library(verdict v, const loom__jr_value *a, const loom__j
   snprintf(
       why, size,
       "the machine: Loom's time over its %s's held run by run (A %.2f, MAD %.2f; B %.2f, MAD %.2f%s); %s",
-      peer, ra.median, ra.mad, rb.median, rb.mad, procs, detail);
+      peer, ra.median, ra.mad, rb.median, rb.mad, range, detail);
   return MACHINE;
 }
 
