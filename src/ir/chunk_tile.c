@@ -170,9 +170,11 @@ static int32_t outer_pieces(const loom__loop *l, int64_t *ps) {
  * leaves tiles of 13 x 39, and each piece's GEMM gathers K rows of B's column block (a row a
  * cache and TLB miss: most of the piece's time). Here the inner body's dot gets a loop of its
  * own over k (C_tile = sum over k-blocks of A[i, k] B[k, j], summed into the tile in place):
- * A's row block is then passed on to that loop, never held (loom__loop_slice_passed), so the
- * tiles can grow; the tile sizes and the k-block (128 to 512: a GEMM's own k-block) are searched
- * by a time that counts the rows the dots gather from slices that are not dense. */
+ * A's row block and B's column block are then passed on to that loop, never held
+ * (loom__loop_slice_passed), and a row of tiles of a result streamed out is written tile by
+ * tile into the caller's output (loom__loop_result_passed_out), so the tiles can grow (86 x 228
+ * at 1/128 of gemm's need); the tile sizes and the k-block (128 to 512: a GEMM's own k-block)
+ * are searched by a time that counts the rows the dots gather from slices that are not dense. */
 
 /* Per piece here, only the loop's own cost and a small GEMM's call: with one thread, tiles of
  * 31 x 31 in k-blocks of 512 (17,956 pieces) ran gemm at 1/128 twice as fast as 19 x 40 with k

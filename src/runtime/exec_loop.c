@@ -311,8 +311,8 @@ static loom_status body_passes_out(loop_run *lr, loop_body *b) {
 }
 
 static void body_deinit(loop_run *lr, loop_body *b) {
-  loom__free(b->out);
   if (b->ready) loom__exec_state_deinit(&b->st);
+  loom__free(b->out);
   loom__exec_defer_free(lr->outer, NULL, b->tail); /* its constants may still be read by queued writes */
   loom__free(b->order);
   memset(b, 0, sizeof *b);
@@ -357,7 +357,8 @@ static bool window_clip(const loop_run *lr, int32_t p, int64_t lo, int64_t len, 
 /* Writes piece i's slice of operand p into its buffer (slot i % count), from the caller's
  * host tensor: ahead, beside the kernels queued so far (the buffer's last readers, piece
  * i - count, are among them). The slice is one run of that tensor's bytes: it is C-order and whole, and a
- * streamed slice's axes before the sliced one have length 1 (loom__value_streamed). */
+ * streamed slice's axes before the sliced one have length 1 (loom__value_streamed); a block an
+ * outer loop passed on that is not dense there (B's columns) goes run by run (strided_write). */
 static loom_status strided_write(loop_run *lr, int32_t p, block *b, int64_t from, int64_t to);
 
 static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
