@@ -492,8 +492,12 @@ static loom_status split_by_memory(splitter *sp) {
    * loops: chunk first, and refuse only an input that stays held whole. */
   if (!s && check_inputs(&sp->si, sp->largest)) {
     char why[512] = "";
-    (void)chunk_graph(sp, why, sizeof why); /* on failure the input's own message says more */
+    (void)chunk_graph(sp, why, sizeof why);
     s = check_inputs(&sp->si, sp->largest);
+    /* why no cut streams it (a stencil's halo cut that fits no piece, say) */
+    char held[512];
+    snprintf(held, sizeof held, "%s", loom_last_error());
+    if (s && why[0]) loom__error(s, "%s: %s", held, why);
   }
   for (int round = 0; !s; round++) {
     int32_t stuck, first;
