@@ -693,15 +693,17 @@ loom_status loom__rewrite_chunk(const loom_graph *g, const loom_optimize_options
   loom_rewrite_report_deinit(&first);
   /* Products no cut streams (A^T v, (A B)(C D)) in forms that one does, tried only where the
    * graph as written cannot be fitted: the refusal of the graph as written stands otherwise. */
-  char why[512], what[256];
+  char why[512], what[256], halo[512] = "";
   snprintf(why, sizeof why, "%s", loom_last_error());
   /* a time-stepped stencil: every step reads its grid shifted, so only temporal blocking cuts it */
-  if (loom__chunk_halo(g, opts, limit, slices, out, what, sizeof what) == LOOM_OK) {
+  if (loom__chunk_halo(g, opts, limit, slices, out, halo, sizeof halo) == LOOM_OK) {
     int64_t before = 0, after = 0;
     peak_of(g, &before);
     peak_of(*out, &after);
-    return report ? loom__report_add(report, "chunk", before - after, "halo cut: %s", what) : LOOM_OK;
+    return report ? loom__report_add(report, "chunk", before - after, "halo cut: %s", halo) : LOOM_OK;
   }
+  /* one the halo cut fits no piece of: its reason, not the graph as written's */
+  if (halo[0]) snprintf(why, sizeof why, "chunk: %s", halo);
   loom_graph *alt = NULL;
   if (loom__chunk_streamable(g, &alt, what, sizeof what)) return loom__error(s, "%s", why);
   loom_rewrite_report second = {0};

@@ -702,12 +702,13 @@ static bool fusion_pays(const halo_cut *h, int64_t plain, int64_t fused) {
 /* The largest piece that fits, evened out over its pieces: a bisection on the estimate of the
  * body op by op, then, where the body fuses and that pays, of the fused body. */
 static loom_status best_piece(const halo_cut *h, int64_t limit, int32_t slices, loom_graph **out,
-                              int64_t *out_piece) {
+                              int64_t *out_piece, int64_t *least) {
   int64_t fits = 0, fails = h->n + 1, peak = 0;
   while (fails - fits > 1) {
     int64_t c = fits + (fails - fits) / 2;
     loom_status s = try_piece(h, c, slices, NULL, &peak);
     if (s && s != LOOM_ERR_INVALID_ARGUMENT) return s;
+    if (c == 1) *least = s ? -1 : peak;
     if (!s && peak <= limit)
       fits = c;
     else
@@ -752,7 +753,17 @@ loom_status loom__chunk_halo_one(const loom_graph *g, const loom_optimize_option
   for (int32_t p = 0; !s && p < g->n_params; p++)
     if (h.v[g->params[p]].role == ROLE_RANGE)
       h.halo = LOOM_MAX(h.halo, h.v[g->params[p]].lft + h.v[g->params[p]].rgt);
-  if (!s) s = best_piece(&h, limit, slices, out, &piece);
+  int64_t least = -1;
+  bool stencil = !s;
+  if (!s) s = best_piece(&h, limit, slices, out, &piece, &least);
+  if (s == LOOM_ERR_UNSUPPORTED && stencil) {
+    char need[32];
+    if (least > 0)
+      snprintf(detail, detail_size, "in pieces of 1 row it needs %s (each input's window %lld rows wider)",
+               loom__format_bytes(least, need, sizeof need), (long long)h.halo);
+    else
+      snprintf(detail, detail_size, "no loop of it runs in pieces of 1 row");
+  }
   if (!s) {
     const loom_graph *body = (*out)->ops[(*out)->n_ops - 1].loop->body;
     int32_t fused = 0;
@@ -774,8 +785,24 @@ loom_status loom__chunk_halo_one(const loom_graph *g, const loom_optimize_option
 
 loom_status loom__chunk_halo(const loom_graph *g, const loom_optimize_options *opts, int64_t limit,
                              int32_t slices, loom_graph **out, char *detail, size_t detail_size) {
-  loom_status s = loom__chunk_halo_one(g, opts, limit, slices, false, out, detail, detail_size);
-  if (s != LOOM_ERR_UNSUPPORTED) return s;
-  s = loom__chunk_halo_groups(g, opts, limit, slices, out, detail, detail_size);
-  return s == LOOM_ERR_OUT_OF_MEMORY ? s : (s ? LOOM_ERR_UNSUPPORTED : LOOM_OK);
+  char one[256] = "", groups[256] = "";
+  loom_status s = loom__chunk_halo_one(g, opts, limit, slices, false, out, one, sizeof one);
+  if (s != LOOM_ERR_UNSUPPORTED) {
+    snprintf(detail, detail_size, "%s", one);
+    return s;
+  }
+  s = loom__chunk_halo_groups(g, opts, limit, slices, out, groups, sizeof groups);
+  if (s == LOOM_ERR_OUT_OF_MEMORY) return s;
+  if (!s || !one[0]) { /* cut, or not a stencil (no reason: the caller's refusal stands) */
+    snprintf(detail, detail_size, "%s", s ? "" : groups);
+    return s ? LOOM_ERR_UNSUPPORTED : LOOM_OK;
+  }
+  char name[32], lim[32];
+  snprintf(
+      detail, detail_size,
+      "'%s' is a time-stepped stencil whose halo cut fits no piece under %s: one loop over its %d ops %s; "
+      "%s",
+      loom__value_label(g, g->outputs[0], name, sizeof name), loom__format_bytes(limit, lim, sizeof lim),
+      (int)g->n_ops, one, groups[0] ? groups : "its steps in groups fit no better");
+  return LOOM_ERR_UNSUPPORTED;
 }

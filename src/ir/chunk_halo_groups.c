@@ -216,13 +216,13 @@ static loom_status append_group(loom_graph *ng, const loom_graph *lg, const loom
 
 /* The halo cut of the group [a, b) of g: *out its loop graph. */
 static loom_status cut_group(group_build *gb, int32_t a, int32_t b, const loom_optimize_options *opts,
-                             int64_t limit, int32_t slices, loom_graph **out) {
+                             int64_t limit, int32_t slices, loom_graph **out, char *detail,
+                             size_t detail_size) {
   loom_graph *sg = NULL;
-  char detail[256];
   loom_status s = group_graph(gb, a, b, &sg);
   /* the whole graph passes the limit (the grids between groups), so the fuse rewrite fuses
    * every body for memory whatever the time: size the pieces on the fused body */
-  if (!s) s = loom__chunk_halo_one(sg, opts, limit, slices, true, out, detail, sizeof detail);
+  if (!s) s = loom__chunk_halo_one(sg, opts, limit, slices, true, out, detail, detail_size);
   loom_graph_destroy(sg);
   return s;
 }
@@ -240,12 +240,17 @@ static double work(const loom_graph *lg, int32_t size, int32_t steps) {
 
 /* The group size (in step ends) of least work whose first group fits, or 0. */
 static loom_status best_size(group_build *gb, const int32_t *ends, int32_t n_ends,
-                             const loom_optimize_options *opts, int64_t limit, int32_t slices, int32_t *out) {
+                             const loom_optimize_options *opts, int64_t limit, int32_t slices, int32_t *out,
+                             char *why, size_t why_size) {
   double least = 0;
   *out = 0;
   for (int32_t size = 1; size <= n_ends; size++) {
     loom_graph *lg = NULL;
-    loom_status s = cut_group(gb, 0, ends[size - 1], opts, limit, slices, &lg);
+    char one[256] = "";
+    loom_status s = cut_group(gb, 0, ends[size - 1], opts, limit, slices, &lg, one, sizeof one);
+    if (s && size == 1)
+      snprintf(why, why_size, "in groups of steps, the first group (its first %d ops) %s", (int)ends[0],
+               one[0] ? one : "is no chain of steps the halo cut takes");
     if (s == LOOM_ERR_OUT_OF_MEMORY) return s;
     if (s) break; /* a longer group has wider halos still */
     double w = work(lg, size, n_ends + 1);
@@ -258,7 +263,7 @@ static loom_status best_size(group_build *gb, const int32_t *ends, int32_t n_end
 /* g in groups of `size` steps, each group's halo loop after the one before. */
 static loom_status chain(group_build *gb, const int32_t *ends, int32_t n_ends, int32_t size,
                          const loom_optimize_options *opts, int64_t limit, int32_t slices, loom_graph **out,
-                         int32_t *n_groups, int64_t *piece) {
+                         int32_t *n_groups, int64_t *piece, char *why, size_t why_size) {
   const loom_graph *g = gb->g;
   loom_graph *ng = NULL;
   loom_status s = loom_graph_create(g->name, &ng);
@@ -271,7 +276,12 @@ static loom_status chain(group_build *gb, const int32_t *ends, int32_t n_ends, i
   for (int32_t a = 0, k = 0; !s && a < g->n_ops; k += size) {
     int32_t b = k + size - 1 < n_ends ? ends[k + size - 1] : g->n_ops;
     loom_graph *lg = NULL;
-    s = cut_group(gb, a, b, opts, limit, slices, &lg);
+    char one[256] = "";
+    s = cut_group(gb, a, b, opts, limit, slices, &lg, one, sizeof one);
+    /* only the first group was sized: one that starts elsewhere in a step may need more */
+    if (s == LOOM_ERR_UNSUPPORTED)
+      snprintf(why, why_size, "in groups of steps, group %d (ops %d to %d) %s", (int)*n_groups + 1, (int)a,
+               (int)b - 1, one[0] ? one : "is no chain of steps the halo cut takes");
     if (!s && *n_groups == 0) *piece = lg->ops[lg->n_ops - 1].loop->piece;
     if (!s) s = append_group(ng, lg, cur, cur);
     loom_graph_destroy(lg);
@@ -307,16 +317,21 @@ static loom_status groups(const loom_graph *g, const loom_optimize_options *opts
         gb.last[g->ops[o].inputs[i]] = o;
       }
     for (int32_t k = 0; k < g->n_outputs; k++) gb.last[g->outputs[k]] = g->n_ops;
-    s = n_ends > 0 ? best_size(&gb, ends, n_ends, opts, limit, slices, &size) : LOOM_ERR_UNSUPPORTED;
+    if (n_ends > 0)
+      s = best_size(&gb, ends, n_ends, opts, limit, slices, &size, detail, detail_size);
+    else
+      snprintf(detail, detail_size,
+               "no place between its steps has only whole grids crossing it, so no groups");
   }
   if (!s && size < 1) s = LOOM_ERR_UNSUPPORTED;
-  if (!s) s = chain(&gb, ends, n_ends, size, opts, limit, slices, out, &n_groups, &piece);
+  if (!s)
+    s = chain(&gb, ends, n_ends, size, opts, limit, slices, out, &n_groups, &piece, detail, detail_size);
   if (!s) {
     char name[32];
     snprintf(detail, detail_size,
              "'%s' and the %d ops before it in %d groups of steps (%d of the %d places where only whole "
-             "grids cross a group), each a halo loop over the whole grid (the first in pieces of %lld); the "
-             "grids between groups pass whole from one stage to the next",
+             "grids cross a group), each a halo loop over the whole grid (the first in pieces of %lld), the "
+             "grids between them passed between stages",
              loom__value_label(g, g->outputs[0], name, sizeof name), (int)g->n_ops, (int)n_groups, (int)size,
              (int)n_ends, (long long)piece);
   }
