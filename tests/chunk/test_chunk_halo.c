@@ -200,3 +200,25 @@ TEST(chunk_halo_heat3d_at_an_eighth_in_groups) {
 TEST(chunk_halo_fdtd2d_at_a_sixteenth_in_groups) {
   check_groups("halo_fdtd2d", 16);
 }
+
+/* A stencil no halo cut fits is refused with the cut's reason: the benchmark's small jacobi-1d
+ * at 1/8 (1000 elements, 100 steps: a window of 200 more than a piece, and its ends, kept from
+ * the input at every step, cross every step, so no groups). */
+TEST(chunk_halo_refusal_says_why) {
+  loom_graph *g = kernel_load("examples/limits/jacobi1d.small.lir"), *c = NULL;
+  ASSERT_TRUE(g);
+  loom_optimize_options o;
+  loom_optimize_options_init(&o);
+  o.fused_runs = loom_fused_body_runs_everywhere;
+  loom_runner runner = {.device = "cpu0", .limit = kernel_whole_need(g) / 8};
+  char note[512];
+  ASSERT_OK(loom_graph_optimize_for_runners(g, &runner, 1, &o, &c, NULL, note, sizeof note));
+  loom_plan *plan = NULL;
+  ASSERT_STATUS(loom_plan_split_by_memory(c, &runner, 1, &plan), LOOM_ERR_OUT_OF_MEMORY);
+  printf("    %s\n", loom_last_error());
+  ASSERT_CONTAINS(loom_last_error(), "is a time-stepped stencil whose halo cut fits no piece under");
+  ASSERT_CONTAINS(loom_last_error(), "in pieces of 1 row it needs");
+  ASSERT_CONTAINS(loom_last_error(), "no place between its steps has only whole grids crossing it");
+  loom_graph_destroy(c);
+  loom_graph_destroy(g);
+}
