@@ -375,6 +375,22 @@ static double fault_seconds(const pricer *p, const loom_graph *g, int32_t index)
   return t;
 }
 
+/* Whether an operand of op `index` has fewer elements than its result (it broadcasts). The
+ * tables measure adds of operands alike; a select with a broadcast operand (the halo cut's
+ * row masks) costs the model's select_ratio of them an element, where one of operands alike
+ * costs what an add does (300 selects of f32[420000] by a mask bool[420000] took the CPU time
+ * of 300 adds, by a mask bool[420,1] over f32[420,1000] four times it). */
+static bool broadcasts(const loom_graph *g, int32_t index) {
+  int64_t out = 0, in = 0;
+  const loom_type *r = loom_value_type(g, loom_graph_op_output(g, index, 0));
+  if (!r || loom_type_elements(r, &out)) return false;
+  for (int32_t k = 0;; k++) {
+    const loom_type *t = loom_value_type(g, loom_graph_op_input(g, index, k));
+    if (!t) return false;
+    if (!loom_type_elements(t, &in) && in < out) return true;
+  }
+}
+
 /* The seconds of op `index` of g at `scale` of its size: its kernels by the model's class
  * tables (as the scheduler prices them, loom_sched_op_work; a product by gemm_seconds), or its
  * memory traffic where that takes longer. */
@@ -388,8 +404,7 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   memset(&task, 0, sizeof task);
   if ((s = loom_sched_op_work(g, index, task.size, task.kernels))) return s;
   for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++) task.size[c] *= scale;
-  /* the tables measure adds; a select's elements cost the model's ratio of them */
-  if (info.kind == LOOM_OP_SELECT && p->m->select_ratio > 0)
+  if (info.kind == LOOM_OP_SELECT && p->m->select_ratio > 0 && broadcasts(g, index))
     task.size[LOOM_OP_CLASS_ELEMENTWISE] *= p->m->select_ratio;
   double compute = 0;
   if (info.kind == LOOM_OP_DOT && task.size[LOOM_OP_CLASS_GEMM] > 0) {

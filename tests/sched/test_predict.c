@@ -359,22 +359,30 @@ TEST(predict_prices_a_strided_slice_read_in_place) {
   ASSERT_NEAR(t, 10 * (kernels + reads), 1e-12);
 }
 
-/* A select's elements cost the model's ratio of an add's: with the ratio 3, a select of 1000
- * elements is priced as an add of 3000; a model without it prices it as an add of 1000, less
- * than reading its 9000 bytes of operands (0.25 ns a byte), which it then costs. */
+/* A select with a broadcast operand (a row mask, as the halo cut's) costs the model's ratio of
+ * an add an element: with the ratio 3, 1000 elements are priced as an add of 3000; without
+ * the ratio as an add of 1000, less than reading its 8010 bytes of operands (0.25 ns a byte),
+ * which it then costs. A select of operands alike costs what an add does, ratio or not. */
 TEST(predict_prices_a_select_at_the_models_ratio) {
   loom_sched_model m = cpu_model(1e-6);
-  const char *text =
+  const char *rows =
+      "graph g(c: bool[10,1], x: f32[10,100], y: f32[10,100]) {\n"
+      "  z = select c x y\n"
+      "  return z\n"
+      "}\n";
+  const char *alike =
       "graph g(c: bool[1000], x: f32[1000], y: f32[1000]) {\n"
       "  z = select c x y\n"
       "  return z\n"
       "}\n";
-  double plain = 0, t = 0;
-  ASSERT_OK(predict_text(&m, text, &plain));
-  ASSERT_NEAR(plain, 9000 * 0.25e-9, 1e-15);
+  double plain = 0, t = 0, same = 0;
+  ASSERT_OK(predict_text(&m, rows, &plain));
+  ASSERT_NEAR(plain, 8010 * 0.25e-9, 1e-15);
   m.select_ratio = 3;
-  ASSERT_OK(predict_text(&m, text, &t));
+  ASSERT_OK(predict_text(&m, rows, &t));
   ASSERT_NEAR(t, 1e-6 + 3000 * 1e-9, 1e-15);
+  ASSERT_OK(predict_text(&m, alike, &same));
+  ASSERT_NEAR(same, 9000 * 0.25e-9, 1e-15);
 }
 
 /* A product is priced at the rate of the square GEMM of as many bytes: [1000,1000] x [1000,10]
