@@ -96,9 +96,10 @@ typedef struct loom_sched_model {
    * result of 32 MiB or more costs to fault in (the C library maps such blocks afresh on every
    * allocation) (seconds; 0: not measured). */
   double fused_element_seconds, fault_page_seconds;
-  /* What an element of a select costs against one of an add of the same shape (its operands
-   * as a halo cut's selects read them: a mask broadcast along rows); the class tables measure
-   * adds, and a select prices its elements at them times this ratio (0: not measured). */
+  /* What an element of a select costs against one of an add of the same shape, its mask
+   * broadcast along rows (as a halo cut's selects read theirs); the class tables measure adds,
+   * and a select with a broadcast operand prices its elements at them times this ratio (one of
+   * operands alike runs as fast as an add) (0: not measured). */
   double select_ratio;
   /* A loop's pieces as they run (not known: not measured). `thin_gemm`: a product [t,2048] x
    * [2048,t] by its flops, t = 8 to 256 (a thin product does not split over the threads as the

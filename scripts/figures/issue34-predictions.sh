@@ -9,6 +9,7 @@ BUILD=${BUILD:-$(git -C "$(dirname "$0")" rev-parse --show-toplevel)/build}
 # (its time / the whole time, same process) <= 2.5.
 # Builds nothing: $BUILD's loom-bench. About 2.5-3.5 minutes on an idle 2-core machine
 # (calibration about 15 s). Threads as the machine gives (OMP_NUM_THREADS unset).
+# KERNELS: a comma-separated subset of the 17 (default: every kernel), for a shorter run.
 set -u
 ROOT=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 BENCH=$BUILD/loom-bench
@@ -22,7 +23,8 @@ start=$(date +%s)
 timeout 120 "$BENCH" calibrate --devices cpu0 --reps 5 || echo "calibrate: exit $?"
 echo "   ($(( $(date +%s) - start )) s)"
 echo "== 2. loom-bench limits --repeats 2 --max-slowdown 2 (every kernel whole, at 1/8 (gemm also 1/32, 1/128) and at its searched limit)"
-timeout 220 "$BENCH" limits --repeats 2 --max-slowdown 2 | grep -v '^DEBUG' | cut -c1-175 |
+timeout 240 "$BENCH" limits --repeats 2 --max-slowdown 2 ${KERNELS:+--kernels "$KERNELS"} | grep -v '^DEBUG' |
+  cut -c1-175 |
   tee "$LOOM_CACHE_DIR/limits.txt"
 echo "== summary ($(( $(date +%s) - start )) s in all; a run cut short by its timeout counts what it printed)"
 /usr/bin/python3 - "$LOOM_CACHE_DIR/limits.txt" <<'PY'

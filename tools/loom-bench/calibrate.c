@@ -301,8 +301,9 @@ static int calibrate_stream(loom_context *ctx, const char *id, const calib_optio
 
 /* A select's element against an add's, both over f32[1024,1024] (4 MiB operands, as a halo
  * cut's pieces hold them), the select's mask bool[1024,1] broadcast along the rows as the
- * halo cut's selects read theirs: its kernel moves bytes through a per-element branch where
- * an add vectorizes (jacobi-2d's pieces spent half their time in selects, priced as adds). */
+ * halo cut's selects read theirs: so read, the select kernel runs about four times slower than
+ * an add (jacobi-2d's pieces spent half their time in selects, priced as adds); a select of
+ * operands alike runs as fast as an add, and predict.c prices it as one. */
 static const char select_lir[] =
     "graph g(m: bool[%1$lld,1], a: f32[%1$lld,1024], b: f32[%1$lld,1024]) {\n  c = select m a b\n"
     "  return c\n}\n";
