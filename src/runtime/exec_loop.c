@@ -24,9 +24,8 @@
  *   passes whole to a body that streams it is not held at all, and the body's state keeps the
  *   host tensor behind it (pass_inputs), so the inner loop writes its slices from there;
  * - a concat result the body computes into storage of its own is computed straight into its
- *   slot of the loop's result (loom__loop_result_in_place); the others are copied there; one
- *   streamed out that an inner loop computes is passed out (loom__loop_result_passed_out):
- *   never held, the inner loop streams its pieces into the caller's output (body_passes_out);
+ *   slot of the loop's result (loom__loop_result_in_place); the others are copied there, or
+ *   passed out, never held, an inner loop streaming them into the caller's output (out_bind);
  * - a dot whose result the loop sums is computed into the loop's result itself, where the
  *   backend can add a product to what is there (dot_into_sum);
  * - the other results of piece 0 are copied into the loop's results, which then accumulate:
@@ -45,9 +44,7 @@ typedef struct loop_body {
   exec_state st;
   loom_graph *tail; /* the last piece's body (loom__loop_body_for); NULL for full pieces */
   int32_t *order;   /* the body's ops in graph order, as the estimate takes them */
-  /* per body result: the piece's block of the caller's output where the body passes it out
-   * (loom__loop_result_passed_out; data NULL elsewhere), the body state's outputs */
-  loom_tensor *out;
+  loom_tensor *out; /* per result: its block of the caller's output where passed out (out_bind) */
   bool ready;
 } loop_body;
 
@@ -254,7 +251,21 @@ static bool dot_into_sum(const loop_run *lr, const exec_state *st, int32_t j) {
   return true;
 }
 
-static loom_status body_passes_out(loop_run *lr, loop_body *b);
+/* The body's results passed out (loom__loop_result_passed_out): bound, never allocated, each a
+ * block of the caller's output (out_bind) that the inner loop computing it streams into. */
+static loom_status body_passes_out(loop_run *lr, loop_body *b) {
+  exec_state *st = &b->st;
+  const loom_graph *g = st->g;
+  for (int32_t j = 0; j < lr->op->n_outputs; j++) {
+    if (!lr->passes_out[j]) continue;
+    if (!b->out && !(b->out = loom__calloc((size_t)g->n_outputs, sizeof *b->out)))
+      return loom__oom("a loop's body state");
+    b->out[j].type = g->values[g->outputs[j]].type;
+    st->bound[g->outputs[j]] = BOUND_SLOT;
+    st->outputs = b->out;
+  }
+  return LOOM_OK;
+}
 
 /* The state for body g: parameters laid out as the operands are (their strides), held through
  * the piece (the estimate counts a streamed slice so), in-place results bound. */
@@ -291,23 +302,6 @@ static loom_status body_init(loop_run *lr, loop_body *b, const loom_graph *g) {
     if (dot_into_sum(lr, st, j)) st->bound[g->outputs[j]] = BOUND_SUM_FIRST;
   }
   return body_passes_out(lr, b);
-}
-
-/* The body's results passed out (loom__loop_result_passed_out): never allocated (bound, with
- * no storage: piece_result leaves them), each a block of the caller's output that piece_bind
- * points at the piece's rows and the inner loop that computes it streams its pieces into. */
-static loom_status body_passes_out(loop_run *lr, loop_body *b) {
-  exec_state *st = &b->st;
-  const loom_graph *g = st->g;
-  for (int32_t j = 0; j < lr->op->n_outputs; j++) {
-    if (!lr->passes_out[j]) continue;
-    if (!b->out && !(b->out = loom__calloc((size_t)g->n_outputs, sizeof *b->out)))
-      return loom__oom("a loop's body state");
-    b->out[j].type = g->values[g->outputs[j]].type;
-    st->bound[g->outputs[j]] = BOUND_SLOT;
-    st->outputs = b->out;
-  }
-  return LOOM_OK;
 }
 
 static void body_deinit(loop_run *lr, loop_body *b) {
@@ -354,13 +348,33 @@ static bool window_clip(const loop_run *lr, int32_t p, int64_t lo, int64_t len, 
   return loom__loop_windowed(r) && (first < 0 || first + count > dim);
 }
 
+/* Rows [from, to) of operand p along its axis into buffer b, dense, where p is a block an outer
+ * loop passed on (B's columns) not dense in the tensor behind it: a write per last-axis run. */
+static loom_status strided_write(loop_run *lr, int32_t p, block *b, int64_t from, int64_t to) {
+  const loom__dview *ov = &lr->operands[p];
+  int32_t rank = ov->type.rank, axis = lr->l->rules[p].axis;
+  int64_t es = loom_dtype_size(ov->type.dtype), dims[LOOM_MAX_RANK], at[LOOM_MAX_RANK] = {0}, runs = 1;
+  memcpy(dims, ov->type.dims, sizeof dims);
+  dims[axis] = to - from;
+  for (int32_t d = 0; d + 1 < rank; d++) runs *= dims[d];
+  int64_t run = dims[rank - 1] * es;
+  const char *base = (const char *)lr->slots[p].from->data;
+  loom_status s = LOOM_OK;
+  lr->outer->root->queued_host |= runs * run > 0;
+  for (int64_t r = 0; !s && run > 0 && r < runs; r++) {
+    int64_t off = ov->offset + from * ov->strides[axis];
+    for (int32_t d = 0; d + 1 < rank; d++) off += at[d] * ov->strides[d];
+    s = loom__buffer_write_ahead(b->buffer, r * run, base + off * es, run);
+    for (int32_t d = rank - 2; d >= 0 && ++at[d] == dims[d]; d--) at[d] = 0; /* the next run */
+  }
+  return s;
+}
+
 /* Writes piece i's slice of operand p into its buffer (slot i % count), from the caller's
  * host tensor: ahead, beside the kernels queued so far (the buffer's last readers, piece
  * i - count, are among them). The slice is one run of that tensor's bytes: it is C-order and whole, and a
  * streamed slice's axes before the sliced one have length 1 (loom__value_streamed); a block an
  * outer loop passed on that is not dense there (B's columns) goes run by run (strided_write). */
-static loom_status strided_write(loop_run *lr, int32_t p, block *b, int64_t from, int64_t to);
-
 static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   slice_slots *sl = &lr->slots[p];
   block *b = &sl->b[i % sl->count];
@@ -370,8 +384,7 @@ static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
   bool pads = window_clip(lr, p, lo, len, &from, &to, &head);
   loom__loop_window(&lr->l->rules[p], lo, len, &first, &count);
   bool dense = dview_dense(ov);
-  if (!dense &&
-      (pads || ov->type.dtype == LOOM_Q4 || ov->type.rank == 0 || ov->strides[ov->type.rank - 1] != 1))
+  if (!dense && (pads || ov->type.dtype == LOOM_Q4)) /* never so when passed on */
     return loom__error(LOOM_ERR_INTERNAL, "parameter %d: a streamed operand that is not the caller's tensor",
                        (int)p + 1);
   loom_status s = loom__exec_block_end_access(b); /* its readers are queued: the write goes behind them */
@@ -408,30 +421,6 @@ static loom_status slice_write(loop_run *lr, int32_t p, int64_t i) {
                                    (to - from) * row);
     if (!s && pads && tail > 0)
       s = loom__buffer_write_ahead(b->buffer, at + (head + to - from) * row, lr->zeros, tail * row);
-  }
-  return s;
-}
-
-/* Rows [from, to) of operand p along its axis, written into buffer b dense, where the operand
- * is a block an outer loop passed on (loom__loop_slice_passed: a block of B's columns) and not
- * dense in the caller's tensor behind it: one write per run of its last axis. */
-static loom_status strided_write(loop_run *lr, int32_t p, block *b, int64_t from, int64_t to) {
-  const loom__dview *ov = &lr->operands[p];
-  int32_t rank = ov->type.rank, axis = lr->l->rules[p].axis;
-  int64_t es = loom_dtype_size(ov->type.dtype), dims[LOOM_MAX_RANK], at[LOOM_MAX_RANK] = {0}, runs = 1;
-  memcpy(dims, ov->type.dims, sizeof dims);
-  dims[axis] = to - from;
-  for (int32_t d = 0; d + 1 < rank; d++) runs *= dims[d];
-  int64_t run = dims[rank - 1] * es;
-  if (runs * run == 0) return LOOM_OK;
-  lr->outer->root->queued_host = true;
-  const char *base = (const char *)lr->slots[p].from->data;
-  loom_status s = LOOM_OK;
-  for (int64_t r = 0; !s && r < runs; r++) {
-    int64_t off = ov->offset + from * ov->strides[axis];
-    for (int32_t d = 0; d + 1 < rank; d++) off += at[d] * ov->strides[d];
-    s = loom__buffer_write_ahead(b->buffer, r * run, base + off * es, run);
-    for (int32_t d = rank - 2; d >= 0 && ++at[d] == dims[d]; d--) at[d] = 0; /* the next run */
   }
   return s;
 }
@@ -678,8 +667,7 @@ static loom_status piece_bind(loop_run *lr, exec_state *st, int64_t i, int64_t l
   return LOOM_OK;
 }
 
-/* Points body b's passed-out results at piece [lo, ...)'s block of the caller's output (the
- * slot is contiguous: one dense block at the piece's first row). */
+/* Points body b's passed-out results at piece [lo, ...)'s block (a dense one) of the output. */
 static void out_bind(loop_run *lr, loop_body *b, int64_t lo) {
   const exec_state *o = lr->outer;
   for (int32_t j = 0; b->out && j < lr->op->n_outputs; j++) {
@@ -700,8 +688,7 @@ static void out_bind(loop_run *lr, loop_body *b, int64_t lo) {
 static void release_streamed(loop_run *lr, exec_state *st, int64_t lo) {
   const loom_graph *g = st->g;
   for (int32_t p = 0; p < g->n_params; p++) {
-    /* a block an outer loop passed on that is not dense (B's columns): its slice is many short
-     * runs, no page of them this piece's alone, left resident */
+    /* a passed-on block that is not dense (B's columns): short runs, left resident */
     if (!lr->streamed[p] || !dview_dense(&lr->operands[p])) continue;
     const loom_loop_input *r = &lr->l->rules[p];
     const loom__dview *ov = &lr->operands[p];
@@ -834,9 +821,8 @@ static bool streams_out(const loop_run *lr, int32_t j) { /* decided once, in loo
   const exec_state *o = lr->outer;
   int32_t v = lr->op->outputs[j], k = 0;
   if (!o->outputs || !loom__value_streamed_out(o->g, v)) return false;
-  if (!o->nested) return true;
-  while (o->g->outputs[k] != v) k++;
-  return o->outputs[k].data != NULL; /* its loop passed it out (body_passes_out) */
+  while (o->nested && o->g->outputs[k] != v) k++;
+  return !o->nested || o->outputs[k].data != NULL; /* nested: its loop passed it out (out_bind) */
 }
 
 static loom_status stream_out(loop_run *lr, exec_state *st, int32_t j, int64_t lo) {
@@ -915,6 +901,30 @@ static loom_status piece_run(loop_run *lr, int64_t i) {
   return s;
 }
 
+/* A loop over k of one dot summed, on host memory, every operand read in place (no slice written
+ * in or copied), runs as one dot over the whole k (the body for a piece of n): the meter counts
+ * the same (the slices, then the sum and the dot's scratch once), and the library gets one call,
+ * not one a k-block (each wakes its threads). *next: the first piece left to run. */
+static loom_status whole_k(loop_run *lr, int64_t *next) {
+  const loom_graph *b = lr->l->body;
+  if (!lr->outer->be->host_memory || lr->trips < 2 || b->n_ops != 1 || b->n_outputs != 1 ||
+      b->ops[0].kind != LOOM_OP_DOT || b->ops[0].fused || b->outputs[0] != b->ops[0].outputs[0] ||
+      lr->l->combines[0].combine != LOOM_COMBINE_SUM)
+    return LOOM_OK;
+  for (int32_t p = 0; p < lr->op->n_inputs; p++)
+    if (loom__loop_windowed(&lr->l->rules[p]) || lr->slots[p].from || lr->slots[p].copied) return LOOM_OK;
+  loop_body *wb;
+  loom_status s = body_for(lr, lr->l->n, &wb);
+  if (!s && wb->st.bound[b->outputs[0]] < BOUND_SUM_FIRST) body_deinit(lr, wb); /* not into the sum */
+  if (s || !wb->ready) return s;
+  s = piece_bind(lr, &wb->st, 0, 0);
+  if (!s) s = loom__exec_run_ops(&wb->st, wb->order);
+  for (int64_t i = 0; !s && i < lr->trips; i++) release_streamed(lr, &wb->st, i * lr->l->piece);
+  piece_reset(&wb->st);
+  if (!s) *next = lr->trips; /* every piece done */
+  return s;
+}
+
 static loom_status loop_setup(loop_run *lr, exec_state *st, const loom__op *op) {
   memset(lr, 0, sizeof *lr);
   lr->outer = st;
@@ -976,6 +986,7 @@ loom_status loom__exec_run_loop(exec_state *st, const loom__op *op) {
   loop_run lr;
   loom_status s = loop_setup(&lr, st, op);
   int64_t i = 0;
+  if (!s) s = whole_k(&lr, &i);
   for (; !s && i < lr.trips; i++) s = piece_run(&lr, i);
   if (s && i > 0) {
     int64_t lo = (i - 1) * lr.l->piece;
