@@ -181,18 +181,18 @@ static loom_status make_plan(const limits_args *a, const loom_graph *g, int64_t 
 static loom_status time_runs(loom_context *ctx, const loom_plan *plan, const kernel_run *kr, int32_t repeats,
                              config *c) {
   for (int32_t rep = 0; rep <= repeats; rep++) {
-    loom_plan_stats stats;
+    loom_run_stats stats;
     memset(&stats, 0, sizeof stats);
     loom_tensor out[MAX_OUTPUTS];
     memset(out, 0, sizeof out);
     double t = bench_now();
-    loom_status s = loom_plan_run(ctx, plan, kr->in, kr->n_in, out, c->n_out, &stats);
+    loom_status s = loom_run(ctx, plan, NULL, kr->in, kr->n_in, out, c->n_out, &stats);
     t = bench_now() - t;
     for (int32_t i = 0; !s && i < stats.n_stages; i++)
       if (stats.stages[i].estimated_peak_bytes > c->estimated)
         c->estimated = stats.stages[i].estimated_peak_bytes;
     if (stats.peak_bytes > c->meter_peak) c->meter_peak = stats.peak_bytes;
-    loom_plan_stats_deinit(&stats);
+    loom_run_stats_deinit(&stats);
     if (s) return s;
     for (int32_t i = 0; i < c->n_out; i++) {
       if (rep == 0)
