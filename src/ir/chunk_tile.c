@@ -333,7 +333,7 @@ static int32_t tile_sizes(int64_t n, int64_t *ps, int32_t max) {
   return c;
 }
 
-enum { MAX_SIZES = 24, MIN_TILE_PIECES = 256 };
+enum { MAX_SIZES = 24, MIN_TILE_PIECES = 128 };
 
 /* g k-tiled at (ti, tj, kb) where it fits the limit (else NULL), with its time. */
 static loom_status k_candidate(const loom_graph *g, int32_t o, int32_t j, int64_t ti, int64_t tj, int64_t kb,
@@ -404,8 +404,9 @@ static loom_status k_tiles(loom_graph **g, int64_t limit, char *what, size_t wha
     if (!l) continue;
     for (int32_t j = 0; !s && j < l->body->n_ops; j++) {
       const loom__loop *in = l->body->ops[j].loop;
-      /* a few pieces (an eighth of gemm's need: 68) cost little more than one GEMM: left as
-       * they are */
+      /* a few pieces (an eighth of gemm's need: 52) cost little more than one GEMM: left as
+       * they are; from 128 (a 32nd: 221 tiles of 158 x 123 -> 48 of 86 x 1024, whose k loops
+       * run as one dot on cpu0) the k-blocked tiles are tried */
       if (!in || !concat_loop(l) || !concat_loop(in) || tile_dot(in->body) < 0 ||
           loom__loop_trips(l) * loom__loop_trips(in) < MIN_TILE_PIECES)
         continue;
