@@ -91,6 +91,7 @@ loom_status loom_sched_platform_default(const loom_device_info *info, loom_sched
 typedef struct pricer {
   const loom_sched_model *m;
   double read, write;
+  bool blocks; /* a CPU: its fused bodies run in blocks along their last axis (fused_blocks) */
 } pricer;
 
 static double last_rate(const loom_sched_class_model *c) {
@@ -99,8 +100,10 @@ static double last_rate(const loom_sched_class_model *c) {
   return n ? c->point_seconds[n - 1] / c->point_size[n - 1] : c->seconds_per_unit;
 }
 
-static pricer pricer_of(const loom_sched_model *m) {
+static pricer pricer_of(const loom_sched_device *d) {
+  const loom_sched_model *m = &d->model;
   pricer p = {.m = m, .read = last_rate(&m->cls[LOOM_OP_CLASS_REDUCTION]) / 4};
+  p.blocks = strcmp(d->kind, "cpu") == 0;
   p.write = (last_rate(&m->cls[LOOM_OP_CLASS_ELEMENTWISE]) - 8 * p.read) / 4;
   if (!(p.write > p.read)) p.write = p.read; /* a write costs at least a read */
   return p;
@@ -157,25 +160,27 @@ static loom_status body_seconds(const pricer *p, const loom_graph *body, double 
 }
 
 /* The kernels of body that read parameter k's slice in place (through views of it), given
- * strided, the body's layouts over the operand's strides. */
-static int32_t in_place_readers(const loom_graph *body, int32_t id, const loom__layout *strided) {
-  int32_t readers = 0;
+ * strided, the body's layouts over the operand's strides: readers[0] all, readers[1] those
+ * that are not products (a product's BLAS call walks the rows itself). */
+static void in_place_readers(const loom_graph *body, int32_t id, const loom__layout *strided,
+                             int32_t *readers) {
   for (int32_t o = 0; o < body->n_ops; o++) {
     const loom__op *op = &body->ops[o];
     bool view = op->n_outputs > 0 && strided[op->outputs[0]].base == id;
     for (int32_t i = 0; !view && i < op->n_inputs; i++)
       if (strided[op->inputs[i]].base == id) {
-        readers++;
+        readers[0]++;
+        readers[1] += op->kind != LOOM_OP_DOT;
         break;
       }
   }
-  return readers;
 }
 
 /* Whether the executor copies body parameter k's slice, not dense in operand type t, into a
  * buffer of its own (exec_loop.c's slice_copied): where the body, laid out over the operand's
  * strides, would lay its values out otherwise than over a dense slice (a reshape of it would
- * copy) or passes a view of it to an inner loop. Otherwise *readers kernels read it in place. */
+ * copy) or passes a view of it to an inner loop. Otherwise readers[0] kernels read it in place,
+ * readers[1] of them not products (in_place_readers). */
 static bool slice_copied(const loom_graph *body, int32_t k, const loom_type *t, int32_t *readers) {
   int32_t id = body->params[k];
   loom__layout in_place = {.base = id, .owns = true};
@@ -191,12 +196,33 @@ static bool slice_copied(const loom_graph *body, int32_t k, const loom_type *t, 
       for (int32_t o = 0; o < body->n_ops && !copied; o++)
         for (int32_t i = 0; body->ops[o].loop && i < body->ops[o].n_inputs; i++)
           copied |= strided[body->ops[o].inputs[i]].base == id;
-      if (!copied) *readers = in_place_readers(body, id, strided);
+      if (!copied) in_place_readers(body, id, strided, readers);
     }
   }
   loom__free(dense);
   loom__free(strided);
   return copied;
+}
+
+/* The calibrated row gathered (calibrate's f32[2048,2048], 16 MiB) stays in the last-level
+ * cache here. The rows of an operand of more than ROW_CACHED_BYTES come from memory, each on a
+ * page of its own where the prefetcher starts afresh: their lines cost ROW_MEMORY_PASSES more
+ * reads each at the rate from beyond the cache. Columns of gemver's f32[4096,4096] (64 MiB) in
+ * pieces of 23 to 482 read in place (a mul and a sum, one thread) took 34, 20, 31, 110 and
+ * 255 ns a row more than rows of as many bytes (priced with the row and its lines: 50, 56, 91,
+ * 147, 250); priced at the calibrated row alone, gemver at 1/8 came out 0.37-0.55 of its
+ * measured time. A product read
+ * in place does not pay it (OpenBLAS's gemv prefetches the rows: bicg's column blocks of A at
+ * 1/8 ran faster than whole). */
+#define ROW_CACHED_BYTES (32.0 * 1024 * 1024)
+#define ROW_MEMORY_PASSES 2.0
+
+/* The seconds the `lines` whole cache lines of a row of operand type t cost beyond their
+ * bytes' reads where they come from memory (ROW_CACHED_BYTES), 0 where they stay cached. */
+static double row_from_memory(const pricer *p, const loom_type *t, double lines) {
+  int64_t n = 0;
+  double bytes = loom_type_elements(t, &n) ? 0 : (double)n * (double)loom_dtype_size(t->dtype);
+  return bytes > ROW_CACHED_BYTES ? ROW_MEMORY_PASSES * lines * 64 * p->read : 0;
 }
 
 /* The seconds a piece spends on operand k of loop `index` where its slice is not dense (the
@@ -220,10 +246,11 @@ static double gather_seconds(const pricer *p, const loom_graph *g, int32_t index
   for (int32_t d = rule.axis; d < piece->rank; d++) run *= (double)piece->dims[d];
   if (outer <= 1) return 0;
   double lines = ceil(run / 64) + 1;
-  int32_t readers = 0;
-  if (!slice_copied(body, k, t, &readers))
-    return readers * outer * (p->m->gather_row_seconds + (lines * 64 - run) * p->read);
-  return outer * (p->m->gather_row_seconds + lines * 64 * p->read + run * p->write);
+  int32_t readers[2] = {0, 0};
+  double row = p->m->gather_row_seconds, memory = row_from_memory(p, t, lines);
+  if (!slice_copied(body, k, t, readers))
+    return outer * (readers[0] * (row + (lines * 64 - run) * p->read) + readers[1] * memory);
+  return outer * (row + memory + lines * 64 * p->read + run * p->write);
 }
 
 /* The seconds of one piece of loop `index` at `scale` of a full piece: its body's ops, its
@@ -337,14 +364,83 @@ static double read_bytes(const loom_graph *g, int32_t index) {
   return read;
 }
 
+/* The CPU's fused evaluator runs each body op over blocks of up to FUSED_BLOCK elements along
+ * the iteration space's last axis (cpu_fused_plan.h's FB), and a block of an op costs about
+ * FUSED_BLOCK_ELEMENTS elements beyond its own (its leaves packed, the op dispatched, the
+ * result stored): gemver's fused body (mul add mul add, with [n,1] and [1,m] operands) took
+ * 72 ns a row more over f32[262144,11] than over f32[2816,1024] (one thread; the model's
+ * element 0.17 ns: 4 ops x 100 elements, 69 ns), and gemver's 373 pieces of [4096,11] ran 2x
+ * slower fused than unfused. */
+enum { FUSED_BLOCK = 1024, FUSED_BLOCK_ELEMENTS = 100 };
+
+/* Whether every operand of fused op `index` (right-aligned against its iteration space s)
+ * walks s's axes from `axis` on as one: its dims there all s's (dense across them) or all 1
+ * (broadcast over them). */
+static bool walk_as_one(const loom_graph *g, int32_t index, const loom_type *s, int32_t axis) {
+  for (int32_t k = 0;; k++) {
+    const loom_type *t = loom_value_type(g, loom_graph_op_input(g, index, k));
+    if (!t) return true;
+    bool all_same = true, all_one = true;
+    for (int32_t d = axis; d < s->rank; d++) {
+      int32_t at = d - (s->rank - t->rank);
+      int64_t n = at >= 0 ? t->dims[at] : 1;
+      all_same &= n == s->dims[d];
+      all_one &= n == 1;
+    }
+    if (!all_same && !all_one) return false;
+  }
+}
+
+/* The elements of a block row of fused op `index`: the last axis of its iteration space (its
+ * largest operand or result, a reduction's input), and, for an elementwise body (`merge`), the
+ * axes before it as long as every operand walks them as one (the CPU plan's merge_rows: a body
+ * of operands alike runs in blocks of 1024 whatever its shape; one with a [n,1] column does
+ * not). A strided slice read in place does not merge either; its type does not say so. */
+static double fused_row(const loom_graph *g, int32_t index, bool merge) {
+  const loom_type *s = NULL;
+  double most = -1;
+  for (int32_t k = -1;; k++) {
+    loom_value v = k < 0 ? loom_graph_op_output(g, index, 0) : loom_graph_op_input(g, index, k);
+    const loom_type *t = loom_value_type(g, v);
+    int64_t n = 0;
+    if (v.id < 0 || !t) break;
+    if (t->rank > 0 && !loom_type_elements(t, &n) && (double)n > most) {
+      most = (double)n;
+      s = t;
+    }
+  }
+  if (!s) return 0;
+  int32_t axis = s->rank - 1;
+  while (merge && axis > 0 && walk_as_one(g, index, s, axis - 1)) axis--;
+  double m = 1;
+  for (int32_t d = axis; d < s->rank; d++) m *= (double)s->dims[d];
+  return m;
+}
+
+/* The element-ops fused op `index`'s blocks add to its `elements`, beyond those the model's
+ * element holds (it was measured in blocks of FUSED_BLOCK): in rows of m elements (fused_row),
+ * each element costs FUSED_BLOCK_ELEMENTS / m of an element more (a block of 1,024 none). */
+static double fused_blocks(const loom_graph *g, int32_t index, double elements, bool merge) {
+  double m = fused_row(g, index, merge);
+  if (!(m > 0)) return 0;
+  double per = FUSED_BLOCK_ELEMENTS * (ceil(m / FUSED_BLOCK) / m - 1.0 / FUSED_BLOCK);
+  return per > 0 ? elements * per : 0;
+}
+
 /* The seconds of fused op `index` (its body's work in *task, at `scale`): one pass over its
  * operands (read_bytes) and results at the memory rates, its elementwise ops at the model's
- * cost of an element in a fused body (the evaluator's, measured apart from the pass), any other
- * work (a product it ends, a reduction) by the class tables. Priced as separate kernels, a
- * chain of adds cost a pass each where it makes one. */
+ * cost of an element in a fused body (the evaluator's, measured apart from the pass; on a CPU
+ * with its blocks, fused_blocks), any other work (a product it ends, a reduction) by the class
+ * tables. Priced as separate kernels, a chain of adds cost a pass each where it makes one. */
 static double fused_seconds(const pricer *p, const loom_graph *g, int32_t index, loom_sched_task *task,
                             double scale) {
   double elements = task->size[LOOM_OP_CLASS_ELEMENTWISE];
+  if (p->blocks) {
+    bool merge = true; /* an elementwise body: no reduction, product or other class */
+    for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++)
+      merge &= c == LOOM_OP_CLASS_ELEMENTWISE || !(task->size[c] > 0);
+    elements += fused_blocks(g, index, elements, merge);
+  }
   task->size[LOOM_OP_CLASS_ELEMENTWISE] = 0;
   double operands = 0;
   for (int32_t k = 0;; k++) {
@@ -422,23 +518,23 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   return LOOM_OK;
 }
 
-/* The seconds of ops[0..n) of g on a device of model m, one after the other. */
-static loom_status ops_seconds(const loom_graph *g, const int32_t *ops, int32_t n, const loom_sched_model *m,
+/* The seconds of ops[0..n) of g on device d (its model), one after the other. */
+static loom_status ops_seconds(const loom_graph *g, const int32_t *ops, int32_t n, const loom_sched_device *d,
                                double *t) {
-  pricer p = pricer_of(m);
+  pricer p = pricer_of(d);
   loom_status s = LOOM_OK;
   for (int32_t i = 0; !s && i < n; i++) s = op_seconds(&p, g, ops[i], 1, t);
   return s;
 }
 
-/* The model of device `id` of the platform; NULL (and an error) when it has none. */
-static const loom_sched_model *model_of(const loom_sched_platform *platform, const char *id) {
+/* Device `id` of the platform; NULL (and an error) when it has none. */
+static const loom_sched_device *device_of(const loom_sched_platform *platform, const char *id) {
   int32_t d = id ? loom_sched_platform_find(platform, id) : -1;
   if (d < 0) {
     loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: the platform has no device '%s'", id ? id : "(none)");
     return NULL;
   }
-  return &loom_sched_platform_device(platform, d)->model;
+  return loom_sched_platform_device(platform, d);
 }
 
 /* A time the model cannot give (a class it does not know) is an error naming the device. */
@@ -459,9 +555,9 @@ loom_status loom_plan_predict(const loom_sched_platform *platform, const loom_pl
   loom_status s = LOOM_OK;
   for (int32_t i = 0; !s && i < loom_plan_stage_count(plan); i++) {
     loom_stage_info st;
-    const loom_sched_model *m = NULL;
+    const loom_sched_device *m = NULL;
     s = loom_plan_stage(plan, i, &st);
-    if (!s && !(m = model_of(platform, st.device))) s = LOOM_ERR_INVALID_ARGUMENT;
+    if (!s && !(m = device_of(platform, st.device))) s = LOOM_ERR_INVALID_ARGUMENT;
     if (!s) s = ops_seconds(loom_plan_graph(plan), st.ops, st.n_ops, m, &t);
     if (!s) s = check_finite(t, st.device);
   }
@@ -474,7 +570,7 @@ loom_status loom_graph_predict(const loom_sched_platform *platform, const char *
   if (out_seconds) *out_seconds = 0;
   if (!platform || !device || !graph || !out_seconds)
     return loom__error(LOOM_ERR_INVALID_ARGUMENT, "prediction: NULL argument");
-  const loom_sched_model *m = model_of(platform, device);
+  const loom_sched_device *m = device_of(platform, device);
   if (!m) return LOOM_ERR_INVALID_ARGUMENT;
   int32_t n = loom_graph_op_count(graph);
   int32_t *ops = loom__malloc(sizeof *ops * (size_t)(n > 0 ? n : 1));

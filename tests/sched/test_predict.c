@@ -20,18 +20,23 @@ static loom_sched_model cpu_model(double latency) {
   return m;
 }
 
-/* cpu0 on the host node, of model m. */
-static loom_sched_platform *platform_of(const loom_sched_model *m) {
+/* Device cpu0 of `kind` on the host node, of model m. */
+static loom_sched_platform *platform_of_kind(const loom_sched_model *m, const char *kind) {
   loom_sched_device d;
   memset(&d, 0, sizeof d);
   snprintf(d.id, sizeof d.id, "cpu0");
-  snprintf(d.kind, sizeof d.kind, "cpu");
+  snprintf(d.kind, sizeof d.kind, "%s", kind);
   d.memory = 1ll << 40;
   d.model = *m;
   const char *nodes[] = {"host"};
   loom_sched_platform *p = NULL;
   if (loom_sched_platform_create(nodes, 1, &d, 1, NULL, 0, &p)) return NULL;
   return p;
+}
+
+/* cpu0, a CPU on the host node, of model m. */
+static loom_sched_platform *platform_of(const loom_sched_model *m) {
+  return platform_of_kind(m, "cpu");
 }
 
 static loom_sched_platform *cpu_platform(double latency) {
@@ -359,6 +364,47 @@ TEST(predict_prices_a_strided_slice_read_in_place) {
   ASSERT_NEAR(t, 10 * (kernels + reads), 1e-12);
 }
 
+/* The rows of an operand of more than 32 MiB come from memory: each row an elementwise kernel
+ * reads in place costs its 8 whole lines (around its 400 bytes) twice more at the read rate
+ * beside the model's row, where those of an operand of 32 MiB or less (8192 x 1000) do not. */
+static double strided_exp(const loom_sched_model *m, int64_t cols) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "graph g(x: f32[8192,%lld]) {\n  y = loop n=%lld piece=100 {\n    in xs = x axis=1\n"
+           "    e = exp xs\n    out e concat axis=1\n  }\n  return y\n}\n",
+           (long long)cols, (long long)cols);
+  double t = -1;
+  return predict_text(m, text, &t) ? -1 : t;
+}
+
+/* The same columns read by a product (x's column block times v's piece, summed): OpenBLAS's
+ * gemv walks the rows itself, so 11 pieces from memory cost what 11 cached ones would. */
+static double strided_dot(const loom_sched_model *m, int64_t cols) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "graph g(x: f32[8192,%lld], v: f32[%lld]) {\n  y = loop n=%lld piece=100 {\n"
+           "    in xs = x axis=1\n    in vs = v axis=0\n    d = dot xs vs\n    out d sum\n  }\n"
+           "  return y\n}\n",
+           (long long)cols, (long long)cols, (long long)cols);
+  loom_sched_model with_gemm = *m;
+  with_gemm.cls[LOOM_OP_CLASS_GEMM] = (loom_sched_class_model){.known = true, .seconds_per_unit = 1e-15};
+  double t = -1;
+  return predict_text(&with_gemm, text, &t) ? -1 : t;
+}
+
+TEST(predict_prices_rows_from_memory) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.gather_row_seconds = 5e-8;
+  double cached = strided_exp(&m, 1000), memory = strided_exp(&m, 1100);
+  ASSERT_TRUE(cached > 0 && memory > 0);
+  double kernel = 1e-6 + 819200 * 1e-9, row = 5e-8 + (8 * 64 - 400) * 0.25e-9;
+  ASSERT_NEAR(cached, 10 * (kernel + 8192 * row), 1e-12);
+  ASSERT_NEAR(memory, 11 * (kernel + 8192 * (row + 2 * 8 * 64 * 0.25e-9)), 1e-12);
+  double dot_cached = strided_dot(&m, 1000), dot_memory = strided_dot(&m, 1100);
+  ASSERT_TRUE(dot_cached > 0 && dot_memory > 0);
+  ASSERT_NEAR(dot_memory / 11, dot_cached / 10, 1e-12);
+}
+
 /* A select with a broadcast operand (a row mask, as the halo cut's) costs the model's ratio of
  * an add an element: with the ratio 3, 1000 elements are priced as an add of 3000; without
  * the ratio as an add of 1000, less than reading its 8010 bytes of operands (0.25 ns a byte),
@@ -468,7 +514,48 @@ TEST(predict_prices_a_fused_body_as_one_pass) {
       "}\n";
   double t = 0;
   ASSERT_OK(predict_text(&m, text, &t));
-  ASSERT_NEAR(t, 1e-6 + 4000 * 1e-9 + 12000 * 0.25e-9, 1e-15);
+  /* its blocks of 1000 (predict_prices_the_blocks_of_a_fused_body) */
+  double blocks = 4000 * 1e-9 * 100 * (1.0 / 1000 - 1.0 / 1024);
+  ASSERT_NEAR(t, 1e-6 + 4000 * 1e-9 + 12000 * 0.25e-9 + blocks, 1e-15);
+}
+
+/* The predicted time of a fused body of 4 adds of b to a (of shapes `sa` and `sb`) on cpu0 of
+ * `kind` and model m; -1 where it fails. */
+static double fused_adds(const loom_sched_model *m, const char *kind, const char *sa, const char *sb) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "graph g(a: f32%s, b: f32%s) {\n  w = fused {\n    in x = a\n    in y = b\n"
+           "    s1 = add x y\n    s2 = add s1 y\n    s3 = add s2 y\n    s4 = add s3 y\n    out s4\n"
+           "  }\n  return w\n}\n",
+           sa, sb);
+  loom_sched_platform *pf = platform_of_kind(m, kind);
+  loom_graph *g = parse(text);
+  double t = -1;
+  if (!pf || !g || loom_graph_predict(pf, "cpu0", g, &t)) t = -1;
+  loom_graph_destroy(g);
+  loom_sched_platform_destroy(pf);
+  return t;
+}
+
+/* A CPU runs a fused body in blocks of up to 1024 elements along its rows, a block of an op
+ * costing 100 elements more. Its 16,000 element-ops over f32[400,10] plus a column [400,1]
+ * run in rows of 10: 100 x (1/10 - 1/1024) of an element more each. Plus an operand alike, the
+ * rows merge into one of 4000 (blocks of 1024 and one of 928): 100 x (4/4000 - 1/1024) more;
+ * f32[2,2048] makes 4 full blocks: nothing more. A device that is not a CPU has no blocks. */
+TEST(predict_prices_the_blocks_of_a_fused_body) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.fused_element_seconds = 1e-9;
+  double narrow = fused_adds(&m, "cpu", "[400,10]", "[400,1]");
+  double gpu = fused_adds(&m, "cuda", "[400,10]", "[400,1]");
+  double alike = fused_adds(&m, "cpu", "[400,10]", "[400,10]");
+  double whole = fused_adds(&m, "cpu", "[2,2048]", "[2,2048]");
+  ASSERT_TRUE(narrow > 0 && gpu > 0 && alike > 0 && whole > 0);
+  double column = 1e-6 + 16000 * 1e-9 + (16000 + 1600 + 16000) * 0.25e-9;
+  ASSERT_NEAR(narrow, column + 16000 * 1e-9 * 100 * (1.0 / 10 - 1.0 / 1024), 1e-15);
+  ASSERT_NEAR(gpu, column, 1e-15);
+  double pass = 1e-6 + 16000 * 1e-9 + 12 * 4000 * 0.25e-9;
+  ASSERT_NEAR(alike, pass + 16000 * 1e-9 * 100 * (4.0 / 4000 - 1.0 / 1024), 1e-15);
+  ASSERT_NEAR(whole, 1e-6 + 4 * 4096 * 1e-9 + 12 * 4096 * 0.25e-9, 1e-15);
 }
 
 /* Three shifted slices of one array (a stencil's step) read its 4008 bytes once, not 12,000:
@@ -493,7 +580,8 @@ TEST(predict_prices_slices_of_one_array_as_one_read) {
       "}\n";
   double t = 0;
   ASSERT_OK(predict_text(&m, text, &t));
-  ASSERT_NEAR(t, 1e-6 + 2000 * 1e-9 + (4008 + 4000) * 0.25e-9, 1e-15);
+  double blocks = 2000 * 1e-9 * 100 * (1.0 / 1000 - 1.0 / 1024);
+  ASSERT_NEAR(t, 1e-6 + 2000 * 1e-9 + (4008 + 4000) * 0.25e-9 + blocks, 1e-15);
 }
 
 /* A result of 32 MiB or more is faulted in page by page: 16,384 pages of a 64 MiB sum. */
