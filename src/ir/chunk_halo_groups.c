@@ -346,6 +346,15 @@ loom_status loom__chunk_halo_groups(const loom_graph *g, const loom_optimize_opt
                                     int32_t slices, loom_graph **out, char *detail, size_t detail_size) {
   *out = NULL;
   if (g->n_outputs < 1 || g->n_ops < 2) return LOOM_ERR_UNSUPPORTED;
+  /* A group is a loop: it returns at most LOOM_LOOP_MAX_RESULTS grids, and the chain carries
+   * the graph's inputs beside them (found by fuzzing: 17 results overran the arrays). */
+  if (g->n_outputs > LOOM_LOOP_MAX_RESULTS || g->n_params > LOOM_LOOP_MAX_RESULTS + 64) {
+    snprintf(detail, detail_size,
+             "no groups of steps: %d results and %d inputs, where a group returns at most %d "
+             "results and reads at most %d inputs",
+             (int)g->n_outputs, (int)g->n_params, LOOM_LOOP_MAX_RESULTS, LOOM_LOOP_MAX_RESULTS + 64);
+    return LOOM_ERR_UNSUPPORTED;
+  }
   loom_graph *ordered = NULL;
   loom_status s = step_order(g, &ordered);
   if (!s) s = groups(ordered, opts, limit, slices, out, detail, detail_size);
