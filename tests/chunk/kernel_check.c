@@ -140,3 +140,13 @@ void kernel_check_at(loom_graph *g, const char *label, int64_t need, int64_t lim
   loom_graph_destroy(c);
   loom_graph_destroy(g);
 }
+
+bool kernel_have_ocl0(void) {
+  loom_context *ctx = NULL;
+  const loom__exec_device *dev = NULL;
+  bool ok =
+      loom_context_create(NULL, &ctx) == LOOM_OK && loom__context_exec_device(ctx, "ocl0", &dev) == LOOM_OK;
+  loom_context_destroy(ctx);
+  if (!ok) loom_test_skip("no ocl0 (OpenCL) device");
+  return ok;
+}

@@ -21,5 +21,7 @@ int64_t kernel_whole_need(const loom_graph *g);
  * 1/8"). A failure fails the running test. */
 void kernel_check_at(loom_graph *g, const char *label, int64_t need, int64_t limit,
                      const loom_optimize_options *o, const char *cut);
+/* Whether this machine has ocl0 (PoCL in CI); when not, marks the running test skipped. */
+bool kernel_have_ocl0(void);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "harness.h"
 #include "ir/ir.h"
+#include "kernel_check.h"
 #include "loom/memory.h"
 #include "runtime/exec.h"
 
@@ -135,25 +136,14 @@ static void check_on(const char *id, bool in_buffer) {
   loom_graph_destroy(g);
 }
 
-/* Whether this machine has ocl0 (PoCL in CI); skips the test when not. */
-static bool have_ocl0(void) {
-  loom_context *ctx = NULL;
-  const loom__exec_device *dev = NULL;
-  bool ok =
-      loom_context_create(NULL, &ctx) == LOOM_OK && loom__context_exec_device(ctx, "ocl0", &dev) == LOOM_OK;
-  loom_context_destroy(ctx);
-  if (!ok) loom_test_skip("no ocl0 (OpenCL) device");
-  return ok;
-}
-
 TEST(chunk_column_slices_nested_on_cpu0) {
   check_on("cpu0", false);
 }
 
 TEST(chunk_column_slices_nested_on_ocl0) {
-  if (have_ocl0()) check_on("ocl0", false);
+  if (kernel_have_ocl0()) check_on("ocl0", false);
 }
 
 TEST(chunk_column_slices_nested_on_ocl0_from_its_buffer) {
-  if (have_ocl0()) check_on("ocl0", true);
+  if (kernel_have_ocl0()) check_on("ocl0", true);
 }

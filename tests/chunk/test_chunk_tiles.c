@@ -116,23 +116,12 @@ TEST(chunk_gemm_tiles_pass_on_columns_and_rows) {
   check_at("gemm_deep_k", 128, "k in blocks of");
 }
 
-/* Whether this machine has ocl0 (PoCL in CI); skips the test when not. */
-static bool have_ocl0(void) {
-  loom_context *ctx = NULL;
-  const loom__exec_device *dev = NULL;
-  bool ok =
-      loom_context_create(NULL, &ctx) == LOOM_OK && loom__context_exec_device(ctx, "ocl0", &dev) == LOOM_OK;
-  loom_context_destroy(ctx);
-  if (!ok) loom_test_skip("no ocl0 (OpenCL) device");
-  return ok;
-}
-
 /* The same plan on ocl0, its inputs host tensors: B's k-blocks are written in from the
  * caller's tensor row by row (the passed block is not one run of it), and each tile is read
  * out into its place in the caller's output. Measured peak = estimate, results = cpu0's whole
  * run within f32 tolerance (k summed in another order). */
 TEST(chunk_gemm_tiles_passed_on_ocl0) {
-  if (!have_ocl0()) return;
+  if (!kernel_have_ocl0()) return;
   int64_t limit = 0;
   loom_graph *c = deep_plan(&limit), *g = kernel_load("gemm_deep_k");
   ASSERT_TRUE(c && g);
