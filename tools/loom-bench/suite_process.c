@@ -1,9 +1,11 @@
 /* loom-bench suite --processes N: each pass over the cases in a process of its own.
  *
  * Why: a case's speed can be a property of the process that runs it, not only of the moment.
- * On the idle Zen 5 machine cpu0's fft of 2^14 points ran at 30 us in some processes and 45 us
- * in others for the whole process (FFTW called directly alike), and PoCL's pthread devices
- * moved Loom's time over its library's up to 2x from one process to the next. All of a
+ * On this project's idle machine (Zen 4, 2 cores) cpu0's fft of 2^14 points ran at 30 us in
+ * some processes and 45 us in others for the whole process (FFTW called directly alike: a
+ * spinning OpenMP worker sharing its CPU, which the children's passive wait policy removes),
+ * and PoCL's pthread devices moved Loom's time over its library's up to 2x from one process to
+ * the next. All of a
  * report's runs from one process then share that process's luck: its MAD is small, and two
  * back-to-back reports differ by more than either's spread. Runs from several processes carry
  * the spread between processes, and each case keeps how many runs each process added, so that
