@@ -257,14 +257,22 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
   }
   /* The largest outer piece leaves the inner loop the least room: a dot's inner pieces of 2
    * along k run at a fraction of the speed. Shorter outer pieces are tried too, and the one of
-   * least predicted time wins (near-square tiles: few pieces, none memory-bound). */
-  int64_t best_c = fits;
+   * least predicted time wins (near-square tiles: few pieces, none memory-bound). Each is an
+   * even split of the extent, so no last piece is needlessly short, and the trip counts grow
+   * by a quarter at a time: a GEMM tile of 512 rows ran 1.5x faster than one of 63, and one of
+   * 510 (four pieces and a fifth of 8 rows) would not be tried as such. The search stops past
+   * the valley, where a candidate takes four times the best. */
+  int64_t best_c = fits, prev_c = fits;
   double best_time = loom__chunk_predicted_time(best);
-  for (int64_t c = fits / 2; c >= lo && s == LOOM_OK; c /= 2) {
+  for (int64_t t = (r->extent + fits - 1) / fits; s == LOOM_OK; t += LOOM_MAX(1, t / 4)) {
+    int64_t c = (r->extent + t - 1) / t;
+    if (c < lo) break;
+    if (c == prev_c) continue;
+    prev_c = c;
     loom_graph *g = NULL;
-    loom_status t = nested_try(r, c, cs->limit, &g, detail, sizeof detail);
-    if (t == LOOM_ERR_UNSUPPORTED || t == LOOM_ERR_OUT_OF_MEMORY) break;
-    if ((s = t)) break;
+    loom_status u = nested_try(r, c, cs->limit, &g, detail, sizeof detail);
+    if (u == LOOM_ERR_UNSUPPORTED || u == LOOM_ERR_OUT_OF_MEMORY) break;
+    if ((s = u)) break;
     double time = loom__chunk_predicted_time(g);
     if (time < best_time) {
       loom_graph_destroy(best);
@@ -275,7 +283,7 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
     } else {
       loom_graph_destroy(g);
     }
-    if (c == lo) break;
+    if (time > 4 * best_time || c == lo) break;
   }
   if (s) {
     loom_graph_destroy(best);

@@ -11,8 +11,11 @@
  * candidate of least predicted time is kept: near-square tiles, fewer pieces.
  *
  * The predicted time is a roofline per op, summed over the pieces each loop runs: a dot takes
- * the longer of its flops at a GEMM rate and its operands' and result's bytes at a memory rate,
- * other ops their bytes at that rate, and each piece a fixed cost. The rates are nominal (the
+ * the longer of its flops at a GEMM rate plus its operands' bytes at a memory rate (a blocked
+ * GEMM packs both operands on every call, so a slab of 63 rows repacks the wide operand 33
+ * times where one of 512 does so 4 times: syrk at 1/8 of its need ran 1.5x slower in the
+ * first), and its operands' and result's bytes at that rate; other ops their bytes at that
+ * rate, and each piece a fixed cost. The rates are nominal (the
  * choice depends on their ratio to the per-piece cost, not on the machine's figures): it orders
  * candidates, it does not predict a run (loom_plan_predict does that, with the calibrated model).
  */
@@ -68,7 +71,10 @@ static double op_time(const loom_graph *g, int32_t o) {
   for (int32_t i = 0; i < op->n_inputs; i++) bytes += value_bytes(g, op->inputs[i]);
   for (int32_t k = 0; k < op->n_outputs; k++) bytes += value_bytes(g, op->outputs[k]);
   double t = bytes / MEMORY_RATE;
-  if (op->kind == LOOM_OP_DOT) t = LOOM_MAX(t, dot_time(g, op));
+  if (op->kind == LOOM_OP_DOT) {
+    double packed = value_bytes(g, op->inputs[0]) + value_bytes(g, op->inputs[1]);
+    t = LOOM_MAX(t, dot_time(g, op) + packed / MEMORY_RATE);
+  }
   return t;
 }
 
