@@ -96,6 +96,11 @@ typedef struct loom_sched_model {
    * result of 32 MiB or more costs to fault in (the C library maps such blocks afresh on every
    * allocation) (seconds; 0: not measured). */
   double fused_element_seconds, fault_page_seconds;
+  /* What an elementwise op's element costs in a small fused body (a loop piece's: its threads
+   * do not pay off below some 300,000 element-ops, so it runs at about one thread's rate),
+   * measured as fused_element_seconds is, in pieces of 8,192 elements (seconds; 0: not
+   * measured, fused_element_seconds then prices every body). */
+  double fused_small_element_seconds;
   /* What an element of a select costs against one of an add of the same shape, its mask
    * broadcast along rows (as a halo cut's selects read theirs); the class tables measure adds,
    * and a select with a broadcast operand prices its elements at them times this ratio (one of

@@ -223,6 +223,8 @@ loom_status loom_sched_model_save(const loom_sched_model *model, const char *nam
     loom__json_key(&j, "fused");
     loom__json_begin_object(&j);
     loom__json_kv_double(&j, "element_seconds", model->fused_element_seconds);
+    if (model->fused_small_element_seconds > 0)
+      loom__json_kv_double(&j, "small_element_seconds", model->fused_small_element_seconds);
     loom__json_kv_double(&j, "fault_page_seconds", model->fault_page_seconds);
     loom__json_end_object(&j);
   }
@@ -309,9 +311,14 @@ loom_status loom_sched_model_load(const char *name, const char *driver, loom_sch
   if (!s && fused) {
     out->fused_element_seconds = loom__jr_number(fused, "element_seconds", -1);
     out->fault_page_seconds = loom__jr_number(fused, "fault_page_seconds", 0);
-    if (!(out->fused_element_seconds >= 0) || !(out->fault_page_seconds >= 0))
-      s = loom__error(LOOM_ERR_INVALID_ARGUMENT,
-                      "%s: fused: \"element_seconds\" and \"fault_page_seconds\" must be numbers >= 0", path);
+    out->fused_small_element_seconds = loom__jr_number(fused, "small_element_seconds", 0);
+    if (!(out->fused_element_seconds >= 0) || !(out->fault_page_seconds >= 0) ||
+        !(out->fused_small_element_seconds >= 0))
+      s = loom__error(
+          LOOM_ERR_INVALID_ARGUMENT,
+          "%s: fused: \"element_seconds\", \"small_element_seconds\" and \"fault_page_seconds\" must "
+          "be numbers >= 0",
+          path);
   }
   const loom__jr_value *ops = loom__jr_get(&doc, "ops");
   if (!s && ops) {
@@ -435,6 +442,9 @@ void loom_sched_model_print(const loom_sched_model *model, int indent, FILE *str
             "%*s%-12s %.3g s an element of an elementwise op in a fused body, %.3g s a page of a new "
             "result of 32 MiB or more\n",
             indent, "", "fused", model->fused_element_seconds, model->fault_page_seconds);
+  if (model && model->fused_small_element_seconds > 0)
+    fprintf(stream, "%*s%-12s %.3g s an element of an elementwise op in a small fused body (a piece's)\n",
+            indent, "", "fused small", model->fused_small_element_seconds);
   if (model && model->select_ratio > 0)
     fprintf(stream, "%*s%-12s %.3g x an add's time an element\n", indent, "", "select", model->select_ratio);
   const loom_sched_class_model *pieces[2] = {model ? &model->thin_gemm : NULL, model ? &model->stream : NULL};

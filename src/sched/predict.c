@@ -8,10 +8,11 @@
  * its memory traffic at the model's rates from beyond the cache where that takes longer (a
  * roofline: a matrix-vector product is bound by its matrix, a loop piece's slices stream from
  * memory; a product at the rate of the square GEMM of as many bytes; a fused op as one pass;
- * a result of 32 MiB or more its pages faulted in). A loop costs each piece its body's ops, the
- * gathers of slices that are not dense and the runtime's cost of a piece (the model's
- * piece_seconds, `loom-bench calibrate`); its full pieces are priced once for all (a loop of 8
- * million pieces would take seconds and gigabytes as tasks). Transfers are not added: cpu0 has
+ * a result of 32 MiB or more its pages faulted in; on a CPU a concat run by run). A loop costs
+ * each piece its body's ops, the gathers of slices that are not dense and the runtime's cost of
+ * a piece (the model's piece_seconds, `loom-bench calibrate`), and a result its stage returns
+ * the copy of each piece out; its full pieces are priced once for all (a loop of 8 million
+ * pieces would take seconds and gigabytes as tasks). Transfers are not added: cpu0 has
  * none, and a calibrated model of a device with its own memory is measured end to end from
  * host memory. */
 #include <math.h>
@@ -373,12 +374,32 @@ static double read_bytes(const loom_graph *g, int32_t index) {
  * slower fused than unfused. */
 enum { FUSED_BLOCK = 1024, FUSED_BLOCK_ELEMENTS = 100 };
 
+/* The element-ops below which a fused body gains nothing from the threads: pieces of 8 adds
+ * over f32[n,2400] took, an element-op on two threads, 0.22 ns at n = 3 (58,000 element-ops),
+ * 0.26 at 10, 0.14 at 30 (576,000), 0.12 at 100 and 0.11 at 300, against 0.21, 0.19, 0.18,
+ * 0.17 and 0.19 on one: priced as their first 300,000 at the one-thread rate, the rest at the
+ * threads', they come out within 1.3x of each. */
+#define FUSED_TEAM_ELEMENTS 300000.0
+
+/* Whether the view l of type t reads its axes from `from` on as one run of elements (a
+ * dims-1 axis aside): a slice of a grid's inner rows does not. */
+static bool dense_from(const loom__layout *l, const loom_type *t, int32_t from) {
+  int64_t expected = t->rank ? l->strides[t->rank - 1] : 0;
+  for (int32_t d = t->rank - 1; d >= from && d >= 0; d--) {
+    if (t->dims[d] > 1 && l->strides[d] != expected) return false;
+    expected *= t->dims[d];
+  }
+  return true;
+}
+
 /* Whether every operand of fused op `index` (right-aligned against its iteration space s)
- * walks s's axes from `axis` on as one: its dims there all s's (dense across them) or all 1
- * (broadcast over them). */
-static bool walk_as_one(const loom_graph *g, int32_t index, const loom_type *s, int32_t axis) {
+ * walks s's axes from `axis` on as one: its dims there all s's (dense across them, by its
+ * layout in g where `layouts` is given) or all 1 (broadcast over them). */
+static bool walk_as_one(const loom_graph *g, int32_t index, const loom_type *s, int32_t axis,
+                        const loom__layout *layouts) {
   for (int32_t k = 0;; k++) {
-    const loom_type *t = loom_value_type(g, loom_graph_op_input(g, index, k));
+    loom_value v = loom_graph_op_input(g, index, k);
+    const loom_type *t = loom_value_type(g, v);
     if (!t) return true;
     bool all_same = true, all_one = true;
     for (int32_t d = axis; d < s->rank; d++) {
@@ -388,6 +409,8 @@ static bool walk_as_one(const loom_graph *g, int32_t index, const loom_type *s, 
       all_one &= n == 1;
     }
     if (!all_same && !all_one) return false;
+    if (all_same && layouts && !dense_from(&layouts[v.id], t, LOOM_MAX(0, axis - (s->rank - t->rank))))
+      return false;
   }
 }
 
@@ -395,7 +418,8 @@ static bool walk_as_one(const loom_graph *g, int32_t index, const loom_type *s, 
  * largest operand or result, a reduction's input), and, for an elementwise body (`merge`), the
  * axes before it as long as every operand walks them as one (the CPU plan's merge_rows: a body
  * of operands alike runs in blocks of 1024 whatever its shape; one with a [n,1] column does
- * not). A strided slice read in place does not merge either; its type does not say so. */
+ * not, nor one reading a strided slice in place: heat-3d's step over seven shifted views of its
+ * grid ran in rows of 198, 1.5x the time priced as blocks of 1024). */
 static double fused_row(const loom_graph *g, int32_t index, bool merge) {
   const loom_type *s = NULL;
   double most = -1;
@@ -411,7 +435,16 @@ static double fused_row(const loom_graph *g, int32_t index, bool merge) {
   }
   if (!s) return 0;
   int32_t axis = s->rank - 1;
-  while (merge && axis > 0 && walk_as_one(g, index, s, axis - 1)) axis--;
+  loom__layout *layouts = NULL;
+  if (merge && axis > 0) {
+    layouts = loom__malloc((size_t)LOOM_MAX(g->n_values, 1) * sizeof *layouts);
+    if (layouts && loom__graph_layouts(g, layouts)) {
+      loom__free(layouts);
+      layouts = NULL; /* without them, by the types alone */
+    }
+  }
+  while (merge && axis > 0 && walk_as_one(g, index, s, axis - 1, layouts)) axis--;
+  loom__free(layouts);
   double m = 1;
   for (int32_t d = axis; d < s->rank; d++) m *= (double)s->dims[d];
   return m;
@@ -450,7 +483,13 @@ static double fused_seconds(const pricer *p, const loom_graph *g, int32_t index,
   }
   double written = op_bytes(g, index) - operands, read = read_bytes(g, index);
   const loom_sched_class_model *e = &p->m->cls[LOOM_OP_CLASS_ELEMENTWISE];
-  return (e->known ? e->latency : 0) + elements * p->m->fused_element_seconds +
+  /* A small body runs at about one thread's rate (fused_small_element_seconds): its first
+   * FUSED_TEAM_ELEMENTS element-ops at it, the rest at the threads' rate. */
+  double element = p->m->fused_element_seconds, small = p->m->fused_small_element_seconds;
+  double extra = small > element
+                     ? (small - element) * (elements < FUSED_TEAM_ELEMENTS ? elements : FUSED_TEAM_ELEMENTS)
+                     : 0;
+  return (e->known ? e->latency : 0) + elements * element + extra +
          scale * (read * p->read + written * p->write) + loom__sched_task_time(task, p->m);
 }
 
@@ -487,6 +526,20 @@ static bool broadcasts(const loom_graph *g, int32_t index) {
   }
 }
 
+/* The runs of contiguous elements concat `index` writes: each operand fills one run of the
+ * result per index of the axes before the concat's. The CPU copies run by run: heat-3d's
+ * concat along its innermost axis (118,000 runs of at most 198 elements) took 2.7x the time of
+ * the same bytes along its outermost (3 runs). */
+static double concat_runs(const loom_graph *g, int32_t index) {
+  const loom__op *op = &g->ops[index];
+  const loom_type *o = &g->values[op->outputs[0]].type;
+  int32_t axis;
+  if (!loom__axis_normalize(op->attrs.axis, o->rank, &axis)) return 0;
+  double outer = 1;
+  for (int32_t d = 0; d < axis; d++) outer *= (double)o->dims[d];
+  return outer * op->n_inputs;
+}
+
 /* The seconds of op `index` of g at `scale` of its size: its kernels by the model's class
  * tables (as the scheduler prices them, loom_sched_op_work; a product by gemm_seconds), or its
  * memory traffic where that takes longer. */
@@ -513,9 +566,46 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   }
   compute += loom__sched_task_time(&task, p->m);
   if (compute == 0) return LOOM_OK; /* a view or a constant: no kernel */
+  if (info.kind == LOOM_OP_CONCAT && p->blocks)
+    compute += scale * concat_runs(g, index) * p->m->gather_row_seconds;
   double memory = memory_seconds(p, g, index, info.kind, scale);
   *t += compute > memory ? compute : memory;
   return LOOM_OK;
+}
+
+/* Whether result j of loop op ops[i] is streamed out of its stage (ops[0..n) of g): the
+ * executor copies each piece's result out of its block into the stage's output, where the
+ * stage returns it (a graph output, or a later stage's input) and none of its own ops reads it
+ * (loom__value_streamed_out, as the stage's graph sees it). */
+static bool streamed_out(const loom_graph *g, const int32_t *ops, int32_t n, int32_t i, int32_t j) {
+  const loom__op *op = &g->ops[ops[i]];
+  int32_t v = op->outputs[j];
+  if (op->loop->combines[j].combine != LOOM_COMBINE_CONCAT) return false;
+  bool returned = false;
+  for (int32_t k = 0; k < g->n_outputs; k++) returned |= g->outputs[k] == v;
+  for (int32_t o = 0, at = 0; o < g->n_ops; o++) {
+    bool mine = false;
+    for (at = 0; at < n && !mine; at++) mine = ops[at] == o;
+    for (int32_t k = 0; k < g->ops[o].n_inputs; k++)
+      if (g->ops[o].inputs[k] == v) {
+        if (mine) return false;
+        returned = true;
+      }
+  }
+  return returned;
+}
+
+/* The seconds loop op ops[i] spends streaming its results out of its stage (streamed_out): a
+ * copy of each piece's result, its bytes read and written at the memory rates. jacobi-2d's 100
+ * stages of 800 pieces of 3 rows each spent 11% of their run in these copies. */
+static double streamed_out_seconds(const pricer *p, const loom_graph *g, const int32_t *ops, int32_t n,
+                                   int32_t i) {
+  const loom__op *op = &g->ops[ops[i]];
+  double t = 0;
+  for (int32_t j = 0; j < op->n_outputs; j++)
+    if (streamed_out(g, ops, n, i, j))
+      t += bytes_of(g, (loom_value){.id = op->outputs[j]}) * (p->read + p->write);
+  return t;
 }
 
 /* The seconds of ops[0..n) of g on device d (its model), one after the other. */
@@ -523,7 +613,10 @@ static loom_status ops_seconds(const loom_graph *g, const int32_t *ops, int32_t 
                                double *t) {
   pricer p = pricer_of(d);
   loom_status s = LOOM_OK;
-  for (int32_t i = 0; !s && i < n; i++) s = op_seconds(&p, g, ops[i], 1, t);
+  for (int32_t i = 0; !s && i < n; i++) {
+    s = op_seconds(&p, g, ops[i], 1, t);
+    if (!s && g->ops[ops[i]].loop) *t += streamed_out_seconds(&p, g, ops, n, i);
+  }
   return s;
 }
 

@@ -231,11 +231,13 @@ TEST(model_file_keeps_the_cost_of_a_piece) {
   m.piece_seconds = 3.5e-7;
   m.gather_row_seconds = 6e-8;
   m.fused_element_seconds = 2e-10;
+  m.fused_small_element_seconds = 4e-10;
   m.fault_page_seconds = 5e-6;
   m.select_ratio = 3.5;
   ASSERT_OK(loom_sched_model_save(&m, "dev", "1"));
   ASSERT_OK(loom_sched_model_load("dev", "1", &back));
   ASSERT_NEAR(back.select_ratio, 3.5, 1e-15);
+  ASSERT_NEAR(back.fused_small_element_seconds, 4e-10, 1e-22);
   ASSERT_NEAR(back.piece_seconds, 3.5e-7, 1e-20);
   ASSERT_NEAR(back.gather_row_seconds, 6e-8, 1e-20);
   ASSERT_NEAR(back.fused_element_seconds, 2e-10, 1e-22);
@@ -272,6 +274,15 @@ TEST(model_file_keeps_the_cost_of_a_piece) {
   fclose(f);
   ASSERT_EQ(loom_sched_model_load("dev", "1", &back), LOOM_ERR_INVALID_ARGUMENT);
   ASSERT_CONTAINS(loom_last_error(), "select_ratio");
+  f = fopen(path, "w");
+  ASSERT_TRUE(f != NULL);
+  fputs(
+      "{\"models\": {\"copy\": {\"rate\": 1e9}}, \"fused\": {\"element_seconds\": 1e-10, "
+      "\"small_element_seconds\": -1}}\n",
+      f);
+  fclose(f);
+  ASSERT_EQ(loom_sched_model_load("dev", "1", &back), LOOM_ERR_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(loom_last_error(), "small_element_seconds");
   unlink(path);
   char models[1100];
   snprintf(models, sizeof models, "%s/models", dir);
@@ -337,8 +348,9 @@ TEST(predict_prices_the_gather_of_a_strided_slice) {
       "}\n";
   double t = 0;
   ASSERT_OK(predict_text(&m, text, &t));
-  double kernel = 1e-6 + 6400 * 1e-9, gather = 64 * (5e-8 + (8 * 64 + 400) * 0.25e-9);
-  ASSERT_NEAR(t, 10 * (kernel + gather), 1e-12);
+  /* y, returned, is streamed out: each piece's result read and written once more */
+  double kernel = 1e-6 + 6400 * 1e-9, gather = 64 * (5e-8 + (8 * 64 + 400) * 0.25e-9), out = 256000 * 0.5e-9;
+  ASSERT_NEAR(t, 10 * (kernel + gather) + out, 1e-12);
 }
 
 /* A strided slice its kernels read where it lies (no reshape, no inner loop) is not copied:
@@ -361,7 +373,8 @@ TEST(predict_prices_a_strided_slice_read_in_place) {
   double t = 0;
   ASSERT_OK(predict_text(&m, text, &t));
   double kernels = 2 * (1e-6 + 6400 * 1e-9), reads = 2 * 64 * (5e-8 + (8 * 64 - 400) * 0.25e-9);
-  ASSERT_NEAR(t, 10 * (kernels + reads), 1e-12);
+  double out = 2 * 256000 * 0.5e-9; /* y and z streamed out: read and written once more */
+  ASSERT_NEAR(t, 10 * (kernels + reads) + out, 1e-12);
 }
 
 /* The rows of an operand of more than 32 MiB come from memory: each row an elementwise kernel
@@ -397,9 +410,10 @@ TEST(predict_prices_rows_from_memory) {
   m.gather_row_seconds = 5e-8;
   double cached = strided_exp(&m, 1000), memory = strided_exp(&m, 1100);
   ASSERT_TRUE(cached > 0 && memory > 0);
-  double kernel = 1e-6 + 819200 * 1e-9, row = 5e-8 + (8 * 64 - 400) * 0.25e-9;
-  ASSERT_NEAR(cached, 10 * (kernel + 8192 * row), 1e-12);
-  ASSERT_NEAR(memory, 11 * (kernel + 8192 * (row + 2 * 8 * 64 * 0.25e-9)), 1e-12);
+  /* y streamed out: its bytes read and written once more */
+  double kernel = 1e-6 + 819200 * 1e-9, row = 5e-8 + (8 * 64 - 400) * 0.25e-9, out = 8192 * 4 * 0.5e-9;
+  ASSERT_NEAR(cached, 10 * (kernel + 8192 * row) + 1000 * out, 1e-12);
+  ASSERT_NEAR(memory, 11 * (kernel + 8192 * (row + 2 * 8 * 64 * 0.25e-9)) + 1100 * out, 1e-12);
   double dot_cached = strided_dot(&m, 1000), dot_memory = strided_dot(&m, 1100);
   ASSERT_TRUE(dot_cached > 0 && dot_memory > 0);
   ASSERT_NEAR(dot_memory / 11, dot_cached / 10, 1e-12);
@@ -556,6 +570,67 @@ TEST(predict_prices_the_blocks_of_a_fused_body) {
   double pass = 1e-6 + 16000 * 1e-9 + 12 * 4000 * 0.25e-9;
   ASSERT_NEAR(alike, pass + 16000 * 1e-9 * 100 * (4.0 / 4000 - 1.0 / 1024), 1e-15);
   ASSERT_NEAR(whole, 1e-6 + 4 * 4096 * 1e-9 + 12 * 4096 * 0.25e-9, 1e-15);
+}
+
+/* A small fused body runs at about one thread's rate: with the small element at 3 ns, the
+ * 4,000 element-ops of the fused adds over f32[1000] cost 2 ns more each than at the threads'
+ * 1 ns; a body of 400,000 (f32[100000]) pays that only for its first 300,000. */
+TEST(predict_prices_a_small_fused_body_at_one_threads_rate) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.fused_element_seconds = 1e-9;
+  double plain = fused_adds(&m, "cuda", "[1000]", "[1000]"),
+         big = fused_adds(&m, "cuda", "[100000]", "[100000]");
+  m.fused_small_element_seconds = 3e-9;
+  double slow = fused_adds(&m, "cuda", "[1000]", "[1000]"),
+         bigger = fused_adds(&m, "cuda", "[100000]", "[100000]");
+  ASSERT_TRUE(plain > 0 && big > 0 && slow > 0 && bigger > 0);
+  ASSERT_NEAR(slow - plain, 4000 * 2e-9, 1e-15);
+  ASSERT_NEAR(bigger - big, 300000 * 2e-9, 1e-12);
+}
+
+/* A CPU's fused body over strided slices of a grid (its rows not dense across the grid) runs
+ * row by row, not merged into blocks of 1024: the seven inner views of f32[12,12,12] over
+ * [10,10,10] in rows of 10, 100 x (1/10 - 1/1024) of an element more each; the same body over
+ * dense operands of [10,10,10] merges into blocks (1000 elements: 100 x (1/1000 - 1/1024)). */
+TEST(predict_prices_a_fused_body_over_strided_slices_by_its_rows) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.fused_element_seconds = 1e-9;
+  const char *strided =
+      "graph g(x: f32[12,12,12]) {\n"
+      "  a = slice x start=[1,1,1] stop=[11,11,11]\n"
+      "  b = slice x start=[0,1,1] stop=[10,11,11]\n"
+      "  w = fused {\n    in p = a\n    in q = b\n    s = add p q\n    out s\n  }\n"
+      "  return w\n"
+      "}\n";
+  const char *dense =
+      "graph g(a: f32[10,10,10], b: f32[10,10,10]) {\n"
+      "  w = fused {\n    in p = a\n    in q = b\n    s = add p q\n    out s\n  }\n"
+      "  return w\n"
+      "}\n";
+  double ts = 0, td = 0;
+  ASSERT_OK(predict_text(&m, strided, &ts));
+  ASSERT_OK(predict_text(&m, dense, &td));
+  double rows = 1000 * 1e-9 * 100 * (1.0 / 10 - 1.0 / 1024),
+         blocks = 1000 * 1e-9 * 100 * (1.0 / 1000 - 1.0 / 1024);
+  /* the strided operands read their grid once (6912 bytes) where the dense read 8000 */
+  ASSERT_NEAR(ts, 1e-6 + 1000 * 1e-9 + (6912 + 4000) * 0.25e-9 + rows, 1e-15);
+  ASSERT_NEAR(td, 1e-6 + 1000 * 1e-9 + (8000 + 4000) * 0.25e-9 + blocks, 1e-15);
+}
+
+/* A CPU copies a concat run by run, each at the model's cost of a row: along the innermost
+ * axis of [100,10] + [100,10], 200 runs; along the outermost, 2. */
+TEST(predict_prices_a_concat_by_its_runs) {
+  loom_sched_model m = cpu_model(1e-6);
+  m.cls[LOOM_OP_CLASS_COPY] =
+      (loom_sched_class_model){.known = true, .latency = 1e-6, .seconds_per_unit = 1e-9};
+  m.gather_row_seconds = 5e-8;
+  double inner = 0, outer = 0;
+  ASSERT_OK(predict_text(
+      &m, "graph g(a: f32[100,10], b: f32[100,10]) {\n  c = concat a b axis=1\n  return c\n}\n", &inner));
+  ASSERT_OK(predict_text(
+      &m, "graph g(a: f32[100,10], b: f32[100,10]) {\n  c = concat a b axis=0\n  return c\n}\n", &outer));
+  ASSERT_TRUE(inner > 0 && outer > 0);
+  ASSERT_NEAR(inner - outer, (200 - 2) * 5e-8, 1e-15);
 }
 
 /* Three shifted slices of one array (a stencil's step) read its 4008 bytes once, not 12,000:
