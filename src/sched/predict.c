@@ -596,15 +596,19 @@ static bool streamed_out(const loom_graph *g, const int32_t *ops, int32_t n, int
 }
 
 /* The seconds loop op ops[i] spends streaming its results out of its stage (streamed_out): a
- * copy of each piece's result, its bytes read and written at the memory rates. jacobi-2d's 100
- * stages of 800 pieces of 3 rows each spent 11% of their run in these copies. */
+ * copy of each piece's result on one thread, its bytes read at a piece's rate (read_seconds:
+ * one core's, for a small piece) and written. jacobi-2d's 100 stages of 800 pieces of 3 rows
+ * each spent 11% of their run in these copies. */
 static double streamed_out_seconds(const pricer *p, const loom_graph *g, const int32_t *ops, int32_t n,
                                    int32_t i) {
   const loom__op *op = &g->ops[ops[i]];
-  double t = 0;
-  for (int32_t j = 0; j < op->n_outputs; j++)
-    if (streamed_out(g, ops, n, i, j))
-      t += bytes_of(g, (loom_value){.id = op->outputs[j]}) * (p->read + p->write);
+  const loom__loop *l = op->loop;
+  double t = 0, pieces = (double)((l->n + l->piece - 1) / l->piece);
+  for (int32_t j = 0; j < op->n_outputs; j++) {
+    if (!streamed_out(g, ops, n, i, j)) continue;
+    double whole = bytes_of(g, (loom_value){.id = op->outputs[j]});
+    t += pieces * read_seconds(p, whole / pieces, 1) + whole * p->write;
+  }
   return t;
 }
 
