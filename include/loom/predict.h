@@ -79,11 +79,11 @@ typedef struct loom_limit_search {
 } loom_limit_search;
 
 /* The margin the search below keeps: it asks for a predicted time within factor /
- * LOOM_LIMIT_SEARCH_MARGIN (at least 1) times the whole time. At the fine cuts such a search
- * lands on, the calibrated model on two threads priced the products' pieces at 0.6-0.9 of
- * their measured time, the whole runs at 0.9-1.0 (docs/limits.md, "Pieces as they run"):
- * without it a limit predicted at 2x measured 2.0-3.1x. */
-#define LOOM_LIMIT_SEARCH_MARGIN 1.25
+ * LOOM_LIMIT_SEARCH_MARGIN (at least 1) times the whole time. The fine cuts such a search
+ * lands on (hundreds to thousands of pieces) the calibrated model on two threads prices short
+ * against the whole run: with a margin of 1.25, limits predicted at 1.6x measured up to 3.75x
+ * (docs/limits.md, "Predicted time"). */
+#define LOOM_LIMIT_SEARCH_MARGIN 1.6
 
 /* The smallest limit for one runner on `device` at which `graph`'s predicted time stays within
  * `factor` (>= 1) times its whole time, less the margin above (the limit's predicted time at

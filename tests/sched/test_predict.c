@@ -123,7 +123,7 @@ TEST(predict_equals_the_fixed_schedule_of_the_plans_problem) {
 
 /* A sum of squares: each piece of a limited plan pays the kernels' latency again, so the time
  * grows as the limit shrinks, and the search finds where it crosses twice the whole time less
- * the search's margin (2 / 1.25 = 1.6 times). */
+ * the search's margin (2 / 1.6 = 1.25 times). */
 TEST(smallest_limit_is_within_the_factor_and_below_the_need) {
   loom_sched_platform *pf = cpu_platform(2e-5);
   loom_graph *g = parse(

@@ -67,7 +67,7 @@ static void usage(FILE *f) {
       "  --device ID        the runner's device (default cpu0)\n"
       "  --max-slowdown F   also plan each kernel at the smallest limit whose predicted time is\n"
       "                     within F times its whole time (loom-plan --max-slowdown; the search\n"
-      "                     keeps a margin: it asks for F / 1.25) and measure it (goal: 1.25 F)\n"
+      "                     keeps a margin: it asks for F / 1.6) and measure it (goal: 1.25 F)\n"
       "  --json FILE        also write every figure as one JSON object\n"
       "  Ratios are whole time / limited time at 1/8 of each kernel's need (and 1/32, 1/128 for\n"
       "  gemm); goals (issue 34): >= 0.6 products and updates, >= 0.5 mat-vec pairs, >= 0.25\n"
