@@ -89,10 +89,19 @@ loom_status loom_sched_platform_default(const loom_device_info *info, loom_sched
 /* What prices an op: the device's model and its memory rates, seconds per byte read and
  * written, from the model's largest points (past the last-level cache, which calibrate
  * reaches): REDUCTION reads 4 bytes an element, ELEMENTWISE (an f32 add) reads 8 and writes 4. */
+/* The layouts of the last two graphs priced (a stage's graph and a loop body), computed where a
+ * fused op reads a view (fused_row): one pass over a graph, not one per fused op. */
+typedef struct layout_cache {
+  const loom_graph *g[2];
+  loom__layout *l[2];
+  int32_t next;
+} layout_cache;
+
 typedef struct pricer {
   const loom_sched_model *m;
   double read, write;
-  bool blocks; /* a CPU: its fused bodies run in blocks along their last axis (fused_blocks) */
+  bool blocks;           /* a CPU: its fused bodies run in blocks along their last axis (fused_blocks) */
+  layout_cache *layouts; /* NULL: fused operands are taken as dense */
 } pricer;
 
 static double last_rate(const loom_sched_class_model *c) {
@@ -420,7 +429,37 @@ static bool walk_as_one(const loom_graph *g, int32_t index, const loom_type *s, 
  * of operands alike runs in blocks of 1024 whatever its shape; one with a [n,1] column does
  * not, nor one reading a strided slice in place: heat-3d's step over seven shifted views of its
  * grid ran in rows of 198, 1.5x the time priced as blocks of 1024). */
-static double fused_row(const loom_graph *g, int32_t index, bool merge) {
+/* g's layouts (loom__graph_layouts) from p's cache, or NULL where they cannot be had. */
+static const loom__layout *layouts_of(const pricer *p, const loom_graph *g) {
+  layout_cache *c = p->layouts;
+  if (!c) return NULL;
+  for (int32_t i = 0; i < 2; i++)
+    if (c->g[i] == g) return c->l[i];
+  int32_t i = c->next;
+  c->next ^= 1;
+  loom__free(c->l[i]);
+  c->g[i] = NULL;
+  c->l[i] = loom__malloc((size_t)LOOM_MAX(g->n_values, 1) * sizeof *c->l[i]);
+  if (c->l[i] && loom__graph_layouts(g, c->l[i])) {
+    loom__free(c->l[i]);
+    c->l[i] = NULL;
+  }
+  if (c->l[i]) c->g[i] = g;
+  return c->l[i];
+}
+
+/* Whether an operand of op `index` is a view of another value (a slice, a transpose, ...),
+ * whose layout may not be dense; any other value owns a dense buffer. */
+static bool reads_a_view(const loom_graph *g, int32_t index) {
+  const loom__op *op = &g->ops[index];
+  for (int32_t i = 0; i < op->n_inputs; i++) {
+    int32_t producer = g->values[op->inputs[i]].op;
+    if (producer >= 0 && loom__op_is_light(g->ops[producer].kind)) return true;
+  }
+  return false;
+}
+
+static double fused_row(const pricer *p, const loom_graph *g, int32_t index, bool merge) {
   const loom_type *s = NULL;
   double most = -1;
   for (int32_t k = -1;; k++) {
@@ -435,16 +474,9 @@ static double fused_row(const loom_graph *g, int32_t index, bool merge) {
   }
   if (!s) return 0;
   int32_t axis = s->rank - 1;
-  loom__layout *layouts = NULL;
-  if (merge && axis > 0) {
-    layouts = loom__malloc((size_t)LOOM_MAX(g->n_values, 1) * sizeof *layouts);
-    if (layouts && loom__graph_layouts(g, layouts)) {
-      loom__free(layouts);
-      layouts = NULL; /* without them, by the types alone */
-    }
-  }
+  /* without the layouts (out of memory), by the types alone */
+  const loom__layout *layouts = merge && axis > 0 && reads_a_view(g, index) ? layouts_of(p, g) : NULL;
   while (merge && axis > 0 && walk_as_one(g, index, s, axis - 1, layouts)) axis--;
-  loom__free(layouts);
   double m = 1;
   for (int32_t d = axis; d < s->rank; d++) m *= (double)s->dims[d];
   return m;
@@ -453,8 +485,8 @@ static double fused_row(const loom_graph *g, int32_t index, bool merge) {
 /* The element-ops fused op `index`'s blocks add to its `elements`, beyond those the model's
  * element holds (it was measured in blocks of FUSED_BLOCK): in rows of m elements (fused_row),
  * each element costs FUSED_BLOCK_ELEMENTS / m of an element more (a block of 1,024 none). */
-static double fused_blocks(const loom_graph *g, int32_t index, double elements, bool merge) {
-  double m = fused_row(g, index, merge);
+static double fused_blocks(const pricer *p, const loom_graph *g, int32_t index, double elements, bool merge) {
+  double m = fused_row(p, g, index, merge);
   if (!(m > 0)) return 0;
   double per = FUSED_BLOCK_ELEMENTS * (ceil(m / FUSED_BLOCK) / m - 1.0 / FUSED_BLOCK);
   return per > 0 ? elements * per : 0;
@@ -472,7 +504,7 @@ static double fused_seconds(const pricer *p, const loom_graph *g, int32_t index,
     bool merge = true; /* an elementwise body: no reduction, product or other class */
     for (int c = 0; c < LOOM_OP_CLASS_COUNT; c++)
       merge &= c == LOOM_OP_CLASS_ELEMENTWISE || !(task->size[c] > 0);
-    elements += fused_blocks(g, index, elements, merge);
+    elements += fused_blocks(p, g, index, elements, merge);
   }
   task->size[LOOM_OP_CLASS_ELEMENTWISE] = 0;
   double operands = 0;
@@ -573,39 +605,35 @@ static loom_status op_seconds(const pricer *p, const loom_graph *g, int32_t inde
   return LOOM_OK;
 }
 
-/* Whether result j of loop op ops[i] is streamed out of its stage (ops[0..n) of g): the
+/* Whether result j of loop op o is streamed out of its stage (the ops in_stage marks): the
  * executor copies each piece's result out of its block into the stage's output, where the
  * stage returns it (a graph output, or a later stage's input) and none of its own ops reads it
  * (loom__value_streamed_out, as the stage's graph sees it). */
-static bool streamed_out(const loom_graph *g, const int32_t *ops, int32_t n, int32_t i, int32_t j) {
-  const loom__op *op = &g->ops[ops[i]];
+static bool streamed_out(const loom_graph *g, const bool *in_stage, int32_t o, int32_t j) {
+  const loom__op *op = &g->ops[o];
   int32_t v = op->outputs[j];
   if (op->loop->combines[j].combine != LOOM_COMBINE_CONCAT) return false;
   bool returned = false;
   for (int32_t k = 0; k < g->n_outputs; k++) returned |= g->outputs[k] == v;
-  for (int32_t o = 0, at = 0; o < g->n_ops; o++) {
-    bool mine = false;
-    for (at = 0; at < n && !mine; at++) mine = ops[at] == o;
-    for (int32_t k = 0; k < g->ops[o].n_inputs; k++)
-      if (g->ops[o].inputs[k] == v) {
-        if (mine) return false;
+  for (int32_t r = 0; r < g->n_ops; r++)
+    for (int32_t k = 0; k < g->ops[r].n_inputs; k++)
+      if (g->ops[r].inputs[k] == v) {
+        if (in_stage[r]) return false;
         returned = true;
       }
-  }
   return returned;
 }
 
-/* The seconds loop op ops[i] spends streaming its results out of its stage (streamed_out): a
+/* The seconds loop op o spends streaming its results out of its stage (streamed_out): a
  * copy of each piece's result on one thread, its bytes read at a piece's rate (read_seconds:
  * one core's, for a small piece) and written. jacobi-2d's 100 stages of 800 pieces of 3 rows
  * each spent 11% of their run in these copies. */
-static double streamed_out_seconds(const pricer *p, const loom_graph *g, const int32_t *ops, int32_t n,
-                                   int32_t i) {
-  const loom__op *op = &g->ops[ops[i]];
+static double streamed_out_seconds(const pricer *p, const loom_graph *g, const bool *in_stage, int32_t o) {
+  const loom__op *op = &g->ops[o];
   const loom__loop *l = op->loop;
   double t = 0, pieces = (double)((l->n + l->piece - 1) / l->piece);
   for (int32_t j = 0; j < op->n_outputs; j++) {
-    if (!streamed_out(g, ops, n, i, j)) continue;
+    if (!streamed_out(g, in_stage, o, j)) continue;
     double whole = bytes_of(g, (loom_value){.id = op->outputs[j]});
     t += pieces * read_seconds(p, whole / pieces, 1) + whole * p->write;
   }
@@ -615,12 +643,19 @@ static double streamed_out_seconds(const pricer *p, const loom_graph *g, const i
 /* The seconds of ops[0..n) of g on device d (its model), one after the other. */
 static loom_status ops_seconds(const loom_graph *g, const int32_t *ops, int32_t n, const loom_sched_device *d,
                                double *t) {
+  layout_cache layouts = {{NULL, NULL}, {NULL, NULL}, 0};
   pricer p = pricer_of(d);
-  loom_status s = LOOM_OK;
+  p.layouts = &layouts;
+  bool *in_stage = loom__calloc((size_t)LOOM_MAX(g->n_ops, 1), sizeof *in_stage);
+  loom_status s = in_stage ? LOOM_OK : loom__error(LOOM_ERR_OUT_OF_MEMORY, "prediction: out of memory");
+  for (int32_t i = 0; !s && i < n; i++) in_stage[ops[i]] = true;
   for (int32_t i = 0; !s && i < n; i++) {
     s = op_seconds(&p, g, ops[i], 1, t);
-    if (!s && g->ops[ops[i]].loop) *t += streamed_out_seconds(&p, g, ops, n, i);
+    if (!s && g->ops[ops[i]].loop) *t += streamed_out_seconds(&p, g, in_stage, ops[i]);
   }
+  loom__free(in_stage);
+  loom__free(layouts.l[0]);
+  loom__free(layouts.l[1]);
   return s;
 }
 
