@@ -225,6 +225,19 @@ static loom_status nested_try(const region *r, int64_t c, int64_t limit, loom_gr
   return s;
 }
 
+/* ceil(n / d) for n >= 0, d >= 1, without the overflow of n + d - 1: the trips of pieces of d,
+ * or the piece of d even trips. */
+static int64_t split_trips(int64_t n, int64_t d) {
+  return n / d + (n % d != 0);
+}
+
+/* The trip count after t in nested_fit's search: a quarter more (at least one more), past n
+ * where that would overflow. */
+static int64_t more_trips(int64_t t, int64_t n) {
+  int64_t step = LOOM_MAX(1, t / 4);
+  return t > n - step ? INT64_MAX : t + step;
+}
+
 /* When even the smallest piece does not fit because the body reads an input whole: the largest
  * outer piece for which an inner cut of the body fits (a dot under a sixteenth of its need:
  * rows of a outside, k inside, so neither a nor b is held whole). Each try is a small search of
@@ -264,9 +277,10 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
    * the valley, where a candidate takes four times the best. */
   int64_t best_c = fits, prev_c = fits;
   double best_time = loom__chunk_predicted_time(best);
-  for (int64_t t = (r->extent + fits - 1) / fits; s == LOOM_OK; t += LOOM_MAX(1, t / 4)) {
-    int64_t c = (r->extent + t - 1) / t;
-    if (c < lo) break;
+  for (int64_t t = split_trips(r->extent, fits); s == LOOM_OK && t <= r->extent;
+       t = more_trips(t, r->extent)) {
+    int64_t c = split_trips(r->extent, t); /* the piece of t even trips */
+    if (c < lo || (c == prev_c && c == lo)) break;
     if (c == prev_c) continue;
     prev_c = c;
     loom_graph *g = NULL;
