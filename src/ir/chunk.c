@@ -231,11 +231,11 @@ static int64_t split_trips(int64_t n, int64_t d) {
   return n / d + (n % d != 0);
 }
 
-/* The trip count after t in nested_fit's search: a quarter more (at least one more), past n
- * where that would overflow. */
+/* The trip count after t (< n) in nested_fit's search: a quarter more (at least one more), n at
+ * most, so pieces of 1 are reached (their trip, n, ends the search: its piece is the least). */
 static int64_t more_trips(int64_t t, int64_t n) {
   int64_t step = LOOM_MAX(1, t / 4);
-  return t > n - step ? INT64_MAX : t + step;
+  return t >= n - step ? n : t + step;
 }
 
 /* When even the smallest piece does not fit because the body reads an input whole: the largest
@@ -277,8 +277,7 @@ static loom_status nested_fit(region *r, chunk_search *cs, loom_graph **out, int
    * the valley, where a candidate takes four times the best. */
   int64_t best_c = fits, prev_c = fits;
   double best_time = loom__chunk_predicted_time(best);
-  for (int64_t t = split_trips(r->extent, fits); s == LOOM_OK && t <= r->extent;
-       t = more_trips(t, r->extent)) {
+  for (int64_t t = split_trips(r->extent, fits); s == LOOM_OK; t = more_trips(t, r->extent)) {
     int64_t c = split_trips(r->extent, t); /* the piece of t even trips */
     if (c < lo || (c == prev_c && c == lo)) break;
     if (c == prev_c) continue;
