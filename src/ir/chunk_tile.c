@@ -72,7 +72,8 @@ static double op_time(const loom_graph *g, int32_t o) {
   for (int32_t k = 0; k < op->n_outputs; k++) bytes += value_bytes(g, op->outputs[k]);
   double t = bytes / MEMORY_RATE;
   if (op->kind == LOOM_OP_DOT) {
-    double packed = value_bytes(g, op->inputs[0]) + value_bytes(g, op->inputs[1]);
+    double packed =
+        loom__dot_is_gemm(g, op) ? value_bytes(g, op->inputs[0]) + value_bytes(g, op->inputs[1]) : 0;
     t = LOOM_MAX(t, dot_time(g, op) + packed / MEMORY_RATE);
   }
   return t;

@@ -235,6 +235,12 @@ loom_status loom__body_work(const loom_graph *body, double scale, double *sizes,
  * with. */
 bool loom__op_is_light(loom_op kind);
 
+/* Whether dot op (of g) is a matrix-matrix product, which a GEMM runs, packing both operands on
+ * every call (both operands of rank 2 or more, its result more than one row and one column);
+ * a matrix-vector product packs nothing. The chunker's roofline and the scheduler's
+ * predictions price the packing by it. */
+bool loom__dot_is_gemm(const loom_graph *g, const loom__op *op);
+
 /* The number of results op gives: its kind's, or its body's for a loop or a fused op. */
 static inline int32_t loom__op_result_count(const loom__op *op) {
   if (op->fused) return op->fused->n_outputs;

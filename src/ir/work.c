@@ -122,6 +122,14 @@ loom_status loom__op_work(const loom_graph *g, int32_t index, double *sizes, int
   }
 }
 
+bool loom__dot_is_gemm(const loom_graph *g, const loom__op *op) {
+  if (op->kind != LOOM_OP_DOT || op->n_inputs < 2) return false;
+  const loom_type *a = &g->values[op->inputs[0]].type, *b = &g->values[op->inputs[1]].type,
+                  *r = &g->values[op->outputs[0]].type;
+  return a->rank >= 2 && b->rank >= 2 && r->rank >= 1 && r->dims[r->rank - 1] > 1 &&
+         (r->rank < 2 || r->dims[r->rank - 2] > 1);
+}
+
 bool loom__op_is_light(loom_op kind) {
   loom__op_class c = loom__op_info_of(kind)->cls;
   return c == LOOM_CLASS_SOURCE || kind == LOOM_OP_RESHAPE || kind == LOOM_OP_TRANSPOSE ||

@@ -142,16 +142,6 @@ static double read_seconds(const pricer *p, double bytes, double scale) {
   return streamed > t ? streamed : t;
 }
 
-/* Whether dot `index` is a matrix-matrix product (both operands of rank 2 or more, its result
- * more than one column), which a GEMM runs. */
-static bool packs(const loom_graph *g, int32_t index) {
-  const loom_type *a = loom_value_type(g, loom_graph_op_input(g, index, 0)),
-                  *b = loom_value_type(g, loom_graph_op_input(g, index, 1)),
-                  *r = loom_value_type(g, loom_graph_op_output(g, index, 0));
-  return a && b && r && a->rank >= 2 && b->rank >= 2 && r->rank >= 1 && r->dims[r->rank - 1] > 1 &&
-         (r->rank < 2 || r->dims[r->rank - 2] > 1);
-}
-
 /* The seconds an op spends moving memory, priced at the rates from beyond the cache: a dot
  * all its operands and its result (a matrix-vector product is bound by its matrix, which its
  * flops alone price as a small, fast GEMM); any other op the operands it reads from its
@@ -170,7 +160,7 @@ static double memory_seconds(const pricer *p, const loom_graph *g, int32_t index
    * packed copies: row slabs of 12 x 2048 times a whole f32[2048,2048] took 1.9 ms a call
    * (gemm at 16.4 MiB, 171 of them), priced 0.55 ms without it. A matrix-vector product packs
    * nothing. */
-  if (kind == LOOM_OP_DOT && p->blocks && packs(g, index)) {
+  if (kind == LOOM_OP_DOT && p->blocks && loom__dot_is_gemm(g, &g->ops[index])) {
     written += read;
     read *= 2;
   }

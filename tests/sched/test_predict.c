@@ -589,7 +589,7 @@ TEST(predict_prices_a_small_fused_body_at_one_threads_rate) {
 }
 
 /* A CPU's fused body over strided slices of a grid (its rows not dense across the grid) runs
- * row by row, not merged into blocks of 1024: the seven inner views of f32[12,12,12] over
+ * row by row, not merged into blocks of 1024: the two shifted views of f32[12,12,12] over
  * [10,10,10] in rows of 10, 100 x (1/10 - 1/1024) of an element more each; the same body over
  * dense operands of [10,10,10] merges into blocks (1000 elements: 100 x (1/1000 - 1/1024)). */
 TEST(predict_prices_a_fused_body_over_strided_slices_by_its_rows) {
